@@ -1,0 +1,92 @@
+// The aggregation engine interface: what every fabric (reference model, fast software switch,
+// RTL through the simulator) does with data packets. The control plane (join handshake, slot
+// allocation) lives outside and programs an Engine through AddJob/RemoveJob.
+//
+// Packets are the UDP payload: the ina header (proto::kHeaderBytes) then count int32 elements,
+// big-endian. Processing rules, identical in every implementation, in this order:
+//   1. rx_packets++.
+//   2. Shorter than the header: drop_malformed.   3. version != kVersion: drop_bad_version.
+//   4. type != data: drop_malformed.               5. length != header + 4*count: drop_malformed.
+//   6. job not installed: drop_unknown_job.        7. count > job K: drop_malformed.
+//   8. rank >= world size: drop_bad_rank.          9. slot >= window: drop_bad_slot.
+//  10. retx flag set: retransmissions++ (the packet goes on).
+//  11. Copy c = gen % 2 of the slot, holding generation cg:
+//      - gen == cg and rank's bit set: duplicate. If the copy is complete (all ranks in), re-send
+//        its result to that rank alone (result_resends++); else duplicates++.
+//      - gen == cg, bit clear: if the copy already has a contribution whose offset, count or
+//        int32 flag differ: drop_mismatch. Else add (below).
+//      - gen == cg + 2 (mod 2^16): the next use of this copy. Reset it to generation gen (no
+//        contributions), then add. (A rank only sends gen after receiving gen-1's result, which
+//        needed every rank's gen-1, which each sent only after receiving gen-2's result; so the
+//        copy being reset is no longer needed by anyone.)
+//      - otherwise: drop_stale.
+//      A job's slot copies start at generations 0xFFFE (copy 0) and 0xFFFF (copy 1), empty, so the
+//      first use (gen 0 / gen 1) resets them.
+//  Add: the first contribution sets the copy's offset, count, flags (less retx), exp, next_exp and
+//      elements; later ones add elements with wrapping int32 arithmetic, OR flags, max exp and
+//      next_exp (as unsigned biased values). rx_data++. When the copy has world-size contributions,
+//      emit its result to all ranks (results++).
+//  Result packet: version, type=result, flags, exp, next_exp, reserved 0, job, rank = destination
+//      (proto::kRankAll for the all-ranks result), slot, gen, count, offset, aux 0, then count
+//      elements of the sum, big-endian.
+// Jobs are isolated: a packet can only touch the slots of the job it names, and only through the
+// checks above.
+//
+// Threading: an Engine is single-threaded (one per core in a multi-core switch); no call blocks.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <span>
+
+#include "ina/base/status.h"
+#include "ina/proto/wire.h"
+
+namespace ina::dp {
+
+using CounterSnapshot = std::array<uint64_t, proto::kNumCounters>;
+
+inline uint64_t Get(const CounterSnapshot& c, proto::Counter which) {
+  return c[static_cast<size_t>(which)];
+}
+
+struct JobConfig {
+  uint16_t job_id = 0;
+  uint16_t world_size = 0;  // 1 .. proto::kMaxWorkers
+  uint16_t k = 256;         // elements per packet, one of proto::kKValues
+  uint32_t slot_base = 0;   // first pool slot
+  uint16_t window = 0;      // slots, >= 1; [slot_base, slot_base + window) within the pool
+};
+
+// Receives results. The packet bytes are valid only during the call.
+class Emitter {
+ public:
+  virtual ~Emitter() = default;
+  // dest_rank: a rank, or proto::kRankAll for a completed slot's result.
+  virtual void OnResult(uint16_t job_id, uint16_t dest_rank, std::span<const uint8_t> packet) = 0;
+};
+
+class Engine {
+ public:
+  virtual ~Engine() = default;
+
+  // Installs a job. Errors: InvalidArgument (K, world size, window out of range, or slot range
+  // outside the pool), AlreadyExists (job id installed, or slot range overlaps another job's),
+  // ResourceExhausted (job table full). The job's slots start empty (see rule 11).
+  virtual Status AddJob(const JobConfig& job) = 0;
+  // Removes a job; its slots become free. NotFound if not installed.
+  virtual Status RemoveJob(uint16_t job_id) = 0;
+
+  // Processes one packet by the rules above; emits zero or one result.
+  virtual void Process(std::span<const uint8_t> packet, Emitter& out) = 0;
+  // Processes packets in order; the same as Process on each.
+  virtual void ProcessBurst(std::span<const std::span<const uint8_t>> packets, Emitter& out) {
+    for (auto p : packets) Process(p, out);
+  }
+
+  virtual CounterSnapshot counters() const = 0;
+  // Slots in the pool.
+  virtual uint32_t pool_slots() const = 0;
+};
+
+}  // namespace ina::dp

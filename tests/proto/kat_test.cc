@@ -1,0 +1,138 @@
+// Known-answer vectors from proto/ina.toml, encoded to bytes by gen.py (Python's struct), decoded
+// and re-encoded here through the generated C++ accessors.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ina/proto/wire.h"
+
+namespace ina::proto {
+namespace {
+
+struct Kat {
+  std::string name;
+  std::vector<uint8_t> bytes;
+  std::map<std::string, int64_t> fields;
+  std::vector<int32_t> payload;
+};
+
+std::vector<uint8_t> FromHex(const std::string& hex) {
+  std::vector<uint8_t> out;
+  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
+    out.push_back(static_cast<uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
+  }
+  return out;
+}
+
+std::vector<Kat> LoadKats() {
+  std::ifstream in(INA_KAT_FILE);
+  EXPECT_TRUE(in.good()) << "cannot open " << INA_KAT_FILE;
+  std::vector<Kat> kats;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ss(line);
+    Kat k;
+    std::string hex, tok;
+    ss >> k.name >> hex;
+    k.bytes = FromHex(hex);
+    while (ss >> tok) {
+      auto eq = tok.find('=');
+      std::string key = tok.substr(0, eq), val = tok.substr(eq + 1);
+      if (key == "payload") {
+        std::istringstream vs(val);
+        std::string v;
+        while (std::getline(vs, v, ',')) k.payload.push_back(static_cast<int32_t>(std::stoll(v)));
+      } else {
+        k.fields[key] = std::stoll(val);
+      }
+    }
+    kats.push_back(std::move(k));
+  }
+  return kats;
+}
+
+Header FromFields(const std::map<std::string, int64_t>& f) {
+  Header h;
+  h.version = static_cast<uint8_t>(f.at("version"));
+  h.type = static_cast<uint8_t>(f.at("type"));
+  h.flags = static_cast<uint8_t>(f.at("flags"));
+  h.exp = static_cast<uint8_t>(f.at("exp"));
+  h.next_exp = static_cast<uint8_t>(f.at("next_exp"));
+  h.reserved = static_cast<uint8_t>(f.at("reserved"));
+  h.job = static_cast<uint16_t>(f.at("job"));
+  h.rank = static_cast<uint16_t>(f.at("rank"));
+  h.slot = static_cast<uint16_t>(f.at("slot"));
+  h.gen = static_cast<uint16_t>(f.at("gen"));
+  h.count = static_cast<uint16_t>(f.at("count"));
+  h.offset = static_cast<uint32_t>(f.at("offset"));
+  h.aux = static_cast<uint16_t>(f.at("aux"));
+  return h;
+}
+
+TEST(ProtoKat, VectorsExist) {
+  auto kats = LoadKats();
+  EXPECT_GE(kats.size(), 4u);
+  for (const auto& k : kats) EXPECT_EQ(k.fields.size(), 13u) << k.name << ": every field named";
+}
+
+TEST(ProtoKat, DecodeMatchesFields) {
+  for (const auto& k : LoadKats()) {
+    SCOPED_TRACE(k.name);
+    ASSERT_EQ(k.bytes.size(), kHeaderBytes + k.payload.size() * kElemBytes);
+    EXPECT_EQ(DecodeHeader(k.bytes.data()), FromFields(k.fields));
+    for (size_t i = 0; i < k.payload.size(); ++i) {
+      EXPECT_EQ(static_cast<int32_t>(Load32(k.bytes.data() + kHeaderBytes + 4 * i)), k.payload[i]);
+    }
+  }
+}
+
+TEST(ProtoKat, EncodeMatchesBytes) {
+  for (const auto& k : LoadKats()) {
+    SCOPED_TRACE(k.name);
+    std::vector<uint8_t> out(kHeaderBytes + k.payload.size() * kElemBytes, 0xEE);
+    EncodeHeader(FromFields(k.fields), out.data());
+    for (size_t i = 0; i < k.payload.size(); ++i) {
+      Store32(out.data() + kHeaderBytes + 4 * i, static_cast<uint32_t>(k.payload[i]));
+    }
+    EXPECT_EQ(out, k.bytes);
+  }
+}
+
+TEST(ProtoKat, SingleFieldAccessorsTouchOnlyTheirBytes) {
+  uint8_t h[kHeaderBytes] = {};
+  SetSlot(h, 0xA1B2);
+  for (size_t i = 0; i < kHeaderBytes; ++i) {
+    if (i == kSlotOffset) EXPECT_EQ(h[i], 0xA1);
+    else if (i == kSlotOffset + 1) EXPECT_EQ(h[i], 0xB2);
+    else EXPECT_EQ(h[i], 0) << "byte " << i;
+  }
+  EXPECT_EQ(GetSlot(h), 0xA1B2);
+}
+
+TEST(ProtoKat, LayoutPutsPayloadAtFrameByte64) {
+  EXPECT_EQ(kFramePrefixBytes + kHeaderBytes, kPayloadOffset);
+  EXPECT_EQ(kPayloadOffset, 64u);
+}
+
+std::string Slurp(const char* path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(ProtoDocs, CommittedTableIsUpToDate) {
+  std::string gen = Slurp(INA_GEN_TABLE);
+  ASSERT_FALSE(gen.empty());
+  EXPECT_EQ(Slurp(INA_DOCS_TABLE), gen)
+      << "docs/protocol_table.md is stale: copy " << INA_GEN_TABLE << " over it";
+}
+
+}  // namespace
+}  // namespace ina::proto
