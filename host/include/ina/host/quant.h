@@ -1,0 +1,59 @@
+// Block floating point quantization, as in SwitchML.
+//
+// A block is up to K floats that travel in one packet. All workers agree on the block's exponent
+// E one round ahead (the fabric max-reduces the exponent fields), so every worker scales the block
+// by the same power of two:
+//   E   = the smallest integer in [kExpMin, kExpMax] with |x| < 2^E for every finite x of the block
+//         on every worker (BlockExp gives one worker's E; the fabric takes the max).
+//   P   = Precision(world) = 30 - ceil(log2(world)): the bits each value gets.
+//   q   = round_to_nearest_even(x * 2^(P - E)), so |q| <= 2^P and the sum of `world` values has
+//         |sum| <= 2^30: the fabric's int32 sum can never overflow.
+//   out = float(sum) * 2^(E - P)
+// The power-of-two scalings are exact (E >= kExpMin keeps 2^(P-E) and 2^(E-P) normal floats).
+// Error bound per element of the result, against the exact float64 sum S of the inputs:
+//   |out - S| <= world * 2^(E - P - 1) + 2^-24 * (|S| + world * 2^(E - P - 1))
+// (rounding each input, then rounding the int32 sum to float). docs/protocol.md restates it.
+// Non-finite inputs: BlockExp reports them; the worker sends zeros with the nonfinite flag and
+// every worker's result block becomes NaN.
+//
+// Exponents travel biased (E + proto::kExpBias) in a uint8_t; 0 (proto::kExpNone) means "no block"
+// and is neutral for the max.
+//
+// Kernels: a scalar reference and AVX2 / AVX-512 variants, bit-exact to it, chosen once at start
+// (ActiveKernels()). Elements on the wire are big-endian int32: Quantize writes wire bytes
+// directly into the packet, Dequantize reads them from the result packet.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string_view>
+
+namespace ina::host::quant {
+
+// Bits per value for a world of `world` ranks: 30 - ceil(log2(world)). REQUIRES: world >= 1.
+int Precision(int world);
+
+struct Kernels {
+  std::string_view name;  // "scalar", "avx2", "avx512"
+  // Biased exponent of x[0..n) (see above); n == 0 gives kExpMin biased. Sets *nonfinite if any
+  // element is Inf or NaN (the exponent then covers the finite elements only).
+  uint8_t (*block_exp)(const float* x, size_t n, bool* nonfinite);
+  // Writes n big-endian int32 to out: round(x * 2^(P - E)), E = biased_exp - kExpBias.
+  // REQUIRES: x finite, |x| < 2^E, biased_exp from block_exp (or a max of such).
+  void (*quantize)(const float* x, size_t n, uint8_t biased_exp, int precision, uint8_t* out);
+  // Reads n big-endian int32 from in, writes float(v) * 2^(E - P) to out.
+  void (*dequantize)(const uint8_t* in, size_t n, uint8_t biased_exp, int precision, float* out);
+  // int32 tensors: host order <-> big-endian wire, no scaling.
+  void (*to_wire)(const int32_t* x, size_t n, uint8_t* out);
+  void (*from_wire)(const uint8_t* in, size_t n, int32_t* out);
+};
+
+const Kernels& ScalarKernels();
+// nullptr when the CPU (or the compiler) lacks the instructions.
+const Kernels* Avx2Kernels();
+const Kernels* Avx512Kernels();
+// The fastest kernels this CPU runs; INA_QUANT=scalar|avx2|avx512 forces one (falls back to
+// scalar with a warning on stderr if unavailable). Chosen once, thread-safe.
+const Kernels& ActiveKernels();
+
+}  // namespace ina::host::quant

@@ -1,0 +1,57 @@
+// The packet transport under the communicator: bursts of datagrams to and from the fabric.
+//
+// Implementations live in host/src/transport/<name>/ (udp now; dpdk and verbs next) and are made
+// by MakeTransport(config). A packet is one ina message (header + payload), what the fabric sees
+// as the UDP payload. The DPDK transport will attach the caller's buffers to mbufs as external
+// buffers, so callers keep a TX buffer unchanged until SendBurst returns.
+//
+// Threading: a Transport is used by one thread at a time (the communicator's progress thread).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "ina/base/status.h"
+
+namespace ina::host {
+
+struct TxPacket {
+  const uint8_t* data = nullptr;
+  size_t len = 0;  // bytes
+};
+
+struct RxPacket {
+  uint8_t* data = nullptr;  // caller's buffer
+  size_t cap = 0;           // its size in bytes
+  size_t len = 0;           // set by RecvBurst
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  // Sends packets in order; returns how many were sent (fewer when the kernel/NIC queue is full;
+  // the caller retries the rest later). Errors: Unavailable and friends from the OS.
+  virtual Result<size_t> SendBurst(std::span<const TxPacket> packets) = 0;
+  // Receives up to packets.size() packets, waiting at most `timeout` for the first (zero: poll).
+  // Returns how many were received (0 on timeout). Packets not from the fabric are discarded.
+  virtual Result<size_t> RecvBurst(std::span<RxPacket> packets,
+                                   std::chrono::microseconds timeout) = 0;
+  virtual std::string_view name() const = 0;
+};
+
+struct TransportConfig {
+  std::string kind = "udp";        // udp (dpdk, verbs later)
+  std::string fabric_host = "127.0.0.1";
+  uint16_t fabric_port = 47000;
+  std::string bind_host = "0.0.0.0";  // local address; port is ephemeral
+  int socket_buffer_bytes = 8 << 20;  // SO_RCVBUF / SO_SNDBUF request
+};
+
+// InvalidArgument for an unknown kind or a bad address; the OS error otherwise.
+Result<std::unique_ptr<Transport>> MakeTransport(const TransportConfig& config);
+
+}  // namespace ina::host
