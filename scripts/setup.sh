@@ -7,6 +7,7 @@ PKGS=(
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   libgloo-dev            # ring all-reduce baseline in ina-bench
   iproute2               # network namespaces for e2e tests
+  verilator yosys        # RTL simulation and synthesis figures
 )
 
 missing=()
