@@ -1,0 +1,203 @@
+// The reference engine: each rule of engine.h written out in order, with std containers.
+#include "ina/dp/ref_engine.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace ina::dp {
+namespace {
+
+using proto::Counter;
+
+// One of the two shadow copies of a slot.
+struct Copy {
+  uint16_t gen = 0;
+  std::set<uint16_t> ranks;  // ranks that contributed to generation `gen`
+  uint32_t offset = 0;
+  uint16_t count = 0;
+  uint8_t flags = 0;
+  uint8_t exp = 0;
+  uint8_t next_exp = 0;
+  std::vector<int32_t> sum;  // `count` elements
+};
+
+struct Slot {
+  Copy copy[2];
+};
+
+struct Job {
+  JobConfig config;
+  std::vector<Slot> slots;  // config.window of them
+};
+
+class ReferenceEngine final : public Engine {
+ public:
+  explicit ReferenceEngine(const EngineLimits& limits) : limits_(limits) { counters_.fill(0); }
+
+  Status AddJob(const JobConfig& job) override {
+    if (!proto::IsValidK(job.k)) {
+      return InvalidArgument("AddJob: K " + std::to_string(job.k) + " is not 64 or 256");
+    }
+    if (job.world_size < 1 || job.world_size > proto::kMaxWorkers) {
+      return InvalidArgument("AddJob: world size " + std::to_string(job.world_size) +
+                             " not in 1.." + std::to_string(proto::kMaxWorkers));
+    }
+    if (job.window < 1) return InvalidArgument("AddJob: window 0");
+    const uint64_t end = uint64_t{job.slot_base} + job.window;
+    if (end > limits_.pool_slots) {
+      return InvalidArgument("AddJob: slots [" + std::to_string(job.slot_base) + ", " +
+                             std::to_string(end) + ") outside the pool of " +
+                             std::to_string(limits_.pool_slots));
+    }
+    if (jobs_.count(job.job_id) != 0) {
+      return AlreadyExists("AddJob: job " + std::to_string(job.job_id) + " already installed");
+    }
+    for (const auto& [id, other] : jobs_) {
+      const uint64_t other_begin = other.config.slot_base;
+      const uint64_t other_end = other_begin + other.config.window;
+      if (job.slot_base < other_end && other_begin < end) {
+        return AlreadyExists("AddJob: slots of job " + std::to_string(job.job_id) +
+                             " overlap job " + std::to_string(id));
+      }
+    }
+    if (jobs_.size() >= limits_.max_jobs) {
+      return ResourceExhausted("AddJob: job table full (" + std::to_string(limits_.max_jobs) +
+                               " jobs)");
+    }
+    Job entry;
+    entry.config = job;
+    entry.slots.resize(job.window);
+    for (Slot& s : entry.slots) {
+      s.copy[0].gen = 0xFFFE;
+      s.copy[1].gen = 0xFFFF;
+    }
+    jobs_.emplace(job.job_id, std::move(entry));
+    return Status::Ok();
+  }
+
+  Status RemoveJob(uint16_t job_id) override {
+    if (jobs_.erase(job_id) == 0) {
+      return NotFound("RemoveJob: job " + std::to_string(job_id) + " not installed");
+    }
+    return Status::Ok();
+  }
+
+  void Process(std::span<const uint8_t> packet, Emitter& out) override {
+    Count(Counter::kRxPackets);
+    if (packet.size() < proto::kHeaderBytes) return Count(Counter::kDropMalformed);
+    const proto::Header h = proto::DecodeHeader(packet.data());
+    if (h.version != proto::kVersion) return Count(Counter::kDropBadVersion);
+    if (h.type != static_cast<uint8_t>(proto::MsgType::kData)) {
+      return Count(Counter::kDropMalformed);
+    }
+    if (packet.size() != proto::kHeaderBytes + proto::kElemBytes * size_t{h.count}) {
+      return Count(Counter::kDropMalformed);
+    }
+    auto it = jobs_.find(h.job);
+    if (it == jobs_.end()) return Count(Counter::kDropUnknownJob);
+    Job& job = it->second;
+    if (h.count > job.config.k) return Count(Counter::kDropMalformed);
+    if (h.rank >= job.config.world_size) return Count(Counter::kDropBadRank);
+    if (h.slot >= job.config.window) return Count(Counter::kDropBadSlot);
+    if (h.flags & proto::flags::kRetx) Count(Counter::kRetransmissions);
+
+    Copy& copy = job.slots[h.slot].copy[h.gen % 2];
+    if (h.gen == copy.gen) {
+      if (copy.ranks.count(h.rank) != 0) {
+        if (copy.ranks.size() == job.config.world_size) {
+          Count(Counter::kResultResends);
+          Emit(job, h.slot, copy, h.rank, out);
+        } else {
+          Count(Counter::kDuplicates);
+        }
+        return;
+      }
+      if (!copy.ranks.empty() &&
+          (copy.offset != h.offset || copy.count != h.count ||
+           (copy.flags & proto::flags::kInt32) != (h.flags & proto::flags::kInt32))) {
+        return Count(Counter::kDropMismatch);
+      }
+    } else if (h.gen == static_cast<uint16_t>(copy.gen + 2)) {
+      copy = Copy();
+      copy.gen = h.gen;
+    } else {
+      return Count(Counter::kDropStale);
+    }
+
+    // Add.
+    const uint8_t* payload = packet.data() + proto::kHeaderBytes;
+    const uint8_t flags = h.flags & static_cast<uint8_t>(~proto::flags::kRetx);
+    if (copy.ranks.empty()) {
+      copy.offset = h.offset;
+      copy.count = h.count;
+      copy.flags = flags;
+      copy.exp = h.exp;
+      copy.next_exp = h.next_exp;
+      copy.sum.assign(h.count, 0);
+      for (size_t i = 0; i < h.count; ++i) {
+        copy.sum[i] = static_cast<int32_t>(proto::Load32(payload + proto::kElemBytes * i));
+      }
+    } else {
+      copy.flags |= flags;
+      copy.exp = std::max(copy.exp, h.exp);
+      copy.next_exp = std::max(copy.next_exp, h.next_exp);
+      for (size_t i = 0; i < h.count; ++i) {
+        // Wrapping int32 addition, done in uint32 where overflow is defined.
+        const uint32_t a = static_cast<uint32_t>(copy.sum[i]);
+        const uint32_t b = proto::Load32(payload + proto::kElemBytes * i);
+        copy.sum[i] = static_cast<int32_t>(a + b);
+      }
+    }
+    copy.ranks.insert(h.rank);
+    Count(Counter::kRxData);
+    if (copy.ranks.size() == job.config.world_size) {
+      Count(Counter::kResults);
+      Emit(job, h.slot, copy, proto::kRankAll, out);
+    }
+  }
+
+  CounterSnapshot counters() const override { return counters_; }
+  uint32_t pool_slots() const override { return limits_.pool_slots; }
+
+ private:
+  void Count(Counter which) { ++counters_[static_cast<size_t>(which)]; }
+
+  static void Emit(const Job& job, uint16_t slot, const Copy& copy, uint16_t dest, Emitter& out) {
+    std::vector<uint8_t> packet(proto::kHeaderBytes + proto::kElemBytes * copy.sum.size());
+    proto::Header h;
+    h.version = proto::kVersion;
+    h.type = static_cast<uint8_t>(proto::MsgType::kResult);
+    h.flags = copy.flags;
+    h.exp = copy.exp;
+    h.next_exp = copy.next_exp;
+    h.reserved = 0;
+    h.job = job.config.job_id;
+    h.rank = dest;
+    h.slot = slot;
+    h.gen = copy.gen;
+    h.count = copy.count;
+    h.offset = copy.offset;
+    h.aux = 0;
+    proto::EncodeHeader(h, packet.data());
+    for (size_t i = 0; i < copy.sum.size(); ++i) {
+      proto::Store32(packet.data() + proto::kHeaderBytes + proto::kElemBytes * i,
+                     static_cast<uint32_t>(copy.sum[i]));
+    }
+    out.OnResult(job.config.job_id, dest, packet);
+  }
+
+  EngineLimits limits_;
+  std::map<uint16_t, Job> jobs_;
+  CounterSnapshot counters_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> MakeReferenceEngine(const EngineLimits& limits) {
+  return std::make_unique<ReferenceEngine>(limits);
+}
+
+}  // namespace ina::dp

@@ -1,0 +1,90 @@
+// Helpers shared by the dataplane engine tests: data packet builder, recording emitter, and the
+// list of engines a test binary runs against (defined once per binary, see engines_*.cc).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "ina/dp/engine.h"
+#include "ina/dp/ref_engine.h"
+#include "ina/proto/wire.h"
+
+namespace ina::dp::testing {
+
+struct DataSpec {
+  uint16_t job = 1;
+  uint16_t rank = 0;
+  uint16_t slot = 0;
+  uint16_t gen = 0;
+  uint32_t offset = 0;
+  uint8_t flags = 0;
+  uint8_t exp = 0;
+  uint8_t next_exp = 0;
+  std::vector<int32_t> elems;
+};
+
+// Encodes a data packet: header (count = elems.size()) then the elements, big-endian.
+inline std::vector<uint8_t> DataPacket(const DataSpec& d) {
+  std::vector<uint8_t> p(proto::kHeaderBytes + proto::kElemBytes * d.elems.size());
+  proto::Header h;
+  h.version = proto::kVersion;
+  h.type = static_cast<uint8_t>(proto::MsgType::kData);
+  h.flags = d.flags;
+  h.exp = d.exp;
+  h.next_exp = d.next_exp;
+  h.job = d.job;
+  h.rank = d.rank;
+  h.slot = d.slot;
+  h.gen = d.gen;
+  h.count = static_cast<uint16_t>(d.elems.size());
+  h.offset = d.offset;
+  proto::EncodeHeader(h, p.data());
+  for (size_t i = 0; i < d.elems.size(); ++i) {
+    proto::Store32(p.data() + proto::kHeaderBytes + proto::kElemBytes * i,
+                   static_cast<uint32_t>(d.elems[i]));
+  }
+  return p;
+}
+
+// Decodes the elements of a result packet.
+inline std::vector<int32_t> Elements(const std::vector<uint8_t>& packet) {
+  std::vector<int32_t> v;
+  for (size_t i = proto::kHeaderBytes; i + proto::kElemBytes <= packet.size();
+       i += proto::kElemBytes) {
+    v.push_back(static_cast<int32_t>(proto::Load32(packet.data() + i)));
+  }
+  return v;
+}
+
+struct Emitted {
+  uint16_t job = 0;
+  uint16_t dest = 0;
+  std::vector<uint8_t> bytes;
+  friend bool operator==(const Emitted&, const Emitted&) = default;
+};
+
+class RecordingEmitter final : public Emitter {
+ public:
+  void OnResult(uint16_t job_id, uint16_t dest_rank, std::span<const uint8_t> packet) override {
+    got.push_back({job_id, dest_rank, std::vector<uint8_t>(packet.begin(), packet.end())});
+  }
+  std::vector<Emitted> got;
+};
+
+struct EngineFactory {
+  std::string name;
+  std::function<std::unique_ptr<Engine>(const EngineLimits&)> make;
+};
+inline void PrintTo(const EngineFactory& f, std::ostream* os) { *os << f.name; }
+
+// The engines this test binary checks; defined in the binary's engines_*.cc.
+std::vector<EngineFactory> EnginesUnderTest();
+
+// Seed for property tests: INA_SEED from the environment, else a fresh one. Printed by callers.
+uint64_t TestSeed();
+
+}  // namespace ina::dp::testing
