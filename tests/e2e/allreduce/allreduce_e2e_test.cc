@@ -1,0 +1,216 @@
+// ina-switchd plus 4 worker processes on loopback, driven through ina-bench (which verifies each
+// run independently: bit-identical fingerprints on every rank, rank 0 equal bit for bit to the
+// exact sum of the quantized inputs, and within the documented bound of the float64 sum).
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <random>
+#include <sys/wait.h>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ina/proto/wire.h"
+#include "process.h"
+
+namespace ina::bench {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The number after "key": in a flat JSON line; NaN when absent.
+double JsonNumber(const std::string& line, const std::string& key) {
+  auto at = line.find("\"" + key + "\": ");
+  if (at == std::string::npos) return std::nan("");
+  return std::strtod(line.c_str() + at + key.size() + 4, nullptr);
+}
+bool JsonTrue(const std::string& line, const std::string& key) {
+  return line.find("\"" + key + "\": true") != std::string::npos;
+}
+
+// Runs ina-bench to completion; returns its JSON line (last line starting with '{').
+std::string RunBench(const std::vector<std::string>& extra, int* exit_code) {
+  std::vector<std::string> argv = {INA_BENCH_BIN, "--quiet", "--no-gloo", "--timeout-s", "240"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  auto p = Process::Start(argv);
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  if (!p.ok()) return "";
+  std::string json;
+  for (const auto& line : p->Drain(300s)) {
+    if (!line.empty() && line[0] == '{') json = line;
+  }
+  auto st = p->Stop(SIGTERM, 5s);
+  *exit_code = st.ok() && WIFEXITED(*st) ? WEXITSTATUS(*st) : -1;
+  return json;
+}
+
+struct Case {
+  size_t elements;
+  double drop, dup, reorder;
+  const char* dtype;
+  int k;
+};
+
+std::string Name(const Case& c) {
+  return std::to_string(c.elements) + " " + c.dtype + " K=" + std::to_string(c.k) +
+         " drop=" + std::to_string(c.drop) + " dup=" + std::to_string(c.dup) +
+         " reorder=" + std::to_string(c.reorder);
+}
+
+class AllReduceE2e : public ::testing::TestWithParam<Case> {};
+
+TEST_P(AllReduceE2e, FourWorkersVerified) {
+  const Case& c = GetParam();
+  uint64_t seed = std::random_device{}();
+  std::printf("case %s, seed %llu\n", Name(c).c_str(), static_cast<unsigned long long>(seed));
+  int code = -1;
+  std::string json = RunBench({"--workers", "4", "--iters", "1", "--elements",
+                               std::to_string(c.elements), "--drop-rate", std::to_string(c.drop),
+                               "--dup-rate", std::to_string(c.dup), "--reorder-rate",
+                               std::to_string(c.reorder), "--dtype", c.dtype, "--k",
+                               std::to_string(c.k), "--seed", std::to_string(seed)},
+                              &code);
+  ASSERT_FALSE(json.empty()) << "no JSON from ina-bench";
+  EXPECT_EQ(code, 0) << json;
+  EXPECT_TRUE(JsonTrue(json, "bit_identical")) << json;
+  EXPECT_TRUE(JsonTrue(json, "exact")) << json;
+  EXPECT_TRUE(JsonTrue(json, "within_bound")) << json;
+  EXPECT_TRUE(JsonTrue(json, "verified")) << json;
+  if (c.drop > 0 && c.elements >= 100000) {
+    EXPECT_GT(JsonNumber(json, "retransmissions"), 0) << "loss injected but nothing resent";
+  }
+}
+
+constexpr size_t kBig = (size_t{4} << 20) + 3;
+
+INSTANTIATE_TEST_SUITE_P(
+    Sizes, AllReduceE2e,
+    ::testing::Values(
+        Case{0, 0, 0, 0, "float", 256}, Case{1, 0, 0, 0, "float", 256},
+        Case{255, 0, 0, 0, "float", 256}, Case{256, 0, 0, 0, "float", 256},
+        Case{257, 0, 0, 0, "float", 256}, Case{kBig, 0, 0, 0, "float", 256},
+        Case{1, 0.01, 0.01, 0.01, "float", 256}, Case{257, 0.01, 0.01, 0.01, "float", 256},
+        Case{kBig, 0.01, 0.01, 0.01, "float", 256}, Case{257, 0.1, 0.05, 0.05, "float", 256},
+        Case{kBig, 0.1, 0.05, 0.05, "float", 256}, Case{63, 0.1, 0.05, 0.05, "float", 64},
+        Case{65, 0.1, 0.05, 0.05, "float", 64}, Case{100003, 0.1, 0.05, 0.05, "float", 64},
+        Case{100003, 0.1, 0.05, 0.05, "int32", 256}, Case{257, 0, 0, 0, "int32", 64}),
+    [](const ::testing::TestParamInfo<Case>& info) {
+      std::string n = "n" + std::to_string(info.param.elements) + "_" + info.param.dtype + "_k" +
+                      std::to_string(info.param.k) + "_drop" +
+                      std::to_string(static_cast<int>(info.param.drop * 100));
+      return n;
+    });
+
+// Garbage and forgeries sent to a running switch while a job all-reduces: counted, dropped,
+// and the job's result unchanged (still verified bit for bit).
+TEST(AllReduceE2eBadInput, GarbageIsCountedAndDropped) {
+  auto sw = Process::Start({INA_SWITCHD_BIN, "--port", "0", "--bind", "127.0.0.1"});
+  ASSERT_TRUE(sw.ok()) << sw.status().ToString();
+  auto line = sw->WaitForLine("ina-switchd listening on ", 20s);
+  ASSERT_TRUE(line.ok()) << line.status().ToString();
+  const int port = std::stoi(line->substr(line->rfind(':') + 1));
+  const int job = 4242;
+
+  std::atomic<bool> stop{false};
+  std::atomic<int> sent{0};
+  std::thread attacker([&] {
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    sockaddr_in to{};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(static_cast<uint16_t>(port));
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    std::mt19937 rng(7);
+    uint8_t pkt[proto::kMaxPacketBytes];
+    auto data_header = [&](uint16_t j, uint16_t rank, uint16_t slot, uint16_t gen, uint8_t flags) {
+      proto::Header h;
+      h.version = proto::kVersion;
+      h.type = static_cast<uint8_t>(proto::MsgType::kData);
+      h.flags = flags;
+      h.exp = 127;
+      h.job = j;
+      h.rank = rank;
+      h.slot = slot;
+      h.gen = gen;
+      h.count = 256;
+      proto::EncodeHeader(h, pkt);
+      for (size_t i = proto::kHeaderBytes; i < proto::kHeaderBytes + 1024; ++i) pkt[i] = 0x7F;
+    };
+    const size_t full = proto::kHeaderBytes + 1024;
+    while (!stop.load()) {
+      // Random bytes.
+      for (auto& b : pkt) b = static_cast<uint8_t>(rng());
+      sendto(fd, pkt, 1 + rng() % sizeof(pkt), 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
+      // Truncated header.
+      data_header(job, 0, 0, 0, 0);
+      sendto(fd, pkt, 10, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
+      // Wrong version.
+      data_header(job, 0, 0, 0, 0);
+      pkt[0] = proto::kVersion + 1;
+      sendto(fd, pkt, full, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
+      // Foreign job id.
+      data_header(job + 1, 0, 0, 0, 0);
+      sendto(fd, pkt, full, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
+      // Rank out of range for the real job.
+      data_header(job, 9, 0, 0, 0);
+      sendto(fd, pkt, full, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
+      // Forged data and a forged retransmission for real (job, rank, slot) from our socket.
+      data_header(job, 1, static_cast<uint16_t>(rng() % 64), static_cast<uint16_t>(rng() % 4), 0);
+      sendto(fd, pkt, full, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
+      data_header(job, 2, static_cast<uint16_t>(rng() % 64), static_cast<uint16_t>(rng() % 4),
+                  proto::flags::kRetx);
+      sendto(fd, pkt, full, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
+      sent += 7;
+      std::this_thread::sleep_for(200us);
+    }
+    close(fd);
+  });
+
+  int code = -1;
+  std::string json = RunBench({"--switch", "127.0.0.1:" + std::to_string(port), "--job",
+                               std::to_string(job), "--workers", "4", "--iters", "3",
+                               "--elements", "1000003"},
+                              &code);
+  stop = true;
+  attacker.join();
+  EXPECT_EQ(code, 0) << json;
+  EXPECT_TRUE(JsonTrue(json, "verified")) << json;
+  EXPECT_GT(sent.load(), 100);
+
+  auto st = sw->Stop(SIGTERM, 10s);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  std::string counters;
+  for (const auto& l : sw->Drain(2s)) {
+    if (l.rfind("{\"switch_counters\"", 0) == 0) counters = l;
+  }
+  ASSERT_FALSE(counters.empty()) << "switch printed no counters";
+  for (const char* c : {"drop_malformed", "drop_bad_version", "drop_unknown_job", "drop_bad_rank",
+                        "drop_foreign_src"}) {
+    EXPECT_GT(JsonNumber(counters, c), 0) << c << " in " << counters;
+  }
+}
+
+// A worker killed mid-all-reduce: every other rank returns an error within the progress
+// timeout plus slack, and the switch frees the job.
+TEST(AllReduceE2eFailure, KilledWorkerMakesOthersFail) {
+  constexpr int kProgressMs = 2000;
+  int code = -1;
+  std::string json = RunBench({"--workers", "4", "--elements", "4000000", "--kill-rank", "2",
+                               "--kill-after-ms", "30", "--progress-timeout-ms",
+                               std::to_string(kProgressMs)},
+                              &code);
+  ASSERT_FALSE(json.empty());
+  EXPECT_EQ(code, 0) << json;
+  EXPECT_TRUE(JsonTrue(json, "survivors_failed")) << json;
+  // Bound stated in docs/host.md: progress timeout + one RTO + scheduling slack.
+  EXPECT_LE(JsonNumber(json, "max_error_ms"), kProgressMs + 1500) << json;
+  EXPECT_GE(JsonNumber(json, "jobs_freed"), 1) << json;
+}
+
+}  // namespace
+}  // namespace ina::bench

@@ -1,0 +1,564 @@
+// ina-bench: all-reduce through ina and, in the same run over the same processes and data,
+// through Gloo's ring; verifies ina's result and prints a summary and one JSON line.
+//
+//   ina-bench --workers N --elements E --iters I [--drop-rate p] [options]
+//
+// The parent starts ina-switchd (unless --switch names a running one), forks N worker processes
+// that share a memory region with it (barrier, timings, fingerprints, rank 0's results), then
+// rebuilds every rank's input itself and checks rank 0's result bit for bit against the exact
+// quantized sum and against the float64 sum with the documented bound; every rank's fingerprint
+// must equal rank 0's. Run with --help for all options.
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gloo_ring.h"
+#include "ina/host/communicator.h"
+#include "ina/proto/wire.h"
+#include "process.h"
+#include "verify.h"
+
+namespace ina::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr int kMaxIters = 1000;
+constexpr int kMaxWorkers = 64;
+
+struct Options {
+  int workers = 4;
+  size_t elements = 1 << 20;
+  int iters = 5;
+  double drop_rate = 0, dup_rate = 0, reorder_rate = 0;
+  uint64_t seed = 1;
+  int k = 256;
+  int window = 256;
+  bool int32 = false;
+  bool gloo = true;
+  std::string switch_addr;  // empty: start our own
+  std::string engine = "fast";
+  std::string dataplane = "sw";
+  int job = 0;  // 0: derived from our pid
+  int kill_rank = -1;
+  int kill_after_ms = 50;
+  int progress_timeout_ms = 5000;
+  int timeout_s = 600;
+  bool quiet = false;
+};
+
+void Usage() {
+  std::printf(
+      "usage: ina-bench [--workers N] [--elements E] [--iters I] [--drop-rate p]\n"
+      "  --workers N          worker processes (1..64, default 4)\n"
+      "  --elements E         tensor elements (default 1048576)\n"
+      "  --iters I            timed iterations per system (1..1000, default 5)\n"
+      "  --dtype float|int32  tensor type (default float)\n"
+      "  --drop-rate p        switch drops each packet in and out with probability p\n"
+      "  --dup-rate p         switch duplicates packets with probability p\n"
+      "  --reorder-rate p     switch delays packets behind later ones with probability p\n"
+      "  --seed S             input data and fault-injection seed (default 1)\n"
+      "  --k K                elements per packet, 64 or 256 (default 256)\n"
+      "  --window W           slots asked per job (default 256)\n"
+      "  --engine fast|ref    switch engine (default fast)\n"
+      "  --dataplane sw       fabric: sw (ina-switchd)\n"
+      "  --switch HOST:PORT   use a running switch instead of starting one\n"
+      "  --job J              job id (default derived from the pid)\n"
+      "  --no-gloo            skip the Gloo ring baseline\n"
+      "  --kill-rank R        rank R kills itself --kill-after-ms into its first all-reduce;\n"
+      "                       checks that every other rank returns an error in bounded time\n"
+      "  --progress-timeout-ms T  communicator progress timeout (default 5000)\n"
+      "  --timeout-s S        kill everything after S seconds (default 600)\n"
+      "  --quiet              only the JSON line\n");
+}
+
+bool ParseDouble(const char* s, double* out) {
+  char* end = nullptr;
+  *out = std::strtod(s, &end);
+  return end && *end == '\0';
+}
+bool ParseLong(const char* s, long long* out) {
+  char* end = nullptr;
+  *out = std::strtoll(s, &end, 0);
+  return end && *end == '\0';
+}
+
+std::optional<Options> ParseArgs(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto need = [&](const char* what) -> const char* {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "ina-bench: %s needs a value\n", what);
+        return nullptr;
+      }
+      return argv[++i];
+    };
+    auto num = [&](long long lo, long long hi, auto* dst) -> bool {
+      const char* v = need(a.c_str());
+      long long x;
+      if (!v || !ParseLong(v, &x) || x < lo || x > hi) {
+        std::fprintf(stderr, "ina-bench: %s wants an integer in [%lld, %lld], got '%s'\n",
+                     a.c_str(), lo, hi, v ? v : "");
+        return false;
+      }
+      *dst = static_cast<std::remove_pointer_t<decltype(dst)>>(x);
+      return true;
+    };
+    auto rate = [&](double* dst) -> bool {
+      const char* v = need(a.c_str());
+      if (!v || !ParseDouble(v, dst) || *dst < 0 || *dst > 0.5) {
+        std::fprintf(stderr, "ina-bench: %s wants a probability in [0, 0.5], got '%s'\n",
+                     a.c_str(), v ? v : "");
+        return false;
+      }
+      return true;
+    };
+    bool ok = true;
+    if (a == "--help" || a == "-h") {
+      Usage();
+      std::exit(0);
+    } else if (a == "--workers") ok = num(1, kMaxWorkers, &o.workers);
+    else if (a == "--elements") ok = num(0, 1ll << 31, &o.elements);
+    else if (a == "--iters") ok = num(1, kMaxIters, &o.iters);
+    else if (a == "--drop-rate") ok = rate(&o.drop_rate);
+    else if (a == "--dup-rate") ok = rate(&o.dup_rate);
+    else if (a == "--reorder-rate") ok = rate(&o.reorder_rate);
+    else if (a == "--seed") ok = num(0, INT64_MAX, &o.seed);
+    else if (a == "--k") ok = num(64, 256, &o.k) && proto::IsValidK(o.k);
+    else if (a == "--window") ok = num(1, 65535, &o.window);
+    else if (a == "--job") ok = num(1, 65535, &o.job);
+    else if (a == "--kill-rank") ok = num(0, kMaxWorkers - 1, &o.kill_rank);
+    else if (a == "--kill-after-ms") ok = num(0, 600000, &o.kill_after_ms);
+    else if (a == "--progress-timeout-ms") ok = num(100, 600000, &o.progress_timeout_ms);
+    else if (a == "--timeout-s") ok = num(1, 86400, &o.timeout_s);
+    else if (a == "--no-gloo") o.gloo = false;
+    else if (a == "--quiet") o.quiet = true;
+    else if (a == "--dtype") {
+      const char* v = need("--dtype");
+      ok = v && (std::string(v) == "float" || std::string(v) == "int32");
+      if (ok) o.int32 = std::string(v) == "int32";
+      else std::fprintf(stderr, "ina-bench: --dtype wants float or int32\n");
+    } else if (a == "--engine") {
+      const char* v = need("--engine");
+      ok = v != nullptr;
+      if (ok) o.engine = v;
+    } else if (a == "--dataplane") {
+      const char* v = need("--dataplane");
+      ok = v && std::string(v) == "sw";
+      if (!ok) std::fprintf(stderr, "ina-bench: --dataplane: only 'sw' is built so far\n");
+    } else if (a == "--switch") {
+      const char* v = need("--switch");
+      ok = v && std::strchr(v, ':') != nullptr;
+      if (ok) o.switch_addr = v;
+      else std::fprintf(stderr, "ina-bench: --switch wants HOST:PORT\n");
+    } else {
+      std::fprintf(stderr, "ina-bench: unknown option '%s' (see --help)\n", a.c_str());
+      ok = false;
+    }
+    if (!ok) return std::nullopt;
+  }
+  if (o.kill_rank >= o.workers) {
+    std::fprintf(stderr, "ina-bench: --kill-rank must be < --workers\n");
+    return std::nullopt;
+  }
+  if (o.job == 0) o.job = 1 + static_cast<int>(getpid() % 65000);
+  return o;
+}
+
+struct RankSlot {
+  int ina_code;       // StatusCode of the first failed ina call (0: all fine)
+  char ina_error[256];
+  double ina_ms[kMaxIters];
+  double error_ms;    // with --kill-rank: time from the call's start to its error
+  uint64_t fingerprint;
+  uint64_t retransmissions, packets_sent;
+  int gloo_code;
+  char gloo_error[256];
+  double gloo_ms[kMaxIters];
+};
+
+struct Shared {
+  pthread_barrier_t barrier;
+  RankSlot ranks[kMaxWorkers];
+};
+
+void SetError(char* dst, const Status& s) {
+  std::snprintf(dst, 256, "%s", s.ToString().c_str());
+}
+
+double Ms(Clock::time_point a, Clock::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+// Runs in a forked child. Returns the exit code.
+int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
+           const std::string& store_dir, Shared* sh, uint8_t* result0, uint8_t* gloo0) {
+  RankSlot& me = sh->ranks[rank];
+  const size_t n = o.elements;
+  const size_t bytes = n * 4;
+  std::vector<float> fin;
+  std::vector<int32_t> iin;
+  if (o.int32) iin = MakeIntInput(o.seed, rank, n, true);
+  else fin = MakeFloatInput(o.seed, rank, n);
+  std::vector<uint8_t> buf(bytes + 1);
+
+  host::CommConfig cfg;
+  cfg.switch_host = host;
+  cfg.switch_port = port;
+  cfg.job_id = static_cast<uint16_t>(o.job);
+  cfg.rank = static_cast<uint16_t>(rank);
+  cfg.world_size = static_cast<uint16_t>(o.workers);
+  cfg.k = static_cast<uint16_t>(o.k);
+  cfg.window = static_cast<uint16_t>(o.window);
+  cfg.progress_timeout_ms = o.progress_timeout_ms;
+  auto comm = host::Communicator::Create(cfg);
+  if (!comm.ok()) {
+    me.ina_code = static_cast<int>(comm.status().code());
+    SetError(me.ina_error, comm.status());
+    return 1;
+  }
+  auto run_once = [&]() -> Status {
+    if (o.int32) {
+      std::memcpy(buf.data(), iin.data(), bytes);
+      return (*comm)->AllReduce(std::span<int32_t>(reinterpret_cast<int32_t*>(buf.data()), n));
+    }
+    std::memcpy(buf.data(), fin.data(), bytes);
+    return (*comm)->AllReduce(std::span<float>(reinterpret_cast<float*>(buf.data()), n));
+  };
+
+  if (o.kill_rank >= 0) {
+    // Failure drill: one rank dies mid-call; the others must fail, not hang.
+    pthread_barrier_wait(&sh->barrier);
+    if (rank == o.kill_rank) {
+      std::thread([ms = o.kill_after_ms] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+        raise(SIGKILL);
+      }).detach();
+    }
+    auto t0 = Clock::now();
+    Status s = run_once();
+    if (rank == o.kill_rank) {  // finished before the kill: keep going until it lands
+      for (;;) s = run_once();
+    }
+    me.error_ms = Ms(t0, Clock::now());
+    me.ina_code = static_cast<int>(s.code());
+    if (!s.ok()) SetError(me.ina_error, s);
+    return s.ok() ? 1 : 0;
+  }
+
+  pthread_barrier_wait(&sh->barrier);
+  Status s = run_once();  // warm-up
+  for (int it = 0; it < o.iters && s.ok(); ++it) {
+    pthread_barrier_wait(&sh->barrier);
+    auto t0 = Clock::now();
+    s = run_once();
+    me.ina_ms[it] = Ms(t0, Clock::now());
+    if (rank == 0 && !o.quiet) {
+      std::printf("  ina iteration %d/%d: %.3f ms (rank 0)%s\n", it + 1, o.iters, me.ina_ms[it],
+                  s.ok() ? "" : " FAILED");
+      std::fflush(stdout);
+    }
+  }
+  if (!s.ok()) {
+    me.ina_code = static_cast<int>(s.code());
+    SetError(me.ina_error, s);
+    return 1;  // the others will be killed by the parent's deadline if stuck in a barrier
+  }
+  me.fingerprint = Fingerprint(std::span<const uint8_t>(buf.data(), bytes));
+  if (rank == 0) std::memcpy(result0, buf.data(), bytes);
+  auto st = (*comm)->stats();
+  me.retransmissions = st.retransmissions;
+  me.packets_sent = st.packets_sent;
+  comm->reset();
+
+  if (!o.gloo || o.int32) return 0;
+  auto ring = GlooRing::Create(rank, o.workers, store_dir, std::chrono::seconds(60));
+  if (!ring.ok()) {
+    me.gloo_code = static_cast<int>(ring.status().code());
+    SetError(me.gloo_error, ring.status());
+    return 1;
+  }
+  std::span<float> f(reinterpret_cast<float*>(buf.data()), n);
+  std::memcpy(buf.data(), fin.data(), bytes);
+  Status g = (*ring)->AllReduce(f);  // warm-up
+  for (int it = 0; it < o.iters && g.ok(); ++it) {
+    std::memcpy(buf.data(), fin.data(), bytes);
+    pthread_barrier_wait(&sh->barrier);
+    auto t0 = Clock::now();
+    g = (*ring)->AllReduce(f);
+    me.gloo_ms[it] = Ms(t0, Clock::now());
+  }
+  if (!g.ok()) {
+    me.gloo_code = static_cast<int>(g.code());
+    SetError(me.gloo_error, g);
+    return 1;
+  }
+  if (rank == 0) std::memcpy(gloo0, buf.data(), bytes);
+  return 0;
+}
+
+// Per iteration, the slowest rank's time; then the median over iterations.
+double MedianOfMax(const Shared* sh, int workers, int iters, bool gloo) {
+  std::vector<double> per_iter;
+  for (int it = 0; it < iters; ++it) {
+    double m = 0;
+    for (int r = 0; r < workers; ++r) {
+      m = std::max(m, gloo ? sh->ranks[r].gloo_ms[it] : sh->ranks[r].ina_ms[it]);
+    }
+    per_iter.push_back(m);
+  }
+  std::sort(per_iter.begin(), per_iter.end());
+  size_t mid = per_iter.size() / 2;
+  return per_iter.size() % 2 ? per_iter[mid] : (per_iter[mid - 1] + per_iter[mid]) / 2;
+}
+
+int Main(int argc, char** argv) {
+  auto parsed = ParseArgs(argc, argv);
+  if (!parsed) return 2;
+  const Options o = *parsed;
+  const bool say = !o.quiet;
+  auto log = [&](const char* fmt, auto... args) {
+    if (say) {
+      std::printf(fmt, args...);
+      std::fflush(stdout);
+    }
+  };
+
+  // The switch.
+  std::optional<Process> sw;
+  std::string host = "127.0.0.1";
+  uint16_t port = 0;
+  if (o.switch_addr.empty()) {
+    std::vector<std::string> args = {SelfDir() + "/ina-switchd", "--bind", "127.0.0.1",
+                                     "--port", "0", "--engine", o.engine,
+                                     "--seed", std::to_string(o.seed)};
+    auto add_rate = [&](const char* flag, double p) {
+      if (p > 0) {
+        args.push_back(flag);
+        args.push_back(std::to_string(p));
+      }
+    };
+    add_rate("--drop-rate", o.drop_rate);
+    add_rate("--dup-rate", o.dup_rate);
+    add_rate("--reorder-rate", o.reorder_rate);
+    auto p = Process::Start(args);
+    if (!p.ok()) {
+      std::fprintf(stderr, "ina-bench: starting %s: %s\n", args[0].c_str(),
+                   p.status().ToString().c_str());
+      return 1;
+    }
+    sw.emplace(std::move(*p));
+    auto line = sw->WaitForLine("ina-switchd listening on ", std::chrono::seconds(20));
+    if (!line.ok()) {
+      std::fprintf(stderr, "ina-bench: switch did not come up: %s\n",
+                   line.status().ToString().c_str());
+      return 1;
+    }
+    port = static_cast<uint16_t>(std::stoi(line->substr(line->rfind(':') + 1)));
+  } else {
+    auto colon = o.switch_addr.rfind(':');
+    host = o.switch_addr.substr(0, colon);
+    port = static_cast<uint16_t>(std::stoi(o.switch_addr.substr(colon + 1)));
+  }
+  log("ina-bench: %d workers, %zu %s elements, %d iterations, K=%d, window=%d, drop=%.3g, "
+      "switch %s:%u, job %d\n",
+      o.workers, o.elements, o.int32 ? "int32" : "float", o.iters, o.k, o.window, o.drop_rate,
+      host.c_str(), port, o.job);
+
+  // Shared memory and workers.
+  const size_t bytes = o.elements * 4;
+  const size_t map_bytes = sizeof(Shared) + 2 * bytes + 64;
+  void* mem = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) {
+    std::perror("ina-bench: mmap");
+    return 1;
+  }
+  auto* sh = new (mem) Shared();
+  uint8_t* result0 = static_cast<uint8_t*>(mem) + sizeof(Shared);
+  uint8_t* gloo0 = result0 + bytes;
+  pthread_barrierattr_t battr;
+  pthread_barrierattr_init(&battr);
+  pthread_barrierattr_setpshared(&battr, PTHREAD_PROCESS_SHARED);
+  pthread_barrier_init(&sh->barrier, &battr, static_cast<unsigned>(o.workers));
+  char tmpl[] = "/tmp/ina-bench-XXXXXX";
+  std::string store_dir = mkdtemp(tmpl) ? tmpl : "/tmp";
+
+  std::vector<pid_t> kids;
+  for (int r = 0; r < o.workers; ++r) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      _exit(Worker(o, r, host, port, store_dir, sh, result0, gloo0));
+    }
+    kids.push_back(pid);
+  }
+  const auto deadline = Clock::now() + std::chrono::seconds(o.timeout_s);
+  std::vector<int> exit_status(o.workers, -1);
+  int alive = o.workers;
+  bool timed_out = false;
+  auto kill_at = deadline;
+  while (alive > 0) {
+    int status;
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid > 0) {
+      for (int r = 0; r < o.workers; ++r) {
+        if (kids[r] == pid) {
+          exit_status[r] = status;
+          --alive;
+          // A failed worker leaves the others in a barrier: give them the communicator's
+          // progress timeout to report their own error, then stop them.
+          const bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+          if (failed && o.kill_rank < 0) {
+            kill_at = std::min(kill_at, Clock::now() + std::chrono::milliseconds(
+                                                           o.progress_timeout_ms + 2000));
+          }
+        }
+      }
+      continue;
+    }
+    if (Clock::now() > kill_at) {
+      timed_out = true;
+      for (int r = 0; r < o.workers; ++r) {
+        if (exit_status[r] == -1) kill(kids[r], SIGKILL);
+      }
+    }
+    usleep(2000);
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(store_dir, ec);
+
+  // The switch's counters.
+  std::string counters = "{}";
+  if (sw) {
+    // Let it see the workers' LEAVEs before it stops.
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    auto st = sw->Stop(SIGTERM, std::chrono::seconds(10));
+    for (const auto& line : sw->Drain(std::chrono::seconds(2))) {
+      const std::string key = "{\"switch_counters\": ";
+      if (line.rfind(key, 0) == 0) counters = line.substr(key.size(), line.size() - key.size() - 1);
+      if (say && line.rfind("{", 0) != 0) log("  switch: %s\n", line.c_str());
+    }
+  }
+
+  // Failure drill verdict.
+  if (o.kill_rank >= 0) {
+    bool all_failed = !timed_out;
+    double max_ms = 0;
+    std::string codes;
+    for (int r = 0; r < o.workers; ++r) {
+      if (r == o.kill_rank) continue;
+      const auto& rs = sh->ranks[r];
+      all_failed &= rs.ina_code != 0;
+      max_ms = std::max(max_ms, rs.error_ms);
+      codes += (codes.empty() ? "\"" : ", \"") +
+               std::string(StatusCodeName(static_cast<StatusCode>(rs.ina_code))) + "\"";
+      log("  rank %d: %s after %.0f ms\n", r, rs.ina_error, rs.error_ms);
+    }
+    log("%s: every surviving rank returned an error within %.0f ms\n",
+        all_failed ? "PASS" : "FAIL", max_ms);
+    std::printf("{\"workers\": %d, \"killed_rank\": %d, \"survivors_failed\": %s, "
+                "\"max_error_ms\": %.1f, \"progress_timeout_ms\": %d, \"codes\": [%s], "
+                "\"switch_counters\": %s}\n",
+                o.workers, o.kill_rank, all_failed ? "true" : "false", max_ms,
+                o.progress_timeout_ms, codes.c_str(), counters.c_str());
+    return all_failed ? 0 : 1;
+  }
+
+  bool ok = !timed_out;
+  for (int r = 0; r < o.workers; ++r) {
+    const auto& rs = sh->ranks[r];
+    if (rs.ina_code != 0) {
+      std::fprintf(stderr, "ina-bench: rank %d: ina: %s\n", r, rs.ina_error);
+      ok = false;
+    }
+    if (rs.gloo_code != 0) {
+      std::fprintf(stderr, "ina-bench: rank %d: gloo: %s\n", r, rs.gloo_error);
+      ok = false;
+    }
+  }
+  if (timed_out) std::fprintf(stderr, "ina-bench: timed out after %d s\n", o.timeout_s);
+
+  // Verification: rebuild the inputs here.
+  bool bit_identical = ok;
+  for (int r = 1; r < o.workers; ++r) {
+    bit_identical &= sh->ranks[r].fingerprint == sh->ranks[0].fingerprint;
+  }
+  bool exact = false, within_bound = false;
+  double max_rel_err = -1, gloo_rel_err = -1;
+  std::string detail;
+  if (ok) {
+    if (o.int32) {
+      std::vector<std::vector<int32_t>> in;
+      for (int r = 0; r < o.workers; ++r) in.push_back(MakeIntInput(o.seed, r, o.elements, true));
+      auto want = ExpectInt(in);
+      exact = within_bound = std::memcmp(want.data(), result0, bytes) == 0;
+      max_rel_err = exact ? 0 : 1;
+    } else {
+      std::vector<std::vector<float>> in;
+      for (int r = 0; r < o.workers; ++r) in.push_back(MakeFloatInput(o.seed, r, o.elements));
+      auto want = ExpectFloat(in, o.k);
+      auto c = CheckFloat(std::span<const float>(reinterpret_cast<float*>(result0), o.elements),
+                          want);
+      exact = c.exact;
+      within_bound = c.within_bound;
+      max_rel_err = c.max_rel_err;
+      detail = c.detail;
+      if (o.gloo) {
+        auto g = CheckFloat(std::span<const float>(reinterpret_cast<float*>(gloo0), o.elements),
+                            want);
+        gloo_rel_err = g.max_rel_err;
+      }
+    }
+  }
+  uint64_t retx = 0, sent = 0;
+  for (int r = 0; r < o.workers; ++r) {
+    retx += sh->ranks[r].retransmissions;
+    sent += sh->ranks[r].packets_sent;
+  }
+  const bool gloo_ran = ok && o.gloo && !o.int32;
+  const double ina_ms = ok ? MedianOfMax(sh, o.workers, o.iters, false) : -1;
+  const double gloo_ms = gloo_ran ? MedianOfMax(sh, o.workers, o.iters, true) : -1;
+  const double speedup = gloo_ran && ina_ms > 0 ? gloo_ms / ina_ms : -1;
+  const double gbps = ina_ms > 0 ? bytes * 8 / (ina_ms * 1e6) : 0;
+  const bool verified = ok && bit_identical && exact && within_bound;
+  if (!detail.empty()) log("  first difference: %s\n", detail.c_str());
+  log("ina:  median %.3f ms per all-reduce (%.2f Gbit/s of tensor per worker), %llu "
+      "retransmissions of %llu packets\n",
+      ina_ms, gbps, static_cast<unsigned long long>(retx), static_cast<unsigned long long>(sent));
+  if (gloo_ran) log("gloo: median %.3f ms per ring all-reduce; ina speed-up %.2fx\n", gloo_ms, speedup);
+  log("%s: bit-identical on all %d workers: %s; exact quantized sum: %s; within bound: %s; "
+      "max relative error %.3g\n",
+      verified ? "VERIFIED" : "FAILED", o.workers, bit_identical ? "yes" : "no",
+      exact ? "yes" : "no", within_bound ? "yes" : "no", max_rel_err);
+  std::printf(
+      "{\"workers\": %d, \"elements\": %zu, \"dtype\": \"%s\", \"k\": %d, \"window\": %d, "
+      "\"iters\": %d, \"drop_rate\": %g, \"ina_ms_median\": %.4f, \"gloo_ms_median\": %.4f, "
+      "\"speedup_vs_gloo\": %.3f, \"ina_gbps\": %.3f, \"bit_identical\": %s, \"exact\": %s, "
+      "\"within_bound\": %s, \"max_rel_err\": %.4g, \"gloo_max_rel_err\": %.4g, "
+      "\"retransmissions\": %llu, \"packets_sent\": %llu, \"verified\": %s, "
+      "\"switch_counters\": %s}\n",
+      o.workers, o.elements, o.int32 ? "int32" : "float", o.k, o.window, o.iters, o.drop_rate,
+      ina_ms, gloo_ms, speedup, gbps, bit_identical ? "true" : "false", exact ? "true" : "false",
+      within_bound ? "true" : "false", max_rel_err, gloo_rel_err,
+      static_cast<unsigned long long>(retx), static_cast<unsigned long long>(sent),
+      verified ? "true" : "false", counters.c_str());
+  return verified ? 0 : 1;
+}
+
+}  // namespace
+}  // namespace ina::bench
+
+int main(int argc, char** argv) { return ina::bench::Main(argc, argv); }
