@@ -1,0 +1,307 @@
+// The fast engine. Same rules as engine.h, in the same order; see fast_engine.h for the layout.
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "add.h"
+#include "fast_engine_internal.h"
+
+namespace ina::dp::fast {
+namespace {
+
+using proto::Counter;
+
+constexpr size_t kCopyElems = proto::kMaxK;                 // 256 int32 per copy
+constexpr size_t kCopyBytes = kCopyElems * sizeof(uint32_t);  // 1 KiB
+constexpr uint8_t kTypeData = static_cast<uint8_t>(proto::MsgType::kData);
+constexpr uint8_t kTypeResult = static_cast<uint8_t>(proto::MsgType::kResult);
+
+// State of one slot copy besides its elements. Index: (pool slot) * 2 + (gen % 2).
+struct CopyMeta {
+  uint64_t ranks;  // bit r: rank r contributed to generation `gen`
+  uint32_t offset;
+  uint16_t gen;
+  uint16_t count;
+  uint8_t flags;
+  uint8_t exp;
+  uint8_t next_exp;
+  uint8_t contributions;
+};
+
+struct JobEntry {
+  uint32_t slot_base;
+  uint16_t window;
+  uint16_t k;
+  uint16_t world;
+  uint16_t job_id;
+};
+
+struct FreeDeleter {
+  void operator()(void* p) const { std::free(p); }
+};
+
+template <typename T>
+std::unique_ptr<T[], FreeDeleter> AllocAligned(size_t n) {
+  size_t bytes = (n * sizeof(T) + 63) / 64 * 64;
+  return std::unique_ptr<T[], FreeDeleter>(static_cast<T*>(std::aligned_alloc(64, bytes)));
+}
+
+class FastEngine final : public Engine {
+ public:
+  FastEngine(const EngineLimits& limits, const AddKernels& kernels)
+      : limits_(limits),
+        swap_copy_(kernels.swap_copy),
+        swap_add_(kernels.swap_add),
+        data_(AllocAligned<uint32_t>(size_t{limits.pool_slots} * 2 * kCopyElems)),
+        meta_(AllocAligned<CopyMeta>(size_t{limits.pool_slots} * 2)),
+        job_index_(AllocAligned<uint16_t>(65536)),
+        jobs_(AllocAligned<JobEntry>(size_t{limits.max_jobs} + 1)),
+        result_(AllocAligned<uint8_t>(proto::kMaxPacketBytes)) {
+    std::memset(counters_, 0, sizeof(counters_));
+    if (ok()) std::memset(job_index_.get(), 0, 65536 * sizeof(uint16_t));
+    for (uint16_t i = limits.max_jobs; i >= 1; --i) free_entries_.push_back(i);
+    installed_.reserve(limits.max_jobs);
+  }
+
+  bool ok() const { return data_ && meta_ && job_index_ && jobs_ && result_; }
+
+  Status AddJob(const JobConfig& job) override {
+    if (!proto::IsValidK(job.k)) {
+      return InvalidArgument("AddJob: K " + std::to_string(job.k) + " is not 64 or 256");
+    }
+    if (job.world_size < 1 || job.world_size > proto::kMaxWorkers) {
+      return InvalidArgument("AddJob: world size " + std::to_string(job.world_size) +
+                             " not in 1.." + std::to_string(proto::kMaxWorkers));
+    }
+    if (job.window < 1) return InvalidArgument("AddJob: window 0");
+    const uint64_t end = uint64_t{job.slot_base} + job.window;
+    if (end > limits_.pool_slots) {
+      return InvalidArgument("AddJob: slots [" + std::to_string(job.slot_base) + ", " +
+                             std::to_string(end) + ") outside the pool of " +
+                             std::to_string(limits_.pool_slots));
+    }
+    if (job_index_[job.job_id] != 0) {
+      return AlreadyExists("AddJob: job " + std::to_string(job.job_id) + " already installed");
+    }
+    for (uint16_t idx : installed_) {
+      const JobEntry& other = jobs_[idx];
+      const uint64_t other_end = uint64_t{other.slot_base} + other.window;
+      if (job.slot_base < other_end && other.slot_base < end) {
+        return AlreadyExists("AddJob: slots of job " + std::to_string(job.job_id) +
+                             " overlap job " + std::to_string(other.job_id));
+      }
+    }
+    if (free_entries_.empty()) {
+      return ResourceExhausted("AddJob: job table full (" + std::to_string(limits_.max_jobs) +
+                               " jobs)");
+    }
+    const uint16_t idx = free_entries_.back();
+    free_entries_.pop_back();
+    jobs_[idx] = {job.slot_base, job.window, job.k, job.world_size, job.job_id};
+    for (uint64_t s = job.slot_base; s < end; ++s) {
+      for (uint16_t c = 0; c < 2; ++c) {
+        CopyMeta& m = meta_[s * 2 + c];
+        m = {};
+        m.gen = static_cast<uint16_t>(0xFFFE + c);
+      }
+    }
+    installed_.push_back(idx);
+    job_index_[job.job_id] = idx;
+    return Status::Ok();
+  }
+
+  Status RemoveJob(uint16_t job_id) override {
+    const uint16_t idx = job_index_[job_id];
+    if (idx == 0) return NotFound("RemoveJob: job " + std::to_string(job_id) + " not installed");
+    job_index_[job_id] = 0;
+    for (size_t i = 0; i < installed_.size(); ++i) {
+      if (installed_[i] == idx) {
+        installed_[i] = installed_.back();
+        installed_.pop_back();
+        break;
+      }
+    }
+    free_entries_.push_back(idx);
+    return Status::Ok();
+  }
+
+  void Process(std::span<const uint8_t> packet, Emitter& out) override {
+    ProcessOne(packet.data(), packet.size(), out);
+  }
+
+  void ProcessBurst(std::span<const std::span<const uint8_t>> packets, Emitter& out) override {
+    const size_t n = packets.size();
+    for (size_t i = 0; i < n; ++i) {
+      // Fetch the next packet's slot metadata and elements while this one is added.
+      if (i + 1 < n) Prefetch(packets[i + 1]);
+      ProcessOne(packets[i].data(), packets[i].size(), out);
+    }
+  }
+
+  CounterSnapshot counters() const override {
+    CounterSnapshot c;
+    for (size_t i = 0; i < proto::kNumCounters; ++i) c[i] = counters_[i];
+    return c;
+  }
+  uint32_t pool_slots() const override { return limits_.pool_slots; }
+
+ private:
+  void Count(Counter which) { ++counters_[static_cast<size_t>(which)]; }
+
+  void Prefetch(std::span<const uint8_t> p) const {
+    if (p.size() < proto::kHeaderBytes) return;
+    const uint8_t* h = p.data();
+    const uint16_t idx = job_index_[proto::GetJob(h)];
+    if (idx == 0) return;
+    const JobEntry& j = jobs_[idx];
+    const uint16_t slot = proto::GetSlot(h);
+    if (slot >= j.window) return;
+    const size_t c = (size_t{j.slot_base} + slot) * 2 + (proto::GetGen(h) & 1);
+    __builtin_prefetch(&meta_[c], 1);
+    const uint8_t* d = reinterpret_cast<const uint8_t*>(&data_[c * kCopyElems]);
+    const size_t bytes = size_t{proto::GetCount(h)} * 4;
+    for (size_t off = 0; off < bytes && off < kCopyBytes; off += 64) __builtin_prefetch(d + off, 1);
+  }
+
+  inline void ProcessOne(const uint8_t* p, size_t size, Emitter& out) {
+    Count(Counter::kRxPackets);
+    if (size < proto::kHeaderBytes) [[unlikely]] {
+      return Count(Counter::kDropMalformed);
+    }
+    if (proto::GetVersion(p) != proto::kVersion) [[unlikely]] {
+      return Count(Counter::kDropBadVersion);
+    }
+    const uint16_t count = proto::GetCount(p);
+    if (proto::GetType(p) != kTypeData || size != proto::kHeaderBytes + size_t{count} * 4)
+        [[unlikely]] {
+      return Count(Counter::kDropMalformed);
+    }
+    const uint16_t idx = job_index_[proto::GetJob(p)];
+    if (idx == 0) [[unlikely]] {
+      return Count(Counter::kDropUnknownJob);
+    }
+    const JobEntry& job = jobs_[idx];
+    if (count > job.k) [[unlikely]] {
+      return Count(Counter::kDropMalformed);
+    }
+    const uint16_t rank = proto::GetRank(p);
+    if (rank >= job.world) [[unlikely]] {
+      return Count(Counter::kDropBadRank);
+    }
+    const uint16_t slot = proto::GetSlot(p);
+    if (slot >= job.window) [[unlikely]] {
+      return Count(Counter::kDropBadSlot);
+    }
+    const uint8_t flags = proto::GetFlags(p);
+    if (flags & proto::flags::kRetx) Count(Counter::kRetransmissions);
+
+    const uint16_t gen = proto::GetGen(p);
+    const size_t c = (size_t{job.slot_base} + slot) * 2 + (gen & 1);
+    CopyMeta& m = meta_[c];
+    uint32_t* elems = &data_[c * kCopyElems];
+    const uint64_t bit = uint64_t{1} << rank;
+    const uint32_t offset = proto::GetOffset(p);
+    if (gen == m.gen) {
+      if (m.ranks & bit) {
+        if (m.contributions == job.world) {
+          Count(Counter::kResultResends);
+          Emit(job, slot, m, elems, rank, out);
+        } else {
+          Count(Counter::kDuplicates);
+        }
+        return;
+      }
+      if (m.contributions != 0 &&
+          (m.offset != offset || m.count != count ||
+           ((m.flags ^ flags) & proto::flags::kInt32) != 0)) {
+        return Count(Counter::kDropMismatch);
+      }
+    } else if (gen == static_cast<uint16_t>(m.gen + 2)) {
+      m.gen = gen;
+      m.ranks = 0;
+      m.contributions = 0;
+    } else {
+      return Count(Counter::kDropStale);
+    }
+
+    const uint8_t* payload = p + proto::kHeaderBytes;
+    const uint8_t f = flags & static_cast<uint8_t>(~proto::flags::kRetx);
+    if (m.contributions == 0) {
+      m.offset = offset;
+      m.count = count;
+      m.flags = f;
+      m.exp = proto::GetExp(p);
+      m.next_exp = proto::GetNextExp(p);
+      swap_copy_(elems, payload, count);
+    } else {
+      m.flags |= f;
+      const uint8_t exp = proto::GetExp(p);
+      const uint8_t next_exp = proto::GetNextExp(p);
+      if (exp > m.exp) m.exp = exp;
+      if (next_exp > m.next_exp) m.next_exp = next_exp;
+      swap_add_(elems, payload, count);
+    }
+    m.ranks |= bit;
+    ++m.contributions;
+    Count(Counter::kRxData);
+    if (m.contributions == job.world) {
+      Count(Counter::kResults);
+      Emit(job, slot, m, elems, proto::kRankAll, out);
+    }
+  }
+
+  void Emit(const JobEntry& job, uint16_t slot, const CopyMeta& m, const uint32_t* elems,
+            uint16_t dest, Emitter& out) {
+    uint8_t* h = result_.get();
+    proto::SetVersion(h, proto::kVersion);
+    proto::SetType(h, kTypeResult);
+    proto::SetFlags(h, m.flags);
+    proto::SetExp(h, m.exp);
+    proto::SetNextExp(h, m.next_exp);
+    proto::SetReserved(h, 0);
+    proto::SetJob(h, job.job_id);
+    proto::SetRank(h, dest);
+    proto::SetSlot(h, slot);
+    proto::SetGen(h, m.gen);
+    proto::SetCount(h, m.count);
+    proto::SetOffset(h, m.offset);
+    proto::SetAux(h, 0);
+    swap_copy_(h + proto::kHeaderBytes, elems, m.count);
+    out.OnResult(job.job_id, dest,
+                 std::span<const uint8_t>(h, proto::kHeaderBytes + size_t{m.count} * 4));
+  }
+
+  const EngineLimits limits_;
+  void (*const swap_copy_)(void*, const void*, size_t);
+  void (*const swap_add_)(uint32_t*, const void*, size_t);
+  uint64_t counters_[proto::kNumCounters];
+  std::unique_ptr<uint32_t[], FreeDeleter> data_;
+  std::unique_ptr<CopyMeta[], FreeDeleter> meta_;
+  std::unique_ptr<uint16_t[], FreeDeleter> job_index_;  // job id -> entry (0: none)
+  std::unique_ptr<JobEntry[], FreeDeleter> jobs_;        // entries 1 .. max_jobs
+  std::unique_ptr<uint8_t[], FreeDeleter> result_;
+  std::vector<uint16_t> free_entries_;  // control path only
+  std::vector<uint16_t> installed_;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> MakeFastEngineWithKernels(const EngineLimits& limits,
+                                                  const AddKernels& kernels) {
+  auto engine = std::make_unique<FastEngine>(limits, kernels);
+  if (!engine->ok()) return nullptr;
+  return engine;
+}
+
+}  // namespace ina::dp::fast
+
+namespace ina::dp {
+
+std::unique_ptr<Engine> MakeFastEngine(const EngineLimits& limits) {
+  return fast::MakeFastEngineWithKernels(limits, *fast::AvailableKernels().items[0]);
+}
+
+std::string_view FastEngineKernelName() { return fast::AvailableKernels().items[0]->name; }
+
+}  // namespace ina::dp
