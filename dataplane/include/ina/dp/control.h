@@ -1,0 +1,242 @@
+// The control plane of a software or hardware fabric: the join handshake, slot allocation, job
+// teardown and the per-packet source check (docs/protocol.md, "Jobs and the join handshake").
+//
+// It is socket-free: peers are opaque addresses, replies go to a ReplySink, time is passed in. It
+// programs an Engine (AddJob/RemoveJob) and never touches data packets itself.
+//
+// Control messages (JOIN, LEAVE), handled by HandleControl:
+//   JOIN (job, rank, aux = world N, count = K, offset = window W) from peer P:
+//     - K not in proto::kKValues, N not in 1..kMaxWorkers, W == 0 or rank >= N: error(bad_params).
+//     - job pending or active with other (N, K, W): error(bad_params) (the job is not touched).
+//     - rank already joined by another peer: error(rank_taken).
+//     - rank already joined by P: join_ack again if the job is active; nothing while pending.
+//     - job unknown and the job table full (max_jobs jobs pending or active): error(too_many_jobs).
+//     - otherwise P is recorded as the rank. When all N ranks have joined, min(W, 65535, largest
+//       free extent) consecutive pool slots are taken first-fit from [0, pool_slots), the job is
+//       installed in the engine, and every rank gets join_ack (count = K, offset = granted window,
+//       rank = its rank). No free slot at all (or the engine refuses): error(no_slots) to every
+//       rank and the job is forgotten.
+//   LEAVE (job, rank) from the peer that joined as that rank: the job is removed from the engine,
+//     its slots freed, and every other joined rank gets error(job_aborted). A LEAVE from any other
+//     peer, or for an unknown job, is ignored (counted).
+//   Tick(now): every job (pending or active) that received nothing from any of its ranks for
+//     job_timeout is freed the same way; every joined rank gets error(job_aborted).
+// Error and join_ack packets are header-only: version, type, job, rank = the receiver's rank (for
+// errors answering a request: the request's rank), count/offset as above, aux = error code.
+//
+// Data path helpers, O(1), no allocation: CheckDataSource (is this peer the one that joined as
+// (job, rank)? also records activity for the timeout) and Destinations (a result's destination,
+// one rank or proto::kRankAll, as peers).
+//
+// Threading: single-threaded, like the Engine it drives; nothing blocks.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <netinet/in.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <vector>
+
+#include "ina/base/status.h"
+#include "ina/dp/engine.h"
+#include "ina/proto/wire.h"
+
+namespace ina::dp {
+
+// An opaque peer address (what recvmmsg reports). Two peers are equal when their family, address
+// and port (and for IPv6 the scope) are equal; other families compare byte-wise over len.
+struct Peer {
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+
+  // Copies len bytes of `sa` (at most sizeof(sockaddr_storage)); the rest stays zero.
+  static Peer From(const sockaddr* sa, socklen_t len);
+  friend bool operator==(const Peer& a, const Peer& b);
+};
+
+inline bool operator==(const Peer& a, const Peer& b) {
+  if (a.addr.ss_family != b.addr.ss_family) return false;
+  if (a.addr.ss_family == AF_INET) {
+    const auto& x = reinterpret_cast<const sockaddr_in&>(a.addr);
+    const auto& y = reinterpret_cast<const sockaddr_in&>(b.addr);
+    return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
+  }
+  if (a.addr.ss_family == AF_INET6) {
+    const auto& x = reinterpret_cast<const sockaddr_in6&>(a.addr);
+    const auto& y = reinterpret_cast<const sockaddr_in6&>(b.addr);
+    return x.sin6_port == y.sin6_port && x.sin6_scope_id == y.sin6_scope_id &&
+           std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof(x.sin6_addr)) == 0;
+  }
+  return a.len == b.len && std::memcmp(&a.addr, &b.addr, a.len) == 0;
+}
+
+// "127.0.0.1:5000", "[::1]:5000" or "family N".
+std::string PeerToString(const Peer& p);
+
+// Receives the control plane's replies (join_ack, error). The packet is valid only during the call.
+class ReplySink {
+ public:
+  virtual ~ReplySink() = default;
+  virtual void Send(const Peer& to, std::span<const uint8_t> packet) = 0;
+};
+
+struct ControlConfig {
+  uint16_t max_jobs = 256;                       // jobs pending or active at once, >= 1
+  std::chrono::nanoseconds job_timeout = std::chrono::seconds(30);  // > 0
+};
+
+// Control-plane counters, in kControlCounterNames order.
+enum class ControlCounter : uint16_t {
+  kControlRx = 0,     // control messages handled (join + leave)
+  kJoins,             // JOIN messages
+  kLeaves,            // LEAVE messages
+  kJoinAcks,          // join_ack packets sent
+  kErrorsSent,        // error packets sent (all codes)
+  kErrBadParams,      // error(bad_params) sent
+  kErrRankTaken,      // error(rank_taken) sent
+  kErrTooManyJobs,    // error(too_many_jobs) sent
+  kErrNoSlots,        // error(no_slots) sent
+  kErrJobAborted,     // error(job_aborted) sent
+  kLeaveIgnored,      // LEAVE for an unknown job or from a peer that is not that rank
+  kControlMalformed,  // control message with a body (length != header) or a type not join/leave
+  kJobsAdmitted,      // jobs installed in the engine
+  kJobsLeft,          // jobs freed by a LEAVE
+  kJobsTimedOut,      // jobs (pending or active) freed by the timeout
+  kCount,
+};
+inline constexpr size_t kNumControlCounters = static_cast<size_t>(ControlCounter::kCount);
+inline constexpr std::array<std::string_view, kNumControlCounters> kControlCounterNames = {
+    "control_rx",       "joins",           "leaves",          "join_acks",
+    "errors_sent",      "err_bad_params",  "err_rank_taken",  "err_too_many_jobs",
+    "err_no_slots",     "err_job_aborted", "leave_ignored",   "control_malformed",
+    "jobs_admitted",    "jobs_left",       "jobs_timed_out"};
+using ControlCounters = std::array<uint64_t, kNumControlCounters>;
+
+inline uint64_t Get(const ControlCounters& c, ControlCounter which) {
+  return c[static_cast<size_t>(which)];
+}
+
+// Result of the per-packet source check.
+enum class SourceCheck : uint8_t {
+  kOk,       // the job is active and `from` joined as this rank: hand the packet to the engine
+  kForeign,  // the job is active, rank < world, but `from` is not that rank's peer: drop it
+  kPass,     // job not active or rank out of range: the engine decides (unknown job / bad rank)
+};
+
+// A job as the control plane sees it (for inspection and tests).
+struct JobInfo {
+  uint16_t job_id = 0;
+  bool active = false;      // installed in the engine (all ranks joined)
+  uint16_t world_size = 0;
+  uint16_t k = 0;
+  uint32_t window_asked = 0;
+  uint16_t window = 0;      // granted (active jobs)
+  uint32_t slot_base = 0;   // first pool slot (active jobs)
+  uint16_t joined = 0;      // ranks joined so far
+};
+
+class ControlPlane {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+
+  // The engine must outlive the control plane and have no jobs installed by anyone else.
+  // InvalidArgument for max_jobs == 0 or a non-positive timeout.
+  static Result<std::unique_ptr<ControlPlane>> Create(Engine& engine, const ControlConfig& config);
+
+  // Handles one control message (the whole UDP payload, header included) received from `from`.
+  // REQUIRES: packet.size() >= proto::kHeaderBytes, version == proto::kVersion (the caller
+  // classifies; other packets go to the engine, which counts them).
+  void HandleControl(std::span<const uint8_t> packet, const Peer& from, TimePoint now,
+                     ReplySink& out);
+
+  // Frees every job idle (no control or accepted data packet) for longer than job_timeout.
+  // Returns how many jobs were freed.
+  size_t Tick(TimePoint now, ReplySink& out);
+
+  // Data packet check by header fields; records activity on kOk. O(1), no allocation.
+  SourceCheck CheckDataSource(uint16_t job_id, uint16_t rank, const Peer& from, TimePoint now) {
+    const int32_t idx = index_[job_id];
+    if (idx < 0) return SourceCheck::kPass;
+    JobEntry& j = jobs_[static_cast<size_t>(idx)];
+    if (!j.active || rank >= j.world_size) return SourceCheck::kPass;
+    if (!(j.peers[rank] == from)) return SourceCheck::kForeign;
+    j.last_activity = now;
+    return SourceCheck::kOk;
+  }
+
+  // The peers a result goes to: one rank, or every rank for proto::kRankAll. Empty if the job is
+  // not active or the rank is out of range. Valid until the next HandleControl/Tick.
+  std::span<const Peer> Destinations(uint16_t job_id, uint16_t dest_rank) const {
+    const int32_t idx = index_[job_id];
+    if (idx < 0) return {};
+    const JobEntry& j = jobs_[static_cast<size_t>(idx)];
+    if (!j.active) return {};
+    if (dest_rank == proto::kRankAll) return {j.peers.data(), j.world_size};
+    if (dest_rank >= j.world_size) return {};
+    return {&j.peers[dest_rank], 1};
+  }
+
+  const ControlCounters& counters() const { return counters_; }
+  // Jobs pending or active, in table order.
+  std::vector<JobInfo> Jobs() const;
+  size_t num_jobs() const { return num_jobs_; }
+  // Largest run of consecutive free pool slots.
+  uint32_t LargestFreeExtent() const;
+  uint32_t pool_slots() const { return pool_slots_; }
+
+ private:
+  struct JobEntry {
+    bool used = false;
+    bool active = false;
+    uint16_t job_id = 0;
+    uint16_t world_size = 0;
+    uint16_t k = 0;
+    uint32_t window_asked = 0;
+    uint16_t window = 0;
+    uint32_t slot_base = 0;
+    uint16_t joined = 0;
+    uint64_t joined_mask = 0;  // bit r: rank r joined
+    TimePoint last_activity{};
+    std::array<Peer, proto::kMaxWorkers> peers{};
+  };
+  // A free extent of the pool [base, base + len).
+  struct Extent {
+    uint32_t base;
+    uint32_t len;
+  };
+
+  ControlPlane(Engine& engine, const ControlConfig& config);
+
+  void HandleJoin(const proto::Header& h, const Peer& from, TimePoint now, ReplySink& out);
+  void HandleLeave(const proto::Header& h, const Peer& from, ReplySink& out);
+  void Admit(JobEntry& j, ReplySink& out);
+  // Removes the job from the engine (if active), frees its slots and its entry; sends
+  // error(job_aborted) to every joined rank except `except_rank` (kRankAll: none excepted).
+  void FreeJob(JobEntry& j, uint16_t except_rank, ReplySink& out);
+  void SendReply(const Peer& to, proto::MsgType type, uint16_t job, uint16_t rank, uint16_t count,
+                 uint32_t offset, uint16_t aux, ReplySink& out);
+  void SendError(const Peer& to, uint16_t job, uint16_t rank, proto::ErrorCode code,
+                 ReplySink& out);
+  // First-fit allocation of min(want, largest extent) slots; false if the pool is full.
+  bool Allocate(uint32_t want, uint32_t& base, uint32_t& got);
+  void Release(uint32_t base, uint32_t len);
+  void Bump(ControlCounter c) { ++counters_[static_cast<size_t>(c)]; }
+
+  Engine& engine_;
+  ControlConfig config_;
+  uint32_t pool_slots_;
+  std::vector<JobEntry> jobs_;           // max_jobs entries, pre-allocated
+  std::vector<int32_t> index_;           // job id -> jobs_ index, -1: none (65536 entries)
+  std::vector<Extent> free_;             // sorted by base, coalesced
+  size_t num_jobs_ = 0;
+  ControlCounters counters_{};
+};
+
+}  // namespace ina::dp

@@ -1,0 +1,285 @@
+// The control plane: join handshake, first-fit slot allocation, teardown (see control.h).
+#include "ina/dp/control.h"
+
+#include <arpa/inet.h>
+
+#include <algorithm>
+#include <string>
+
+namespace ina::dp {
+
+namespace p = ::ina::proto;
+
+Peer Peer::From(const sockaddr* sa, socklen_t len) {
+  Peer peer;
+  peer.len = std::min<socklen_t>(len, sizeof(peer.addr));
+  std::memcpy(&peer.addr, sa, peer.len);
+  return peer;
+}
+
+std::string PeerToString(const Peer& p) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (p.addr.ss_family == AF_INET) {
+    const auto& a = reinterpret_cast<const sockaddr_in&>(p.addr);
+    inet_ntop(AF_INET, &a.sin_addr, buf, sizeof(buf));
+    return std::string(buf) + ":" + std::to_string(ntohs(a.sin_port));
+  }
+  if (p.addr.ss_family == AF_INET6) {
+    const auto& a = reinterpret_cast<const sockaddr_in6&>(p.addr);
+    inet_ntop(AF_INET6, &a.sin6_addr, buf, sizeof(buf));
+    return "[" + std::string(buf) + "]:" + std::to_string(ntohs(a.sin6_port));
+  }
+  return "family " + std::to_string(p.addr.ss_family);
+}
+
+Result<std::unique_ptr<ControlPlane>> ControlPlane::Create(Engine& engine,
+                                                           const ControlConfig& config) {
+  if (config.max_jobs == 0) return InvalidArgument("control: max_jobs must be >= 1");
+  if (config.job_timeout.count() <= 0) return InvalidArgument("control: job_timeout must be > 0");
+  if (engine.pool_slots() == 0) return InvalidArgument("control: the engine has no pool slots");
+  return std::unique_ptr<ControlPlane>(new ControlPlane(engine, config));
+}
+
+ControlPlane::ControlPlane(Engine& engine, const ControlConfig& config)
+    : engine_(engine),
+      config_(config),
+      pool_slots_(engine.pool_slots()),
+      jobs_(config.max_jobs),
+      index_(size_t{1} << 16, -1) {
+  free_.reserve(config.max_jobs + 1);
+  free_.push_back({0, pool_slots_});
+}
+
+void ControlPlane::HandleControl(std::span<const uint8_t> packet, const Peer& from, TimePoint now,
+                                 ReplySink& out) {
+  Bump(ControlCounter::kControlRx);
+  const p::Header h = p::DecodeHeader(packet.data());
+  if (packet.size() != p::kHeaderBytes) {
+    Bump(ControlCounter::kControlMalformed);
+    return;
+  }
+  if (h.type == static_cast<uint8_t>(p::MsgType::kJoin)) {
+    HandleJoin(h, from, now, out);
+  } else if (h.type == static_cast<uint8_t>(p::MsgType::kLeave)) {
+    HandleLeave(h, from, out);
+  } else {
+    Bump(ControlCounter::kControlMalformed);
+  }
+}
+
+void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint now,
+                              ReplySink& out) {
+  Bump(ControlCounter::kJoins);
+  const uint16_t world = h.aux;
+  const uint16_t k = h.count;
+  const uint32_t window = h.offset;
+  if (!p::IsValidK(k) || world < 1 || world > p::kMaxWorkers || window < 1 || h.rank >= world) {
+    SendError(from, h.job, h.rank, p::ErrorCode::kBadParams, out);
+    return;
+  }
+  int32_t idx = index_[h.job];
+  if (idx < 0) {
+    if (num_jobs_ == jobs_.size()) {
+      SendError(from, h.job, h.rank, p::ErrorCode::kTooManyJobs, out);
+      return;
+    }
+    const auto it = std::find_if(jobs_.begin(), jobs_.end(), [](const JobEntry& j) {
+      return !j.used;
+    });
+    idx = static_cast<int32_t>(it - jobs_.begin());
+    JobEntry& j = *it;
+    j = JobEntry{};
+    j.used = true;
+    j.job_id = h.job;
+    j.world_size = world;
+    j.k = k;
+    j.window_asked = window;
+    index_[h.job] = idx;
+    ++num_jobs_;
+  }
+  JobEntry& j = jobs_[static_cast<size_t>(idx)];
+  if (j.world_size != world || j.k != k || j.window_asked != window) {
+    SendError(from, h.job, h.rank, p::ErrorCode::kBadParams, out);
+    return;
+  }
+  const uint64_t bit = uint64_t{1} << h.rank;
+  if (j.joined_mask & bit) {
+    if (!(j.peers[h.rank] == from)) {
+      SendError(from, h.job, h.rank, p::ErrorCode::kRankTaken, out);
+      return;
+    }
+    j.last_activity = now;
+    if (j.active) {
+      SendReply(from, p::MsgType::kJoinAck, j.job_id, h.rank, j.k, j.window, 0, out);
+      Bump(ControlCounter::kJoinAcks);
+    }
+    return;
+  }
+  j.joined_mask |= bit;
+  j.peers[h.rank] = from;
+  ++j.joined;
+  j.last_activity = now;
+  if (j.joined == j.world_size) Admit(j, out);
+}
+
+void ControlPlane::Admit(JobEntry& j, ReplySink& out) {
+  uint32_t base = 0, got = 0;
+  bool ok = Allocate(std::min<uint32_t>(j.window_asked, 0xFFFF), base, got);
+  if (ok) {
+    JobConfig cfg;
+    cfg.job_id = j.job_id;
+    cfg.world_size = j.world_size;
+    cfg.k = j.k;
+    cfg.slot_base = base;
+    cfg.window = static_cast<uint16_t>(got);
+    if (!engine_.AddJob(cfg).ok()) {
+      // The engine refused (its own table is smaller, say): report it like a full pool.
+      Release(base, got);
+      ok = false;
+    }
+  }
+  if (!ok) {
+    for (uint16_t r = 0; r < j.world_size; ++r) {
+      SendError(j.peers[r], j.job_id, r, p::ErrorCode::kNoSlots, out);
+    }
+    index_[j.job_id] = -1;
+    j = JobEntry{};
+    --num_jobs_;
+    return;
+  }
+  j.active = true;
+  j.slot_base = base;
+  j.window = static_cast<uint16_t>(got);
+  Bump(ControlCounter::kJobsAdmitted);
+  for (uint16_t r = 0; r < j.world_size; ++r) {
+    SendReply(j.peers[r], p::MsgType::kJoinAck, j.job_id, r, j.k, j.window, 0, out);
+    Bump(ControlCounter::kJoinAcks);
+  }
+}
+
+void ControlPlane::HandleLeave(const p::Header& h, const Peer& from, ReplySink& out) {
+  Bump(ControlCounter::kLeaves);
+  const int32_t idx = index_[h.job];
+  if (idx < 0) {
+    Bump(ControlCounter::kLeaveIgnored);
+    return;
+  }
+  JobEntry& j = jobs_[static_cast<size_t>(idx)];
+  if (h.rank >= j.world_size || !(j.joined_mask & (uint64_t{1} << h.rank)) ||
+      !(j.peers[h.rank] == from)) {
+    Bump(ControlCounter::kLeaveIgnored);
+    return;
+  }
+  Bump(ControlCounter::kJobsLeft);
+  FreeJob(j, h.rank, out);
+}
+
+size_t ControlPlane::Tick(TimePoint now, ReplySink& out) {
+  size_t freed = 0;
+  for (JobEntry& j : jobs_) {
+    if (!j.used || now - j.last_activity <= config_.job_timeout) continue;
+    Bump(ControlCounter::kJobsTimedOut);
+    FreeJob(j, p::kRankAll, out);
+    ++freed;
+  }
+  return freed;
+}
+
+void ControlPlane::FreeJob(JobEntry& j, uint16_t except_rank, ReplySink& out) {
+  if (j.active) {
+    // Cannot fail: the job was installed by Admit and only removed here.
+    engine_.RemoveJob(j.job_id).IgnoreError();
+    Release(j.slot_base, j.window);
+  }
+  for (uint16_t r = 0; r < j.world_size; ++r) {
+    if (r == except_rank || !(j.joined_mask & (uint64_t{1} << r))) continue;
+    SendError(j.peers[r], j.job_id, r, p::ErrorCode::kJobAborted, out);
+  }
+  index_[j.job_id] = -1;
+  j = JobEntry{};
+  --num_jobs_;
+}
+
+void ControlPlane::SendReply(const Peer& to, p::MsgType type, uint16_t job, uint16_t rank,
+                             uint16_t count, uint32_t offset, uint16_t aux, ReplySink& out) {
+  uint8_t buf[p::kHeaderBytes];
+  p::Header h;
+  h.version = p::kVersion;
+  h.type = static_cast<uint8_t>(type);
+  h.job = job;
+  h.rank = rank;
+  h.count = count;
+  h.offset = offset;
+  h.aux = aux;
+  p::EncodeHeader(h, buf);
+  out.Send(to, buf);
+}
+
+void ControlPlane::SendError(const Peer& to, uint16_t job, uint16_t rank, p::ErrorCode code,
+                             ReplySink& out) {
+  SendReply(to, p::MsgType::kError, job, rank, 0, 0, static_cast<uint16_t>(code), out);
+  Bump(ControlCounter::kErrorsSent);
+  switch (code) {
+    case p::ErrorCode::kBadParams: Bump(ControlCounter::kErrBadParams); break;
+    case p::ErrorCode::kRankTaken: Bump(ControlCounter::kErrRankTaken); break;
+    case p::ErrorCode::kTooManyJobs: Bump(ControlCounter::kErrTooManyJobs); break;
+    case p::ErrorCode::kNoSlots: Bump(ControlCounter::kErrNoSlots); break;
+    case p::ErrorCode::kJobAborted: Bump(ControlCounter::kErrJobAborted); break;
+    case p::ErrorCode::kNone: break;
+  }
+}
+
+bool ControlPlane::Allocate(uint32_t want, uint32_t& base, uint32_t& got) {
+  if (free_.empty() || want == 0) return false;
+  size_t best = 0;
+  for (size_t i = 0; i < free_.size(); ++i) {
+    if (free_[i].len >= want) {
+      best = i;
+      break;
+    }
+    if (free_[i].len > free_[best].len) best = i;
+  }
+  Extent& e = free_[best];
+  got = std::min(want, e.len);
+  base = e.base;
+  e.base += got;
+  e.len -= got;
+  if (e.len == 0) free_.erase(free_.begin() + static_cast<ptrdiff_t>(best));
+  return true;
+}
+
+void ControlPlane::Release(uint32_t base, uint32_t len) {
+  auto it = std::lower_bound(free_.begin(), free_.end(), base,
+                             [](const Extent& e, uint32_t b) { return e.base < b; });
+  it = free_.insert(it, Extent{base, len});
+  // Coalesce with the next, then with the previous extent.
+  if (auto next = it + 1; next != free_.end() && it->base + it->len == next->base) {
+    it->len += next->len;
+    free_.erase(next);
+  }
+  if (it != free_.begin()) {
+    auto prev = it - 1;
+    if (prev->base + prev->len == it->base) {
+      prev->len += it->len;
+      free_.erase(it);
+    }
+  }
+}
+
+uint32_t ControlPlane::LargestFreeExtent() const {
+  uint32_t best = 0;
+  for (const Extent& e : free_) best = std::max(best, e.len);
+  return best;
+}
+
+std::vector<JobInfo> ControlPlane::Jobs() const {
+  std::vector<JobInfo> v;
+  for (const JobEntry& j : jobs_) {
+    if (!j.used) continue;
+    v.push_back(JobInfo{j.job_id, j.active, j.world_size, j.k, j.window_asked, j.window,
+                        j.slot_base, j.joined});
+  }
+  return v;
+}
+
+}  // namespace ina::dp

@@ -1,0 +1,398 @@
+// ina-switchd's packet loop (see switch.h).
+#include "switch.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "engines.h"
+
+namespace ina::dp::switchd {
+
+namespace p = ::ina::proto;
+
+Switch::Switch(const Config& config)
+    : config_(config),
+      rx_faults_(config.drop_rate, config.dup_rate, config.reorder_rate, config.seed),
+      tx_faults_(config.drop_rate, config.dup_rate, config.reorder_rate,
+                 config.seed ^ 0x5DEECE66Dull) {}
+
+Switch::~Switch() {
+  if (fd_ >= 0) close(fd_);
+}
+
+Result<std::unique_ptr<Switch>> Switch::Create(const Config& config) {
+  std::unique_ptr<Switch> s(new Switch(config));
+  INA_RETURN_IF_ERROR(s->Init());
+  return s;
+}
+
+Status Switch::Init() {
+  EngineLimits limits;
+  limits.pool_slots = config_.slots;
+  limits.max_jobs = config_.max_jobs;
+  INA_ASSIGN_OR_RETURN(engine_, MakeEngine(config_.engine, limits));
+  ControlConfig cc;
+  cc.max_jobs = config_.max_jobs;
+  cc.job_timeout = std::chrono::milliseconds(config_.job_timeout_ms);
+  INA_ASSIGN_OR_RETURN(control_, ControlPlane::Create(*engine_, cc));
+
+  // Buffers, all of them now: the loop never allocates.
+  rx_bufs_.resize(kBurst);
+  rx_peers_.resize(kBurst);
+  rx_msgs_.resize(kBurst);
+  rx_iov_.resize(kBurst);
+  for (auto& bank : held_rx_) bank.resize(kBurst);
+  items_.resize(kItemCap);
+  data_burst_.resize(kItemCap);
+  tx_q_.resize(kTxCap);
+  tx_held_.resize(kBurst);
+  tx_held_next_.resize(kBurst);
+  tx_msgs_.resize(kBurst);
+  tx_iov_.resize(kBurst);
+
+  sockaddr_storage ss{};
+  socklen_t sl = 0;
+  auto* s4 = reinterpret_cast<sockaddr_in*>(&ss);
+  auto* s6 = reinterpret_cast<sockaddr_in6*>(&ss);
+  if (inet_pton(AF_INET, config_.bind.c_str(), &s4->sin_addr) == 1) {
+    s4->sin_family = AF_INET;
+    s4->sin_port = htons(config_.port);
+    sl = sizeof(*s4);
+  } else if (inet_pton(AF_INET6, config_.bind.c_str(), &s6->sin6_addr) == 1) {
+    s6->sin6_family = AF_INET6;
+    s6->sin6_port = htons(config_.port);
+    sl = sizeof(*s6);
+  } else {
+    return InvalidArgument("--bind: not an address: " + config_.bind);
+  }
+  fd_ = socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd_ < 0) return ErrnoStatus("socket", errno);
+  const int buf_bytes = 8 << 20;  // the kernel caps it at net.core.{r,w}mem_max
+  setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &buf_bytes, sizeof(buf_bytes));
+  setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &buf_bytes, sizeof(buf_bytes));
+  if (bind(fd_, reinterpret_cast<sockaddr*>(&ss), sl) != 0) {
+    return ErrnoStatus("bind " + config_.bind + ":" + std::to_string(config_.port), errno);
+  }
+  start_ = last_tick_ = now_ = Clock::now();
+  return Status::Ok();
+}
+
+std::string Switch::local_address() const {
+  sockaddr_storage ss{};
+  socklen_t sl = sizeof(ss);
+  if (getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &sl) != 0) return "?";
+  return PeerToString(Peer::From(reinterpret_cast<sockaddr*>(&ss), sl));
+}
+
+Status Switch::Run(const volatile std::sig_atomic_t* stop) {
+  auto next_stats = start_ + std::chrono::milliseconds(config_.stats_interval_ms);
+  while (!*stop) {
+    now_ = Clock::now();
+    const bool held = held_rx_n_[0] + held_rx_n_[1] + tx_held_n_ + tx_held_next_n_ > 0;
+    int timeout_ms = kMaxPollMs;
+    if (held) timeout_ms = 1;  // held packets wait for one more burst, not for ever
+    pollfd pfd{fd_, POLLIN, 0};
+    const int pr = poll(&pfd, 1, timeout_ms);
+    if (pr < 0 && errno != EINTR) return ErrnoStatus("poll", errno);
+    now_ = Clock::now();
+    if (pr > 0) {
+      // Drain what is queued, a bounded number of bursts before ticking again.
+      for (int i = 0; i < 64; ++i) {
+        INA_ASSIGN_OR_RETURN(size_t n, RxBurst(now_));
+        if (n < kBurst) break;
+      }
+    } else if (held) {
+      ReleaseHeldRx(now_);
+      FlushTx();
+      // Send what was held for reordering: nothing newer is coming to pass it.
+      SendRange(tx_held_, tx_held_n_);
+      tx_held_n_ = 0;
+      SendRange(tx_held_next_, tx_held_next_n_);
+      tx_held_next_n_ = 0;
+    }
+    if (now_ - last_tick_ >= kTickInterval) Tick(now_);
+    if (config_.stats_interval_ms > 0 && now_ >= next_stats) {
+      PrintStatsLine(stdout);
+      std::fflush(stdout);
+      next_stats = now_ + std::chrono::milliseconds(config_.stats_interval_ms);
+    }
+  }
+  // Whatever is still queued or held goes out before the summary.
+  ReleaseHeldRx(Clock::now());
+  FlushTx();
+  SendRange(tx_held_, tx_held_n_);
+  tx_held_n_ = 0;
+  SendRange(tx_held_next_, tx_held_next_n_);
+  tx_held_next_n_ = 0;
+  return Status::Ok();
+}
+
+void Switch::Tick(Clock::time_point now) {
+  last_tick_ = now;
+  Bump(SwitchCounter::kJobsFreed, control_->Tick(now, *this));
+  FlushTx();
+}
+
+Result<size_t> Switch::RxBurst(Clock::time_point now) {
+  for (size_t i = 0; i < kBurst; ++i) {
+    rx_iov_[i] = {rx_bufs_[i].data(), kRxBufBytes};
+    rx_msgs_[i] = {};
+    rx_msgs_[i].msg_hdr.msg_iov = &rx_iov_[i];
+    rx_msgs_[i].msg_hdr.msg_iovlen = 1;
+    rx_msgs_[i].msg_hdr.msg_name = &rx_peers_[i].addr;
+    rx_msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
+  }
+  const int n = recvmmsg(fd_, rx_msgs_.data(), kBurst, MSG_DONTWAIT, nullptr);
+  if (n < 0) {
+    if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return size_t{0};
+    // ICMP errors surfacing on the socket are not fatal for a switch.
+    if (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH) return size_t{0};
+    return ErrnoStatus("recvmmsg", errno);
+  }
+  Bump(SwitchCounter::kRxDatagrams, static_cast<uint64_t>(n));
+  const int fill = held_fill_;
+  const int release = 1 - fill;
+  size_t k = 0;
+  for (int i = 0; i < n; ++i) {
+    Peer& from = rx_peers_[i];
+    from.len = rx_msgs_[i].msg_hdr.msg_namelen;
+    uint32_t len = rx_msgs_[i].msg_len;
+    if ((rx_msgs_[i].msg_hdr.msg_flags & MSG_TRUNC) || len > kRxBufBytes) {
+      Bump(SwitchCounter::kRxTruncated);
+      len = std::min<uint32_t>(len, kRxBufBytes);
+    }
+    const FaultInjector::Decision d = rx_faults_.Next();
+    if (d.drop) {
+      Bump(SwitchCounter::kInjRxDrops);
+      continue;
+    }
+    if (d.reorder && held_rx_n_[fill] < kBurst) {
+      Bump(SwitchCounter::kInjRxReorders);
+      HeldRx& h = held_rx_[fill][held_rx_n_[fill]++];
+      std::memcpy(h.buf.data(), rx_bufs_[i].data(), len);
+      h.len = len;
+      h.from = from;
+      if (d.dup) {  // the copy goes now, the original later
+        Bump(SwitchCounter::kInjRxDups);
+        items_[k++] = {rx_bufs_[i].data(), len, &from};
+      }
+      continue;
+    }
+    items_[k++] = {rx_bufs_[i].data(), len, &from};
+    if (d.dup) {
+      Bump(SwitchCounter::kInjRxDups);
+      items_[k++] = {rx_bufs_[i].data(), len, &from};
+    }
+  }
+  // Packets held back in the previous burst follow this burst's.
+  for (size_t i = 0; i < held_rx_n_[release]; ++i) {
+    const HeldRx& h = held_rx_[release][i];
+    items_[k++] = {h.buf.data(), h.len, &h.from};
+  }
+  HandleItems(k, now);
+  held_rx_n_[release] = 0;
+  held_fill_ = release;
+  return static_cast<size_t>(n);
+}
+
+void Switch::ReleaseHeldRx(Clock::time_point now) {
+  const int fill = held_fill_;
+  const int release = 1 - fill;
+  size_t k = 0;
+  for (int bank : {release, fill}) {
+    for (size_t i = 0; i < held_rx_n_[bank]; ++i) {
+      const HeldRx& h = held_rx_[bank][i];
+      items_[k++] = {h.buf.data(), h.len, &h.from};
+    }
+  }
+  if (k > 0) HandleItems(k, now);
+  held_rx_n_[0] = held_rx_n_[1] = 0;
+}
+
+void Switch::HandleItems(size_t n, Clock::time_point now) {
+  data_n_ = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const Item& it = items_[i];
+    const std::span<const uint8_t> pkt(it.data, it.len);
+    if (it.len >= p::kHeaderBytes && p::GetVersion(it.data) == p::kVersion) {
+      const uint8_t type = p::GetType(it.data);
+      if (type == static_cast<uint8_t>(p::MsgType::kJoin) ||
+          type == static_cast<uint8_t>(p::MsgType::kLeave)) {
+        FlushData();  // keep arrival order between data and control
+        const uint64_t freed_before = Get(control_->counters(), ControlCounter::kJobsLeft);
+        control_->HandleControl(pkt, *it.from, now, *this);
+        Bump(SwitchCounter::kJobsFreed,
+             Get(control_->counters(), ControlCounter::kJobsLeft) - freed_before);
+        continue;
+      }
+      if (type == static_cast<uint8_t>(p::MsgType::kData)) {
+        const SourceCheck sc =
+            control_->CheckDataSource(p::GetJob(it.data), p::GetRank(it.data), *it.from, now);
+        if (sc == SourceCheck::kForeign) {
+          Bump(SwitchCounter::kDropForeignSrc);
+          continue;
+        }
+      }
+    }
+    // Data, and everything the engine must count as malformed / bad version.
+    data_burst_[data_n_++] = pkt;
+  }
+  FlushData();
+  FlushTx();
+}
+
+void Switch::FlushData() {
+  if (data_n_ == 0) return;
+  engine_->ProcessBurst({data_burst_.data(), data_n_}, *this);
+  data_n_ = 0;
+}
+
+void Switch::OnResult(uint16_t job_id, uint16_t dest_rank, std::span<const uint8_t> packet) {
+  for (const Peer& peer : control_->Destinations(job_id, dest_rank)) EnqueueTx(peer, packet);
+}
+
+void Switch::Send(const Peer& to, std::span<const uint8_t> packet) { EnqueueTx(to, packet); }
+
+void Switch::EnqueueTx(const Peer& to, std::span<const uint8_t> packet) {
+  const FaultInjector::Decision d = tx_faults_.Next();
+  if (d.drop) {
+    Bump(SwitchCounter::kInjTxDrops);
+    return;
+  }
+  if (d.reorder && tx_held_next_n_ < tx_held_next_.size()) {
+    Bump(SwitchCounter::kInjTxReorders);
+    TxSlot& s = tx_held_next_[tx_held_next_n_++];
+    std::memcpy(s.buf.data(), packet.data(), packet.size());
+    s.len = static_cast<uint32_t>(packet.size());
+    s.to = to;
+  } else {
+    PushTx(to, packet);
+  }
+  if (d.dup) {
+    Bump(SwitchCounter::kInjTxDups);
+    PushTx(to, packet);
+  }
+}
+
+void Switch::PushTx(const Peer& to, std::span<const uint8_t> packet) {
+  if (tx_n_ == tx_q_.size()) FlushTx();
+  TxSlot& s = tx_q_[tx_n_++];
+  const size_t len = std::min(packet.size(), s.buf.size());
+  std::memcpy(s.buf.data(), packet.data(), len);
+  s.len = static_cast<uint32_t>(len);
+  s.to = to;
+}
+
+void Switch::FlushTx() {
+  if (tx_n_ == 0) return;
+  SendRange(tx_q_, tx_n_);
+  tx_n_ = 0;
+  // Packets held back at the previous flush go after this flush's: reordered.
+  SendRange(tx_held_, tx_held_n_);
+  tx_held_n_ = 0;
+  std::swap(tx_held_, tx_held_next_);
+  std::swap(tx_held_n_, tx_held_next_n_);
+}
+
+void Switch::SendRange(std::vector<TxSlot>& q, size_t n) {
+  size_t done = 0;
+  int waits = 0;
+  while (done < n) {
+    const size_t m = std::min(kBurst, n - done);
+    for (size_t i = 0; i < m; ++i) {
+      TxSlot& s = q[done + i];
+      tx_iov_[i] = {s.buf.data(), s.len};
+      tx_msgs_[i] = {};
+      tx_msgs_[i].msg_hdr.msg_iov = &tx_iov_[i];
+      tx_msgs_[i].msg_hdr.msg_iovlen = 1;
+      tx_msgs_[i].msg_hdr.msg_name = &s.to.addr;
+      tx_msgs_[i].msg_hdr.msg_namelen = s.to.len;
+    }
+    const int r = sendmmsg(fd_, tx_msgs_.data(), static_cast<unsigned>(m), MSG_DONTWAIT);
+    if (r > 0) {
+      Bump(SwitchCounter::kTxPackets, static_cast<uint64_t>(r));
+      done += static_cast<size_t>(r);
+      continue;
+    }
+    if (r < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS || errno == EINTR)) {
+      if (waits++ < kTxMaxWaits) {
+        Bump(SwitchCounter::kTxWaits);
+        pollfd pfd{fd_, POLLOUT, 0};
+        poll(&pfd, 1, kTxWaitMs);
+        continue;
+      }
+      Bump(SwitchCounter::kTxErrors, n - done);  // give up on the rest of this batch
+      return;
+    }
+    // Any other error belongs to the first packet of the chunk (bad address, ICMP feedback):
+    // count it and go on with the next.
+    Bump(SwitchCounter::kTxErrors);
+    ++done;
+  }
+}
+
+std::vector<std::pair<std::string_view, uint64_t>> Switch::AllCounters() const {
+  std::vector<std::pair<std::string_view, uint64_t>> v;
+  const CounterSnapshot e = engine_->counters();
+  for (size_t i = 0; i < p::kNumCounters; ++i) v.emplace_back(p::kCounterNames[i], e[i]);
+  const ControlCounters& c = control_->counters();
+  for (size_t i = 0; i < kNumControlCounters; ++i) v.emplace_back(kControlCounterNames[i], c[i]);
+  for (size_t i = 0; i < kNumSwitchCounters; ++i) {
+    v.emplace_back(kSwitchCounterNames[i], counters_[i]);
+  }
+  return v;
+}
+
+void Switch::PrintStatsLine(std::FILE* out) const {
+  const double t = std::chrono::duration<double>(Clock::now() - start_).count();
+  const CounterSnapshot e = engine_->counters();
+  uint64_t drops = Ctr(SwitchCounter::kDropForeignSrc);
+  for (size_t i = static_cast<size_t>(p::Counter::kDropMalformed); i < p::kNumCounters; ++i) {
+    drops += e[i];
+  }
+  std::fprintf(out,
+               "ina-switchd stats: t=%.1fs rx=%llu tx=%llu rx_data=%llu results=%llu "
+               "resends=%llu dups=%llu drops=%llu tx_errors=%llu jobs=%zu\n",
+               t, static_cast<unsigned long long>(Ctr(SwitchCounter::kRxDatagrams)),
+               static_cast<unsigned long long>(Ctr(SwitchCounter::kTxPackets)),
+               static_cast<unsigned long long>(Get(e, p::Counter::kRxData)),
+               static_cast<unsigned long long>(Get(e, p::Counter::kResults)),
+               static_cast<unsigned long long>(Get(e, p::Counter::kResultResends)),
+               static_cast<unsigned long long>(Get(e, p::Counter::kDuplicates)),
+               static_cast<unsigned long long>(drops),
+               static_cast<unsigned long long>(Ctr(SwitchCounter::kTxErrors)),
+               control_->num_jobs());
+}
+
+void Switch::PrintSummary(std::FILE* out) const {
+  const double t = std::chrono::duration<double>(Clock::now() - start_).count();
+  std::fprintf(out, "ina-switchd summary: %.1f s, engine %s, %zu job(s) still open\n", t,
+               config_.engine.c_str(), control_->num_jobs());
+  for (const auto& [name, value] : AllCounters()) {
+    if (value != 0) {
+      std::fprintf(out, "  %-18.*s %llu\n", static_cast<int>(name.size()), name.data(),
+                   static_cast<unsigned long long>(value));
+    }
+  }
+  PrintJson(out);
+}
+
+void Switch::PrintJson(std::FILE* out) const {
+  std::fprintf(out, "{\"switch_counters\": {");
+  bool first = true;
+  for (const auto& [name, value] : AllCounters()) {
+    std::fprintf(out, "%s\"%.*s\": %llu", first ? "" : ", ", static_cast<int>(name.size()),
+                 name.data(), static_cast<unsigned long long>(value));
+    first = false;
+  }
+  std::fprintf(out, "}}\n");
+}
+
+}  // namespace ina::dp::switchd

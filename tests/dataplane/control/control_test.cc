@@ -1,0 +1,547 @@
+// Unit tests of the control plane (ina/dp/control.h) over the reference engine.
+#include "ina/dp/control.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "ina/dp/ref_engine.h"
+#include "ina/proto/wire.h"
+
+namespace ina::dp {
+namespace {
+
+namespace p = ::ina::proto;
+using TimePoint = ControlPlane::TimePoint;
+using std::chrono::milliseconds;
+
+Peer MakePeer(uint16_t port, const char* ip = "127.0.0.1") {
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  inet_pton(AF_INET, ip, &sa.sin_addr);
+  return Peer::From(reinterpret_cast<const sockaddr*>(&sa), sizeof(sa));
+}
+
+struct Reply {
+  Peer to;
+  p::Header h;
+};
+
+class Collector : public ReplySink {
+ public:
+  void Send(const Peer& to, std::span<const uint8_t> packet) override {
+    ASSERT_EQ(packet.size(), p::kHeaderBytes);
+    replies.push_back({to, p::DecodeHeader(packet.data())});
+  }
+  std::vector<Reply> replies;
+};
+
+class ResultCollector : public Emitter {
+ public:
+  struct Item {
+    uint16_t job, dest;
+    std::vector<uint8_t> bytes;
+  };
+  void OnResult(uint16_t job_id, uint16_t dest_rank, std::span<const uint8_t> packet) override {
+    items.push_back({job_id, dest_rank, {packet.begin(), packet.end()}});
+  }
+  std::vector<Item> items;
+};
+
+std::vector<uint8_t> Control(p::MsgType type, uint16_t job, uint16_t rank, uint16_t world = 0,
+                             uint16_t k = 0, uint32_t window = 0) {
+  std::vector<uint8_t> b(p::kHeaderBytes);
+  p::Header h;
+  h.version = p::kVersion;
+  h.type = static_cast<uint8_t>(type);
+  h.job = job;
+  h.rank = rank;
+  h.aux = world;
+  h.count = k;
+  h.offset = window;
+  p::EncodeHeader(h, b.data());
+  return b;
+}
+
+std::vector<uint8_t> Join(uint16_t job, uint16_t rank, uint16_t world, uint16_t k,
+                          uint32_t window) {
+  return Control(p::MsgType::kJoin, job, rank, world, k, window);
+}
+
+std::vector<uint8_t> Data(uint16_t job, uint16_t rank, uint16_t slot, uint16_t gen,
+                          const std::vector<int32_t>& elems) {
+  std::vector<uint8_t> b(p::kHeaderBytes + elems.size() * 4);
+  p::Header h;
+  h.version = p::kVersion;
+  h.type = static_cast<uint8_t>(p::MsgType::kData);
+  h.job = job;
+  h.rank = rank;
+  h.slot = slot;
+  h.gen = gen;
+  h.count = static_cast<uint16_t>(elems.size());
+  h.flags = p::flags::kInt32;
+  p::EncodeHeader(h, b.data());
+  for (size_t i = 0; i < elems.size(); ++i) {
+    p::Store32(b.data() + p::kHeaderBytes + 4 * i, static_cast<uint32_t>(elems[i]));
+  }
+  return b;
+}
+
+class ControlTest : public ::testing::Test {
+ protected:
+  void Make(uint32_t pool_slots = 64, uint16_t max_jobs = 8, milliseconds timeout = milliseconds(1000),
+            uint16_t engine_jobs = 0) {
+    EngineLimits lim;
+    lim.pool_slots = pool_slots;
+    lim.max_jobs = engine_jobs ? engine_jobs : max_jobs;
+    engine_ = MakeReferenceEngine(lim);
+    ControlConfig cfg;
+    cfg.max_jobs = max_jobs;
+    cfg.job_timeout = timeout;
+    auto cp = ControlPlane::Create(*engine_, cfg);
+    ASSERT_TRUE(cp.ok()) << cp.status().ToString();
+    cp_ = std::move(cp).value();
+  }
+  void Send(const std::vector<uint8_t>& pkt, const Peer& from, TimePoint now = TimePoint{}) {
+    cp_->HandleControl(pkt, from, now, out_);
+  }
+  // Joins ranks 0..world-1 from ports base..base+world-1; returns the replies it produced.
+  std::vector<Reply> JoinAll(uint16_t job, uint16_t world, uint16_t k, uint32_t window,
+                             uint16_t port_base, TimePoint now = TimePoint{}) {
+    out_.replies.clear();
+    for (uint16_t r = 0; r < world; ++r) {
+      Send(Join(job, r, world, k, window), MakePeer(static_cast<uint16_t>(port_base + r)), now);
+    }
+    auto v = out_.replies;
+    out_.replies.clear();
+    return v;
+  }
+  uint64_t Ctr(ControlCounter c) const { return Get(cp_->counters(), c); }
+  uint64_t ECtr(p::Counter c) const { return Get(engine_->counters(), c); }
+
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ControlPlane> cp_;
+  Collector out_;
+};
+
+void ExpectError(const Reply& r, const Peer& to, uint16_t job, p::ErrorCode code) {
+  EXPECT_EQ(r.to, to);
+  EXPECT_EQ(r.h.version, p::kVersion);
+  EXPECT_EQ(r.h.type, static_cast<uint8_t>(p::MsgType::kError));
+  EXPECT_EQ(r.h.job, job);
+  EXPECT_EQ(r.h.aux, static_cast<uint16_t>(code)) << p::ErrorCodeName(r.h.aux);
+}
+
+TEST(PeerTest, EqualityIgnoresPaddingAndComparesPortAndAddress) {
+  EXPECT_EQ(MakePeer(1000), MakePeer(1000));
+  EXPECT_FALSE(MakePeer(1000) == MakePeer(1001));
+  EXPECT_FALSE(MakePeer(1000) == MakePeer(1000, "127.0.0.2"));
+  Peer a = MakePeer(1000);
+  reinterpret_cast<sockaddr_in&>(a.addr).sin_zero[3] = 7;  // padding garbage
+  EXPECT_EQ(a, MakePeer(1000));
+  EXPECT_EQ(PeerToString(MakePeer(47000)), "127.0.0.1:47000");
+}
+
+TEST_F(ControlTest, CreateRejectsBadConfig) {
+  Make();
+  ControlConfig cfg;
+  cfg.max_jobs = 0;
+  EXPECT_FALSE(ControlPlane::Create(*engine_, cfg).ok());
+  cfg.max_jobs = 1;
+  cfg.job_timeout = milliseconds(0);
+  EXPECT_FALSE(ControlPlane::Create(*engine_, cfg).ok());
+}
+
+TEST_F(ControlTest, JoinAcksEveryRankOnceAllJoined) {
+  Make(64);
+  Send(Join(7, 0, 3, 256, 16), MakePeer(5000));
+  Send(Join(7, 2, 3, 256, 16), MakePeer(5002));
+  EXPECT_TRUE(out_.replies.empty());
+  ASSERT_EQ(cp_->Jobs().size(), 1u);
+  EXPECT_FALSE(cp_->Jobs()[0].active);
+  EXPECT_EQ(cp_->Jobs()[0].joined, 2);
+  // Pending: the engine does not know the job, data is not checked by the control plane.
+  EXPECT_EQ(cp_->CheckDataSource(7, 0, MakePeer(5000), {}), SourceCheck::kPass);
+  Send(Join(7, 1, 3, 256, 16), MakePeer(5001));
+  ASSERT_EQ(out_.replies.size(), 3u);
+  for (uint16_t r = 0; r < 3; ++r) {
+    const Reply& rep = out_.replies[r];
+    EXPECT_EQ(rep.to, MakePeer(static_cast<uint16_t>(5000 + r)));
+    EXPECT_EQ(rep.h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+    EXPECT_EQ(rep.h.version, p::kVersion);
+    EXPECT_EQ(rep.h.job, 7);
+    EXPECT_EQ(rep.h.rank, r);
+    EXPECT_EQ(rep.h.count, 256);
+    EXPECT_EQ(rep.h.offset, 16u);
+    EXPECT_EQ(rep.h.aux, 0);
+  }
+  auto jobs = cp_->Jobs();
+  ASSERT_EQ(jobs.size(), 1u);
+  EXPECT_TRUE(jobs[0].active);
+  EXPECT_EQ(jobs[0].slot_base, 0u);
+  EXPECT_EQ(jobs[0].window, 16);
+  EXPECT_EQ(cp_->LargestFreeExtent(), 48u);
+  EXPECT_EQ(Ctr(ControlCounter::kJobsAdmitted), 1u);
+  EXPECT_EQ(Ctr(ControlCounter::kJoinAcks), 3u);
+  EXPECT_EQ(Ctr(ControlCounter::kJoins), 3u);
+}
+
+TEST_F(ControlTest, RepeatedJoinWaitsWhilePendingAndReAcksWhenActive) {
+  Make();
+  Send(Join(1, 0, 2, 64, 4), MakePeer(5000));
+  Send(Join(1, 0, 2, 64, 4), MakePeer(5000));
+  EXPECT_TRUE(out_.replies.empty());
+  EXPECT_EQ(cp_->Jobs()[0].joined, 1);
+  Send(Join(1, 1, 2, 64, 4), MakePeer(5001));
+  ASSERT_EQ(out_.replies.size(), 2u);
+  out_.replies.clear();
+  Send(Join(1, 1, 2, 64, 4), MakePeer(5001));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  EXPECT_EQ(out_.replies[0].to, MakePeer(5001));
+  EXPECT_EQ(out_.replies[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+  EXPECT_EQ(out_.replies[0].h.rank, 1);
+  EXPECT_EQ(out_.replies[0].h.offset, 4u);
+  EXPECT_EQ(Ctr(ControlCounter::kJobsAdmitted), 1u);
+}
+
+TEST_F(ControlTest, OutOfRangeParamsAreBadParams) {
+  Make();
+  const Peer a = MakePeer(5000);
+  struct Case {
+    uint16_t rank, world, k;
+    uint32_t window;
+  } cases[] = {
+      {0, 2, 100, 4},  // K not in kKValues
+      {0, 2, 0, 4},    // K = 0
+      {0, 0, 64, 4},   // world 0
+      {0, 65, 64, 4},  // world > kMaxWorkers
+      {0, 2, 64, 0},   // window 0
+      {2, 2, 64, 4},   // rank >= world
+  };
+  for (const Case& c : cases) {
+    out_.replies.clear();
+    Send(Join(3, c.rank, c.world, c.k, c.window), a);
+    ASSERT_EQ(out_.replies.size(), 1u);
+    ExpectError(out_.replies[0], a, 3, p::ErrorCode::kBadParams);
+    EXPECT_EQ(out_.replies[0].h.rank, c.rank);
+  }
+  EXPECT_EQ(cp_->num_jobs(), 0u);
+  EXPECT_EQ(Ctr(ControlCounter::kErrBadParams), 6u);
+  // The extremes that are allowed.
+  out_.replies.clear();
+  Send(Join(4, 0, 1, 64, 1), a);
+  ASSERT_EQ(out_.replies.size(), 1u);
+  EXPECT_EQ(out_.replies[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+  out_.replies.clear();
+  Send(Join(5, 63, 64, 256, 2), a);
+  EXPECT_TRUE(out_.replies.empty());  // pending, 1 of 64
+}
+
+TEST_F(ControlTest, DifferingParamsAreBadParamsAndLeaveTheJobAlone) {
+  Make();
+  Send(Join(9, 0, 3, 64, 8), MakePeer(5000));
+  const std::vector<uint8_t> bad[] = {Join(9, 1, 2, 64, 8), Join(9, 1, 3, 256, 8),
+                                      Join(9, 1, 3, 64, 9)};
+  for (const auto& b : bad) {
+    out_.replies.clear();
+    Send(b, MakePeer(5001));
+    ASSERT_EQ(out_.replies.size(), 1u);
+    ExpectError(out_.replies[0], MakePeer(5001), 9, p::ErrorCode::kBadParams);
+  }
+  EXPECT_EQ(cp_->Jobs()[0].joined, 1);
+  auto r = JoinAll(9, 3, 64, 8, 5000);  // rank 0 again (same peer) then 1, 2
+  ASSERT_EQ(r.size(), 3u);
+  for (const auto& x : r) EXPECT_EQ(x.h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+  // Mismatch against an active job too.
+  out_.replies.clear();
+  Send(Join(9, 0, 3, 64, 7), MakePeer(5000));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  ExpectError(out_.replies[0], MakePeer(5000), 9, p::ErrorCode::kBadParams);
+  EXPECT_TRUE(cp_->Jobs()[0].active);
+}
+
+TEST_F(ControlTest, RankTakenByAnotherPeer) {
+  Make();
+  Send(Join(2, 0, 2, 64, 4), MakePeer(5000));
+  Send(Join(2, 0, 2, 64, 4), MakePeer(6000));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  ExpectError(out_.replies[0], MakePeer(6000), 2, p::ErrorCode::kRankTaken);
+  EXPECT_EQ(out_.replies[0].h.rank, 0);
+  // Same port on another address is another peer too.
+  out_.replies.clear();
+  Send(Join(2, 0, 2, 64, 4), MakePeer(5000, "127.0.0.2"));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  ExpectError(out_.replies[0], MakePeer(5000, "127.0.0.2"), 2, p::ErrorCode::kRankTaken);
+  // After activation as well.
+  out_.replies.clear();
+  Send(Join(2, 1, 2, 64, 4), MakePeer(5001));
+  ASSERT_EQ(out_.replies.size(), 2u);
+  out_.replies.clear();
+  Send(Join(2, 1, 2, 64, 4), MakePeer(6001));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  ExpectError(out_.replies[0], MakePeer(6001), 2, p::ErrorCode::kRankTaken);
+  EXPECT_EQ(Ctr(ControlCounter::kErrRankTaken), 3u);
+}
+
+TEST_F(ControlTest, JobTableFull) {
+  Make(64, 2);
+  Send(Join(1, 0, 2, 64, 1), MakePeer(5000));  // pending jobs count too
+  Send(Join(2, 0, 2, 64, 1), MakePeer(5010));
+  out_.replies.clear();
+  Send(Join(3, 0, 2, 64, 1), MakePeer(5020));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  ExpectError(out_.replies[0], MakePeer(5020), 3, p::ErrorCode::kTooManyJobs);
+  // Free one; job 3 now fits.
+  out_.replies.clear();
+  Send(Control(p::MsgType::kLeave, 1, 0), MakePeer(5000));
+  EXPECT_EQ(cp_->num_jobs(), 1u);
+  auto r = JoinAll(3, 2, 64, 1, 5020);
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+  EXPECT_EQ(Ctr(ControlCounter::kErrTooManyJobs), 1u);
+}
+
+TEST_F(ControlTest, WindowShrinksToWhatFitsAndNoSlotsWhenPoolFull) {
+  Make(8);
+  auto a = JoinAll(1, 2, 64, 5, 5000);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].h.offset, 5u);
+  auto b = JoinAll(2, 2, 64, 5, 5100);  // only 3 left
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+  EXPECT_EQ(b[0].h.offset, 3u);
+  EXPECT_EQ(b[1].h.offset, 3u);
+  auto jobs = cp_->Jobs();
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[1].slot_base, 5u);
+  auto c = JoinAll(3, 3, 64, 1, 5200);  // nothing left
+  ASSERT_EQ(c.size(), 3u);
+  for (uint16_t r = 0; r < 3; ++r) {
+    ExpectError(c[r], MakePeer(static_cast<uint16_t>(5200 + r)), 3, p::ErrorCode::kNoSlots);
+    EXPECT_EQ(c[r].h.rank, r);
+  }
+  EXPECT_EQ(cp_->num_jobs(), 2u);  // job 3 forgotten
+  // A huge window is clamped to the engine's 16-bit window and then to the pool.
+  Send(Control(p::MsgType::kLeave, 1, 0), MakePeer(5000));
+  Send(Control(p::MsgType::kLeave, 2, 0), MakePeer(5100));
+  auto d = JoinAll(4, 1, 64, 0xFFFFFFFF, 5300);
+  ASSERT_EQ(d.size(), 1u);
+  EXPECT_EQ(d[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+  EXPECT_EQ(d[0].h.offset, 8u);
+}
+
+TEST_F(ControlTest, EngineRefusalIsNoSlots) {
+  Make(64, 4, milliseconds(1000), /*engine_jobs=*/1);
+  ASSERT_EQ(JoinAll(1, 1, 64, 4, 5000).size(), 1u);
+  auto r = JoinAll(2, 2, 64, 4, 5100);
+  ASSERT_EQ(r.size(), 2u);
+  ExpectError(r[0], MakePeer(5100), 2, p::ErrorCode::kNoSlots);
+  EXPECT_EQ(cp_->num_jobs(), 1u);
+  EXPECT_EQ(cp_->LargestFreeExtent(), 60u);  // the refused job's slots went back
+}
+
+TEST_F(ControlTest, FirstFitAndCoalescing) {
+  Make(10);
+  ASSERT_EQ(JoinAll(1, 1, 64, 3, 5000)[0].h.offset, 3u);  // [0,3)
+  ASSERT_EQ(JoinAll(2, 1, 64, 3, 5001)[0].h.offset, 3u);  // [3,6)
+  ASSERT_EQ(JoinAll(3, 1, 64, 4, 5002)[0].h.offset, 4u);  // [6,10)
+  EXPECT_EQ(cp_->LargestFreeExtent(), 0u);
+  Send(Control(p::MsgType::kLeave, 2, 0), MakePeer(5001));
+  EXPECT_EQ(cp_->LargestFreeExtent(), 3u);
+  ASSERT_EQ(JoinAll(4, 1, 64, 2, 5003)[0].h.offset, 2u);  // first fit: [3,5)
+  auto base_of = [&](uint16_t job) {
+    for (const auto& j : cp_->Jobs()) {
+      if (j.job_id == job) return j.slot_base;
+    }
+    return ~0u;
+  };
+  EXPECT_EQ(base_of(4), 3u);
+  Send(Control(p::MsgType::kLeave, 1, 0), MakePeer(5000));  // free [0,3) and [5,6)
+  EXPECT_EQ(cp_->LargestFreeExtent(), 3u);
+  ASSERT_EQ(JoinAll(5, 1, 64, 1, 5004)[0].h.offset, 1u);  // first fit: slot 0
+  EXPECT_EQ(base_of(5), 0u);
+  Send(Control(p::MsgType::kLeave, 4, 0), MakePeer(5003));  // [1,6) coalesces
+  EXPECT_EQ(cp_->LargestFreeExtent(), 5u);
+  Send(Control(p::MsgType::kLeave, 5, 0), MakePeer(5004));
+  Send(Control(p::MsgType::kLeave, 3, 0), MakePeer(5002));
+  EXPECT_EQ(cp_->LargestFreeExtent(), 10u);
+  ASSERT_EQ(JoinAll(6, 1, 64, 10, 5005)[0].h.offset, 10u);
+}
+
+TEST_F(ControlTest, LeaveAbortsTheOthersAndRemovesTheJob) {
+  Make(16);
+  ASSERT_EQ(JoinAll(5, 3, 64, 16, 5000).size(), 3u);
+  // LEAVE from a peer that is not that rank, or for another job: ignored.
+  Send(Control(p::MsgType::kLeave, 5, 1), MakePeer(5000));
+  Send(Control(p::MsgType::kLeave, 6, 0), MakePeer(5000));
+  Send(Control(p::MsgType::kLeave, 5, 9), MakePeer(5000));
+  EXPECT_TRUE(out_.replies.empty());
+  EXPECT_EQ(Ctr(ControlCounter::kLeaveIgnored), 3u);
+  EXPECT_TRUE(cp_->Jobs()[0].active);
+
+  Send(Control(p::MsgType::kLeave, 5, 1), MakePeer(5001));
+  ASSERT_EQ(out_.replies.size(), 2u);
+  ExpectError(out_.replies[0], MakePeer(5000), 5, p::ErrorCode::kJobAborted);
+  EXPECT_EQ(out_.replies[0].h.rank, 0);
+  ExpectError(out_.replies[1], MakePeer(5002), 5, p::ErrorCode::kJobAborted);
+  EXPECT_EQ(out_.replies[1].h.rank, 2);
+  EXPECT_EQ(cp_->num_jobs(), 0u);
+  EXPECT_EQ(cp_->LargestFreeExtent(), 16u);
+  EXPECT_EQ(Ctr(ControlCounter::kJobsLeft), 1u);
+  // The engine forgot it: data for the job is now unknown.
+  ResultCollector rc;
+  engine_->Process(Data(5, 0, 0, 0, {1}), rc);
+  EXPECT_EQ(ECtr(p::Counter::kDropUnknownJob), 1u);
+  EXPECT_EQ(cp_->CheckDataSource(5, 0, MakePeer(5000), {}), SourceCheck::kPass);
+  // The job id can be reused.
+  EXPECT_EQ(JoinAll(5, 1, 64, 1, 7000).size(), 1u);
+}
+
+TEST_F(ControlTest, LeaveOfPendingJobAbortsTheJoinedRanks) {
+  Make();
+  Send(Join(8, 0, 4, 64, 2), MakePeer(5000));
+  Send(Join(8, 2, 4, 64, 2), MakePeer(5002));
+  Send(Join(8, 3, 4, 64, 2), MakePeer(5003));
+  Send(Control(p::MsgType::kLeave, 8, 2), MakePeer(5002));
+  ASSERT_EQ(out_.replies.size(), 2u);
+  ExpectError(out_.replies[0], MakePeer(5000), 8, p::ErrorCode::kJobAborted);
+  ExpectError(out_.replies[1], MakePeer(5003), 8, p::ErrorCode::kJobAborted);
+  EXPECT_EQ(cp_->num_jobs(), 0u);
+}
+
+TEST_F(ControlTest, TimeoutFreesIdleJobsAndDataKeepsThemAlive) {
+  Make(32, 8, milliseconds(100));
+  const TimePoint t0{};
+  ASSERT_EQ(JoinAll(1, 2, 64, 16, 5000, t0).size(), 2u);
+  ASSERT_EQ(JoinAll(2, 2, 64, 16, 5100, t0).size(), 2u);
+  Send(Join(3, 0, 2, 64, 4), MakePeer(5200), t0);  // pending
+  EXPECT_EQ(cp_->Tick(t0 + milliseconds(100), out_), 0u);  // not idle for *longer* yet
+  // Job 1 gets data from rank 1 at 80 ms; a foreign packet for job 2 does not count.
+  EXPECT_EQ(cp_->CheckDataSource(1, 1, MakePeer(5001), t0 + milliseconds(80)), SourceCheck::kOk);
+  EXPECT_EQ(cp_->CheckDataSource(2, 1, MakePeer(9999), t0 + milliseconds(80)),
+            SourceCheck::kForeign);
+  EXPECT_EQ(cp_->Tick(t0 + milliseconds(150), out_), 2u);  // jobs 2 and 3
+  ASSERT_EQ(out_.replies.size(), 3u);
+  ExpectError(out_.replies[0], MakePeer(5100), 2, p::ErrorCode::kJobAborted);
+  ExpectError(out_.replies[1], MakePeer(5101), 2, p::ErrorCode::kJobAborted);
+  ExpectError(out_.replies[2], MakePeer(5200), 3, p::ErrorCode::kJobAborted);
+  ASSERT_EQ(cp_->Jobs().size(), 1u);
+  EXPECT_EQ(cp_->Jobs()[0].job_id, 1);
+  EXPECT_EQ(Ctr(ControlCounter::kJobsTimedOut), 2u);
+  out_.replies.clear();
+  EXPECT_EQ(cp_->Tick(t0 + milliseconds(181), out_), 1u);
+  EXPECT_EQ(out_.replies.size(), 2u);
+  EXPECT_EQ(cp_->num_jobs(), 0u);
+  // The whole pool is free again.
+  EXPECT_EQ(cp_->LargestFreeExtent(), 32u);
+  EXPECT_EQ(JoinAll(4, 1, 64, 32, 5300, t0 + milliseconds(200))[0].h.offset, 32u);
+}
+
+TEST_F(ControlTest, SourceCheckAndDestinations) {
+  Make();
+  ASSERT_EQ(JoinAll(10, 3, 64, 4, 5000).size(), 3u);
+  EXPECT_EQ(cp_->CheckDataSource(10, 0, MakePeer(5000), {}), SourceCheck::kOk);
+  EXPECT_EQ(cp_->CheckDataSource(10, 2, MakePeer(5002), {}), SourceCheck::kOk);
+  EXPECT_EQ(cp_->CheckDataSource(10, 2, MakePeer(5001), {}), SourceCheck::kForeign);
+  EXPECT_EQ(cp_->CheckDataSource(10, 3, MakePeer(5000), {}), SourceCheck::kPass);  // bad rank
+  EXPECT_EQ(cp_->CheckDataSource(11, 0, MakePeer(5000), {}), SourceCheck::kPass);  // unknown
+  auto all = cp_->Destinations(10, p::kRankAll);
+  ASSERT_EQ(all.size(), 3u);
+  for (uint16_t r = 0; r < 3; ++r) EXPECT_EQ(all[r], MakePeer(static_cast<uint16_t>(5000 + r)));
+  auto one = cp_->Destinations(10, 1);
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(one[0], MakePeer(5001));
+  EXPECT_TRUE(cp_->Destinations(10, 3).empty());
+  EXPECT_TRUE(cp_->Destinations(11, p::kRankAll).empty());
+}
+
+TEST_F(ControlTest, MalformedControlIsCountedAndIgnored) {
+  Make();
+  auto j = Join(1, 0, 1, 64, 1);
+  j.push_back(0);  // a body
+  Send(j, MakePeer(5000));
+  Send(Control(p::MsgType::kJoinAck, 1, 0), MakePeer(5000));
+  EXPECT_TRUE(out_.replies.empty());
+  EXPECT_EQ(Ctr(ControlCounter::kControlMalformed), 2u);
+  EXPECT_EQ(cp_->num_jobs(), 0u);
+}
+
+TEST_F(ControlTest, AdmittedJobAggregatesThroughTheEngine) {
+  Make(16);
+  ASSERT_EQ(JoinAll(42, 3, 64, 2, 5000).size(), 3u);
+  ResultCollector rc;
+  for (uint16_t r = 0; r < 3; ++r) {
+    ASSERT_EQ(cp_->CheckDataSource(42, r, MakePeer(static_cast<uint16_t>(5000 + r)), {}),
+              SourceCheck::kOk);
+    engine_->Process(Data(42, r, 1, 0, {r + 1, -10 * r, 1 << 30}), rc);
+  }
+  ASSERT_EQ(rc.items.size(), 1u);
+  EXPECT_EQ(rc.items[0].dest, p::kRankAll);
+  EXPECT_EQ(cp_->Destinations(42, rc.items[0].dest).size(), 3u);
+  const uint8_t* b = rc.items[0].bytes.data();
+  ASSERT_EQ(rc.items[0].bytes.size(), p::kHeaderBytes + 12);
+  EXPECT_EQ(p::GetType(b), static_cast<uint8_t>(p::MsgType::kResult));
+  EXPECT_EQ(static_cast<int32_t>(p::Load32(b + p::kHeaderBytes)), 6);
+  EXPECT_EQ(static_cast<int32_t>(p::Load32(b + p::kHeaderBytes + 4)), -30);
+  EXPECT_EQ(static_cast<int32_t>(p::Load32(b + p::kHeaderBytes + 8)),
+            static_cast<int32_t>(3u << 30));  // wraps
+}
+
+// Random joins, leaves and timeouts: the granted ranges of active jobs never overlap, stay inside
+// the pool, the largest free extent never exceeds the pool less the granted windows, and with
+// no job the whole pool is one free extent again.
+TEST_F(ControlTest, RandomChurnKeepsThePoolConsistent) {
+  uint64_t seed = std::random_device{}();
+  if (const char* s = std::getenv("INA_SEED")) seed = std::strtoull(s, nullptr, 0);
+  std::printf("RandomChurnKeepsThePoolConsistent seed=%llu (replay: INA_SEED=%llu)\n",
+              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
+  SCOPED_TRACE("INA_SEED=" + std::to_string(seed));
+  std::mt19937_64 rng(seed);
+  Make(100, 16, milliseconds(50));
+  TimePoint now{};
+  for (int step = 0; step < 3000; ++step) {
+    now += milliseconds(rng() % 5);
+    const uint16_t job = static_cast<uint16_t>(rng() % 24);
+    const uint16_t world = static_cast<uint16_t>(1 + job % 3);
+    switch (rng() % 4) {
+      case 0:
+      case 1:
+        Send(Join(job, static_cast<uint16_t>(rng() % world), world, 64,
+                  static_cast<uint32_t>(1 + (job * 7) % 40)),
+             MakePeer(static_cast<uint16_t>(1000 + job * 4 + rng() % world)), now);
+        break;
+      case 2:
+        Send(Control(p::MsgType::kLeave, job, static_cast<uint16_t>(rng() % world)),
+             MakePeer(static_cast<uint16_t>(1000 + job * 4 + rng() % world)), now);
+        break;
+      default:
+        cp_->Tick(now, out_);
+    }
+    out_.replies.clear();
+    std::vector<std::pair<uint32_t, uint32_t>> ranges;
+    uint32_t used = 0;
+    for (const auto& j : cp_->Jobs()) {
+      if (!j.active) continue;
+      ASSERT_GE(j.window, 1);
+      ASSERT_LE(j.window, j.window_asked);
+      ASSERT_LE(j.slot_base + j.window, 100u);
+      ranges.push_back({j.slot_base, j.slot_base + j.window});
+      used += j.window;
+    }
+    std::sort(ranges.begin(), ranges.end());
+    for (size_t i = 1; i < ranges.size(); ++i) ASSERT_LE(ranges[i - 1].second, ranges[i].first);
+    if (ranges.empty()) {
+      ASSERT_EQ(cp_->LargestFreeExtent(), 100u);
+    }
+    ASSERT_LE(cp_->LargestFreeExtent(), 100u - used);
+  }
+  EXPECT_GT(Ctr(ControlCounter::kJobsAdmitted), 10u);
+}
+
+}  // namespace
+}  // namespace ina::dp
