@@ -1,0 +1,510 @@
+// Aggregation stage: checks each frame's descriptor against the job table and its slot copy,
+// updates the copy's metadata, and streams the payload through a read-modify-write pipeline on the
+// slot memory; completed slots and result re-sends leave as result frames.
+//
+// Rules: exactly those of dataplane/include/ina/dp/engine.h (drop causes in that order, duplicate
+// and re-send, generation reset of a copy, first contribution / add / complete), plus: a frame
+// whose MAC error bit was set is malformed; a job slot outside the pool is bad_slot.
+//
+// Pipeline, one op per cycle:
+//   S0 issue: a packet's header op (decision, metadata update, counters, result header beat) and
+//      then max(in_beats, out_beats) payload ops (pop payload FIFO; read slot memory).
+//   S1: slot memory data (forwarded from the writes of the two previous cycles), 16-lane add.
+//   S2: write back to slot memory; push result beats to the output FIFO.
+// Metadata lives in registers and is updated at the header op, so the next packet's decision
+// (at least one cycle later) sees it; payload data hazards between back-to-back packets on the same
+// slot are resolved by forwarding in S1, never by stalling.
+// Throughput: 1 + payload beats cycles per packet = the input rate of the frame, so the stage keeps
+// up with a saturated input. A packet starts only when the output FIFO has room for a whole result
+// frame plus the ops in flight (out_free_i >= OutReserve), so the pipeline never stalls mid-packet.
+// Slot reset: after a job commit, the job's slots are reset one per cycle (both copies to
+// generations 0xFFFE/0xFFFF, empty); no packet starts meanwhile.
+module ina_agg
+  import ina_rtl_pkg::*;
+#(
+  parameter int unsigned NumJobs   = 8,
+  parameter int unsigned PoolSlots = 64,
+  parameter int unsigned OutFreeW  = 6
+) (
+  input  logic                clk_i,
+  input  logic                rst_ni,
+  // Descriptors and payload beats from ingress (through FIFOs).
+  input  logic                desc_valid_i,
+  output logic                desc_ready_o,
+  input  desc_t               desc_i,
+  input  logic                pay_valid_i,
+  output logic                pay_ready_o,
+  input  logic [BeatBits-1:0] pay_data_i,
+  // Job table.
+  input  logic [NumJobs-1:0]       job_valid_i,
+  input  logic [NumJobs-1:0][15:0] job_id_i,
+  input  logic [NumJobs-1:0][31:0] job_slots_i,
+  input  logic [NumJobs-1:0][31:0] job_world_i,
+  input  logic                commit_i,
+  input  logic [31:0]         commit_slots_i,
+  input  logic                commit_valid_i,
+  // Result beats to the output FIFO.
+  output logic                out_valid_o,
+  output logic [BeatBits-1:0] out_data_o,
+  output logic [BeatBytes-1:0] out_keep_o,
+  output logic                out_last_o,
+  output logic [OutUserBits-1:0] out_user_o,
+  input  logic [OutFreeW-1:0] out_free_i,
+  // Counter increments.
+  output logic [ina_proto_pkg::NumCounters-1:0] cnt_inc_o
+);
+  import ina_proto_pkg::*;
+
+  localparam int unsigned SW = $clog2(PoolSlots);
+  localparam int unsigned BW = $clog2(MaxPayloadBeats);
+  localparam int unsigned AW = SW + 1 + BW;  // {pool slot, copy, beat}
+  localparam int unsigned OutReserve = 1 + MaxPayloadBeats + 2;
+
+  if (PoolSlots < 2 || (1 << SW) != PoolSlots || PoolSlots > 65536) begin : gen_bad_slots
+    $error("ina_agg: PoolSlots must be a power of two in 2..65536");
+  end
+  if (OutReserve >= (1 << (OutFreeW - 1)) * 2) begin : gen_bad_free
+    $error("ina_agg: the output FIFO must hold a result frame plus the pipeline");
+  end
+  if (MaxWorkers > 64) begin : gen_bad_workers
+    $error("ina_agg: the worker bitmap is 64 bits");
+  end
+
+  typedef enum logic [1:0] {
+    ModeDrop   = 2'd0,
+    ModeFirst  = 2'd1,  // first contribution of a copy: write the payload
+    ModeAdd    = 2'd2,  // later contribution: read, add, write
+    ModeResend = 2'd3   // duplicate for a complete copy: read and emit
+  } mode_e;
+
+  typedef struct packed {
+    logic [15:0] gen;
+    logic [63:0] bitmap;
+    logic [6:0]  cnt;
+    logic [31:0] offset;
+    logic [15:0] count;
+    logic [7:0]  flags;
+    logic [7:0]  exp;
+    logic [7:0]  next_exp;
+  } meta_t;
+
+  // ---------------------------------------------------------------------------------------------
+  // Slot metadata and the reset walk.
+  meta_t meta_q[PoolSlots][2];
+  logic meta_we;
+  logic [SW-1:0] meta_slot;
+  logic meta_copy;
+  meta_t meta_new;
+
+  logic          rst_busy_q, rst_busy_d;
+  logic [16:0]   rst_ptr_q, rst_ptr_d, rst_end_q, rst_end_d;
+
+  always_comb begin
+    rst_busy_d = rst_busy_q;
+    rst_ptr_d  = rst_ptr_q;
+    rst_end_d  = rst_end_q;
+    if (rst_busy_q) begin
+      rst_ptr_d = rst_ptr_q + 17'd1;
+      if (rst_ptr_d >= rst_end_q || rst_ptr_d >= 17'(PoolSlots)) rst_busy_d = 1'b0;
+    end
+    if (commit_i && commit_valid_i && commit_slots_i[31:16] != 16'd0) begin
+      rst_busy_d = 1'b1;
+      rst_ptr_d  = {1'b0, commit_slots_i[15:0]};
+      rst_end_d  = {1'b0, commit_slots_i[15:0]} + {1'b0, commit_slots_i[31:16]};
+    end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      rst_busy_q <= 1'b0;
+      rst_ptr_q  <= '0;
+      rst_end_q  <= '0;
+    end else begin
+      rst_busy_q <= rst_busy_d;
+      rst_ptr_q  <= rst_ptr_d;
+      rst_end_q  <= rst_end_d;
+    end
+  end
+
+  // Reset state of a copy: generation 0xFFFE (copy 0) / 0xFFFF (copy 1), no contributions.
+  function automatic meta_t empty_meta(logic copy);
+    meta_t m;
+    m = '0;
+    m.gen = {15'h7FFF, copy};
+    return m;
+  endfunction
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      for (int unsigned s = 0; s < PoolSlots; s++) begin
+        meta_q[s][0] <= empty_meta(1'b0);
+        meta_q[s][1] <= empty_meta(1'b1);
+      end
+    end else begin
+      if (rst_busy_q && rst_ptr_q < 17'(PoolSlots)) begin
+        meta_q[rst_ptr_q[SW-1:0]][0] <= empty_meta(1'b0);
+        meta_q[rst_ptr_q[SW-1:0]][1] <= empty_meta(1'b1);
+      end else if (meta_we) begin
+        meta_q[meta_slot][meta_copy] <= meta_new;
+      end
+    end
+  end
+
+  // ---------------------------------------------------------------------------------------------
+  // S0: the decision for the descriptor at the FIFO head.
+  logic          busy_q, busy_d;         // issuing the payload ops of a packet
+  logic [4:0]    op_q, op_d;             // next payload op
+  logic [4:0]    nops_q, nops_d;         // payload ops of the packet
+  logic [4:0]    inb_q, inb_d;           // payload beats to pop
+  logic [4:0]    outb_q, outb_d;         // payload beats to read / emit
+  mode_e         mode_q, mode_d;
+  logic          emit_q, emit_d;
+  logic [SW-1:0] ps_q, ps_d;
+  logic          cp_q, cp_d;
+  logic [15:0]   cnt_elems_q, cnt_elems_d;  // elements of the result (masking, tkeep)
+  logic [OutUserBits-1:0] user_q, user_d;
+
+  logic start;
+  logic [NumJobs-1:0] hit;
+  logic found;
+  logic [15:0] j_base, j_window, j_group;
+  logic [7:0]  j_world, j_kq;
+  logic [16:0] j_k;
+  logic [16:0] pslot;
+  meta_t       m;
+  logic [NumCounters-1:0] inc;
+  logic        hdr_emit;
+  logic [BeatBits-1:0] hdr_beat;
+  logic [15:0] hdr_rank;
+  logic [4:0]  beats_of_count;
+  logic [4:0]  beats_of_stored;
+  logic        retx, int32_new, int32_old;
+
+  assign start = !busy_q && !rst_busy_q && desc_valid_i && (out_free_i >= OutFreeW'(OutReserve));
+  assign desc_ready_o = start;
+
+  always_comb begin
+    hit   = '0;
+    found = 1'b0;
+    j_base = '0;
+    j_window = '0;
+    j_group = '0;
+    j_world = '0;
+    j_kq = '0;
+    for (int unsigned j = 0; j < NumJobs; j++) begin
+      hit[j] = job_valid_i[j] && job_id_i[j] == desc_i.job;
+    end
+    for (int j = NumJobs - 1; j >= 0; j--) begin
+      if (hit[j]) begin
+        found    = 1'b1;
+        j_base   = job_slots_i[j][15:0];
+        j_window = job_slots_i[j][31:16];
+        j_world  = job_world_i[j][7:0];
+        j_kq     = job_world_i[j][15:8];
+        j_group  = job_world_i[j][31:16];
+      end
+    end
+  end
+
+  assign j_k   = (j_kq == 8'd0) ? 17'(MaxK) : {3'b0, j_kq, 6'b0};
+  assign pslot = {1'b0, j_base} + {1'b0, desc_i.slot};
+  assign m     = meta_q[pslot[SW-1:0]][desc_i.gen[0]];
+  assign retx  = desc_i.flags[FlagRetxBit];
+  assign int32_new = desc_i.flags[FlagInt32Bit];
+  assign int32_old = m.flags[FlagInt32Bit];
+
+  // Payload beats of `count` elements.
+  function automatic logic [4:0] beats_of(logic [15:0] count);
+    logic [16:0] b;
+    b = ({1'b0, count} + 17'(Lanes - 1)) >> $clog2(Lanes);
+    return (b > 17'(MaxPayloadBeats)) ? 5'(MaxPayloadBeats) : b[4:0];
+  endfunction
+
+  assign beats_of_stored = desc_i.stored_beats;
+
+  // Sets a big-endian field of `n` bytes at byte `at` of a beat.
+  function automatic logic [BeatBits-1:0] put(logic [BeatBits-1:0] d, int unsigned at,
+                                              int unsigned n, logic [31:0] v);
+    logic [BeatBits-1:0] r;
+    r = d;
+    for (int unsigned i = 0; i < n; i++) r[8*(at+i) +: 8] = v[8*(n-1-i) +: 8];
+    return r;
+  endfunction
+
+  always_comb begin
+    inc       = '0;
+    meta_we   = 1'b0;
+    meta_slot = pslot[SW-1:0];
+    meta_copy = desc_i.gen[0];
+    meta_new  = m;
+    mode_d    = ModeDrop;
+    emit_d    = 1'b0;
+    hdr_emit  = 1'b0;
+    hdr_rank  = RankAll;
+    inb_d     = beats_of_stored;
+    outb_d    = '0;
+    cnt_elems_d = desc_i.count;
+    beats_of_count = beats_of(desc_i.count);
+
+    inc[CntRxPackets] = 1'b1;
+    if (desc_i.frame_bytes < FrameBytesBits'(PayloadOffset) || desc_i.mac_err) begin
+      inc[CntDropMalformed] = 1'b1;
+    end else if (desc_i.version != 8'(Version)) begin
+      inc[CntDropBadVersion] = 1'b1;
+    end else if (desc_i.mtype != MsgTypeData) begin
+      inc[CntDropMalformed] = 1'b1;
+    end else if ({2'b0, desc_i.frame_bytes} !=
+                 22'(PayloadOffset) + {4'b0, desc_i.count, 2'b00}) begin
+      inc[CntDropMalformed] = 1'b1;
+    end else if (!found) begin
+      inc[CntDropUnknownJob] = 1'b1;
+    end else if ({1'b0, desc_i.count} > j_k) begin
+      inc[CntDropMalformed] = 1'b1;
+    end else if (desc_i.rank >= {8'd0, j_world}) begin
+      inc[CntDropBadRank] = 1'b1;
+    end else if (desc_i.slot >= j_window || pslot >= 17'(PoolSlots)) begin
+      inc[CntDropBadSlot] = 1'b1;
+    end else begin
+      inc[CntRetransmissions] = retx;
+      if (desc_i.gen == m.gen && m.bitmap[desc_i.rank[5:0]]) begin
+        if (m.cnt == j_world[6:0]) begin
+          inc[CntResultResends] = 1'b1;
+          mode_d      = ModeResend;
+          emit_d      = 1'b1;
+          hdr_emit    = 1'b1;
+          hdr_rank    = desc_i.rank;
+          outb_d      = beats_of(m.count);
+          cnt_elems_d = m.count;
+        end else begin
+          inc[CntDuplicates] = 1'b1;
+        end
+      end else if (desc_i.gen == m.gen && m.cnt != '0 &&
+                   (desc_i.offset != m.offset || desc_i.count != m.count ||
+                    int32_new != int32_old)) begin
+        inc[CntDropMismatch] = 1'b1;
+      end else if (desc_i.gen == m.gen || desc_i.gen == m.gen + 16'd2) begin
+        inc[CntRxData] = 1'b1;
+        meta_we = 1'b1;
+        if (desc_i.gen != m.gen || m.cnt == '0) begin
+          mode_d = ModeFirst;
+          meta_new = '0;
+          meta_new.gen      = desc_i.gen;
+          meta_new.offset   = desc_i.offset;
+          meta_new.count    = desc_i.count;
+          meta_new.flags    = desc_i.flags & ~(8'd1 << FlagRetxBit);
+          meta_new.exp      = desc_i.exp;
+          meta_new.next_exp = desc_i.next_exp;
+          meta_new.cnt      = 7'd1;
+        end else begin
+          mode_d = ModeAdd;
+          meta_new.flags    = m.flags | (desc_i.flags & ~(8'd1 << FlagRetxBit));
+          meta_new.exp      = (desc_i.exp > m.exp) ? desc_i.exp : m.exp;
+          meta_new.next_exp = (desc_i.next_exp > m.next_exp) ? desc_i.next_exp : m.next_exp;
+          meta_new.cnt      = m.cnt + 7'd1;
+        end
+        meta_new.bitmap[desc_i.rank[5:0]] = 1'b1;
+        outb_d = beats_of_count;
+        if (meta_new.cnt == j_world[6:0]) begin
+          inc[CntResults] = 1'b1;
+          emit_d   = 1'b1;
+          hdr_emit = 1'b1;
+        end
+      end else begin
+        inc[CntDropStale] = 1'b1;
+      end
+    end
+    if (!start) begin
+      inc = '0;
+      meta_we = 1'b0;
+    end
+  end
+
+  // Result header beat: L2-L4 template (addresses, ports and checksums are the shell's, per
+  // destination) and the ina header of the copy after this packet.
+  always_comb begin
+    logic [15:0] udp_len;
+    udp_len  = 16'(8 + HeaderBytes) + {cnt_elems_d[13:0], 2'b00};
+    hdr_beat = '0;
+    hdr_beat = put(hdr_beat, 12, 2, 32'h0800);           // ethertype IPv4
+    hdr_beat = put(hdr_beat, 14, 1, 32'h45);             // IPv4, 20-byte header
+    hdr_beat = put(hdr_beat, 16, 2, {16'd0, udp_len + 16'd20});
+    hdr_beat = put(hdr_beat, 22, 1, 32'd64);             // TTL
+    hdr_beat = put(hdr_beat, 23, 1, 32'd17);             // UDP
+    hdr_beat = put(hdr_beat, 38, 2, {16'd0, udp_len});
+    hdr_beat = put(hdr_beat, InaHdrByte + VersionOffset, 1, 32'(Version));
+    hdr_beat = put(hdr_beat, InaHdrByte + TypeOffset, 1, 32'(MsgTypeResult));
+    hdr_beat = put(hdr_beat, InaHdrByte + FlagsOffset, 1, {24'd0, meta_new.flags});
+    hdr_beat = put(hdr_beat, InaHdrByte + ExpOffset, 1, {24'd0, meta_new.exp});
+    hdr_beat = put(hdr_beat, InaHdrByte + NextExpOffset, 1, {24'd0, meta_new.next_exp});
+    hdr_beat = put(hdr_beat, InaHdrByte + JobOffset, 2, {16'd0, desc_i.job});
+    hdr_beat = put(hdr_beat, InaHdrByte + RankOffset, 2, {16'd0, hdr_rank});
+    hdr_beat = put(hdr_beat, InaHdrByte + SlotOffset, 2, {16'd0, desc_i.slot});
+    hdr_beat = put(hdr_beat, InaHdrByte + GenOffset, 2, {16'd0, desc_i.gen});
+    hdr_beat = put(hdr_beat, InaHdrByte + CountOffset, 2, {16'd0, meta_new.count});
+    hdr_beat = put(hdr_beat, InaHdrByte + OffsetOffset, 4, meta_new.offset);
+  end
+
+  assign nops_d  = (inb_d > outb_d) ? inb_d : outb_d;
+  assign ps_d    = pslot[SW-1:0];
+  assign cp_d    = desc_i.gen[0];
+  assign user_d  = {hdr_rank, j_group};
+
+  // Payload op issue.
+  logic          s0_pay;       // a payload op issues this cycle
+  logic          s0_pop, s0_rd, s0_emit, s0_last;
+  logic [AW-1:0] s0_addr;
+  logic [BeatBytes-1:0] s0_keep;
+  logic [16:0]   s0_left;      // elements from this beat on
+
+  assign s0_pay  = busy_q;
+  assign s0_pop  = s0_pay && op_q < inb_q;
+  assign s0_rd   = s0_pay && op_q < outb_q && (mode_q == ModeAdd || mode_q == ModeResend);
+  assign s0_emit = s0_pay && op_q < outb_q && emit_q;
+  assign s0_last = op_q + 5'd1 == outb_q;
+  assign s0_addr = {ps_q, cp_q, op_q[BW-1:0]};
+  assign s0_left = {1'b0, cnt_elems_q} - {8'd0, op_q, 4'd0};
+  assign pay_ready_o = s0_pop;
+  // The payload beats of a descriptor are always in the FIFO before it (ingress order).
+  logic unused_pay_valid;
+  assign unused_pay_valid = pay_valid_i;
+
+  always_comb begin
+    s0_keep = '0;
+    for (int unsigned i = 0; i < BeatBytes; i++) s0_keep[i] = 17'(i / ElemBytes) < s0_left;
+  end
+
+  always_comb begin
+    busy_d = busy_q;
+    op_d   = op_q;
+    if (busy_q) begin
+      op_d = op_q + 5'd1;
+      if (op_d == nops_q) busy_d = 1'b0;
+    end else if (start) begin
+      op_d   = '0;
+      busy_d = nops_d != '0;
+    end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      busy_q <= 1'b0;
+      op_q   <= '0;
+    end else begin
+      busy_q <= busy_d;
+      op_q   <= op_d;
+    end
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (start) begin
+      nops_q      <= nops_d;
+      inb_q       <= inb_d;
+      outb_q      <= outb_d;
+      mode_q      <= mode_d;
+      emit_q      <= emit_d;
+      ps_q        <= ps_d;
+      cp_q        <= cp_d;
+      cnt_elems_q <= cnt_elems_d;
+      user_q      <= user_d;
+    end
+  end
+
+  assign cnt_inc_o = inc;
+
+  // ---------------------------------------------------------------------------------------------
+  // S1 / S2.
+  logic                s1_valid_q, s2_valid_q, wb_valid_q;
+  logic                s1_hdr_q, s1_emit_q, s1_we_q, s1_last_q;
+  mode_e               s1_mode_q;
+  logic [AW-1:0]       s1_addr_q, s2_addr_q, wb_addr_q;
+  logic [BeatBits-1:0] s1_data_q;   // header beat, or payload in host lane order (masked)
+  logic [BeatBytes-1:0] s1_keep_q, s2_keep_q;
+  logic [OutUserBits-1:0] s1_user_q, s2_user_q;
+  logic                s2_we_q, s2_emit_q, s2_last_q;
+  logic [BeatBits-1:0] s2_val_q, s2_out_q, wb_data_q;
+  logic [BeatBits-1:0] mem_rdata, mem_fwd, sum, s1_val, in_host, lane_mask;
+
+  always_comb begin
+    lane_mask = '0;
+    for (int unsigned l = 0; l < Lanes; l++) lane_mask[32*l +: 32] = {32{s0_keep[4*l]}};
+  end
+  assign in_host = s0_pop ? (swap_lanes(pay_data_i) & lane_mask) : '0;
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      s1_valid_q <= 1'b0;
+      s2_valid_q <= 1'b0;
+      wb_valid_q <= 1'b0;
+    end else begin
+      s1_valid_q <= (start && hdr_emit) || s0_pay;
+      s2_valid_q <= s1_valid_q;
+      wb_valid_q <= s2_valid_q && s2_we_q;
+    end
+  end
+
+  always_ff @(posedge clk_i) begin
+    s1_hdr_q  <= !busy_q;
+    s1_emit_q <= busy_q ? s0_emit : 1'b1;
+    s1_we_q   <= busy_q && op_q < outb_q && (mode_q == ModeFirst || mode_q == ModeAdd);
+    s1_last_q <= busy_q ? s0_last : (outb_d == '0);
+    s1_mode_q <= mode_q;
+    s1_addr_q <= s0_addr;
+    s1_data_q <= busy_q ? in_host : hdr_beat;
+    s1_keep_q <= busy_q ? s0_keep : '1;
+    s1_user_q <= busy_q ? user_q : user_d;
+
+    s2_we_q   <= s1_we_q && s1_valid_q && !s1_hdr_q;
+    s2_emit_q <= s1_emit_q;
+    s2_last_q <= s1_last_q;
+    s2_addr_q <= s1_addr_q;
+    s2_val_q  <= s1_val;
+    s2_out_q  <= s1_hdr_q ? s1_data_q : swap_lanes(s1_val);
+    s2_keep_q <= s1_keep_q;
+    s2_user_q <= s1_user_q;
+
+    wb_addr_q <= s2_addr_q;
+    wb_data_q <= s2_val_q;
+  end
+
+  ina_slot_mem #(
+    .Words(PoolSlots * 2 * MaxPayloadBeats),
+    .Width(BeatBits)
+  ) u_mem (
+    .clk_i,
+    .re_i   (s0_rd),
+    .raddr_i(s0_addr),
+    .rdata_o(mem_rdata),
+    .we_i   (s2_valid_q && s2_we_q),
+    .waddr_i(s2_addr_q),
+    .wdata_i(s2_val_q)
+  );
+
+  // Forwarding: the write in S2 now is newer than last cycle's, which the read-first memory missed.
+  always_comb begin
+    mem_fwd = mem_rdata;
+    if (wb_valid_q && wb_addr_q == s1_addr_q) mem_fwd = wb_data_q;
+    if (s2_valid_q && s2_we_q && s2_addr_q == s1_addr_q) mem_fwd = s2_val_q;
+  end
+
+  ina_lane_adder u_add (
+    .a_i  (mem_fwd),
+    .b_i  (s1_data_q),
+    .sum_o(sum)
+  );
+
+  always_comb begin
+    unique case (s1_mode_q)
+      ModeFirst:  s1_val = s1_data_q;
+      ModeAdd:    s1_val = sum;
+      ModeResend: s1_val = mem_fwd;
+      default:    s1_val = '0;
+    endcase
+  end
+
+  assign out_valid_o = s2_valid_q && s2_emit_q;
+  assign out_data_o  = s2_out_q;
+  assign out_keep_o  = s2_keep_q;
+  assign out_last_o  = s2_last_q;
+  assign out_user_o  = s2_user_q;
+
+endmodule

@@ -1,0 +1,153 @@
+// Control registers: identification, the job table and the per-cause counters.
+//
+// Map (byte addresses, 32-bit registers) from proto/ina.toml [[register]] via ina_proto_pkg:
+//   id, version, params (ro); job_sel, job_id, job_slots, job_world (rw); job_commit (wo);
+//   counters (ro) from counter_base, one per ina_proto_pkg::counter_e.
+// Writes to job_id/job_slots/job_world go to staging registers; writing 1 to job_commit copies
+// them into entry job_sel (ignored when job_sel >= NumJobs) and pulses commit_o so the aggregation
+// stage resets the entry's slots. Reads of job_id/job_slots/job_world return entry job_sel.
+// job_world [15:8] holds K/64 of the job (1: K=64, 4: K=256); 0 means MaxK. (Not yet in
+// proto/ina.toml: see docs/rtl/ina_regs.md.)
+//
+// Bus: one request per cycle (req_i, we_i, addr_i, wdata_i); a read's data is in rdata_o with
+// rvalid_o the next cycle. Unknown addresses read 0; writes to read-only registers are ignored.
+// Counters wrap at 2^32; cnt_inc_i[i] adds one to counter i in that cycle.
+module ina_regs
+  import ina_rtl_pkg::*;
+#(
+  parameter int unsigned NumJobs   = 8,
+  parameter int unsigned PoolSlots = 64
+) (
+  input  logic        clk_i,
+  input  logic        rst_ni,
+  // Register bus.
+  input  logic        req_i,
+  input  logic        we_i,
+  input  logic [11:0] addr_i,
+  input  logic [31:0] wdata_i,
+  output logic        rvalid_o,
+  output logic [31:0] rdata_o,
+  // Job table.
+  output logic [NumJobs-1:0]       job_valid_o,
+  output logic [NumJobs-1:0][15:0] job_id_o,
+  output logic [NumJobs-1:0][31:0] job_slots_o,
+  output logic [NumJobs-1:0][31:0] job_world_o,
+  // One-cycle pulse after a commit, with the committed entry's slots register.
+  output logic        commit_o,
+  output logic [31:0] commit_slots_o,
+  output logic        commit_valid_o,
+  // Counters.
+  input  logic [ina_proto_pkg::NumCounters-1:0] cnt_inc_i
+);
+  import ina_proto_pkg::*;
+
+  if (NumJobs < 1 || NumJobs > 256) begin : gen_bad_jobs
+    $error("ina_regs: NumJobs must be 1..256");
+  end
+  if (PoolSlots < 2 || PoolSlots > 65536) begin : gen_bad_slots
+    $error("ina_regs: PoolSlots must be 2..65536");
+  end
+
+  localparam int unsigned JW = (NumJobs > 1) ? $clog2(NumJobs) : 1;
+
+  logic [31:0] sel_q, slots_q, world_q;
+  logic        id_valid_q;
+  logic [15:0] id_q;
+  logic [NumJobs-1:0]       valid_q;
+  logic [NumJobs-1:0][15:0] jid_q;
+  logic [NumJobs-1:0][31:0] jslots_q, jworld_q;
+  logic [NumCounters-1:0][31:0] cnt_q;
+  logic        commit_q;
+  logic [31:0] rdata_d;
+  logic        wr, rd, do_commit, sel_ok;
+  logic [JW-1:0] sel;
+
+  assign wr        = req_i && we_i;
+  assign rd        = req_i && !we_i;
+  assign sel_ok    = sel_q < NumJobs;
+  assign sel       = sel_q[JW-1:0];
+  assign do_commit = wr && addr_i == RegJobCommitAddr && wdata_i[0] && sel_ok;
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      sel_q    <= RegJobSelReset;
+      id_valid_q <= RegJobIdReset[31];
+      id_q     <= RegJobIdReset[15:0];
+      slots_q  <= RegJobSlotsReset;
+      world_q  <= RegJobWorldReset;
+      valid_q  <= '0;
+      jid_q    <= '0;
+      jslots_q <= '0;
+      jworld_q <= '0;
+      commit_q <= 1'b0;
+    end else begin
+      commit_q <= do_commit;
+      if (wr) begin
+        unique case (addr_i)
+          RegJobSelAddr:   sel_q   <= wdata_i;
+          RegJobIdAddr: begin
+            id_valid_q <= wdata_i[31];
+            id_q       <= wdata_i[15:0];
+          end
+          RegJobSlotsAddr: slots_q <= wdata_i;
+          RegJobWorldAddr: world_q <= wdata_i;
+          default: ;
+        endcase
+      end
+      if (do_commit) begin
+        valid_q[sel]  <= id_valid_q;
+        jid_q[sel]    <= id_q;
+        jslots_q[sel] <= slots_q;
+        jworld_q[sel] <= world_q;
+      end
+    end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      cnt_q <= '0;
+    end else begin
+      for (int unsigned i = 0; i < NumCounters; i++) begin
+        if (cnt_inc_i[i]) cnt_q[i] <= cnt_q[i] + 32'd1;
+      end
+    end
+  end
+
+  always_comb begin
+    rdata_d = '0;
+    unique case (addr_i)
+      RegIdAddr:       rdata_d = RegIdReset;
+      RegVersionAddr:  rdata_d = 32'(Version);
+      RegParamsAddr:   rdata_d = {8'd0, 8'(MaxK / 64), 8'(MaxWorkers), 8'($clog2(PoolSlots))};
+      RegJobSelAddr:   rdata_d = sel_q;
+      RegJobIdAddr:    rdata_d = sel_ok ? {valid_q[sel], 15'd0, jid_q[sel]} : '0;
+      RegJobSlotsAddr: rdata_d = sel_ok ? jslots_q[sel] : '0;
+      RegJobWorldAddr: rdata_d = sel_ok ? jworld_q[sel] : '0;
+      default: begin
+        if (addr_i >= RegCounterBaseAddr && addr_i < RegCounterBaseAddr + 12'(4 * NumCounters)
+            && addr_i[1:0] == 2'b00) begin
+          rdata_d = cnt_q[4'((addr_i - RegCounterBaseAddr) >> 2)];
+        end
+      end
+    endcase
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      rvalid_o <= 1'b0;
+      rdata_o  <= '0;
+    end else begin
+      rvalid_o <= rd;
+      if (rd) rdata_o <= rdata_d;
+    end
+  end
+
+  assign job_valid_o    = valid_q;
+  assign job_id_o       = jid_q;
+  assign job_slots_o    = jslots_q;
+  assign job_world_o    = jworld_q;
+  assign commit_o       = commit_q;
+  assign commit_slots_o = jslots_q[sel];
+  assign commit_valid_o = valid_q[sel];
+
+endmodule

@@ -1,0 +1,64 @@
+// Hand-written parameters and helpers of the ina RTL dataplane. Wire constants (offsets, message
+// types, counters, register addresses) come from the generated ina_proto_pkg; only
+// implementation choices live here.
+package ina_rtl_pkg;
+
+  import ina_proto_pkg::*;
+
+  // AXI-stream beat: 512 bits, byte 0 of the frame in tdata[7:0].
+  localparam int unsigned BeatBytes = 64;
+  localparam int unsigned BeatBits = 8 * BeatBytes;
+  // int32 lanes per payload beat.
+  localparam int unsigned Lanes = BeatBytes / ElemBytes;
+  // Largest K the RTL supports (elements per packet) and its payload beats.
+  localparam int unsigned MaxK = 256;
+  localparam int unsigned MaxPayloadBeats = MaxK / Lanes;
+  // Byte offset of the ina header in the frame (Ethernet + IPv4 + UDP).
+  localparam int unsigned InaHdrByte = FramePrefixBytes;
+  // Output tuser: [15:0] multicast group of the job, [31:16] destination rank (RankAll: the group).
+  localparam int unsigned OutUserBits = 32;
+  // Frame byte counter width (saturating): enough for 64 + 4 * 65535.
+  localparam int unsigned FrameBytesBits = 20;
+
+  // Fields of the ina header of one frame, host order, plus what ingress learned about the frame.
+  typedef struct packed {
+    logic [7:0]  version;
+    logic [7:0]  mtype;
+    logic [7:0]  flags;
+    logic [7:0]  exp;
+    logic [7:0]  next_exp;
+    logic [15:0] job;
+    logic [15:0] rank;
+    logic [15:0] slot;
+    logic [15:0] gen;
+    logic [15:0] count;
+    logic [31:0] offset;
+    logic [FrameBytesBits-1:0] frame_bytes;  // bytes of the whole frame (saturating)
+    logic [4:0]  stored_beats;               // payload beats kept in the payload FIFO (<= 16)
+    logic        mac_err;                    // tuser of any beat was set: the MAC saw an error
+  } desc_t;
+
+  // Byte `i` of a beat.
+  function automatic logic [7:0] beat_byte(logic [BeatBits-1:0] d, int unsigned i);
+    return d[8*i +: 8];
+  endfunction
+
+  // Big-endian 16/32-bit field at byte `i` of a beat.
+  function automatic logic [15:0] be16(logic [BeatBits-1:0] d, int unsigned i);
+    return {d[8*i +: 8], d[8*(i+1) +: 8]};
+  endfunction
+
+  function automatic logic [31:0] be32(logic [BeatBits-1:0] d, int unsigned i);
+    return {d[8*i +: 8], d[8*(i+1) +: 8], d[8*(i+2) +: 8], d[8*(i+3) +: 8]};
+  endfunction
+
+  // Swaps the byte order of every 32-bit lane (wire big-endian <-> host order lanes).
+  function automatic logic [BeatBits-1:0] swap_lanes(logic [BeatBits-1:0] d);
+    logic [BeatBits-1:0] r;
+    for (int unsigned l = 0; l < Lanes; l++) begin
+      r[32*l +: 32] = {d[32*l +: 8], d[32*l+8 +: 8], d[32*l+16 +: 8], d[32*l+24 +: 8]};
+    end
+    return r;
+  endfunction
+
+endpackage

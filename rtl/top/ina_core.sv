@@ -1,0 +1,188 @@
+// ina aggregation core: the dataplane an FPGA SmartNIC runs between its MAC and its multicast
+// replication logic.
+//
+//   s_axis -> ina_ingress -> payload FIFO / descriptor FIFO -> ina_agg -> output FIFO -> m_axis
+//                                                   ina_regs (job table, counters) <-> reg bus
+//
+// s_axis: frames (Ethernet + IPv4 + UDP + ina header in the first 64-byte beat, then payload
+//   beats; tdata byte 0 = frame byte 0; tkeep contiguous; tuser = MAC error).
+// m_axis: result frames, same layout; tuser [15:0] = the job's multicast group, [31:16] =
+//   destination rank (0xFFFF: every rank of the group; else re-send to that rank only). The L2-L4
+//   addresses, ports and checksums of result frames are zero: the shell fills them per destination.
+// reg bus: see ina_regs.
+// Throughput: one beat per cycle in and out; a frame of n payload beats costs n + 1 cycles.
+// Latency: store-and-forward; a result's first beat leaves 5 cycles after the completing frame's
+// last beat (ingress, descriptor FIFO, issue, S1, S2, output FIFO).
+// Backpressure: m_axis_tready low fills the output FIFO; the aggregation stage then waits between
+// packets and the input FIFOs fill; s_axis_tready_o falls when they are full.
+module ina_core
+  import ina_rtl_pkg::*;
+#(
+  parameter int unsigned NumJobs   = 8,
+  parameter int unsigned PoolSlots = 64,
+  parameter int unsigned PayDepth  = 64,  // payload FIFO beats (>= 2 * MaxPayloadBeats)
+  parameter int unsigned DescDepth = 8,
+  parameter int unsigned OutDepth  = 32   // output FIFO beats (> MaxPayloadBeats + 3)
+) (
+  input  logic                   clk_i,
+  input  logic                   rst_ni,
+  input  logic                   s_axis_tvalid_i,
+  output logic                   s_axis_tready_o,
+  input  logic [BeatBits-1:0]    s_axis_tdata_i,
+  input  logic [BeatBytes-1:0]   s_axis_tkeep_i,
+  input  logic                   s_axis_tlast_i,
+  input  logic                   s_axis_tuser_i,
+  output logic                   m_axis_tvalid_o,
+  input  logic                   m_axis_tready_i,
+  output logic [BeatBits-1:0]    m_axis_tdata_o,
+  output logic [BeatBytes-1:0]   m_axis_tkeep_o,
+  output logic                   m_axis_tlast_o,
+  output logic [OutUserBits-1:0] m_axis_tuser_o,
+  input  logic                   reg_req_i,
+  input  logic                   reg_we_i,
+  input  logic [11:0]            reg_addr_i,
+  input  logic [31:0]            reg_wdata_i,
+  output logic                   reg_rvalid_o,
+  output logic [31:0]            reg_rdata_o
+);
+  localparam int unsigned OutFreeW = $clog2(OutDepth) + 1;
+  localparam int unsigned OutW = BeatBits + BeatBytes + 1 + OutUserBits;
+
+  if (PayDepth < 2 * MaxPayloadBeats) begin : gen_bad_pay
+    $error("ina_core: PayDepth must hold two maximal frames");
+  end
+  if (OutDepth < MaxPayloadBeats + 4) begin : gen_bad_out
+    $error("ina_core: OutDepth must hold a result frame plus the pipeline");
+  end
+
+  logic                pay_in_valid, pay_in_ready, pay_out_valid, pay_out_ready;
+  logic [BeatBits-1:0] pay_in_data, pay_out_data;
+  logic                desc_in_valid, desc_in_ready, desc_out_valid, desc_out_ready;
+  desc_t               desc_in, desc_out;
+  logic                out_valid, out_ready_unused;
+  logic [OutW-1:0]     out_word, m_word;
+  logic [BeatBits-1:0] out_data;
+  logic [BeatBytes-1:0] out_keep;
+  logic                out_last;
+  logic [OutUserBits-1:0] out_user;
+  logic [OutFreeW-1:0] out_free;
+  logic [$clog2(PayDepth):0]  unused_pay_free;
+  logic [$clog2(DescDepth):0] unused_desc_free;
+
+  logic [NumJobs-1:0]       job_valid;
+  logic [NumJobs-1:0][15:0] job_id;
+  logic [NumJobs-1:0][31:0] job_slots, job_world;
+  logic        commit, commit_valid;
+  logic [31:0] commit_slots;
+  logic [ina_proto_pkg::NumCounters-1:0] cnt_inc;
+
+  ina_ingress u_ingress (
+    .clk_i,
+    .rst_ni,
+    .s_axis_tvalid_i,
+    .s_axis_tready_o,
+    .s_axis_tdata_i,
+    .s_axis_tkeep_i,
+    .s_axis_tlast_i,
+    .s_axis_tuser_i,
+    .pay_valid_o (pay_in_valid),
+    .pay_ready_i (pay_in_ready),
+    .pay_data_o  (pay_in_data),
+    .desc_valid_o(desc_in_valid),
+    .desc_ready_i(desc_in_ready),
+    .desc_o      (desc_in)
+  );
+
+  ina_fifo #(.Width(BeatBits), .Depth(PayDepth)) u_pay_fifo (
+    .clk_i,
+    .rst_ni,
+    .in_valid_i (pay_in_valid),
+    .in_ready_o (pay_in_ready),
+    .in_data_i  (pay_in_data),
+    .out_valid_o(pay_out_valid),
+    .out_ready_i(pay_out_ready),
+    .out_data_o (pay_out_data),
+    .free_o     (unused_pay_free)
+  );
+
+  ina_fifo #(.Width($bits(desc_t)), .Depth(DescDepth)) u_desc_fifo (
+    .clk_i,
+    .rst_ni,
+    .in_valid_i (desc_in_valid),
+    .in_ready_o (desc_in_ready),
+    .in_data_i  (desc_in),
+    .out_valid_o(desc_out_valid),
+    .out_ready_i(desc_out_ready),
+    .out_data_o (desc_out),
+    .free_o     (unused_desc_free)
+  );
+
+  ina_agg #(
+    .NumJobs  (NumJobs),
+    .PoolSlots(PoolSlots),
+    .OutFreeW (OutFreeW)
+  ) u_agg (
+    .clk_i,
+    .rst_ni,
+    .desc_valid_i  (desc_out_valid),
+    .desc_ready_o  (desc_out_ready),
+    .desc_i        (desc_out),
+    .pay_valid_i   (pay_out_valid),
+    .pay_ready_o   (pay_out_ready),
+    .pay_data_i    (pay_out_data),
+    .job_valid_i   (job_valid),
+    .job_id_i      (job_id),
+    .job_slots_i   (job_slots),
+    .job_world_i   (job_world),
+    .commit_i      (commit),
+    .commit_slots_i(commit_slots),
+    .commit_valid_i(commit_valid),
+    .out_valid_o   (out_valid),
+    .out_data_o    (out_data),
+    .out_keep_o    (out_keep),
+    .out_last_o    (out_last),
+    .out_user_o    (out_user),
+    .out_free_i    (out_free),
+    .cnt_inc_o     (cnt_inc)
+  );
+
+  assign out_word = {out_user, out_last, out_keep, out_data};
+
+  // The aggregation stage reserves room before each packet, so in_ready is always high on a push.
+  ina_fifo #(.Width(OutW), .Depth(OutDepth)) u_out_fifo (
+    .clk_i,
+    .rst_ni,
+    .in_valid_i (out_valid),
+    .in_ready_o (out_ready_unused),
+    .in_data_i  (out_word),
+    .out_valid_o(m_axis_tvalid_o),
+    .out_ready_i(m_axis_tready_i),
+    .out_data_o (m_word),
+    .free_o     (out_free)
+  );
+
+  assign {m_axis_tuser_o, m_axis_tlast_o, m_axis_tkeep_o, m_axis_tdata_o} = m_word;
+
+  ina_regs #(
+    .NumJobs  (NumJobs),
+    .PoolSlots(PoolSlots)
+  ) u_regs (
+    .clk_i,
+    .rst_ni,
+    .req_i         (reg_req_i),
+    .we_i          (reg_we_i),
+    .addr_i        (reg_addr_i),
+    .wdata_i       (reg_wdata_i),
+    .rvalid_o      (reg_rvalid_o),
+    .rdata_o       (reg_rdata_o),
+    .job_valid_o   (job_valid),
+    .job_id_o      (job_id),
+    .job_slots_o   (job_slots),
+    .job_world_o   (job_world),
+    .commit_o      (commit),
+    .commit_slots_o(commit_slots),
+    .commit_valid_o(commit_valid),
+    .cnt_inc_i     (cnt_inc)
+  );
+
+endmodule

@@ -1,0 +1,108 @@
+// Cycle-accurate simulation of rtl/top/ina_core.sv (Verilator model Vina_core): frames in,
+// result frames out, and the register bus as an ina::drv::RegisterAccess (the simulation backend).
+//
+// Frames are whole Ethernet frames (42 bytes of Ethernet/IPv4/UDP, then the ina packet). The
+// harness drives s_axis with random idle cycles and m_axis with random backpressure (probabilities
+// in Options, from a seeded generator) and checks the AXI-stream rules on both sides: once valid,
+// data/keep/last/user hold until the beat is taken; a violation is reported by Run().
+//
+// Threading: single-threaded. Nothing blocks beyond the simulated cycles asked for.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ina/base/status.h"
+#include "ina/dp/engine.h"
+#include "ina/drv/regs.h"
+
+class Vina_core;
+class VerilatedContext;
+
+namespace ina::sim {
+
+// RTL build parameters of the model (rtl/top/ina_core.sv defaults).
+inline constexpr uint32_t kRtlPoolSlots = 64;
+inline constexpr uint32_t kRtlJobs = 8;
+
+struct OutFrame {
+  std::vector<uint8_t> bytes;  // the whole frame
+  uint16_t group = 0;          // m_axis tuser[15:0]
+  uint16_t dest_rank = 0;      // m_axis tuser[31:16]
+};
+
+class CoreSim final : public drv::RegisterAccess {
+ public:
+  struct Options {
+    double idle = 0.0;   // probability that s_axis has no beat in a cycle (between beats)
+    double stall = 0.0;  // probability that m_axis_tready is low in a cycle
+    uint64_t seed = 1;
+  };
+
+  explicit CoreSim(const Options& opt);
+  ~CoreSim() override;
+  CoreSim(const CoreSim&) = delete;
+  CoreSim& operator=(const CoreSim&) = delete;
+
+  // Queues a frame for s_axis. mac_err sets tuser on its last beat.
+  void SendFrame(std::span<const uint8_t> frame, bool mac_err = false);
+  // Runs until every queued frame went in and no output appeared for `quiet` cycles, or
+  // max_cycles passed (DeadlineExceeded). Internal if an AXI rule was broken.
+  Status Run(uint64_t max_cycles, uint64_t quiet = 64);
+  // Result frames seen so far, in order; clears the list.
+  std::vector<OutFrame> TakeOutput();
+
+  Result<uint32_t> Read32(uint32_t addr) override;
+  Status Write32(uint32_t addr, uint32_t v) override;
+
+  // Statistics since construction.
+  uint64_t cycles() const { return cycles_; }
+  uint64_t in_beats() const { return in_beats_; }      // s_axis handshakes
+  uint64_t out_beats() const { return out_beats_; }    // m_axis handshakes
+
+ private:
+  void Tick();
+
+  std::unique_ptr<VerilatedContext> ctx_;
+  std::unique_ptr<Vina_core> top_;
+  Options opt_;
+  std::mt19937_64 rng_;
+  struct Beat {
+    uint8_t data[64];
+    uint64_t keep;
+    bool last;
+    bool user;
+  };
+  std::deque<Beat> in_;
+  bool in_presenting_ = false;
+  std::vector<uint8_t> cur_out_;
+  std::vector<OutFrame> out_;
+  bool out_was_stalled_ = false;
+  uint8_t out_prev_data_[64] = {};
+  uint64_t out_prev_keep_ = 0;
+  uint32_t out_prev_user_ = 0;
+  bool out_prev_last_ = false;
+  std::string violation_;
+  bool reg_req_ = false, reg_we_ = false;
+  uint32_t reg_addr_ = 0, reg_wdata_ = 0;
+  uint64_t cycles_ = 0, in_beats_ = 0, out_beats_ = 0;
+};
+
+// Programs job table entry `entry` through the register map (job_sel, job_id, job_slots,
+// job_world with K/64 in [15:8], job_commit) and lets the slot reset finish.
+Status ProgramJob(drv::RegisterAccess& regs, uint32_t entry, const dp::JobConfig& job,
+                  uint16_t group);
+// Marks entry `entry` invalid.
+Status ClearJob(drv::RegisterAccess& regs, uint32_t entry);
+// Reads the counters (low 32 bits of each).
+Result<dp::CounterSnapshot> ReadCounters(drv::RegisterAccess& regs);
+
+// Wraps an ina packet (UDP payload) in a 42-byte Ethernet/IPv4/UDP prefix.
+std::vector<uint8_t> MakeFrame(std::span<const uint8_t> ina_packet);
+
+}  // namespace ina::sim
