@@ -1,0 +1,97 @@
+// Communicator: the worker side of the ina protocol (docs/protocol.md, docs/host.md).
+//
+// A Communicator is one rank of one job. Create() joins the job through the fabric and starts a
+// progress thread that owns the transport; AllReduce calls queue operations that the thread runs
+// one after another in FIFO order. Every rank of the job must issue the same sequence of calls
+// with the same element type and count (that is how ranks agree on slot generations).
+//
+// Numerics: float tensors are block-quantized (ina/host/quant.h) with exponents agreed through
+// the fabric, so every rank gets a bit-identical result within the documented error bound; a
+// block in which any rank has Inf or NaN becomes all-NaN. int32 tensors are summed exactly with
+// int32 wrap-around.
+//
+// Failure: if no result is accepted for config.progress_timeout_ms while an op is pending, that op
+// and every queued op fail with DeadlineExceeded and the communicator is failed: later calls
+// return FailedPrecondition carrying the original error. An error(job_aborted) from the fabric
+// (another rank left) fails everything at once with Aborted. No call waits without bound.
+//
+// Threading: all methods may be called from any thread; calls are serialised in the op queue.
+// The tensor passed to an async call must stay alive and untouched until its Request completes.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "ina/base/status.h"
+#include "ina/host/config.h"
+
+namespace ina::host {
+
+struct CommStats {
+  uint64_t packets_sent = 0;            // data packets, first sends and retransmissions
+  uint64_t packets_received = 0;        // every packet the transport returned
+  uint64_t retransmissions = 0;
+  uint64_t results = 0;                 // results accepted
+  uint64_t stale_results_ignored = 0;   // results for an old generation, another job, malformed
+  uint64_t ops_completed = 0;
+  uint64_t ops_failed = 0;
+};
+
+namespace internal {
+struct OpState;
+}
+
+// The handle of an async all-reduce. Copyable (shared state); outlives its Communicator (a
+// destroyed communicator completes its pending requests with Aborted).
+class Request {
+ public:
+  Request() = default;  // an empty request: Test() is true, Wait() is FailedPrecondition
+  // True once the op finished (successfully or not). Does not block.
+  bool Test();
+  // Blocks until the op finished; returns its status. Bounded: the progress engine finishes
+  // every op within progress_timeout_ms of its last progress.
+  Status Wait();
+
+ private:
+  friend class Communicator;
+  explicit Request(std::shared_ptr<internal::OpState> s) : state_(std::move(s)) {}
+  std::shared_ptr<internal::OpState> state_;
+};
+
+class Communicator {
+ public:
+  // Validates `config`, opens the transport and joins the job: sends JOIN (aux = world, count = K,
+  // offset = window) every 100 ms until JOIN_ACK (which gives the granted window) or ERROR or
+  // join_timeout_ms. Then starts the progress thread. Blocks up to join_timeout_ms.
+  // Errors: InvalidArgument (config, or ERROR(bad_params): K/world/window differ from the other
+  // ranks'), the transport's error, DeadlineExceeded (not every rank joined in time),
+  // ResourceExhausted (ERROR no_slots / too_many_jobs), AlreadyExists (ERROR rank_taken), Aborted
+  // (ERROR job_aborted). A fabric that is not up yet (Unavailable) is retried until the timeout.
+  static Result<std::unique_ptr<Communicator>> Create(const CommConfig& config);
+  // Fails pending ops with Aborted, sends LEAVE (which aborts the job for the other ranks) and
+  // joins the progress thread.
+  ~Communicator();
+
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  // In-place all-reduce (sum), blocking. REQUIRES: data.size() < 2^32.
+  Status AllReduce(std::span<float> data);
+  Status AllReduce(std::span<int32_t> data);  // exact, wrapping
+  // Queues the op and returns at once. Errors: FailedPrecondition when the communicator failed.
+  Result<Request> AllReduceAsync(std::span<float> data);
+  Result<Request> AllReduceAsync(std::span<int32_t> data);
+
+  CommStats stats() const;          // a snapshot; thread-safe
+  uint16_t window() const;          // slots granted by the fabric
+  const CommConfig& config() const;
+
+  class Impl;
+
+ private:
+  explicit Communicator(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace ina::host

@@ -1,0 +1,42 @@
+// CommConfig: every tunable of a Communicator, validated, with INA_* environment overrides.
+//
+// Environment (FromEnv): INA_SWITCH=host:port, INA_JOB, INA_RANK, INA_WORLD, INA_K, INA_WINDOW,
+// INA_JOIN_TIMEOUT_MS, INA_PROGRESS_TIMEOUT_MS, INA_TRANSPORT. docs/host.md has the table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "ina/base/status.h"
+
+namespace ina::host {
+
+struct CommConfig {
+  std::string switch_host = "127.0.0.1";  // the fabric (name or IPv4 address)
+  uint16_t switch_port = 47000;           // its UDP port
+  uint16_t job_id = 1;
+  uint16_t rank = 0;        // 0 .. world_size-1
+  uint16_t world_size = 1;  // 1 .. proto::kMaxWorkers
+  uint16_t k = 256;         // elements per packet: one of proto::kKValues
+  uint16_t window = 256;    // slots asked for in JOIN (the fabric may grant fewer): 1 .. kMaxWindow
+  int join_timeout_ms = 10000;     // every rank must have joined by then
+  int progress_timeout_ms = 5000;  // no accepted result this long while an op is pending: fail
+  int rto_min_us = 500;            // retransmission timeout clamp and first value
+  int rto_max_us = 200000;
+  int rto_initial_us = 5000;
+  std::string transport = "udp";
+  int socket_buffer_bytes = 8 << 20;  // SO_RCVBUF / SO_SNDBUF request
+
+  static constexpr uint16_t kMaxWindow = 4096;
+
+  // InvalidArgument naming the first bad field.
+  Status Validate() const;
+  // One line, every field: "switch=127.0.0.1:47000 job=1 rank=0 world=1 ...".
+  std::string ToString() const;
+  // `base` with the INA_* variables that are set applied on top. Does not validate. A malformed
+  // value (not a number, out of the field's type range, no port) is an InvalidArgument naming
+  // the variable.
+  static Result<CommConfig> FromEnv(CommConfig base);
+};
+
+}  // namespace ina::host

@@ -1,0 +1,103 @@
+#include "ina/host/config.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <limits>
+#include <sstream>
+
+#include "ina/proto/wire.h"
+
+namespace ina::host {
+namespace {
+
+// Parses a whole decimal integer in [lo, hi]; InvalidArgument naming `var` otherwise.
+Result<long long> ParseInt(const char* var, const std::string& text, long long lo, long long hi) {
+  if (text.empty()) return InvalidArgument(std::string(var) + ": empty value");
+  errno = 0;
+  char* end = nullptr;
+  long long v = std::strtoll(text.c_str(), &end, 10);
+  if (errno != 0 || end == text.c_str() || *end != '\0') {
+    return InvalidArgument(std::string(var) + "='" + text + "': not an integer");
+  }
+  if (v < lo || v > hi) {
+    return InvalidArgument(std::string(var) + "='" + text + "': out of range [" +
+                           std::to_string(lo) + ", " + std::to_string(hi) + "]");
+  }
+  return v;
+}
+
+template <typename T>
+Status EnvInt(const char* var, long long lo, T* field) {
+  const char* v = std::getenv(var);
+  if (v == nullptr) return Status::Ok();
+  INA_ASSIGN_OR_RETURN(long long x, ParseInt(var, v, lo, std::numeric_limits<T>::max()));
+  *field = static_cast<T>(x);
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status CommConfig::Validate() const {
+  auto bad = [](const std::string& m) { return InvalidArgument("config: " + m); };
+  if (switch_host.empty()) return bad("switch_host is empty");
+  if (switch_port == 0) return bad("switch_port is 0");
+  if (world_size < 1 || world_size > proto::kMaxWorkers) {
+    return bad("world_size " + std::to_string(world_size) + " not in [1, " +
+               std::to_string(proto::kMaxWorkers) + "]");
+  }
+  if (rank >= world_size) {
+    return bad("rank " + std::to_string(rank) + " >= world_size " + std::to_string(world_size));
+  }
+  if (!proto::IsValidK(k)) return bad("k " + std::to_string(k) + " is not 64 or 256");
+  if (window < 1 || window > kMaxWindow) {
+    return bad("window " + std::to_string(window) + " not in [1, " + std::to_string(kMaxWindow) +
+               "]");
+  }
+  if (join_timeout_ms <= 0) return bad("join_timeout_ms must be > 0");
+  if (progress_timeout_ms <= 0) return bad("progress_timeout_ms must be > 0");
+  if (rto_min_us <= 0) return bad("rto_min_us must be > 0");
+  if (rto_max_us < rto_min_us) return bad("rto_max_us < rto_min_us");
+  if (rto_initial_us < rto_min_us || rto_initial_us > rto_max_us) {
+    return bad("rto_initial_us not in [rto_min_us, rto_max_us]");
+  }
+  if (transport.empty()) return bad("transport is empty");
+  if (socket_buffer_bytes < 0) return bad("socket_buffer_bytes < 0");
+  return Status::Ok();
+}
+
+std::string CommConfig::ToString() const {
+  std::ostringstream o;
+  o << "switch=" << switch_host << ":" << switch_port << " job=" << job_id << " rank=" << rank
+    << " world=" << world_size << " k=" << k << " window=" << window
+    << " join_timeout_ms=" << join_timeout_ms << " progress_timeout_ms=" << progress_timeout_ms
+    << " rto_us=[" << rto_min_us << "," << rto_initial_us << "," << rto_max_us << "]"
+    << " transport=" << transport << " socket_buffer_bytes=" << socket_buffer_bytes;
+  return o.str();
+}
+
+Result<CommConfig> CommConfig::FromEnv(CommConfig c) {
+  if (const char* v = std::getenv("INA_SWITCH")) {
+    std::string s(v);
+    size_t colon = s.rfind(':');
+    if (colon == std::string::npos || colon == 0) {
+      return InvalidArgument("INA_SWITCH='" + s + "': expected host:port");
+    }
+    INA_ASSIGN_OR_RETURN(long long port, ParseInt("INA_SWITCH port", s.substr(colon + 1), 1, 65535));
+    c.switch_host = s.substr(0, colon);
+    c.switch_port = static_cast<uint16_t>(port);
+  }
+  INA_RETURN_IF_ERROR(EnvInt("INA_JOB", 0, &c.job_id));
+  INA_RETURN_IF_ERROR(EnvInt("INA_RANK", 0, &c.rank));
+  INA_RETURN_IF_ERROR(EnvInt("INA_WORLD", 0, &c.world_size));
+  INA_RETURN_IF_ERROR(EnvInt("INA_K", 0, &c.k));
+  INA_RETURN_IF_ERROR(EnvInt("INA_WINDOW", 0, &c.window));
+  INA_RETURN_IF_ERROR(EnvInt("INA_JOIN_TIMEOUT_MS", 0, &c.join_timeout_ms));
+  INA_RETURN_IF_ERROR(EnvInt("INA_PROGRESS_TIMEOUT_MS", 0, &c.progress_timeout_ms));
+  if (const char* v = std::getenv("INA_TRANSPORT")) {
+    if (*v == '\0') return InvalidArgument("INA_TRANSPORT: empty value");
+    c.transport = v;
+  }
+  return c;
+}
+
+}  // namespace ina::host

@@ -1,0 +1,480 @@
+// Communicators in threads against the in-process TestFabric (ina::dp_ref behind UDP on
+// 127.0.0.1). Results are checked bit for bit against an independent computation (quantize each
+// rank's input with the agreed block exponent using the scalar kernels, sum in int64, dequantize)
+// and against the quant.h error bound of the float64 sum. Seeds: INA_SEED replays a run.
+#include <bit>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "ina/host/communicator.h"
+#include "ina/host/quant.h"
+#include "ina/proto/wire.h"
+#include "test_fabric.h"
+
+namespace ina::host {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+using testing::FabricOptions;
+using testing::TestFabric;
+
+uint64_t Seed() {
+  static const uint64_t seed = [] {
+    const char* e = std::getenv("INA_SEED");
+    uint64_t s = e ? std::strtoull(e, nullptr, 10) : std::random_device{}();
+    std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(s));
+    return s;
+  }();
+  return seed;
+}
+
+std::unique_ptr<TestFabric> StartFabric(double drop = 0, double dup = 0) {
+  FabricOptions o;
+  o.drop = drop;
+  o.dup = dup;
+  o.seed = Seed() ^ 0x5eed;
+  auto f = TestFabric::Start(o);
+  EXPECT_TRUE(f.ok()) << f.status().ToString();
+  return f.ok() ? std::move(f).value() : nullptr;
+}
+
+CommConfig BaseConfig(const TestFabric& f, uint16_t world, uint16_t k = 256,
+                      uint16_t window = 256) {
+  CommConfig c;
+  c.switch_host = "127.0.0.1";
+  c.switch_port = f.port();
+  c.job_id = 7;
+  c.world_size = world;
+  c.k = k;
+  c.window = window;
+  c.join_timeout_ms = 5000;
+  return c;
+}
+
+void ParallelFor(int n, const std::function<void(int)>& fn) {
+  std::vector<std::thread> ts;
+  for (int i = 0; i < n; ++i) ts.emplace_back(fn, i);
+  for (auto& t : ts) t.join();
+}
+
+// Creates one communicator per rank (Create blocks until every rank joined, so in parallel).
+std::vector<std::unique_ptr<Communicator>> CreateAll(const CommConfig& base) {
+  std::vector<std::unique_ptr<Communicator>> comms(base.world_size);
+  std::vector<Status> errs(base.world_size);
+  ParallelFor(base.world_size, [&](int r) {
+    CommConfig c = base;
+    c.rank = static_cast<uint16_t>(r);
+    auto cr = Communicator::Create(c);
+    if (cr.ok()) {
+      comms[r] = std::move(cr).value();
+    } else {
+      errs[r] = cr.status();
+    }
+  });
+  for (int r = 0; r < base.world_size; ++r) {
+    EXPECT_TRUE(errs[r].ok()) << "rank " << r << ": " << errs[r].ToString();
+  }
+  return comms;
+}
+
+// Inputs whose blocks have very different magnitudes (and some all-zero blocks).
+std::vector<float> RandomFloats(std::mt19937_64& rng, size_t n, int k) {
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::uniform_int_distribution<int> scale(-20, 20);
+  std::vector<float> v(n);
+  for (size_t b = 0; b * k < n; ++b) {
+    const int s = scale(rng);
+    const bool zero = (rng() % 16) == 0;
+    for (size_t j = b * k; j < std::min(n, (b + 1) * k); ++j) {
+      v[j] = zero ? 0.0f : std::ldexp(normal(rng), s);
+    }
+  }
+  return v;
+}
+
+// The independent expected result (see the file comment); also checks the error bound.
+std::vector<float> ExpectedFloat(const std::vector<std::vector<float>>& in, int k) {
+  const auto& sk = quant::ScalarKernels();
+  const int world = static_cast<int>(in.size());
+  const int p = quant::Precision(world);
+  const size_t n = in[0].size();
+  std::vector<float> out(n);
+  std::vector<uint8_t> wire(size_t{4} * k);
+  std::vector<int64_t> sum(k);
+  for (size_t off = 0; off < n; off += k) {
+    const size_t cnt = std::min<size_t>(k, n - off);
+    uint8_t e = 0;
+    bool nonfinite = false;
+    for (const auto& x : in) {
+      bool nf = false;
+      e = std::max(e, sk.block_exp(x.data() + off, cnt, &nf));
+      nonfinite |= nf;
+    }
+    if (nonfinite) {
+      std::fill_n(out.data() + off, cnt, std::numeric_limits<float>::quiet_NaN());
+      continue;
+    }
+    std::fill(sum.begin(), sum.end(), 0);
+    for (const auto& x : in) {
+      sk.quantize(x.data() + off, cnt, e, p, wire.data());
+      for (size_t j = 0; j < cnt; ++j) {
+        sum[j] += static_cast<int32_t>(proto::Load32(wire.data() + 4 * j));
+      }
+    }
+    for (size_t j = 0; j < cnt; ++j) {
+      EXPECT_LE(std::llabs(sum[j]), int64_t{1} << 30) << "quantized sum overflows the bound";
+      proto::Store32(wire.data() + 4 * j, static_cast<uint32_t>(static_cast<int32_t>(sum[j])));
+    }
+    sk.dequantize(wire.data(), cnt, e, p, out.data() + off);
+    // The documented bound against the exact float64 sum.
+    const int ue = e - proto::kExpBias;
+    const double half_ulp = std::ldexp(1.0, ue - p - 1) * world;
+    for (size_t j = 0; j < cnt; ++j) {
+      double s = 0;
+      for (const auto& x : in) s += x[off + j];
+      const double bound = half_ulp + std::ldexp(std::abs(s) + half_ulp, -24);
+      EXPECT_LE(std::abs(out[off + j] - s), bound) << "element " << off + j;
+    }
+  }
+  return out;
+}
+
+std::vector<int32_t> ExpectedInt(const std::vector<std::vector<int32_t>>& in) {
+  std::vector<int32_t> out(in[0].size());
+  for (size_t j = 0; j < out.size(); ++j) {
+    uint32_t s = 0;
+    for (const auto& x : in) s += static_cast<uint32_t>(x[j]);
+    out[j] = static_cast<int32_t>(s);
+  }
+  return out;
+}
+
+// Bitwise equality; any NaN matches any NaN.
+::testing::AssertionResult SameFloats(const std::vector<float>& got,
+                                      const std::vector<float>& want) {
+  if (got.size() != want.size()) return ::testing::AssertionFailure() << "size differs";
+  for (size_t j = 0; j < got.size(); ++j) {
+    const bool ok = (std::isnan(got[j]) && std::isnan(want[j])) ||
+                    std::bit_cast<uint32_t>(got[j]) == std::bit_cast<uint32_t>(want[j]);
+    if (!ok) {
+      return ::testing::AssertionFailure()
+             << "element " << j << ": got " << got[j] << " want " << want[j];
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+struct Params {
+  uint16_t world, k, window;
+  double drop, dup;
+};
+
+void PrintTo(const Params& p, std::ostream* os) {
+  *os << "world=" << p.world << " k=" << p.k << " window=" << p.window << " drop=" << p.drop
+      << " dup=" << p.dup;
+}
+
+class AllReduceTest : public ::testing::TestWithParam<Params> {};
+
+TEST_P(AllReduceTest, FloatAndIntMatchIndependentSum) {
+  const Params prm = GetParam();
+  auto fabric = StartFabric(prm.drop, prm.dup);
+  ASSERT_NE(fabric, nullptr);
+  auto comms = CreateAll(BaseConfig(*fabric, prm.world, prm.k, prm.window));
+  for (auto& c : comms) ASSERT_NE(c, nullptr);
+  for (auto& c : comms) EXPECT_EQ(c->window(), prm.window);
+  std::mt19937_64 rng(Seed() + prm.world * 1000 + prm.window);
+  const size_t k = prm.k;
+  const size_t sizes[] = {0, 1, k - 1, k, k + 1, 3000, 100000};
+  for (size_t n : sizes) {
+    SCOPED_TRACE("float n=" + std::to_string(n));
+    std::vector<std::vector<float>> in(prm.world);
+    for (auto& x : in) x = RandomFloats(rng, n, prm.k);
+    const std::vector<float> want = ExpectedFloat(in, prm.k);
+    auto data = in;
+    std::vector<Status> st(prm.world);
+    ParallelFor(prm.world, [&](int r) { st[r] = comms[r]->AllReduce(std::span(data[r])); });
+    for (int r = 0; r < prm.world; ++r) {
+      ASSERT_TRUE(st[r].ok()) << "rank " << r << ": " << st[r].ToString();
+      EXPECT_TRUE(SameFloats(data[r], want)) << "rank " << r;
+    }
+  }
+  for (size_t n : sizes) {
+    SCOPED_TRACE("int32 n=" + std::to_string(n));
+    std::vector<std::vector<int32_t>> in(prm.world, std::vector<int32_t>(n));
+    for (auto& x : in) {
+      for (auto& v : x) v = static_cast<int32_t>(rng());  // full range: sums wrap
+    }
+    const std::vector<int32_t> want = ExpectedInt(in);
+    auto data = in;
+    std::vector<Status> st(prm.world);
+    ParallelFor(prm.world, [&](int r) { st[r] = comms[r]->AllReduce(std::span(data[r])); });
+    for (int r = 0; r < prm.world; ++r) {
+      ASSERT_TRUE(st[r].ok()) << "rank " << r << ": " << st[r].ToString();
+      EXPECT_EQ(data[r], want) << "rank " << r;
+    }
+  }
+  uint64_t retx = 0;
+  for (auto& c : comms) {
+    CommStats s = c->stats();
+    EXPECT_EQ(s.ops_completed, 2 * std::size(sizes));
+    EXPECT_EQ(s.ops_failed, 0u);
+    EXPECT_GT(s.results, 0u);
+    retx += s.retransmissions;
+  }
+  if (prm.drop > 0) {
+    EXPECT_GT(fabric->dropped(), 0u);
+    EXPECT_GT(retx, 0u);
+  }
+  // Without loss, retransmissions are spurious (a late result on a loaded machine): harmless, so
+  // not asserted here; the count is printed to watch the RTO estimator.
+  std::printf("retransmissions=%llu dropped=%llu duplicated=%llu\n",
+              static_cast<unsigned long long>(retx),
+              static_cast<unsigned long long>(fabric->dropped()),
+              static_cast<unsigned long long>(fabric->duplicated()));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Worlds, AllReduceTest,
+    ::testing::Values(Params{1, 256, 256, 0, 0}, Params{2, 256, 256, 0, 0},
+                      Params{4, 256, 256, 0, 0}, Params{2, 64, 16, 0, 0},
+                      Params{1, 256, 8, 0.1, 0}, Params{2, 256, 16, 0.1, 0.05},
+                      Params{4, 64, 64, 0.1, 0.05}, Params{4, 256, 256, 0.1, 0}),
+    [](const ::testing::TestParamInfo<Params>& i) {
+      return "w" + std::to_string(i.param.world) + "_k" + std::to_string(i.param.k) + "_win" +
+             std::to_string(i.param.window) + "_drop" +
+             std::to_string(static_cast<int>(i.param.drop * 100));
+    });
+
+TEST(AllReduce, NonFiniteBlockIsNanEverywhere) {
+  auto fabric = StartFabric();
+  ASSERT_NE(fabric, nullptr);
+  auto comms = CreateAll(BaseConfig(*fabric, 2, 64, 4));
+  std::mt19937_64 rng(Seed());
+  const size_t n = 64 * 10;
+  std::vector<std::vector<float>> in(2);
+  for (auto& x : in) x = RandomFloats(rng, n, 64);
+  in[1][64 * 1 + 5] = std::numeric_limits<float>::infinity();
+  in[0][64 * 6 + 63] = std::numeric_limits<float>::quiet_NaN();
+  in[1][64 * 9] = -std::numeric_limits<float>::infinity();
+  const std::vector<float> want = ExpectedFloat(in, 64);
+  auto data = in;
+  std::vector<Status> st(2);
+  ParallelFor(2, [&](int r) { st[r] = comms[r]->AllReduce(std::span(data[r])); });
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(st[r].ok()) << st[r].ToString();
+    EXPECT_TRUE(SameFloats(data[r], want));
+    for (size_t b = 0; b < 10; ++b) {
+      const bool nan_block = b == 1 || b == 6 || b == 9;
+      for (size_t j = b * 64; j < (b + 1) * 64; ++j) {
+        ASSERT_EQ(std::isnan(data[r][j]), nan_block) << "rank " << r << " element " << j;
+      }
+    }
+  }
+}
+
+TEST(AllReduce, AsyncRequestsCompleteInOrder) {
+  auto fabric = StartFabric();
+  ASSERT_NE(fabric, nullptr);
+  auto comms = CreateAll(BaseConfig(*fabric, 2, 256, 8));
+  std::mt19937_64 rng(Seed());
+  constexpr int kOps = 5;
+  std::vector<std::vector<std::vector<int32_t>>> data(2, std::vector<std::vector<int32_t>>(kOps));
+  for (int op = 0; op < kOps; ++op) {
+    for (int r = 0; r < 2; ++r) {
+      data[r][op].resize(1000 + 700 * op);
+      for (auto& v : data[r][op]) v = static_cast<int32_t>(rng() % 1000);
+    }
+  }
+  std::vector<std::vector<int32_t>> want(kOps);
+  for (int op = 0; op < kOps; ++op) want[op] = ExpectedInt({data[0][op], data[1][op]});
+  std::vector<Status> st(2);
+  ParallelFor(2, [&](int r) {
+    std::vector<Request> reqs;
+    for (int op = 0; op < kOps; ++op) {
+      auto q = comms[r]->AllReduceAsync(std::span(data[r][op]));
+      if (!q.ok()) {
+        st[r] = q.status();
+        return;
+      }
+      reqs.push_back(*q);
+    }
+    // Poll the last one with Test until done (bounded), then Wait for all.
+    const auto deadline = Clock::now() + std::chrono::seconds(20);
+    while (!reqs.back().Test() && Clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+    for (auto& q : reqs) {
+      EXPECT_TRUE(q.Test());  // FIFO: the last done means all done
+      Status s = q.Wait();
+      if (!s.ok()) st[r] = s;
+    }
+  });
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(st[r].ok()) << st[r].ToString();
+    for (int op = 0; op < kOps; ++op) EXPECT_EQ(data[r][op], want[op]) << "rank " << r;
+  }
+  Request empty;
+  EXPECT_TRUE(empty.Test());
+  EXPECT_EQ(empty.Wait().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(AllReduce, SilentRankMakesOthersFailWithinProgressTimeout) {
+  auto fabric = StartFabric();
+  ASSERT_NE(fabric, nullptr);
+  CommConfig c = BaseConfig(*fabric, 3, 256, 16);
+  c.progress_timeout_ms = 600;
+  auto comms = CreateAll(c);
+  for (auto& x : comms) ASSERT_NE(x, nullptr);
+  // Ranks 0 and 1 all-reduce; rank 2 never calls.
+  std::vector<std::vector<float>> data(2, std::vector<float>(5000, 1.0f));
+  std::vector<Status> st(2);
+  std::vector<double> took(2);
+  ParallelFor(2, [&](int r) {
+    const auto t0 = Clock::now();
+    st[r] = comms[r]->AllReduce(std::span(data[r]));
+    took[r] = std::chrono::duration<double>(Clock::now() - t0).count();
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(st[r].code(), StatusCode::kDeadlineExceeded) << st[r].ToString();
+    EXPECT_NE(st[r].message().find("slot"), std::string::npos) << st[r].message();
+    EXPECT_GE(took[r], 0.55);
+    EXPECT_LT(took[r], 0.6 + 3.0);  // timeout + slack
+    // The communicator is failed now: later calls say so at once, with the original error.
+    std::vector<float> more(10);
+    Status again = comms[r]->AllReduce(std::span(more));
+    EXPECT_EQ(again.code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(again.message().find("DEADLINE_EXCEEDED"), std::string::npos) << again.message();
+    EXPECT_EQ(comms[r]->stats().ops_failed, 1u);
+  }
+}
+
+TEST(AllReduce, LeavingRankAbortsOthersAtOnce) {
+  auto fabric = StartFabric();
+  ASSERT_NE(fabric, nullptr);
+  CommConfig c = BaseConfig(*fabric, 2, 256, 16);
+  c.progress_timeout_ms = 20000;  // Aborted must come long before this
+  auto comms = CreateAll(c);
+  for (auto& x : comms) ASSERT_NE(x, nullptr);
+  std::vector<float> data(3000, 2.0f);
+  auto req = comms[0]->AllReduceAsync(std::span(data));
+  ASSERT_TRUE(req.ok());
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_FALSE(req->Test());
+  const auto t0 = Clock::now();
+  comms[1].reset();  // sends LEAVE; the fabric sends error(job_aborted) to rank 0
+  Status s = req->Wait();
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(3));
+  auto again = comms[0]->AllReduceAsync(std::span(data));
+  ASSERT_FALSE(again.ok());
+  EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition);
+}
+
+TEST(AllReduce, DestroyFailsQueuedRequestsWithAborted) {
+  auto fabric = StartFabric();
+  ASSERT_NE(fabric, nullptr);
+  CommConfig c = BaseConfig(*fabric, 2, 256, 16);
+  auto comms = CreateAll(c);
+  for (auto& x : comms) ASSERT_NE(x, nullptr);
+  std::vector<int32_t> a(5000, 1), b(5000, 1);
+  auto r1 = comms[0]->AllReduceAsync(std::span(a));
+  auto r2 = comms[0]->AllReduceAsync(std::span(b));
+  ASSERT_TRUE(r1.ok() && r2.ok());
+  const auto t0 = Clock::now();
+  comms[0].reset();  // rank 1 never joins in: both pending
+  EXPECT_EQ(r1->Wait().code(), StatusCode::kAborted);
+  EXPECT_EQ(r2->Wait().code(), StatusCode::kAborted);
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(2));
+}
+
+TEST(Join, TimesOutWhenARankIsMissing) {
+  auto fabric = StartFabric();
+  ASSERT_NE(fabric, nullptr);
+  CommConfig c = BaseConfig(*fabric, 2);
+  c.join_timeout_ms = 400;
+  const auto t0 = Clock::now();
+  auto r = Communicator::Create(c);
+  const auto took = Clock::now() - t0;
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
+  EXPECT_GE(took, milliseconds(390));
+  EXPECT_LT(took, milliseconds(400 + 2000));
+}
+
+TEST(Join, NoFabricIsDeadlineExceededNamingTheTransportError) {
+  uint16_t port;
+  {
+    auto f = StartFabric();
+    ASSERT_NE(f, nullptr);
+    port = f->port();
+  }  // stopped: nothing listens, ICMP port unreachable comes back
+  CommConfig c;
+  c.switch_port = port;
+  c.join_timeout_ms = 350;
+  auto r = Communicator::Create(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kDeadlineExceeded) << r.status().ToString();
+  EXPECT_NE(r.status().message().find("UNAVAILABLE"), std::string::npos) << r.status().message();
+}
+
+TEST(Join, MismatchedParamsAreRejected) {
+  auto fabric = StartFabric();
+  ASSERT_NE(fabric, nullptr);
+  CommConfig c0 = BaseConfig(*fabric, 2, 256);
+  c0.join_timeout_ms = 1500;
+  CommConfig c1 = c0;
+  c1.rank = 1;
+  c1.k = 64;  // differs from rank 0's K
+  Result<std::unique_ptr<Communicator>> r0 = Status(StatusCode::kInternal, "unset");
+  std::thread t([&] { r0 = Communicator::Create(c0); });
+  std::this_thread::sleep_for(milliseconds(100));  // rank 0 registers the job first
+  auto r1 = Communicator::Create(c1);
+  t.join();
+  ASSERT_FALSE(r1.ok());
+  EXPECT_EQ(r1.status().code(), StatusCode::kInvalidArgument) << r1.status().ToString();
+  EXPECT_NE(r1.status().message().find("bad_params"), std::string::npos);
+  EXPECT_FALSE(r0.ok());  // rank 1 never joined properly
+}
+
+TEST(Join, InvalidConfigIsRejectedBeforeAnyPacket) {
+  CommConfig c;
+  c.k = 100;
+  auto r = Communicator::Create(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(Join, FabricMayGrantASmallerWindow) {
+  FabricOptions o;
+  o.max_window = 5;
+  auto f = TestFabric::Start(o);
+  ASSERT_TRUE(f.ok());
+  auto comms = CreateAll(BaseConfig(**f, 2, 64, 100));
+  for (auto& x : comms) ASSERT_NE(x, nullptr);
+  for (auto& x : comms) EXPECT_EQ(x->window(), 5);
+  std::mt19937_64 rng(Seed());
+  std::vector<std::vector<float>> in(2);
+  for (auto& x : in) x = RandomFloats(rng, 64 * 23 + 7, 64);
+  const auto want = ExpectedFloat(in, 64);
+  auto data = in;
+  std::vector<Status> st(2);
+  ParallelFor(2, [&](int r) { st[r] = comms[r]->AllReduce(std::span(data[r])); });
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(st[r].ok()) << st[r].ToString();
+    EXPECT_TRUE(SameFloats(data[r], want));
+  }
+}
+
+}  // namespace
+}  // namespace ina::host

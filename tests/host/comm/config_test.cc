@@ -1,0 +1,118 @@
+// CommConfig: validation and INA_* environment overrides.
+#include <cstdlib>
+
+#include <gtest/gtest.h>
+
+#include "ina/host/config.h"
+
+namespace ina::host {
+namespace {
+
+class EnvVar {
+ public:
+  EnvVar(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~EnvVar() { unsetenv(name_); }
+
+ private:
+  const char* name_;
+};
+
+TEST(CommConfig, DefaultsAreValid) {
+  CommConfig c;
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate().ToString();
+  EXPECT_NE(c.ToString().find("switch=127.0.0.1:47000"), std::string::npos) << c.ToString();
+  EXPECT_NE(c.ToString().find("window=256"), std::string::npos) << c.ToString();
+}
+
+TEST(CommConfig, ValidateRejectsEachBadField) {
+  struct Case {
+    const char* what;
+    void (*mutate)(CommConfig&);
+  };
+  const Case cases[] = {
+      {"switch_host", [](CommConfig& c) { c.switch_host = ""; }},
+      {"switch_port", [](CommConfig& c) { c.switch_port = 0; }},
+      {"world_size", [](CommConfig& c) { c.world_size = 0; }},
+      {"world_size", [](CommConfig& c) { c.world_size = 65; }},
+      {"rank", [](CommConfig& c) { c.world_size = 4; c.rank = 4; }},
+      {"k", [](CommConfig& c) { c.k = 128; }},
+      {"window", [](CommConfig& c) { c.window = 0; }},
+      {"window", [](CommConfig& c) { c.window = CommConfig::kMaxWindow + 1; }},
+      {"join_timeout_ms", [](CommConfig& c) { c.join_timeout_ms = 0; }},
+      {"progress_timeout_ms", [](CommConfig& c) { c.progress_timeout_ms = -1; }},
+      {"rto_min_us", [](CommConfig& c) { c.rto_min_us = 0; }},
+      {"rto_max_us", [](CommConfig& c) { c.rto_max_us = c.rto_min_us - 1; }},
+      {"rto_initial_us", [](CommConfig& c) { c.rto_initial_us = c.rto_max_us + 1; }},
+      {"transport", [](CommConfig& c) { c.transport = ""; }},
+  };
+  for (const auto& tc : cases) {
+    CommConfig c;
+    tc.mutate(c);
+    Status s = c.Validate();
+    EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << tc.what;
+    EXPECT_NE(s.message().find(tc.what), std::string::npos) << s.message();
+  }
+  CommConfig ok;
+  ok.world_size = 64;
+  ok.rank = 63;
+  ok.k = 64;
+  ok.window = 1;
+  EXPECT_TRUE(ok.Validate().ok()) << ok.Validate().ToString();
+}
+
+TEST(CommConfig, EnvOverridesApply) {
+  EnvVar a("INA_SWITCH", "10.0.0.7:4711");
+  EnvVar b("INA_JOB", "42");
+  EnvVar c("INA_RANK", "3");
+  EnvVar d("INA_WORLD", "8");
+  EnvVar e("INA_K", "64");
+  EnvVar f("INA_WINDOW", "32");
+  EnvVar g("INA_JOIN_TIMEOUT_MS", "1234");
+  EnvVar h("INA_PROGRESS_TIMEOUT_MS", "987");
+  EnvVar i("INA_TRANSPORT", "dpdk");
+  CommConfig base;
+  base.rto_min_us = 700;  // not overridable: kept
+  auto r = CommConfig::FromEnv(base);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->switch_host, "10.0.0.7");
+  EXPECT_EQ(r->switch_port, 4711);
+  EXPECT_EQ(r->job_id, 42);
+  EXPECT_EQ(r->rank, 3);
+  EXPECT_EQ(r->world_size, 8);
+  EXPECT_EQ(r->k, 64);
+  EXPECT_EQ(r->window, 32);
+  EXPECT_EQ(r->join_timeout_ms, 1234);
+  EXPECT_EQ(r->progress_timeout_ms, 987);
+  EXPECT_EQ(r->transport, "dpdk");
+  EXPECT_EQ(r->rto_min_us, 700);
+}
+
+TEST(CommConfig, UnsetEnvKeepsBase) {
+  CommConfig base;
+  base.rank = 1;
+  base.world_size = 2;
+  auto r = CommConfig::FromEnv(base);
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r->rank, 1);
+  EXPECT_EQ(r->world_size, 2);
+  EXPECT_EQ(r->switch_port, 47000);
+}
+
+TEST(CommConfig, MalformedEnvNamesTheVariable) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"INA_RANK", "x1"},     {"INA_RANK", "70000"},  {"INA_WORLD", "-1"},
+      {"INA_K", ""},          {"INA_JOB", "12abc"},   {"INA_SWITCH", "nohostport"},
+      {"INA_SWITCH", "h:0"},  {"INA_SWITCH", "h:99999"}, {"INA_JOIN_TIMEOUT_MS", "1e3"},
+      {"INA_PROGRESS_TIMEOUT_MS", "99999999999"},
+  };
+  for (const auto& [name, value] : bad) {
+    EnvVar v(name, value);
+    auto r = CommConfig::FromEnv(CommConfig{});
+    ASSERT_FALSE(r.ok()) << name << "=" << value;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find(name), std::string::npos) << r.status().message();
+  }
+}
+
+}  // namespace
+}  // namespace ina::host
