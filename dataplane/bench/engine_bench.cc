@@ -1,0 +1,167 @@
+// ina-engine-bench: packets/s per core of the aggregation engines, in process, no sockets.
+//
+// Workload: one job of world size N and K elements per packet over a window of W slots; every
+// round each rank sends one packet per slot, the round's generation stamped into the headers
+// before the round (so every packet is accepted and every slot completes once per round, emitting
+// its result to a no-op emitter). Packets go in bursts of 32 through ProcessBurst. Reported
+// items/s = packets/s. Beside the engines, "ceiling" runs only the SIMD swap-add of the same
+// payloads into the same slot memory: the cost of the arithmetic alone.
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "add.h"
+#include "fast_engine_internal.h"
+#include "ina/dp/ref_engine.h"
+#include "ina/proto/wire.h"
+
+namespace ina::dp {
+namespace {
+
+constexpr size_t kBurst = 32;
+
+class NullEmitter final : public Emitter {
+ public:
+  void OnResult(uint16_t, uint16_t, std::span<const uint8_t> packet) override {
+    bytes += packet.size();
+  }
+  uint64_t bytes = 0;
+};
+
+struct Workload {
+  uint16_t world, k, window;
+  std::vector<std::vector<uint8_t>> packets;  // window * world, slot-major
+  std::vector<std::span<const uint8_t>> spans;
+
+  Workload(uint16_t world_size, uint16_t k_elems, uint16_t window_slots)
+      : world(world_size), k(k_elems), window(window_slots) {
+    uint64_t x = 12345;
+    for (uint16_t s = 0; s < window; ++s) {
+      for (uint16_t r = 0; r < world; ++r) {
+        std::vector<uint8_t> p(proto::kHeaderBytes + proto::kElemBytes * k);
+        proto::Header h;
+        h.version = proto::kVersion;
+        h.type = static_cast<uint8_t>(proto::MsgType::kData);
+        h.exp = 130;
+        h.next_exp = 131;
+        h.job = 1;
+        h.rank = r;
+        h.slot = s;
+        h.count = k;
+        h.offset = uint32_t{s} * k;
+        proto::EncodeHeader(h, p.data());
+        for (size_t i = proto::kHeaderBytes; i < p.size(); ++i) {
+          x = x * 6364136223846793005ull + 1442695040888963407ull;
+          p[i] = static_cast<uint8_t>(x >> 56);
+        }
+        packets.push_back(std::move(p));
+      }
+    }
+    spans.assign(packets.begin(), packets.end());
+  }
+  void StampGen(uint16_t gen) {
+    for (auto& p : packets) proto::SetGen(p.data(), gen);
+  }
+};
+
+void RunEngine(benchmark::State& state, Engine& engine, Workload& w) {
+  if (!engine.AddJob({1, w.world, w.k, 0, w.window}).ok()) {
+    state.SkipWithError("AddJob failed");
+    return;
+  }
+  NullEmitter out;
+  uint16_t gen = 0;
+  uint64_t packets = 0;
+  for (auto _ : state) {
+    w.StampGen(gen++);
+    const size_t n = w.spans.size();
+    for (size_t i = 0; i < n; i += kBurst) {
+      engine.ProcessBurst(std::span(w.spans).subspan(i, std::min(kBurst, n - i)), out);
+    }
+    packets += n;
+  }
+  const CounterSnapshot c = engine.counters();
+  if (Get(c, proto::Counter::kRxData) != Get(c, proto::Counter::kRxPackets)) {
+    state.SkipWithError("not every packet was accepted");
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(packets));
+  state.counters["results"] = static_cast<double>(Get(c, proto::Counter::kResults));
+  benchmark::DoNotOptimize(out.bytes);
+}
+
+void BM_Fast(benchmark::State& state, const fast::AddKernels* k, uint16_t world, uint16_t kk,
+             uint16_t window) {
+  Workload w(world, kk, window);
+  auto engine = fast::MakeFastEngineWithKernels({16384, 256}, *k);
+  RunEngine(state, *engine, w);
+}
+
+void BM_Ref(benchmark::State& state, uint16_t world, uint16_t kk, uint16_t window) {
+  Workload w(world, kk, window);
+  auto engine = MakeReferenceEngine({16384, 256});
+  RunEngine(state, *engine, w);
+}
+
+// The arithmetic alone: swap-copy the first contribution, swap-add the rest, into slot memory of
+// the same shape (2 copies x 256 int32 per slot), no header parsing, rules or results.
+void BM_Ceiling(benchmark::State& state, const fast::AddKernels* k, uint16_t world, uint16_t kk,
+                uint16_t window) {
+  Workload w(world, kk, window);
+  auto* mem = static_cast<uint32_t*>(std::aligned_alloc(64, size_t{window} * 2 * 256 * 4));
+  uint16_t gen = 0;
+  uint64_t packets = 0;
+  for (auto _ : state) {
+    const size_t copy = gen++ & 1;
+    for (size_t i = 0; i < w.packets.size(); ++i) {
+      const size_t slot = i / world;
+      uint32_t* acc = mem + (slot * 2 + copy) * 256;
+      const uint8_t* payload = w.packets[i].data() + proto::kHeaderBytes;
+      if (i % world == 0) {
+        k->swap_copy(acc, payload, kk);
+      } else {
+        k->swap_add(acc, payload, kk);
+      }
+    }
+    benchmark::ClobberMemory();
+    packets += w.packets.size();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(packets));
+  std::free(mem);
+}
+
+void Register() {
+  const fast::KernelList list = fast::AvailableKernels();
+  constexpr uint16_t kWindow = 64;
+  for (uint16_t kk : {64, 256}) {
+    for (uint16_t world : {4, 8}) {
+      const std::string shape =
+          "/K" + std::to_string(kk) + "/N" + std::to_string(world) + "/W" + std::to_string(kWindow);
+      for (size_t i = 0; i < list.size; ++i) {
+        const fast::AddKernels* k = list.items[i];
+        benchmark::RegisterBenchmark(("fast_" + std::string(k->name) + shape).c_str(), BM_Fast, k,
+                                     world, kk, kWindow);
+      }
+      benchmark::RegisterBenchmark(("ceiling_" + std::string(list.items[0]->name) + shape).c_str(),
+                                   BM_Ceiling, list.items[0], world, kk, kWindow);
+      benchmark::RegisterBenchmark(("ref" + shape).c_str(), BM_Ref, world, kk, kWindow);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ina::dp
+
+int main(int argc, char** argv) {
+  ina::dp::Register();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  std::printf("fast engine kernel on this CPU: %s\n",
+              std::string(ina::dp::FastEngineKernelName()).c_str());
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
