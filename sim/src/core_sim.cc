@@ -95,6 +95,7 @@ void CoreSim::Tick() {
   if (in_fire) {
     in_.pop_front();
     ++in_beats_;
+    last_in_cycle_ = cycles_;
   }
   if (out_fire) {
     ++out_beats_;

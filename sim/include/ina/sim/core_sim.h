@@ -64,6 +64,7 @@ class CoreSim final : public drv::RegisterAccess {
   uint64_t cycles() const { return cycles_; }
   uint64_t in_beats() const { return in_beats_; }      // s_axis handshakes
   uint64_t out_beats() const { return out_beats_; }    // m_axis handshakes
+  uint64_t last_in_cycle() const { return last_in_cycle_; }  // cycle of the last s_axis beat
 
  private:
   void Tick();
@@ -90,7 +91,7 @@ class CoreSim final : public drv::RegisterAccess {
   std::string violation_;
   bool reg_req_ = false, reg_we_ = false;
   uint32_t reg_addr_ = 0, reg_wdata_ = 0;
-  uint64_t cycles_ = 0, in_beats_ = 0, out_beats_ = 0;
+  uint64_t cycles_ = 0, in_beats_ = 0, out_beats_ = 0, last_in_cycle_ = 0;
 };
 
 // Programs job table entry `entry` through the register map (job_sel, job_id, job_slots,
