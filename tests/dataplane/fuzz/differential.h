@@ -1,0 +1,20 @@
+// The differential fuzz check: one input -> two small jobs installed in the reference engine and
+// in the fast engine on every kernel set, then a stream of packets fed to all of them; after each
+// packet the emitted results and counters must agree.
+//
+// Input format: byte 0/1: world size of job 0/1 (1 + b % 8); byte 2: bit 0/1 = job 0/1 uses
+// K=256 (else 64); byte 3: windows (1 + (b & 3), 1 + ((b >> 4) & 3)); job ids 0 and 1, slot bases
+// 0 and 4 of an 8-slot pool. Then packets, each a 2-byte big-endian length (mod 1100) and that
+// many bytes (the last one truncated at the end of the input).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace ina::dp::fuzz {
+
+// Returns "" if every engine agreed on every packet, else a description of the first difference.
+std::string DifferentialCheck(const uint8_t* data, size_t size);
+
+}  // namespace ina::dp::fuzz
