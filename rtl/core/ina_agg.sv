@@ -214,7 +214,7 @@ module ina_agg
   assign int32_old = m.flags[FlagInt32Bit];
 
   // Payload beats of `count` elements.
-  function automatic logic [4:0] beats_of(logic [15:0] count);
+  function automatic logic [4:0] beats_of(input logic [15:0] count);
     logic [16:0] b;
     b = ({1'b0, count} + 17'(Lanes - 1)) >> $clog2(Lanes);
     return (b > 17'(MaxPayloadBeats)) ? 5'(MaxPayloadBeats) : b[4:0];
@@ -223,7 +223,7 @@ module ina_agg
   assign beats_of_stored = desc_i.stored_beats;
 
   // Sets a big-endian field of `n` bytes at byte `at` of a beat.
-  function automatic logic [BeatBits-1:0] put(logic [BeatBits-1:0] d, int unsigned at,
+  function automatic logic [BeatBits-1:0] put(input logic [BeatBits-1:0] d, int unsigned at,
                                               int unsigned n, logic [31:0] v);
     logic [BeatBits-1:0] r;
     r = d;

@@ -3,18 +3,16 @@
 // implementation choices live here.
 package ina_rtl_pkg;
 
-  import ina_proto_pkg::*;
-
   // AXI-stream beat: 512 bits, byte 0 of the frame in tdata[7:0].
   localparam int unsigned BeatBytes = 64;
   localparam int unsigned BeatBits = 8 * BeatBytes;
   // int32 lanes per payload beat.
-  localparam int unsigned Lanes = BeatBytes / ElemBytes;
+  localparam int unsigned Lanes = BeatBytes / ina_proto_pkg::ElemBytes;
   // Largest K the RTL supports (elements per packet) and its payload beats.
   localparam int unsigned MaxK = 256;
   localparam int unsigned MaxPayloadBeats = MaxK / Lanes;
   // Byte offset of the ina header in the frame (Ethernet + IPv4 + UDP).
-  localparam int unsigned InaHdrByte = FramePrefixBytes;
+  localparam int unsigned InaHdrByte = ina_proto_pkg::FramePrefixBytes;
   // Output tuser: [15:0] multicast group of the job, [31:16] destination rank (RankAll: the group).
   localparam int unsigned OutUserBits = 32;
   // Frame byte counter width (saturating): enough for 64 + 4 * 65535.
@@ -39,21 +37,21 @@ package ina_rtl_pkg;
   } desc_t;
 
   // Byte `i` of a beat.
-  function automatic logic [7:0] beat_byte(logic [BeatBits-1:0] d, int unsigned i);
+  function automatic logic [7:0] beat_byte(input logic [BeatBits-1:0] d, input int unsigned i);
     return d[8*i +: 8];
   endfunction
 
   // Big-endian 16/32-bit field at byte `i` of a beat.
-  function automatic logic [15:0] be16(logic [BeatBits-1:0] d, int unsigned i);
+  function automatic logic [15:0] be16(input logic [BeatBits-1:0] d, input int unsigned i);
     return {d[8*i +: 8], d[8*(i+1) +: 8]};
   endfunction
 
-  function automatic logic [31:0] be32(logic [BeatBits-1:0] d, int unsigned i);
+  function automatic logic [31:0] be32(input logic [BeatBits-1:0] d, input int unsigned i);
     return {d[8*i +: 8], d[8*(i+1) +: 8], d[8*(i+2) +: 8], d[8*(i+3) +: 8]};
   endfunction
 
   // Swaps the byte order of every 32-bit lane (wire big-endian <-> host order lanes).
-  function automatic logic [BeatBits-1:0] swap_lanes(logic [BeatBits-1:0] d);
+  function automatic logic [BeatBits-1:0] swap_lanes(input logic [BeatBits-1:0] d);
     logic [BeatBits-1:0] r;
     for (int unsigned l = 0; l < Lanes; l++) begin
       r[32*l +: 32] = {d[32*l +: 8], d[32*l+8 +: 8], d[32*l+16 +: 8], d[32*l+24 +: 8]};
