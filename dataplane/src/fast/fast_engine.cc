@@ -12,7 +12,7 @@ namespace {
 
 using proto::Counter;
 
-constexpr size_t kCopyElems = proto::kMaxK;                 // 256 int32 per copy
+constexpr size_t kCopyElems = proto::kMaxK;                   // 256 int32 per copy
 constexpr size_t kCopyBytes = kCopyElems * sizeof(uint32_t);  // 1 KiB
 constexpr uint8_t kTypeData = static_cast<uint8_t>(proto::MsgType::kData);
 constexpr uint8_t kTypeResult = static_cast<uint8_t>(proto::MsgType::kResult);
@@ -212,9 +212,8 @@ class FastEngine final : public Engine {
         }
         return;
       }
-      if (m.contributions != 0 &&
-          (m.offset != offset || m.count != count ||
-           ((m.flags ^ flags) & proto::flags::kInt32) != 0)) {
+      if (m.contributions != 0 && (m.offset != offset || m.count != count ||
+                                   ((m.flags ^ flags) & proto::flags::kInt32) != 0)) {
         return Count(Counter::kDropMismatch);
       }
     } else if (gen == static_cast<uint16_t>(m.gen + 2)) {
@@ -279,7 +278,7 @@ class FastEngine final : public Engine {
   std::unique_ptr<uint32_t[], FreeDeleter> data_;
   std::unique_ptr<CopyMeta[], FreeDeleter> meta_;
   std::unique_ptr<uint16_t[], FreeDeleter> job_index_;  // job id -> entry (0: none)
-  std::unique_ptr<JobEntry[], FreeDeleter> jobs_;        // entries 1 .. max_jobs
+  std::unique_ptr<JobEntry[], FreeDeleter> jobs_;       // entries 1 .. max_jobs
   std::unique_ptr<uint8_t[], FreeDeleter> result_;
   std::vector<uint16_t> free_entries_;  // control path only
   std::vector<uint16_t> installed_;

@@ -94,8 +94,8 @@ std::vector<uint8_t> Data(uint16_t job, uint16_t rank, uint16_t slot, uint16_t g
 
 class ControlTest : public ::testing::Test {
  protected:
-  void Make(uint32_t pool_slots = 64, uint16_t max_jobs = 8, milliseconds timeout = milliseconds(1000),
-            uint16_t engine_jobs = 0) {
+  void Make(uint32_t pool_slots = 64, uint16_t max_jobs = 8,
+            milliseconds timeout = milliseconds(1000), uint16_t engine_jobs = 0) {
     EngineLimits lim;
     lim.pool_slots = pool_slots;
     lim.max_jobs = engine_jobs ? engine_jobs : max_jobs;
@@ -419,7 +419,7 @@ TEST_F(ControlTest, TimeoutFreesIdleJobsAndDataKeepsThemAlive) {
   const TimePoint t0{};
   ASSERT_EQ(JoinAll(1, 2, 64, 16, 5000, t0).size(), 2u);
   ASSERT_EQ(JoinAll(2, 2, 64, 16, 5100, t0).size(), 2u);
-  Send(Join(3, 0, 2, 64, 4), MakePeer(5200), t0);  // pending
+  Send(Join(3, 0, 2, 64, 4), MakePeer(5200), t0);          // pending
   EXPECT_EQ(cp_->Tick(t0 + milliseconds(100), out_), 0u);  // not idle for *longer* yet
   // Job 1 gets data from rank 1 at 80 ms; a foreign packet for job 2 does not count.
   EXPECT_EQ(cp_->CheckDataSource(1, 1, MakePeer(5001), t0 + milliseconds(80)), SourceCheck::kOk);

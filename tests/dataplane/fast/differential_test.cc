@@ -81,7 +81,7 @@ struct JobModel {
 
   uint16_t Count(uint16_t slot, uint16_t gen) const {
     const uint64_t h = Hash(seed, 1, slot, gen);
-    if (h % 8 == 0) return 0;                                       // exponent round
+    if (h % 8 == 0) return 0;                                        // exponent round
     if (h % 8 == 1) return static_cast<uint16_t>((h >> 8) % cfg.k);  // short last block
     return cfg.k;
   }
@@ -134,12 +134,12 @@ struct JobModel {
 };
 
 struct NetParams {
-  double loss;       // data packet lost on the way to the switch
+  double loss;         // data packet lost on the way to the switch
   double result_loss;  // result lost on the way to one rank
-  double dup;        // data packet delivered twice
-  double retx;       // per step: a waiting worker retransmits
-  double forge;      // per step: a forged or garbage packet for a non-clean job
-  size_t reorder;    // deliver any of the first `reorder` queued packets
+  double dup;          // data packet delivered twice
+  double retx;         // per step: a waiting worker retransmits
+  double forge;        // per step: a forged or garbage packet for a non-clean job
+  size_t reorder;      // deliver any of the first `reorder` queued packets
 };
 
 // Simulates every job's workers running `rounds` generations on every slot through a lossy,
@@ -157,8 +157,7 @@ void RunSimulation(uint64_t seed, const NetParams& net, size_t jobs, uint16_t ro
   for (size_t j = 0; j < jobs; ++j) {
     JobModel m;
     m.cfg.job_id = static_cast<uint16_t>(j == 0 ? pick(65536) : models[0].cfg.job_id + j);
-    m.cfg.world_size = static_cast<uint16_t>(
-        chance(0.3) ? 1 + pick(64) : 1 + pick(8));
+    m.cfg.world_size = static_cast<uint16_t>(chance(0.3) ? 1 + pick(64) : 1 + pick(8));
     m.cfg.k = chance(0.5) ? 64 : 256;
     m.cfg.window = static_cast<uint16_t>(1 + pick(6));
     m.cfg.slot_base = next_slot;
@@ -303,16 +302,17 @@ void RunSimulation(uint64_t seed, const NetParams& net, size_t jobs, uint16_t ro
   }
   EXPECT_GT(clean_results_checked, 0u);
   const CounterSnapshot c = engines.ref().counters();
-  std::printf("  packets %llu results %llu resends %llu dups %llu retx %llu stale %llu "
-              "mismatch %llu malformed %llu checked %llu\n",
-              (unsigned long long)c[0], (unsigned long long)Get(c, Counter::kResults),
-              (unsigned long long)Get(c, Counter::kResultResends),
-              (unsigned long long)Get(c, Counter::kDuplicates),
-              (unsigned long long)Get(c, Counter::kRetransmissions),
-              (unsigned long long)Get(c, Counter::kDropStale),
-              (unsigned long long)Get(c, Counter::kDropMismatch),
-              (unsigned long long)Get(c, Counter::kDropMalformed),
-              (unsigned long long)clean_results_checked);
+  std::printf(
+      "  packets %llu results %llu resends %llu dups %llu retx %llu stale %llu "
+      "mismatch %llu malformed %llu checked %llu\n",
+      (unsigned long long)c[0], (unsigned long long)Get(c, Counter::kResults),
+      (unsigned long long)Get(c, Counter::kResultResends),
+      (unsigned long long)Get(c, Counter::kDuplicates),
+      (unsigned long long)Get(c, Counter::kRetransmissions),
+      (unsigned long long)Get(c, Counter::kDropStale),
+      (unsigned long long)Get(c, Counter::kDropMismatch),
+      (unsigned long long)Get(c, Counter::kDropMalformed),
+      (unsigned long long)clean_results_checked);
 }
 
 TEST(Differential, CleanNetwork) {

@@ -9,9 +9,8 @@ std::vector<EngineFactory> EnginesUnderTest() {
   const fast::KernelList list = fast::AvailableKernels();
   for (size_t i = 0; i < list.size; ++i) {
     const fast::AddKernels* k = list.items[i];
-    v.push_back({std::string("fast_") + k->name, [k](const EngineLimits& l) {
-                   return fast::MakeFastEngineWithKernels(l, *k);
-                 }});
+    v.push_back({std::string("fast_") + k->name,
+                 [k](const EngineLimits& l) { return fast::MakeFastEngineWithKernels(l, *k); }});
   }
   return v;
 }

@@ -38,10 +38,10 @@ std::string DifferentialCheck(const uint8_t* data, size_t size) {
     names.push_back(std::string("fast_") + list.items[i]->name);
   }
   const JobConfig jobs[2] = {
-      {0, static_cast<uint16_t>(1 + data[0] % 8), static_cast<uint16_t>(data[2] & 1 ? 256 : 64),
-       0, static_cast<uint16_t>(1 + (data[3] & 3))},
-      {1, static_cast<uint16_t>(1 + data[1] % 8), static_cast<uint16_t>(data[2] & 2 ? 256 : 64),
-       4, static_cast<uint16_t>(1 + ((data[3] >> 4) & 3))}};
+      {0, static_cast<uint16_t>(1 + data[0] % 8), static_cast<uint16_t>(data[2] & 1 ? 256 : 64), 0,
+       static_cast<uint16_t>(1 + (data[3] & 3))},
+      {1, static_cast<uint16_t>(1 + data[1] % 8), static_cast<uint16_t>(data[2] & 2 ? 256 : 64), 4,
+       static_cast<uint16_t>(1 + ((data[3] >> 4) & 3))}};
   for (const JobConfig& j : jobs) {
     for (auto& e : engines) {
       if (!e->AddJob(j).ok()) return "AddJob failed";

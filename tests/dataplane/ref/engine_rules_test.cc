@@ -122,7 +122,8 @@ TEST_P(EngineRulesTest, BadRankThenBadSlot) {
   Send({.rank = 3, .slot = 4, .elems = {1}});  // rank checked first (rule 8 before 9)
   Send({.rank = 2, .slot = 4, .elems = {1}});
   Send({.rank = 2, .slot = 0xFFFF, .elems = {1}});
-  ExpectCounters({{Counter::kRxPackets, 5}, {Counter::kDropBadRank, 3}, {Counter::kDropBadSlot, 2}});
+  ExpectCounters(
+      {{Counter::kRxPackets, 5}, {Counter::kDropBadRank, 3}, {Counter::kDropBadSlot, 2}});
   EXPECT_TRUE(out_.got.empty());
 }
 
@@ -238,7 +239,10 @@ TEST_P(EngineRulesTest, FlagsOrWithRetxClearedAndExponentsMax) {
   const uint8_t nf = proto::flags::kNonfinite;
   const uint8_t rx = proto::flags::kRetx;
   Send({.rank = 0, .flags = 0, .exp = 200, .next_exp = 0, .elems = {1}});
-  Send({.rank = 1, .flags = static_cast<uint8_t>(nf | rx | 0x80), .exp = 100, .next_exp = 5,
+  Send({.rank = 1,
+        .flags = static_cast<uint8_t>(nf | rx | 0x80),
+        .exp = 100,
+        .next_exp = 5,
         .elems = {1}});
   Send({.rank = 2, .flags = rx, .exp = 255, .next_exp = 0, .elems = {1}});
   ASSERT_EQ(out_.got.size(), 1u);
@@ -269,8 +273,8 @@ TEST_P(EngineRulesTest, Int32WrapAround) {
 TEST_P(EngineRulesTest, MismatchOnOffsetCountOrInt32Flag) {
   Install(3);
   Send({.rank = 0, .offset = 64, .elems = {1, 2}});
-  Send({.rank = 1, .offset = 128, .elems = {1, 2}});                              // offset
-  Send({.rank = 1, .offset = 64, .elems = {1}});                                  // count
+  Send({.rank = 1, .offset = 128, .elems = {1, 2}});                                // offset
+  Send({.rank = 1, .offset = 64, .elems = {1}});                                    // count
   Send({.rank = 1, .offset = 64, .flags = proto::flags::kInt32, .elems = {1, 2}});  // int32
   EXPECT_TRUE(out_.got.empty());
   // Nonfinite and retx differences are not mismatches; the mismatched ranks can still join.
@@ -354,7 +358,7 @@ TEST_P(EngineRulesTest, AddJobRejectsBadShapes) {
   EXPECT_EQ(code({1, 2, 0, 0, 4}), StatusCode::kInvalidArgument);
   EXPECT_EQ(code({1, 0, 64, 0, 4}), StatusCode::kInvalidArgument);  // world
   EXPECT_EQ(code({1, 65, 64, 0, 4}), StatusCode::kInvalidArgument);
-  EXPECT_EQ(code({1, 2, 64, 0, 0}), StatusCode::kInvalidArgument);  // window
+  EXPECT_EQ(code({1, 2, 64, 0, 0}), StatusCode::kInvalidArgument);   // window
   EXPECT_EQ(code({1, 2, 64, 60, 5}), StatusCode::kInvalidArgument);  // past the pool of 64
   EXPECT_EQ(code({1, 2, 64, 0xFFFFFFFF, 2}), StatusCode::kInvalidArgument);
   EXPECT_EQ(code({1, 2, 64, 0, 65}), StatusCode::kInvalidArgument);
@@ -365,14 +369,15 @@ TEST_P(EngineRulesTest, AddJobRejectsBadShapes) {
 TEST_P(EngineRulesTest, AddJobRejectsDuplicatesOverlapsAndFullTable) {
   auto code = [&](JobConfig j) { return engine_->AddJob(j).code(); };
   EXPECT_EQ(code({7, 2, 64, 10, 4}), StatusCode::kOk);
-  EXPECT_EQ(code({7, 2, 64, 20, 4}), StatusCode::kAlreadyExists);   // same id
-  EXPECT_EQ(code({8, 2, 64, 13, 4}), StatusCode::kAlreadyExists);   // overlaps [10, 14)
+  EXPECT_EQ(code({7, 2, 64, 20, 4}), StatusCode::kAlreadyExists);  // same id
+  EXPECT_EQ(code({8, 2, 64, 13, 4}), StatusCode::kAlreadyExists);  // overlaps [10, 14)
   EXPECT_EQ(code({8, 2, 64, 7, 4}), StatusCode::kAlreadyExists);
   EXPECT_EQ(code({8, 2, 64, 0, 64}), StatusCode::kAlreadyExists);
-  EXPECT_EQ(code({8, 2, 64, 14, 1}), StatusCode::kOk);              // adjacent
+  EXPECT_EQ(code({8, 2, 64, 14, 1}), StatusCode::kOk);  // adjacent
   EXPECT_EQ(code({9, 2, 64, 9, 1}), StatusCode::kOk);
   // Limits: 8 jobs.
-  for (uint16_t id = 100; id < 105; ++id) EXPECT_EQ(code({id, 1, 64, id - 80u, 1}), StatusCode::kOk);
+  for (uint16_t id = 100; id < 105; ++id)
+    EXPECT_EQ(code({id, 1, 64, id - 80u, 1}), StatusCode::kOk);
   EXPECT_EQ(code({200, 1, 64, 40, 1}), StatusCode::kResourceExhausted);
   EXPECT_EQ(engine_->RemoveJob(100).code(), StatusCode::kOk);
   EXPECT_EQ(code({200, 1, 64, 40, 1}), StatusCode::kOk);
@@ -432,7 +437,8 @@ TEST_P(EngineRulesTest, BurstIsTheSameAsOneByOne) {
   std::vector<std::vector<uint8_t>> pkts = {DataPacket({.rank = 0, .elems = {1}}),
                                             DataPacket({.rank = 0, .elems = {1}}),
                                             DataPacket({.rank = 1, .elems = {2}}),
-                                            DataPacket({.rank = 1, .elems = {2}}), {1, 2, 3}};
+                                            DataPacket({.rank = 1, .elems = {2}}),
+                                            {1, 2, 3}};
   std::vector<std::span<const uint8_t>> spans(pkts.begin(), pkts.end());
   engine_->ProcessBurst(spans, out_);
   ASSERT_EQ(out_.got.size(), 2u);

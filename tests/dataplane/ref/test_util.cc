@@ -1,8 +1,8 @@
+#include "test_util.h"
+
 #include <cstdlib>
 #include <random>
 #include <string>
-
-#include "test_util.h"
 
 namespace ina::dp::testing {
 

@@ -27,8 +27,7 @@ uint32_t JoinAll(Workers& w, uint16_t job, uint16_t k, uint32_t window) {
     if (!b) return 0;
     p::Header h = p::DecodeHeader(b->data());
     EXPECT_EQ(h.type, static_cast<uint8_t>(p::MsgType::kJoinAck))
-        << "rank " << r << " got " << p::MsgTypeName(h.type) << " "
-        << p::ErrorCodeName(h.aux);
+        << "rank " << r << " got " << p::MsgTypeName(h.type) << " " << p::ErrorCodeName(h.aux);
     EXPECT_EQ(h.job, job);
     EXPECT_EQ(h.rank, r);
     EXPECT_EQ(h.count, k);

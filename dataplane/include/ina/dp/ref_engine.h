@@ -2,8 +2,8 @@
 //
 // A plain, obviously correct implementation of the rules in ina/dp/engine.h, written for
 // readability rather than speed (std containers, one heap-allocated result per emitted packet). The
-// fast engine (ina/dp/fast_engine.h) and the RTL are checked against it packet for packet; it shares
-// no code with either.
+// fast engine (ina/dp/fast_engine.h) and the RTL are checked against it packet for packet; it
+// shares no code with either.
 //
 // Threading: like every Engine, single-threaded; the caller serialises all calls.
 #pragma once
@@ -17,8 +17,9 @@ namespace ina::dp {
 
 // Sizes of an engine's tables, fixed at construction.
 struct EngineLimits {
-  uint32_t pool_slots = 16384;  // slots in the pool (each slot holds two copies of up to K elements)
-  uint16_t max_jobs = 256;      // jobs installed at once; AddJob beyond it is ResourceExhausted
+  uint32_t pool_slots =
+      16384;                // slots in the pool (each slot holds two copies of up to K elements)
+  uint16_t max_jobs = 256;  // jobs installed at once; AddJob beyond it is ResourceExhausted
 };
 
 // Returns a reference engine with an empty job table and zero counters.
