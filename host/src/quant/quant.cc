@@ -58,8 +58,10 @@ const Kernels& ChooseKernels() {
     }
     return *k;
   }
-  if (const Kernels* k = Avx512Kernels()) return *k;
+  // AVX2 first: measured no slower than AVX-512 for these memory-bound kernels
+  // (docs/benchmarks-quant.md), and it avoids AVX-512 frequency drops on older parts.
   if (const Kernels* k = Avx2Kernels()) return *k;
+  if (const Kernels* k = Avx512Kernels()) return *k;
   return ScalarKernels();
 }
 

@@ -10,7 +10,8 @@
 //         |sum| <= 2^30: the fabric's int32 sum can never overflow.
 //   out = float(sum) * 2^(E - P)
 // The power-of-two scalings are exact (E >= kExpMin keeps 2^(P-E) and 2^(E-P) normal floats).
-// Error bound per element of the result, against the exact float64 sum S of the inputs:
+// Error bound per element of the result, against the exact float64 sum S of the inputs, for
+// results within the float range (a sum of finite inputs near 2^128 can still round to Inf):
 //   |out - S| <= world * 2^(E - P - 1) + 2^-24 * (|S| + world * 2^(E - P - 1))
 // (rounding each input, then rounding the int32 sum to float). docs/protocol.md restates it.
 // Non-finite inputs: BlockExp reports them; the worker sends zeros with the nonfinite flag and
@@ -35,8 +36,9 @@ int Precision(int world);
 
 struct Kernels {
   std::string_view name;  // "scalar", "avx2", "avx512"
-  // Biased exponent of x[0..n) (see above); n == 0 gives kExpMin biased. Sets *nonfinite if any
-  // element is Inf or NaN (the exponent then covers the finite elements only).
+  // Biased exponent of x[0..n) (see above); n == 0 gives kExpMin biased. Writes *nonfinite
+  // (unless null): true iff an element is Inf or NaN (the exponent then covers the finite
+  // elements only).
   uint8_t (*block_exp)(const float* x, size_t n, bool* nonfinite);
   // Writes n big-endian int32 to out: round(x * 2^(P - E)), E = biased_exp - kExpBias.
   // REQUIRES: x finite, |x| < 2^E, biased_exp from block_exp (or a max of such).
