@@ -74,9 +74,15 @@ Status Switch::Init() {
   }
   fd_ = socket(ss.ss_family, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd_ < 0) return ErrnoStatus("socket", errno);
-  const int buf_bytes = 8 << 20;  // the kernel caps it at net.core.{r,w}mem_max
-  setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &buf_bytes, sizeof(buf_bytes));
-  setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &buf_bytes, sizeof(buf_bytes));
+  // Large socket buffers absorb bursts from many workers. The *FORCE variants (root only) pass
+  // net.core.{r,w}mem_max; otherwise the kernel caps the plain request there.
+  const int buf_bytes = 8 << 20;
+  if (setsockopt(fd_, SOL_SOCKET, SO_RCVBUFFORCE, &buf_bytes, sizeof(buf_bytes)) != 0) {
+    setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &buf_bytes, sizeof(buf_bytes));
+  }
+  if (setsockopt(fd_, SOL_SOCKET, SO_SNDBUFFORCE, &buf_bytes, sizeof(buf_bytes)) != 0) {
+    setsockopt(fd_, SOL_SOCKET, SO_SNDBUF, &buf_bytes, sizeof(buf_bytes));
+  }
   if (bind(fd_, reinterpret_cast<sockaddr*>(&ss), sl) != 0) {
     return ErrnoStatus("bind " + config_.bind + ":" + std::to_string(config_.port), errno);
   }
