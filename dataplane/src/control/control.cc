@@ -67,8 +67,7 @@ void ControlPlane::HandleControl(std::span<const uint8_t> packet, const Peer& fr
   }
 }
 
-void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint now,
-                              ReplySink& out) {
+void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint now, ReplySink& out) {
   Bump(ControlCounter::kJoins);
   const uint16_t world = h.aux;
   const uint16_t k = h.count;
@@ -83,9 +82,8 @@ void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint no
       SendError(from, h.job, h.rank, p::ErrorCode::kTooManyJobs, out);
       return;
     }
-    const auto it = std::find_if(jobs_.begin(), jobs_.end(), [](const JobEntry& j) {
-      return !j.used;
-    });
+    const auto it =
+        std::find_if(jobs_.begin(), jobs_.end(), [](const JobEntry& j) { return !j.used; });
     idx = static_cast<int32_t>(it - jobs_.begin());
     JobEntry& j = *it;
     j = JobEntry{};
@@ -220,12 +218,23 @@ void ControlPlane::SendError(const Peer& to, uint16_t job, uint16_t rank, p::Err
   SendReply(to, p::MsgType::kError, job, rank, 0, 0, static_cast<uint16_t>(code), out);
   Bump(ControlCounter::kErrorsSent);
   switch (code) {
-    case p::ErrorCode::kBadParams: Bump(ControlCounter::kErrBadParams); break;
-    case p::ErrorCode::kRankTaken: Bump(ControlCounter::kErrRankTaken); break;
-    case p::ErrorCode::kTooManyJobs: Bump(ControlCounter::kErrTooManyJobs); break;
-    case p::ErrorCode::kNoSlots: Bump(ControlCounter::kErrNoSlots); break;
-    case p::ErrorCode::kJobAborted: Bump(ControlCounter::kErrJobAborted); break;
-    case p::ErrorCode::kNone: break;
+    case p::ErrorCode::kBadParams:
+      Bump(ControlCounter::kErrBadParams);
+      break;
+    case p::ErrorCode::kRankTaken:
+      Bump(ControlCounter::kErrRankTaken);
+      break;
+    case p::ErrorCode::kTooManyJobs:
+      Bump(ControlCounter::kErrTooManyJobs);
+      break;
+    case p::ErrorCode::kNoSlots:
+      Bump(ControlCounter::kErrNoSlots);
+      break;
+    case p::ErrorCode::kJobAborted:
+      Bump(ControlCounter::kErrJobAborted);
+      break;
+    case p::ErrorCode::kNone:
+      break;
   }
 }
 

@@ -18,8 +18,7 @@ Status Bad(std::string_view flag, std::string_view want, std::string_view got) {
                          std::string(got) + "'");
 }
 
-Result<uint64_t> ParseUint(std::string_view flag, const std::string& v, uint64_t lo,
-                           uint64_t hi) {
+Result<uint64_t> ParseUint(std::string_view flag, const std::string& v, uint64_t lo, uint64_t hi) {
   const std::string want = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
   if (v.empty() || v[0] == '-' || v[0] == '+' || v[0] == ' ') return Bad(flag, want, v);
   errno = 0;
@@ -78,10 +77,17 @@ Result<Config> ParseArgs(const std::vector<std::string>& args) {
       c.help = true;
       continue;
     }
-    static const char* const kFlags[] = {
-        "--bind",      "--port",      "--engine",    "--slots",        "--max-jobs",
-        "--job-timeout-ms", "--stats-interval-ms", "--drop-rate", "--dup-rate",
-        "--reorder-rate", "--seed"};
+    static const char* const kFlags[] = {"--bind",
+                                         "--port",
+                                         "--engine",
+                                         "--slots",
+                                         "--max-jobs",
+                                         "--job-timeout-ms",
+                                         "--stats-interval-ms",
+                                         "--drop-rate",
+                                         "--dup-rate",
+                                         "--reorder-rate",
+                                         "--seed"};
     bool known = false;
     for (const char* f : kFlags) known = known || flag == f;
     if (!known) return InvalidArgument("unknown flag '" + args[i] + "' (see --help)");

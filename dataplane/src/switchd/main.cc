@@ -34,9 +34,8 @@ int main(int argc, char** argv) {
   if (!sw.ok()) {
     std::fprintf(stderr, "ina-switchd: %s\n", sw.status().ToString().c_str());
     const auto code = sw.status().code();
-    return code == ina::StatusCode::kInvalidArgument || code == ina::StatusCode::kUnimplemented
-               ? 2
-               : 1;
+    return code == ina::StatusCode::kInvalidArgument || code == ina::StatusCode::kUnimplemented ? 2
+                                                                                                : 1;
   }
   struct sigaction sa = {};
   sa.sa_handler = OnSignal;

@@ -39,24 +39,24 @@ inline constexpr size_t kBurst = 32;
 
 // The switch's own counters (besides the engine's proto counters and the control plane's).
 enum class SwitchCounter : uint16_t {
-  kRxDatagrams = 0,   // datagrams received from the socket
-  kRxTruncated,       // datagrams longer than the receive buffer (handed on truncated)
-  kDropForeignSrc,    // data for an active (job, rank) from another address
-  kInjRxDrops,        // fault injection, receive side
+  kRxDatagrams = 0,  // datagrams received from the socket
+  kRxTruncated,      // datagrams longer than the receive buffer (handed on truncated)
+  kDropForeignSrc,   // data for an active (job, rank) from another address
+  kInjRxDrops,       // fault injection, receive side
   kInjRxDups,
   kInjRxReorders,
-  kInjTxDrops,        // fault injection, send side
+  kInjTxDrops,  // fault injection, send side
   kInjTxDups,
   kInjTxReorders,
-  kTxPackets,         // packets the kernel accepted
-  kTxErrors,          // packets that could not be sent (dropped after retries, or an error)
-  kTxWaits,           // times sendmmsg hit EAGAIN/ENOBUFS and the loop waited for room
-  kJobsFreed,         // jobs freed by LEAVE or timeout
+  kTxPackets,  // packets the kernel accepted
+  kTxErrors,   // packets that could not be sent (dropped after retries, or an error)
+  kTxWaits,    // times sendmmsg hit EAGAIN/ENOBUFS and the loop waited for room
+  kJobsFreed,  // jobs freed by LEAVE or timeout
   kCount,
 };
 inline constexpr size_t kNumSwitchCounters = static_cast<size_t>(SwitchCounter::kCount);
 inline constexpr std::array<std::string_view, kNumSwitchCounters> kSwitchCounterNames = {
-    "rx_datagrams",    "rx_truncated", "drop_foreign_src", "inj_rx_drops", "inj_rx_dups",
+    "rx_datagrams",    "rx_truncated", "drop_foreign_src", "inj_rx_drops",    "inj_rx_dups",
     "inj_rx_reorders", "inj_tx_drops", "inj_tx_dups",      "inj_tx_reorders", "tx_packets",
     "tx_errors",       "tx_waits",     "jobs_freed"};
 
@@ -79,13 +79,13 @@ class Switch : private Emitter, private ReplySink {
 
  private:
   using Clock = std::chrono::steady_clock;
-  static constexpr size_t kRxBufBytes = 2048;           // > proto::kMaxPacketBytes
-  static constexpr size_t kItemCap = 4 * kBurst;        // burst + dups + released held packets
-  static constexpr size_t kTxCap = 4096;                // queued sends before a forced flush
+  static constexpr size_t kRxBufBytes = 2048;     // > proto::kMaxPacketBytes
+  static constexpr size_t kItemCap = 4 * kBurst;  // burst + dups + released held packets
+  static constexpr size_t kTxCap = 4096;          // queued sends before a forced flush
   static constexpr auto kTickInterval = std::chrono::milliseconds(10);
   static constexpr int kMaxPollMs = 100;
-  static constexpr int kTxWaitMs = 20;                   // per EAGAIN wait
-  static constexpr int kTxMaxWaits = 5;                  // then the rest of the batch is dropped
+  static constexpr int kTxWaitMs = 20;   // per EAGAIN wait
+  static constexpr int kTxMaxWaits = 5;  // then the rest of the batch is dropped
 
   struct Item {  // one packet to classify: a view of an rx or hold buffer
     const uint8_t* data;
@@ -140,24 +140,24 @@ class Switch : private Emitter, private ReplySink {
 
   // Receive side.
   std::vector<std::array<uint8_t, kRxBufBytes>> rx_bufs_;  // kBurst
-  std::vector<Peer> rx_peers_;                              // kBurst
+  std::vector<Peer> rx_peers_;                             // kBurst
   std::vector<mmsghdr> rx_msgs_;
   std::vector<iovec> rx_iov_;
   std::vector<HeldRx> held_rx_[2];  // two banks of kBurst: filling / being released
   size_t held_rx_n_[2] = {0, 0};
   int held_fill_ = 0;
-  std::vector<Item> items_;                                  // kItemCap
-  std::vector<std::span<const uint8_t>> data_burst_;         // kItemCap
+  std::vector<Item> items_;                           // kItemCap
+  std::vector<std::span<const uint8_t>> data_burst_;  // kItemCap
   size_t data_n_ = 0;
 
   // Send side.
-  std::vector<TxSlot> tx_q_;        // kTxCap
+  std::vector<TxSlot> tx_q_;  // kTxCap
   size_t tx_n_ = 0;
-  std::vector<TxSlot> tx_held_;     // reordered: sent after the next flush's packets
+  std::vector<TxSlot> tx_held_;  // reordered: sent after the next flush's packets
   size_t tx_held_n_ = 0;
   std::vector<TxSlot> tx_held_next_;
   size_t tx_held_next_n_ = 0;
-  std::vector<mmsghdr> tx_msgs_;    // kBurst
+  std::vector<mmsghdr> tx_msgs_;  // kBurst
   std::vector<iovec> tx_iov_;
 
   std::array<uint64_t, kNumSwitchCounters> counters_{};

@@ -31,9 +31,8 @@
 // Threading: single-threaded, like the Engine it drives; nothing blocks.
 #pragma once
 
-#include <sys/socket.h>
-
 #include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <array>
 #include <chrono>
@@ -88,7 +87,7 @@ class ReplySink {
 };
 
 struct ControlConfig {
-  uint16_t max_jobs = 256;                       // jobs pending or active at once, >= 1
+  uint16_t max_jobs = 256;  // jobs pending or active at once, >= 1
   std::chrono::nanoseconds job_timeout = std::chrono::seconds(30);  // > 0
 };
 
@@ -113,10 +112,10 @@ enum class ControlCounter : uint16_t {
 };
 inline constexpr size_t kNumControlCounters = static_cast<size_t>(ControlCounter::kCount);
 inline constexpr std::array<std::string_view, kNumControlCounters> kControlCounterNames = {
-    "control_rx",       "joins",           "leaves",          "join_acks",
-    "errors_sent",      "err_bad_params",  "err_rank_taken",  "err_too_many_jobs",
-    "err_no_slots",     "err_job_aborted", "leave_ignored",   "control_malformed",
-    "jobs_admitted",    "jobs_left",       "jobs_timed_out"};
+    "control_rx",    "joins",           "leaves",         "join_acks",
+    "errors_sent",   "err_bad_params",  "err_rank_taken", "err_too_many_jobs",
+    "err_no_slots",  "err_job_aborted", "leave_ignored",  "control_malformed",
+    "jobs_admitted", "jobs_left",       "jobs_timed_out"};
 using ControlCounters = std::array<uint64_t, kNumControlCounters>;
 
 inline uint64_t Get(const ControlCounters& c, ControlCounter which) {
@@ -133,13 +132,13 @@ enum class SourceCheck : uint8_t {
 // A job as the control plane sees it (for inspection and tests).
 struct JobInfo {
   uint16_t job_id = 0;
-  bool active = false;      // installed in the engine (all ranks joined)
+  bool active = false;  // installed in the engine (all ranks joined)
   uint16_t world_size = 0;
   uint16_t k = 0;
   uint32_t window_asked = 0;
-  uint16_t window = 0;      // granted (active jobs)
-  uint32_t slot_base = 0;   // first pool slot (active jobs)
-  uint16_t joined = 0;      // ranks joined so far
+  uint16_t window = 0;     // granted (active jobs)
+  uint32_t slot_base = 0;  // first pool slot (active jobs)
+  uint16_t joined = 0;     // ranks joined so far
 };
 
 class ControlPlane {
@@ -232,9 +231,9 @@ class ControlPlane {
   Engine& engine_;
   ControlConfig config_;
   uint32_t pool_slots_;
-  std::vector<JobEntry> jobs_;           // max_jobs entries, pre-allocated
-  std::vector<int32_t> index_;           // job id -> jobs_ index, -1: none (65536 entries)
-  std::vector<Extent> free_;             // sorted by base, coalesced
+  std::vector<JobEntry> jobs_;  // max_jobs entries, pre-allocated
+  std::vector<int32_t> index_;  // job id -> jobs_ index, -1: none (65536 entries)
+  std::vector<Extent> free_;    // sorted by base, coalesced
   size_t num_jobs_ = 0;
   ControlCounters counters_{};
 };
