@@ -74,7 +74,7 @@ void Usage() {
       "  --k K                elements per packet, 64 or 256 (default 256)\n"
       "  --window W           slots asked per job (default 256)\n"
       "  --engine fast|ref    switch engine (default fast)\n"
-      "  --dataplane sw       fabric: sw (ina-switchd)\n"
+      "  --dataplane sw|rtl   fabric: sw (ina-switchd) or rtl (ina-rtlsim, the verilated RTL)\n"
       "  --switch HOST:PORT   use a running switch instead of starting one\n"
       "  --job J              job id (default derived from the pid)\n"
       "  --no-gloo            skip the Gloo ring baseline\n"
@@ -158,8 +158,9 @@ std::optional<Options> ParseArgs(int argc, char** argv) {
       if (ok) o.engine = v;
     } else if (a == "--dataplane") {
       const char* v = need("--dataplane");
-      ok = v && std::string(v) == "sw";
-      if (!ok) std::fprintf(stderr, "ina-bench: --dataplane: only 'sw' is built so far\n");
+      ok = v && (std::string(v) == "sw" || std::string(v) == "rtl");
+      if (ok) o.dataplane = v;
+      else std::fprintf(stderr, "ina-bench: --dataplane wants sw or rtl\n");
     } else if (a == "--switch") {
       const char* v = need("--switch");
       ok = v && std::strchr(v, ':') != nullptr;
@@ -267,7 +268,7 @@ int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
     auto t0 = Clock::now();
     s = run_once();
     me.ina_ms[it] = Ms(t0, Clock::now());
-    if (rank == 0 && !o.quiet) {
+    if (rank == 0 && !o.quiet) {  // the progress line
       std::printf("  ina iteration %d/%d: %.3f ms (rank 0)%s\n", it + 1, o.iters, me.ina_ms[it],
                   s.ok() ? "" : " FAILED");
       std::fflush(stdout);
@@ -343,7 +344,8 @@ int Main(int argc, char** argv) {
   std::string host = "127.0.0.1";
   uint16_t port = 0;
   if (o.switch_addr.empty()) {
-    std::vector<std::string> args = {SelfDir() + "/ina-switchd", "--bind", "127.0.0.1",
+    const std::string fabric = o.dataplane == "rtl" ? "/ina-rtlsim" : "/ina-switchd";
+    std::vector<std::string> args = {SelfDir() + fabric, "--bind", "127.0.0.1",
                                      "--port", "0", "--engine", o.engine,
                                      "--seed", std::to_string(o.seed)};
     auto add_rate = [&](const char* flag, double p) {
@@ -362,7 +364,11 @@ int Main(int argc, char** argv) {
       return 1;
     }
     sw.emplace(std::move(*p));
-    auto line = sw->WaitForLine("ina-switchd listening on ", std::chrono::seconds(20));
+    // ina-switchd and ina-rtlsim announce themselves the same way.
+    auto line = sw->WaitForLine("", std::chrono::seconds(60));
+    while (line.ok() && line->find(" listening on ") == std::string::npos) {
+      line = sw->WaitForLine("", std::chrono::seconds(60));
+    }
     if (!line.ok()) {
       std::fprintf(stderr, "ina-bench: switch did not come up: %s\n",
                    line.status().ToString().c_str());
@@ -549,12 +555,14 @@ int Main(int argc, char** argv) {
       "\"speedup_vs_gloo\": %.3f, \"ina_gbps\": %.3f, \"bit_identical\": %s, \"exact\": %s, "
       "\"within_bound\": %s, \"max_rel_err\": %.4g, \"gloo_max_rel_err\": %.4g, "
       "\"retransmissions\": %llu, \"packets_sent\": %llu, \"verified\": %s, "
+      "\"dataplane\": \"%s\", \"fingerprint\": \"%016llx\", "
       "\"switch_counters\": %s}\n",
       o.workers, o.elements, o.int32 ? "int32" : "float", o.k, o.window, o.iters, o.drop_rate,
       ina_ms, gloo_ms, speedup, gbps, bit_identical ? "true" : "false", exact ? "true" : "false",
       within_bound ? "true" : "false", max_rel_err, gloo_rel_err,
       static_cast<unsigned long long>(retx), static_cast<unsigned long long>(sent),
-      verified ? "true" : "false", counters.c_str());
+      verified ? "true" : "false", o.dataplane.c_str(),
+      static_cast<unsigned long long>(sh->ranks[0].fingerprint), counters.c_str());
   return verified ? 0 : 1;
 }
 
