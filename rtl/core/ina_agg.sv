@@ -18,7 +18,8 @@
 // up with a saturated input. A packet starts only when the output FIFO has room for a whole result
 // frame plus the ops in flight (out_free_i >= OutReserve), so the pipeline never stalls mid-packet.
 // Slot reset: after a job commit, the job's slots are reset one per cycle (both copies to
-// generations 0xFFFE/0xFFFF, empty); no packet starts meanwhile.
+// generations 0xFFFE/0xFFFF, empty); no packet starts meanwhile. Out of reset the same walk covers
+// the whole pool (PoolSlots cycles before the first packet starts).
 module ina_agg
   import ina_rtl_pkg::*;
 #(
@@ -51,7 +52,9 @@ module ina_agg
   output logic [OutUserBits-1:0] out_user_o,
   input  logic [OutFreeW-1:0] out_free_i,
   // Counter increments.
-  output logic [ina_proto_pkg::NumCounters-1:0] cnt_inc_o
+  output logic [ina_proto_pkg::NumCounters-1:0] cnt_inc_o,
+  // A packet, a result beat or a slot reset is in flight (registered state only).
+  output logic                busy_o
 );
   import ina_proto_pkg::*;
 
@@ -114,11 +117,13 @@ module ina_agg
     end
   end
 
+  // Out of reset the walk covers the whole pool, so the metadata needs no reset of its own (and
+  // can live in a RAM): no packet starts for PoolSlots cycles.
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      rst_busy_q <= 1'b0;
+      rst_busy_q <= 1'b1;
       rst_ptr_q  <= '0;
-      rst_end_q  <= '0;
+      rst_end_q  <= 17'(PoolSlots);
     end else begin
       rst_busy_q <= rst_busy_d;
       rst_ptr_q  <= rst_ptr_d;
@@ -134,19 +139,13 @@ module ina_agg
     return m;
   endfunction
 
-  always_ff @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) begin
-      for (int unsigned s = 0; s < PoolSlots; s++) begin
-        meta_q[s][0] <= empty_meta(1'b0);
-        meta_q[s][1] <= empty_meta(1'b1);
-      end
-    end else begin
-      if (rst_busy_q && rst_ptr_q < 17'(PoolSlots)) begin
-        meta_q[rst_ptr_q[SW-1:0]][0] <= empty_meta(1'b0);
-        meta_q[rst_ptr_q[SW-1:0]][1] <= empty_meta(1'b1);
-      end else if (meta_we) begin
-        meta_q[meta_slot][meta_copy] <= meta_new;
-      end
+  // Datapath state: not reset (the walk above initialises it).
+  always_ff @(posedge clk_i) begin
+    if (rst_busy_q && rst_ptr_q < 17'(PoolSlots)) begin
+      meta_q[rst_ptr_q[SW-1:0]][0] <= empty_meta(1'b0);
+      meta_q[rst_ptr_q[SW-1:0]][1] <= empty_meta(1'b1);
+    end else if (meta_we) begin
+      meta_q[meta_slot][meta_copy] <= meta_new;
     end
   end
 
@@ -500,6 +499,8 @@ module ina_agg
       default:    s1_val = '0;
     endcase
   end
+
+  assign busy_o = busy_q || s1_valid_q || s2_valid_q || rst_busy_q;
 
   assign out_valid_o = s2_valid_q && s2_emit_q;
   assign out_data_o  = s2_out_q;

@@ -32,7 +32,9 @@ module ina_ingress
   // Descriptors out.
   output logic                desc_valid_o,
   input  logic                desc_ready_i,
-  output desc_t               desc_o
+  output desc_t               desc_o,
+  // Between the first and the last beat of a frame.
+  output logic                in_frame_o
 );
   logic                      in_frame_q, in_frame_d;
   desc_t                     hdr_q, hdr_d, hdr_now;
@@ -86,6 +88,7 @@ module ina_ingress
   assign desc_valid_o = beat && s_axis_tlast_i;
   assign desc_o       = hdr_d;
   assign in_frame_d   = beat ? !s_axis_tlast_i : in_frame_q;
+  assign in_frame_o   = in_frame_q;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin

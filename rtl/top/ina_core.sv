@@ -43,7 +43,10 @@ module ina_core
   input  logic [11:0]            reg_addr_i,
   input  logic [31:0]            reg_wdata_i,
   output logic                   reg_rvalid_o,
-  output logic [31:0]            reg_rdata_o
+  output logic [31:0]            reg_rdata_o,
+  // Nothing in flight: no frame half-received, FIFOs empty, aggregation stage and slot reset idle
+  // (registered state only; for simulation harnesses and a shell's drain logic).
+  output logic                   idle_o
 );
   localparam int unsigned OutFreeW = $clog2(OutDepth) + 1;
   localparam int unsigned OutW = BeatBits + BeatBytes + 1 + OutUserBits;
@@ -75,6 +78,7 @@ module ina_core
   logic        commit, commit_valid;
   logic [31:0] commit_slots;
   logic [ina_proto_pkg::NumCounters-1:0] cnt_inc;
+  logic        agg_busy, in_frame;
 
   ina_ingress u_ingress (
     .clk_i,
@@ -90,7 +94,8 @@ module ina_core
     .pay_data_o  (pay_in_data),
     .desc_valid_o(desc_in_valid),
     .desc_ready_i(desc_in_ready),
-    .desc_o      (desc_in)
+    .desc_o      (desc_in),
+    .in_frame_o  (in_frame)
   );
 
   ina_fifo #(.Width(BeatBits), .Depth(PayDepth)) u_pay_fifo (
@@ -143,7 +148,8 @@ module ina_core
     .out_last_o    (out_last),
     .out_user_o    (out_user),
     .out_free_i    (out_free),
-    .cnt_inc_o     (cnt_inc)
+    .cnt_inc_o     (cnt_inc),
+    .busy_o        (agg_busy)
   );
 
   assign out_word = {out_user, out_last, out_keep, out_data};
@@ -162,6 +168,8 @@ module ina_core
   );
 
   assign {m_axis_tuser_o, m_axis_tlast_o, m_axis_tkeep_o, m_axis_tdata_o} = m_word;
+
+  assign idle_o = !in_frame && !desc_out_valid && !pay_out_valid && !agg_busy && !m_axis_tvalid_o;
 
   ina_regs #(
     .NumJobs  (NumJobs),

@@ -100,7 +100,7 @@ TEST_P(CoreTest, RegistersIdentifyAndReadBack) {
   EXPECT_EQ(*sim_->Read32(r::kId), r::kIdReset);
   EXPECT_EQ(*sim_->Read32(r::kVersion), p::kVersion);
   uint32_t params = *sim_->Read32(r::kParams);
-  EXPECT_EQ(params & 0xFF, 6u);  // log2(64 slots)
+  EXPECT_EQ(1u << (params & 0xFF), kRtlPoolSlots);  // log2(PoolSlots)
   EXPECT_EQ((params >> 8) & 0xFF, p::kMaxWorkers);
   EXPECT_EQ((params >> 16) & 0xFF, 4u);
   Install(3, 0x1234, 5, 256, 10, 7, 0xBEEF);

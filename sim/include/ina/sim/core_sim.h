@@ -26,8 +26,12 @@ class VerilatedContext;
 
 namespace ina::sim {
 
-// RTL build parameters of the model (rtl/top/ina_core.sv defaults).
-inline constexpr uint32_t kRtlPoolSlots = 64;
+// RTL build parameters of the model: PoolSlots as verilated (CMake INA_RTL_SIM_POOL_SLOTS; the
+// RTL default is 64), NumJobs the rtl/top/ina_core.sv default.
+#ifndef INA_RTL_POOL_SLOTS
+#error "INA_RTL_POOL_SLOTS comes from the ina::sim target"
+#endif
+inline constexpr uint32_t kRtlPoolSlots = INA_RTL_POOL_SLOTS;
 inline constexpr uint32_t kRtlJobs = 8;
 
 struct OutFrame {
@@ -44,6 +48,7 @@ class CoreSim final : public drv::RegisterAccess {
     uint64_t seed = 1;
   };
 
+  // Resets the core and clocks it through its power-on slot reset (about kRtlPoolSlots cycles).
   explicit CoreSim(const Options& opt);
   ~CoreSim() override;
   CoreSim(const CoreSim&) = delete;
@@ -54,6 +59,10 @@ class CoreSim final : public drv::RegisterAccess {
   // Runs until every queued frame went in and no output appeared for `quiet` cycles, or
   // max_cycles passed (DeadlineExceeded). Internal if an AXI rule was broken.
   Status Run(uint64_t max_cycles, uint64_t quiet = 64);
+  // Runs until every queued frame went in and the core reports idle_o (nothing in flight, every
+  // result beat taken), or max_cycles passed (DeadlineExceeded). Unlike Run, it stops as soon as
+  // the work is done: the harness of a switch process (RtlEngine) uses it per burst.
+  Status RunUntilIdle(uint64_t max_cycles);
   // Result frames seen so far, in order; clears the list.
   std::vector<OutFrame> TakeOutput();
 
