@@ -18,8 +18,8 @@ namespace {
 // Gloo's IoException covers timeouts and broken connections alike; its message tells which.
 Status FromGlooException(std::string_view what, const std::exception& e) {
   const std::string msg = e.what();
-  const bool timed_out = msg.find("imeout") != std::string::npos ||
-                         msg.find("imed out") != std::string::npos;
+  const bool timed_out =
+      msg.find("imeout") != std::string::npos || msg.find("imed out") != std::string::npos;
   return Status(timed_out ? StatusCode::kDeadlineExceeded : StatusCode::kUnavailable,
                 "gloo: " + std::string(what) + ": " + msg);
 }
@@ -33,17 +33,19 @@ GlooRing::GlooRing(int rank, int world, std::chrono::milliseconds timeout,
 GlooRing::~GlooRing() = default;
 
 Result<std::unique_ptr<GlooRing>> GlooRing::Create(int rank, int world,
-                                                    const std::string& store_dir,
-                                                    std::chrono::milliseconds timeout) {
+                                                   const std::string& store_dir,
+                                                   std::chrono::milliseconds timeout,
+                                                   const std::string& host) {
   if (world < 1 || rank < 0 || rank >= world) {
     return InvalidArgument("gloo: rank " + std::to_string(rank) + " out of range for world " +
                            std::to_string(world));
   }
   if (timeout.count() <= 0) return InvalidArgument("gloo: timeout must be positive");
   if (store_dir.empty()) return InvalidArgument("gloo: empty store directory");
+  if (host.empty()) return InvalidArgument("gloo: empty host address");
   try {
     gloo::transport::tcp::attr attr;
-    attr.hostname = "127.0.0.1";
+    attr.hostname = host;
     attr.ai_family = AF_INET;
     auto device = gloo::transport::tcp::CreateDevice(attr);
     gloo::rendezvous::FileStore store(store_dir);

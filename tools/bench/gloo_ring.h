@@ -3,7 +3,8 @@
 //
 // One GlooRing per rank (normally one per process; Gloo also allows several in one process, one
 // per thread). Ranks meet through files in a shared directory (gloo::rendezvous::FileStore) and
-// connect over TCP on 127.0.0.1. Gloo reports errors by throwing; this class is the boundary that
+// connect over TCP on 127.0.0.1 (or on the address given to Create, e.g. a worker's own address
+// inside a network namespace). Gloo reports errors by throwing; this class is the boundary that
 // turns them into Status, so nothing here throws.
 //
 // Threading: a GlooRing is used by one thread at a time. Every call is collective: all ranks must
@@ -28,10 +29,12 @@ class GlooRing {
   // Rendezvous through files in store_dir (an existing directory shared by all ranks; use a fresh
   // one per run, stale files from an earlier run confuse the rendezvous). Blocks until every rank
   // has connected, or fails with DEADLINE_EXCEEDED / UNAVAILABLE after about `timeout`. The same
-  // timeout bounds each later collective.
+  // timeout bounds each later collective. `host` is the local IPv4 address this rank's TCP
+  // device binds and announces to the others (they must be able to reach it).
   // REQUIRES: 0 <= rank < world, world >= 1, timeout > 0.
   static Result<std::unique_ptr<GlooRing>> Create(int rank, int world, const std::string& store_dir,
-                                                  std::chrono::milliseconds timeout);
+                                                  std::chrono::milliseconds timeout,
+                                                  const std::string& host = "127.0.0.1");
 
   ~GlooRing();
   GlooRing(const GlooRing&) = delete;

@@ -1,0 +1,234 @@
+#!/usr/bin/env bash
+# Rate-limited multi-host testbed: a star of network namespaces on one machine.
+#
+#   scripts/testbed.sh [--workers N] [--rate 200mbit] [--sizes "1048576 4194304"] [--iters I]
+#                      [--systems ina,gloo,mpi] [--window W] [--overhead B] [--out DIR]
+#                      [--build DIR] [--timeout-s S]
+#
+# One namespace per worker (<prefix>-w<i>) and one for the switch (<prefix>-sw), prefix
+# "inatb<pid>". Worker i has a veth pair to the switch namespace, 10.77.<i>.2/24 on its side and
+# 10.77.<i>.1/24 on the switch's; the switch namespace forwards between the pairs, so worker to
+# worker traffic (Gloo, MPI) crosses two links, like a ToR switch. Each direction of each link is
+# shaped by `tc tbf` to --rate, counting --overhead extra bytes per frame (24 = Ethernet preamble,
+# FCS and inter-frame gap, so the shaper counts what a real wire carries); GSO is off on the veths
+# so TCP's per-segment headers are counted too. Addresses never leave the namespaces.
+#
+# Per size it runs ina-bench (ina over UDP through ina-switchd in the switch namespace, then
+# Gloo's ring on the same links, same worker processes, same data) and, with mpi in --systems,
+# ina-mpi-bench (MPI_Allreduce) launched by mpirun from the switch namespace with one
+# "host" per worker namespace (tools/mpi/netns_agent.sh is mpirun's rsh agent).
+#
+# Output in --out (default testbed-out/): results.jsonl (one JSON object per run, ina-bench's or
+# ina-mpi-bench's line plus "system", "rate_bps", "overhead", "bound_ms"), summary.tsv and
+# testbed.png (gnuplot, scripts/plot_testbed.gp) when gnuplot is installed.
+# Exit status: 0 if every run verified, 1 otherwise, 2 on bad usage or a setup failure.
+# Every namespace and process made here is removed on exit, also on failure and on INT/TERM.
+set -euo pipefail
+
+WORKERS=4
+RATE=200mbit
+SIZES="1048576 4194304"
+ITERS=3
+SYSTEMS=ina,gloo,mpi
+WINDOW=256
+OVERHEAD=24
+OUT=testbed-out
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$ROOT/build
+TIMEOUT_S=600
+
+usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --workers) WORKERS=$2; shift 2 ;;
+    --rate) RATE=$2; shift 2 ;;
+    --sizes) SIZES=$2; shift 2 ;;
+    --iters) ITERS=$2; shift 2 ;;
+    --systems) SYSTEMS=$2; shift 2 ;;
+    --window) WINDOW=$2; shift 2 ;;
+    --overhead) OVERHEAD=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --build) BUILD=$2; shift 2 ;;
+    --timeout-s) TIMEOUT_S=$2; shift 2 ;;
+    -h|--help) usage; exit 0 ;;
+    *) echo "testbed: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+die() { echo "testbed: $*" >&2; exit 2; }
+[[ $WORKERS =~ ^[0-9]+$ && $WORKERS -ge 1 && $WORKERS -le 64 ]] || die "--workers wants 1..64"
+[[ $OVERHEAD =~ ^[0-9]+$ ]] || die "--overhead wants bytes"
+# tc's rate syntax, converted to bit/s for the bound.
+RATE_BPS=$(awk -v r="$RATE" 'BEGIN {
+  n = r + 0; u = tolower(substr(r, length(n "") + 1));
+  m["bit"] = 1; m["kbit"] = 1e3; m["mbit"] = 1e6; m["gbit"] = 1e9;
+  m["bps"] = 8; m["kbps"] = 8e3; m["mbps"] = 8e6; m["gbps"] = 8e9;
+  if (n <= 0 || !(u in m)) exit 1; printf "%.0f", n * m[u] }') ||
+  die "--rate wants a tc rate such as 200mbit"
+[[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, tc)"
+BENCH=$BUILD/bin/ina-bench
+SWITCHD=$BUILD/bin/ina-switchd
+MPIBENCH=$BUILD/bin/ina-mpi-bench
+[[ -x $BENCH && -x $SWITCHD ]] || die "no $BENCH or $SWITCHD (build first)"
+has() { [[ ",$SYSTEMS," == *",$1,"* ]]; }
+if has mpi && { [[ ! -x $MPIBENCH ]] || ! command -v mpirun > /dev/null; }; then
+  echo "testbed: no $MPIBENCH or mpirun (apt install openmpi-bin libopenmpi-dev); skipping MPI" >&2
+  SYSTEMS=${SYSTEMS//mpi/}
+fi
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+
+PREFIX=inatb$$
+SW=$PREFIX-sw
+NAMESPACES=()
+SWITCH_PID=
+TMP=$(mktemp -d /tmp/ina-testbed.XXXXXX)
+
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  [[ -n $SWITCH_PID ]] && kill "$SWITCH_PID" 2> /dev/null && wait "$SWITCH_PID" 2> /dev/null
+  # Anything still running inside our namespaces was started by this script.
+  for ns in "${NAMESPACES[@]}"; do
+    for pid in $(ip netns pids "$ns" 2> /dev/null); do kill -KILL "$pid" 2> /dev/null || true; done
+  done
+  for ns in "${NAMESPACES[@]}"; do ip netns delete "$ns" 2> /dev/null || true; done
+  rm -rf "$TMP"
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+ip netns add "$SW" || die "ip netns add failed"
+NAMESPACES+=("$SW")
+ip -n "$SW" link set lo up
+ip netns exec "$SW" sysctl -q -w net.ipv4.ip_forward=1
+# tbf: burst 64 KiB (well above rate/HZ at these rates), queue up to 2 MiB (more than a window of
+# ina packets, so ina never loses packets to the shaper; TCP fills it, as it would a switch port).
+shape() { tc -n "$1" qdisc add dev "$2" root tbf rate "$RATE" burst 64kb limit 2mb \
+            overhead "$OVERHEAD" mpu $((60 + OVERHEAD)); }
+for ((i = 0; i < WORKERS; i++)); do
+  ns=$PREFIX-w$i
+  ip netns add "$ns"
+  NAMESPACES+=("$ns")
+  ip -n "$ns" link set lo up
+  ip link add "w$i" netns "$ns" type veth peer name "s$i" netns "$SW"
+  ip -n "$ns" addr add "10.77.$i.2/24" dev "w$i"
+  ip -n "$SW" addr add "10.77.$i.1/24" dev "s$i"
+  ip -n "$ns" link set "w$i" gso_max_size 1500 up
+  ip -n "$SW" link set "s$i" gso_max_size 1500 up
+  ip -n "$ns" route add default via "10.77.$i.1"
+  shape "$ns" "w$i"
+  shape "$SW" "s$i"
+done
+echo "testbed: $WORKERS workers in $PREFIX-w*, switch in $SW, every link $RATE each way" \
+     "(+$OVERHEAD B/frame)"
+
+# The switch: every worker reaches it at its own gateway address (10.77.i.1), which is also the
+# source of the replies it gets, as its connected UDP socket wants.
+ip netns exec "$SW" "$SWITCHD" --bind 0.0.0.0 --port 0 > "$TMP/switchd.out" 2>&1 &
+SWITCH_PID=$!
+PORT=
+for _ in $(seq 100); do
+  PORT=$(sed -n 's/.* listening on .*:\([0-9]*\)$/\1/p' "$TMP/switchd.out")
+  [[ -n $PORT ]] && break
+  sleep 0.1
+done
+[[ -n $PORT ]] || { cat "$TMP/switchd.out" >&2; die "ina-switchd did not come up"; }
+
+NSLIST= SWLIST= ADDRLIST=
+for ((i = 0; i < WORKERS; i++)); do
+  NSLIST+=${NSLIST:+,}$PREFIX-w$i
+  SWLIST+=${SWLIST:+,}10.77.$i.1:$PORT
+  ADDRLIST+=${ADDRLIST:+,}10.77.$i.2
+done
+
+RESULTS=$OUT/results.jsonl
+: > "$RESULTS"
+ALL_OK=1
+# Appends a JSON line with the testbed's fields added in front.
+record() {  # system bound_ms json
+  local extra="\"system\": \"$1\", \"rate_bps\": $RATE_BPS, \"overhead\": $OVERHEAD, \"bound_ms\": $2"
+  echo "{$extra, ${3#\{}" >> "$RESULTS"
+}
+jnum() { sed -n "s/.*\"$1\": \\(-\\{0,1\\}[0-9.e+-]*\\).*/\\1/p" <<< "$2"; }
+
+for n in $SIZES; do
+  if has ina || has gloo; then
+    args=(--workers "$WORKERS" --elements "$n" --iters "$ITERS" --window "$WINDOW" --quiet
+          --worker-netns "$NSLIST" --worker-switch "$SWLIST" --worker-addr "$ADDRLIST"
+          --timeout-s "$TIMEOUT_S")
+    has gloo || args+=(--no-gloo)
+    echo "testbed: ina${SYSTEMS//*gloo*/ + gloo}, $n floats ..."
+    set +e
+    timeout -k 5 $((TIMEOUT_S + 30)) "$BENCH" "${args[@]}" > "$TMP/bench.out" 2> "$TMP/bench.err"
+    rc=$?
+    set -e
+    line=$(grep '^{' "$TMP/bench.out" | tail -1 || true)
+    if [[ $rc -ne 0 || -z $line ]]; then
+      ALL_OK=0
+      echo "testbed: ina-bench failed (rc $rc):" >&2
+      cat "$TMP/bench.err" >&2
+    fi
+    if [[ -n $line ]]; then
+      # ina's line-rate bound: every frame it sends (payload, headers, exponent round) plus the
+      # shaper's per-frame overhead, at the link rate; up and down links run in parallel.
+      wb=$(jnum wire_bytes_per_worker "$line")
+      wf=$(jnum wire_frames_per_worker "$line")
+      bound=$(awk -v b="$wb" -v f="$wf" -v o="$OVERHEAD" -v r="$RATE_BPS" \
+                'BEGIN { printf "%.4f", (b + f * o) * 8 / r * 1e3 }')
+      record ina "$bound" "$line"
+      ina_ms=$(jnum ina_ms_median "$line")
+      gloo_ms=$(jnum gloo_ms_median "$line")
+      echo "  ina $ina_ms ms (bound $bound ms), gloo $gloo_ms ms," \
+           "verified $(sed -n 's/.*"verified": \([a-z]*\).*/\1/p' <<< "$line")"
+    fi
+  fi
+  if has mpi; then
+    echo "testbed: mpi, $n floats ..."
+    hosts=
+    for ((i = 0; i < WORKERS; i++)); do hosts+=${hosts:+,}$PREFIX-w$i; done
+    set +e
+    # mpirun runs in the switch namespace (it reaches every worker namespace through its veth);
+    # the agent starts each orted in its worker namespace; ranks use TCP on the shaped links only.
+    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+      timeout -k 5 "$TIMEOUT_S" ip netns exec "$SW" mpirun --allow-run-as-root \
+      --host "$hosts" -np "$WORKERS" --map-by node \
+      --mca plm_rsh_agent "$ROOT/tools/mpi/netns_agent.sh" --mca plm_rsh_no_tree_spawn 1 \
+      --mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/16 \
+      --mca oob_tcp_if_include 10.77.0.0/16 --mca pml ob1 \
+      "$MPIBENCH" --elements "$n" --iters "$ITERS" > "$TMP/mpi.out" 2> "$TMP/mpi.err"
+    rc=$?
+    set -e
+    line=$(grep '^{' "$TMP/mpi.out" | tail -1 || true)
+    if [[ $rc -ne 0 || -z $line ]]; then
+      ALL_OK=0
+      echo "testbed: ina-mpi-bench failed (rc $rc):" >&2
+      tail -20 "$TMP/mpi.err" >&2
+    else
+      record mpi -1 "$line"
+      echo "  mpi $(jnum mpi_ms_median "$line") ms," \
+           "verified $(sed -n 's/.*"verified": \([a-z]*\).*/\1/p' <<< "$line")"
+    fi
+  fi
+done
+
+# Summary table: elements, ina, bound, gloo, mpi (ms; -1 where not run).
+{
+  echo -e "# elements\tina_ms\tbound_ms\tgloo_ms\tmpi_ms\tworkers=$WORKERS rate=$RATE"
+  for n in $SIZES; do
+    i=$(grep "\"system\": \"ina\"" "$RESULTS" | grep "\"elements\": $n," | tail -1 || true)
+    m=$(grep "\"system\": \"mpi\"" "$RESULTS" | grep "\"elements\": $n," | tail -1 || true)
+    printf "%s\t%s\t%s\t%s\t%s\n" "$n" "$(jnum ina_ms_median "$i")" "$(jnum bound_ms "$i")" \
+      "$(jnum gloo_ms_median "$i")" "$(jnum mpi_ms_median "$m")"
+  done
+} | sed 's/\t\t/\t-1\t/g; s/\t\t/\t-1\t/g; s/\t$/\t-1/' > "$OUT/summary.tsv"
+cat "$OUT/summary.tsv"
+if command -v gnuplot > /dev/null; then
+  gnuplot -e "data='$OUT/summary.tsv'; out='$OUT/testbed.png'; title='$WORKERS workers, $RATE links'" \
+    "$ROOT/scripts/plot_testbed.gp" && echo "testbed: plot in $OUT/testbed.png"
+fi
+if grep -q '"verified": false' "$RESULTS"; then ALL_OK=0; fi
+[[ $ALL_OK -eq 1 ]] && echo "testbed: all runs verified" || echo "testbed: FAILED" >&2
+[[ $ALL_OK -eq 1 ]]
