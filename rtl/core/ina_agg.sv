@@ -21,7 +21,6 @@
 // generations 0xFFFE/0xFFFF, empty); no packet starts meanwhile. Out of reset the same walk covers
 // the whole pool (PoolSlots cycles before the first packet starts).
 module ina_agg
-  import ina_rtl_pkg::*;
 #(
   parameter int unsigned NumJobs   = 8,
   parameter int unsigned PoolSlots = 64,
@@ -32,36 +31,35 @@ module ina_agg
   // Descriptors and payload beats from ingress (through FIFOs).
   input  logic                desc_valid_i,
   output logic                desc_ready_o,
-  input  desc_t               desc_i,
+  input  ina_rtl_pkg::desc_t               desc_i,
   input  logic                pay_valid_i,
   output logic                pay_ready_o,
-  input  logic [BeatBits-1:0] pay_data_i,
+  input  logic [ina_rtl_pkg::BeatBits-1:0] pay_data_i,
   // Job table.
   input  logic [NumJobs-1:0]       job_valid_i,
-  input  logic [NumJobs-1:0][15:0] job_id_i,
-  input  logic [NumJobs-1:0][31:0] job_slots_i,
-  input  logic [NumJobs-1:0][31:0] job_world_i,
+  input  logic [NumJobs*16-1:0] job_id_i,
+  input  logic [NumJobs*32-1:0] job_slots_i,
+  input  logic [NumJobs*32-1:0] job_world_i,
   input  logic                commit_i,
   input  logic [31:0]         commit_slots_i,
   input  logic                commit_valid_i,
   // Result beats to the output FIFO.
   output logic                out_valid_o,
-  output logic [BeatBits-1:0] out_data_o,
-  output logic [BeatBytes-1:0] out_keep_o,
+  output logic [ina_rtl_pkg::BeatBits-1:0] out_data_o,
+  output logic [ina_rtl_pkg::BeatBytes-1:0] out_keep_o,
   output logic                out_last_o,
-  output logic [OutUserBits-1:0] out_user_o,
+  output logic [ina_rtl_pkg::OutUserBits-1:0] out_user_o,
   input  logic [OutFreeW-1:0] out_free_i,
   // Counter increments.
   output logic [ina_proto_pkg::NumCounters-1:0] cnt_inc_o,
   // A packet, a result beat or a slot reset is in flight (registered state only).
   output logic                busy_o
 );
-  import ina_proto_pkg::*;
 
   localparam int unsigned SW = $clog2(PoolSlots);
-  localparam int unsigned BW = $clog2(MaxPayloadBeats);
+  localparam int unsigned BW = $clog2(ina_rtl_pkg::MaxPayloadBeats);
   localparam int unsigned AW = SW + 1 + BW;  // {pool slot, copy, beat}
-  localparam int unsigned OutReserve = 1 + MaxPayloadBeats + 2;
+  localparam int unsigned OutReserve = 1 + ina_rtl_pkg::MaxPayloadBeats + 2;
 
   if (PoolSlots < 2 || (1 << SW) != PoolSlots || PoolSlots > 65536) begin : gen_bad_slots
     $error("ina_agg: PoolSlots must be a power of two in 2..65536");
@@ -69,7 +67,7 @@ module ina_agg
   if (OutReserve >= (1 << (OutFreeW - 1)) * 2) begin : gen_bad_free
     $error("ina_agg: the output FIFO must hold a result frame plus the pipeline");
   end
-  if (MaxWorkers > 64) begin : gen_bad_workers
+  if (ina_proto_pkg::MaxWorkers > 64) begin : gen_bad_workers
     $error("ina_agg: the worker bitmap is 64 bits");
   end
 
@@ -93,7 +91,7 @@ module ina_agg
 
   // ---------------------------------------------------------------------------------------------
   // Slot metadata and the reset walk.
-  meta_t meta_q[PoolSlots][2];
+  meta_t meta0_q[PoolSlots], meta1_q[PoolSlots];  // copy 0 / copy 1 of each pool slot
   logic meta_we;
   logic [SW-1:0] meta_slot;
   logic meta_copy;
@@ -132,20 +130,28 @@ module ina_agg
   end
 
   // Reset state of a copy: generation 0xFFFE (copy 0) / 0xFFFF (copy 1), no contributions.
-  function automatic meta_t empty_meta(logic copy);
-    meta_t m;
-    m = '0;
-    m.gen = {15'h7FFF, copy};
-    return m;
-  endfunction
+  meta_t empty0, empty1;
+  always_comb begin
+    empty0 = '0;
+    empty0.gen = 16'hFFFE;
+    empty1 = '0;
+    empty1.gen = 16'hFFFF;
+  end
 
-  // Datapath state: not reset (the walk above initialises it).
+  // Datapath state: not reset (the walk above initialises it). One array per copy, one write port
+  // each, read asynchronously (distributed RAM or registers).
   always_ff @(posedge clk_i) begin
     if (rst_busy_q && rst_ptr_q < 17'(PoolSlots)) begin
-      meta_q[rst_ptr_q[SW-1:0]][0] <= empty_meta(1'b0);
-      meta_q[rst_ptr_q[SW-1:0]][1] <= empty_meta(1'b1);
-    end else if (meta_we) begin
-      meta_q[meta_slot][meta_copy] <= meta_new;
+      meta0_q[rst_ptr_q[SW-1:0]] <= empty0;
+    end else if (meta_we && !meta_copy) begin
+      meta0_q[meta_slot] <= meta_new;
+    end
+  end
+  always_ff @(posedge clk_i) begin
+    if (rst_busy_q && rst_ptr_q < 17'(PoolSlots)) begin
+      meta1_q[rst_ptr_q[SW-1:0]] <= empty1;
+    end else if (meta_we && meta_copy) begin
+      meta1_q[meta_slot] <= meta_new;
     end
   end
 
@@ -161,7 +167,7 @@ module ina_agg
   logic [SW-1:0] ps_q, ps_d;
   logic          cp_q, cp_d;
   logic [15:0]   cnt_elems_q, cnt_elems_d;  // elements of the result (masking, tkeep)
-  logic [OutUserBits-1:0] user_q, user_d;
+  logic [ina_rtl_pkg::OutUserBits-1:0] user_q, user_d;
 
   logic start;
   logic [NumJobs-1:0] hit;
@@ -171,9 +177,9 @@ module ina_agg
   logic [16:0] j_k;
   logic [16:0] pslot;
   meta_t       m;
-  logic [NumCounters-1:0] inc;
+  logic [ina_proto_pkg::NumCounters-1:0] inc;
   logic        hdr_emit;
-  logic [BeatBits-1:0] hdr_beat;
+  logic [ina_rtl_pkg::BeatBits-1:0] hdr_beat;
   logic [15:0] hdr_rank;
   logic [4:0]  beats_of_count;
   logic [4:0]  beats_of_stored;
@@ -191,43 +197,43 @@ module ina_agg
     j_world = '0;
     j_kq = '0;
     for (int unsigned j = 0; j < NumJobs; j++) begin
-      hit[j] = job_valid_i[j] && job_id_i[j] == desc_i.job;
+      hit[j] = job_valid_i[j] && job_id_i[16*j +: 16] == desc_i.job;
     end
     for (int j = NumJobs - 1; j >= 0; j--) begin
       if (hit[j]) begin
         found    = 1'b1;
-        j_base   = job_slots_i[j][15:0];
-        j_window = job_slots_i[j][31:16];
-        j_world  = job_world_i[j][7:0];
-        j_kq     = job_world_i[j][15:8];
-        j_group  = job_world_i[j][31:16];
+        j_base   = job_slots_i[32*j+0 +: 16];
+        j_window = job_slots_i[32*j+16 +: 16];
+        j_world  = job_world_i[32*j+0 +: 8];
+        j_kq     = job_world_i[32*j+8 +: 8];
+        j_group  = job_world_i[32*j+16 +: 16];
       end
     end
   end
 
-  assign j_k   = (j_kq == 8'd0) ? 17'(MaxK) : {3'b0, j_kq, 6'b0};
+  assign j_k   = (j_kq == 8'd0) ? 17'(ina_rtl_pkg::MaxK) : {3'b0, j_kq, 6'b0};
   assign pslot = {1'b0, j_base} + {1'b0, desc_i.slot};
-  assign m     = meta_q[pslot[SW-1:0]][desc_i.gen[0]];
-  assign retx  = desc_i.flags[FlagRetxBit];
-  assign int32_new = desc_i.flags[FlagInt32Bit];
-  assign int32_old = m.flags[FlagInt32Bit];
+  assign m     = desc_i.gen[0] ? meta1_q[pslot[SW-1:0]] : meta0_q[pslot[SW-1:0]];
+  assign retx  = desc_i.flags[ina_proto_pkg::FlagRetxBit];
+  assign int32_new = desc_i.flags[ina_proto_pkg::FlagInt32Bit];
+  assign int32_old = m.flags[ina_proto_pkg::FlagInt32Bit];
 
   // Payload beats of `count` elements.
   function automatic logic [4:0] beats_of(input logic [15:0] count);
     logic [16:0] b;
-    b = ({1'b0, count} + 17'(Lanes - 1)) >> $clog2(Lanes);
-    return (b > 17'(MaxPayloadBeats)) ? 5'(MaxPayloadBeats) : b[4:0];
+    b = ({1'b0, count} + 17'(ina_rtl_pkg::Lanes - 1)) >> $clog2(ina_rtl_pkg::Lanes);
+    beats_of = (b > 17'(ina_rtl_pkg::MaxPayloadBeats)) ? 5'(ina_rtl_pkg::MaxPayloadBeats) : b[4:0];
   endfunction
 
   assign beats_of_stored = desc_i.stored_beats;
 
   // Sets a big-endian field of `n` bytes at byte `at` of a beat.
-  function automatic logic [BeatBits-1:0] put(input logic [BeatBits-1:0] d, int unsigned at,
+  function automatic logic [ina_rtl_pkg::BeatBits-1:0] put(input logic [ina_rtl_pkg::BeatBits-1:0] d, int unsigned at,
                                               int unsigned n, logic [31:0] v);
-    logic [BeatBits-1:0] r;
+    logic [ina_rtl_pkg::BeatBits-1:0] r;
     r = d;
     for (int unsigned i = 0; i < n; i++) r[8*(at+i) +: 8] = v[8*(n-1-i) +: 8];
-    return r;
+    put = r;
   endfunction
 
   always_comb begin
@@ -239,35 +245,35 @@ module ina_agg
     mode_d    = ModeDrop;
     emit_d    = 1'b0;
     hdr_emit  = 1'b0;
-    hdr_rank  = RankAll;
+    hdr_rank  = ina_proto_pkg::RankAll;
     inb_d     = beats_of_stored;
     outb_d    = '0;
     cnt_elems_d = desc_i.count;
     beats_of_count = beats_of(desc_i.count);
 
-    inc[CntRxPackets] = 1'b1;
-    if (desc_i.frame_bytes < FrameBytesBits'(PayloadOffset) || desc_i.mac_err) begin
-      inc[CntDropMalformed] = 1'b1;
-    end else if (desc_i.version != 8'(Version)) begin
-      inc[CntDropBadVersion] = 1'b1;
-    end else if (desc_i.mtype != MsgTypeData) begin
-      inc[CntDropMalformed] = 1'b1;
+    inc[ina_proto_pkg::CntRxPackets] = 1'b1;
+    if (desc_i.frame_bytes < ina_rtl_pkg::FrameBytesBits'(ina_proto_pkg::PayloadOffset) || desc_i.mac_err) begin
+      inc[ina_proto_pkg::CntDropMalformed] = 1'b1;
+    end else if (desc_i.version != 8'(ina_proto_pkg::Version)) begin
+      inc[ina_proto_pkg::CntDropBadVersion] = 1'b1;
+    end else if (desc_i.mtype != ina_proto_pkg::MsgTypeData) begin
+      inc[ina_proto_pkg::CntDropMalformed] = 1'b1;
     end else if ({2'b0, desc_i.frame_bytes} !=
-                 22'(PayloadOffset) + {4'b0, desc_i.count, 2'b00}) begin
-      inc[CntDropMalformed] = 1'b1;
+                 22'(ina_proto_pkg::PayloadOffset) + {4'b0, desc_i.count, 2'b00}) begin
+      inc[ina_proto_pkg::CntDropMalformed] = 1'b1;
     end else if (!found) begin
-      inc[CntDropUnknownJob] = 1'b1;
+      inc[ina_proto_pkg::CntDropUnknownJob] = 1'b1;
     end else if ({1'b0, desc_i.count} > j_k) begin
-      inc[CntDropMalformed] = 1'b1;
+      inc[ina_proto_pkg::CntDropMalformed] = 1'b1;
     end else if (desc_i.rank >= {8'd0, j_world}) begin
-      inc[CntDropBadRank] = 1'b1;
+      inc[ina_proto_pkg::CntDropBadRank] = 1'b1;
     end else if (desc_i.slot >= j_window || pslot >= 17'(PoolSlots)) begin
-      inc[CntDropBadSlot] = 1'b1;
+      inc[ina_proto_pkg::CntDropBadSlot] = 1'b1;
     end else begin
-      inc[CntRetransmissions] = retx;
+      inc[ina_proto_pkg::CntRetransmissions] = retx;
       if (desc_i.gen == m.gen && m.bitmap[desc_i.rank[5:0]]) begin
         if (m.cnt == j_world[6:0]) begin
-          inc[CntResultResends] = 1'b1;
+          inc[ina_proto_pkg::CntResultResends] = 1'b1;
           mode_d      = ModeResend;
           emit_d      = 1'b1;
           hdr_emit    = 1'b1;
@@ -275,14 +281,14 @@ module ina_agg
           outb_d      = beats_of(m.count);
           cnt_elems_d = m.count;
         end else begin
-          inc[CntDuplicates] = 1'b1;
+          inc[ina_proto_pkg::CntDuplicates] = 1'b1;
         end
       end else if (desc_i.gen == m.gen && m.cnt != '0 &&
                    (desc_i.offset != m.offset || desc_i.count != m.count ||
                     int32_new != int32_old)) begin
-        inc[CntDropMismatch] = 1'b1;
+        inc[ina_proto_pkg::CntDropMismatch] = 1'b1;
       end else if (desc_i.gen == m.gen || desc_i.gen == m.gen + 16'd2) begin
-        inc[CntRxData] = 1'b1;
+        inc[ina_proto_pkg::CntRxData] = 1'b1;
         meta_we = 1'b1;
         if (desc_i.gen != m.gen || m.cnt == '0) begin
           mode_d = ModeFirst;
@@ -290,13 +296,13 @@ module ina_agg
           meta_new.gen      = desc_i.gen;
           meta_new.offset   = desc_i.offset;
           meta_new.count    = desc_i.count;
-          meta_new.flags    = desc_i.flags & ~(8'd1 << FlagRetxBit);
+          meta_new.flags    = desc_i.flags & ~(8'd1 << ina_proto_pkg::FlagRetxBit);
           meta_new.exp      = desc_i.exp;
           meta_new.next_exp = desc_i.next_exp;
           meta_new.cnt      = 7'd1;
         end else begin
           mode_d = ModeAdd;
-          meta_new.flags    = m.flags | (desc_i.flags & ~(8'd1 << FlagRetxBit));
+          meta_new.flags    = m.flags | (desc_i.flags & ~(8'd1 << ina_proto_pkg::FlagRetxBit));
           meta_new.exp      = (desc_i.exp > m.exp) ? desc_i.exp : m.exp;
           meta_new.next_exp = (desc_i.next_exp > m.next_exp) ? desc_i.next_exp : m.next_exp;
           meta_new.cnt      = m.cnt + 7'd1;
@@ -304,12 +310,12 @@ module ina_agg
         meta_new.bitmap[desc_i.rank[5:0]] = 1'b1;
         outb_d = beats_of_count;
         if (meta_new.cnt == j_world[6:0]) begin
-          inc[CntResults] = 1'b1;
+          inc[ina_proto_pkg::CntResults] = 1'b1;
           emit_d   = 1'b1;
           hdr_emit = 1'b1;
         end
       end else begin
-        inc[CntDropStale] = 1'b1;
+        inc[ina_proto_pkg::CntDropStale] = 1'b1;
       end
     end
     if (!start) begin
@@ -322,7 +328,7 @@ module ina_agg
   // destination) and the ina header of the copy after this packet.
   always_comb begin
     logic [15:0] udp_len;
-    udp_len  = 16'(8 + HeaderBytes) + {cnt_elems_d[13:0], 2'b00};
+    udp_len  = 16'(8 + ina_proto_pkg::HeaderBytes) + {cnt_elems_d[13:0], 2'b00};
     hdr_beat = '0;
     hdr_beat = put(hdr_beat, 12, 2, 32'h0800);           // ethertype IPv4
     hdr_beat = put(hdr_beat, 14, 1, 32'h45);             // IPv4, 20-byte header
@@ -330,17 +336,17 @@ module ina_agg
     hdr_beat = put(hdr_beat, 22, 1, 32'd64);             // TTL
     hdr_beat = put(hdr_beat, 23, 1, 32'd17);             // UDP
     hdr_beat = put(hdr_beat, 38, 2, {16'd0, udp_len});
-    hdr_beat = put(hdr_beat, InaHdrByte + VersionOffset, 1, 32'(Version));
-    hdr_beat = put(hdr_beat, InaHdrByte + TypeOffset, 1, 32'(MsgTypeResult));
-    hdr_beat = put(hdr_beat, InaHdrByte + FlagsOffset, 1, {24'd0, meta_new.flags});
-    hdr_beat = put(hdr_beat, InaHdrByte + ExpOffset, 1, {24'd0, meta_new.exp});
-    hdr_beat = put(hdr_beat, InaHdrByte + NextExpOffset, 1, {24'd0, meta_new.next_exp});
-    hdr_beat = put(hdr_beat, InaHdrByte + JobOffset, 2, {16'd0, desc_i.job});
-    hdr_beat = put(hdr_beat, InaHdrByte + RankOffset, 2, {16'd0, hdr_rank});
-    hdr_beat = put(hdr_beat, InaHdrByte + SlotOffset, 2, {16'd0, desc_i.slot});
-    hdr_beat = put(hdr_beat, InaHdrByte + GenOffset, 2, {16'd0, desc_i.gen});
-    hdr_beat = put(hdr_beat, InaHdrByte + CountOffset, 2, {16'd0, meta_new.count});
-    hdr_beat = put(hdr_beat, InaHdrByte + OffsetOffset, 4, meta_new.offset);
+    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::VersionOffset, 1, 32'(ina_proto_pkg::Version));
+    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::TypeOffset, 1, 32'(ina_proto_pkg::MsgTypeResult));
+    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::FlagsOffset, 1, {24'd0, meta_new.flags});
+    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::ExpOffset, 1, {24'd0, meta_new.exp});
+    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::NextExpOffset, 1, {24'd0, meta_new.next_exp});
+    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::JobOffset, 2, {16'd0, desc_i.job});
+    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::RankOffset, 2, {16'd0, hdr_rank});
+    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::SlotOffset, 2, {16'd0, desc_i.slot});
+    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::GenOffset, 2, {16'd0, desc_i.gen});
+    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::CountOffset, 2, {16'd0, meta_new.count});
+    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::OffsetOffset, 4, meta_new.offset);
   end
 
   assign nops_d  = (inb_d > outb_d) ? inb_d : outb_d;
@@ -352,7 +358,7 @@ module ina_agg
   logic          s0_pay;       // a payload op issues this cycle
   logic          s0_pop, s0_rd, s0_emit, s0_last;
   logic [AW-1:0] s0_addr;
-  logic [BeatBytes-1:0] s0_keep;
+  logic [ina_rtl_pkg::BeatBytes-1:0] s0_keep;
   logic [16:0]   s0_left;      // elements from this beat on
 
   assign s0_pay  = busy_q;
@@ -369,7 +375,7 @@ module ina_agg
 
   always_comb begin
     s0_keep = '0;
-    for (int unsigned i = 0; i < BeatBytes; i++) s0_keep[i] = 17'(i / ElemBytes) < s0_left;
+    for (int unsigned i = 0; i < ina_rtl_pkg::BeatBytes; i++) s0_keep[i] = 17'(i / ina_proto_pkg::ElemBytes) < s0_left;
   end
 
   always_comb begin
@@ -416,18 +422,18 @@ module ina_agg
   logic                s1_hdr_q, s1_emit_q, s1_we_q, s1_last_q;
   mode_e               s1_mode_q;
   logic [AW-1:0]       s1_addr_q, s2_addr_q, wb_addr_q;
-  logic [BeatBits-1:0] s1_data_q;   // header beat, or payload in host lane order (masked)
-  logic [BeatBytes-1:0] s1_keep_q, s2_keep_q;
-  logic [OutUserBits-1:0] s1_user_q, s2_user_q;
+  logic [ina_rtl_pkg::BeatBits-1:0] s1_data_q;   // header beat, or payload in host lane order (masked)
+  logic [ina_rtl_pkg::BeatBytes-1:0] s1_keep_q, s2_keep_q;
+  logic [ina_rtl_pkg::OutUserBits-1:0] s1_user_q, s2_user_q;
   logic                s2_we_q, s2_emit_q, s2_last_q;
-  logic [BeatBits-1:0] s2_val_q, s2_out_q, wb_data_q;
-  logic [BeatBits-1:0] mem_rdata, mem_fwd, sum, s1_val, in_host, lane_mask;
+  logic [ina_rtl_pkg::BeatBits-1:0] s2_val_q, s2_out_q, wb_data_q;
+  logic [ina_rtl_pkg::BeatBits-1:0] mem_rdata, mem_fwd, sum, s1_val, in_host, lane_mask;
 
   always_comb begin
     lane_mask = '0;
-    for (int unsigned l = 0; l < Lanes; l++) lane_mask[32*l +: 32] = {32{s0_keep[4*l]}};
+    for (int unsigned l = 0; l < ina_rtl_pkg::Lanes; l++) lane_mask[32*l +: 32] = {32{s0_keep[4*l]}};
   end
-  assign in_host = s0_pop ? (swap_lanes(pay_data_i) & lane_mask) : '0;
+  assign in_host = s0_pop ? (ina_rtl_pkg::swap_lanes(pay_data_i) & lane_mask) : '0;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -457,7 +463,7 @@ module ina_agg
     s2_last_q <= s1_last_q;
     s2_addr_q <= s1_addr_q;
     s2_val_q  <= s1_val;
-    s2_out_q  <= s1_hdr_q ? s1_data_q : swap_lanes(s1_val);
+    s2_out_q  <= s1_hdr_q ? s1_data_q : ina_rtl_pkg::swap_lanes(s1_val);
     s2_keep_q <= s1_keep_q;
     s2_user_q <= s1_user_q;
 
@@ -466,8 +472,8 @@ module ina_agg
   end
 
   ina_slot_mem #(
-    .Words(PoolSlots * 2 * MaxPayloadBeats),
-    .Width(BeatBits)
+    .Words(PoolSlots * 2 * ina_rtl_pkg::MaxPayloadBeats),
+    .Width(ina_rtl_pkg::BeatBits)
   ) u_mem (
     .clk_i,
     .re_i   (s0_rd),

@@ -14,68 +14,67 @@
 // Throughput: one beat per cycle. Backpressure: s_axis_tready_o = both FIFOs can take a word (it
 // depends on FIFO state only, never on tvalid).
 module ina_ingress
-  import ina_rtl_pkg::*;
 (
   input  logic                clk_i,
   input  logic                rst_ni,
   // Frames in.
   input  logic                s_axis_tvalid_i,
   output logic                s_axis_tready_o,
-  input  logic [BeatBits-1:0] s_axis_tdata_i,
-  input  logic [BeatBytes-1:0] s_axis_tkeep_i,
+  input  logic [ina_rtl_pkg::BeatBits-1:0] s_axis_tdata_i,
+  input  logic [ina_rtl_pkg::BeatBytes-1:0] s_axis_tkeep_i,
   input  logic                s_axis_tlast_i,
   input  logic                s_axis_tuser_i,   // MAC error on this beat
   // Payload beats out (wire byte order).
   output logic                pay_valid_o,
   input  logic                pay_ready_i,
-  output logic [BeatBits-1:0] pay_data_o,
+  output logic [ina_rtl_pkg::BeatBits-1:0] pay_data_o,
   // Descriptors out.
   output logic                desc_valid_o,
   input  logic                desc_ready_i,
-  output desc_t               desc_o,
+  output ina_rtl_pkg::desc_t               desc_o,
   // Between the first and the last beat of a frame.
   output logic                in_frame_o
 );
   logic                      in_frame_q, in_frame_d;
-  desc_t                     hdr_q, hdr_d, hdr_now;
-  logic [FrameBytesBits-1:0] bytes_sum;
+  ina_rtl_pkg::desc_t                     hdr_q, hdr_d, hdr_now;
+  logic [ina_rtl_pkg::FrameBytesBits-1:0] bytes_sum;
   logic [6:0]                keep_cnt;
   logic                      beat;
-  logic [FrameBytesBits:0]   bytes_wide;
+  logic [ina_rtl_pkg::FrameBytesBits:0]   bytes_wide;
 
   assign s_axis_tready_o = pay_ready_i && desc_ready_i;
   assign beat            = s_axis_tvalid_i && s_axis_tready_o;
 
   always_comb begin
     keep_cnt = '0;
-    for (int unsigned i = 0; i < BeatBytes; i++) keep_cnt += {6'b0, s_axis_tkeep_i[i]};
+    for (int unsigned i = 0; i < ina_rtl_pkg::BeatBytes; i++) keep_cnt += {6'b0, s_axis_tkeep_i[i]};
   end
 
   // Header fields of this beat if it is a first beat, else what was captured.
   always_comb begin
     hdr_now = hdr_q;
     if (!in_frame_q) begin
-      hdr_now.version  = beat_byte(s_axis_tdata_i, InaHdrByte + ina_proto_pkg::VersionOffset);
-      hdr_now.mtype    = beat_byte(s_axis_tdata_i, InaHdrByte + ina_proto_pkg::TypeOffset);
-      hdr_now.flags    = beat_byte(s_axis_tdata_i, InaHdrByte + ina_proto_pkg::FlagsOffset);
-      hdr_now.exp      = beat_byte(s_axis_tdata_i, InaHdrByte + ina_proto_pkg::ExpOffset);
-      hdr_now.next_exp = beat_byte(s_axis_tdata_i, InaHdrByte + ina_proto_pkg::NextExpOffset);
-      hdr_now.job      = be16(s_axis_tdata_i, InaHdrByte + ina_proto_pkg::JobOffset);
-      hdr_now.rank     = be16(s_axis_tdata_i, InaHdrByte + ina_proto_pkg::RankOffset);
-      hdr_now.slot     = be16(s_axis_tdata_i, InaHdrByte + ina_proto_pkg::SlotOffset);
-      hdr_now.gen      = be16(s_axis_tdata_i, InaHdrByte + ina_proto_pkg::GenOffset);
-      hdr_now.count    = be16(s_axis_tdata_i, InaHdrByte + ina_proto_pkg::CountOffset);
-      hdr_now.offset   = be32(s_axis_tdata_i, InaHdrByte + ina_proto_pkg::OffsetOffset);
+      hdr_now.version  = ina_rtl_pkg::beat_byte(s_axis_tdata_i, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::VersionOffset);
+      hdr_now.mtype    = ina_rtl_pkg::beat_byte(s_axis_tdata_i, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::TypeOffset);
+      hdr_now.flags    = ina_rtl_pkg::beat_byte(s_axis_tdata_i, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::FlagsOffset);
+      hdr_now.exp      = ina_rtl_pkg::beat_byte(s_axis_tdata_i, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::ExpOffset);
+      hdr_now.next_exp = ina_rtl_pkg::beat_byte(s_axis_tdata_i, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::NextExpOffset);
+      hdr_now.job      = ina_rtl_pkg::be16(s_axis_tdata_i, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::JobOffset);
+      hdr_now.rank     = ina_rtl_pkg::be16(s_axis_tdata_i, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::RankOffset);
+      hdr_now.slot     = ina_rtl_pkg::be16(s_axis_tdata_i, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::SlotOffset);
+      hdr_now.gen      = ina_rtl_pkg::be16(s_axis_tdata_i, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::GenOffset);
+      hdr_now.count    = ina_rtl_pkg::be16(s_axis_tdata_i, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::CountOffset);
+      hdr_now.offset   = ina_rtl_pkg::be32(s_axis_tdata_i, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::OffsetOffset);
       hdr_now.frame_bytes  = '0;
       hdr_now.stored_beats = '0;
       hdr_now.mac_err      = 1'b0;
     end
-    bytes_wide = {1'b0, hdr_now.frame_bytes} + {{(FrameBytesBits - 6) {1'b0}}, keep_cnt};
-    bytes_sum  = bytes_wide[FrameBytesBits] ? '1 : bytes_wide[FrameBytesBits-1:0];
+    bytes_wide = {1'b0, hdr_now.frame_bytes} + {{(ina_rtl_pkg::FrameBytesBits - 6) {1'b0}}, keep_cnt};
+    bytes_sum  = bytes_wide[ina_rtl_pkg::FrameBytesBits] ? '1 : bytes_wide[ina_rtl_pkg::FrameBytesBits-1:0];
   end
 
   // A payload beat is kept while fewer than MaxPayloadBeats were kept for this frame.
-  assign pay_valid_o = beat && in_frame_q && (hdr_q.stored_beats < 5'(MaxPayloadBeats));
+  assign pay_valid_o = beat && in_frame_q && (hdr_q.stored_beats < 5'(ina_rtl_pkg::MaxPayloadBeats));
   assign pay_data_o  = s_axis_tdata_i;
 
   always_comb begin

@@ -13,7 +13,6 @@
 // rvalid_o the next cycle. Unknown addresses read 0; writes to read-only registers are ignored.
 // Counters wrap at 2^32; cnt_inc_i[i] adds one to counter i in that cycle.
 module ina_regs
-  import ina_rtl_pkg::*;
 #(
   parameter int unsigned NumJobs   = 8,
   parameter int unsigned PoolSlots = 64
@@ -29,9 +28,9 @@ module ina_regs
   output logic [31:0] rdata_o,
   // Job table.
   output logic [NumJobs-1:0]       job_valid_o,
-  output logic [NumJobs-1:0][15:0] job_id_o,
-  output logic [NumJobs-1:0][31:0] job_slots_o,
-  output logic [NumJobs-1:0][31:0] job_world_o,
+  output logic [NumJobs*16-1:0] job_id_o,
+  output logic [NumJobs*32-1:0] job_slots_o,
+  output logic [NumJobs*32-1:0] job_world_o,
   // One-cycle pulse after a commit, with the committed entry's slots register.
   output logic        commit_o,
   output logic [31:0] commit_slots_o,
@@ -39,7 +38,6 @@ module ina_regs
   // Counters.
   input  logic [ina_proto_pkg::NumCounters-1:0] cnt_inc_i
 );
-  import ina_proto_pkg::*;
 
   if (NumJobs < 1 || NumJobs > 256) begin : gen_bad_jobs
     $error("ina_regs: NumJobs must be 1..256");
@@ -54,9 +52,11 @@ module ina_regs
   logic        id_valid_q;
   logic [15:0] id_q;
   logic [NumJobs-1:0]       valid_q;
-  logic [NumJobs-1:0][15:0] jid_q;
-  logic [NumJobs-1:0][31:0] jslots_q, jworld_q;
-  logic [NumCounters-1:0][31:0] cnt_q;
+  // Flat vectors (yosys 0.23 reads no multi-dimensional packed arrays): entry j at [16j +: 16] /
+  // [32j +: 32], counter i at [32i +: 32].
+  logic [NumJobs*16-1:0]    jid_q;
+  logic [NumJobs*32-1:0]    jslots_q, jworld_q;
+  logic [ina_proto_pkg::NumCounters*32-1:0] cnt_q;
   logic        commit_q;
   logic [31:0] rdata_d;
   logic        wr, rd, do_commit, sel_ok;
@@ -66,15 +66,15 @@ module ina_regs
   assign rd        = req_i && !we_i;
   assign sel_ok    = sel_q < NumJobs;
   assign sel       = sel_q[JW-1:0];
-  assign do_commit = wr && addr_i == RegJobCommitAddr && wdata_i[0] && sel_ok;
+  assign do_commit = wr && addr_i == ina_proto_pkg::RegJobCommitAddr && wdata_i[0] && sel_ok;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      sel_q    <= RegJobSelReset;
-      id_valid_q <= RegJobIdReset[31];
-      id_q     <= RegJobIdReset[15:0];
-      slots_q  <= RegJobSlotsReset;
-      world_q  <= RegJobWorldReset;
+      sel_q    <= ina_proto_pkg::RegJobSelReset;
+      id_valid_q <= ina_proto_pkg::RegJobIdReset[31];
+      id_q     <= ina_proto_pkg::RegJobIdReset[15:0];
+      slots_q  <= ina_proto_pkg::RegJobSlotsReset;
+      world_q  <= ina_proto_pkg::RegJobWorldReset;
       valid_q  <= '0;
       jid_q    <= '0;
       jslots_q <= '0;
@@ -84,21 +84,21 @@ module ina_regs
       commit_q <= do_commit;
       if (wr) begin
         unique case (addr_i)
-          RegJobSelAddr:   sel_q   <= wdata_i;
-          RegJobIdAddr: begin
+          ina_proto_pkg::RegJobSelAddr:   sel_q   <= wdata_i;
+          ina_proto_pkg::RegJobIdAddr: begin
             id_valid_q <= wdata_i[31];
             id_q       <= wdata_i[15:0];
           end
-          RegJobSlotsAddr: slots_q <= wdata_i;
-          RegJobWorldAddr: world_q <= wdata_i;
+          ina_proto_pkg::RegJobSlotsAddr: slots_q <= wdata_i;
+          ina_proto_pkg::RegJobWorldAddr: world_q <= wdata_i;
           default: ;
         endcase
       end
       if (do_commit) begin
         valid_q[sel]  <= id_valid_q;
-        jid_q[sel]    <= id_q;
-        jslots_q[sel] <= slots_q;
-        jworld_q[sel] <= world_q;
+        jid_q[16*sel +: 16]    <= id_q;
+        jslots_q[32*sel +: 32] <= slots_q;
+        jworld_q[32*sel +: 32] <= world_q;
       end
     end
   end
@@ -107,8 +107,8 @@ module ina_regs
     if (!rst_ni) begin
       cnt_q <= '0;
     end else begin
-      for (int unsigned i = 0; i < NumCounters; i++) begin
-        if (cnt_inc_i[i]) cnt_q[i] <= cnt_q[i] + 32'd1;
+      for (int unsigned i = 0; i < ina_proto_pkg::NumCounters; i++) begin
+        if (cnt_inc_i[i]) cnt_q[32*i +: 32] <= cnt_q[32*i +: 32] + 32'd1;
       end
     end
   end
@@ -116,17 +116,17 @@ module ina_regs
   always_comb begin
     rdata_d = '0;
     unique case (addr_i)
-      RegIdAddr:       rdata_d = RegIdReset;
-      RegVersionAddr:  rdata_d = 32'(Version);
-      RegParamsAddr:   rdata_d = {8'd0, 8'(MaxK / 64), 8'(MaxWorkers), 8'($clog2(PoolSlots))};
-      RegJobSelAddr:   rdata_d = sel_q;
-      RegJobIdAddr:    rdata_d = sel_ok ? {valid_q[sel], 15'd0, jid_q[sel]} : '0;
-      RegJobSlotsAddr: rdata_d = sel_ok ? jslots_q[sel] : '0;
-      RegJobWorldAddr: rdata_d = sel_ok ? jworld_q[sel] : '0;
+      ina_proto_pkg::RegIdAddr:       rdata_d = ina_proto_pkg::RegIdReset;
+      ina_proto_pkg::RegVersionAddr:  rdata_d = 32'(ina_proto_pkg::Version);
+      ina_proto_pkg::RegParamsAddr:   rdata_d = {8'd0, 8'(ina_rtl_pkg::MaxK / 64), 8'(ina_proto_pkg::MaxWorkers), 8'($clog2(PoolSlots))};
+      ina_proto_pkg::RegJobSelAddr:   rdata_d = sel_q;
+      ina_proto_pkg::RegJobIdAddr:    rdata_d = sel_ok ? {valid_q[sel], 15'd0, jid_q[16*sel +: 16]} : '0;
+      ina_proto_pkg::RegJobSlotsAddr: rdata_d = sel_ok ? jslots_q[32*sel +: 32] : '0;
+      ina_proto_pkg::RegJobWorldAddr: rdata_d = sel_ok ? jworld_q[32*sel +: 32] : '0;
       default: begin
-        if (addr_i >= RegCounterBaseAddr && addr_i < RegCounterBaseAddr + 12'(4 * NumCounters)
+        if (addr_i >= ina_proto_pkg::RegCounterBaseAddr && addr_i < ina_proto_pkg::RegCounterBaseAddr + 12'(4 * ina_proto_pkg::NumCounters)
             && addr_i[1:0] == 2'b00) begin
-          rdata_d = cnt_q[4'((addr_i - RegCounterBaseAddr) >> 2)];
+          rdata_d = cnt_q[32*(4'((addr_i - ina_proto_pkg::RegCounterBaseAddr) >> 2)) +: 32];
         end
       end
     endcase
@@ -147,7 +147,7 @@ module ina_regs
   assign job_slots_o    = jslots_q;
   assign job_world_o    = jworld_q;
   assign commit_o       = commit_q;
-  assign commit_slots_o = jslots_q[sel];
+  assign commit_slots_o = jslots_q[32*sel +: 32];
   assign commit_valid_o = valid_q[sel];
 
 endmodule

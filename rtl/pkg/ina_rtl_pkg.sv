@@ -7,12 +7,14 @@ package ina_rtl_pkg;
   localparam int unsigned BeatBytes = 64;
   localparam int unsigned BeatBits = 8 * BeatBytes;
   // int32 lanes per payload beat.
-  localparam int unsigned Lanes = BeatBytes / ina_proto_pkg::ElemBytes;
+  // (yosys 0.23 cannot read another package's parameters inside a package: the two wire constants
+  // below are restated, and ina_core checks them against ina_proto_pkg at elaboration.)
+  localparam int unsigned Lanes = BeatBytes / 4;
   // Largest K the RTL supports (elements per packet) and its payload beats.
   localparam int unsigned MaxK = 256;
   localparam int unsigned MaxPayloadBeats = MaxK / Lanes;
   // Byte offset of the ina header in the frame (Ethernet + IPv4 + UDP).
-  localparam int unsigned InaHdrByte = ina_proto_pkg::FramePrefixBytes;
+  localparam int unsigned InaHdrByte = 42;
   // Output tuser: [15:0] multicast group of the job, [31:16] destination rank (RankAll: the group).
   localparam int unsigned OutUserBits = 32;
   // Frame byte counter width (saturating): enough for 64 + 4 * 65535.
@@ -35,19 +37,21 @@ package ina_rtl_pkg;
     logic [4:0]  stored_beats;               // payload beats kept in the payload FIFO (<= 16)
     logic        mac_err;                    // tuser of any beat was set: the MAC saw an error
   } desc_t;
+  // $bits(desc_t), spelled out for yosys 0.23 ($bits of a package type); ina_core checks it.
+  localparam int unsigned DescBits = 5 * 8 + 5 * 16 + 32 + FrameBytesBits + 5 + 1;
 
   // Byte `i` of a beat.
   function automatic logic [7:0] beat_byte(input logic [BeatBits-1:0] d, input int unsigned i);
-    return d[8*i +: 8];
+    beat_byte = d[8*i +: 8];
   endfunction
 
   // Big-endian 16/32-bit field at byte `i` of a beat.
   function automatic logic [15:0] be16(input logic [BeatBits-1:0] d, input int unsigned i);
-    return {d[8*i +: 8], d[8*(i+1) +: 8]};
+    be16 = {d[8*i +: 8], d[8*(i+1) +: 8]};
   endfunction
 
   function automatic logic [31:0] be32(input logic [BeatBits-1:0] d, input int unsigned i);
-    return {d[8*i +: 8], d[8*(i+1) +: 8], d[8*(i+2) +: 8], d[8*(i+3) +: 8]};
+    be32 = {d[8*i +: 8], d[8*(i+1) +: 8], d[8*(i+2) +: 8], d[8*(i+3) +: 8]};
   endfunction
 
   // Swaps the byte order of every 32-bit lane (wire big-endian <-> host order lanes).
@@ -56,7 +60,7 @@ package ina_rtl_pkg;
     for (int unsigned l = 0; l < Lanes; l++) begin
       r[32*l +: 32] = {d[32*l +: 8], d[32*l+8 +: 8], d[32*l+16 +: 8], d[32*l+24 +: 8]};
     end
-    return r;
+    swap_lanes = r;
   endfunction
 
 endpackage

@@ -16,7 +16,6 @@
 // Backpressure: m_axis_tready low fills the output FIFO; the aggregation stage then waits between
 // packets and the input FIFOs fill; s_axis_tready_o falls when they are full.
 module ina_core
-  import ina_rtl_pkg::*;
 #(
   parameter int unsigned NumJobs   = 8,
   parameter int unsigned PoolSlots = 64,
@@ -28,16 +27,16 @@ module ina_core
   input  logic                   rst_ni,
   input  logic                   s_axis_tvalid_i,
   output logic                   s_axis_tready_o,
-  input  logic [BeatBits-1:0]    s_axis_tdata_i,
-  input  logic [BeatBytes-1:0]   s_axis_tkeep_i,
+  input  logic [ina_rtl_pkg::BeatBits-1:0]    s_axis_tdata_i,
+  input  logic [ina_rtl_pkg::BeatBytes-1:0]   s_axis_tkeep_i,
   input  logic                   s_axis_tlast_i,
   input  logic                   s_axis_tuser_i,
   output logic                   m_axis_tvalid_o,
   input  logic                   m_axis_tready_i,
-  output logic [BeatBits-1:0]    m_axis_tdata_o,
-  output logic [BeatBytes-1:0]   m_axis_tkeep_o,
+  output logic [ina_rtl_pkg::BeatBits-1:0]    m_axis_tdata_o,
+  output logic [ina_rtl_pkg::BeatBytes-1:0]   m_axis_tkeep_o,
   output logic                   m_axis_tlast_o,
-  output logic [OutUserBits-1:0] m_axis_tuser_o,
+  output logic [ina_rtl_pkg::OutUserBits-1:0] m_axis_tuser_o,
   input  logic                   reg_req_i,
   input  logic                   reg_we_i,
   input  logic [11:0]            reg_addr_i,
@@ -49,32 +48,39 @@ module ina_core
   output logic                   idle_o
 );
   localparam int unsigned OutFreeW = $clog2(OutDepth) + 1;
-  localparam int unsigned OutW = BeatBits + BeatBytes + 1 + OutUserBits;
+  localparam int unsigned OutW = ina_rtl_pkg::BeatBits + ina_rtl_pkg::BeatBytes + 1 + ina_rtl_pkg::OutUserBits;
 
-  if (PayDepth < 2 * MaxPayloadBeats) begin : gen_bad_pay
+  if (ina_rtl_pkg::InaHdrByte != ina_proto_pkg::FramePrefixBytes ||
+      ina_rtl_pkg::Lanes * ina_proto_pkg::ElemBytes != ina_rtl_pkg::BeatBytes) begin : gen_bad_pkg
+    $error("ina_core: ina_rtl_pkg disagrees with ina_proto_pkg");
+  end
+  if ($bits(desc_in) != ina_rtl_pkg::DescBits) begin : gen_bad_desc
+    $error("ina_core: ina_rtl_pkg::DescBits is not $bits(desc_t)");
+  end
+  if (PayDepth < 2 * ina_rtl_pkg::MaxPayloadBeats) begin : gen_bad_pay
     $error("ina_core: PayDepth must hold two maximal frames");
   end
-  if (OutDepth < MaxPayloadBeats + 4) begin : gen_bad_out
+  if (OutDepth < ina_rtl_pkg::MaxPayloadBeats + 4) begin : gen_bad_out
     $error("ina_core: OutDepth must hold a result frame plus the pipeline");
   end
 
   logic                pay_in_valid, pay_in_ready, pay_out_valid, pay_out_ready;
-  logic [BeatBits-1:0] pay_in_data, pay_out_data;
+  logic [ina_rtl_pkg::BeatBits-1:0] pay_in_data, pay_out_data;
   logic                desc_in_valid, desc_in_ready, desc_out_valid, desc_out_ready;
-  desc_t               desc_in, desc_out;
+  ina_rtl_pkg::desc_t               desc_in, desc_out;
   logic                out_valid, out_ready_unused;
   logic [OutW-1:0]     out_word, m_word;
-  logic [BeatBits-1:0] out_data;
-  logic [BeatBytes-1:0] out_keep;
+  logic [ina_rtl_pkg::BeatBits-1:0] out_data;
+  logic [ina_rtl_pkg::BeatBytes-1:0] out_keep;
   logic                out_last;
-  logic [OutUserBits-1:0] out_user;
+  logic [ina_rtl_pkg::OutUserBits-1:0] out_user;
   logic [OutFreeW-1:0] out_free;
   logic [$clog2(PayDepth):0]  unused_pay_free;
   logic [$clog2(DescDepth):0] unused_desc_free;
 
   logic [NumJobs-1:0]       job_valid;
-  logic [NumJobs-1:0][15:0] job_id;
-  logic [NumJobs-1:0][31:0] job_slots, job_world;
+  logic [NumJobs*16-1:0]    job_id;  // entry j at [16j +: 16]
+  logic [NumJobs*32-1:0]    job_slots, job_world;  // entry j at [32j +: 32]
   logic        commit, commit_valid;
   logic [31:0] commit_slots;
   logic [ina_proto_pkg::NumCounters-1:0] cnt_inc;
@@ -98,7 +104,7 @@ module ina_core
     .in_frame_o  (in_frame)
   );
 
-  ina_fifo #(.Width(BeatBits), .Depth(PayDepth)) u_pay_fifo (
+  ina_fifo #(.Width(ina_rtl_pkg::BeatBits), .Depth(PayDepth)) u_pay_fifo (
     .clk_i,
     .rst_ni,
     .in_valid_i (pay_in_valid),
@@ -110,7 +116,7 @@ module ina_core
     .free_o     (unused_pay_free)
   );
 
-  ina_fifo #(.Width($bits(desc_t)), .Depth(DescDepth)) u_desc_fifo (
+  ina_fifo #(.Width(ina_rtl_pkg::DescBits), .Depth(DescDepth)) u_desc_fifo (
     .clk_i,
     .rst_ni,
     .in_valid_i (desc_in_valid),

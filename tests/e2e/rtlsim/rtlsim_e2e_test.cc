@@ -14,6 +14,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <ostream>
 #include <random>
 #include <string>
 #include <thread>
@@ -72,6 +73,12 @@ struct Case {
   int k;
   double drop, dup, reorder;
 };
+
+// Stable test names (the default would print the dtype pointer's bytes).
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.elements << " " << c.dtype << " K=" << c.k << " drop=" << c.drop << " dup=" << c.dup
+      << " reorder=" << c.reorder;
+}
 
 class RtlsimE2e : public ::testing::TestWithParam<Case> {};
 
