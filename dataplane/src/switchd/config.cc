@@ -56,6 +56,11 @@ std::string Usage() {
          "  --reorder-rate p         delay each received and each sent packet behind the next\n"
          "                           burst with probability p\n"
          "  --seed s                 fault injection RNG seed (default 1)\n"
+         "  --io udp|dpdk            packet I/O (default udp; dpdk when built)\n"
+         "  --dpdk \"EAL ARGS\"        DPDK EAL arguments; implies --io dpdk. Every probed port\n"
+         "                           (--vdev net_memif..., net_af_packet...) is a switch port;\n"
+         "                           --bind must then be the switch's IPv4 address, --port != 0\n"
+         "  --dpdk-backoff-us U      idle poll back-off ceiling in us (default 1000)\n"
          "  --help                   this text\n"
          "On start it prints its configuration, then 'ina-switchd listening on ADDR:PORT'.\n"
          "SIGINT/SIGTERM: prints a summary and a last JSON line {\"switch_counters\": {...}},\n"
@@ -87,7 +92,10 @@ Result<Config> ParseArgs(const std::vector<std::string>& args) {
                                          "--drop-rate",
                                          "--dup-rate",
                                          "--reorder-rate",
-                                         "--seed"};
+                                         "--seed",
+                                         "--io",
+                                         "--dpdk",
+                                         "--dpdk-backoff-us"};
     bool known = false;
     for (const char* f : kFlags) known = known || flag == f;
     if (!known) return InvalidArgument("unknown flag '" + args[i] + "' (see --help)");
@@ -132,7 +140,22 @@ Result<Config> ParseArgs(const std::vector<std::string>& args) {
       INA_ASSIGN_OR_RETURN(c.reorder_rate, ParseRate(flag, value));
     } else if (flag == "--seed") {
       INA_ASSIGN_OR_RETURN(c.seed, ParseUint(flag, value, 0, UINT64_MAX));
+    } else if (flag == "--io") {
+      if (value != "udp" && value != "dpdk") return Bad(flag, "udp or dpdk", value);
+      c.io = value;
+    } else if (flag == "--dpdk") {
+      c.dpdk_eal = value;
+      c.io = "dpdk";
+    } else if (flag == "--dpdk-backoff-us") {
+      INA_ASSIGN_OR_RETURN(c.dpdk_backoff_us, ParseUint(flag, value, 0, 1000000));
     }
+  }
+  if (c.io == "dpdk") {
+    in_addr a4;
+    if (inet_pton(AF_INET, c.bind.c_str(), &a4) != 1 || a4.s_addr == 0) {
+      return Bad("--bind", "the switch's IPv4 address with --io dpdk", c.bind);
+    }
+    if (c.port == 0) return Bad("--port", "a fixed port (not 0) with --io dpdk", "0");
   }
   if (c.engine.empty()) c.engine = std::string(DefaultEngineName());
   return c;
@@ -148,6 +171,11 @@ void PrintConfig(const Config& c, std::FILE* out) {
   std::fprintf(out, "  drop_rate = %g\n  dup_rate = %g\n  reorder_rate = %g\n", c.drop_rate,
                c.dup_rate, c.reorder_rate);
   std::fprintf(out, "  seed = %llu\n", static_cast<unsigned long long>(c.seed));
+  std::fprintf(out, "  io = %s\n", c.io.c_str());
+  if (c.io == "dpdk") {
+    std::fprintf(out, "  dpdk = %s\n  dpdk_backoff_us = %u\n", c.dpdk_eal.c_str(),
+                 c.dpdk_backoff_us);
+  }
 }
 
 }  // namespace ina::dp::switchd

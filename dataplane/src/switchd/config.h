@@ -21,8 +21,12 @@ struct Config {
   double drop_rate = 0;             // fault injection, probabilities in [0, 1]
   double dup_rate = 0;
   double reorder_rate = 0;
-  uint64_t seed = 1;  // fault injection RNG seed
-  bool help = false;  // --help: print Usage() and exit 0
+  uint64_t seed = 1;                // fault injection RNG seed
+  std::string io = "udp";           // packet I/O: "udp" (kernel socket) or "dpdk" (ethdev ports)
+  std::string dpdk_eal;             // --dpdk: EAL arguments (implies --io dpdk); every port probed
+                                    // (e.g. by --vdev) is a switch port
+  uint32_t dpdk_backoff_us = 1000;  // idle back-off ceiling of the DPDK poll loop
+  bool help = false;                // --help: print Usage() and exit 0
 };
 
 inline constexpr uint32_t kMaxSlots = 1u << 20;

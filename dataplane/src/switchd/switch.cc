@@ -56,6 +56,22 @@ Status Switch::Init() {
   tx_held_next_.resize(kBurst);
   tx_msgs_.resize(kBurst);
   tx_iov_.resize(kBurst);
+  tx_out_.resize(kBurst);
+  rx_lens_.resize(kBurst);
+  rx_trunc_.resize(kBurst);
+  rx_ptrs_.resize(kBurst);
+  for (size_t i = 0; i < kBurst; ++i) rx_ptrs_[i] = rx_bufs_[i].data();
+
+  if (config_.io == "dpdk") {
+    DpdkPortsConfig dc;
+    dc.eal_args = config_.dpdk_eal;
+    dc.ip = config_.bind;
+    dc.udp_port = config_.port;
+    dc.backoff_max_us = config_.dpdk_backoff_us;
+    INA_ASSIGN_OR_RETURN(dpdk_, DpdkPorts::Open(dc));
+    start_ = last_tick_ = now_ = Clock::now();
+    return Status::Ok();
+  }
 
   sockaddr_storage ss{};
   socklen_t sl = 0;
@@ -91,6 +107,8 @@ Status Switch::Init() {
 }
 
 std::string Switch::local_address() const {
+  if (dpdk_)
+    return config_.bind + ":" + std::to_string(config_.port) + " (dpdk: " + dpdk_->Describe() + ")";
   sockaddr_storage ss{};
   socklen_t sl = sizeof(ss);
   if (getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &sl) != 0) return "?";
@@ -104,8 +122,7 @@ Status Switch::Run(const volatile std::sig_atomic_t* stop) {
     const bool held = held_rx_n_[0] + held_rx_n_[1] + tx_held_n_ + tx_held_next_n_ > 0;
     int timeout_ms = kMaxPollMs;
     if (held) timeout_ms = 1;  // held packets wait for one more burst, not for ever
-    pollfd pfd{fd_, POLLIN, 0};
-    const int pr = poll(&pfd, 1, timeout_ms);
+    const int pr = WaitRx(timeout_ms);
     if (pr < 0 && errno != EINTR) return ErrnoStatus("poll", errno);
     now_ = Clock::now();
     if (pr > 0) {
@@ -146,7 +163,19 @@ void Switch::Tick(Clock::time_point now) {
   FlushTx();
 }
 
-Result<size_t> Switch::RxBurst(Clock::time_point now) {
+int Switch::WaitRx(int timeout_ms) {
+  if (dpdk_) return dpdk_->Wait(timeout_ms) ? 1 : 0;
+  pollfd pfd{fd_, POLLIN, 0};
+  return poll(&pfd, 1, timeout_ms);
+}
+
+Result<size_t> Switch::ReceiveRaw() {
+  if (dpdk_) {
+    const size_t n =
+        dpdk_->Recv(rx_ptrs_.data(), kRxBufBytes, rx_lens_.data(), rx_peers_.data(), kBurst);
+    for (size_t i = 0; i < n; ++i) rx_trunc_[i] = rx_lens_[i] > kRxBufBytes;
+    return n;
+  }
   for (size_t i = 0; i < kBurst; ++i) {
     rx_iov_[i] = {rx_bufs_[i].data(), kRxBufBytes};
     rx_msgs_[i] = {};
@@ -162,15 +191,24 @@ Result<size_t> Switch::RxBurst(Clock::time_point now) {
     if (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH) return size_t{0};
     return ErrnoStatus("recvmmsg", errno);
   }
+  for (int i = 0; i < n; ++i) {
+    rx_peers_[i].len = rx_msgs_[i].msg_hdr.msg_namelen;
+    rx_lens_[i] = rx_msgs_[i].msg_len;
+    rx_trunc_[i] = (rx_msgs_[i].msg_hdr.msg_flags & MSG_TRUNC) != 0;
+  }
+  return static_cast<size_t>(n);
+}
+
+Result<size_t> Switch::RxBurst(Clock::time_point now) {
+  INA_ASSIGN_OR_RETURN(const size_t n, ReceiveRaw());
   Bump(SwitchCounter::kRxDatagrams, static_cast<uint64_t>(n));
   const int fill = held_fill_;
   const int release = 1 - fill;
   size_t k = 0;
-  for (int i = 0; i < n; ++i) {
+  for (size_t i = 0; i < n; ++i) {
     Peer& from = rx_peers_[i];
-    from.len = rx_msgs_[i].msg_hdr.msg_namelen;
-    uint32_t len = rx_msgs_[i].msg_len;
-    if ((rx_msgs_[i].msg_hdr.msg_flags & MSG_TRUNC) || len > kRxBufBytes) {
+    uint32_t len = rx_lens_[i];
+    if (rx_trunc_[i] || len > kRxBufBytes) {
       Bump(SwitchCounter::kRxTruncated);
       len = std::min<uint32_t>(len, kRxBufBytes);
     }
@@ -205,7 +243,7 @@ Result<size_t> Switch::RxBurst(Clock::time_point now) {
   HandleItems(k, now);
   held_rx_n_[release] = 0;
   held_fill_ = release;
-  return static_cast<size_t>(n);
+  return n;
 }
 
 void Switch::ReleaseHeldRx(Clock::time_point now) {
@@ -308,6 +346,18 @@ void Switch::FlushTx() {
 }
 
 void Switch::SendRange(std::vector<TxSlot>& q, size_t n) {
+  if (dpdk_) {
+    for (size_t done = 0; done < n;) {
+      const size_t m = std::min(kBurst, n - done);
+      for (size_t i = 0; i < m; ++i)
+        tx_out_[i] = {q[done + i].buf.data(), q[done + i].len, &q[done + i].to};
+      const size_t ok = dpdk_->Send(tx_out_.data(), m);
+      Bump(SwitchCounter::kTxPackets, ok);
+      Bump(SwitchCounter::kTxErrors, m - ok);
+      done += m;
+    }
+    return;
+  }
   size_t done = 0;
   int waits = 0;
   while (done < n) {
@@ -391,6 +441,21 @@ void Switch::PrintSummary(std::FILE* out) const {
 }
 
 void Switch::PrintJson(std::FILE* out) const {
+  if (dpdk_) {
+    std::fprintf(out, "{\"port_counters\": [");
+    bool first_port = true;
+    for (const DpdkPortStats& p : dpdk_->stats()) {
+      std::fprintf(
+          out,
+          "%s{\"name\": \"%s\", \"rx_frames\": %llu, \"rx_other\": %llu, "
+          "\"tx_frames\": %llu, \"tx_dropped\": %llu}",
+          first_port ? "" : ", ", p.name.c_str(), static_cast<unsigned long long>(p.rx_frames),
+          static_cast<unsigned long long>(p.rx_other), static_cast<unsigned long long>(p.tx_frames),
+          static_cast<unsigned long long>(p.tx_dropped));
+      first_port = false;
+    }
+    std::fprintf(out, "]}\n");
+  }
   std::fprintf(out, "{\"switch_counters\": {");
   bool first = true;
   for (const auto& [name, value] : AllCounters()) {

@@ -1,5 +1,9 @@
-// ina-switchd's packet loop: one UDP socket, one engine, one control plane, one thread.
+// ina-switchd's packet loop: one UDP socket (or DPDK ports), one engine, one control plane, one
+// thread.
 //
+// I/O: with --io udp a kernel socket (poll, recvmmsg, sendmmsg); with --io dpdk every DPDK port
+// (dpdk_ports.h: Wait backs off instead of poll, Recv/Send in bursts, per-port counters). The rest
+// of the loop is the same for both.
 // Loop: poll (bounded timeout, never a busy spin) -> recvmmsg bursts of kBurst -> receive-side
 // fault injection -> classify in arrival order: JOIN/LEAVE (version ok, header-only or not) go to
 // the control plane; data packets go through the source check (a packet for an active job's
@@ -27,6 +31,7 @@
 #include <vector>
 
 #include "config.h"
+#include "dpdk_ports.h"
 #include "fault.h"
 #include "ina/base/status.h"
 #include "ina/dp/control.h"
@@ -75,6 +80,7 @@ class Switch : private Emitter, private ReplySink {
   void PrintStatsLine(std::FILE* out) const;
   // A human summary (non-zero counters), then the JSON line with every counter by name.
   void PrintSummary(std::FILE* out) const;
+  // {"switch_counters": {...}}; with --io dpdk a {"port_counters": [...]} line before it.
   void PrintJson(std::FILE* out) const;
 
  private:
@@ -122,6 +128,10 @@ class Switch : private Emitter, private ReplySink {
   void FlushTx();
   void SendRange(std::vector<TxSlot>& q, size_t n);
 
+  // Waits up to timeout_ms for something to receive: >0 ready, 0 timeout, <0 error (errno).
+  int WaitRx(int timeout_ms);
+  // Receives one burst into rx_bufs_/rx_lens_/rx_peers_ (and rx_trunc_). Returns the count.
+  Result<size_t> ReceiveRaw();
   void Tick(Clock::time_point now);
   void Bump(SwitchCounter c, uint64_t n = 1) { counters_[static_cast<size_t>(c)] += n; }
   uint64_t Ctr(SwitchCounter c) const { return counters_[static_cast<size_t>(c)]; }
@@ -141,6 +151,9 @@ class Switch : private Emitter, private ReplySink {
   // Receive side.
   std::vector<std::array<uint8_t, kRxBufBytes>> rx_bufs_;  // kBurst
   std::vector<Peer> rx_peers_;                             // kBurst
+  std::vector<uint32_t> rx_lens_;                          // kBurst
+  std::vector<uint8_t> rx_trunc_;                          // kBurst
+  std::vector<uint8_t*> rx_ptrs_;                          // kBurst (DPDK)
   std::vector<mmsghdr> rx_msgs_;
   std::vector<iovec> rx_iov_;
   std::vector<HeldRx> held_rx_[2];  // two banks of kBurst: filling / being released
@@ -159,6 +172,9 @@ class Switch : private Emitter, private ReplySink {
   size_t tx_held_next_n_ = 0;
   std::vector<mmsghdr> tx_msgs_;  // kBurst
   std::vector<iovec> tx_iov_;
+  std::vector<OutPacket> tx_out_;  // kBurst (DPDK)
+
+  std::unique_ptr<DpdkPorts> dpdk_;  // --io dpdk; fd_ stays -1
 
   std::array<uint64_t, kNumSwitchCounters> counters_{};
 };

@@ -72,6 +72,11 @@ std::string CommConfig::ToString() const {
     << " join_timeout_ms=" << join_timeout_ms << " progress_timeout_ms=" << progress_timeout_ms
     << " rto_us=[" << rto_min_us << "," << rto_initial_us << "," << rto_max_us << "]"
     << " transport=" << transport << " socket_buffer_bytes=" << socket_buffer_bytes;
+  if (transport == "dpdk") {
+    o << " dpdk_eal='" << dpdk.eal_args << "' dpdk_port=" << dpdk.port
+      << " dpdk_local=" << dpdk.local_ip << ":" << dpdk.local_port
+      << " dpdk_backoff_us=" << dpdk.backoff_max_us << " dpdk_zero_copy=" << dpdk.zero_copy;
+  }
   return o.str();
 }
 
@@ -97,6 +102,7 @@ Result<CommConfig> CommConfig::FromEnv(CommConfig c) {
     if (*v == '\0') return InvalidArgument("INA_TRANSPORT: empty value");
     c.transport = v;
   }
+  if (c.transport == "dpdk") INA_RETURN_IF_ERROR(ApplyDpdkEnv(&c.dpdk));
   return c;
 }
 

@@ -1,13 +1,15 @@
 // CommConfig: every tunable of a Communicator, validated, with INA_* environment overrides.
 //
 // Environment (FromEnv): INA_SWITCH=host:port, INA_JOB, INA_RANK, INA_WORLD, INA_K, INA_WINDOW,
-// INA_JOIN_TIMEOUT_MS, INA_PROGRESS_TIMEOUT_MS, INA_TRANSPORT. docs/host.md has the table.
+// INA_JOIN_TIMEOUT_MS, INA_PROGRESS_TIMEOUT_MS, INA_TRANSPORT (udp | dpdk), and with dpdk the
+// INA_DPDK_* variables of transport.h (ApplyDpdkEnv). docs/host.md has the table.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "ina/base/status.h"
+#include "ina/host/transport.h"
 
 namespace ina::host {
 
@@ -26,6 +28,7 @@ struct CommConfig {
   int rto_initial_us = 5000;
   std::string transport = "udp";
   int socket_buffer_bytes = 8 << 20;  // SO_RCVBUF / SO_SNDBUF request
+  DpdkConfig dpdk;                    // transport "dpdk" only
 
   static constexpr uint16_t kMaxWindow = 4096;
 

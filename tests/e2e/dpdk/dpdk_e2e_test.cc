@@ -1,0 +1,275 @@
+// ina-switchd --io dpdk and 4 worker processes (ina-dpdk-worker, INA_TRANSPORT=dpdk), over
+// net_memif (one host) and over net_af_packet on veth pairs between network namespaces, with
+// loss injected at the switch. Every rank's result must be bit-identical to the same run over the
+// UDP path (kernel sockets on loopback) and to the exact quantized sum (ExpectFloat).
+// Skips with the reason when not root, when ina-switchd lacks DPDK, or when the EAL cannot start.
+// Seeds: INA_SEED (default 1) picks the input data; printed.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "process.h"
+
+namespace ina::bench {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+constexpr int kWorld = 4;
+constexpr size_t kElements = 100000;  // not a multiple of k: a short last block
+constexpr const char* kSwitchIp = "10.77.0.1";
+constexpr int kSwitchPort = 47000;
+
+uint64_t Seed() {
+  const char* s = std::getenv("INA_SEED");
+  return s != nullptr ? std::strtoull(s, nullptr, 10) : 1;
+}
+
+std::string Unique() { return std::to_string(getpid()); }
+
+int Sh(const std::string& cmd) {
+  const int rc = std::system(cmd.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+std::string EalCommon(const std::string& prefix) {
+  return "--no-huge -m 192 --no-pci --no-telemetry --log-level=*:warning --file-prefix " + prefix;
+}
+
+struct WorkerResult {
+  std::string fingerprint;
+  bool exact = false;
+  double pps = 0;
+};
+
+// Starts the workers (argv per rank), waits for each result line; empty fingerprint on failure.
+std::vector<WorkerResult> RunWorkers(const std::vector<std::vector<std::string>>& argvs) {
+  std::vector<Process> ps;
+  for (const auto& a : argvs) {
+    auto p = Process::Start(a);
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    if (!p.ok()) return {};
+    ps.push_back(std::move(*p));
+  }
+  std::vector<WorkerResult> out(argvs.size());
+  const std::regex re("fingerprint=([0-9a-f]+) exact=([01]) packets_per_s=([0-9.]+)");
+  for (size_t r = 0; r < ps.size(); ++r) {
+    auto line = ps[r].WaitForLine("result ", 120s);
+    EXPECT_TRUE(line.ok()) << "rank " << r << ": " << line.status().ToString();
+    std::smatch m;
+    if (line.ok() && std::regex_search(*line, m, re)) {
+      out[r] = {m[1], m[2] == "1", std::stod(m[3])};
+    }
+    (void)ps[r].Drain(30s);  // until it exits (after LEAVE), so the exit status is its own
+    auto st = ps[r].Stop(SIGTERM, 10s);
+    EXPECT_TRUE(st.ok() && WIFEXITED(*st) && WEXITSTATUS(*st) == 0) << "rank " << r;
+  }
+  return out;
+}
+
+std::vector<std::string> WorkerArgv(std::vector<std::string> prefix, int rank,
+                                    const std::vector<std::string>& env) {
+  prefix.push_back("/usr/bin/env");
+  prefix.push_back("INA_RANK=" + std::to_string(rank));
+  prefix.push_back("INA_WORLD=" + std::to_string(kWorld));
+  prefix.push_back("INA_JOB=7");
+  prefix.push_back("INA_JOIN_TIMEOUT_MS=30000");
+  prefix.push_back("INA_PROGRESS_TIMEOUT_MS=30000");
+  prefix.insert(prefix.end(), env.begin(), env.end());
+  prefix.push_back(INA_WORKER_BIN);
+  prefix.push_back(std::to_string(kElements));
+  prefix.push_back(std::to_string(Seed()));
+  return prefix;
+}
+
+class DpdkE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(Seed()));
+    if (geteuid() != 0) GTEST_SKIP() << "DPDK's EAL and network namespaces need root";
+    char tmpl[] = "/tmp/ina-dpdk-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    switch_.reset();  // kills the switch if still running
+    for (const auto& ns : namespaces_) Sh("ip netns del " + ns + " 2>/dev/null");
+    for (const auto& p : prefixes_) {
+      std::error_code ec;
+      fs::remove_all("/var/run/dpdk/" + p, ec);
+    }
+    if (!dir_.empty()) {
+      std::error_code ec;
+      fs::remove_all(dir_, ec);
+    }
+  }
+
+  std::string Prefix(const std::string& what) {
+    prefixes_.push_back("ina8_" + what + "_" + Unique());
+    return prefixes_.back();
+  }
+
+  // The UDP path's fingerprints for the same inputs (no loss: the result does not depend on it).
+  std::vector<WorkerResult> UdpBaseline() {
+    auto sw = Process::Start({INA_SWITCHD_BIN, "--bind", "127.0.0.1", "--port", "0"});
+    EXPECT_TRUE(sw.ok());
+    if (!sw.ok()) return {};
+    auto line = sw->WaitForLine("ina-switchd listening on ", 10s);
+    EXPECT_TRUE(line.ok());
+    if (!line.ok()) return {};
+    const std::string addr = line->substr(std::string("ina-switchd listening on ").size());
+    std::vector<std::vector<std::string>> argvs;
+    for (int r = 0; r < kWorld; ++r) {
+      argvs.push_back(WorkerArgv({}, r, {"INA_TRANSPORT=udp", "INA_SWITCH=" + addr}));
+    }
+    auto res = RunWorkers(argvs);
+    (void)sw->Stop(SIGTERM, 5s);
+    return res;
+  }
+
+  // Starts ina-switchd --io dpdk; skips the test when the EAL (or DPDK support) is missing.
+  bool StartSwitch(std::vector<std::string> prefix, const std::string& eal,
+                   const std::string& drop) {
+    std::vector<std::string> argv = std::move(prefix);
+    for (const std::string& a :
+         {std::string(INA_SWITCHD_BIN), std::string("--bind"), std::string(kSwitchIp),
+          std::string("--port"), std::to_string(kSwitchPort), std::string("--dpdk"), eal,
+          std::string("--drop-rate"), drop, std::string("--seed"), std::to_string(Seed()),
+          std::string("--dpdk-backoff-us"), std::string("200")}) {
+      argv.push_back(a);
+    }
+    auto sw = Process::Start(argv);
+    EXPECT_TRUE(sw.ok());
+    if (!sw.ok()) return false;
+    switch_ = std::make_unique<Process>(std::move(*sw));
+    auto line = switch_->WaitForLine("ina-switchd listening on ", 30s);
+    if (!line.ok()) {
+      auto st = switch_->Stop(SIGKILL, 1s);
+      const int code = st.ok() && WIFEXITED(*st) ? WEXITSTATUS(*st) : -1;
+      if (code == 1 || code == 2) {
+        skip_reason_ = "ina-switchd --io dpdk did not start (exit " + std::to_string(code) +
+                       ": EAL or DPDK support missing; see its stderr)";
+      } else {
+        ADD_FAILURE() << "ina-switchd --io dpdk: no listening line";
+      }
+      return false;
+    }
+    std::printf("%s\n", line->c_str());
+    return true;
+  }
+
+  // Stops the switch; returns its port_counters JSON line.
+  std::string StopSwitch() {
+    auto st = switch_->Stop(SIGTERM, 10s);
+    EXPECT_TRUE(st.ok() && WIFEXITED(*st) && WEXITSTATUS(*st) == 0);
+    std::string ports;
+    for (const auto& l : switch_->Drain(5s)) {
+      if (l.rfind("{\"port_counters\"", 0) == 0) ports = l;
+      if (l.rfind("  ", 0) == 0 || l[0] == '{') std::printf("switch: %s\n", l.c_str());
+    }
+    switch_.reset();
+    return ports;
+  }
+
+  void Check(const std::vector<WorkerResult>& got, const std::vector<WorkerResult>& udp) {
+    ASSERT_EQ(got.size(), static_cast<size_t>(kWorld));
+    ASSERT_EQ(udp.size(), static_cast<size_t>(kWorld));
+    for (int r = 0; r < kWorld; ++r) {
+      EXPECT_FALSE(got[r].fingerprint.empty()) << "rank " << r << " gave no result";
+      EXPECT_TRUE(got[r].exact) << "rank " << r << " differs from the exact quantized sum";
+      EXPECT_EQ(got[r].fingerprint, udp[r].fingerprint) << "rank " << r << " dpdk vs udp";
+      std::printf("rank %d fingerprint %s (udp %s) %.0f packets/s\n", r, got[r].fingerprint.c_str(),
+                  udp[r].fingerprint.c_str(), got[r].pps);
+    }
+  }
+
+  std::string dir_;
+  std::vector<std::string> namespaces_;
+  std::vector<std::string> prefixes_;
+  std::unique_ptr<Process> switch_;
+  std::string skip_reason_;
+};
+
+TEST_F(DpdkE2eTest, FourWorkersOverMemifWithLoss) {
+  const auto udp = UdpBaseline();
+  ASSERT_EQ(udp.size(), static_cast<size_t>(kWorld));
+  std::string eal = EalCommon(Prefix("sw")) + " -l 0";
+  for (int r = 0; r < kWorld; ++r) {
+    eal += " --vdev net_memif" + std::to_string(r) + ",role=server,id=0,socket=" + dir_ + "/w" +
+           std::to_string(r) + ".sock";
+  }
+  if (!StartSwitch({}, eal, "0.01")) {
+    if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
+    return;
+  }
+  std::vector<std::vector<std::string>> argvs;
+  for (int r = 0; r < kWorld; ++r) {
+    const std::string weal =
+        EalCommon(Prefix("w" + std::to_string(r))) + " -l " + std::to_string(r % 2) +
+        " --vdev net_memif0,role=client,id=0,socket=" + dir_ + "/w" + std::to_string(r) + ".sock";
+    argvs.push_back(WorkerArgv(
+        {}, r,
+        {"INA_TRANSPORT=dpdk",
+         "INA_SWITCH=" + std::string(kSwitchIp) + ":" + std::to_string(kSwitchPort),
+         "INA_DPDK_EAL=" + weal, "INA_DPDK_LOCAL=10.77.1." + std::to_string(r + 1) + ":40000",
+         "INA_DPDK_BACKOFF_US=200"}));
+  }
+  const auto got = RunWorkers(argvs);
+  const std::string ports = StopSwitch();
+  Check(got, udp);
+  EXPECT_NE(ports.find("net_memif3"), std::string::npos) << ports;
+}
+
+TEST_F(DpdkE2eTest, FourWorkersOverAfPacketInNamespacesWithLoss) {
+  if (Sh("ip netns list >/dev/null 2>&1") != 0) GTEST_SKIP() << "no 'ip netns'";
+  const auto udp = UdpBaseline();
+  ASSERT_EQ(udp.size(), static_cast<size_t>(kWorld));
+  const std::string u = Unique();
+  const std::string sw_ns = "ina8s" + u;
+  namespaces_.push_back(sw_ns);
+  if (Sh("ip netns add " + sw_ns) != 0) GTEST_SKIP() << "cannot create a network namespace";
+  std::string eal = EalCommon(Prefix("swp")) + " -l 0";
+  for (int r = 0; r < kWorld; ++r) {
+    const std::string ns = "ina8w" + std::to_string(r) + "_" + u;
+    namespaces_.push_back(ns);
+    const std::string a = "i8s" + std::to_string(r), b = "i8w" + std::to_string(r);
+    // No IP addresses on the veths: DPDK owns addressing and the kernel stays out of it.
+    ASSERT_EQ(Sh("ip netns add " + ns + " && ip link add " + a + " netns " + sw_ns +
+                 " type veth peer name " + b + " netns " + ns + " && ip -n " + sw_ns +
+                 " link set " + a + " up && ip -n " + ns + " link set " + b + " up"),
+              0);
+    eal += " --vdev net_af_packet" + std::to_string(r) + ",iface=" + a;
+  }
+  if (!StartSwitch({"ip", "netns", "exec", sw_ns}, eal, "0.01")) {
+    if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
+    return;
+  }
+  std::vector<std::vector<std::string>> argvs;
+  for (int r = 0; r < kWorld; ++r) {
+    const std::string ns = "ina8w" + std::to_string(r) + "_" + u;
+    const std::string weal = EalCommon(Prefix("wp" + std::to_string(r))) + " -l " +
+                             std::to_string(r % 2) + " --vdev net_af_packet0,iface=i8w" +
+                             std::to_string(r);
+    argvs.push_back(WorkerArgv(
+        {"ip", "netns", "exec", ns}, r,
+        {"INA_TRANSPORT=dpdk",
+         "INA_SWITCH=" + std::string(kSwitchIp) + ":" + std::to_string(kSwitchPort),
+         "INA_DPDK_EAL=" + weal, "INA_DPDK_LOCAL=10.77.1." + std::to_string(r + 1) + ":40000",
+         "INA_DPDK_BACKOFF_US=200"}));
+  }
+  const auto got = RunWorkers(argvs);
+  const std::string ports = StopSwitch();
+  Check(got, udp);
+  EXPECT_NE(ports.find("net_af_packet3"), std::string::npos) << ports;
+}
+
+}  // namespace
+}  // namespace ina::bench
