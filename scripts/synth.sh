@@ -1,22 +1,41 @@
 #!/usr/bin/env bash
-# Synthesizes the RTL core with yosys: generic (synth) and Xilinx (synth_xilinx) cell counts.
-# Usage: scripts/synth.sh [build-dir (holds gen/ina_proto_pkg.sv)] [PoolSlots]
-# Prints the stat summaries; logs go to <build-dir>/synth/.
+# Synthesizes the RTL core with yosys (Debian's 0.23 works): a generic flow (synth up to the fine
+# stage, then techmap/abc with the memories kept as $mem blocks, so the 1 Mbit slot memory is
+# reported as a memory instead of being mapped to a million flip-flops) and synth_xilinx (LUT6,
+# FDRE, RAMB36/RAMB18, LUTRAM, CARRY4 counts).
+# Usage: scripts/synth.sh [build-dir (holds gen/ina_proto_pkg.sv)] [PoolSlots] [flows...]
+#   flows: generic and/or xilinx (default both). Logs and stat files go to <build-dir>/synth/.
+# Figures and the commands that made them: docs/rtl/synthesis.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$root/build}
 slots=${2:-64}
+shift $(( $# > 2 ? 2 : $# ))
+flows=("$@")
+[[ ${#flows[@]} -gt 0 ]] || flows=(generic xilinx)
 pkg=$build/gen/ina_proto_pkg.sv
 [[ -f $pkg ]] || { echo "synth.sh: $pkg missing; build ina_proto_gen first" >&2; exit 1; }
+command -v yosys >/dev/null || { echo "synth.sh: yosys not installed (scripts/setup.sh)" >&2; exit 1; }
 out=$build/synth
 mkdir -p "$out"
-srcs="$pkg $root/rtl/pkg/ina_rtl_pkg.sv $root/rtl/lib/ina_fifo.sv $root/rtl/core/ina_ingress.sv \
-$root/rtl/core/ina_slot_mem.sv $root/rtl/core/ina_lane_adder.sv $root/rtl/core/ina_regs.sv \
-$root/rtl/core/ina_agg.sv $root/rtl/top/ina_core.sv"
-for flow in generic xilinx; do
-  if [[ $flow == generic ]]; then cmd="synth -top ina_core"; else cmd="synth_xilinx -top ina_core"; fi
+# yosys 0.23 cannot read an unpacked-array localparam; the generated package's KValues list is one
+# (the RTL does not use it), so the copy synthesized here leaves that line out.
+grep -v 'KValues \[' "$pkg" > "$out/ina_proto_pkg.sv"
+srcs="$out/ina_proto_pkg.sv $root/rtl/pkg/ina_rtl_pkg.sv $root/rtl/lib/ina_fifo.sv \
+$root/rtl/core/ina_ingress.sv $root/rtl/core/ina_slot_mem.sv $root/rtl/core/ina_lane_adder.sv \
+$root/rtl/core/ina_regs.sv $root/rtl/core/ina_agg.sv $root/rtl/top/ina_core.sv"
+for flow in "${flows[@]}"; do
+  case $flow in
+    generic)
+      cmd="synth -top ina_core -flatten -run begin:fine; opt -fast -full; techmap; opt -fast; \
+abc -fast; opt -fast" ;;
+    xilinx) cmd="synth_xilinx -top ina_core -flatten" ;;
+    *) echo "synth.sh: unknown flow $flow (generic|xilinx)" >&2; exit 2 ;;
+  esac
+  start=$(date +%s)
   yosys -q -l "$out/$flow.log" -p "read_verilog -sv $srcs; chparam -set PoolSlots $slots ina_core; \
 $cmd; tee -o $out/$flow.stat stat" >/dev/null
-  echo "== $flow (PoolSlots=$slots) =="
-  grep -E "Number of cells|LUT|FD|RAMB|DSP|CARRY|\\\$_" "$out/$flow.stat" | head -40
+  echo "== $flow (PoolSlots=$slots, $(( $(date +%s) - start )) s) =="
+  grep -E "Number of (wires|cells|wire bits)|LUT|FD|RAM|DSP|CARRY|MUXF|\\\$_|\\\$mem" \
+    "$out/$flow.stat" | head -40
 done

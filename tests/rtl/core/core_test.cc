@@ -230,6 +230,63 @@ TEST_P(CoreTest, BackToBackSameSlotForwarding) {
   }
 }
 
+// ClearJob: the entry stops matching (its packets are unknown_job), reads back invalid, and
+// another job's half-aggregated slot is untouched (a clear resets no slots).
+TEST_P(CoreTest, ClearJobRemovesOnlyThatJob) {
+  namespace r = p::reg;
+  Install(0, 10, 2, 64, 0, 2, 1);
+  Install(1, 11, 2, 64, 2, 2, 2);
+  Send(Data(11, 0, 1, 0, {4, 5, 6}));  // job 11: rank 0 of 2, slot 1
+  Send(Data(10, 0, 0, 0, {1}));        // job 10: rank 0 of 2, slot 0
+  EXPECT_TRUE(RunAndTake().empty());
+  ASSERT_TRUE(ClearJob(*sim_, 0).ok());
+  ASSERT_TRUE(sim_->Write32(r::kJobSel, 0).ok());
+  EXPECT_EQ(*sim_->Read32(r::kJobId) >> 31, 0u);  // entry 0 invalid
+  Send(Data(10, 1, 0, 0, {2}));                   // job 10 is gone: unknown job, no result
+  Send(Data(11, 1, 1, 0, {40, 50, 60}));          // job 11 completes with both contributions
+  auto out = RunAndTake();
+  ASSERT_EQ(out.size(), 1u);
+  p::Header want = Data(11, p::kRankAll, 1, 0, {}).h;
+  want.type = 2;
+  want.count = 3;
+  ExpectResult(out[0], want, {44, 55, 66}, 2, p::kRankAll);
+  auto c = Counters();
+  EXPECT_EQ(dp::Get(c, p::Counter::kDropUnknownJob), 1u);
+  EXPECT_EQ(dp::Get(c, p::Counter::kResults), 1u);
+  EXPECT_EQ(dp::Get(c, p::Counter::kRxData), 3u);
+}
+
+// A commit resets the committed entry's slots (both copies, whatever they held: a partial sum, a
+// completed result) and only those: a neighbouring job's partial sum survives.
+TEST_P(CoreTest, CommitResetsTheJobsSlotsOnly) {
+  Install(0, 20, 2, 64, 0, 2, 1);
+  Install(1, 21, 2, 64, 2, 2, 2);
+  Send(Data(20, 0, 0, 0, {100}));      // job 20 slot 0 copy 0: partial
+  Send(Data(20, 0, 1, 1, {7}));        // job 20 slot 1 copy 1: complete below
+  Send(Data(20, 1, 1, 1, {8}));
+  Send(Data(21, 0, 0, 0, {3}));        // job 21: partial
+  auto out = RunAndTake();
+  ASSERT_EQ(out.size(), 1u);           // job 20 slot 1 gen 1
+  Install(0, 20, 2, 64, 0, 2, 1);      // re-commit job 20 over the same slots
+  Send(Data(20, 1, 1, 1, {8}));        // was a duplicate of a complete copy; now a first add
+  Send(Data(20, 1, 0, 0, {5}));        // the partial 100 is gone: this is the first contribution
+  EXPECT_TRUE(RunAndTake().empty());
+  Send(Data(20, 0, 0, 0, {6}));        // completes slot 0 gen 0 with 5 + 6
+  Send(Data(21, 1, 0, 0, {30}));       // job 21 completes with 3 + 30
+  out = RunAndTake();
+  ASSERT_EQ(out.size(), 2u);
+  p::Header want = Data(20, p::kRankAll, 0, 0, {}).h;
+  want.type = 2;
+  want.count = 1;
+  ExpectResult(out[0], want, {11}, 1, p::kRankAll);
+  want.job = 21;
+  ExpectResult(out[1], want, {33}, 2, p::kRankAll);
+  auto c = Counters();
+  EXPECT_EQ(dp::Get(c, p::Counter::kResultResends), 0u);
+  EXPECT_EQ(dp::Get(c, p::Counter::kDuplicates), 0u);
+  EXPECT_EQ(dp::Get(c, p::Counter::kResults), 3u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Traffic, CoreTest,
                          ::testing::Values(std::pair{0.0, 0.0}, std::pair{0.3, 0.0},
                                            std::pair{0.0, 0.5}, std::pair{0.4, 0.7}));
