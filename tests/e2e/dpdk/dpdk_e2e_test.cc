@@ -40,6 +40,14 @@ int Sh(const std::string& cmd) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
+// Process::Start does not search PATH.
+std::string IpBin() {
+  for (const char* p : {"/usr/sbin/ip", "/sbin/ip", "/usr/bin/ip", "/bin/ip"}) {
+    if (access(p, X_OK) == 0) return p;
+  }
+  return "ip";
+}
+
 std::string EalCommon(const std::string& prefix) {
   return "--no-huge -m 192 --no-pci --no-telemetry --log-level=*:warning --file-prefix " + prefix;
 }
@@ -248,7 +256,7 @@ TEST_F(DpdkE2eTest, FourWorkersOverAfPacketInNamespacesWithLoss) {
               0);
     eal += " --vdev net_af_packet" + std::to_string(r) + ",iface=" + a;
   }
-  if (!StartSwitch({"ip", "netns", "exec", sw_ns}, eal, "0.01")) {
+  if (!StartSwitch({IpBin(), "netns", "exec", sw_ns}, eal, "0.01")) {
     if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
     return;
   }
@@ -259,7 +267,7 @@ TEST_F(DpdkE2eTest, FourWorkersOverAfPacketInNamespacesWithLoss) {
                              std::to_string(r % 2) + " --vdev net_af_packet0,iface=i8w" +
                              std::to_string(r);
     argvs.push_back(WorkerArgv(
-        {"ip", "netns", "exec", ns}, r,
+        {IpBin(), "netns", "exec", ns}, r,
         {"INA_TRANSPORT=dpdk",
          "INA_SWITCH=" + std::string(kSwitchIp) + ":" + std::to_string(kSwitchPort),
          "INA_DPDK_EAL=" + weal, "INA_DPDK_LOCAL=10.77.1." + std::to_string(r + 1) + ":40000",
