@@ -3,7 +3,7 @@
 #
 #   scripts/testbed.sh [--workers N] [--rate 200mbit] [--sizes "1048576 4194304"] [--iters I]
 #                      [--systems ina,gloo,mpi] [--window W] [--overhead B] [--out DIR]
-#                      [--build DIR] [--timeout-s S]
+#                      [--build DIR] [--timeout-s S] [--seed S]
 #
 # One namespace per worker (<prefix>-w<i>) and one for the switch (<prefix>-sw), prefix
 # "inatb<pid>". Worker i has a veth pair to the switch namespace, 10.77.<i>.2/24 on its side and
@@ -36,6 +36,7 @@ OUT=testbed-out
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build
 TIMEOUT_S=600
+SEED=1
 
 usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
 while [[ $# -gt 0 ]]; do
@@ -50,6 +51,7 @@ while [[ $# -gt 0 ]]; do
     --out) OUT=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
     --timeout-s) TIMEOUT_S=$2; shift 2 ;;
+    --seed) SEED=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "testbed: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -58,6 +60,8 @@ done
 die() { echo "testbed: $*" >&2; exit 2; }
 [[ $WORKERS =~ ^[0-9]+$ && $WORKERS -ge 1 && $WORKERS -le 64 ]] || die "--workers wants 1..64"
 [[ $OVERHEAD =~ ^[0-9]+$ ]] || die "--overhead wants bytes"
+[[ $SEED =~ ^[0-9]+$ ]] || die "--seed wants a number"
+[[ $TIMEOUT_S =~ ^[0-9]+$ && $TIMEOUT_S -ge 1 ]] || die "--timeout-s wants seconds"
 # tc's rate syntax, converted to bit/s for the bound.
 RATE_BPS=$(awk -v r="$RATE" 'BEGIN {
   n = r + 0; u = tolower(substr(r, length(n "") + 1));
@@ -82,11 +86,19 @@ PREFIX=inatb$$
 SW=$PREFIX-sw
 NAMESPACES=()
 SWITCH_PID=
+CHILD=
 TMP=$(mktemp -d /tmp/ina-testbed.XXXXXX)
 
 cleanup() {
   local rc=$?
   trap - EXIT INT TERM
+  # The run in progress (ina-bench or mpirun under timeout, which passes the signal on): ina-bench
+  # stops its workers and removes its /dev/shm file on SIGTERM.
+  if [[ -n $CHILD ]]; then
+    kill -TERM "$CHILD" 2> /dev/null || true
+    for _ in $(seq 50); do kill -0 "$CHILD" 2> /dev/null || break; sleep 0.1; done
+    kill -KILL "$CHILD" 2> /dev/null || true
+  fi
   [[ -n $SWITCH_PID ]] && kill "$SWITCH_PID" 2> /dev/null && wait "$SWITCH_PID" 2> /dev/null
   # Anything still running inside our namespaces was started by this script.
   for ns in "${NAMESPACES[@]}"; do
@@ -97,6 +109,15 @@ cleanup() {
   exit "$rc"
 }
 trap cleanup EXIT
+# Long runs go to the background and are waited for, so that INT/TERM are handled at once (bash
+# runs traps only between foreground commands) and the cleanup can stop them.
+run_child() {  # command...; sets rc
+  "$@" &
+  CHILD=$!
+  rc=0
+  wait "$CHILD" || rc=$?
+  CHILD=
+}
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
@@ -149,22 +170,22 @@ RESULTS=$OUT/results.jsonl
 ALL_OK=1
 # Appends a JSON line with the testbed's fields added in front.
 record() {  # system bound_ms json
-  local extra="\"system\": \"$1\", \"rate_bps\": $RATE_BPS, \"overhead\": $OVERHEAD, \"bound_ms\": $2"
+  local extra="\"system\": \"$1\", \"rate_bps\": $RATE_BPS, \"overhead\": $OVERHEAD"
+  extra+=", \"bound_ms\": $2"
   echo "{$extra, ${3#\{}" >> "$RESULTS"
 }
 jnum() { sed -n "s/.*\"$1\": \\(-\\{0,1\\}[0-9.e+-]*\\).*/\\1/p" <<< "$2"; }
 
 for n in $SIZES; do
   if has ina || has gloo; then
-    args=(--workers "$WORKERS" --elements "$n" --iters "$ITERS" --window "$WINDOW" --quiet
+    args=(--workers "$WORKERS" --elements "$n" --iters "$ITERS" --window "$WINDOW" --seed "$SEED"
+          --quiet
           --worker-netns "$NSLIST" --worker-switch "$SWLIST" --worker-addr "$ADDRLIST"
           --timeout-s "$TIMEOUT_S")
     has gloo || args+=(--no-gloo)
     echo "testbed: ina${SYSTEMS//*gloo*/ + gloo}, $n floats ..."
-    set +e
-    timeout -k 5 $((TIMEOUT_S + 30)) "$BENCH" "${args[@]}" > "$TMP/bench.out" 2> "$TMP/bench.err"
-    rc=$?
-    set -e
+    run_child timeout -k 5 $((TIMEOUT_S + 30)) "$BENCH" "${args[@]}" > "$TMP/bench.out" \
+      2> "$TMP/bench.err"
     line=$(grep '^{' "$TMP/bench.out" | tail -1 || true)
     if [[ $rc -ne 0 || -z $line ]]; then
       ALL_OK=0
@@ -189,18 +210,15 @@ for n in $SIZES; do
     echo "testbed: mpi, $n floats ..."
     hosts=
     for ((i = 0; i < WORKERS; i++)); do hosts+=${hosts:+,}$PREFIX-w$i; done
-    set +e
     # mpirun runs in the switch namespace (it reaches every worker namespace through its veth);
     # the agent starts each orted in its worker namespace; ranks use TCP on the shaped links only.
-    OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    run_child env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
       timeout -k 5 "$TIMEOUT_S" ip netns exec "$SW" mpirun --allow-run-as-root \
       --host "$hosts" -np "$WORKERS" --map-by node \
       --mca plm_rsh_agent "$ROOT/tools/mpi/netns_agent.sh" --mca plm_rsh_no_tree_spawn 1 \
       --mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/16 \
       --mca oob_tcp_if_include 10.77.0.0/16 --mca pml ob1 \
-      "$MPIBENCH" --elements "$n" --iters "$ITERS" > "$TMP/mpi.out" 2> "$TMP/mpi.err"
-    rc=$?
-    set -e
+      "$MPIBENCH" --elements "$n" --iters "$ITERS" --seed "$SEED" > "$TMP/mpi.out" 2> "$TMP/mpi.err"
     line=$(grep '^{' "$TMP/mpi.out" | tail -1 || true)
     if [[ $rc -ne 0 || -z $line ]]; then
       ALL_OK=0
@@ -226,7 +244,8 @@ done
 } | sed 's/\t\t/\t-1\t/g; s/\t\t/\t-1\t/g; s/\t$/\t-1/' > "$OUT/summary.tsv"
 cat "$OUT/summary.tsv"
 if command -v gnuplot > /dev/null; then
-  gnuplot -e "data='$OUT/summary.tsv'; out='$OUT/testbed.png'; title='$WORKERS workers, $RATE links'" \
+  vars="data='$OUT/summary.tsv'; out='$OUT/testbed.png'; title='$WORKERS workers, $RATE links'"
+  gnuplot -e "$vars" \
     "$ROOT/scripts/plot_testbed.gp" && echo "testbed: plot in $OUT/testbed.png"
 fi
 if grep -q '"verified": false' "$RESULTS"; then ALL_OK=0; fi

@@ -441,6 +441,10 @@ int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
   return 0;
 }
 
+// Set by SIGINT/SIGTERM in the parent: stop the workers, clean up, fail.
+volatile sig_atomic_t g_stop = 0;
+void OnStopSignal(int) { g_stop = 1; }
+
 // Per iteration, the slowest rank's time; then the median over iterations.
 double MedianOfMax(const Shared* sh, int workers, int iters, bool gloo) {
   std::vector<double> per_iter;
@@ -630,6 +634,10 @@ int Main(int argc, char** argv) {
   std::string store_dir = mkdtemp(tmpl) ? tmpl : "/tmp";
 
   std::vector<pid_t> kids;
+  struct sigaction stop_action = {};
+  stop_action.sa_handler = OnStopSignal;
+  sigaction(SIGINT, &stop_action, nullptr);
+  sigaction(SIGTERM, &stop_action, nullptr);
   for (int r = 0; r < o.workers; ++r) {
     std::string whost = host;
     uint16_t wport = port;
@@ -646,6 +654,8 @@ int Main(int argc, char** argv) {
     cargv.push_back(nullptr);
     pid_t pid = fork();
     if (pid == 0) {
+      signal(SIGINT, SIG_DFL);
+      signal(SIGTERM, SIG_DFL);
       if (multi_host) {
         execvp(cargv[0], cargv.data());
         std::perror("ina-bench: exec ip netns exec");
@@ -686,8 +696,8 @@ int Main(int argc, char** argv) {
       }
       continue;
     }
-    if (Clock::now() > kill_at) {
-      timed_out = true;
+    if (g_stop || Clock::now() > kill_at) {
+      timed_out = !g_stop;
       for (int r = 0; r < o.workers; ++r) {
         if (exit_status[r] == -1) kill(kids[r], SIGKILL);
       }
@@ -697,6 +707,10 @@ int Main(int argc, char** argv) {
   std::error_code ec;
   std::filesystem::remove_all(store_dir, ec);
   if (multi_host) unlink(shm_path.c_str());  // the mapping stays valid until we exit
+  if (g_stop) {
+    std::fprintf(stderr, "ina-bench: stopped by a signal; workers killed\n");
+    return 1;  // ~Process stops the switch if we started one
+  }
 
   // The switch's counters.
   std::string counters = "{}";
