@@ -91,7 +91,12 @@ module ina_agg
 
   // ---------------------------------------------------------------------------------------------
   // Slot metadata and the reset walk.
-  meta_t meta0_q[PoolSlots], meta1_q[PoolSlots];  // copy 0 / copy 1 of each pool slot
+  // Copy 0 / copy 1 of each pool slot, as plain vectors: yosys 0.23 reads an unpacked array of a
+  // struct type as a single struct. (MetaBits = $bits(meta_t), which yosys 0.23 cannot evaluate;
+  // the WIDTH lint of verilator checks the assignments below.)
+  localparam int unsigned MetaBits = 16 + 64 + 7 + 32 + 16 + 8 + 8 + 8;
+  logic [MetaBits-1:0] meta0_q[PoolSlots];
+  logic [MetaBits-1:0] meta1_q[PoolSlots];
   logic meta_we;
   logic [SW-1:0] meta_slot;
   logic meta_copy;
