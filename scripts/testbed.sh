@@ -3,7 +3,7 @@
 #
 #   scripts/testbed.sh [--workers N] [--rate 200mbit] [--sizes "1048576 4194304"] [--iters I]
 #                      [--systems ina,gloo,mpi] [--window W] [--overhead B] [--out DIR]
-#                      [--build DIR] [--timeout-s S] [--seed S]
+#                      [--build DIR] [--timeout-s S] [--seed S] [--mpi-alg A]
 #
 # One namespace per worker (<prefix>-w<i>) and one for the switch (<prefix>-sw), prefix
 # "inatb<pid>". Worker i has a veth pair to the switch namespace, 10.77.<i>.2/24 on its side and
@@ -16,7 +16,8 @@
 # Per size it runs ina-bench (ina over UDP through ina-switchd in the switch namespace, then
 # Gloo's ring on the same links, same worker processes, same data) and, with mpi in --systems,
 # ina-mpi-bench (MPI_Allreduce) launched by mpirun from the switch namespace with one
-# "host" per worker namespace (tools/mpi/netns_agent.sh is mpirun's rsh agent).
+# "host" per worker namespace (tools/mpi/netns_agent.sh is mpirun's rsh agent); --mpi-alg picks
+# OpenMPI's allreduce algorithm (0: its own choice, 4: ring; see below).
 #
 # Output in --out (default testbed-out/): results.jsonl (one JSON object per run, ina-bench's or
 # ina-mpi-bench's line plus "system", "rate_bps", "overhead", "bound_ms"), summary.tsv and
@@ -37,8 +38,9 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build
 TIMEOUT_S=600
 SEED=1
+MPI_ALG=0
 
-usage() { sed -n '2,28p' "$0" | sed 's/^# \{0,1\}//'; }
+usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 while [[ $# -gt 0 ]]; do
   case $1 in
     --workers) WORKERS=$2; shift 2 ;;
@@ -52,6 +54,7 @@ while [[ $# -gt 0 ]]; do
     --build) BUILD=$2; shift 2 ;;
     --timeout-s) TIMEOUT_S=$2; shift 2 ;;
     --seed) SEED=$2; shift 2 ;;
+    --mpi-alg) MPI_ALG=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "testbed: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -61,6 +64,9 @@ die() { echo "testbed: $*" >&2; exit 2; }
 [[ $WORKERS =~ ^[0-9]+$ && $WORKERS -ge 1 && $WORKERS -le 64 ]] || die "--workers wants 1..64"
 [[ $OVERHEAD =~ ^[0-9]+$ ]] || die "--overhead wants bytes"
 [[ $SEED =~ ^[0-9]+$ ]] || die "--seed wants a number"
+# OpenMPI coll/tuned allreduce algorithm: 0 the library's own choice, 1 basic linear,
+# 2 nonoverlapping, 3 recursive doubling, 4 ring, 5 segmented ring, 6 rabenseifner.
+[[ $MPI_ALG =~ ^[0-6]$ ]] || die "--mpi-alg wants 0..6"
 [[ $TIMEOUT_S =~ ^[0-9]+$ && $TIMEOUT_S -ge 1 ]] || die "--timeout-s wants seconds"
 # tc's rate syntax, converted to bit/s for the bound.
 RATE_BPS=$(awk -v r="$RATE" 'BEGIN {
@@ -218,6 +224,8 @@ for n in $SIZES; do
       --mca plm_rsh_agent "$ROOT/tools/mpi/netns_agent.sh" --mca plm_rsh_no_tree_spawn 1 \
       --mca btl tcp,self --mca btl_tcp_if_include 10.77.0.0/16 \
       --mca oob_tcp_if_include 10.77.0.0/16 --mca pml ob1 \
+      --mca coll_tuned_use_dynamic_rules $((MPI_ALG > 0)) \
+      --mca coll_tuned_allreduce_algorithm "$MPI_ALG" \
       "$MPIBENCH" --elements "$n" --iters "$ITERS" --seed "$SEED" > "$TMP/mpi.out" 2> "$TMP/mpi.err"
     line=$(grep '^{' "$TMP/mpi.out" | tail -1 || true)
     if [[ $rc -ne 0 || -z $line ]]; then
@@ -225,7 +233,7 @@ for n in $SIZES; do
       echo "testbed: ina-mpi-bench failed (rc $rc):" >&2
       tail -20 "$TMP/mpi.err" >&2
     else
-      record mpi -1 "$line"
+      record mpi -1 "{\"mpi_alg\": $MPI_ALG, ${line#\{}"
       echo "  mpi $(jnum mpi_ms_median "$line") ms," \
            "verified $(sed -n 's/.*"verified": \([a-z]*\).*/\1/p' <<< "$line")"
     fi
