@@ -191,8 +191,8 @@ def gen_sv(spec):
     w(f"  localparam int unsigned UdpPort = {p['udp_port']};")
     w(f"  localparam int unsigned MaxK = {max(p['k_values'])};")
     w(f"  localparam int unsigned NumKValues = {len(p['k_values'])};")
-    kv = ", ".join(f"32'd{k}" for k in p["k_values"])
-    w(f"  localparam int unsigned KValues [NumKValues] = '{{{kv}}};")
+    for i, k in enumerate(p["k_values"]):  # scalars: yosys 0.23 reads no array localparams
+        w(f"  localparam int unsigned KValue{i} = {k};")
     w(f"  localparam int unsigned ExpBias = {p['exp_bias']};")
     w(f"  localparam int unsigned GenWindow = {p['gen_window']};")
     w("  localparam logic [15:0] RankAll = 16'hFFFF;")

@@ -2,7 +2,7 @@
 # The main job: installs what is missing, builds, then runs ina-switchd and 4 worker processes
 # all-reducing a synthetic gradient set (4M floats) a few times on loopback, with 1% packet loss
 # injected, verifies the result on every worker and compares with Gloo's ring all-reduce.
-#   scripts/demo.sh [--dataplane sw] [extra ina-bench flags]
+#   scripts/demo.sh [--dataplane sw|rtl] [extra ina-bench flags]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh

@@ -8,6 +8,8 @@ PKGS=(
   libgloo-dev            # ring all-reduce baseline in ina-bench
   iproute2               # network namespaces for e2e tests
   verilator yosys        # RTL simulation and synthesis figures
+  dpdk-dev libdpdk-dev   # kernel-bypass transport and switch ports (memif, af_packet, af_xdp)
+  openmpi-bin libopenmpi-dev gnuplot-nox   # testbed: MPI baseline and plots
 )
 
 missing=()

@@ -18,9 +18,7 @@ pkg=$build/gen/ina_proto_pkg.sv
 command -v yosys >/dev/null || { echo "synth.sh: yosys not installed (scripts/setup.sh)" >&2; exit 1; }
 out=$build/synth
 mkdir -p "$out"
-# yosys 0.23 cannot read an unpacked-array localparam; the generated package's KValues list is one
-# (the RTL does not use it), so the copy synthesized here leaves that line out.
-grep -v 'KValues \[' "$pkg" > "$out/ina_proto_pkg.sv"
+cp "$pkg" "$out/ina_proto_pkg.sv"
 srcs="$out/ina_proto_pkg.sv $root/rtl/pkg/ina_rtl_pkg.sv $root/rtl/lib/ina_fifo.sv \
 $root/rtl/core/ina_ingress.sv $root/rtl/core/ina_slot_mem.sv $root/rtl/core/ina_lane_adder.sv \
 $root/rtl/core/ina_regs.sv $root/rtl/core/ina_agg.sv $root/rtl/top/ina_core.sv"

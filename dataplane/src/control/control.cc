@@ -168,6 +168,28 @@ void ControlPlane::HandleLeave(const p::Header& h, const Peer& from, ReplySink& 
     Bump(ControlCounter::kLeaveIgnored);
     return;
   }
+  // A graceful leave (aux 0) from an active job only marks the rank done: ranks still waiting for
+  // a lost result keep retransmitting and get it re-sent from the engine. The job is freed when
+  // every rank is done. Any other leave aborts the job for everyone.
+  if (h.aux == 0 && j.active) {
+    Bump(ControlCounter::kLeavesDone);
+    j.left_mask |= uint64_t{1} << h.rank;
+    if (j.left_mask == j.joined_mask) {
+      Bump(ControlCounter::kJobsDone);
+      FreeJob(j, h.rank, out);
+      return;
+    }
+    // Tell the others how many calls the leaver completed: a rank inside a later call fails at
+    // once (rank_left) instead of waiting out its progress timeout.
+    for (uint16_t r = 0; r < j.world_size; ++r) {
+      if (j.left_mask & (uint64_t{1} << r)) continue;
+      SendReply(j.peers[r], p::MsgType::kError, j.job_id, r, h.rank, h.offset,
+                static_cast<uint16_t>(p::ErrorCode::kRankLeft), out);
+      Bump(ControlCounter::kErrorsSent);
+      Bump(ControlCounter::kErrRankLeft);
+    }
+    return;
+  }
   Bump(ControlCounter::kJobsLeft);
   FreeJob(j, h.rank, out);
 }
@@ -190,7 +212,10 @@ void ControlPlane::FreeJob(JobEntry& j, uint16_t except_rank, ReplySink& out) {
     Release(j.slot_base, j.window);
   }
   for (uint16_t r = 0; r < j.world_size; ++r) {
-    if (r == except_rank || !(j.joined_mask & (uint64_t{1} << r))) continue;
+    if (r == except_rank || !(j.joined_mask & (uint64_t{1} << r)) ||
+        (j.left_mask & (uint64_t{1} << r))) {
+      continue;
+    }
     SendError(j.peers[r], j.job_id, r, p::ErrorCode::kJobAborted, out);
   }
   index_[j.job_id] = -1;

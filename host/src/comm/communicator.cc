@@ -99,6 +99,7 @@ struct Op {
   float* f = nullptr;
   int32_t* i = nullptr;
   size_t n = 0;
+  uint64_t seq = 0;  // this communicator's call number, from 0
   std::shared_ptr<internal::OpState> state;
 };
 
@@ -153,7 +154,10 @@ class Communicator::Impl {
       ops_failed_.Inc();
       op.state->Finish(Aborted("communicator destroyed with the op still queued"));
     }
-    SendLeave();
+    // Done (aux 0) when every op finished cleanly: the fabric keeps the job for ranks still
+    // fetching lost results. Otherwise abort, so the others fail at once.
+    SendLeave(rest.empty() && failed_.ok() ? proto::ErrorCode::kNone
+                                           : proto::ErrorCode::kJobAborted);
   }
 
   Result<Request> Submit(Op op) {
@@ -167,6 +171,7 @@ class Communicator::Impl {
     if (!failed_.ok()) {
       return FailedPrecondition("communicator failed earlier: " + failed_.ToString());
     }
+    op.seq = next_seq_++;
     if (op.n == 0) {  // no packets, no slot uses
       ops_completed_.Inc();
       op.state->Finish(Status::Ok());
@@ -238,16 +243,19 @@ class Communicator::Impl {
       ops_failed_.Inc();
       op.state->Finish(s);
     }
-    if (s.code() != StatusCode::kAborted) SendLeave();
+    if (s.code() != StatusCode::kAborted) SendLeave(proto::ErrorCode::kJobAborted);
   }
 
-  void SendLeave() {
+  // aux kNone: this rank is done; anything else: abort the job.
+  void SendLeave(proto::ErrorCode reason) {
     uint8_t buf[proto::kHeaderBytes] = {};
     proto::Header h;
     h.version = proto::kVersion;
     h.type = static_cast<uint8_t>(proto::MsgType::kLeave);
     h.job = cfg_.job_id;
     h.rank = cfg_.rank;
+    h.aux = static_cast<uint16_t>(reason);
+    h.offset = static_cast<uint32_t>(ops_completed_.Get());  // calls this rank completed
     proto::EncodeHeader(h, buf);
     TxPacket tx{buf, sizeof(buf)};
     (void)transport_->SendBurst(std::span(&tx, 1));  // best effort: the fabric may be gone
@@ -290,6 +298,16 @@ class Communicator::Impl {
         proto::GetAux(p) == static_cast<uint16_t>(proto::ErrorCode::kJobAborted)) {
       return Aborted("job " + std::to_string(cfg_.job_id) +
                      " aborted by the fabric (another rank left or timed out)");
+    }
+    if (type == proto::MsgType::kError &&
+        proto::GetAux(p) == static_cast<uint16_t>(proto::ErrorCode::kRankLeft)) {
+      // Another rank finished after `offset` calls: calls from that number on cannot complete.
+      if (proto::GetOffset(p) < peer_left_after_) {
+        peer_left_after_ = proto::GetOffset(p);
+        peer_left_rank_ = proto::GetCount(p);
+      }
+      if (in_op_) return CheckPeersStillIn(op_.seq);
+      return Status::Ok();
     }
     if (type == proto::MsgType::kJoinAck) return Status::Ok();  // a late duplicate
     if (count_stale) stale_.Inc();
@@ -502,8 +520,25 @@ class Communicator::Impl {
     return m;
   }
 
+  // Aborted if a rank has left before joining call number `seq`.
+  Status CheckPeersStillIn(uint64_t seq) const {
+    if (seq < peer_left_after_) return Status::Ok();
+    return Aborted("rank " + std::to_string(peer_left_rank_) + " left the job after " +
+                   std::to_string(peer_left_after_) + " calls; call #" + std::to_string(seq) +
+                   " cannot complete");
+  }
+
   Status Execute(const Op& op) {
+    INA_RETURN_IF_ERROR(CheckPeersStillIn(op.seq));
     op_ = op;
+    in_op_ = true;
+    Status s = ExecuteInner();
+    in_op_ = false;
+    return s;
+  }
+
+  Status ExecuteInner() {
+    const Op& op = op_;
     const int64_t k = cfg_.k;
     blocks_ = static_cast<int64_t>((op.n + k - 1) / k);
     remaining_ = blocks_;
@@ -604,6 +639,11 @@ class Communicator::Impl {
   double srtt_ = 0, rttvar_ = 0;
   int64_t rto_us_;
 
+  uint64_t next_seq_ = 0;  // guarded by mu_
+  // Progress thread only: the smallest call count after which some rank left (rank_left).
+  uint64_t peer_left_after_ = UINT64_MAX;
+  uint16_t peer_left_rank_ = 0;
+  bool in_op_ = false;
   Counter packets_sent_, packets_received_, retransmissions_, results_, stale_, ops_completed_,
       ops_failed_;
 };
@@ -689,6 +729,7 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const CommConfig& con
   tc.fabric_host = config.switch_host;
   tc.fabric_port = config.switch_port;
   tc.socket_buffer_bytes = config.socket_buffer_bytes;
+  tc.dpdk = config.dpdk;
   INA_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, MakeTransport(tc));
   INA_ASSIGN_OR_RETURN(uint16_t window, Join(config, *t));
   auto impl = std::make_unique<Impl>(config, std::move(t), window);

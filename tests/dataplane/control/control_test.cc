@@ -73,6 +73,17 @@ std::vector<uint8_t> Join(uint16_t job, uint16_t rank, uint16_t world, uint16_t 
   return Control(p::MsgType::kJoin, job, rank, world, k, window);
 }
 
+// LEAVE with an abort reason (aux != 0): the job is torn down for everyone.
+std::vector<uint8_t> AbortLeave(uint16_t job, uint16_t rank) {
+  return Control(p::MsgType::kLeave, job, rank,
+                 static_cast<uint16_t>(p::ErrorCode::kJobAborted));
+}
+
+// LEAVE with aux 0: this rank is done, after `calls` all-reduce calls.
+std::vector<uint8_t> DoneLeave(uint16_t job, uint16_t rank, uint32_t calls) {
+  return Control(p::MsgType::kLeave, job, rank, 0, 0, calls);
+}
+
 std::vector<uint8_t> Data(uint16_t job, uint16_t rank, uint16_t slot, uint16_t gen,
                           const std::vector<int32_t>& elems) {
   std::vector<uint8_t> b(p::kHeaderBytes + elems.size() * 4);
@@ -298,7 +309,7 @@ TEST_F(ControlTest, JobTableFull) {
   ExpectError(out_.replies[0], MakePeer(5020), 3, p::ErrorCode::kTooManyJobs);
   // Free one; job 3 now fits.
   out_.replies.clear();
-  Send(Control(p::MsgType::kLeave, 1, 0), MakePeer(5000));
+  Send(AbortLeave(1, 0), MakePeer(5000));
   EXPECT_EQ(cp_->num_jobs(), 1u);
   auto r = JoinAll(3, 2, 64, 1, 5020);
   ASSERT_EQ(r.size(), 2u);
@@ -327,8 +338,8 @@ TEST_F(ControlTest, WindowShrinksToWhatFitsAndNoSlotsWhenPoolFull) {
   }
   EXPECT_EQ(cp_->num_jobs(), 2u);  // job 3 forgotten
   // A huge window is clamped to the engine's 16-bit window and then to the pool.
-  Send(Control(p::MsgType::kLeave, 1, 0), MakePeer(5000));
-  Send(Control(p::MsgType::kLeave, 2, 0), MakePeer(5100));
+  Send(AbortLeave(1, 0), MakePeer(5000));
+  Send(AbortLeave(2, 0), MakePeer(5100));
   auto d = JoinAll(4, 1, 64, 0xFFFFFFFF, 5300);
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
@@ -351,7 +362,7 @@ TEST_F(ControlTest, FirstFitAndCoalescing) {
   ASSERT_EQ(JoinAll(2, 1, 64, 3, 5001)[0].h.offset, 3u);  // [3,6)
   ASSERT_EQ(JoinAll(3, 1, 64, 4, 5002)[0].h.offset, 4u);  // [6,10)
   EXPECT_EQ(cp_->LargestFreeExtent(), 0u);
-  Send(Control(p::MsgType::kLeave, 2, 0), MakePeer(5001));
+  Send(AbortLeave(2, 0), MakePeer(5001));
   EXPECT_EQ(cp_->LargestFreeExtent(), 3u);
   ASSERT_EQ(JoinAll(4, 1, 64, 2, 5003)[0].h.offset, 2u);  // first fit: [3,5)
   auto base_of = [&](uint16_t job) {
@@ -361,14 +372,14 @@ TEST_F(ControlTest, FirstFitAndCoalescing) {
     return ~0u;
   };
   EXPECT_EQ(base_of(4), 3u);
-  Send(Control(p::MsgType::kLeave, 1, 0), MakePeer(5000));  // free [0,3) and [5,6)
+  Send(AbortLeave(1, 0), MakePeer(5000));  // free [0,3) and [5,6)
   EXPECT_EQ(cp_->LargestFreeExtent(), 3u);
   ASSERT_EQ(JoinAll(5, 1, 64, 1, 5004)[0].h.offset, 1u);  // first fit: slot 0
   EXPECT_EQ(base_of(5), 0u);
-  Send(Control(p::MsgType::kLeave, 4, 0), MakePeer(5003));  // [1,6) coalesces
+  Send(AbortLeave(4, 0), MakePeer(5003));  // [1,6) coalesces
   EXPECT_EQ(cp_->LargestFreeExtent(), 5u);
-  Send(Control(p::MsgType::kLeave, 5, 0), MakePeer(5004));
-  Send(Control(p::MsgType::kLeave, 3, 0), MakePeer(5002));
+  Send(AbortLeave(5, 0), MakePeer(5004));
+  Send(AbortLeave(3, 0), MakePeer(5002));
   EXPECT_EQ(cp_->LargestFreeExtent(), 10u);
   ASSERT_EQ(JoinAll(6, 1, 64, 10, 5005)[0].h.offset, 10u);
 }
@@ -377,14 +388,14 @@ TEST_F(ControlTest, LeaveAbortsTheOthersAndRemovesTheJob) {
   Make(16);
   ASSERT_EQ(JoinAll(5, 3, 64, 16, 5000).size(), 3u);
   // LEAVE from a peer that is not that rank, or for another job: ignored.
-  Send(Control(p::MsgType::kLeave, 5, 1), MakePeer(5000));
-  Send(Control(p::MsgType::kLeave, 6, 0), MakePeer(5000));
-  Send(Control(p::MsgType::kLeave, 5, 9), MakePeer(5000));
+  Send(AbortLeave(5, 1), MakePeer(5000));
+  Send(AbortLeave(6, 0), MakePeer(5000));
+  Send(AbortLeave(5, 9), MakePeer(5000));
   EXPECT_TRUE(out_.replies.empty());
   EXPECT_EQ(Ctr(ControlCounter::kLeaveIgnored), 3u);
   EXPECT_TRUE(cp_->Jobs()[0].active);
 
-  Send(Control(p::MsgType::kLeave, 5, 1), MakePeer(5001));
+  Send(AbortLeave(5, 1), MakePeer(5001));
   ASSERT_EQ(out_.replies.size(), 2u);
   ExpectError(out_.replies[0], MakePeer(5000), 5, p::ErrorCode::kJobAborted);
   EXPECT_EQ(out_.replies[0].h.rank, 0);
@@ -402,12 +413,61 @@ TEST_F(ControlTest, LeaveAbortsTheOthersAndRemovesTheJob) {
   EXPECT_EQ(JoinAll(5, 1, 64, 1, 7000).size(), 1u);
 }
 
+// Ranks that finish leave gracefully; the job (and its stored results, which a rank that lost its
+// last result re-fetches by retransmitting) stays until every rank is done. No errors are sent.
+TEST_F(ControlTest, GracefulLeavesFreeTheJobOnlyWhenEveryRankIsDone) {
+  Make(16);
+  ASSERT_EQ(JoinAll(5, 3, 64, 16, 5000).size(), 3u);
+  ResultCollector rc;
+  for (uint16_t r = 0; r < 3; ++r) engine_->Process(Data(5, r, 0, 0, {r + 1}), rc);
+  ASSERT_EQ(ECtr(p::Counter::kResults), 1u);
+
+  Send(DoneLeave(5, 0, 7), MakePeer(5000));
+  // The ranks still in hear how many calls rank 0 completed (rank_left), nobody is aborted.
+  ASSERT_EQ(out_.replies.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    ExpectError(out_.replies[i], MakePeer(static_cast<uint16_t>(5001 + i)), 5,
+                p::ErrorCode::kRankLeft);
+    EXPECT_EQ(out_.replies[i].h.count, 0u) << "the rank that left";
+    EXPECT_EQ(out_.replies[i].h.offset, 7u) << "its completed calls";
+  }
+  out_.replies.clear();
+  Send(DoneLeave(5, 2, 7), MakePeer(5002));
+  ASSERT_EQ(out_.replies.size(), 1u);  // only rank 1 is still in
+  ExpectError(out_.replies[0], MakePeer(5001), 5, p::ErrorCode::kRankLeft);
+  out_.replies.clear();
+  EXPECT_EQ(cp_->num_jobs(), 1u);
+  EXPECT_EQ(Ctr(ControlCounter::kLeavesDone), 2u);
+  // Rank 1 lost the result and retransmits: the engine still answers it.
+  engine_->Process(Data(5, 1, 0, 0, {2}), rc);
+  EXPECT_EQ(ECtr(p::Counter::kResultResends), 1u);
+
+  Send(DoneLeave(5, 1, 7), MakePeer(5001));
+  EXPECT_TRUE(out_.replies.empty()) << "the last rank out frees the job silently";
+  EXPECT_EQ(cp_->num_jobs(), 0u);
+  EXPECT_EQ(Ctr(ControlCounter::kJobsDone), 1u);
+  EXPECT_EQ(Ctr(ControlCounter::kJobsLeft), 0u);
+  EXPECT_EQ(cp_->LargestFreeExtent(), 16u);
+}
+
+// An abort after some ranks finished only tells the ranks still there.
+TEST_F(ControlTest, AbortAfterGracefulLeavesSkipsTheRanksThatLeft) {
+  Make(16);
+  ASSERT_EQ(JoinAll(5, 3, 64, 16, 5000).size(), 3u);
+  Send(DoneLeave(5, 0, 3), MakePeer(5000));
+  out_.replies.clear();
+  Send(AbortLeave(5, 1), MakePeer(5001));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  ExpectError(out_.replies[0], MakePeer(5002), 5, p::ErrorCode::kJobAborted);
+  EXPECT_EQ(cp_->num_jobs(), 0u);
+}
+
 TEST_F(ControlTest, LeaveOfPendingJobAbortsTheJoinedRanks) {
   Make();
   Send(Join(8, 0, 4, 64, 2), MakePeer(5000));
   Send(Join(8, 2, 4, 64, 2), MakePeer(5002));
   Send(Join(8, 3, 4, 64, 2), MakePeer(5003));
-  Send(Control(p::MsgType::kLeave, 8, 2), MakePeer(5002));
+  Send(AbortLeave(8, 2), MakePeer(5002));
   ASSERT_EQ(out_.replies.size(), 2u);
   ExpectError(out_.replies[0], MakePeer(5000), 8, p::ErrorCode::kJobAborted);
   ExpectError(out_.replies[1], MakePeer(5003), 8, p::ErrorCode::kJobAborted);
@@ -516,7 +576,7 @@ TEST_F(ControlTest, RandomChurnKeepsThePoolConsistent) {
              MakePeer(static_cast<uint16_t>(1000 + job * 4 + rng() % world)), now);
         break;
       case 2:
-        Send(Control(p::MsgType::kLeave, job, static_cast<uint16_t>(rng() % world)),
+        Send(AbortLeave(job, static_cast<uint16_t>(rng() % world)),
              MakePeer(static_cast<uint16_t>(1000 + job * 4 + rng() % world)), now);
         break;
       default:

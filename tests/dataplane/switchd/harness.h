@@ -188,7 +188,12 @@ inline Bytes Join(uint16_t job, uint16_t rank, uint16_t world, uint16_t k, uint3
   return b;
 }
 
-inline Bytes Leave(uint16_t job, uint16_t rank) { return Header(p::MsgType::kLeave, job, rank); }
+// An aborting LEAVE (aux = job_aborted): the switch tears the job down for every rank.
+inline Bytes Leave(uint16_t job, uint16_t rank) {
+  Bytes b = Header(p::MsgType::kLeave, job, rank);
+  p::SetAux(b.data(), static_cast<uint16_t>(p::ErrorCode::kJobAborted));
+  return b;
+}
 
 inline Bytes Data(uint16_t job, uint16_t rank, uint16_t slot, uint16_t gen,
                   const std::vector<int32_t>& elems, uint8_t flags = p::flags::kInt32) {

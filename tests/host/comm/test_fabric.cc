@@ -191,12 +191,37 @@ void TestFabric::OnLeave(const uint8_t* p) {
   const proto::Header h = proto::DecodeHeader(p);
   auto it = jobs_.find(h.job);
   if (it == jobs_.end() || !it->second.ranks.count(h.rank)) return;
+  // aux 0: the rank is done; the job stays (for resends) until every rank is done.
+  if (h.aux == 0 && it->second.installed) {
+    it->second.done.insert(h.rank);
+    if (it->second.done.size() < it->second.ranks.size()) {
+      for (const auto& [rank, addr] : it->second.ranks) {  // as ina-switchd: error(rank_left)
+        if (it->second.done.count(rank)) continue;
+        uint8_t b[proto::kHeaderBytes] = {};
+        proto::Header e;
+        e.version = proto::kVersion;
+        e.type = static_cast<uint8_t>(proto::MsgType::kError);
+        e.job = h.job;
+        e.rank = rank;
+        e.count = h.rank;
+        e.offset = h.offset;
+        e.aux = static_cast<uint16_t>(proto::ErrorCode::kRankLeft);
+        proto::EncodeHeader(e, b);
+        sendto(fd_, b, sizeof(b), 0, reinterpret_cast<const sockaddr*>(&addr), sizeof(addr));
+      }
+      return;
+    }
+    std::lock_guard<std::mutex> lk(mu_);
+    (void)engine_->RemoveJob(h.job);
+    jobs_.erase(it);
+    return;
+  }
   if (it->second.installed) {
     std::lock_guard<std::mutex> lk(mu_);
     (void)engine_->RemoveJob(h.job);
   }
   for (const auto& [rank, addr] : it->second.ranks) {
-    if (rank == h.rank) continue;
+    if (rank == h.rank || it->second.done.count(rank)) continue;
     SendControl(addr, static_cast<uint8_t>(proto::MsgType::kError), h.job, rank, 0, 0,
                 static_cast<uint16_t>(proto::ErrorCode::kJobAborted));
   }

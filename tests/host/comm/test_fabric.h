@@ -13,6 +13,7 @@
 #include <atomic>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -46,6 +47,7 @@ class TestFabric {
     uint16_t world = 0, k = 0, window = 0, granted = 0;
     bool installed = false;
     std::map<uint16_t, sockaddr_in> ranks;
+    std::set<uint16_t> done;  // ranks that left gracefully
   };
   class Out;
 

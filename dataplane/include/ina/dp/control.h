@@ -108,6 +108,9 @@ enum class ControlCounter : uint16_t {
   kJobsAdmitted,      // jobs installed in the engine
   kJobsLeft,          // jobs freed by a LEAVE
   kJobsTimedOut,      // jobs (pending or active) freed by the timeout
+  kLeavesDone,        // graceful LEAVEs (aux 0) from ranks that finished
+  kJobsDone,          // jobs freed because every rank left gracefully
+  kErrRankLeft,       // error(rank_left) sent to the ranks still in a job
   kCount,
 };
 inline constexpr size_t kNumControlCounters = static_cast<size_t>(ControlCounter::kCount);
@@ -115,7 +118,8 @@ inline constexpr std::array<std::string_view, kNumControlCounters> kControlCount
     "control_rx",    "joins",           "leaves",         "join_acks",
     "errors_sent",   "err_bad_params",  "err_rank_taken", "err_too_many_jobs",
     "err_no_slots",  "err_job_aborted", "leave_ignored",  "control_malformed",
-    "jobs_admitted", "jobs_left",       "jobs_timed_out"};
+    "jobs_admitted", "jobs_left",       "jobs_timed_out", "leaves_done",
+    "jobs_done",     "err_rank_left"};
 using ControlCounters = std::array<uint64_t, kNumControlCounters>;
 
 inline uint64_t Get(const ControlCounters& c, ControlCounter which) {
@@ -202,6 +206,7 @@ class ControlPlane {
     uint32_t slot_base = 0;
     uint16_t joined = 0;
     uint64_t joined_mask = 0;  // bit r: rank r joined
+    uint64_t left_mask = 0;    // bit r: rank r left gracefully (done); it gets no errors
     TimePoint last_activity{};
     std::array<Peer, proto::kMaxWorkers> peers{};
   };
