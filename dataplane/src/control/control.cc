@@ -172,6 +172,7 @@ void ControlPlane::HandleLeave(const p::Header& h, const Peer& from, ReplySink& 
   // a lost result keep retransmitting and get it re-sent from the engine. The job is freed when
   // every rank is done. Any other leave aborts the job for everyone.
   if (h.aux == 0 && j.active) {
+    if (j.left_mask & (uint64_t{1} << h.rank)) return;  // a copy (workers send LEAVE thrice)
     Bump(ControlCounter::kLeavesDone);
     j.left_mask |= uint64_t{1} << h.rank;
     if (j.left_mask == j.joined_mask) {

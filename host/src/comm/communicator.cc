@@ -257,8 +257,10 @@ class Communicator::Impl {
     h.aux = static_cast<uint16_t>(reason);
     h.offset = static_cast<uint32_t>(ops_completed_.Get());  // calls this rank completed
     proto::EncodeHeader(h, buf);
-    TxPacket tx{buf, sizeof(buf)};
-    (void)transport_->SendBurst(std::span(&tx, 1));  // best effort: the fabric may be gone
+    // Best effort (the fabric may be gone), sent three times since nothing acknowledges it; the
+    // fabric ignores copies after the first.
+    const TxPacket tx[3] = {{buf, sizeof(buf)}, {buf, sizeof(buf)}, {buf, sizeof(buf)}};
+    (void)transport_->SendBurst(std::span(tx));
   }
 
   // Idle: drains the socket so an error(job_aborted) fails the communicator before the next call.

@@ -432,6 +432,9 @@ TEST_F(ControlTest, GracefulLeavesFreeTheJobOnlyWhenEveryRankIsDone) {
     EXPECT_EQ(out_.replies[i].h.offset, 7u) << "its completed calls";
   }
   out_.replies.clear();
+  Send(DoneLeave(5, 0, 7), MakePeer(5000));  // a copy changes nothing
+  EXPECT_TRUE(out_.replies.empty());
+  EXPECT_EQ(Ctr(ControlCounter::kLeavesDone), 1u);
   Send(DoneLeave(5, 2, 7), MakePeer(5002));
   ASSERT_EQ(out_.replies.size(), 1u);  // only rank 1 is still in
   ExpectError(out_.replies[0], MakePeer(5001), 5, p::ErrorCode::kRankLeft);
