@@ -1,5 +1,5 @@
-// Command-line parsing for ina-switchd (see config.h).
-#include "config.h"
+// Command-line parsing for the switch loop (see ina/dp/switchd/config.h).
+#include "ina/dp/switchd/config.h"
 
 #include <arpa/inet.h>
 
@@ -7,8 +7,6 @@
 #include <cmath>
 #include <cstdlib>
 #include <string_view>
-
-#include "engines.h"
 
 namespace ina::dp::switchd {
 namespace {
@@ -40,13 +38,13 @@ Result<double> ParseRate(std::string_view flag, const std::string& v) {
 
 }  // namespace
 
-std::string Usage() {
+std::string Usage(const EngineMenu& engines) {
   return std::string(
              "usage: ina-switchd [flags]\n"
              "  --bind ADDR              address to listen on (default 127.0.0.1)\n"
              "  --port P                 UDP port (default 47000; 0 = ephemeral)\n"
              "  --engine E               aggregation engine: ") +
-         std::string(EngineNames()) + " (default " + std::string(DefaultEngineName()) + ")\n" +
+         std::string(engines.names) + " (default " + std::string(engines.default_name) + ")\n" +
          "  --slots N                slot pool size (default 16384)\n"
          "  --max-jobs N             jobs at once (default 256)\n"
          "  --job-timeout-ms T       free a job idle this long (default 30000)\n"
@@ -67,7 +65,7 @@ std::string Usage() {
          "exits 0.\n";
 }
 
-Result<Config> ParseArgs(const std::vector<std::string>& args) {
+Result<Config> ParseArgs(const std::vector<std::string>& args, const EngineMenu& engines) {
   Config c;
   for (size_t i = 0; i < args.size(); ++i) {
     std::string flag = args[i];
@@ -115,14 +113,14 @@ Result<Config> ParseArgs(const std::vector<std::string>& args) {
       INA_ASSIGN_OR_RETURN(c.port, ParseUint(flag, value, 0, 65535));
     } else if (flag == "--engine") {
       bool ok = false;
-      std::string_view names = EngineNames();
+      const std::string_view names = engines.names;
       for (size_t s = 0; s <= names.size();) {
         size_t e = names.find('|', s);
         if (e == std::string_view::npos) e = names.size();
         ok = ok || names.substr(s, e - s) == value;
         s = e + 1;
       }
-      if (!ok) return Bad(flag, "one of " + std::string(EngineNames()), value);
+      if (!ok) return Bad(flag, "one of " + std::string(names), value);
       c.engine = value;
     } else if (flag == "--slots") {
       INA_ASSIGN_OR_RETURN(c.slots, ParseUint(flag, value, 1, kMaxSlots));
@@ -157,14 +155,15 @@ Result<Config> ParseArgs(const std::vector<std::string>& args) {
     }
     if (c.port == 0) return Bad("--port", "a fixed port (not 0) with --io dpdk", "0");
   }
-  if (c.engine.empty()) c.engine = std::string(DefaultEngineName());
+  if (c.engine.empty()) c.engine = std::string(engines.default_name);
   return c;
 }
 
-void PrintConfig(const Config& c, std::FILE* out) {
+void PrintConfig(const Config& c, std::string_view engine_description, std::FILE* out) {
   std::fprintf(out, "ina-switchd config:\n");
   std::fprintf(out, "  bind = %s\n  port = %u\n", c.bind.c_str(), c.port);
-  std::fprintf(out, "  engine = %s [%s]\n", c.engine.c_str(), EngineDescription(c.engine).c_str());
+  std::fprintf(out, "  engine = %s [%.*s]\n", c.engine.c_str(),
+               static_cast<int>(engine_description.size()), engine_description.data());
   std::fprintf(out, "  slots = %u\n  max_jobs = %u\n", c.slots, c.max_jobs);
   std::fprintf(out, "  job_timeout_ms = %u\n  stats_interval_ms = %u\n", c.job_timeout_ms,
                c.stats_interval_ms);

@@ -1,5 +1,5 @@
 // ina-switchd's DPDK packet I/O (see dpdk_ports.h). DPDK return codes become Status here.
-#include "dpdk_ports.h"
+#include "ina/dp/switchd/dpdk_ports.h"
 
 #include <arpa/inet.h>
 #include <rte_byteorder.h>

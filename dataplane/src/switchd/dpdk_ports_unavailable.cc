@@ -1,5 +1,5 @@
 // Linked instead of dpdk_ports.cc when CMake did not find libdpdk.
-#include "dpdk_ports.h"
+#include "ina/dp/switchd/dpdk_ports.h"
 
 namespace ina::dp::switchd {
 

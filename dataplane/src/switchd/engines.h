@@ -1,4 +1,5 @@
-// ina-switchd's engine factory: which aggregation engines this build has, by name.
+// ina-switchd's engine factory: which aggregation engines this build has, by name. Private to the
+// ina-switchd executable: the switch loop library (ina::switchd_loop) takes the engine built here.
 //
 // The fast engine is linked only when its library exists (ina_dp_fast); CMake then compiles
 // engines_fast.cc, else engines_ref_only.cc. Both define the functions below.

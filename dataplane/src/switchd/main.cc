@@ -4,11 +4,14 @@
 // line, 1 for a start-up or socket failure.
 #include <csignal>
 #include <cstdio>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "config.h"
-#include "switch.h"
+#include "engines.h"
+#include "ina/dp/switchd/config.h"
+#include "ina/dp/switchd/switch.h"
 
 namespace {
 
@@ -16,26 +19,40 @@ volatile std::sig_atomic_t g_stop = 0;
 
 void OnSignal(int) { g_stop = 1; }
 
+// Exit status of a start-up failure: 2 for what the command line asked wrongly, else 1.
+int StartupExitCode(const ina::Status& st) {
+  const auto code = st.code();
+  return code == ina::StatusCode::kInvalidArgument || code == ina::StatusCode::kUnimplemented ? 2
+                                                                                              : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   namespace sd = ::ina::dp::switchd;
   std::vector<std::string> args(argv + 1, argv + argc);
-  auto config = sd::ParseArgs(args);
+  const sd::EngineMenu engines{sd::EngineNames(), sd::DefaultEngineName()};
+  auto config = sd::ParseArgs(args, engines);
   if (!config.ok()) {
     std::fprintf(stderr, "ina-switchd: %s\n", config.status().message().c_str());
     return 2;
   }
   if (config->help) {
-    std::fputs(sd::Usage().c_str(), stdout);
+    std::fputs(sd::Usage(engines).c_str(), stdout);
     return 0;
   }
-  auto sw = sd::Switch::Create(*config);
+  ina::dp::EngineLimits limits;
+  limits.pool_slots = config->slots;
+  limits.max_jobs = config->max_jobs;
+  auto engine = sd::MakeEngine(config->engine, limits);
+  if (!engine.ok()) {
+    std::fprintf(stderr, "ina-switchd: %s\n", engine.status().ToString().c_str());
+    return StartupExitCode(engine.status());
+  }
+  auto sw = sd::Switch::Create(*config, std::move(*engine));
   if (!sw.ok()) {
     std::fprintf(stderr, "ina-switchd: %s\n", sw.status().ToString().c_str());
-    const auto code = sw.status().code();
-    return code == ina::StatusCode::kInvalidArgument || code == ina::StatusCode::kUnimplemented ? 2
-                                                                                                : 1;
+    return StartupExitCode(sw.status());
   }
   struct sigaction sa = {};
   sa.sa_handler = OnSignal;
@@ -44,7 +61,7 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
 
-  sd::PrintConfig(*config, stdout);
+  sd::PrintConfig(*config, sd::EngineDescription(config->engine), stdout);
   std::printf("ina-switchd listening on %s\n", (*sw)->local_address().c_str());
   std::fflush(stdout);
 

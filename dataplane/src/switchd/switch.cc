@@ -1,5 +1,5 @@
-// ina-switchd's packet loop (see switch.h).
-#include "switch.h"
+// The switch loop (see ina/dp/switchd/switch.h).
+#include "ina/dp/switchd/switch.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -10,15 +10,15 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-
-#include "engines.h"
+#include <utility>
 
 namespace ina::dp::switchd {
 
 namespace p = ::ina::proto;
 
-Switch::Switch(const Config& config)
+Switch::Switch(const Config& config, std::unique_ptr<Engine> engine)
     : config_(config),
+      engine_(std::move(engine)),
       rx_faults_(config.drop_rate, config.dup_rate, config.reorder_rate, config.seed),
       tx_faults_(config.drop_rate, config.dup_rate, config.reorder_rate,
                  config.seed ^ 0x5DEECE66Dull) {}
@@ -27,17 +27,15 @@ Switch::~Switch() {
   if (fd_ >= 0) close(fd_);
 }
 
-Result<std::unique_ptr<Switch>> Switch::Create(const Config& config) {
-  std::unique_ptr<Switch> s(new Switch(config));
+Result<std::unique_ptr<Switch>> Switch::Create(const Config& config,
+                                               std::unique_ptr<Engine> engine) {
+  if (engine == nullptr) return InvalidArgument("Switch::Create: no engine");
+  std::unique_ptr<Switch> s(new Switch(config, std::move(engine)));
   INA_RETURN_IF_ERROR(s->Init());
   return s;
 }
 
 Status Switch::Init() {
-  EngineLimits limits;
-  limits.pool_slots = config_.slots;
-  limits.max_jobs = config_.max_jobs;
-  INA_ASSIGN_OR_RETURN(engine_, MakeEngine(config_.engine, limits));
   ControlConfig cc;
   cc.max_jobs = config_.max_jobs;
   cc.job_timeout = std::chrono::milliseconds(config_.job_timeout_ms);

@@ -1,17 +1,19 @@
-// ina-rtlsim: ina-switchd's UDP loop and control plane with the verilated RTL core doing all the
-// aggregation (docs/rtl/README.md, "ina-rtlsim"). Same command line as ina-switchd (--engine and
-// --slots accepted and ignored: the core's pool and job table are fixed when it is verilated).
+// ina-rtlsim: ina-switchd's loop and control plane (the library ina::switchd_loop) with the
+// verilated RTL core doing all the aggregation (docs/rtl/README.md, "ina-rtlsim"). Same command
+// line as ina-switchd (--engine and --slots accepted and ignored: the core's pool and job table are
+// fixed when it is verilated).
 //
 // Exit status: 0 after SIGINT/SIGTERM (summary and the JSON counters line printed), 2 for a bad
 // command line, 1 for a start-up or socket failure, or if the simulation harness failed.
 #include <csignal>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "config.h"
+#include "ina/dp/switchd/config.h"
+#include "ina/dp/switchd/switch.h"
 #include "rtl_engines.h"
-#include "switch.h"
 
 namespace {
 
@@ -24,7 +26,9 @@ void OnSignal(int) { g_stop = 1; }
 int main(int argc, char** argv) {
   namespace sd = ::ina::dp::switchd;
   std::vector<std::string> args(argv + 1, argv + argc);
-  auto config = sd::ParseArgs(args);
+  namespace rs = ::ina::sim::rtlsim;
+  const sd::EngineMenu engines{rs::kEngineNames, rs::kDefaultEngine};
+  auto config = sd::ParseArgs(args, engines);
   if (!config.ok()) {
     std::fprintf(stderr, "ina-rtlsim: %s\n", config.status().message().c_str());
     return 2;
@@ -32,10 +36,16 @@ int main(int argc, char** argv) {
   if (config->help) {
     std::fputs("ina-rtlsim: ina-switchd's loop over the verilated RTL core; flags as below.\n",
                stdout);
-    std::fputs(sd::Usage().c_str(), stdout);
+    std::fputs(sd::Usage(engines).c_str(), stdout);
     return 0;
   }
-  auto sw = sd::Switch::Create(*config);
+  auto engine = rs::MakeEngine();
+  if (!engine.ok()) {
+    std::fprintf(stderr, "ina-rtlsim: %s\n", engine.status().ToString().c_str());
+    return engine.status().code() == ina::StatusCode::kInvalidArgument ? 2 : 1;
+  }
+  const ina::sim::RtlEngine& rtl = **engine;  // owned by the Switch from here on
+  auto sw = sd::Switch::Create(*config, std::move(*engine));
   if (!sw.ok()) {
     std::fprintf(stderr, "ina-rtlsim: %s\n", sw.status().ToString().c_str());
     return sw.status().code() == ina::StatusCode::kInvalidArgument ? 2 : 1;
@@ -47,22 +57,19 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
 
-  sd::PrintConfig(*config, stdout);
+  sd::PrintConfig(*config, rs::EngineDescription(), stdout);
   std::printf("ina-rtlsim listening on %s\n", (*sw)->local_address().c_str());
   std::fflush(stdout);
 
   ina::Status st = (*sw)->Run(&g_stop);
-  const ina::sim::RtlEngine* rtl = ina::sim::rtlsim::LastEngine();
-  if (rtl != nullptr) {
-    std::printf("ina-rtlsim: %llu cycles simulated, %llu harness errors\n",
-                static_cast<unsigned long long>(rtl->cycles()),
-                static_cast<unsigned long long>(rtl->sim_errors()));
-  }
+  std::printf("ina-rtlsim: %llu cycles simulated, %llu harness errors\n",
+              static_cast<unsigned long long>(rtl.cycles()),
+              static_cast<unsigned long long>(rtl.sim_errors()));
   (*sw)->PrintSummary(stdout);
   std::fflush(stdout);
   if (!st.ok()) {
     std::fprintf(stderr, "ina-rtlsim: %s\n", st.ToString().c_str());
     return 1;
   }
-  return rtl != nullptr && rtl->sim_errors() > 0 ? 1 : 0;
+  return rtl.sim_errors() > 0 ? 1 : 0;
 }

@@ -1,4 +1,5 @@
-// ina-switchd's DPDK packet I/O: every ethdev port the EAL probed is a switch port.
+// The switch loop's DPDK packet I/O (ina-switchd, ina-rtlsim): every ethdev port the EAL probed is
+// a switch port.
 //
 // Each port has one RX and one TX queue. A frame is an ina datagram when it is IPv4/UDP to the
 // switch's address and UDP port (any destination MAC: workers broadcast until they learn ours);

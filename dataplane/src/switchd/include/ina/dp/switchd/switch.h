@@ -1,5 +1,7 @@
-// ina-switchd's packet loop: one UDP socket (or DPDK ports), one engine, one control plane, one
-// thread.
+// The switch loop (library ina::switchd_loop): one UDP socket (or DPDK ports), one engine, one
+// control plane, one thread. ina-switchd runs it with the fast or reference engine, ina-rtlsim with
+// the verilated RTL core; the caller builds the engine and hands it over in Create, so the loop
+// knows no engine but through dp::Engine.
 //
 // I/O: with --io udp a kernel socket (poll, recvmmsg, sendmmsg); with --io dpdk every DPDK port
 // (dpdk_ports.h: Wait backs off instead of poll, Recv/Send in bursts, per-port counters). The rest
@@ -30,12 +32,12 @@
 #include <string_view>
 #include <vector>
 
-#include "config.h"
-#include "dpdk_ports.h"
-#include "fault.h"
 #include "ina/base/status.h"
 #include "ina/dp/control.h"
 #include "ina/dp/engine.h"
+#include "ina/dp/switchd/config.h"
+#include "ina/dp/switchd/dpdk_ports.h"
+#include "ina/dp/switchd/fault.h"
 #include "ina/proto/wire.h"
 
 namespace ina::dp::switchd {
@@ -67,7 +69,14 @@ inline constexpr std::array<std::string_view, kNumSwitchCounters> kSwitchCounter
 
 class Switch : private Emitter, private ReplySink {
  public:
-  static Result<std::unique_ptr<Switch>> Create(const Config& config);
+  // Takes the engine (built by the caller for this config; its pool_slots() bound the slots the
+  // control plane hands out), builds the control plane, allocates every buffer and opens the
+  // socket (--bind, --port) or the DPDK ports (--io dpdk). config is as ParseArgs returns it;
+  // config.engine is only the name the summary prints.
+  // Errors: InvalidArgument (engine null, bad --bind), the control plane's, ErrnoStatus (socket,
+  // bind), DpdkPorts::Open's.
+  static Result<std::unique_ptr<Switch>> Create(const Config& config,
+                                                std::unique_ptr<Engine> engine);
   ~Switch() override;
 
   // "ADDR:PORT" actually bound (the port resolved when --port 0).
@@ -109,7 +118,7 @@ class Switch : private Emitter, private ReplySink {
     Peer to;
   };
 
-  explicit Switch(const Config& config);
+  Switch(const Config& config, std::unique_ptr<Engine> engine);
   Status Init();
 
   // Receives and handles up to one burst; returns how many datagrams arrived.

@@ -1,9 +1,14 @@
-// ina-switchd's configuration: every tunable, parsed from the command line and validated at once.
+// The switch loop's configuration (ina::switchd_loop, used by ina-switchd and ina-rtlsim): every
+// tunable, parsed from the command line and validated at once.
+//
+// The library knows no aggregation engine: each program passes the engines its own factory offers
+// (EngineMenu) to ParseArgs and Usage, and the description of the one it built to PrintConfig.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "ina/base/status.h"
@@ -13,7 +18,7 @@ namespace ina::dp::switchd {
 struct Config {
   std::string bind = "127.0.0.1";   // IPv4 or IPv6 literal
   uint16_t port = 47000;            // UDP port; 0: ephemeral (the listening line says which)
-  std::string engine;               // "fast" or "ref"; empty: DefaultEngineName()
+  std::string engine;               // one of EngineMenu::names; ParseArgs fills in the default
   uint32_t slots = 16384;           // slot pool size, 1 .. kMaxSlots
   uint16_t max_jobs = 256;          // jobs pending or active at once, 1 .. kMaxJobs
   uint32_t job_timeout_ms = 30000;  // idle time after which a job is freed, >= 1
@@ -32,11 +37,20 @@ struct Config {
 inline constexpr uint32_t kMaxSlots = 1u << 20;
 inline constexpr uint16_t kMaxJobs = 4096;
 
-// Parses argv[1..]. Flags take "--flag value" or "--flag=value". InvalidArgument names the flag
+// The engines a program can build, as its --engine flag and --help show them.
+struct EngineMenu {
+  std::string_view names;         // accepted by --engine, '|'-separated: "fast|ref"
+  std::string_view default_name;  // what an absent --engine means; one of names
+};
+
+// Parses argv[1..]. Flags take "--flag value" or "--flag=value". --engine must be one of
+// engines.names; without it Config::engine = engines.default_name. InvalidArgument names the flag
 // and the accepted range.
-Result<Config> ParseArgs(const std::vector<std::string>& args);
-std::string Usage();
-// Prints every field, one "  name = value" line each.
-void PrintConfig(const Config& c, std::FILE* out);
+Result<Config> ParseArgs(const std::vector<std::string>& args, const EngineMenu& engines);
+// The --help text (it names ina-switchd: ina-rtlsim prints a line of its own before it).
+std::string Usage(const EngineMenu& engines);
+// Prints every field, one "  name = value" line each; the engine line is
+// "  engine = NAME [engine_description]".
+void PrintConfig(const Config& c, std::string_view engine_description, std::FILE* out);
 
 }  // namespace ina::dp::switchd
