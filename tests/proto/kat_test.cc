@@ -10,52 +10,10 @@
 #include <vector>
 
 #include "ina/proto/wire.h"
+#include "kat_file.h"
 
 namespace ina::proto {
 namespace {
-
-struct Kat {
-  std::string name;
-  std::vector<uint8_t> bytes;
-  std::map<std::string, int64_t> fields;
-  std::vector<int32_t> payload;
-};
-
-std::vector<uint8_t> FromHex(const std::string& hex) {
-  std::vector<uint8_t> out;
-  for (size_t i = 0; i + 1 < hex.size(); i += 2) {
-    out.push_back(static_cast<uint8_t>(std::stoul(hex.substr(i, 2), nullptr, 16)));
-  }
-  return out;
-}
-
-std::vector<Kat> LoadKats() {
-  std::ifstream in(INA_KAT_FILE);
-  EXPECT_TRUE(in.good()) << "cannot open " << INA_KAT_FILE;
-  std::vector<Kat> kats;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#') continue;
-    std::istringstream ss(line);
-    Kat k;
-    std::string hex, tok;
-    ss >> k.name >> hex;
-    k.bytes = FromHex(hex);
-    while (ss >> tok) {
-      auto eq = tok.find('=');
-      std::string key = tok.substr(0, eq), val = tok.substr(eq + 1);
-      if (key == "payload") {
-        std::istringstream vs(val);
-        std::string v;
-        while (std::getline(vs, v, ',')) k.payload.push_back(static_cast<int32_t>(std::stoll(v)));
-      } else {
-        k.fields[key] = std::stoll(val);
-      }
-    }
-    kats.push_back(std::move(k));
-  }
-  return kats;
-}
 
 Header FromFields(const std::map<std::string, int64_t>& f) {
   Header h;
