@@ -4,6 +4,7 @@
 #   scripts/testbed.sh [--workers N] [--rate 200mbit] [--sizes "1048576 4194304"] [--iters I]
 #                      [--systems ina,gloo,mpi] [--window W] [--overhead B] [--out DIR]
 #                      [--build DIR] [--timeout-s S] [--seed S] [--mpi-alg A]
+#                      [--dpdk-pmd af_packet|af_xdp] [--dpdk-backoff-us U] [--rto-min-us U|auto]
 #
 # One namespace per worker (<prefix>-w<i>) and one for the switch (<prefix>-sw), prefix
 # "inatb<pid>". Worker i has a veth pair to the switch namespace, 10.77.<i>.2/24 on its side and
@@ -18,6 +19,19 @@
 # ina-mpi-bench (MPI_Allreduce) launched by mpirun from the switch namespace with one
 # "host" per worker namespace (tools/mpi/netns_agent.sh is mpirun's rsh agent); --mpi-alg picks
 # OpenMPI's allreduce algorithm (0: its own choice, 4: ring; see below).
+#
+# System ina-dpdk (--systems ina,ina-dpdk,...): ina again, every worker on the DPDK transport
+# (net_af_packet on its own veth end, --no-huge, its own --file-prefix) and a second ina-switchd
+# with --io dpdk in the switch namespace, one net_af_packet port per worker-facing veth, at
+# 10.77.255.1:47999 (an address no kernel owns: DPDK does the addressing, no ARP). af_packet's
+# qdisc bypass is turned off so its frames go through the tbf shapers like the kernel's; the kernel
+# still sees a copy of every frame (af_packet taps, it does not steal), so the DPDK addresses
+# (10.77.i.3 for worker i) are blackhole routes in the kernels, which drop their copies silently. That switch runs only during the ina-dpdk runs (its af_packet
+# sockets would otherwise copy Gloo's and MPI's traffic). Its result must be bit-identical to the
+# UDP run's ("fingerprint_equal_udp"). --dpdk-pmd af_xdp uses net_af_xdp instead (XDP on the
+# veths; its TX does not pass the qdisc, so the links are NOT shaped for it: a packets/s check,
+# not a line-rate one). --dpdk-backoff-us caps the idle-poll back-off of workers and switch
+# (default 200), which is what keeps 9 polling processes on a 2-core machine.
 #
 # Output in --out (default testbed-out/): results.jsonl (one JSON object per run, ina-bench's or
 # ina-mpi-bench's line plus "system", "rate_bps", "overhead", "bound_ms"), summary.tsv and
@@ -39,6 +53,9 @@ BUILD=$ROOT/build
 TIMEOUT_S=600
 SEED=1
 MPI_ALG=0
+DPDK_PMD=af_packet
+DPDK_BACKOFF_US=200
+RTO_MIN_US=0
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 while [[ $# -gt 0 ]]; do
@@ -55,6 +72,9 @@ while [[ $# -gt 0 ]]; do
     --timeout-s) TIMEOUT_S=$2; shift 2 ;;
     --seed) SEED=$2; shift 2 ;;
     --mpi-alg) MPI_ALG=$2; shift 2 ;;
+    --dpdk-pmd) DPDK_PMD=$2; shift 2 ;;
+    --dpdk-backoff-us) DPDK_BACKOFF_US=$2; shift 2 ;;
+    --rto-min-us) RTO_MIN_US=$2; shift 2 ;;
     -h|--help) usage; exit 0 ;;
     *) echo "testbed: unknown option '$1' (see --help)" >&2; exit 2 ;;
   esac
@@ -68,6 +88,8 @@ die() { echo "testbed: $*" >&2; exit 2; }
 # 2 nonoverlapping, 3 recursive doubling, 4 ring, 5 segmented ring, 6 rabenseifner.
 [[ $MPI_ALG =~ ^[0-6]$ ]] || die "--mpi-alg wants 0..6"
 [[ $TIMEOUT_S =~ ^[0-9]+$ && $TIMEOUT_S -ge 1 ]] || die "--timeout-s wants seconds"
+[[ $DPDK_PMD == af_packet || $DPDK_PMD == af_xdp ]] || die "--dpdk-pmd wants af_packet or af_xdp"
+[[ $DPDK_BACKOFF_US =~ ^[0-9]+$ ]] || die "--dpdk-backoff-us wants microseconds"
 # tc's rate syntax, converted to bit/s for the bound.
 RATE_BPS=$(awk -v r="$RATE" 'BEGIN {
   n = r + 0; u = tolower(substr(r, length(n "") + 1));
@@ -75,6 +97,13 @@ RATE_BPS=$(awk -v r="$RATE" 'BEGIN {
   m["bps"] = 8; m["kbps"] = 8e3; m["mbps"] = 8e6; m["gbps"] = 8e9;
   if (n <= 0 || !(u in m)) exit 1; printf "%.0f", n * m[u] }') ||
   die "--rate wants a tc rate such as 200mbit"
+# --rto-min-us auto: the time a full window of data frames takes to cross one shaped link, the
+# queueing delay a worker's own window can legitimately see (a smaller RTO fires spuriously).
+if [[ $RTO_MIN_US == auto ]]; then
+  RTO_MIN_US=$(awk -v w="$WINDOW" -v o="$OVERHEAD" -v r="$RATE_BPS" \
+                 'BEGIN { printf "%.0f", w * (64 + 1024 + o) * 8 / r * 1e6 }')
+fi
+[[ $RTO_MIN_US =~ ^[0-9]+$ ]] || die "--rto-min-us wants microseconds or auto"
 [[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, tc)"
 BENCH=$BUILD/bin/ina-bench
 SWITCHD=$BUILD/bin/ina-switchd
@@ -85,6 +114,10 @@ if has mpi && { [[ ! -x $MPIBENCH ]] || ! command -v mpirun > /dev/null; }; then
   echo "testbed: no $MPIBENCH or mpirun (apt install openmpi-bin libopenmpi-dev); skipping MPI" >&2
   SYSTEMS=${SYSTEMS//mpi/}
 fi
+if has ina-dpdk && ! ldd "$SWITCHD" 2> /dev/null | grep -q librte_eal; then
+  echo "testbed: $SWITCHD was built without DPDK; skipping ina-dpdk" >&2
+  SYSTEMS=${SYSTEMS//ina-dpdk/}
+fi
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 
@@ -92,6 +125,7 @@ PREFIX=inatb$$
 SW=$PREFIX-sw
 NAMESPACES=()
 SWITCH_PID=
+DSWITCH_PID=
 CHILD=
 TMP=$(mktemp -d /tmp/ina-testbed.XXXXXX)
 
@@ -106,12 +140,13 @@ cleanup() {
     kill -KILL "$CHILD" 2> /dev/null || true
   fi
   [[ -n $SWITCH_PID ]] && kill "$SWITCH_PID" 2> /dev/null && wait "$SWITCH_PID" 2> /dev/null
+  [[ -n $DSWITCH_PID ]] && kill "$DSWITCH_PID" 2> /dev/null && wait "$DSWITCH_PID" 2> /dev/null
   # Anything still running inside our namespaces was started by this script.
   for ns in "${NAMESPACES[@]}"; do
     for pid in $(ip netns pids "$ns" 2> /dev/null); do kill -KILL "$pid" 2> /dev/null || true; done
   done
   for ns in "${NAMESPACES[@]}"; do ip netns delete "$ns" 2> /dev/null || true; done
-  rm -rf "$TMP"
+  rm -rf "$TMP" /var/run/dpdk/"$PREFIX"-*
   exit "$rc"
 }
 trap cleanup EXIT
@@ -135,6 +170,12 @@ ip netns exec "$SW" sysctl -q -w net.ipv4.ip_forward=1
 # ina packets, so ina never loses packets to the shaper; TCP fills it, as it would a switch port).
 shape() { tc -n "$1" qdisc add dev "$2" root tbf rate "$RATE" burst 64kb limit 2mb \
             overhead "$OVERHEAD" mpu $((60 + OVERHEAD)); }
+# ina-dpdk: the kernel gets a copy of every af_packet frame. The DPDK addresses are ones no kernel
+# owns (switch 10.77.255.1, worker i 10.77.i.3), routed to a blackhole in the namespace that
+# receives them, so the kernel drops its copies silently (no ICMP, no forwarding).
+DPDK_SW_IP=10.77.255.1
+DPDK_SW_PORT=47999
+DPDK_LOCAL_PORT=40000
 for ((i = 0; i < WORKERS; i++)); do
   ns=$PREFIX-w$i
   ip netns add "$ns"
@@ -148,7 +189,9 @@ for ((i = 0; i < WORKERS; i++)); do
   ip -n "$ns" route add default via "10.77.$i.1"
   shape "$ns" "w$i"
   shape "$SW" "s$i"
+  has ina-dpdk && ip -n "$ns" route add blackhole "10.77.$i.3/32"
 done
+if has ina-dpdk; then ip -n "$SW" route add blackhole "$DPDK_SW_IP/32"; fi
 echo "testbed: $WORKERS workers in $PREFIX-w*, switch in $SW, every link $RATE each way" \
      "(+$OVERHEAD B/frame)"
 
@@ -175,21 +218,96 @@ RESULTS=$OUT/results.jsonl
 : > "$RESULTS"
 ALL_OK=1
 # Appends a JSON line with the testbed's fields added in front.
-record() {  # system bound_ms json
+record() {  # system bound_ms json [more fields]
   local extra="\"system\": \"$1\", \"rate_bps\": $RATE_BPS, \"overhead\": $OVERHEAD"
-  extra+=", \"bound_ms\": $2"
+  extra+=", \"rto_min_us\": $RTO_MIN_US"
+  extra+=", \"bound_ms\": $2${4:+, $4}"
   echo "{$extra, ${3#\{}" >> "$RESULTS"
 }
 jnum() { sed -n "s/.*\"$1\": \\(-\\{0,1\\}[0-9.e+-]*\\).*/\\1/p" <<< "$2"; }
+jstr() { sed -n "s/.*\"$1\": \"\\([^\"]*\\)\".*/\\1/p" <<< "$2"; }
+# ina's line-rate bound for an ina-bench line: every frame it sends (payload, headers, exponent
+# round) plus the shaper's per-frame overhead, at the link rate; up and down links run in parallel.
+ina_bound() {
+  awk -v b="$(jnum wire_bytes_per_worker "$1")" -v f="$(jnum wire_frames_per_worker "$1")" \
+    -v o="$OVERHEAD" -v r="$RATE_BPS" 'BEGIN { printf "%.4f", (b + f * o) * 8 / r * 1e3 }'
+}
+NCPU=$(nproc)
+# EAL arguments shared by the DPDK workers and switch: no hugepages, no PCI, and lcore 0 allowed
+# on every CPU (the scheduler places the polling threads; pinning 9 of them would be worse).
+DPDK_EAL="--no-huge -m 192 --no-pci --no-telemetry --log-level=*:warning --lcores 0@(0-$((NCPU - 1)))"
+dpdk_vdev() {  # index iface
+  if [[ $DPDK_PMD == af_xdp ]]; then
+    echo "--vdev net_af_xdp$1,iface=$2,start_queue=0,queue_count=1"
+  else
+    echo "--vdev net_af_packet$1,iface=$2,qdisc_bypass=0"
+  fi
+}
+
+# Runs ina over DPDK for n elements: the DPDK switch, the workers, then the switch's counters.
+run_ina_dpdk() {  # n udp_fingerprint
+  local n=$1 udp_fp=$2 eal swlist= i line port_counters=null
+  eal="$DPDK_EAL --file-prefix $PREFIX-swd"
+  for ((i = 0; i < WORKERS; i++)); do
+    eal+=" $(dpdk_vdev "$i" "s$i")"
+    swlist+=${swlist:+,}$DPDK_SW_IP:$DPDK_SW_PORT
+  done
+  ip netns exec "$SW" "$SWITCHD" --bind "$DPDK_SW_IP" --port "$DPDK_SW_PORT" --dpdk "$eal" \
+    --dpdk-backoff-us "$DPDK_BACKOFF_US" > "$TMP/dswitchd.out" 2>&1 &
+  DSWITCH_PID=$!
+  for _ in $(seq 300); do
+    grep -q ' listening on ' "$TMP/dswitchd.out" && break
+    kill -0 "$DSWITCH_PID" 2> /dev/null || break
+    sleep 0.1
+  done
+  if ! grep -q ' listening on ' "$TMP/dswitchd.out"; then
+    echo "testbed: ina-switchd --io dpdk did not come up:" >&2
+    cat "$TMP/dswitchd.out" >&2
+    kill "$DSWITCH_PID" 2> /dev/null; wait "$DSWITCH_PID" 2> /dev/null; DSWITCH_PID=
+    ALL_OK=0
+    return
+  fi
+  local args=(--workers "$WORKERS" --elements "$n" --iters "$ITERS" --window "$WINDOW"
+              --seed "$SEED" --quiet --no-gloo --worker-netns "$NSLIST" --worker-switch "$swlist"
+              --worker-addr "$ADDRLIST" --timeout-s "$TIMEOUT_S" --transport dpdk
+              --dpdk-eal "$DPDK_EAL --file-prefix $PREFIX-w{rank} $(dpdk_vdev 0 'w{rank}')"
+              --dpdk-local "10.77.{rank}.3:$DPDK_LOCAL_PORT" --dpdk-backoff-us "$DPDK_BACKOFF_US"
+              --rto-min-us "$RTO_MIN_US")
+  echo "testbed: ina-dpdk ($DPDK_PMD), $n floats ..."
+  run_child timeout -k 5 $((TIMEOUT_S + 30)) "$BENCH" "${args[@]}" > "$TMP/bench.out" \
+    2> "$TMP/bench.err"
+  kill -TERM "$DSWITCH_PID" 2> /dev/null
+  wait "$DSWITCH_PID" 2> /dev/null || true
+  DSWITCH_PID=
+  port_counters=$(sed -n 's/^{"port_counters": \(.*\)}$/\1/p' "$TMP/dswitchd.out" | tail -1)
+  line=$(grep '^{' "$TMP/bench.out" | tail -1 || true)
+  if [[ $rc -ne 0 || -z $line ]]; then
+    ALL_OK=0
+    echo "testbed: ina-bench (dpdk) failed (rc $rc):" >&2
+    tail -20 "$TMP/bench.err" >&2
+  fi
+  [[ -n $line ]] || return
+  local fp same=null
+  fp=$(jstr fingerprint "$line")
+  if [[ -n $udp_fp ]]; then
+    [[ $fp == "$udp_fp" ]] && same=true || same=false
+    [[ $same == true ]] || { ALL_OK=0; echo "testbed: ina-dpdk result differs from UDP's" >&2; }
+  fi
+  record ina-dpdk "$(ina_bound "$line")" "$line" \
+    "\"dpdk_pmd\": \"$DPDK_PMD\", \"fingerprint_equal_udp\": $same, \"port_counters\": ${port_counters:-null}"
+  echo "  ina-dpdk $(jnum ina_ms_median "$line") ms (bound $(ina_bound "$line") ms)," \
+       "verified $(sed -n 's/.*"verified": \([a-z]*\).*/\1/p' <<< "$line"), same as UDP: $same"
+}
 
 for n in $SIZES; do
+  udp_fp=
   if has ina || has gloo; then
     args=(--workers "$WORKERS" --elements "$n" --iters "$ITERS" --window "$WINDOW" --seed "$SEED"
           --quiet
           --worker-netns "$NSLIST" --worker-switch "$SWLIST" --worker-addr "$ADDRLIST"
-          --timeout-s "$TIMEOUT_S")
+          --timeout-s "$TIMEOUT_S" --rto-min-us "$RTO_MIN_US")
     has gloo || args+=(--no-gloo)
-    echo "testbed: ina${SYSTEMS//*gloo*/ + gloo}, $n floats ..."
+    echo "testbed: ina$(has gloo && echo " + gloo"), $n floats ..."
     run_child timeout -k 5 $((TIMEOUT_S + 30)) "$BENCH" "${args[@]}" > "$TMP/bench.out" \
       2> "$TMP/bench.err"
     line=$(grep '^{' "$TMP/bench.out" | tail -1 || true)
@@ -199,12 +317,8 @@ for n in $SIZES; do
       cat "$TMP/bench.err" >&2
     fi
     if [[ -n $line ]]; then
-      # ina's line-rate bound: every frame it sends (payload, headers, exponent round) plus the
-      # shaper's per-frame overhead, at the link rate; up and down links run in parallel.
-      wb=$(jnum wire_bytes_per_worker "$line")
-      wf=$(jnum wire_frames_per_worker "$line")
-      bound=$(awk -v b="$wb" -v f="$wf" -v o="$OVERHEAD" -v r="$RATE_BPS" \
-                'BEGIN { printf "%.4f", (b + f * o) * 8 / r * 1e3 }')
+      bound=$(ina_bound "$line")
+      udp_fp=$(jstr fingerprint "$line")
       record ina "$bound" "$line"
       ina_ms=$(jnum ina_ms_median "$line")
       gloo_ms=$(jnum gloo_ms_median "$line")
@@ -212,6 +326,7 @@ for n in $SIZES; do
            "verified $(sed -n 's/.*"verified": \([a-z]*\).*/\1/p' <<< "$line")"
     fi
   fi
+  if has ina-dpdk; then run_ina_dpdk "$n" "$udp_fp"; fi
   if has mpi; then
     echo "testbed: mpi, $n floats ..."
     hosts=
@@ -240,14 +355,16 @@ for n in $SIZES; do
   fi
 done
 
-# Summary table: elements, ina, bound, gloo, mpi (ms; -1 where not run).
+# Summary table: elements, ina, bound, gloo, mpi, ina-dpdk (ms; -1 where not run).
 {
-  echo -e "# elements\tina_ms\tbound_ms\tgloo_ms\tmpi_ms\tworkers=$WORKERS rate=$RATE"
+  echo -e "# elements\tina_ms\tbound_ms\tgloo_ms\tmpi_ms\tina_dpdk_ms\tworkers=$WORKERS rate=$RATE"
   for n in $SIZES; do
     i=$(grep "\"system\": \"ina\"" "$RESULTS" | grep "\"elements\": $n," | tail -1 || true)
     m=$(grep "\"system\": \"mpi\"" "$RESULTS" | grep "\"elements\": $n," | tail -1 || true)
-    printf "%s\t%s\t%s\t%s\t%s\n" "$n" "$(jnum ina_ms_median "$i")" "$(jnum bound_ms "$i")" \
-      "$(jnum gloo_ms_median "$i")" "$(jnum mpi_ms_median "$m")"
+    d=$(grep "\"system\": \"ina-dpdk\"" "$RESULTS" | grep "\"elements\": $n," | tail -1 || true)
+    b=$(jnum bound_ms "$i")
+    printf "%s\t%s\t%s\t%s\t%s\t%s\n" "$n" "$(jnum ina_ms_median "$i")" "${b:-$(jnum bound_ms "$d")}" \
+      "$(jnum gloo_ms_median "$i")" "$(jnum mpi_ms_median "$m")" "$(jnum ina_ms_median "$d")"
   done
 } | sed 's/\t\t/\t-1\t/g; s/\t\t/\t-1\t/g; s/\t$/\t-1/' > "$OUT/summary.tsv"
 cat "$OUT/summary.tsv"

@@ -14,6 +14,10 @@
 // each rank. The shared region is then a file (in /dev/shm) that the parent creates and every
 // worker maps; the process-shared barrier lives in it as before. Each worker talks to the switch
 // address given for it (--worker-switch) and binds Gloo to its own address (--worker-addr).
+//
+// Transport: --transport dpdk runs each rank's communicator over the DPDK transport instead of
+// UDP sockets; --dpdk-eal and --dpdk-local are templates in which "{rank}" becomes the rank, so
+// one command line gives every rank its own EAL file prefix, vdev and address.
 #include <fcntl.h>
 #include <pthread.h>
 #include <signal.h>
@@ -63,6 +67,8 @@ struct Options {
   int kill_rank = -1;
   int kill_after_ms = 50;
   int progress_timeout_ms = 5000;
+  int rto_min_us = 0;      // 0: CommConfig's default
+  int rto_initial_us = 0;  // 0: CommConfig's default
   int timeout_s = 600;
   bool quiet = false;
   // Multi-host mode.
@@ -75,7 +81,21 @@ struct Options {
   std::string shm_path;
   std::string store_dir;
   std::string gloo_host = "127.0.0.1";
+  // Worker transport: "udp" or "dpdk" (templates with {rank}, see SubstRank).
+  std::string transport = "udp";
+  std::string dpdk_eal;
+  std::string dpdk_local;
+  int dpdk_backoff_us = 200;
 };
+
+// `t` with every "{rank}" replaced by the rank's number.
+std::string SubstRank(std::string t, int rank) {
+  const std::string key = "{rank}", r = std::to_string(rank);
+  for (size_t at = t.find(key); at != std::string::npos; at = t.find(key, at + r.size())) {
+    t.replace(at, key.size(), r);
+  }
+  return t;
+}
 
 std::vector<std::string> SplitList(const std::string& s) {
   std::vector<std::string> out;
@@ -109,6 +129,8 @@ void Usage() {
       "  --kill-rank R        rank R kills itself --kill-after-ms into its first all-reduce;\n"
       "                       checks that every other rank returns an error in bounded time\n"
       "  --progress-timeout-ms T  communicator progress timeout (default 5000)\n"
+      "  --rto-min-us U       retransmission timeout floor (default: CommConfig's, 500)\n"
+      "  --rto-initial-us U   first retransmission timeout (default: CommConfig's, 5000)\n"
       "  --timeout-s S        kill everything after S seconds (default 600)\n"
       "  --quiet              only the JSON line\n"
       "multi-host mode (one network namespace per worker, see scripts/testbed.sh):\n"
@@ -116,6 +138,11 @@ void Usage() {
       "                       (one name per worker; needs root); shared state in a /dev/shm file\n"
       "  --worker-switch H:P,.. the switch address each rank uses (default: --switch for all)\n"
       "  --worker-addr A,B,..   each rank's own IPv4 address, bound by Gloo (default 127.0.0.1)\n"
+      "worker transport:\n"
+      "  --transport udp|dpdk   the communicators' transport (default udp)\n"
+      "  --dpdk-eal ARGS        EAL arguments per rank; {rank} becomes the rank (dpdk only)\n"
+      "  --dpdk-local IP:PORT   each rank's own address on the fabric; {rank} as above\n"
+      "  --dpdk-backoff-us U    idle RX back-off ceiling (default 200)\n"
       "internal (set by the parent for exec'd workers): --role worker --rank R --shm FILE\n"
       "  --store DIR --gloo-host ADDR\n");
 }
@@ -192,6 +219,10 @@ std::optional<Options> ParseArgs(int argc, char** argv) {
       ok = num(0, 600000, &o.kill_after_ms);
     else if (a == "--progress-timeout-ms")
       ok = num(100, 600000, &o.progress_timeout_ms);
+    else if (a == "--rto-min-us")
+      ok = num(0, 10000000, &o.rto_min_us);
+    else if (a == "--rto-initial-us")
+      ok = num(0, 10000000, &o.rto_initial_us);
     else if (a == "--timeout-s")
       ok = num(1, 86400, &o.timeout_s);
     else if (a == "--no-gloo")
@@ -225,7 +256,20 @@ std::optional<Options> ParseArgs(int argc, char** argv) {
          : a == "--worker-switch" ? o.worker_switch
                                   : o.worker_addr) = list;
       }
-    } else if (a == "--role") {
+    } else if (a == "--transport") {
+      const char* v = need("--transport");
+      ok = v && (std::string(v) == "udp" || std::string(v) == "dpdk");
+      if (ok)
+        o.transport = v;
+      else
+        std::fprintf(stderr, "ina-bench: --transport wants udp or dpdk\n");
+    } else if (a == "--dpdk-eal" || a == "--dpdk-local") {
+      const char* v = need(a.c_str());
+      ok = v != nullptr && *v != '\0';
+      if (ok) (a == "--dpdk-eal" ? o.dpdk_eal : o.dpdk_local) = v;
+    } else if (a == "--dpdk-backoff-us")
+      ok = num(0, 1000000, &o.dpdk_backoff_us);
+    else if (a == "--role") {
       const char* v = need("--role");
       ok = v && (std::string(v) == "worker" || std::string(v) == "parent");
       if (ok)
@@ -295,6 +339,11 @@ std::optional<Options> ParseArgs(int argc, char** argv) {
                  "the namespaces can reach)\n");
     return std::nullopt;
   }
+  if (o.transport == "dpdk" &&
+      (o.dpdk_eal.empty() || o.dpdk_local.find(':') == std::string::npos)) {
+    std::fprintf(stderr, "ina-bench: --transport dpdk needs --dpdk-eal and --dpdk-local IP:PORT\n");
+    return std::nullopt;
+  }
   if (o.role_worker && (o.rank < 0 || o.rank >= o.workers || o.shm_path.empty() ||
                         o.store_dir.empty() || o.switch_addr.empty() || o.job == 0)) {
     std::fprintf(stderr,
@@ -355,6 +404,18 @@ int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
   cfg.k = static_cast<uint16_t>(o.k);
   cfg.window = static_cast<uint16_t>(o.window);
   cfg.progress_timeout_ms = o.progress_timeout_ms;
+  if (o.rto_min_us > 0) cfg.rto_min_us = o.rto_min_us;
+  if (o.rto_initial_us > 0) cfg.rto_initial_us = o.rto_initial_us;
+  cfg.rto_initial_us = std::max(cfg.rto_initial_us, cfg.rto_min_us);
+  cfg.rto_max_us = std::max(cfg.rto_max_us, cfg.rto_initial_us);
+  if (o.transport == "dpdk") {
+    cfg.transport = "dpdk";
+    cfg.dpdk.eal_args = SubstRank(o.dpdk_eal, rank);
+    const std::string local = SubstRank(o.dpdk_local, rank);
+    cfg.dpdk.local_ip = local.substr(0, local.rfind(':'));
+    cfg.dpdk.local_port = static_cast<uint16_t>(std::atoi(local.c_str() + local.rfind(':') + 1));
+    cfg.dpdk.backoff_max_us = o.dpdk_backoff_us;
+  }
   auto comm = host::Communicator::Create(cfg);
   if (!comm.ok()) {
     me.ina_code = static_cast<int>(comm.status().code());
@@ -504,7 +565,21 @@ std::vector<std::string> WorkerArgv(const Options& o, int r, const std::string& 
                                 "--kill-after-ms",
                                 std::to_string(o.kill_after_ms),
                                 "--progress-timeout-ms",
-                                std::to_string(o.progress_timeout_ms)};
+                                std::to_string(o.progress_timeout_ms),
+                                "--rto-min-us",
+                                std::to_string(o.rto_min_us),
+                                "--rto-initial-us",
+                                std::to_string(o.rto_initial_us),
+                                "--transport",
+                                o.transport,
+                                "--dpdk-backoff-us",
+                                std::to_string(o.dpdk_backoff_us)};
+  if (o.transport == "dpdk") {
+    for (const std::string& x :
+         {std::string("--dpdk-eal"), o.dpdk_eal, std::string("--dpdk-local"), o.dpdk_local}) {
+      a.push_back(x);
+    }
+  }
   if (o.kill_rank >= 0) {
     a.push_back("--kill-rank");
     a.push_back(std::to_string(o.kill_rank));
@@ -839,14 +914,14 @@ int Main(int argc, char** argv) {
       "\"speedup_vs_gloo\": %.3f, \"ina_gbps\": %.3f, \"bit_identical\": %s, \"exact\": %s, "
       "\"within_bound\": %s, \"max_rel_err\": %.4g, \"gloo_max_rel_err\": %.4g, "
       "\"retransmissions\": %llu, \"packets_sent\": %llu, \"verified\": %s, "
-      "\"dataplane\": \"%s\", \"fingerprint\": \"%016llx\", "
+      "\"dataplane\": \"%s\", \"transport\": \"%s\", \"fingerprint\": \"%016llx\", "
       "\"launch\": \"%s\", \"wire_bytes_per_worker\": %llu, \"wire_frames_per_worker\": %llu, "
       "\"switch_counters\": %s}\n",
       o.workers, o.elements, o.int32 ? "int32" : "float", o.k, o.window, o.iters, o.drop_rate,
       ina_ms, gloo_ms, speedup, gbps, bit_identical ? "true" : "false", exact ? "true" : "false",
       within_bound ? "true" : "false", max_rel_err, gloo_rel_err,
       static_cast<unsigned long long>(retx), static_cast<unsigned long long>(sent),
-      verified ? "true" : "false", o.dataplane.c_str(),
+      verified ? "true" : "false", o.dataplane.c_str(), o.transport.c_str(),
       static_cast<unsigned long long>(sh->ranks[0].fingerprint), multi_host ? "netns" : "fork",
       static_cast<unsigned long long>(wire_bytes),
       static_cast<unsigned long long>(blocks + exp_frames), counters.c_str());

@@ -98,6 +98,9 @@ Result<CommConfig> CommConfig::FromEnv(CommConfig c) {
   INA_RETURN_IF_ERROR(EnvInt("INA_WINDOW", 0, &c.window));
   INA_RETURN_IF_ERROR(EnvInt("INA_JOIN_TIMEOUT_MS", 0, &c.join_timeout_ms));
   INA_RETURN_IF_ERROR(EnvInt("INA_PROGRESS_TIMEOUT_MS", 0, &c.progress_timeout_ms));
+  INA_RETURN_IF_ERROR(EnvInt("INA_RTO_MIN_US", 0, &c.rto_min_us));
+  INA_RETURN_IF_ERROR(EnvInt("INA_RTO_INITIAL_US", 0, &c.rto_initial_us));
+  INA_RETURN_IF_ERROR(EnvInt("INA_RTO_MAX_US", 0, &c.rto_max_us));
   if (const char* v = std::getenv("INA_TRANSPORT")) {
     if (*v == '\0') return InvalidArgument("INA_TRANSPORT: empty value");
     c.transport = v;

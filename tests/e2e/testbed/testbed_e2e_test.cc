@@ -162,6 +162,40 @@ TEST_F(Testbed, TwoWorkersVerifiedWithinPhysicsAndCleanedUp) {
   }
 }
 
+// ina over DPDK (net_af_packet on the veths, ina-switchd --io dpdk): verified, bit-identical to the
+// UDP run, and no faster than the line-rate bound, which shows its frames went through the tbf
+// shapers (af_packet's default qdisc bypass would skip them).
+TEST_F(Testbed, InaOverDpdkIsShapedAndEqualToUdp) {
+  const size_t elements = 65536;
+  auto p = Start("ina,ina-dpdk", std::to_string(elements));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  auto lines = p->Drain(240s);
+  auto st = p->Stop(SIGTERM, 10s);
+  for (const auto& l : lines) std::printf("  | %s\n", l.c_str());
+  ASSERT_TRUE(st.ok()) << "testbed.sh did not finish in time";
+  for (const auto& l : lines) {
+    if (l.find("built without DPDK; skipping ina-dpdk") != std::string::npos) {
+      GTEST_SKIP() << "ina-switchd was built without DPDK";
+    }
+  }
+  EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 0);
+  const std::string prefix = Prefix(lines);
+  ASSERT_FALSE(prefix.empty());
+  EXPECT_TRUE(NamespacesWith(prefix + "-").empty()) << "namespaces left behind: " << prefix;
+  EXPECT_TRUE(FilesWith("/var/run/dpdk", prefix + "-").empty()) << "DPDK runtime dirs left";
+  std::ifstream in(out_ / "results.jsonl");
+  std::string line, dpdk;
+  while (std::getline(in, line)) {
+    if (line.find("\"system\": \"ina-dpdk\"") != std::string::npos) dpdk = line;
+  }
+  ASSERT_FALSE(dpdk.empty()) << "no ina-dpdk result";
+  EXPECT_TRUE(JsonTrue(dpdk, "verified")) << dpdk;
+  EXPECT_TRUE(JsonTrue(dpdk, "fingerprint_equal_udp")) << dpdk;
+  EXPECT_NE(dpdk.find("\"transport\": \"dpdk\""), std::string::npos) << dpdk;
+  const double burst_ms = 64.0 * 1024 * 8 / 200e6 * 1e3;
+  EXPECT_GE(JsonNumber(dpdk, "ina_ms_median"), JsonNumber(dpdk, "bound_ms") - burst_ms) << dpdk;
+}
+
 TEST_F(Testbed, StoppedHalfWayLeavesNothingBehind) {
   // A size that takes seconds on these links, so SIGTERM lands while the workers run.
   std::set<std::string> shm_before;

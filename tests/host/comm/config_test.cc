@@ -71,7 +71,7 @@ TEST(CommConfig, EnvOverridesApply) {
   EnvVar h("INA_PROGRESS_TIMEOUT_MS", "987");
   EnvVar i("INA_TRANSPORT", "dpdk");
   CommConfig base;
-  base.rto_min_us = 700;  // not overridable: kept
+  base.rto_min_us = 700;  // INA_RTO_MIN_US unset: kept
   auto r = CommConfig::FromEnv(base);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->switch_host, "10.0.0.7");
@@ -85,6 +85,25 @@ TEST(CommConfig, EnvOverridesApply) {
   EXPECT_EQ(r->progress_timeout_ms, 987);
   EXPECT_EQ(r->transport, "dpdk");
   EXPECT_EQ(r->rto_min_us, 700);
+}
+
+TEST(CommConfig, RtoEnvOverridesApplyAndValidate) {
+  EnvVar a("INA_RTO_MIN_US", "20000");
+  EnvVar b("INA_RTO_INITIAL_US", "30000");
+  EnvVar c("INA_RTO_MAX_US", "400000");
+  auto r = CommConfig::FromEnv(CommConfig{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->rto_min_us, 20000);
+  EXPECT_EQ(r->rto_initial_us, 30000);
+  EXPECT_EQ(r->rto_max_us, 400000);
+  EXPECT_TRUE(r->Validate().ok());
+  // A floor above the default first value is caught by Validate, not silently reordered.
+  EnvVar d("INA_RTO_INITIAL_US", "5000");
+  auto bad = CommConfig::FromEnv(CommConfig{});
+  ASSERT_TRUE(bad.ok());
+  EXPECT_EQ(bad->Validate().code(), StatusCode::kInvalidArgument);
+  EnvVar e("INA_RTO_MIN_US", "-1");
+  EXPECT_EQ(CommConfig::FromEnv(CommConfig{}).status().code(), StatusCode::kInvalidArgument);
 }
 
 TEST(CommConfig, UnsetEnvKeepsBase) {
