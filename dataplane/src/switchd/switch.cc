@@ -4,17 +4,29 @@
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/udp.h>
 #include <poll.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 #include <utility>
 
 namespace ina::dp::switchd {
 
 namespace p = ::ina::proto;
+
+namespace {
+// INA_UDP_GSO=0 turns GSO and GRO off; anything else (or unset) leaves them on when the kernel
+// has them.
+bool GsoWanted() {
+  const char* v = std::getenv("INA_UDP_GSO");
+  return v == nullptr || std::string_view(v) != "0";
+}
+}  // namespace
 
 Switch::Switch(const Config& config, std::unique_ptr<Engine> engine)
     : config_(config),
@@ -100,6 +112,27 @@ Status Switch::Init() {
   if (bind(fd_, reinterpret_cast<sockaddr*>(&ss), sl) != 0) {
     return ErrnoStatus("bind " + config_.bind + ":" + std::to_string(config_.port), errno);
   }
+  if (GsoWanted()) {
+    int v = 0;
+    socklen_t vl = sizeof(v);
+    gso_ = getsockopt(fd_, SOL_UDP, UDP_SEGMENT, &v, &vl) == 0;
+    const int one = 1;
+    gro_ = setsockopt(fd_, SOL_UDP, UDP_GRO, &one, sizeof(one)) == 0;
+  }
+  if (gro_) {
+    gro_buf_.resize(kBurst * kGroBufBytes);
+    gro_peers_.resize(kBurst);
+    rx_cmsg_.resize(kBurst);
+    gro_pend_.resize(kBurst);
+  }
+  if (gso_) {
+    tx_order_.resize(kTxCap);
+    tx_link_.resize(kTxCap);
+    tx_group_.resize(kTxCap);
+    gso_iov_.resize(kBurst * kMaxSegs);
+    tx_cmsg_.resize(kBurst);
+    tx_counts_.resize(kBurst);
+  }
   start_ = last_tick_ = now_ = Clock::now();
   return Status::Ok();
 }
@@ -163,6 +196,7 @@ void Switch::Tick(Clock::time_point now) {
 
 int Switch::WaitRx(int timeout_ms) {
   if (dpdk_) return dpdk_->Wait(timeout_ms) ? 1 : 0;
+  if (gro_next_ < gro_n_) return 1;  // segments of a GRO train still to hand out
   pollfd pfd{fd_, POLLIN, 0};
   return poll(&pfd, 1, timeout_ms);
 }
@@ -173,6 +207,45 @@ Result<size_t> Switch::ReceiveRaw() {
         dpdk_->Recv(rx_ptrs_.data(), kRxBufBytes, rx_lens_.data(), rx_peers_.data(), kBurst);
     for (size_t i = 0; i < n; ++i) rx_trunc_[i] = rx_lens_[i] > kRxBufBytes;
     return n;
+  }
+  if (gro_) {
+    if (gro_next_ < gro_n_) return DrainGro();
+    for (size_t i = 0; i < kBurst; ++i) {
+      rx_iov_[i] = {gro_buf_.data() + i * kGroBufBytes, kGroBufBytes};
+      rx_msgs_[i] = {};
+      rx_msgs_[i].msg_hdr.msg_iov = &rx_iov_[i];
+      rx_msgs_[i].msg_hdr.msg_iovlen = 1;
+      rx_msgs_[i].msg_hdr.msg_name = &gro_peers_[i].addr;
+      rx_msgs_[i].msg_hdr.msg_namelen = sizeof(sockaddr_storage);
+      rx_msgs_[i].msg_hdr.msg_control = rx_cmsg_[i].b;
+      rx_msgs_[i].msg_hdr.msg_controllen = sizeof(rx_cmsg_[i].b);
+    }
+    const int n = recvmmsg(fd_, rx_msgs_.data(), kBurst, MSG_DONTWAIT, nullptr);
+    if (n < 0) {
+      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return size_t{0};
+      if (errno == ECONNREFUSED || errno == EHOSTUNREACH || errno == ENETUNREACH) return size_t{0};
+      return ErrnoStatus("recvmmsg", errno);
+    }
+    for (int i = 0; i < n; ++i) {
+      msghdr& h = rx_msgs_[i].msg_hdr;
+      gro_peers_[i].len = h.msg_namelen;
+      GroPending& g = gro_pend_[i];
+      g.off = static_cast<size_t>(i) * kGroBufBytes;
+      g.len = rx_msgs_[i].msg_len;
+      g.seg = g.len;
+      g.trunc = (h.msg_flags & MSG_TRUNC) != 0;
+      for (cmsghdr* cm = CMSG_FIRSTHDR(&h); cm != nullptr; cm = CMSG_NXTHDR(&h, cm)) {
+        if (cm->cmsg_level == SOL_UDP && cm->cmsg_type == UDP_GRO) {
+          int seg = 0;
+          std::memcpy(&seg, CMSG_DATA(cm), sizeof(seg));
+          if (seg > 0 && !g.trunc) g.seg = static_cast<size_t>(seg);
+        }
+      }
+      if (g.len == 0) g.seg = 0;
+    }
+    gro_n_ = static_cast<size_t>(n);
+    gro_next_ = 0;
+    return DrainGro();
   }
   for (size_t i = 0; i < kBurst; ++i) {
     rx_iov_[i] = {rx_bufs_[i].data(), kRxBufBytes};
@@ -197,6 +270,23 @@ Result<size_t> Switch::ReceiveRaw() {
   return static_cast<size_t>(n);
 }
 
+size_t Switch::DrainGro() {
+  size_t k = 0;
+  while (k < kBurst && gro_next_ < gro_n_) {
+    GroPending& g = gro_pend_[gro_next_];
+    const size_t len = std::min(g.seg, g.len);
+    rx_ptrs_[k] = gro_buf_.data() + g.off;
+    rx_lens_[k] = static_cast<uint32_t>(len);
+    rx_trunc_[k] = g.trunc;
+    rx_peers_[k] = gro_peers_[gro_next_];
+    ++k;
+    g.off += len;
+    g.len -= len;
+    if (g.len == 0) ++gro_next_;  // an empty datagram is one (empty) packet too
+  }
+  return k;
+}
+
 Result<size_t> Switch::RxBurst(Clock::time_point now) {
   INA_ASSIGN_OR_RETURN(const size_t n, ReceiveRaw());
   Bump(SwitchCounter::kRxDatagrams, static_cast<uint64_t>(n));
@@ -218,19 +308,19 @@ Result<size_t> Switch::RxBurst(Clock::time_point now) {
     if (d.reorder && held_rx_n_[fill] < kBurst) {
       Bump(SwitchCounter::kInjRxReorders);
       HeldRx& h = held_rx_[fill][held_rx_n_[fill]++];
-      std::memcpy(h.buf.data(), rx_bufs_[i].data(), len);
+      std::memcpy(h.buf.data(), rx_ptrs_[i], len);
       h.len = len;
       h.from = from;
       if (d.dup) {  // the copy goes now, the original later
         Bump(SwitchCounter::kInjRxDups);
-        items_[k++] = {rx_bufs_[i].data(), len, &from};
+        items_[k++] = {rx_ptrs_[i], len, &from};
       }
       continue;
     }
-    items_[k++] = {rx_bufs_[i].data(), len, &from};
+    items_[k++] = {rx_ptrs_[i], len, &from};
     if (d.dup) {
       Bump(SwitchCounter::kInjRxDups);
-      items_[k++] = {rx_bufs_[i].data(), len, &from};
+      items_[k++] = {rx_ptrs_[i], len, &from};
     }
   }
   // Packets held back in the previous burst follow this burst's.
@@ -356,6 +446,10 @@ void Switch::SendRange(std::vector<TxSlot>& q, size_t n) {
     }
     return;
   }
+  if (gso_) {
+    SendRangeGso(q, n);
+    return;
+  }
   size_t done = 0;
   int waits = 0;
   while (done < n) {
@@ -389,6 +483,114 @@ void Switch::SendRange(std::vector<TxSlot>& q, size_t n) {
     // count it and go on with the next.
     Bump(SwitchCounter::kTxErrors);
     ++done;
+  }
+}
+
+void Switch::SendRangeGso(std::vector<TxSlot>& q, size_t n) {
+  // Stable grouping by destination: one list per peer (the last group takes every peer past
+  // kTxGroups - 1; runs there also check the peer), in queue order within a group.
+  size_t ng = 0;
+  for (size_t i = 0; i < n; ++i) {
+    size_t g = 0;
+    while (g < ng && !(*group_peer_[g] == q[i].to)) ++g;
+    if (g == ng) {
+      if (ng < kTxGroups) {
+        group_peer_[ng] = &q[i].to;
+        group_head_[ng] = static_cast<uint32_t>(i);
+        ++ng;
+      } else {
+        g = kTxGroups - 1;
+        tx_link_[group_tail_[g]] = static_cast<uint32_t>(i);
+      }
+    } else {
+      tx_link_[group_tail_[g]] = static_cast<uint32_t>(i);
+    }
+    group_tail_[g] = static_cast<uint32_t>(i);
+    tx_group_[i] = static_cast<uint16_t>(g);
+  }
+  size_t k = 0;
+  for (size_t g = 0; g < ng; ++g) {
+    for (uint32_t i = group_head_[g];; i = tx_link_[i]) {
+      tx_order_[k++] = i;
+      if (i == group_tail_[g]) break;
+    }
+  }
+
+  size_t done = 0;  // packets of tx_order_ sent or given up on
+  int waits = 0;
+  while (done < n) {
+    // Messages from `done`: runs of packets to one peer, all seg bytes but a shorter last one.
+    size_t m = 0;
+    size_t iov_n = 0;
+    for (size_t pos = done; pos < n && m < kBurst; ++m) {
+      TxSlot& first = q[tx_order_[pos]];
+      const size_t seg = first.len;
+      const uint16_t group = tx_group_[tx_order_[pos]];
+      size_t count = 1;
+      if (gso_ && seg > 0) {
+        const size_t max_segs = std::min(kMaxSegs, kMaxGsoBytes / seg);
+        while (pos + count < n && count < max_segs) {
+          const TxSlot& s = q[tx_order_[pos + count]];
+          if (tx_group_[tx_order_[pos + count]] != group) break;
+          if (group == kTxGroups - 1 && !(s.to == first.to)) break;
+          if (s.len > seg || s.len == 0) break;
+          ++count;
+          if (s.len < seg) break;  // a shorter segment ends the train
+        }
+      }
+      iovec* iov = &gso_iov_[iov_n];
+      for (size_t i = 0; i < count; ++i) {
+        TxSlot& s = q[tx_order_[pos + i]];
+        iov[i] = {s.buf.data(), s.len};
+      }
+      iov_n += count;
+      tx_msgs_[m] = {};
+      msghdr& h = tx_msgs_[m].msg_hdr;
+      h.msg_iov = iov;
+      h.msg_iovlen = count;
+      h.msg_name = &first.to.addr;
+      h.msg_namelen = first.to.len;
+      if (count > 1) {
+        cmsghdr* cm = reinterpret_cast<cmsghdr*>(tx_cmsg_[m].b);
+        cm->cmsg_level = SOL_UDP;
+        cm->cmsg_type = UDP_SEGMENT;
+        cm->cmsg_len = CMSG_LEN(sizeof(uint16_t));
+        const uint16_t seg16 = static_cast<uint16_t>(seg);
+        std::memcpy(CMSG_DATA(cm), &seg16, sizeof(seg16));
+        h.msg_control = cm;
+        h.msg_controllen = CMSG_SPACE(sizeof(uint16_t));
+      }
+      tx_counts_[m] = count;
+      pos += count;
+    }
+    const int r = sendmmsg(fd_, tx_msgs_.data(), static_cast<unsigned>(m), MSG_DONTWAIT);
+    if (r > 0) {
+      size_t pkts = 0;
+      for (int i = 0; i < r; ++i) pkts += tx_counts_[i];
+      Bump(SwitchCounter::kTxPackets, pkts);
+      done += pkts;
+      continue;
+    }
+    const int err = r < 0 ? errno : 0;
+    if (r < 0 && (err == EAGAIN || err == EWOULDBLOCK || err == ENOBUFS || err == EINTR)) {
+      if (waits++ < kTxMaxWaits) {
+        Bump(SwitchCounter::kTxWaits);
+        pollfd pfd{fd_, POLLOUT, 0};
+        poll(&pfd, 1, kTxWaitMs);
+        continue;
+      }
+      Bump(SwitchCounter::kTxErrors, n - done);  // give up on the rest of this batch
+      return;
+    }
+    if (tx_counts_[0] > 1 &&
+        (err == EIO || err == EINVAL || err == ENOPROTOOPT || err == EOPNOTSUPP)) {
+      gso_ = false;  // the kernel or route refuses GSO: one datagram per packet from now on
+      continue;
+    }
+    // Any other error belongs to the first message (bad address, ICMP feedback): count its
+    // packets and go on with the next.
+    Bump(SwitchCounter::kTxErrors, tx_counts_[0]);
+    done += tx_counts_[0];
   }
 }
 

@@ -16,6 +16,13 @@
 // for room, and what still cannot be sent is counted in tx_errors, never lost silently.
 // The control plane is ticked (job timeout) at least every kTickInterval.
 //
+// UDP GSO/GRO (--io udp; INA_UDP_GSO=0 in the environment turns both off): the socket takes GRO
+// trains (UDP_GRO; one recvmmsg entry may hold up to 64 datagrams, split here into ina packets,
+// leftovers kept for the next burst), and each flush groups its packets by destination peer (in
+// order within a peer) and sends runs of equal-size packets to one peer as one UDP_SEGMENT message.
+// Fault injection still acts per ina packet before any coalescing, and every counter counts ina
+// packets, not kernel messages.
+//
 // Memory: every buffer is allocated in Create; the per-packet path does not allocate.
 #pragma once
 
@@ -101,6 +108,10 @@ class Switch : private Emitter, private ReplySink {
   static constexpr int kMaxPollMs = 100;
   static constexpr int kTxWaitMs = 20;   // per EAGAIN wait
   static constexpr int kTxMaxWaits = 5;  // then the rest of the batch is dropped
+  static constexpr size_t kMaxSegs = 64;           // segments per GSO message
+  static constexpr size_t kMaxGsoBytes = 65507;    // payload bytes per GSO message
+  static constexpr size_t kGroBufBytes = 65536;    // one received GRO train
+  static constexpr size_t kTxGroups = 64;          // distinct peers grouped per flush (last: rest)
 
   struct Item {  // one packet to classify: a view of an rx or hold buffer
     const uint8_t* data;
@@ -136,6 +147,10 @@ class Switch : private Emitter, private ReplySink {
   // Sends every queued packet (then the ones held for reordering from the previous flush).
   void FlushTx();
   void SendRange(std::vector<TxSlot>& q, size_t n);
+  // SendRange with GSO: q[0, n) grouped by peer, equal-size runs sent as UDP_SEGMENT trains.
+  void SendRangeGso(std::vector<TxSlot>& q, size_t n);
+  // Hands out up to kBurst packets of the received GRO trains into rx_ptrs_/rx_lens_/... .
+  size_t DrainGro();
 
   // Waits up to timeout_ms for something to receive: >0 ready, 0 timeout, <0 error (errno).
   int WaitRx(int timeout_ms);
@@ -182,6 +197,32 @@ class Switch : private Emitter, private ReplySink {
   std::vector<mmsghdr> tx_msgs_;  // kBurst
   std::vector<iovec> tx_iov_;
   std::vector<OutPacket> tx_out_;  // kBurst (DPDK)
+
+  // GSO/GRO (--io udp only).
+  struct alignas(cmsghdr) CmsgBuf {
+    uint8_t b[CMSG_SPACE(sizeof(int))];
+  };
+  bool gso_ = false;
+  bool gro_ = false;
+  std::vector<uint8_t> gro_buf_;     // kBurst * kGroBufBytes
+  std::vector<Peer> gro_peers_;      // kBurst: the sender of each train
+  std::vector<CmsgBuf> rx_cmsg_;     // kBurst
+  struct GroPending {
+    size_t off, len, seg;
+    bool trunc;
+  };
+  std::vector<GroPending> gro_pend_;  // kBurst
+  size_t gro_n_ = 0;
+  size_t gro_next_ = 0;
+  std::vector<uint32_t> tx_order_;   // kTxCap: slot indices grouped by peer
+  std::vector<uint32_t> tx_link_;    // kTxCap: next slot of the same group
+  std::vector<uint16_t> tx_group_;   // kTxCap
+  std::array<uint32_t, kTxGroups> group_head_{};
+  std::array<uint32_t, kTxGroups> group_tail_{};
+  std::array<const Peer*, kTxGroups> group_peer_{};
+  std::vector<iovec> gso_iov_;       // kBurst * kMaxSegs
+  std::vector<CmsgBuf> tx_cmsg_;     // kBurst
+  std::vector<size_t> tx_counts_;    // kBurst: packets in each message
 
   std::unique_ptr<DpdkPorts> dpdk_;  // --io dpdk; fd_ stays -1
 
