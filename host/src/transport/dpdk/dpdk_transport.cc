@@ -10,6 +10,7 @@
 #include <rte_ethdev.h>
 #include <rte_ether.h>
 #include <rte_ip.h>
+#include <rte_lcore.h>
 #include <rte_mbuf.h>
 #include <rte_udp.h>
 
@@ -118,6 +119,7 @@ class DpdkTransport final : public Transport {
   }
 
   Result<size_t> SendBurst(std::span<const TxPacket> packets) override {
+    RegisterThread();
     size_t sent = 0;
     std::array<rte_mbuf*, kBurst> hdr{};
     std::array<rte_mbuf*, kBurst> ext{};
@@ -154,6 +156,7 @@ class DpdkTransport final : public Transport {
   Result<size_t> RecvBurst(std::span<RxPacket> packets,
                            std::chrono::microseconds timeout) override {
     if (packets.empty()) return size_t{0};
+    RegisterThread();
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     int idle = 0;
     int sleep_us = 1;
@@ -178,6 +181,16 @@ class DpdkTransport final : public Transport {
   DpdkTransport() { std::memset(&shinfo_, 0, sizeof(shinfo_)); }
 
   static void NoFree(void*, void*) {}  // the caller owns external buffers
+
+  // The communicator's progress thread is not an EAL thread: give it an lcore id the first time
+  // it touches the port (per-lcore state such as mempool caches then works as on an EAL core).
+  // Best effort: without a free lcore the thread stays unregistered, as before.
+  static void RegisterThread() {
+    thread_local bool done = false;
+    if (done) return;
+    done = true;
+    if (rte_lcore_id() == LCORE_ID_ANY) (void)rte_thread_register();
+  }
 
   Status SetUpPort(const DpdkConfig& c) {
     if (rte_eth_dev_count_avail() == 0) {

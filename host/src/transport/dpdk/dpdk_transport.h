@@ -18,6 +18,9 @@
 // dropped. The payload is copied into the caller's RxPacket (len 0 when it does not fit).
 // An idle RecvBurst polls with rte_pause, then sleeps 1, 2, 4 ... up to backoff_max_us between
 // polls until its timeout, so a waiting worker does not hold a core of a small machine.
+// Threads: the thread that first sends or receives (the communicator's progress thread, not an
+// EAL thread) is registered with rte_thread_register so it has an lcore id. net_af_xdp needs it:
+// from an unregistered thread its TX stopped after 1 000-5 000 frames (docs/benchmarks-dpdk.md).
 #pragma once
 
 #include <memory>
