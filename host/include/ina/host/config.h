@@ -1,7 +1,8 @@
 // CommConfig: every tunable of a Communicator, validated, with INA_* environment overrides.
 //
 // Environment (FromEnv): INA_SWITCH=host:port, INA_JOB, INA_RANK, INA_WORLD, INA_K, INA_WINDOW,
-// INA_JOIN_TIMEOUT_MS, INA_PROGRESS_TIMEOUT_MS, INA_TRANSPORT (udp | dpdk), and with dpdk the
+// INA_JOIN_TIMEOUT_MS, INA_PROGRESS_TIMEOUT_MS, INA_RTO_MIN_US, INA_RTO_INITIAL_US, INA_RTO_MAX_US,
+// INA_TRANSPORT (udp | dpdk), and with dpdk the
 // INA_DPDK_* variables of transport.h (ApplyDpdkEnv). docs/host.md has the table.
 #pragma once
 
