@@ -34,6 +34,9 @@ constexpr size_t kMaxPorts = 64;
 
 struct Port {
   uint16_t id = 0;
+  // Each port its own RX pool: net_af_xdp builds its UMEM on the queue's pool, so two af_xdp
+  // ports on one pool (without shared_umem) stall.
+  rte_mempool* rx_pool = nullptr;
   rte_ether_addr mac{};
   DpdkPortStats st;
   std::array<rte_mbuf*, kBurst> txq{};
@@ -48,7 +51,9 @@ class Ports final : public DpdkPorts {
       (void)rte_eth_dev_close(p.id);
     }
     for (size_t i = stash_head_; i < stash_n_; ++i) rte_pktmbuf_free(stash_[i]);
-    if (rx_pool_ != nullptr) rte_mempool_free(rx_pool_);
+    for (auto& p : ports_) {
+      if (p.rx_pool != nullptr) rte_mempool_free(p.rx_pool);
+    }
     if (tx_pool_ != nullptr) rte_mempool_free(tx_pool_);
     if (eal_up_) (void)rte_eal_cleanup();
   }
@@ -73,22 +78,19 @@ class Ports final : public DpdkPorts {
     const uint16_t n = rte_eth_dev_count_avail();
     if (n == 0) return FailedPrecondition("dpdk: no ethdev port (add them with --vdev)");
     if (n > kMaxPorts) return InvalidArgument("dpdk: more than 64 ports");
-    rx_pool_ = rte_pktmbuf_pool_create("ina_sw_rx", n * 2048u + 1023u, 256, 0,
-                                       RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
     tx_pool_ = rte_pktmbuf_pool_create("ina_sw_tx", n * 2048u + 4095u, 256, 0,
                                        RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
-    if (rx_pool_ == nullptr || tx_pool_ == nullptr) {
+    if (tx_pool_ == nullptr) {
       return Internal(std::string("dpdk: mbuf pool: ") + rte_strerror(rte_errno));
     }
     ports_.reserve(n);
     uint16_t pid = 0;
     RTE_ETH_FOREACH_DEV(pid) {
-      Port p;
-      p.id = pid;
-      INA_RETURN_IF_ERROR(SetUp(p));
+      ports_.emplace_back();
+      ports_.back().id = pid;
+      INA_RETURN_IF_ERROR(SetUp(ports_.back()));  // on error the destructor releases it
       by_id_.resize(std::max<size_t>(by_id_.size(), pid + 1u), -1);
-      by_id_[pid] = static_cast<int>(ports_.size());
-      ports_.push_back(std::move(p));
+      by_id_[pid] = static_cast<int>(ports_.size() - 1);
     }
     return Status::Ok();
   }
@@ -207,7 +209,13 @@ class Ports final : public DpdkPorts {
       return fail("adjust_nb_rx_tx_desc", rc);
     }
     const int socket = rte_eth_dev_socket_id(p.id);
-    if (int rc = rte_eth_rx_queue_setup(p.id, 0, nrx, socket, nullptr, rx_pool_); rc != 0) {
+    const std::string pool_name = "ina_sw_rx" + std::to_string(p.id);
+    p.rx_pool = rte_pktmbuf_pool_create(pool_name.c_str(), 2047u + 2u * nrx, 256, 0,
+                                        RTE_MBUF_DEFAULT_BUF_SIZE, SOCKET_ID_ANY);
+    if (p.rx_pool == nullptr) {
+      return Internal("dpdk: port " + p.st.name + " rx pool: " + rte_strerror(rte_errno));
+    }
+    if (int rc = rte_eth_rx_queue_setup(p.id, 0, nrx, socket, nullptr, p.rx_pool); rc != 0) {
       return fail("rx_queue_setup", rc);
     }
     if (int rc = rte_eth_tx_queue_setup(p.id, 0, ntx, socket, nullptr); rc != 0) {
@@ -292,7 +300,6 @@ class Ports final : public DpdkPorts {
   uint32_t ip_ = 0;        // network order
   uint16_t udp_port_ = 0;  // network order
   int backoff_max_us_ = 1000;
-  rte_mempool* rx_pool_ = nullptr;
   rte_mempool* tx_pool_ = nullptr;
   std::vector<Port> ports_;
   std::vector<int> by_id_;  // port id -> index in ports_, -1 if none
