@@ -17,22 +17,13 @@
 #include <vector>
 
 #include "ina/proto/wire.h"
+#include "json_line.h"
 #include "process.h"
 
 namespace ina::bench {
 namespace {
 
 using namespace std::chrono_literals;
-
-// The number after "key": in a flat JSON line; NaN when absent.
-double JsonNumber(const std::string& line, const std::string& key) {
-  auto at = line.find("\"" + key + "\": ");
-  if (at == std::string::npos) return std::nan("");
-  return std::strtod(line.c_str() + at + key.size() + 4, nullptr);
-}
-bool JsonTrue(const std::string& line, const std::string& key) {
-  return line.find("\"" + key + "\": true") != std::string::npos;
-}
 
 // Runs ina-bench to completion; returns its JSON line (last line starting with '{').
 std::string RunBench(const std::vector<std::string>& extra, int* exit_code) {

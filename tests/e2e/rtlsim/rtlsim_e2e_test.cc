@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "ina/proto/wire.h"
+#include "json_line.h"
 #include "process.h"
 
 namespace ina::bench {
@@ -33,22 +34,6 @@ uint64_t Seed() {
   const uint64_t seed = s ? std::strtoull(s, nullptr, 0) : std::random_device{}();
   std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(seed));
   return seed;
-}
-
-// The number after "key": in a flat JSON line; NaN when absent.
-double JsonNumber(const std::string& line, const std::string& key) {
-  const auto at = line.find("\"" + key + "\": ");
-  if (at == std::string::npos) return std::nan("");
-  return std::strtod(line.c_str() + at + key.size() + 4, nullptr);
-}
-bool JsonTrue(const std::string& line, const std::string& key) {
-  return line.find("\"" + key + "\": true") != std::string::npos;
-}
-std::string JsonString(const std::string& line, const std::string& key) {
-  const auto at = line.find("\"" + key + "\": \"");
-  if (at == std::string::npos) return "";
-  const auto from = at + key.size() + 5;
-  return line.substr(from, line.find('"', from) - from);
 }
 
 // Runs ina-bench to completion; returns its JSON line (the last line starting with '{').

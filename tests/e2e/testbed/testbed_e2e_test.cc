@@ -22,21 +22,13 @@
 #include <thread>
 #include <vector>
 
+#include "json_line.h"
 #include "process.h"
 
 namespace ina::bench {
 namespace {
 
 using namespace std::chrono_literals;
-
-double JsonNumber(const std::string& line, const std::string& key) {
-  auto at = line.find("\"" + key + "\": ");
-  if (at == std::string::npos) return std::nan("");
-  return std::strtod(line.c_str() + at + key.size() + 4, nullptr);
-}
-bool JsonTrue(const std::string& line, const std::string& key) {
-  return line.find("\"" + key + "\": true") != std::string::npos;
-}
 
 // Output of a shell command (bounded by `timeout`), or "" if it failed.
 std::string Shell(const std::string& cmd) {
