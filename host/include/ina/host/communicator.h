@@ -13,7 +13,9 @@
 // Failure: if no result is accepted for config.progress_timeout_ms while an op is pending, that op
 // and every queued op fail with DeadlineExceeded and the communicator is failed: later calls
 // return FailedPrecondition carrying the original error. An error(job_aborted) from the fabric
-// (another rank left) fails everything at once with Aborted. No call waits without bound.
+// (another rank failed) fails everything at once with Aborted; an error(rank_left) (another rank
+// finished after N calls) fails call N and later with Aborted. No call waits without bound.
+// Destruction sends LEAVE: "done after N calls" when every call succeeded, else an abort.
 //
 // Threading: all methods may be called from any thread; calls are serialised in the op queue.
 // The tensor passed to an async call must stay alive and untouched until its Request completes.
