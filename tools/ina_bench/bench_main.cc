@@ -846,7 +846,12 @@ int Main(int argc, char** argv) {
       ok = false;
     }
   }
-  if (timed_out) std::fprintf(stderr, "ina-bench: timed out after %d s\n", o.timeout_s);
+  if (timed_out) {
+    std::fprintf(stderr, "ina-bench: stopped workers still running %s\n",
+                 kill_at < deadline ? "after another worker failed"
+                                    : ("at the --timeout-s deadline (" +
+                                       std::to_string(o.timeout_s) + " s)").c_str());
+  }
 
   // Verification: rebuild the inputs here.
   bool bit_identical = ok;
