@@ -10,6 +10,7 @@ PKGS=(
   verilator yosys        # RTL simulation and synthesis figures
   dpdk-dev libdpdk-dev   # kernel-bypass transport and switch ports (memif, af_packet, af_xdp)
   openmpi-bin libopenmpi-dev gnuplot-nox   # testbed: MPI baseline and plots
+  python3-torch libtorch-dev pybind11-dev python3-pybind11 python3-sklearn  # PyTorch backend
 )
 
 missing=()
