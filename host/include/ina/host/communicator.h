@@ -19,7 +19,8 @@
 //
 // Threading: all methods may be called from any thread; calls are serialised in the op queue.
 // The tensor passed to an async call must stay alive and untouched until its Request completes.
-// An empty tensor completes in the calling thread without packets (it still counts as a call).
+// An empty tensor completes at once in the calling thread without packets, so possibly before
+// earlier calls still queued (it still counts as a call, in order, for rank_left).
 //
 // Inside: one progress thread owns the transport and runs the per-op state machine
 // (host/src/comm/slot_window.h) through the turn loop of host/src/comm/progress.h with the real
