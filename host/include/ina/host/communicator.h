@@ -37,12 +37,12 @@
 namespace ina::host {
 
 struct CommStats {
-  uint64_t packets_sent = 0;            // data packets, first sends and retransmissions
-  uint64_t packets_received = 0;        // every packet the transport returned
+  uint64_t packets_sent = 0;      // data packets, first sends and retransmissions
+  uint64_t packets_received = 0;  // every packet the transport returned
   uint64_t retransmissions = 0;
-  uint64_t results = 0;                 // results accepted
-  uint64_t stale_results_ignored = 0;   // results for an old generation, another job, malformed
-  uint64_t ops_completed = 0;           // calls that succeeded, empty ones included
+  uint64_t results = 0;                // results accepted
+  uint64_t stale_results_ignored = 0;  // results for an old generation, another job, malformed
+  uint64_t ops_completed = 0;          // calls that succeeded, empty ones included
   uint64_t ops_failed = 0;
 };
 
@@ -94,8 +94,8 @@ class Communicator {
   Result<Request> AllReduceAsync(std::span<float> data);
   Result<Request> AllReduceAsync(std::span<int32_t> data);
 
-  CommStats stats() const;          // a snapshot; thread-safe
-  uint16_t window() const;          // slots granted by the fabric
+  CommStats stats() const;  // a snapshot; thread-safe
+  uint16_t window() const;  // slots granted by the fabric
   const CommConfig& config() const;
 
   class Impl;
