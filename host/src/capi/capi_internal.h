@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 
 #include "ina/base/status.h"
 #include "ina/host/communicator.h"
@@ -29,6 +30,11 @@ Result<CommConfig> ConfigFromC(const ina_config& in);
 // InvalidArgument for an unknown struct_size or a string longer than its array (then *out is
 // partly written).
 Status ConfigToC(const CommConfig& c, ina_config* out, size_t struct_size);
+
+// The same against an explicit table of layouts (tests pretend to be an older caller with them).
+Result<CommConfig> ConfigFromC(const ina_config& in, std::span<const Layout> layouts);
+Status ConfigToC(const CommConfig& c, ina_config* out, size_t struct_size,
+                 std::span<const Layout> layouts);
 
 // The same for CommStats -> ina_stats.
 Status StatsToC(const CommStats& s, ina_stats* out, size_t struct_size);

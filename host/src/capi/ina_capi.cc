@@ -2,7 +2,9 @@
 // messages go to a thread-local buffer read through ina_last_error(). The struct conversions bind
 // every field of the C++ structs by name (structured bindings), so adding a field to CommConfig,
 // DpdkConfig or CommStats without its C counterpart does not compile.
+#include <cstddef>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <span>
 #include <string>
@@ -191,8 +193,14 @@ int Blocking(ina_comm* comm, T* data, size_t count) {
 
 }  // namespace
 
-Result<CommConfig> ConfigFromC(const ina_config& in) {
-  INA_ASSIGN_OR_RETURN(Layout l, FindLayout(kConfigLayouts, in.struct_size, "ina_config"));
+Result<CommConfig> ConfigFromC(const ina_config& in) { return ConfigFromC(in, kConfigLayouts); }
+
+Status ConfigToC(const CommConfig& c, ina_config* out, size_t struct_size) {
+  return ConfigToC(c, out, struct_size, kConfigLayouts);
+}
+
+Result<CommConfig> ConfigFromC(const ina_config& in, std::span<const Layout> layouts) {
+  INA_ASSIGN_OR_RETURN(Layout l, FindLayout(layouts, in.struct_size, "ina_config"));
   // Defaults for the fields the caller's layout lacks, then the caller's bytes over them.
   ina_config full;
   INA_RETURN_IF_ERROR(FullToC(CommConfig{}, &full));
@@ -200,8 +208,9 @@ Result<CommConfig> ConfigFromC(const ina_config& in) {
   return FullFromC(full);
 }
 
-Status ConfigToC(const CommConfig& c, ina_config* out, size_t struct_size) {
-  INA_ASSIGN_OR_RETURN(Layout l, FindLayout(kConfigLayouts, struct_size, "ina_config"));
+Status ConfigToC(const CommConfig& c, ina_config* out, size_t struct_size,
+                 std::span<const Layout> layouts) {
+  INA_ASSIGN_OR_RETURN(Layout l, FindLayout(layouts, struct_size, "ina_config"));
   ina_config full;
   INA_RETURN_IF_ERROR(FullToC(c, &full));
   std::memcpy(static_cast<void*>(out), &full, l.used);

@@ -3,6 +3,7 @@
 // version functions. No fabric needed (host_capi_test creates communicators).
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -119,6 +120,38 @@ TEST(CApiConfig, UnknownStructSizeIsRejectedWithBothSizes) {
     EXPECT_EQ(static_cast<unsigned char>(untouched.switch_host[0]), 0x5A);
   }
   EXPECT_EQ(ina_config_init_sized(nullptr, sizeof(ina_config)), INA_ERR_INVALID_ARGUMENT);
+}
+
+// A caller built against an older ina.h: the library reads and writes only the fields that
+// layout has; the others get CommConfig's defaults. Pretends the release before had fields up to
+// `transport` (the real table has one layout so far).
+TEST(CApiConfig, OlderLayoutGetsDefaultsForTheFieldsItLacks) {
+  const size_t old_used = offsetof(ina_config, socket_buffer_bytes);
+  const size_t old_size = (old_used + alignof(ina_config) - 1) / alignof(ina_config) *
+                          alignof(ina_config);  // sizeof() of that older struct
+  const capi::Layout layouts[] = {{old_size, old_used}, {sizeof(ina_config), sizeof(ina_config)}};
+  ina_config c = Filled(false);
+  c.struct_size = old_size;
+  auto r = capi::ConfigFromC(c, layouts);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const CommConfig want = t::EveryFieldConfig(47123, false);
+  EXPECT_EQ(r->switch_host, want.switch_host);
+  EXPECT_EQ(r->job_id, want.job_id);
+  EXPECT_EQ(r->rto_initial_us, want.rto_initial_us);
+  EXPECT_EQ(r->transport, want.transport);
+  CommConfig tail_defaults = want;  // everything from socket_buffer_bytes on is the default
+  tail_defaults.socket_buffer_bytes = CommConfig{}.socket_buffer_bytes;
+  tail_defaults.dpdk = CommConfig{}.dpdk;
+  t::ExpectFields(*r, tail_defaults, /*same=*/true);
+
+  // Writing for that caller touches nothing past its fields.
+  ina_config out;
+  std::memset(&out, 0x5A, sizeof(out));
+  ASSERT_TRUE(capi::ConfigToC(want, &out, old_size, layouts).ok());
+  EXPECT_EQ(out.struct_size, old_size);
+  EXPECT_STREQ(out.transport, "dpdk");
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&out);
+  for (size_t i = old_used; i < sizeof(out); ++i) ASSERT_EQ(bytes[i], 0x5A) << "byte " << i;
 }
 
 TEST(CApiConfig, StringWithoutItsNulIsRejected) {
