@@ -17,7 +17,8 @@
  * against a newer ina.h than the library, or garbage) is INA_ERR_INVALID_ARGUMENT naming both
  * sizes. The inline wrappers ina_config_init and ina_comm_stats pass sizeof for you (as zlib's
  * deflateInit passes sizeof(z_stream)); foreign-function bindings call the *_sized functions with
- * the size of the layout they declare. Functions and ina_status values are only ever added. */
+ * the size of the layout they declare. Functions and ina_status values are only ever added.
+ * Needs C99 or later (static inline) or any C++. */
 #ifndef INA_INA_H_
 #define INA_INA_H_
 
