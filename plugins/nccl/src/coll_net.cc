@@ -3,7 +3,7 @@
 #include <climits>
 #include <cstring>
 
-#include "job_id.h"
+#include "ina/host/job_alloc.h"
 
 namespace ina::nccl {
 namespace {
@@ -60,7 +60,7 @@ Result<std::unique_ptr<CollListener>> CollListener::Create(const host::CommConfi
                            std::to_string(config.switch_host.size()) + " bytes, at most " +
                            std::to_string(CollHandle::kMaxHostLen));
   }
-  auto job = NewJobId(config);
+  auto job = host::AllocateJobId(config);
   if (!job.ok()) return job.status().WithContext("collnet listen: job id");
   CollHandle h;
   h.job_id = *job;

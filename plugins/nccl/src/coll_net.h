@@ -4,9 +4,10 @@
 // How NCCL uses it (src/transport/coll_net.cc, 2.28): every node's head rank calls listen, NCCL
 // all-gathers the handles, every node calls connect(handles, nNodes, node). Node 0's handle names
 // the fabric (INA_SWITCH of node 0), the job id (allocated at node 0's listen) and the K/window
-// every node then uses, so only node 0 needs INA_SWITCH. The other nodes' listens allocate ids
-// too (listen does not know which node it is); those reservations lapse with the fabric's job
-// timeout.
+// every node then uses. Job ids come from the fabric (ina::host::AllocateJobId), so NCCL
+// communicators, torch groups and other trainings sharing a switch never collide. The other
+// nodes' listens allocate ids too (listen does not know which node it is); those unused
+// reservations lapse with the fabric's job timeout.
 //
 // Data: iallreduce(send, recv, count) copies send to recv (unless they are the same) and queues
 // an in-place Communicator::AllReduceAsync on recv; every node must issue the same sequence of
@@ -54,9 +55,10 @@ constexpr size_t ElemBytes(ElemType) { return 4; }
 // The state between listen and connect: the local config (INA_* environment) and the handle.
 class CollListener {
  public:
-  // `config` is the local fabric configuration (CommConfig::FromEnv); allocates a job id there.
-  // Errors: InvalidArgument (config, or a host name longer than CollHandle::kMaxHostLen), the
-  // job id allocation's error.
+  // `config` is the local fabric configuration (CommConfig::FromEnv); asks that fabric for a job
+  // id (blocks up to config.join_timeout_ms). Errors: InvalidArgument (config, or a host name
+  // longer than CollHandle::kMaxHostLen), AllocateJobId's (DeadlineExceeded: no fabric answered;
+  // ResourceExhausted: no id free).
   static Result<std::unique_ptr<CollListener>> Create(const host::CommConfig& config);
   const CollHandle& handle() const { return handle_; }
   const host::CommConfig& config() const { return config_; }
