@@ -72,6 +72,10 @@ struct MemRegion {
   size_t size;
 };
 
+// One device name for the net and the CollNet device: NCCL's topology keys NET nodes by this
+// name, and the CollNet device must be the same node as the net device (coll=1 on it), as with
+// SHARP on an IB HCA.
+constexpr const char* kDeviceName = "ina0";
 constexpr size_t kMaxP2pBytes = size_t{1} << 30;   // test() reports sizes as int
 constexpr size_t kMaxCollBytes = size_t{1} << 30;  // likewise
 
@@ -130,7 +134,7 @@ ncclResult_t NetDevices(int* ndev) {
 
 ncclResult_t NetGetProperties(int dev, ncclNetProperties_v11_t* props) {
   if (dev != 0) return Fail(InvalidArgument("device " + std::to_string(dev)), "getProperties");
-  FillProperties(props, "ina-tcp", kMaxCollBytes);
+  FillProperties(props, kDeviceName, kMaxCollBytes);
   return ncclSuccess;
 }
 
@@ -249,7 +253,7 @@ ncclResult_t CollDevices(int* ndev) {
 
 ncclResult_t CollGetProperties(int dev, ncclNetProperties_v11_t* props) {
   if (dev != 0) return Fail(InvalidArgument("device " + std::to_string(dev)), "getProperties");
-  FillProperties(props, "ina", kMaxCollBytes);
+  FillProperties(props, kDeviceName, kMaxCollBytes);
   return ncclSuccess;
 }
 

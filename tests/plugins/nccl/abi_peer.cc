@@ -123,7 +123,11 @@ void* CollSetup(const Args& a, const Plugin& p, void** ctx) {
          "maxCollBytes in (0, 1 TB]");
   Expect((props.ptrSupport & NCCL_PTR_HOST) != 0, "ptrSupport has NCCL_PTR_HOST");
   Expect((props.ptrSupport & NCCL_PTR_CUDA) == 0, "no GPUDirect claimed");
-  Expect(props.name != nullptr && std::string(props.name) == "ina", "collnet name ina");
+  Expect(props.name != nullptr && std::string(props.name) == "ina0", "collnet device ina0");
+  ncclNetProperties_v11_t net_props;
+  Expect(p.net->getProperties(0, &net_props) == ncclSuccess && net_props.name != nullptr &&
+             std::string(net_props.name) == props.name && net_props.guid == props.guid,
+         "net and collnet are one device (NCCL's topology merges them by name)");
 
   uint8_t handle[NCCL_NET_HANDLE_MAXSIZE] = {};
   void* listen_comm = nullptr;
