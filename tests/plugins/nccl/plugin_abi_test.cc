@@ -123,6 +123,16 @@ TEST_P(CollNetAbi, AllReduceAsNcclDrivesIt) {
     EXPECT_EQ(JsonString(j, "fingerprint"), fingerprint) << "results differ across nodes";
   }
   EXPECT_EQ(fingerprint.size(), 16u);
+  // Teardown was clean: every node left gracefully (LEAVE "done"), nothing was aborted.
+  ASSERT_TRUE(sw.proc->Stop(SIGTERM, 10s).ok());
+  std::string counters;
+  for (const auto& line : sw.proc->Drain(10s)) {
+    if (line.rfind("{\"switch_counters\"", 0) == 0) counters = line;
+  }
+  ASSERT_FALSE(counters.empty()) << "no counters from ina-switchd";
+  EXPECT_EQ(JsonNumber(counters, "leaves_done"), nodes) << counters;
+  EXPECT_EQ(JsonNumber(counters, "jobs_done"), 1) << counters;
+  EXPECT_EQ(JsonNumber(counters, "err_job_aborted"), 0) << counters;
 }
 
 INSTANTIATE_TEST_SUITE_P(Nodes, CollNetAbi, ::testing::Values(2, 3, 4),
