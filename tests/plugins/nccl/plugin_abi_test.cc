@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -211,6 +212,63 @@ TEST(CollNetAbi, NoSwitchConfiguredMeansNoDevice) {
   EXPECT_EQ(coll10->getProperties(0, &p10), ncclSuccess);
   EXPECT_EQ(p10.ptrSupport, NCCL_PTR_HOST);
   EXPECT_NE(coll10->getProperties(1, &p10), ncclSuccess);
+  dlclose(so);
+}
+
+// The v10 net table (no context argument: the adapters use one process-wide context), in one
+// process: listen, non-blocking connect/accept, one message each way of the pair, close.
+TEST(NetAbi, V10TableInOneProcess) {
+  unsetenv("INA_SWITCH");
+  void* so = dlopen(INA_NCCL_PLUGIN_SO, RTLD_NOW | RTLD_LOCAL);
+  ASSERT_NE(so, nullptr) << dlerror();
+  auto* net = static_cast<ncclNet_v10_t*>(dlsym(so, "ncclNetPlugin_v10"));
+  ASSERT_NE(net, nullptr);
+  ASSERT_EQ(net->init(nullptr, nullptr), ncclSuccess);
+  ncclNetProperties_v10_t props;
+  ASSERT_EQ(net->getProperties(0, &props), ncclSuccess);
+  EXPECT_EQ(props.ptrSupport, NCCL_PTR_HOST);
+  EXPECT_EQ(props.maxRecvs, 1);
+  uint8_t handle[NCCL_NET_HANDLE_MAXSIZE] = {};
+  void *lc = nullptr, *sc = nullptr, *rc = nullptr;
+  ASSERT_EQ(net->listen(0, handle, &lc), ncclSuccess);
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while ((sc == nullptr || rc == nullptr) && std::chrono::steady_clock::now() < deadline) {
+    if (sc == nullptr) {
+      ASSERT_EQ(net->connect(0, nullptr, handle, &sc, nullptr), ncclSuccess);
+    }
+    if (rc == nullptr) {
+      ASSERT_EQ(net->accept(lc, &rc, nullptr), ncclSuccess);
+    }
+  }
+  ASSERT_NE(sc, nullptr);
+  ASSERT_NE(rc, nullptr);
+  std::vector<uint8_t> out(1000), in(2000, 0);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(i * 13);
+  void *sreq = nullptr, *rreq = nullptr, *mh = nullptr;
+  ASSERT_EQ(net->regMr(sc, out.data(), out.size(), NCCL_PTR_HOST, &mh), ncclSuccess);
+  ASSERT_EQ(net->isend(sc, out.data(), out.size(), 3, mh, nullptr, &sreq), ncclSuccess);
+  void* data = in.data();
+  size_t size = in.size();
+  int tag = 3;
+  ASSERT_EQ(net->irecv(rc, 1, &data, &size, &tag, &mh, nullptr, &rreq), ncclSuccess);
+  ASSERT_NE(sreq, nullptr);
+  ASSERT_NE(rreq, nullptr);
+  int sdone = 0, rdone = 0, ssize = -1, rsize = -1;
+  while ((!sdone || !rdone) && std::chrono::steady_clock::now() < deadline) {
+    if (!sdone) {
+      ASSERT_EQ(net->test(sreq, &sdone, &ssize), ncclSuccess);
+    }
+    if (!rdone) {
+      ASSERT_EQ(net->test(rreq, &rdone, &rsize), ncclSuccess);
+    }
+  }
+  EXPECT_EQ(ssize, 1000);
+  EXPECT_EQ(rsize, 1000);
+  EXPECT_EQ(0, std::memcmp(in.data(), out.data(), out.size()));
+  EXPECT_EQ(net->deregMr(sc, mh), ncclSuccess);
+  EXPECT_EQ(net->closeSend(sc), ncclSuccess);
+  EXPECT_EQ(net->closeRecv(rc), ncclSuccess);
+  EXPECT_EQ(net->closeListen(lc), ncclSuccess);
   dlclose(so);
 }
 
