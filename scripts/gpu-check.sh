@@ -106,8 +106,9 @@ check_nccl_collnet() {
   wait "${pids[1]}" || rc1=$?
   t1=$(date +%s.%N)
   local logs=("$OUT/rank0.log" "$OUT/rank1.log")
-  local loaded connected collnet_ops other_ops
+  local loaded joined connected collnet_ops other_ops
   loaded=$(cat "${logs[@]}" | grep -c 'Loaded collnet plugin ina' || true)
+  joined=$(cat "${logs[@]}" | grep -c 'NET/ina : CollNet job' || true)
   connected=$(cat "${logs[@]}" | grep -c 'Connected CollNet' || true)
   collnet_ops=$(cat "${logs[@]}" | grep -cE 'AllReduce: .* Algo CollNet(Direct|Chain)' || true)
   other_ops=$(cat "${logs[@]}" | grep -E 'AllReduce: .* Algo ' | grep -cvE 'Algo CollNet' || true)
@@ -120,8 +121,9 @@ check_nccl_collnet() {
   [[ $connected -gt 0 && $collnet_ops -gt 0 ]] && used=true
   [[ $rc0 == 0 && $rc1 == 0 && $float_ok == true && $int_ok == true ]] && ok=true
   [[ $ok == true ]] || fail "NCCL all-reduce failed (exit $rc0/$rc1): $(tail -q -n 2 "$OUT/rank0.log" "$OUT/rank1.log" | tr '\n' ' ')"
-  [[ $used == true ]] || fail "CollNet was not used (plugin loaded $loaded, connected $connected, collnet all-reduces $collnet_ops, other $other_ops)"
+  [[ $used == true ]] || fail "CollNet was not used (plugin loaded $loaded, ina nodes joined $joined, connected $connected, collnet all-reduces $collnet_ops, other $other_ops)"
   json_add nccl_plugin_loaded "$([[ $loaded -gt 0 ]] && echo true || echo false)"
+  json_add ina_nodes_joined "$joined"
   json_add collnet_connected "$([[ $connected -gt 0 ]] && echo true || echo false)"
   json_add collnet_used "$used"
   json_add collnet_allreduce_ops "$collnet_ops"
