@@ -160,9 +160,10 @@ TEST(NetAbi, SendRecvBetweenTwoProcesses) {
   }
 }
 
-// The switch dies after connect: the next all-reduce fails from test() (an ncclResult_t error,
-// the reason through the logger) within a bounded time, and teardown still works.
-TEST(CollNetAbi, DeadSwitchGivesAnErrorInBoundedTime) {
+// After connect, the switch (or node 1's process) is killed: node 0's next all-reduce fails from
+// test() (an ncclResult_t error, the reason through the logger) within a bounded time, and its
+// teardown still works.
+void RunDeadCase(bool kill_switch) {
   TempDir dir;
   ASSERT_FALSE(dir.path.empty());
   Switch sw;
@@ -176,10 +177,15 @@ TEST(CollNetAbi, DeadSwitchGivesAnErrorInBoundedTime) {
     auto line = p.proc->WaitForLine("connected", 60s);
     ASSERT_TRUE(line.ok()) << line.status().ToString();
   }
-  ASSERT_TRUE(sw.proc->Stop(SIGKILL, 5s).ok());
+  if (kill_switch) {
+    ASSERT_TRUE(sw.proc->Stop(SIGKILL, 5s).ok());
+  } else {
+    ASSERT_TRUE(peers[1].proc->Stop(SIGKILL, 5s).ok());
+    peers[1].proc.reset();
+  }
   std::ofstream(dir.path + "/go") << "g";
   Finish(peers);
-  for (int r = 0; r < 2; ++r) {
+  for (int r = 0; r < (kill_switch ? 2 : 1); ++r) {
     const std::string& j = peers[r].json;
     SCOPED_TRACE("rank " + std::to_string(r) + ": " + j);
     ASSERT_FALSE(j.empty()) << "no JSON line from rank " << r;
@@ -191,6 +197,9 @@ TEST(CollNetAbi, DeadSwitchGivesAnErrorInBoundedTime) {
     EXPECT_FALSE(JsonString(j, "warn").empty());
   }
 }
+
+TEST(CollNetAbi, DeadSwitchGivesAnErrorInBoundedTime) { RunDeadCase(true); }
+TEST(CollNetAbi, DeadPeerGivesAnErrorInBoundedTime) { RunDeadCase(false); }
 
 // Without INA_SWITCH the CollNet table reports no device, so NCCL does not use CollNet.
 TEST(CollNetAbi, NoSwitchConfiguredMeansNoDevice) {
