@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Checks that need a GPU; on a machine without one it prints "no GPU: skipped" and exits 0.
 #
-#   scripts/gpu-check.sh [--count N] [--iters I] [--no-build] [--out DIR]
+#   scripts/gpu-check.sh [--count N] [--iters I] [--no-build] [--build-dir DIR] [--out DIR]
 #
 # check_nccl_collnet: NCCL all-reduce (float32 and int32 sums, --count elements, --iters times)
 #   through libnccl-net-ina.so with 2 ranks on this machine's GPUs (both on GPU 0 when there is
@@ -10,7 +10,8 @@
 #   script starts on loopback). From NCCL_DEBUG=INFO it reads whether the ina CollNet plugin
 #   loaded, connected and carried all-reduces (NCCL_TUNING "Algo CollNet..." lines).
 #   ina-nccl-allreduce checks the results against the host-computed sums (exact by construction).
-# Ends with one JSON line; exit 0 when every check ran and passed (CollNet used and results
+# --build-dir: where the binaries are (default build/; the hw ctest passes its own with
+# --no-build). Ends with one JSON line; exit 0 when every check ran and passed (CollNet used and results
 # right). Each check is one function that adds its fields to that line (later issues add more).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,12 +19,14 @@ cd "$(dirname "$0")/.."
 COUNT=1048576
 ITERS=3
 BUILD=1
+BUILD_DIR=build
 OUT=""
 while [[ $# -gt 0 ]]; do
   case $1 in
     --count) COUNT=$2; shift 2 ;;
     --iters) ITERS=$2; shift 2 ;;
     --no-build) BUILD=0; shift ;;
+    --build-dir) BUILD_DIR=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     *) echo "gpu-check: unknown option '$1' (see --help)" >&2; exit 2 ;;
@@ -62,12 +65,12 @@ check_gpu() {
 build() {
   [[ $BUILD == 1 ]] || return 0
   export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ina-ccache}
-  cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" >/dev/null
-  cmake --build build -j "$(nproc)" --target ina-switchd nccl-net-ina ina-nccl-allreduce
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" >/dev/null
+  cmake --build "$BUILD_DIR" -j "$(nproc)" --target ina-switchd nccl-net-ina ina-nccl-allreduce
 }
 
 start_switch() {
-  build/bin/ina-switchd --port 0 --bind 127.0.0.1 >"$OUT/switchd.log" 2>&1 &
+  "$BUILD_DIR/bin/ina-switchd" --port 0 --bind 127.0.0.1 >"$OUT/switchd.log" 2>&1 &
   SW_PID=$!
   local _
   for _ in $(seq 100); do
@@ -83,7 +86,7 @@ start_switch() {
 
 # Two NCCL ranks, two "nodes", one all-reduce driver each.
 check_nccl_collnet() {
-  local bin=build/bin/ina-nccl-allreduce
+  local bin=$BUILD_DIR/bin/ina-nccl-allreduce
   if [[ ! -x $bin ]]; then
     fail "$bin not built (CUDA toolkit or NCCL not found by CMake)"
     json_add nccl_result_ok false
@@ -92,7 +95,7 @@ check_nccl_collnet() {
   local r pids=() t0 t1
   t0=$(date +%s.%N)
   for r in 0 1; do
-    env LD_LIBRARY_PATH="$PWD/build/lib:$CUDA_HOME/lib64:$CUDA_HOME/lib:${LD_LIBRARY_PATH:-}" \
+    env LD_LIBRARY_PATH="$(realpath "$BUILD_DIR")/lib:$CUDA_HOME/lib64:$CUDA_HOME/lib:${LD_LIBRARY_PATH:-}" \
       NCCL_NET_PLUGIN=ina NCCL_NET=ina NCCL_COLLNET_ENABLE=1 \
       NCCL_HOSTID="ina-gpu-check-node$r" NCCL_SOCKET_IFNAME=lo \
       NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,TUNING,ENV \
