@@ -41,11 +41,11 @@ Result<CollHandle> CollHandle::Decode(const uint8_t* in) {
     return InvalidArgument("collnet handle: version " + std::to_string(in[4]) + ", expected " +
                            std::to_string(kHandleVersion));
   }
-  if (in[5] == 0 || in[5] > kMaxHostLen) {
-    return InvalidArgument("collnet handle: host length " + std::to_string(in[5]));
-  }
   CollHandle h;
   h.job_id = Get16(in + 6);
+  if ((in[5] == 0 && h.job_id != 0) || in[5] > kMaxHostLen) {
+    return InvalidArgument("collnet handle: host length " + std::to_string(in[5]));
+  }
   h.switch_port = Get16(in + 8);
   h.k = Get16(in + 10);
   h.window = Get16(in + 12);
@@ -53,22 +53,29 @@ Result<CollHandle> CollHandle::Decode(const uint8_t* in) {
   return h;
 }
 
-Result<std::unique_ptr<CollListener>> CollListener::Create(const host::CommConfig& config) {
-  INA_RETURN_IF_ERROR(config.Validate());
-  if (config.switch_host.empty() || config.switch_host.size() > CollHandle::kMaxHostLen) {
-    return InvalidArgument("collnet listen: switch host '" + config.switch_host + "' is " +
-                           std::to_string(config.switch_host.size()) + " bytes, at most " +
-                           std::to_string(CollHandle::kMaxHostLen));
-  }
-  auto job = host::AllocateJobId(config);
-  if (!job.ok()) return job.status().WithContext("collnet listen: job id");
+std::unique_ptr<CollListener> CollListener::Create(const host::CommConfig& config) {
   CollHandle h;
-  h.job_id = *job;
   h.switch_port = config.switch_port;
   h.k = config.k;
   h.window = config.window;
-  h.switch_host = config.switch_host;
-  return std::unique_ptr<CollListener>(new CollListener(config, std::move(h)));
+  Status st = config.Validate();
+  if (st.ok() &&
+      (config.switch_host.empty() || config.switch_host.size() > CollHandle::kMaxHostLen)) {
+    st = InvalidArgument("collnet listen: switch host '" + config.switch_host + "' is " +
+                         std::to_string(config.switch_host.size()) + " bytes, at most " +
+                         std::to_string(CollHandle::kMaxHostLen));
+  }
+  if (st.ok()) {
+    h.switch_host = config.switch_host;
+    auto job = host::AllocateJobId(config);
+    if (job.ok()) {
+      h.job_id = *job;
+    } else {
+      st = job.status().WithContext("collnet listen: job id from " + config.switch_host + ":" +
+                                    std::to_string(config.switch_port));
+    }
+  }
+  return std::unique_ptr<CollListener>(new CollListener(config, std::move(h), std::move(st)));
 }
 
 CollComm::CollComm(std::unique_ptr<host::Communicator> comm, int rank, int nodes)
@@ -89,6 +96,13 @@ Result<std::unique_ptr<CollComm>> CollComm::Connect(const host::CommConfig& loca
                            std::to_string(handles.size()));
   }
   const CollHandle& root = handles[0];
+  if (root.job_id == 0) {
+    return Unavailable("collnet connect: node 0's listen got no job id from the fabric (" +
+                       (root.switch_host.empty()
+                            ? std::string("no valid INA_SWITCH")
+                            : root.switch_host + ":" + std::to_string(root.switch_port)) +
+                       "; node 0's log says why)");
+  }
   host::CommConfig c = local;
   c.switch_host = root.switch_host;
   c.switch_port = root.switch_port;

@@ -36,7 +36,7 @@ constexpr size_t kHandleBytes = 128;  // NCCL_NET_HANDLE_MAXSIZE
 // The CollNet listen handle (NCCL copies it between nodes as opaque bytes). Big-endian fields.
 struct CollHandle {
   static constexpr size_t kMaxHostLen = 95;
-  uint16_t job_id = 0;
+  uint16_t job_id = 0;  // 0: that node's listen got no job id (connect then fails on node 0's)
   uint16_t switch_port = 0;
   uint16_t k = 0;
   uint16_t window = 0;
@@ -53,21 +53,28 @@ enum class ElemType { kFloat32, kInt32 };
 constexpr size_t ElemBytes(ElemType) { return 4; }
 
 // The state between listen and connect: the local config (INA_* environment) and the handle.
+//
+// Listen never fails: NCCL's head ranks all-gather the handles right after listen, and a node
+// whose listen returned an error would skip that all-gather and leave the others waiting. A
+// listen that could not get a job id writes job id 0 and keeps the reason in status(); connect
+// then fails on every node (node 0's handle has no id), and NCCL falls back to point-to-point.
 class CollListener {
  public:
   // `config` is the local fabric configuration (CommConfig::FromEnv); asks that fabric for a job
-  // id (blocks up to config.join_timeout_ms). Errors: InvalidArgument (config, or a host name
-  // longer than CollHandle::kMaxHostLen), AllocateJobId's (DeadlineExceeded: no fabric answered;
-  // ResourceExhausted: no id free).
-  static Result<std::unique_ptr<CollListener>> Create(const host::CommConfig& config);
+  // id (blocks up to config.join_timeout_ms). status() afterwards: InvalidArgument (config, or a
+  // host name longer than CollHandle::kMaxHostLen), AllocateJobId's errors (DeadlineExceeded: no
+  // fabric answered; ResourceExhausted: no id free), or OK.
+  static std::unique_ptr<CollListener> Create(const host::CommConfig& config);
   const CollHandle& handle() const { return handle_; }
   const host::CommConfig& config() const { return config_; }
+  const Status& status() const { return status_; }
 
  private:
-  CollListener(host::CommConfig config, CollHandle handle)
-      : config_(std::move(config)), handle_(std::move(handle)) {}
+  CollListener(host::CommConfig config, CollHandle handle, Status status)
+      : config_(std::move(config)), handle_(std::move(handle)), status_(std::move(status)) {}
   host::CommConfig config_;
   CollHandle handle_;
+  Status status_;
 };
 
 class CollComm;
@@ -86,7 +93,8 @@ class CollComm {
 
   // Joins job handles[0].job_id on handles[0]'s fabric as rank `rank` of handles.size(), with
   // `local`'s timeouts and transport. Blocks until every node joined (local.join_timeout_ms).
-  // Errors: InvalidArgument (rank out of range, no handles), Communicator::Create's errors.
+  // Errors: InvalidArgument (rank out of range, no handles), Unavailable (node 0's listen got
+  // no job id), Communicator::Create's errors.
   static Result<std::unique_ptr<CollComm>> Connect(const host::CommConfig& local,
                                                    std::span<const CollHandle> handles, int rank);
   // Leaves the job (LEAVE: done when every op succeeded, else an abort); requests still in

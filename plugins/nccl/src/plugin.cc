@@ -261,10 +261,14 @@ ncclResult_t CollListen(void* ctx, int dev, void* handle, void** listen_comm) {
   *listen_comm = nullptr;
   auto config = host::CommConfig::FromEnv(host::CommConfig{});
   if (!config.ok()) return Fail(config.status(), "collnet listen");
+  // Never an error here (see CollListener): connect reports it, after the handle all-gather.
   auto l = CollListener::Create(*config);
-  if (!l.ok()) return Fail(l.status(), "collnet listen");
-  (*l)->handle().Encode(static_cast<uint8_t*>(handle));
-  *listen_comm = l->release();
+  if (!l->status().ok()) {
+    Log(NCCL_LOG_WARN, "collnet listen: %s; connect will fail and NCCL use point-to-point",
+        l->status().ToString().c_str());
+  }
+  l->handle().Encode(static_cast<uint8_t*>(handle));
+  *listen_comm = l.release();
   return ncclSuccess;
 }
 
@@ -284,6 +288,7 @@ ncclResult_t CollConnect(void* handles[], int nranks, int rank, void* listen_com
     hs.push_back(std::move(*h));
   }
   auto* l = static_cast<CollListener*>(listen_comm);
+  if (rank == 0 && !l->status().ok()) return Fail(l->status(), "collnet connect");
   auto c = CollComm::Connect(l->config(), hs, rank);
   if (!c.ok()) return Fail(c.status(), "collnet connect");
   Log(NCCL_LOG_INFO, "CollNet job %u node %d/%d on %s:%u (K=%u, window %u)",

@@ -3,7 +3,8 @@
 //
 //   nccl_abi_peer MODE --plugin SO --dir DIR --rank R --nodes N [--seed S] [--rounds M]
 //   MODE: coll (CollNet all-reduce), net (point-to-point, 2 ranks: 0 receives, 1 sends),
-//         dead (connect, print "connected", wait for DIR/go, then one all-reduce that must fail)
+//         dead (connect, print "connected", wait for DIR/go, then one all-reduce that must fail),
+//         nofabric (INA_SWITCH names no fabric: listen works, connect fails on every node)
 //
 // Handles travel through files in DIR (NCCL all-gathers them through its bootstrap). Only
 // dlopen/dlsym reach the plugin: the peer sees exactly the exported tables. Prints one JSON line
@@ -494,13 +495,53 @@ int RunDead(const Args& a) {
   return g_error.empty() ? 0 : 1;
 }
 
+// INA_SWITCH names no fabric: listen still succeeds (NCCL all-gathers the handles right after
+// it), connect fails on every node with the reason in the logger, so NCCL falls back to p2p.
+int RunNoFabric(const Args& a) {
+  Plugin p;
+  if (!Load(a, &p)) return 1;
+  void* ctx = nullptr;
+  if (!Expect(p.coll->init(&ctx, 5, Logger) == ncclSuccess, "collnet init")) return 1;
+  auto t0 = Clock::now();
+  uint8_t handle[NCCL_NET_HANDLE_MAXSIZE] = {};
+  void* listen_comm = nullptr;
+  if (!Expect(p.coll->listen(ctx, 0, handle, &listen_comm) == ncclSuccess && listen_comm,
+              "collnet listen succeeds without a fabric")) {
+    return 1;
+  }
+  WriteFile(a.dir + "/coll." + std::to_string(a.rank), handle, sizeof(handle));
+  std::vector<std::vector<uint8_t>> all(a.nodes, std::vector<uint8_t>(NCCL_NET_HANDLE_MAXSIZE));
+  std::vector<void*> ptrs(a.nodes);
+  for (int r = 0; r < a.nodes; ++r) {
+    if (!Expect(ReadFile(a.dir + "/coll." + std::to_string(r), all[r].data(), all[r].size(), 30s),
+                "handle of node " + std::to_string(r))) {
+      return 1;
+    }
+    ptrs[r] = all[r].data();
+  }
+  void* cc = nullptr;
+  ncclResult_t rc = p.coll->connect(ptrs.data(), a.nodes, a.rank, listen_comm, &cc);
+  const double ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+  Expect(rc != ncclSuccess, "connect fails");
+  Expect(cc == nullptr, "no collComm from a failed connect");
+  Expect(g_warns > 0, "the reason went through the logger");
+  Expect(p.coll->closeListen(listen_comm) == ncclSuccess, "closeListen");
+  Expect(p.coll->finalize(ctx) == ncclSuccess, "finalize");
+  std::printf(
+      "{\"ok\": %s,\"rank\": %d,\"result\": %d,\"setup_ms\": %.1f,\"warn\": \"%s\","
+      "\"error\": \"%s\"}\n",
+      g_error.empty() ? "true" : "false", a.rank, static_cast<int>(rc), ms,
+      Escape(g_last_warn).c_str(), Escape(g_error).c_str());
+  return g_error.empty() ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   Args a;
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: nccl_abi_peer coll|net|dead --plugin SO --dir DIR --rank R "
+                 "usage: nccl_abi_peer coll|net|dead|nofabric --plugin SO --dir DIR --rank R "
                  "--nodes N [--seed S] [--rounds M]\n");
     return 2;
   }
@@ -527,6 +568,7 @@ int main(int argc, char** argv) {
   if (a.mode == "coll") return RunColl(a);
   if (a.mode == "net") return RunNet(a);
   if (a.mode == "dead") return RunDead(a);
+  if (a.mode == "nofabric") return RunNoFabric(a);
   std::fprintf(stderr, "nccl_abi_peer: unknown mode %s\n", a.mode.c_str());
   return 2;
 }

@@ -45,15 +45,23 @@ TEST(CollHandle, RoundTripsAndRejectsForeignBytes) {
   EXPECT_EQ(CollHandle::Decode(bad).status().code(), StatusCode::kInvalidArgument);
 }
 
-TEST(CollListener, RefusesAnOverlongHostName) {
+TEST(CollListener, AnOverlongHostNameFailsAtConnect) {
   host::CommConfig c;
   c.switch_host = std::string(CollHandle::kMaxHostLen + 1, 'h');
-  EXPECT_EQ(CollListener::Create(c).status().code(), StatusCode::kInvalidArgument);
+  auto l = CollListener::Create(c);
+  EXPECT_EQ(l->status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(l->handle().job_id, 0);
+  uint8_t b[kHandleBytes];
+  l->handle().Encode(b);
+  auto d = CollHandle::Decode(b);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  std::vector<CollHandle> hs = {*d, *d};
+  EXPECT_EQ(CollComm::Connect(c, hs, 1).status().code(), StatusCode::kUnavailable);
 }
 
-// The job id comes from the fabric: none there, a bounded-time error (the ABI test allocates
-// from a real ina-switchd).
-TEST(CollListener, NoFabricIsADeadlineError) {
+// The job id comes from the fabric: none there, a bounded-time error kept for connect (the ABI
+// test allocates from a real ina-switchd).
+TEST(CollListener, NoFabricIsADeadlineErrorAtConnect) {
   uint16_t dead_port;
   {
     auto f = testing::TestFabric::Start({});
@@ -64,8 +72,13 @@ TEST(CollListener, NoFabricIsADeadlineError) {
   c.switch_port = dead_port;
   c.join_timeout_ms = 300;
   auto l = CollListener::Create(c);
-  EXPECT_FALSE(l.ok());
-  EXPECT_EQ(l.status().code(), StatusCode::kDeadlineExceeded) << l.status().ToString();
+  EXPECT_EQ(l->status().code(), StatusCode::kDeadlineExceeded) << l->status().ToString();
+  EXPECT_EQ(l->handle().job_id, 0);
+  std::vector<CollHandle> hs = {l->handle(), l->handle()};
+  auto cc = CollComm::Connect(c, hs, 1);
+  EXPECT_EQ(cc.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(cc.status().message().find("127.0.0.1:" + std::to_string(dead_port)), std::string::npos)
+      << cc.status().ToString();
 }
 
 // Three ranks as threads: int32 sums exact, many requests in flight, a full pool gives nullptr.

@@ -201,6 +201,36 @@ void RunDeadCase(bool kill_switch) {
 TEST(CollNetAbi, DeadSwitchGivesAnErrorInBoundedTime) { RunDeadCase(true); }
 TEST(CollNetAbi, DeadPeerGivesAnErrorInBoundedTime) { RunDeadCase(false); }
 
+// INA_SWITCH names a port where no fabric listens: every node's listen still returns a handle
+// (so NCCL's all-gather completes), every node's connect fails within the join timeout with the
+// reason logged, which is NCCL's cue to use point-to-point instead.
+TEST(CollNetAbi, NoFabricAtInitFailsConnectOnEveryNode) {
+  TempDir dir;
+  ASSERT_FALSE(dir.path.empty());
+  int dead_port;
+  {
+    Switch sw;
+    ASSERT_TRUE(sw.Start());
+    dead_port = sw.port;
+    ASSERT_TRUE(sw.proc->Stop(SIGKILL, 5s).ok());
+  }
+  setenv("INA_SWITCH", ("127.0.0.1:" + std::to_string(dead_port)).c_str(), 1);
+  setenv("INA_JOIN_TIMEOUT_MS", "500", 1);
+  auto peers = StartPeers("nofabric", 3, dir.path, 1);
+  unsetenv("INA_JOIN_TIMEOUT_MS");
+  Finish(peers);
+  for (int r = 0; r < 3; ++r) {
+    const std::string& j = peers[r].json;
+    SCOPED_TRACE("rank " + std::to_string(r) + ": " + j);
+    ASSERT_FALSE(j.empty()) << "no JSON line from rank " << r;
+    EXPECT_EQ(peers[r].exit_code, 0);
+    EXPECT_TRUE(JsonTrue(j, "ok")) << JsonString(j, "error");
+    EXPECT_NE(JsonNumber(j, "result"), 0);
+    EXPECT_LT(JsonNumber(j, "setup_ms"), 20000);  // join timeout 0.5 s
+    EXPECT_FALSE(JsonString(j, "warn").empty());
+  }
+}
+
 // Without INA_SWITCH the CollNet table reports no device, so NCCL does not use CollNet.
 TEST(CollNetAbi, NoSwitchConfiguredMeansNoDevice) {
   unsetenv("INA_SWITCH");
