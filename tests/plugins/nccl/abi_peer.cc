@@ -4,7 +4,8 @@
 //   nccl_abi_peer MODE --plugin SO --dir DIR --rank R --nodes N [--seed S] [--rounds M]
 //   MODE: coll (CollNet all-reduce), net (point-to-point, 2 ranks: 0 receives, 1 sends),
 //         dead (connect, print "connected", wait for DIR/go, then one all-reduce that must fail),
-//         nofabric (INA_SWITCH names no fabric: listen works, connect fails on every node)
+//         nofabric (INA_SWITCH names no fabric: listen works, connect fails on every node),
+//         bench (a figure: NCCL-sized 512 KiB steps, 16 in flight, --rounds x 8 MiB; MB/s)
 //
 // Handles travel through files in DIR (NCCL all-gathers them through its bootstrap). Only
 // dlopen/dlsym reach the plugin: the peer sees exactly the exported tables. Prints one JSON line
@@ -222,6 +223,8 @@ int RunColl(const Args& a) {
   int null_retries = 0, ops_done = 0, max_in_flight = 0;
   bool all_exact = true, all_bound = true, sizes_ok = true, send_intact = true;
   double max_rel_err = 0;
+  double loop_s = 0;  // time in the post/test loops (a figure, not checked)
+  size_t reduced_bytes = 0;
   for (int round = 0; round < a.rounds; ++round) {
     std::vector<Op> ops = MakeOps(a.seed, round, half);
     auto in_seed = [&](size_t i) { return a.seed * 7919 + round * 1000 + i; };
@@ -238,6 +241,7 @@ int RunColl(const Args& a) {
     std::vector<void*> reqs(ops.size(), nullptr);
     size_t posted = 0, tested = 0;
     auto deadline = Clock::now() + 120s;
+    const auto loop_start = Clock::now();
     while (tested < ops.size()) {
       if (!Expect(Clock::now() < deadline, "round " + std::to_string(round) + " done in 120 s")) {
         return 1;
@@ -270,6 +274,8 @@ int RunColl(const Args& a) {
         std::this_thread::yield();
       }
     }
+    loop_s += std::chrono::duration<double>(Clock::now() - loop_start).count();
+    for (const Op& o : ops) reduced_bytes += o.count * 4;
     // Check every op against the exact expectation rebuilt from every node's inputs.
     for (size_t i = 0; i < ops.size(); ++i) {
       const Op& o = ops[i];
@@ -328,10 +334,11 @@ int RunColl(const Args& a) {
   std::printf(
       "{\"ok\": %s,\"rank\": %d,\"ops\": %d,\"null_retries\": %d,\"max_in_flight\": %d,"
       "\"supported_pairs\": %d,\"fingerprint\": \"%016llx\",\"max_rel_err\": %g,\"close_ms\": %.1f,"
+      "\"reduced_bytes\": %zu,\"allreduce_s\": %.3f,\"allreduce_mb_per_s\": %.1f,"
       "\"error\": \"%s\"}\n",
       g_error.empty() ? "true" : "false", a.rank, ops_done, null_retries, max_in_flight,
       supported_pairs, static_cast<unsigned long long>(fingerprint), max_rel_err, close_ms,
-      Escape(g_error).c_str());
+      reduced_bytes, loop_s, reduced_bytes / 1e6 / loop_s, Escape(g_error).c_str());
   return g_error.empty() ? 0 : 1;
 }
 
@@ -495,6 +502,63 @@ int RunDead(const Args& a) {
   return g_error.empty() ? 0 : 1;
 }
 
+// A figure, not a check: NCCL's steady state for a large float32 all-reduce. The 16 MiB region
+// is 2 channels x 8 steps of 512 KiB (buffSize 4 MiB / NCCL_STEPS) per direction; every step is
+// one iallreduce, up to 16 in flight, tested in order, for --rounds x 8 MiB. A 1-element
+// all-reduce first lines the nodes up. Prints MB/s of reduced data (what NCCL's busBw counts).
+int RunBench(const Args& a) {
+  Plugin p;
+  if (!Load(a, &p)) return 1;
+  void* ctx = nullptr;
+  void* cc = CollSetup(a, p, &ctx);
+  if (cc == nullptr) return 1;
+  constexpr size_t kStep = size_t{512} << 10;
+  constexpr int kSteps = 16;  // 2 channels x NCCL_STEPS
+  std::vector<uint8_t> region(2 * kSteps * kStep);
+  auto in = ina::bench::MakeFloatInput(a.seed, a.rank, kSteps * kStep / 4);
+  std::memcpy(region.data(), in.data(), kSteps * kStep);
+  void* mh = nullptr;
+  p.coll->regMr(cc, region.data(), region.size(), NCCL_PTR_HOST, &mh);
+  auto run = [&](size_t ops, size_t bytes) -> bool {
+    std::vector<void*> reqs(ops, nullptr);
+    size_t posted = 0, tested = 0;
+    auto deadline = Clock::now() + 120s;
+    while (tested < ops) {
+      if (!Expect(Clock::now() < deadline, "bench done in 120 s")) return false;
+      while (posted < ops && posted < tested + kSteps) {
+        const size_t slot = posted % kSteps;
+        void* req = nullptr;
+        if (!Expect(p.coll->iallreduce(cc, region.data() + slot * kStep,
+                                       region.data() + (kSteps + slot) * kStep, bytes / 4,
+                                       ncclFloat32, ncclSum, mh, mh, &req) == ncclSuccess,
+                    "iallreduce")) {
+          return false;
+        }
+        if (req == nullptr) break;
+        reqs[posted++] = req;
+      }
+      int done = 0, size = 0;
+      if (!Expect(p.coll->test(reqs[tested], &done, &size) == ncclSuccess, "test")) return false;
+      if (done) ++tested;
+    }
+    return true;
+  };
+  if (!run(1, 4)) return 1;  // line up
+  const size_t ops = static_cast<size_t>(a.rounds) * kSteps;
+  auto t0 = Clock::now();
+  if (!run(ops, kStep)) return 1;
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  p.coll->deregMr(cc, mh);
+  p.coll->closeColl(cc);
+  p.coll->finalize(ctx);
+  std::printf(
+      "{\"ok\": %s,\"rank\": %d,\"nodes\": %d,\"bytes\": %zu,\"seconds\": %.3f,"
+      "\"mb_per_s\": %.1f,\"error\": \"%s\"}\n",
+      g_error.empty() ? "true" : "false", a.rank, a.nodes, ops * kStep, s, ops * kStep / 1e6 / s,
+      Escape(g_error).c_str());
+  return g_error.empty() ? 0 : 1;
+}
+
 // INA_SWITCH names no fabric: listen still succeeds (NCCL all-gathers the handles right after
 // it), connect fails on every node with the reason in the logger, so NCCL falls back to p2p.
 int RunNoFabric(const Args& a) {
@@ -541,7 +605,7 @@ int main(int argc, char** argv) {
   Args a;
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: nccl_abi_peer coll|net|dead|nofabric --plugin SO --dir DIR --rank R "
+                 "usage: nccl_abi_peer coll|net|dead|nofabric|bench --plugin SO --dir DIR --rank R "
                  "--nodes N [--seed S] [--rounds M]\n");
     return 2;
   }
@@ -569,6 +633,7 @@ int main(int argc, char** argv) {
   if (a.mode == "net") return RunNet(a);
   if (a.mode == "dead") return RunDead(a);
   if (a.mode == "nofabric") return RunNoFabric(a);
+  if (a.mode == "bench") return RunBench(a);
   std::fprintf(stderr, "nccl_abi_peer: unknown mode %s\n", a.mode.c_str());
   return 2;
 }
