@@ -41,8 +41,7 @@ void Fabric::Receive(std::span<const uint8_t> packet, const dp::Peer& from, Time
   const uint8_t* d = packet.data();
   if (packet.size() >= p::kHeaderBytes && p::GetVersion(d) == p::kVersion) {
     const uint8_t type = p::GetType(d);
-    if (type == static_cast<uint8_t>(p::MsgType::kJoin) ||
-        type == static_cast<uint8_t>(p::MsgType::kLeave)) {
+    if (dp::ControlPlane::IsControlType(type)) {
       if (type == static_cast<uint8_t>(p::MsgType::kLeave)) leaves_.push_back(p::DecodeHeader(d));
       control_->HandleControl(packet, from, now, out);
       return;
@@ -161,9 +160,8 @@ void TestFabric::Run() {
                                  reinterpret_cast<sockaddr*>(&from), &fl);
       if (n < 0) break;
       const std::span<const uint8_t> pkt(buf.data(), static_cast<size_t>(n));
-      const bool control = pkt.size() >= p::kHeaderBytes &&
-                           (p::GetType(pkt.data()) == static_cast<uint8_t>(p::MsgType::kJoin) ||
-                            p::GetType(pkt.data()) == static_cast<uint8_t>(p::MsgType::kLeave));
+      const bool control =
+          pkt.size() >= p::kHeaderBytes && dp::ControlPlane::IsControlType(p::GetType(pkt.data()));
       if (!control && Chance(options_.drop)) {
         ++dropped_;
         continue;
