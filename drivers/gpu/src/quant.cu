@@ -1,5 +1,6 @@
-// The CUDA kernels of ina/gpu/quant.h. All arithmetic is quant_elem.h's; this file only maps
-// elements to threads and memory.
+// The CUDA kernels of ina/gpu/quant.h. All arithmetic is quant_elem.h's and the per-thread
+// bodies and path choice are quant_map.h's (both also built and tested by the host compiler);
+// this file holds the grid-stride loops, the warp reductions, argument checks and launches.
 //
 // Mapping:
 //  - BlockExps: a group of G lanes (G = 32, or 16/8/4/2/1 for small K) reduces one K-block with
@@ -18,60 +19,27 @@
 #include "ina/gpu/device.h"
 #include "ina/gpu/quant.h"
 #include "ina/gpu/quant_elem.h"
+#include "ina/gpu/quant_map.h"
 
 namespace ina::gpu {
 namespace {
 
 namespace e = ::ina::gpu::elem;
+namespace m = ::ina::gpu::map;
 
-constexpr int kThreads = 256;            // threads per CTA
-constexpr unsigned kMaxGrid = 1u << 20;  // CTAs per launch (grid-stride beyond)
+constexpr int kThreads = 256;  // threads per CTA
+// CTAs per launch, grid-stride beyond: ~4 waves of 8 CTAs on a 132-SM H100/H200, and small
+// enough that the tests' 2^20-element tensors take the loops' second round on the per-element path.
+constexpr unsigned kMaxGrid = 4096;
 constexpr unsigned kFullMask = 0xffffffffu;
 
 // ---------------------------------------------------------------------------------------------
-// Typed loads of 4 consecutive elements (the vector paths) or of one element.
+// Kernels: grid-stride loops over the bodies in quant_map.h.
 
-struct Vec4f {
-  float v[4];
-};
-
-template <typename T>
-__device__ __forceinline__ float LoadOne(const T* x, size_t i) {
-  if constexpr (sizeof(T) == 4) {
-    return __ldg(reinterpret_cast<const float*>(x) + i);
-  } else {
-    const uint16_t bits = __ldg(reinterpret_cast<const unsigned short*>(x) + i);
-    return e::ToFloat(T{bits});
-  }
-}
-
-// REQUIRES: x + 4 * vi aligned to 4 * sizeof(T) bytes.
-template <typename T>
-__device__ __forceinline__ Vec4f LoadFour(const T* x, size_t vi) {
-  Vec4f r;
-  if constexpr (sizeof(T) == 4) {
-    const float4 f = __ldg(reinterpret_cast<const float4*>(x) + vi);
-    r.v[0] = f.x;
-    r.v[1] = f.y;
-    r.v[2] = f.z;
-    r.v[3] = f.w;
-  } else {
-    const uint2 u = __ldg(reinterpret_cast<const uint2*>(x) + vi);
-    r.v[0] = e::ToFloat(T{static_cast<uint16_t>(u.x & 0xffffu)});
-    r.v[1] = e::ToFloat(T{static_cast<uint16_t>(u.x >> 16)});
-    r.v[2] = e::ToFloat(T{static_cast<uint16_t>(u.y & 0xffffu)});
-    r.v[3] = e::ToFloat(T{static_cast<uint16_t>(u.y >> 16)});
-  }
-  return r;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Block exponents.
-
-// group: lanes per block (power of two <= 32). vec: 4-element loads (K % 4 == 0, x aligned).
+// group: lanes per block (power of two <= 32). kVec: 4-element loads (K % 4 == 0, x aligned).
 template <typename T, bool kVec>
 __global__ void BlockExpKernel(const T* __restrict__ x, size_t n, size_t k, size_t blocks,
-                               int group, uint8_t* __restrict__ exps,
+                               unsigned group, uint8_t* __restrict__ exps,
                                uint8_t* __restrict__ nonfinite) {
   const unsigned lane = threadIdx.x % 32;
   const unsigned glane = lane % group;
@@ -83,74 +51,30 @@ __global__ void BlockExpKernel(const T* __restrict__ x, size_t n, size_t k, size
       static_cast<size_t>(blockIdx.x) * groups_per_cta + (threadIdx.x / 32) * (32 / group);
   for (size_t wb = warp_first; wb < blocks; wb += stride) {
     const size_t b = wb + lane / group;
-    uint32_t max_bits = 0;
-    uint32_t bad = 0;
-    if (b < blocks) {
-      const size_t begin = b * k;
-      const size_t cnt = min(k, n - begin);
-      size_t i = 0;
-      if constexpr (kVec) {
-        const size_t nvec = cnt / 4;
-        const size_t vbase = begin / 4;
-#pragma unroll 4
-        for (size_t v = glane; v < nvec; v += group) {
-          const Vec4f f = LoadFour(x, vbase + v);
-#pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            max_bits = max(max_bits, e::ExpContribution(f.v[j]));
-            bad |= e::IsNonFinite(f.v[j]) ? 1u : 0u;
-          }
-        }
-        i = nvec * 4;
-      }
-      for (size_t j = i + glane; j < cnt; j += group) {
-        const float f = LoadOne(x, begin + j);
-        max_bits = max(max_bits, e::ExpContribution(f));
-        bad |= e::IsNonFinite(f) ? 1u : 0u;
-      }
-    }
+    m::ExpPartial r;
+    if (b < blocks) r = m::BlockExpPartial<T, kVec>(x, n, k, b, glane, group);
     // Reduce within each group: a full-warp reduction when one block spans the warp, else a
     // shuffle tree over the group's lanes.
     if (group == 32) {
-      max_bits = __reduce_max_sync(kFullMask, max_bits);
-      bad = __reduce_or_sync(kFullMask, bad);
+      r.max_bits = __reduce_max_sync(kFullMask, r.max_bits);
+      r.bad = __reduce_or_sync(kFullMask, r.bad);
     } else {
-      for (int off = group / 2; off > 0; off /= 2) {
-        max_bits = max(max_bits, __shfl_xor_sync(kFullMask, max_bits, off));
-        bad |= __shfl_xor_sync(kFullMask, bad, off);
+      for (unsigned off = group / 2; off > 0; off /= 2) {
+        r.max_bits = max(r.max_bits, __shfl_xor_sync(kFullMask, r.max_bits, off));
+        r.bad |= __shfl_xor_sync(kFullMask, r.bad, off);
       }
     }
-    if (b < blocks && glane == 0) {
-      exps[b] = e::BiasedExpFromMaxBits(max_bits);
-      if (nonfinite != nullptr) nonfinite[b] = bad != 0 ? 1 : 0;
-    }
+    if (b < blocks && glane == 0) m::BlockExpFinish(r, b, exps, nonfinite);
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Quantize.
-
-template <typename T, typename Index, bool kStoreVec>
-__global__ void QuantizeVecKernel(const T* __restrict__ x, Index n, Index k,
+template <typename T, typename Index, bool kWide>
+__global__ void QuantizeVecKernel(const T* __restrict__ x, Index nvec, Index k,
                                   const uint8_t* __restrict__ exps, int precision,
                                   uint8_t* __restrict__ out, Index stride) {
-  const Index nvec = n / 4;
   const Index step = static_cast<Index>(gridDim.x) * blockDim.x;
   for (Index v = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; v < nvec; v += step) {
-    const Index i = v * 4;
-    const Index b = i / k;
-    const float scale = e::QuantScale(__ldg(exps + b), precision);
-    const Vec4f f = LoadFour(x, v);
-    uint32_t w[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) w[j] = e::WireWord(e::QuantizeElem(f.v[j], scale));
-    uint8_t* dst = out + static_cast<size_t>(b) * stride + static_cast<size_t>(i - b * k) * 4;
-    if constexpr (kStoreVec) {
-      *reinterpret_cast<uint4*>(dst) = make_uint4(w[0], w[1], w[2], w[3]);
-    } else {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) reinterpret_cast<uint32_t*>(dst)[j] = w[j];
-    }
+    m::QuantizeVecAt<T, Index, kWide>(x, k, exps, precision, out, stride, v);
   }
 }
 
@@ -162,54 +86,17 @@ __global__ void QuantizeOneKernel(const T* __restrict__ x, Index first, Index n,
   const Index step = static_cast<Index>(gridDim.x) * blockDim.x;
   for (Index i = first + static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += step) {
-    const Index b = i / k;
-    const float scale = e::QuantScale(__ldg(exps + b), precision);
-    uint8_t* dst = out + static_cast<size_t>(b) * stride + static_cast<size_t>(i - b * k) * 4;
-    *reinterpret_cast<uint32_t*>(dst) = e::WireWord(e::QuantizeElem(LoadOne(x, i), scale));
+    m::QuantizeOneAt<T, Index>(x, k, exps, precision, out, stride, i);
   }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Dequantize.
-
-template <bool kAvg>
-__device__ __forceinline__ float DequantOne(uint32_t word, float scale, float divisor) {
-  const int32_t q = e::FromWireWord(word);
-  if constexpr (kAvg) {
-    return e::DequantizeAvgElem(q, scale, divisor);
-  } else {
-    return e::DequantizeElem(q, scale);
-  }
-}
-
-template <typename Index, bool kAvg, bool kLoadVec>
-__global__ void DequantizeVecKernel(const uint8_t* __restrict__ in, Index stride, Index n, Index k,
-                                    const uint8_t* __restrict__ exps, int precision, float divisor,
-                                    float* __restrict__ out) {
-  const Index nvec = n / 4;
+template <typename Index, bool kAvg, bool kWide>
+__global__ void DequantizeVecKernel(const uint8_t* __restrict__ in, Index stride, Index nvec,
+                                    Index k, const uint8_t* __restrict__ exps, int precision,
+                                    float divisor, float* __restrict__ out) {
   const Index step = static_cast<Index>(gridDim.x) * blockDim.x;
   for (Index v = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; v < nvec; v += step) {
-    const Index i = v * 4;
-    const Index b = i / k;
-    const float scale = e::DequantScale(__ldg(exps + b), precision);
-    const uint8_t* src = in + static_cast<size_t>(b) * stride + static_cast<size_t>(i - b * k) * 4;
-    uint32_t w[4];
-    if constexpr (kLoadVec) {
-      const uint4 u = __ldg(reinterpret_cast<const uint4*>(src));
-      w[0] = u.x;
-      w[1] = u.y;
-      w[2] = u.z;
-      w[3] = u.w;
-    } else {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) w[j] = __ldg(reinterpret_cast<const uint32_t*>(src) + j);
-    }
-    float4 r;
-    r.x = DequantOne<kAvg>(w[0], scale, divisor);
-    r.y = DequantOne<kAvg>(w[1], scale, divisor);
-    r.z = DequantOne<kAvg>(w[2], scale, divisor);
-    r.w = DequantOne<kAvg>(w[3], scale, divisor);
-    reinterpret_cast<float4*>(out)[v] = r;
+    m::DequantizeVecAt<Index, kAvg, kWide>(in, stride, k, exps, precision, divisor, out, v);
   }
 }
 
@@ -220,10 +107,7 @@ __global__ void DequantizeOneKernel(const uint8_t* __restrict__ in, Index stride
   const Index step = static_cast<Index>(gridDim.x) * blockDim.x;
   for (Index i = first + static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < n;
        i += step) {
-    const Index b = i / k;
-    const float scale = e::DequantScale(__ldg(exps + b), precision);
-    const uint8_t* src = in + static_cast<size_t>(b) * stride + static_cast<size_t>(i - b * k) * 4;
-    out[i] = DequantOne<kAvg>(__ldg(reinterpret_cast<const uint32_t*>(src)), scale, divisor);
+    m::DequantizeOneAt<Index, kAvg>(in, stride, k, exps, precision, divisor, out, i);
   }
 }
 
@@ -235,7 +119,7 @@ unsigned GridFor(size_t items) {
   return static_cast<unsigned>(std::clamp<size_t>(ctas, 1, kMaxGrid));
 }
 
-bool Aligned(const void* p, size_t a) { return reinterpret_cast<uintptr_t>(p) % a == 0; }
+bool Aligned(const void* p, size_t a) { return m::AlignedTo(p, a); }
 
 Status LaunchStatus(const char* kernel) {
   return CudaStatus(cudaGetLastError(), std::string("launch ") + kernel);
@@ -263,14 +147,11 @@ template <typename T>
 Status BlockExpsTyped(const T* x, size_t n, int k, uint8_t* exps, uint8_t* nonfinite,
                       cudaStream_t stream) {
   const size_t blocks = BlockCount(n, k);
-  const size_t kk = static_cast<size_t>(k);
-  const bool vec = kk % 4 == 0 && Aligned(x, 4 * sizeof(T));
-  const size_t lanes_wanted = vec ? kk / 4 : kk;
-  int group = 1;
-  while (group < 32 && static_cast<size_t>(group) < lanes_wanted) group *= 2;
-  const size_t groups = blocks;  // one group per block
-  const size_t ctas = (groups * group + kThreads - 1) / kThreads;
+  const bool vec = m::BlockExpVec(x, sizeof(T), k);
+  const unsigned group = m::BlockExpGroup(k, vec);
+  const size_t ctas = (blocks * group + kThreads - 1) / kThreads;  // one group per block
   const unsigned grid = static_cast<unsigned>(std::clamp<size_t>(ctas, 1, kMaxGrid));
+  const size_t kk = static_cast<size_t>(k);
   if (vec) {
     BlockExpKernel<T, true>
         <<<grid, kThreads, 0, stream>>>(x, n, kk, blocks, group, exps, nonfinite);
@@ -284,25 +165,24 @@ Status BlockExpsTyped(const T* x, size_t n, int k, uint8_t* exps, uint8_t* nonfi
 template <typename T, typename Index>
 Status QuantizeIndexed(const T* x, size_t n, int k, const uint8_t* exps, int precision,
                        uint8_t* out, size_t stride, cudaStream_t stream) {
-  const Index nn = static_cast<Index>(n);
   const Index kk = static_cast<Index>(k);
   const Index ss = static_cast<Index>(stride);
-  size_t done = 0;
-  if (k % 4 == 0 && Aligned(x, 4 * sizeof(T)) && n >= 4) {
-    const size_t nvec = n / 4;
-    if (Aligned(out, 16) && stride % 16 == 0) {
+  const m::Plan plan = m::PlanQuantize(x, sizeof(T), n, k, out, stride);
+  if (plan.vec_elems > 0) {
+    const size_t nvec = plan.vec_elems / 4;
+    const Index nv = static_cast<Index>(nvec);
+    if (plan.wide_io) {
       QuantizeVecKernel<T, Index, true>
-          <<<GridFor(nvec), kThreads, 0, stream>>>(x, nn, kk, exps, precision, out, ss);
+          <<<GridFor(nvec), kThreads, 0, stream>>>(x, nv, kk, exps, precision, out, ss);
     } else {
       QuantizeVecKernel<T, Index, false>
-          <<<GridFor(nvec), kThreads, 0, stream>>>(x, nn, kk, exps, precision, out, ss);
+          <<<GridFor(nvec), kThreads, 0, stream>>>(x, nv, kk, exps, precision, out, ss);
     }
     INA_RETURN_IF_ERROR(LaunchStatus("QuantizeVecKernel"));
-    done = nvec * 4;
   }
-  if (done < n) {
-    QuantizeOneKernel<T, Index><<<GridFor(n - done), kThreads, 0, stream>>>(
-        x, static_cast<Index>(done), nn, kk, exps, precision, out, ss);
+  if (plan.vec_elems < n) {
+    QuantizeOneKernel<T, Index><<<GridFor(n - plan.vec_elems), kThreads, 0, stream>>>(
+        x, static_cast<Index>(plan.vec_elems), static_cast<Index>(n), kk, exps, precision, out, ss);
     INA_RETURN_IF_ERROR(LaunchStatus("QuantizeOneKernel"));
   }
   return Status::Ok();
@@ -318,25 +198,25 @@ bool Fits32(size_t n, size_t stride, int k) {
 template <typename Index, bool kAvg>
 Status DequantizeIndexed(const uint8_t* in, size_t stride, size_t n, int k, const uint8_t* exps,
                          int precision, float divisor, float* out, cudaStream_t stream) {
-  const Index nn = static_cast<Index>(n);
   const Index kk = static_cast<Index>(k);
   const Index ss = static_cast<Index>(stride);
-  size_t done = 0;
-  if (k % 4 == 0 && Aligned(out, 16) && n >= 4) {
-    const size_t nvec = n / 4;
-    if (Aligned(in, 16) && stride % 16 == 0) {
+  const m::Plan plan = m::PlanDequantize(in, stride, n, k, out);
+  if (plan.vec_elems > 0) {
+    const size_t nvec = plan.vec_elems / 4;
+    const Index nv = static_cast<Index>(nvec);
+    if (plan.wide_io) {
       DequantizeVecKernel<Index, kAvg, true>
-          <<<GridFor(nvec), kThreads, 0, stream>>>(in, ss, nn, kk, exps, precision, divisor, out);
+          <<<GridFor(nvec), kThreads, 0, stream>>>(in, ss, nv, kk, exps, precision, divisor, out);
     } else {
       DequantizeVecKernel<Index, kAvg, false>
-          <<<GridFor(nvec), kThreads, 0, stream>>>(in, ss, nn, kk, exps, precision, divisor, out);
+          <<<GridFor(nvec), kThreads, 0, stream>>>(in, ss, nv, kk, exps, precision, divisor, out);
     }
     INA_RETURN_IF_ERROR(LaunchStatus("DequantizeVecKernel"));
-    done = nvec * 4;
   }
-  if (done < n) {
-    DequantizeOneKernel<Index, kAvg><<<GridFor(n - done), kThreads, 0, stream>>>(
-        in, ss, static_cast<Index>(done), nn, kk, exps, precision, divisor, out);
+  if (plan.vec_elems < n) {
+    DequantizeOneKernel<Index, kAvg><<<GridFor(n - plan.vec_elems), kThreads, 0, stream>>>(
+        in, ss, static_cast<Index>(plan.vec_elems), static_cast<Index>(n), kk, exps, precision,
+        divisor, out);
     INA_RETURN_IF_ERROR(LaunchStatus("DequantizeOneKernel"));
   }
   return Status::Ok();

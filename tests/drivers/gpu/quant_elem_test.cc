@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "gpu_test_util.h"
 #include "ina/host/quant.h"
 #include "ina/proto/wire.h"
 
@@ -28,15 +29,7 @@ namespace {
 
 using host::quant::ScalarKernels;
 
-uint64_t TestSeed() {
-  uint64_t seed = 20261202;
-  if (const char* env = std::getenv("INA_SEED"); env != nullptr && *env != '\0') {
-    seed = std::strtoull(env, nullptr, 0);
-  }
-  std::printf("INA_SEED=%llu (set INA_SEED to replay)\n", static_cast<unsigned long long>(seed));
-  ::testing::Test::RecordProperty("INA_SEED", std::to_string(seed));
-  return seed;
-}
+uint64_t TestSeed() { return testing::TestSeed(20261202); }
 
 float F(uint32_t bits) { return std::bit_cast<float>(bits); }
 uint32_t B(float f) { return std::bit_cast<uint32_t>(f); }

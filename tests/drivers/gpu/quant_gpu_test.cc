@@ -6,36 +6,31 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ostream>
 #include <random>
 #include <string>
 #include <tuple>
 #include <vector>
 
+#include "gpu_test_util.h"
 #include "ina/gpu/device.h"
 #include "ina/gpu/quant.h"
 #include "ina/gpu/quant_elem.h"
 #include "ina/host/quant.h"
 
 namespace ina::gpu {
+
+// Test names and messages print the dtype by name.
+void PrintTo(DType dtype, std::ostream* os) { *os << DTypeName(dtype); }
+
 namespace {
 
-using host::quant::ScalarKernels;
-namespace e = ::ina::gpu::elem;
-
-constexpr uint8_t kGuard = 0xA5;
-
-uint64_t TestSeed() {
-  uint64_t seed = 11;
-  if (const char* env = std::getenv("INA_SEED"); env != nullptr && *env != '\0') {
-    seed = std::strtoull(env, nullptr, 0);
-  }
-  std::printf("INA_SEED=%llu (set INA_SEED to replay)\n", static_cast<unsigned long long>(seed));
-  return seed;
-}
+using namespace ::ina::gpu::testing;  // NOLINT: test helpers
 
 #define ASSERT_OK(expr)                                       \
   do {                                                        \
@@ -68,48 +63,9 @@ DeviceBuffer Filled(size_t bytes, uint8_t value) {
   return Upload(v.data(), bytes);
 }
 
-// A random tensor of `dtype` (raw bytes) and its exact float values. Finite unless `nonfinite`,
-// which puts an Inf or NaN into about one block in eight.
-struct Tensor {
-  std::vector<uint8_t> raw;
-  std::vector<float> f;
-};
-
-Tensor RandomTensor(std::mt19937_64& rng, DType dtype, size_t n, int k, bool nonfinite) {
-  Tensor t;
-  t.raw.resize(n * DTypeBytes(dtype));
-  t.f.resize(n);
-  std::uniform_int_distribution<uint32_t> bits;
-  const size_t blocks = BlockCount(n, k);
-  for (size_t b = 0; b < blocks; ++b) {
-    // One magnitude range per block, as gradients; occasionally zeros, denormals, extremes.
-    const uint32_t top = dtype == DType::kFloat16 ? 1 + rng() % 30 : 1 + rng() % 254;
-    const bool bad_block = nonfinite && rng() % 8 == 0;
-    for (size_t i = b * k; i < std::min(n, (b + 1) * static_cast<size_t>(k)); ++i) {
-      const uint32_t r = bits(rng);
-      const uint32_t field = rng() % 16 == 0 ? 0 : static_cast<uint32_t>(rng() % (top + 1));
-      float v;
-      if (dtype == DType::kFloat16) {
-        uint16_t h = static_cast<uint16_t>((r & 0x83ffu) | (std::min(field, 30u) << 10));
-        if (bad_block && rng() % 4 == 0) h = rng() % 2 ? 0x7c00 : 0xfe01;
-        std::memcpy(&t.raw[2 * i], &h, 2);
-        v = e::Float16ToFloat(h);
-      } else {
-        uint32_t u = (r & 0x807fffffu) | (std::min(field, 254u) << 23);
-        if (bad_block && rng() % 4 == 0) u = rng() % 2 ? 0xff800000u : 0x7fc00001u;
-        if (dtype == DType::kBFloat16) {
-          const uint16_t h = static_cast<uint16_t>(u >> 16);
-          std::memcpy(&t.raw[2 * i], &h, 2);
-          v = e::BFloat16ToFloat(h);
-        } else {
-          std::memcpy(&t.raw[4 * i], &u, 4);
-          std::memcpy(&v, &u, 4);
-        }
-      }
-      t.f[i] = v;
-    }
-  }
-  return t;
+InType In(DType d) {
+  return d == DType::kFloat32 ? InType::kFloat32
+                              : (d == DType::kBFloat16 ? InType::kBFloat16 : InType::kFloat16);
 }
 
 using Param = std::tuple<DType, int>;  // dtype, K
@@ -126,27 +82,17 @@ class GpuQuantTest : public ::testing::TestWithParam<Param> {
   }
   void Sync() { ASSERT_OK(CudaStatus(cudaStreamSynchronize(stream_), "cudaStreamSynchronize")); }
 
-  std::vector<size_t> Sizes(int k) const {
-    const size_t kk = static_cast<size_t>(k);
-    return {0, 1, kk - 1, kk, kk + 1, 3 * kk + 2, (size_t{1} << 20) + 3};
-  }
-
   cudaStream_t stream_ = nullptr;
 };
 
 TEST_P(GpuQuantTest, BlockExpsMatchCpu) {
   const auto [dtype, k] = GetParam();
-  std::mt19937_64 rng(TestSeed());
+  std::mt19937_64 rng(TestSeed(11));
   for (size_t n : Sizes(k)) {
-    const Tensor t = RandomTensor(rng, dtype, n, k, /*nonfinite=*/true);
-    const size_t blocks = BlockCount(n, k);
-    std::vector<uint8_t> want_e(blocks), want_bad(blocks);
-    for (size_t b = 0; b < blocks; ++b) {
-      const size_t cnt = std::min(static_cast<size_t>(k), n - b * k);
-      bool bad = false;
-      want_e[b] = ScalarKernels().block_exp(t.f.data() + b * k, cnt, &bad);
-      want_bad[b] = bad ? 1 : 0;
-    }
+    const Tensor t = RandomTensor(rng, In(dtype), n, k, /*nonfinite=*/true);
+    std::vector<uint8_t> want_e, want_bad;
+    CpuBlockExps(t.f, k, &want_e, &want_bad);
+    const size_t blocks = want_e.size();
     // Aligned (vector loads when K % 4 == 0) and shifted by one element (per-element loads).
     for (size_t pad : {size_t{0}, DTypeBytes(dtype)}) {
       const DeviceBuffer x = Upload(t.raw.data(), t.raw.size(), pad);
@@ -169,29 +115,18 @@ TEST_P(GpuQuantTest, BlockExpsMatchCpu) {
 
 TEST_P(GpuQuantTest, QuantizeMatchesCpu) {
   const auto [dtype, k] = GetParam();
-  std::mt19937_64 rng(TestSeed() + 1);
+  std::mt19937_64 rng(TestSeed(12));
   const size_t kk = static_cast<size_t>(k);
   for (size_t n : Sizes(k)) {
-    const Tensor t = RandomTensor(rng, dtype, n, k, /*nonfinite=*/false);
-    const size_t blocks = BlockCount(n, k);
-    // Exponents as after the fabric's max: the block's own or somewhat larger.
-    std::vector<uint8_t> exps(blocks);
-    for (size_t b = 0; b < blocks; ++b) {
-      const size_t cnt = std::min(kk, n - b * kk);
-      const int own = ScalarKernels().block_exp(t.f.data() + b * kk, cnt, nullptr);
-      exps[b] = static_cast<uint8_t>(std::min(255, own + static_cast<int>(rng() % 3)));
-    }
+    const Tensor t = RandomTensor(rng, In(dtype), n, k, /*nonfinite=*/false);
+    const std::vector<uint8_t> exps = RaisedExps(rng, t.f, k);
     const int p = host::quant::Precision(1 + static_cast<int>(rng() % 8));
+    const DeviceBuffer e_dev = Upload(exps.data(), exps.size());
     // Dense, packet slots (16-byte multiple: vector stores), and a 4-byte-multiple stride.
     for (size_t stride : {4 * kk, 4 * kk + 64, 4 * kk + 4}) {
-      std::vector<uint8_t> want(blocks * stride, kGuard);
-      for (size_t b = 0; b < blocks; ++b) {
-        const size_t cnt = std::min(kk, n - b * kk);
-        ScalarKernels().quantize(t.f.data() + b * kk, cnt, exps[b], p, want.data() + b * stride);
-      }
+      const std::vector<uint8_t> want = CpuQuantize(t.f, k, exps, p, stride);
       for (size_t pad : {size_t{0}, DTypeBytes(dtype)}) {
         const DeviceBuffer x = Upload(t.raw.data(), t.raw.size(), pad);
-        const DeviceBuffer e_dev = Upload(exps.data(), exps.size());
         const DeviceBuffer out = Filled(want.size() + 64, kGuard);
         ASSERT_OK(Quantize(x.as<uint8_t>() + pad, dtype, n, k, e_dev.as<uint8_t>(), p,
                            out.as<uint8_t>(), stride == 4 * kk ? 0 : stride, stream_));
@@ -200,11 +135,9 @@ TEST_P(GpuQuantTest, QuantizeMatchesCpu) {
         for (size_t i = want.size(); i < got.size(); ++i) {
           ASSERT_EQ(got[i], kGuard) << "wrote past the end at " << i;
         }
-        for (size_t i = 0; i < want.size(); ++i) {
-          ASSERT_EQ(got[i], want[i])
-              << DTypeName(dtype) << " k=" << k << " n=" << n << " stride=" << stride
-              << " pad=" << pad << " byte " << i << " (block " << i / stride << ")";
-        }
+        const long diff = FirstDiff(got.data(), want.data(), want.size());
+        ASSERT_EQ(diff, -1) << DTypeName(dtype) << " k=" << k << " n=" << n << " stride=" << stride
+                            << " pad=" << pad << " block " << diff / static_cast<long>(stride);
       }
     }
   }
@@ -213,44 +146,29 @@ TEST_P(GpuQuantTest, QuantizeMatchesCpu) {
 TEST_P(GpuQuantTest, DequantizeMatchesCpu) {
   const auto [dtype, k] = GetParam();
   if (dtype != DType::kFloat32) GTEST_SKIP() << "dequantize writes float32 only";
-  std::mt19937_64 rng(TestSeed() + 2);
+  std::mt19937_64 rng(TestSeed(13));
   const size_t kk = static_cast<size_t>(k);
   for (size_t n : Sizes(k)) {
-    const size_t blocks = BlockCount(n, k);
+    const std::vector<uint8_t> exps = RandomDequantExps(rng, Blocks(n, k));
+    const DeviceBuffer e_dev = Upload(exps.data(), exps.size());
     const int world = 1 + static_cast<int>(rng() % 8);
     const int p = host::quant::Precision(world);
-    std::vector<uint8_t> exps(blocks);
-    for (uint8_t& x : exps) x = rng() % 16 == 0 ? 0 : static_cast<uint8_t>(31 + rng() % 225);
     for (size_t stride : {4 * kk, 4 * kk + 64, 4 * kk + 4}) {
-      // Sums as the fabric returns them: |sum| <= 2^30, plus the int32 extremes.
-      std::vector<uint8_t> in(blocks * stride, kGuard);
-      for (size_t i = 0; i < n; ++i) {
-        int32_t v = static_cast<int32_t>(rng() % (2u << 30)) - (1 << 30);
-        if (rng() % 1000 == 0) v = rng() % 2 ? INT32_MIN : INT32_MAX;
-        e::StoreBe32(in.data() + (i / kk) * stride + (i % kk) * 4, v);
-      }
+      const std::vector<uint8_t> in = RandomWire(rng, n, k, stride);
       for (int divisor : {1, world, 3}) {
-        std::vector<float> want(n);
-        for (size_t b = 0; b < blocks; ++b) {
-          const size_t cnt = std::min(kk, n - b * kk);
-          ScalarKernels().dequantize(in.data() + b * stride, cnt, exps[b], p, want.data() + b * kk);
-        }
-        if (divisor > 1) {
-          for (float& v : want) v /= static_cast<float>(divisor);
-        }
+        const std::vector<float> want = CpuDequantize(in, stride, n, k, exps, p, divisor);
         for (size_t pad : {size_t{0}, size_t{4}}) {
           const DeviceBuffer in_dev = Upload(in.data(), in.size(), pad);
-          const DeviceBuffer e_dev = Upload(exps.data(), exps.size());
-          const DeviceBuffer out = Filled(4 * n + 4 + 64, kGuard);
+          const DeviceBuffer out = Filled(4 * n + pad + 64, kGuard);
           ASSERT_OK(Dequantize(in_dev.as<uint8_t>() + pad, stride == 4 * kk ? 0 : stride, n, k,
                                e_dev.as<uint8_t>(), p, divisor,
                                reinterpret_cast<float*>(out.as<uint8_t>() + pad), stream_));
           Sync();
-          const std::vector<uint8_t> got = Download(out, 4 * n + 4 + 64);
+          const std::vector<uint8_t> got = Download(out, 4 * n + pad + 64);
           for (size_t i = 4 * n + pad; i < got.size(); ++i) {
             ASSERT_EQ(got[i], kGuard) << "wrote past the end at " << i;
           }
-          ASSERT_EQ(std::memcmp(got.data() + pad, want.data(), 4 * n), 0)
+          ASSERT_EQ(FirstDiff(got.data() + pad, want.data(), 4 * n), -1)
               << "k=" << k << " n=" << n << " stride=" << stride << " divisor=" << divisor
               << " pad=" << pad;
         }
@@ -260,13 +178,13 @@ TEST_P(GpuQuantTest, DequantizeMatchesCpu) {
 }
 
 // Quantize then dequantize on the GPU, as a worker of a world of one: the result is within the
-// documented bound of the input (a check that the pieces compose, beyond bit-exactness).
+// documented bound of the input (the pieces compose, beyond bit-exactness).
 TEST_P(GpuQuantTest, RoundTripWithinBound) {
   const auto [dtype, k] = GetParam();
-  std::mt19937_64 rng(TestSeed() + 3);
+  std::mt19937_64 rng(TestSeed(14));
   const size_t n = (size_t{1} << 16) + 5;
-  const Tensor t = RandomTensor(rng, dtype, n, k, false);
-  const size_t blocks = BlockCount(n, k);
+  const Tensor t = RandomTensor(rng, In(dtype), n, k, false);
+  const size_t blocks = Blocks(n, k);
   const DeviceBuffer x = Upload(t.raw.data(), t.raw.size());
   const DeviceBuffer exps = Filled(blocks, 0);
   const DeviceBuffer q = Filled(4 * n, 0);
@@ -281,7 +199,7 @@ TEST_P(GpuQuantTest, RoundTripWithinBound) {
   for (size_t i = 0; i < n; ++i) {
     float y;
     std::memcpy(&y, got.data() + 4 * i, 4);
-    const double step = std::ldexp(1.0, e::ClampedExp(e_host[i / k]) - 30);
+    const double step = std::ldexp(1.0, elem::ClampedExp(e_host[i / k]) - 30);
     ASSERT_LE(std::fabs(static_cast<double>(y) - t.f[i]), step / 2 + std::fabs(t.f[i]) * 0x1p-24)
         << "i=" << i;
   }
