@@ -32,6 +32,9 @@ constexpr int kThreads = 256;  // threads per CTA
 // enough that the tests' 2^20-element tensors take the loops' second round on the per-element path.
 constexpr unsigned kMaxGrid = 4096;
 constexpr unsigned kFullMask = 0xffffffffu;
+// Vectors per thread per round of the vector kernels: their loads are all issued before the
+// stores, for more bytes in flight per thread.
+constexpr int kUnroll = 2;
 
 // ---------------------------------------------------------------------------------------------
 // Kernels: grid-stride loops over the bodies in quant_map.h.
@@ -73,8 +76,19 @@ __global__ void QuantizeVecKernel(const T* __restrict__ x, Index nvec, Index k,
                                   const uint8_t* __restrict__ exps, int precision,
                                   uint8_t* __restrict__ out, Index stride) {
   const Index step = static_cast<Index>(gridDim.x) * blockDim.x;
-  for (Index v = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; v < nvec; v += step) {
-    m::QuantizeVecAt<T, Index, kWide>(x, k, exps, precision, out, stride, v);
+  for (Index v0 = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; v0 < nvec;
+       v0 += kUnroll * step) {
+    m::QuantIn<Index> in[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const Index v = v0 + u * step;
+      if (v < nvec) in[u] = m::QuantizeVecLoad<T, Index>(x, k, exps, v);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const Index v = v0 + u * step;
+      if (v < nvec) m::QuantizeVecStore<Index, kWide>(in[u], k, precision, out, stride, v);
+    }
   }
 }
 
@@ -95,8 +109,19 @@ __global__ void DequantizeVecKernel(const uint8_t* __restrict__ in, Index stride
                                     Index k, const uint8_t* __restrict__ exps, int precision,
                                     float divisor, float* __restrict__ out) {
   const Index step = static_cast<Index>(gridDim.x) * blockDim.x;
-  for (Index v = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; v < nvec; v += step) {
-    m::DequantizeVecAt<Index, kAvg, kWide>(in, stride, k, exps, precision, divisor, out, v);
+  for (Index v0 = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; v0 < nvec;
+       v0 += kUnroll * step) {
+    m::DequantIn w[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const Index v = v0 + u * step;
+      if (v < nvec) w[u] = m::DequantizeVecLoad<Index, kWide>(in, stride, k, exps, v);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const Index v = v0 + u * step;
+      if (v < nvec) m::DequantizeVecStore<Index, kAvg>(w[u], precision, divisor, out, v);
+    }
   }
 }
 
@@ -173,10 +198,12 @@ Status QuantizeIndexed(const T* x, size_t n, int k, const uint8_t* exps, int pre
     const Index nv = static_cast<Index>(nvec);
     if (plan.wide_io) {
       QuantizeVecKernel<T, Index, true>
-          <<<GridFor(nvec), kThreads, 0, stream>>>(x, nv, kk, exps, precision, out, ss);
+          <<<GridFor((nvec + kUnroll - 1) / kUnroll), kThreads, 0, stream>>>(x, nv, kk, exps,
+                                                                             precision, out, ss);
     } else {
       QuantizeVecKernel<T, Index, false>
-          <<<GridFor(nvec), kThreads, 0, stream>>>(x, nv, kk, exps, precision, out, ss);
+          <<<GridFor((nvec + kUnroll - 1) / kUnroll), kThreads, 0, stream>>>(x, nv, kk, exps,
+                                                                             precision, out, ss);
     }
     INA_RETURN_IF_ERROR(LaunchStatus("QuantizeVecKernel"));
   }
@@ -206,10 +233,12 @@ Status DequantizeIndexed(const uint8_t* in, size_t stride, size_t n, int k, cons
     const Index nv = static_cast<Index>(nvec);
     if (plan.wide_io) {
       DequantizeVecKernel<Index, kAvg, true>
-          <<<GridFor(nvec), kThreads, 0, stream>>>(in, ss, nv, kk, exps, precision, divisor, out);
+          <<<GridFor((nvec + kUnroll - 1) / kUnroll), kThreads, 0, stream>>>(
+              in, ss, nv, kk, exps, precision, divisor, out);
     } else {
       DequantizeVecKernel<Index, kAvg, false>
-          <<<GridFor(nvec), kThreads, 0, stream>>>(in, ss, nv, kk, exps, precision, divisor, out);
+          <<<GridFor((nvec + kUnroll - 1) / kUnroll), kThreads, 0, stream>>>(
+              in, ss, nv, kk, exps, precision, divisor, out);
     }
     INA_RETURN_IF_ERROR(LaunchStatus("DequantizeVecKernel"));
   }

@@ -219,22 +219,45 @@ INA_HD inline size_t WireOffset(Index i, Index b, Index k, Index stride) {
   return static_cast<size_t>(b) * stride + static_cast<size_t>(i - b * k) * 4;
 }
 
-// Quantizes elements 4v .. 4v+3 (one K-block: K % 4 == 0).
-template <typename T, typename Index, bool kWide>
-INA_HD inline void QuantizeVecAt(const T* x, Index k, const uint8_t* exps, int precision,
-                                 uint8_t* out, Index stride, Index v) {
-  const Index i = v * 4;
-  const Index b = i / k;
-  const float scale = e::QuantScale(Load1(exps + b), precision);
-  const Vec4f f = LoadFour(x, v);
+// The vector bodies come in a load half and a store half, so a kernel can issue several
+// vectors' loads before their stores (more bytes in flight per thread).
+
+// Inputs of one 4-element vector of quantize: elements 4v .. 4v+3, in one K-block (K % 4 == 0).
+template <typename Index>
+struct QuantIn {
+  Index b;      // block
+  uint8_t exp;  // its biased exponent
+  Vec4f f;
+};
+
+template <typename T, typename Index>
+INA_HD inline QuantIn<Index> QuantizeVecLoad(const T* x, Index k, const uint8_t* exps, Index v) {
+  QuantIn<Index> in;
+  in.b = v * 4 / k;
+  in.exp = Load1(exps + in.b);
+  in.f = LoadFour(x, v);
+  return in;
+}
+
+template <typename Index, bool kWide>
+INA_HD inline void QuantizeVecStore(const QuantIn<Index>& in, Index k, int precision, uint8_t* out,
+                                    Index stride, Index v) {
+  const float scale = e::QuantScale(in.exp, precision);
   uint32_t w[4];
-  for (int j = 0; j < 4; ++j) w[j] = e::WireWord(e::QuantizeElem(f.v[j], scale));
-  uint8_t* dst = out + WireOffset(i, b, k, stride);
+  for (int j = 0; j < 4; ++j) w[j] = e::WireWord(e::QuantizeElem(in.f.v[j], scale));
+  uint8_t* dst = out + WireOffset(v * 4, in.b, k, stride);
   if constexpr (kWide) {
     Store16(dst, w);
   } else {
     for (int j = 0; j < 4; ++j) Store4(dst + 4 * j, w[j]);
   }
+}
+
+template <typename T, typename Index, bool kWide>
+INA_HD inline void QuantizeVecAt(const T* x, Index k, const uint8_t* exps, int precision,
+                                 uint8_t* out, Index stride, Index v) {
+  QuantizeVecStore<Index, kWide>(QuantizeVecLoad<T, Index>(x, k, exps, v), k, precision, out,
+                                 stride, v);
 }
 
 template <typename T, typename Index>
@@ -255,23 +278,43 @@ INA_HD inline float DequantWord(uint32_t word, float scale, float divisor) {
   }
 }
 
-// Dequantizes elements 4v .. 4v+3 into out[4v .. 4v+3] (out 16-byte aligned).
+// Inputs of one 4-element vector of dequantize: words 4v .. 4v+3 (one K-block) and the block's
+// biased exponent; the output goes to out[4v .. 4v+3] (out 16-byte aligned).
+struct DequantIn {
+  uint8_t exp;
+  uint32_t w[4];
+};
+
+template <typename Index, bool kWide>
+INA_HD inline DequantIn DequantizeVecLoad(const uint8_t* in, Index stride, Index k,
+                                          const uint8_t* exps, Index v) {
+  DequantIn r;
+  const Index i = v * 4;
+  const Index b = i / k;
+  r.exp = Load1(exps + b);
+  const uint8_t* src = in + WireOffset(i, b, k, stride);
+  if constexpr (kWide) {
+    Load16(src, r.w);
+  } else {
+    for (int j = 0; j < 4; ++j) r.w[j] = Load4(src + 4 * j);
+  }
+  return r;
+}
+
+template <typename Index, bool kAvg>
+INA_HD inline void DequantizeVecStore(const DequantIn& in, int precision, float divisor, float* out,
+                                      Index v) {
+  const float scale = e::DequantScale(in.exp, precision);
+  uint32_t r[4];
+  for (int j = 0; j < 4; ++j) r[j] = e::FloatBits(DequantWord<kAvg>(in.w[j], scale, divisor));
+  Store16(out + 4 * static_cast<size_t>(v), r);
+}
+
 template <typename Index, bool kAvg, bool kWide>
 INA_HD inline void DequantizeVecAt(const uint8_t* in, Index stride, Index k, const uint8_t* exps,
                                    int precision, float divisor, float* out, Index v) {
-  const Index i = v * 4;
-  const Index b = i / k;
-  const float scale = e::DequantScale(Load1(exps + b), precision);
-  const uint8_t* src = in + WireOffset(i, b, k, stride);
-  uint32_t w[4];
-  if constexpr (kWide) {
-    Load16(src, w);
-  } else {
-    for (int j = 0; j < 4; ++j) w[j] = Load4(src + 4 * j);
-  }
-  uint32_t r[4];
-  for (int j = 0; j < 4; ++j) r[j] = e::FloatBits(DequantWord<kAvg>(w[j], scale, divisor));
-  Store16(out + 4 * static_cast<size_t>(v), r);
+  DequantizeVecStore<Index, kAvg>(DequantizeVecLoad<Index, kWide>(in, stride, k, exps, v),
+                                  precision, divisor, out, v);
 }
 
 template <typename Index, bool kAvg>
