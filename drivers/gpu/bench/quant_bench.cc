@@ -34,7 +34,7 @@ struct Options {
   size_t elems = size_t{1} << 28;  // 1 GiB of float32
   int k = 256;
   int world = 4;
-  int iters = 20;
+  int iters = 50;
 };
 
 int Usage(const char* argv0) {
