@@ -6,9 +6,10 @@
 //  - BlockExps: a group of G lanes (G = 32, or 16/8/4/2/1 for small K) reduces one K-block with
 //    warp intrinsics (__reduce_max_sync over the sign-cleared patterns, __reduce_or_sync over the
 //    nonfinite flags); a warp covers 32 / G blocks, so short blocks do not idle half a warp.
-//  - Quantize / Dequantize: one thread per 4 consecutive elements (a 16-byte float / int32 vector,
-//    8 bytes for 16-bit inputs) in a grid-stride loop; K % 4 == 0 keeps a vector inside one block.
-//    Otherwise (or when misaligned) one thread per element. Indices are 32-bit when the tensor
+//  - Quantize / Dequantize: 4 consecutive elements per vector (a 16-byte float / int32 access,
+//    8 bytes for 16-bit inputs), kUnroll vectors per thread per round of a grid-stride loop;
+//    K % 4 == 0 keeps a vector inside one block. Otherwise (or when misaligned) one element per
+//    thread per round. Indices are 32-bit when the tensor
 //    allows (64-bit division costs more than the memory traffic of an element).
 #include <cuda_runtime.h>
 
