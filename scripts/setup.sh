@@ -12,6 +12,14 @@ PKGS=(
   openmpi-bin libopenmpi-dev gnuplot-nox   # testbed: MPI baseline and plots
   python3-torch libtorch-dev pybind11-dev python3-pybind11 python3-sklearn  # PyTorch backend
 )
+# CUDA (drivers/gpu) is not installed here. These machines carry NVIDIA's CUDA 13 toolkit in
+# /usr/local/cuda (not a Debian package), which CMake finds. A machine without a CUDA compiler
+# builds everything else: CMake prints "ina gpu: skipped: ..." and the GPU tests and bench are not
+# built (the shared-arithmetic unit test still is). Debian's nvidia-cuda-toolkit is not an
+# alternative: it is in the non-free component, several gigabytes (CI has a time budget), and
+# bookworm's is CUDA 11.8, whose nvcc has no C++20 (drivers/gpu needs CUDA >= 12 and skips older
+# ones). To build the GPU part elsewhere, install NVIDIA's toolkit >= 12 and put nvcc on PATH or
+# in CUDACXX; see docs/gpu.md.
 
 missing=()
 for p in "${PKGS[@]}"; do
