@@ -10,6 +10,7 @@
 #   script starts on loopback). From NCCL_DEBUG=INFO it reads whether the ina CollNet plugin
 #   loaded, connected and carried all-reduces (NCCL_TUNING "Algo CollNet..." lines).
 #   ina-nccl-allreduce checks the results against the host-computed sums (exact by construction).
+# check_gpu_quant: see the function below.
 # --build-dir: where the binaries are (default build/; the hw ctest passes its own with
 # --no-build). Ends with one JSON line; exit 0 when every check ran and passed (CollNet used and results
 # right). Each check is one function that adds its fields to that line (later issues add more).
@@ -139,6 +140,15 @@ check_nccl_collnet() {
   json_add nccl_seconds "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')"
 }
 
+# check_gpu_quant: the GPU quantization kernels against the CPU kernels (hw tests) and their
+#   bandwidth beside the device's own device-to-device copy (scripts/gpu/quant-check.sh).
+check_gpu_quant() {
+  local line rc=0
+  line=$(INA_BUILD_DIR=$BUILD_DIR scripts/gpu/quant-check.sh) || rc=$?
+  json_add gpu_quant "${line:-null}"
+  [[ $rc -eq 0 ]] || fail "GPU quantization check failed (rc $rc)"
+}
+
 main() {
   check_gpu
   KEEP_OUT=1
@@ -146,6 +156,7 @@ main() {
   mkdir -p "$OUT"
   trap cleanup EXIT
   build
+  check_gpu_quant
   if start_switch; then
     check_nccl_collnet
   fi
