@@ -109,7 +109,9 @@ TEST_P(UdpPortTest, EqualSizeTrainIsSplitAcrossSmallBursts) {
   auto sent = p.client->TxBurst(tx);
   ASSERT_TRUE(sent.ok());
   ASSERT_EQ(*sent, tx.size());
-  if (GetParam() && p.client->coalesces()) EXPECT_GT(p.client->stats().tx_trains, 0u);
+  if (GetParam() && p.client->coalesces()) {
+    EXPECT_GT(p.client->stats().tx_trains, 0u);
+  }
   auto got = RecvAll(*p.server, tx.size(), 7);  // 7 per call: trains split across calls
   ASSERT_EQ(got.size(), tx.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], data[i]) << i;
