@@ -1,9 +1,11 @@
 // The packet transport under the communicator: bursts of datagrams to and from the fabric.
 //
-// Implementations live in host/src/transport/<name>/ (udp now; dpdk and verbs next) and are made
-// by MakeTransport(config). A packet is one ina message (header + payload), what the fabric sees
-// as the UDP payload. The DPDK transport will attach the caller's buffers to mbufs as external
-// buffers, so callers keep a TX buffer unchanged until SendBurst returns.
+// Implementations live in host/src/transport/<name>/ (udp and dpdk; verbs next) and are made by
+// MakeTransport(config); each is a thin adapter over one connected ina::net port (net/: the
+// burst port interface, the frame codec, EAL start-up, idle back-off and fault injection shared
+// with ina-switchd). A packet is one ina message (header + payload), what the fabric sees as the
+// UDP payload. The DPDK transport attaches the caller's buffers to mbufs as external buffers
+// where the port allows it, so callers keep a TX buffer unchanged until the fabric answered it.
 //
 // Threading: a Transport is used by one thread at a time (the communicator's progress thread).
 #pragma once
