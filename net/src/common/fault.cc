@@ -212,6 +212,7 @@ class FaultPort final : public Port {
     return s;
   }
   std::string Describe() const override { return inner_->Describe(); }
+  std::string name() const override { return inner_->name(); }
   std::string_view kind() const override { return kind_; }
 
  private:
