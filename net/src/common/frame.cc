@@ -1,6 +1,7 @@
 // The frame codec (see ina/net/frame.h).
 #include "ina/net/frame.h"
 
+#include <bit>
 #include <cstring>
 
 namespace ina::net {
@@ -40,27 +41,43 @@ inline uint32_t SumRaw32(uint32_t raw) {
 }  // namespace
 
 uint32_t ChecksumAdd(std::span<const uint8_t> data, uint32_t sum) {
-  // 64-bit accumulation of 32-bit big-endian words: carries collect in the high half and are
-  // folded once at the end (fine for any frame: 2^32 words would be needed to overflow).
+  // The ones'-complement sum does not depend on byte order (RFC 1071, 2.B): add native 32-bit
+  // words into 64 bits (carries collect in the high half; fine for any frame), fold, and swap
+  // the 16-bit result to big-endian once at the end.
   const uint8_t* p = data.data();
   size_t n = data.size();
-  uint64_t acc = sum;
-  while (n >= 32) {
-    for (int i = 0; i < 8; ++i) {
-      acc += static_cast<uint64_t>(p[0]) << 24 | static_cast<uint64_t>(p[1]) << 16 |
-             static_cast<uint64_t>(p[2]) << 8 | p[3];
-      p += 4;
-    }
-    n -= 32;
+  uint64_t acc = 0;
+  while (n >= 8) {
+    uint64_t w;
+    std::memcpy(&w, p, 8);
+    acc += (w & 0xFFFFFFFFu) + (w >> 32);
+    p += 8;
+    n -= 8;
   }
-  while (n >= 2) {
-    acc += Get16(p);
+  if (n >= 4) {
+    uint32_t w;
+    std::memcpy(&w, p, 4);
+    acc += w;
+    p += 4;
+    n -= 4;
+  }
+  if (n >= 2) {
+    uint16_t w;
+    std::memcpy(&w, p, 2);
+    acc += w;
     p += 2;
     n -= 2;
   }
-  if (n == 1) acc += static_cast<uint64_t>(p[0]) << 8;
-  // 32-bit words: fold the high and low halves of each into 16 bits.
-  return Fold(acc);
+  if (n == 1) {
+    uint16_t w = 0;
+    std::memcpy(&w, p, 1);  // the last byte, padded with a zero byte after it
+    acc += w;
+  }
+  uint32_t native = Fold(acc);
+  if constexpr (std::endian::native == std::endian::little) {
+    native = static_cast<uint32_t>(((native & 0xFF) << 8) | (native >> 8));
+  }
+  return Fold(static_cast<uint64_t>(native) + sum);
 }
 
 uint16_t ChecksumFinish(uint32_t sum) { return static_cast<uint16_t>(~Fold(sum) & 0xFFFF); }
