@@ -37,17 +37,31 @@ net::PortStats FromWords(const uint64_t* w) {
   return s;
 }
 
-Peer ToPeer(const net::Endpoint& e) {
-  Peer p;
-  std::memcpy(&p.addr, &e.addr, e.len);
-  p.len = e.len;
-  return p;
+// Peer and Endpoint are both a sockaddr_storage and a length: copy the length's bytes only (no
+// zeroing of the rest per packet; nothing reads past len).
+void CopyTo(Peer* p, const net::Endpoint& e) {
+  std::memcpy(&p->addr, &e.addr, e.len);
+  p->len = e.len;
 }
-net::Endpoint ToEndpoint(const Peer& p) {
-  net::Endpoint e;
-  std::memcpy(&e.addr, &p.addr, p.len);
-  e.len = p.len;
-  return e;
+void CopyTo(net::Endpoint* e, const Peer& p) {
+  std::memcpy(&e->addr, &p.addr, p.len);
+  e->len = p.len;
+}
+// Peer equality (control.h) on endpoints: family, address and port (IPv6: and scope).
+bool SameEndpoint(const net::Endpoint& a, const net::Endpoint& b) {
+  if (a.addr.ss_family != b.addr.ss_family) return false;
+  if (a.addr.ss_family == AF_INET) {
+    const auto& x = reinterpret_cast<const sockaddr_in&>(a.addr);
+    const auto& y = reinterpret_cast<const sockaddr_in&>(b.addr);
+    return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
+  }
+  if (a.addr.ss_family == AF_INET6) {
+    const auto& x = reinterpret_cast<const sockaddr_in6&>(a.addr);
+    const auto& y = reinterpret_cast<const sockaddr_in6&>(b.addr);
+    return x.sin6_port == y.sin6_port && x.sin6_scope_id == y.sin6_scope_id &&
+           std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof(x.sin6_addr)) == 0;
+  }
+  return a.len == b.len && std::memcmp(&a.addr, &b.addr, a.len) == 0;
 }
 
 }  // namespace
@@ -254,7 +268,7 @@ class Switch::Core final : private Emitter, private ReplySink {
         const net::Packet& pk = rx_pk_[i];
         if (pk.flags & net::kPacketTruncated) Bump(SwitchCounter::kRxTruncated);
         if (via) net::SetVia(&rx_from_[i], static_cast<uint16_t>(pi));
-        rx_peers_[i] = ToPeer(rx_from_[i]);
+        CopyTo(&rx_peers_[i], rx_from_[i]);
         items_[i] = {pk.data, pk.len, &rx_peers_[i]};
       }
       HandleItems(n, Clock::now());
@@ -316,7 +330,7 @@ class Switch::Core final : private Emitter, private ReplySink {
     const size_t len = std::min(packet.size(), s.buf.size());
     std::memcpy(s.buf.data(), packet.data(), len);
     s.len = static_cast<uint32_t>(len);
-    s.to = ToEndpoint(to);
+    CopyTo(&s.to, to);
   }
 
   // Sends the queue: to port 0, grouped by destination when it coalesces; with several ports,
@@ -353,11 +367,11 @@ class Switch::Core final : private Emitter, private ReplySink {
   void GroupByPeer(size_t n) {
     size_t ng = 0;
     for (size_t i = 0; i < n; ++i) {
-      const Peer to = ToPeer(tx_q_[i].to);
+      const net::Endpoint& to = tx_q_[i].to;
       size_t g = 0;
-      while (g < ng && !(group_peer_[g] == to)) ++g;
+      while (g < ng && !SameEndpoint(*group_peer_[g], to)) ++g;
       if (g == ng && ng < kTxGroups) {
-        group_peer_[ng] = to;
+        group_peer_[ng] = &to;
         group_head_[ng] = static_cast<uint32_t>(i);
         ++ng;
       } else {
@@ -434,7 +448,7 @@ class Switch::Core final : private Emitter, private ReplySink {
   std::vector<uint32_t> tx_link_;       // kTxCap: next slot of the same group
   std::array<uint32_t, kTxGroups> group_head_{};
   std::array<uint32_t, kTxGroups> group_tail_{};
-  std::array<Peer, kTxGroups> group_peer_{};
+  std::array<const net::Endpoint*, kTxGroups> group_peer_{};
 
   // Published for Snapshot (written by this core's thread, read by any).
   std::vector<std::atomic<uint64_t>> pub_;

@@ -4,6 +4,8 @@
 #include <bit>
 #include <cstring>
 
+#include "common/checksum.h"
+
 namespace ina::net {
 namespace {
 
@@ -41,39 +43,8 @@ inline uint32_t SumRaw32(uint32_t raw) {
 }  // namespace
 
 uint32_t ChecksumAdd(std::span<const uint8_t> data, uint32_t sum) {
-  // The ones'-complement sum does not depend on byte order (RFC 1071, 2.B): add native 32-bit
-  // words into 64 bits (carries collect in the high half; fine for any frame), fold, and swap
-  // the 16-bit result to big-endian once at the end.
-  const uint8_t* p = data.data();
-  size_t n = data.size();
-  uint64_t acc = 0;
-  while (n >= 8) {
-    uint64_t w;
-    std::memcpy(&w, p, 8);
-    acc += (w & 0xFFFFFFFFu) + (w >> 32);
-    p += 8;
-    n -= 8;
-  }
-  if (n >= 4) {
-    uint32_t w;
-    std::memcpy(&w, p, 4);
-    acc += w;
-    p += 4;
-    n -= 4;
-  }
-  if (n >= 2) {
-    uint16_t w;
-    std::memcpy(&w, p, 2);
-    acc += w;
-    p += 2;
-    n -= 2;
-  }
-  if (n == 1) {
-    uint16_t w = 0;
-    std::memcpy(&w, p, 1);  // the last byte, padded with a zero byte after it
-    acc += w;
-  }
-  uint32_t native = Fold(acc);
+  // Native-order sum (checksum.h), folded, then swapped to big-endian once (RFC 1071, 2.B).
+  uint32_t native = Fold(internal::NativeSum(data.data(), data.size()));
   if constexpr (std::endian::native == std::endian::little) {
     native = static_cast<uint32_t>(((native & 0xFF) << 8) | (native >> 8));
   }
