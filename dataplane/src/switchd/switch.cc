@@ -93,9 +93,11 @@ class Switch::Core final : private Emitter, private ReplySink {
     fc.dup = config_.dup_rate;
     fc.reorder = config_.reorder_rate;
     fc.corrupt = config_.corrupt_rate;
-    fc.seed = config_.seed + index_;  // core 0 keeps --seed's streams
-    for (auto& port : ports) {
-      INA_ASSIGN_OR_RETURN(std::unique_ptr<net::Port> w, net::WrapWithFaults(std::move(port), fc));
+    for (size_t pi = 0; pi < ports.size(); ++pi) {
+      // Core 0's first port keeps --seed's streams; every other port has streams of its own.
+      fc.seed = config_.seed + index_ + (uint64_t{pi} << 32);
+      INA_ASSIGN_OR_RETURN(std::unique_ptr<net::Port> w,
+                           net::WrapWithFaults(std::move(ports[pi]), fc));
       ports_.push_back(std::move(w));
     }
     pub_ports_ = std::vector<std::atomic<uint64_t>>(ports_.size() * kPortWords);
