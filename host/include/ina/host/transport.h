@@ -49,12 +49,12 @@ class Transport {
 // Environment (ApplyDpdkEnv): INA_DPDK_EAL, INA_DPDK_PORT, INA_DPDK_LOCAL=ip:port, INA_DPDK_MAC,
 // INA_DPDK_FABRIC_MAC, INA_DPDK_BACKOFF_US, INA_DPDK_ZERO_COPY=0|1.
 struct DpdkConfig {
-  std::string eal_args;     // EAL command line, whitespace-separated, without argv[0]
-  std::string port;         // ethdev name ("net_memif0"); empty: the first port
-  std::string local_ip;     // this worker's IPv4 address on the fabric (required)
-  uint16_t local_port = 0;  // this worker's UDP port (required, != 0)
-  std::string local_mac;    // "aa:bb:cc:dd:ee:ff"; empty: the port's own
-  std::string fabric_mac;   // the switch's MAC; empty: broadcast until learnt from its packets
+  std::string eal_args;       // EAL command line, whitespace-separated, without argv[0]
+  std::string port;           // ethdev name ("net_memif0"); empty: the first port
+  std::string local_ip;       // this worker's IPv4 address on the fabric (required)
+  uint16_t local_port = 0;    // this worker's UDP port (required, != 0)
+  std::string local_mac;      // "aa:bb:cc:dd:ee:ff"; empty: the port's own
+  std::string fabric_mac;     // the switch's MAC; empty: broadcast until learnt from its packets
   int backoff_max_us = 1000;  // idle RX back-off ceiling (pause, then sleeps doubling up to it)
   bool zero_copy = true;      // attach TX buffers as external mbufs when the port allows
 };
@@ -63,7 +63,7 @@ struct DpdkConfig {
 Status ApplyDpdkEnv(DpdkConfig* config);
 
 struct TransportConfig {
-  std::string kind = "udp";        // udp or dpdk (when built; verbs later)
+  std::string kind = "udp";  // udp or dpdk (when built; verbs later)
   std::string fabric_host = "127.0.0.1";
   uint16_t fabric_port = 47000;
   std::string bind_host = "0.0.0.0";  // local address; port is ephemeral

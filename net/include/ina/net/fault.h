@@ -16,6 +16,9 @@
 // place of "the next RxBurst"; TxBurst({}) sends everything held. Backpressure of the inner port
 // is absorbed here (bounded waits, kTxWaits x kTxWait), then counted in tx_dropped: TxBurst
 // returns every packet as taken, or an error.
+// Corruption acts on the datagram above the frame codec, after the receive-side checksum check
+// and before the send-side checksum is computed: it models damage no checksum caught, so the user
+// sees it (a parser must reject it; a corrupted ina data packet that still parses is summed).
 // Counters: PortStats inj_* (decisions); every other counter is the inner port's.
 // Threading: as Port. Memory: kHeld 2 KiB buffers per direction plus kBurst for corrupted copies.
 #pragma once
