@@ -6,6 +6,7 @@
 # the switch handled (data packets in, rx_data, over the wall time of the slowest worker; one
 # result goes back per packet) and the sum of the workers' own rates; the last line is JSON.
 # usage: scripts/bench-switch-scaling.sh [ELEMENTS=1048576] [REPEATS=20]   (BUILD=build)
+# ALL=1 runs every N even without the CPUs, unpinned (checks the script; the rates mean nothing).
 set -u
 E=${1:-1048576}
 R=${2:-20}
@@ -19,11 +20,17 @@ trap 'kill $SW 2>/dev/null; rm -rf "$D"' EXIT
 json="{\"elements\": $E, \"repeats\": $R, \"cpus\": $CPUS, \"runs\": ["
 first=1
 for N in 1 2 4 8; do
-  if [ $((2 * N)) -gt "$CPUS" ]; then
+  PIN_SW="taskset -c 0-$((N - 1))"
+  if [ $((2 * N)) -gt "$CPUS" ] && [ "${ALL:-0}" = 1 ]; then
+    PIN_SW=""
+  elif [ $((2 * N)) -gt "$CPUS" ]; then
     echo "cores=$N skipped: needs $((2 * N)) CPUs (N switch cores + N workers), have $CPUS"
     continue
   fi
-  "$B/ina-switchd" --bind 127.0.0.1 --port 0 --cores "$N" > "$D/sw$N.log" 2>&1 &
+  # Switch threads on CPUs 0..N-1, worker j on CPU N+j (taskset, util-linux), so neither side
+  # takes the other's CPUs.
+  $PIN_SW "$B/ina-switchd" --bind 127.0.0.1 --port 0 --cores "$N" \
+    > "$D/sw$N.log" 2>&1 &
   SW=$!
   for _ in $(seq 100); do grep -q "listening on" "$D/sw$N.log" && break; sleep 0.05; done
   ADDR=$(sed -n 's/^ina-switchd listening on //p' "$D/sw$N.log")
@@ -31,7 +38,8 @@ for N in 1 2 4 8; do
   pids=()
   for j in $(seq 0 $((N - 1))); do
     INA_TRANSPORT=udp INA_SWITCH=$ADDR INA_JOB=$j INA_WORLD=1 INA_RANK=0 \
-      timeout 600 "$B/ina-dpdk-worker" "$E" $((j + 1)) "$R" > "$D/w$N.$j.log" 2> /dev/null &
+      timeout 600 ${PIN_SW:+taskset -c $((N + j))} "$B/ina-dpdk-worker" "$E" $((j + 1)) "$R" \
+      > "$D/w$N.$j.log" 2> /dev/null &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p"; done
