@@ -62,6 +62,17 @@ struct DpdkConfig {
 // Applies the INA_DPDK_* variables that are set. InvalidArgument names a malformed variable.
 Status ApplyDpdkEnv(DpdkConfig* config);
 
+// Fault injection at this end of the transport (ina::net's FaultPort, net/include/ina/net/fault.h:
+// seeded drop / duplicate / reorder / corrupt per packet, both directions). None by default; for
+// tests of the layers above under loss.
+struct TransportFaults {
+  double drop = 0;  // probabilities in [0, 1]
+  double dup = 0;
+  double reorder = 0;
+  double corrupt = 0;
+  uint64_t seed = 1;
+};
+
 struct TransportConfig {
   std::string kind = "udp";  // udp or dpdk (when built; verbs later)
   std::string fabric_host = "127.0.0.1";
@@ -70,6 +81,7 @@ struct TransportConfig {
   int socket_buffer_bytes = 8 << 20;  // SO_RCVBUF / SO_SNDBUF request
   // kind "dpdk" only. When eal_args is empty, MakeTransport fills it from INA_DPDK_* first.
   DpdkConfig dpdk;
+  TransportFaults faults;  // any kind; InvalidArgument for a rate outside [0, 1]
 };
 
 // InvalidArgument for an unknown kind or a bad address; Unimplemented for a backend that this

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 
+#include "faults.h"
 #include "ina/net/dpdk.h"
 
 namespace ina::host::dpdk {
@@ -92,6 +93,7 @@ Result<std::unique_ptr<Transport>> OpenDpdkTransport(const TransportConfig& tc) 
   if (!net::kDpdkBuilt) return net::OpenDpdkPort(pc).status();
   INA_RETURN_IF_ERROR(net::StartEal(c.eal_args));
   INA_ASSIGN_OR_RETURN(std::unique_ptr<net::Port> port, net::OpenDpdkPort(pc));
+  INA_ASSIGN_OR_RETURN(port, net::WrapWithFaults(std::move(port), ToFaultConfig(tc.faults)));
   return std::unique_ptr<Transport>(new DpdkTransport(std::move(port)));
 }
 

@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 
+#include "faults.h"
 #include "ina/net/udp.h"
 
 namespace ina::host::udp {
@@ -81,6 +82,7 @@ Result<std::unique_ptr<Transport>> OpenUdpTransport(const TransportConfig& confi
   pc.socket_buffer_bytes = config.socket_buffer_bytes;
   pc.gso_gro = net::UdpGsoFromEnv();
   INA_ASSIGN_OR_RETURN(std::unique_ptr<net::Port> port, net::OpenUdpPort(pc));
+  INA_ASSIGN_OR_RETURN(port, net::WrapWithFaults(std::move(port), ToFaultConfig(config.faults)));
   return std::unique_ptr<Transport>(new UdpTransport(std::move(port)));
 }
 
