@@ -46,6 +46,8 @@ struct RunResult {
 };
 
 RunResult RunJobs(int cores, const std::string& drop) {
+  std::printf("--cores %d --drop-rate %s, INA_SEED=%llu\n", cores, drop.c_str(),
+              static_cast<unsigned long long>(Seed()));
   RunResult out;
   auto sw = Process::Start({INA_SWITCHD_BIN, "--bind", "127.0.0.1", "--port", "0", "--cores",
                             std::to_string(cores), "--drop-rate", drop, "--seed",
@@ -104,7 +106,6 @@ RunResult RunJobs(int cores, const std::string& drop) {
 }
 
 TEST(MultiCoreSwitch, TwoJobsOnTwoCoresAreBitIdenticalToOneCore) {
-  std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(Seed()));
   RunResult one = RunJobs(1, "0");
   RunResult two = RunJobs(2, "0");
   ASSERT_EQ(one.fingerprint.size(), 4u);
