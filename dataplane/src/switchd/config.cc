@@ -53,7 +53,11 @@ std::string Usage(const EngineMenu& engines) {
          "  --dup-rate p             duplicate each received and each sent packet with prob. p\n"
          "  --reorder-rate p         delay each received and each sent packet behind the next\n"
          "                           burst with probability p\n"
+         "  --corrupt-rate p         flip one byte of each received and each sent packet with\n"
+         "                           probability p\n"
          "  --seed s                 fault injection RNG seed (default 1)\n"
+         "  --cores N                loop threads (default 1; > 1 needs --io udp): each owns a\n"
+         "                           socket on the address and the jobs steered to it (job % N)\n"
          "  --io udp|dpdk            packet I/O (default udp; dpdk when built)\n"
          "  --dpdk \"EAL ARGS\"        DPDK EAL arguments; implies --io dpdk. Every probed port\n"
          "                           (--vdev net_memif..., net_af_packet...) is a switch port;\n"
@@ -90,6 +94,8 @@ Result<Config> ParseArgs(const std::vector<std::string>& args, const EngineMenu&
                                          "--drop-rate",
                                          "--dup-rate",
                                          "--reorder-rate",
+                                         "--corrupt-rate",
+                                         "--cores",
                                          "--seed",
                                          "--io",
                                          "--dpdk",
@@ -136,6 +142,10 @@ Result<Config> ParseArgs(const std::vector<std::string>& args, const EngineMenu&
       INA_ASSIGN_OR_RETURN(c.dup_rate, ParseRate(flag, value));
     } else if (flag == "--reorder-rate") {
       INA_ASSIGN_OR_RETURN(c.reorder_rate, ParseRate(flag, value));
+    } else if (flag == "--corrupt-rate") {
+      INA_ASSIGN_OR_RETURN(c.corrupt_rate, ParseRate(flag, value));
+    } else if (flag == "--cores") {
+      INA_ASSIGN_OR_RETURN(c.cores, ParseUint(flag, value, 1, kMaxCores));
     } else if (flag == "--seed") {
       INA_ASSIGN_OR_RETURN(c.seed, ParseUint(flag, value, 0, UINT64_MAX));
     } else if (flag == "--io") {
@@ -154,6 +164,10 @@ Result<Config> ParseArgs(const std::vector<std::string>& args, const EngineMenu&
       return Bad("--bind", "the switch's IPv4 address with --io dpdk", c.bind);
     }
     if (c.port == 0) return Bad("--port", "a fixed port (not 0) with --io dpdk", "0");
+    if (c.cores != 1) {
+      return Bad("--cores", "1 with --io dpdk (one RSS queue per core is a follow-up)",
+                 std::to_string(c.cores));
+    }
   }
   if (c.engine.empty()) c.engine = std::string(engines.default_name);
   return c;
@@ -169,6 +183,7 @@ void PrintConfig(const Config& c, std::string_view engine_description, std::FILE
                c.stats_interval_ms);
   std::fprintf(out, "  drop_rate = %g\n  dup_rate = %g\n  reorder_rate = %g\n", c.drop_rate,
                c.dup_rate, c.reorder_rate);
+  std::fprintf(out, "  corrupt_rate = %g\n  cores = %u\n", c.corrupt_rate, c.cores);
   std::fprintf(out, "  seed = %llu\n", static_cast<unsigned long long>(c.seed));
   std::fprintf(out, "  io = %s\n", c.io.c_str());
   if (c.io == "dpdk") {

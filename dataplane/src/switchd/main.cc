@@ -11,6 +11,7 @@
 
 #include "engines.h"
 #include "ina/dp/switchd/config.h"
+#include "ina/dp/switchd/reporter.h"
 #include "ina/dp/switchd/switch.h"
 
 namespace {
@@ -41,15 +42,11 @@ int main(int argc, char** argv) {
     std::fputs(sd::Usage(engines).c_str(), stdout);
     return 0;
   }
-  ina::dp::EngineLimits limits;
-  limits.pool_slots = config->slots;
-  limits.max_jobs = config->max_jobs;
-  auto engine = sd::MakeEngine(config->engine, limits);
-  if (!engine.ok()) {
-    std::fprintf(stderr, "ina-switchd: %s\n", engine.status().ToString().c_str());
-    return StartupExitCode(engine.status());
-  }
-  auto sw = sd::Switch::Create(*config, std::move(*engine));
+  // One engine per core (--cores), each for its share of the slot pool.
+  const std::string kind = config->engine;
+  auto sw = sd::Switch::Create(*config, [&kind](const ina::dp::EngineLimits& limits) {
+    return sd::MakeEngine(kind, limits);
+  });
   if (!sw.ok()) {
     std::fprintf(stderr, "ina-switchd: %s\n", sw.status().ToString().c_str());
     return StartupExitCode(sw.status());
@@ -65,8 +62,11 @@ int main(int argc, char** argv) {
   std::printf("ina-switchd listening on %s\n", (*sw)->local_address().c_str());
   std::fflush(stdout);
 
-  ina::Status st = (*sw)->Run(&g_stop);
-  (*sw)->PrintSummary(stdout);
+  ina::Status st = (*sw)->Run(&g_stop, [](const sd::SwitchStats& s) {
+    sd::PrintStatsLine(s, stdout);
+    std::fflush(stdout);
+  });
+  sd::PrintSummary((*sw)->Snapshot(), stdout);
   std::fflush(stdout);
   if (!st.ok()) {
     std::fprintf(stderr, "ina-switchd: %s\n", st.ToString().c_str());

@@ -1,5 +1,5 @@
-// MakeTransport: picks a backend by name (no #ifdef: a backend that is not built links a stub
-// that answers Unimplemented, see dpdk/dpdk_transport.h).
+// MakeTransport: picks a backend by name (no #ifdef: a backend that is not built answers
+// Unimplemented from net/, see dpdk/dpdk_transport.h).
 #include "ina/host/transport.h"
 
 #include <cerrno>

@@ -1,26 +1,17 @@
-// The DPDK transport: one ethdev port, one RX and one TX queue, Ethernet/IPv4/UDP built here.
+// The DPDK transport: a connected ina::net DPDK port (net/include/ina/net/dpdk.h) to the fabric;
+// one ethdev port, one RX and one TX queue, Ethernet/IPv4/UDP framing and checksums by net/.
 //
-// EAL: initialised once per process from DpdkConfig::eal_args (e.g. "--no-huge -m 256 --no-pci
+// EAL: started once per process from DpdkConfig::eal_args (e.g. "--no-huge -m 256 --no-pci
 // --file-prefix w0 --vdev net_memif0,socket=/run/ina/w0.sock"); a later transport in the same
 // process reuses it and its arguments are ignored. One transport per port.
-//
-// TX: each packet is a header mbuf (Ethernet + IPv4 + UDP, 42 bytes, IPv4 checksum in software,
-// UDP checksum 0 as IPv4 allows) chained to a second mbuf to which the caller's buffer is attached
-// as an external buffer (rte_pktmbuf_attach_extbuf): the payload the communicator quantized into
-// its slot buffer is read by the PMD where it lies, no copy in between. This needs a port that
-// takes multi-segment mbufs (memif, af_packet) and IOVA-as-VA (true with --no-huge and for the
-// virtual PMDs); otherwise (af_xdp, or zero_copy off) the payload is copied into one mbuf. The
-// caller keeps a buffer unchanged until the switch answers the packet (the communicator does: a
-// slot buffer is rewritten only after its result), which outlives any NIC DMA of it.
-// Destination MAC: DpdkConfig::fabric_mac, else learnt from the first packet from the fabric's
-// IPv4:port, else broadcast. No ARP.
-// RX: frames that are not IPv4/UDP from fabric_host:fabric_port to local_ip:local_port are
-// dropped. The payload is copied into the caller's RxPacket (len 0 when it does not fit).
-// An idle RecvBurst polls with rte_pause, then sleeps 1, 2, 4 ... up to backoff_max_us between
-// polls until its timeout, so a waiting worker does not hold a core of a small machine.
-// Threads: the thread that first sends or receives (the communicator's progress thread, not an
-// EAL thread) is registered with rte_thread_register so it has an lcore id. net_af_xdp needs it:
-// from an unregistered thread its TX stopped after 1 000-5 000 frames (docs/benchmarks-dpdk.md).
+// TX: with zero_copy (the default) the caller's buffer is attached to an mbuf as an external
+// buffer where the port allows it (multi-segment TX, IOVA as VA: memif, af_packet), so the caller
+// keeps a TX buffer unchanged until the switch answers the packet (the communicator does: a slot
+// buffer is rewritten only after its result); otherwise it is copied. Destination MAC:
+// DpdkConfig::fabric_mac, else learnt from the first packet from the fabric, else broadcast.
+// RX: only IPv4/UDP from fabric_host:fabric_port to local_ip:local_port with good checksums; the
+// payload is copied into the caller's RxPacket (len 0 when it does not fit). An idle RecvBurst
+// polls, then sleeps doubling up to backoff_max_us until its timeout.
 #pragma once
 
 #include <memory>

@@ -26,16 +26,20 @@ struct Config {
   double drop_rate = 0;             // fault injection, probabilities in [0, 1]
   double dup_rate = 0;
   double reorder_rate = 0;
+  double corrupt_rate = 0;          // flip one byte of a packet (each direction) with this p
   uint64_t seed = 1;                // fault injection RNG seed
   std::string io = "udp";           // packet I/O: "udp" (kernel socket) or "dpdk" (ethdev ports)
   std::string dpdk_eal;             // --dpdk: EAL arguments (implies --io dpdk); every port probed
                                     // (e.g. by --vdev) is a switch port
   uint32_t dpdk_backoff_us = 1000;  // idle back-off ceiling of the DPDK poll loop
+  uint32_t cores = 1;               // loop threads, 1 .. kMaxCores; > 1 only with --io udp (each
+                                    // core owns a socket and the jobs the kernel steers to it)
   bool help = false;                // --help: print Usage() and exit 0
 };
 
 inline constexpr uint32_t kMaxSlots = 1u << 20;
 inline constexpr uint16_t kMaxJobs = 4096;
+inline constexpr uint32_t kMaxCores = 64;
 
 // The engines a program can build, as its --engine flag and --help show them.
 struct EngineMenu {

@@ -1,0 +1,66 @@
+// The DPDK port: one ethdev (net_memif, net_af_packet, net_af_xdp, a physical NIC: the ethdev
+// code is the same), one RX and one TX queue, Ethernet/IPv4/UDP framing by frame.h.
+//
+// EAL: StartEal initialises it once per process (a later call's arguments are ignored; EALREADY,
+// a process whose EAL someone else started, is fine). Without hugepages: "--no-huge -m 256
+// --no-pci --file-prefix UNIQUE" (not --in-memory, which --no-huge refuses; not --no-shconf, with
+// which net_memif will not probe).
+//
+// RX: frames that are not IPv4/UDP to ip:udp_port (and, connected, from peer_ip:peer_port) are
+// dropped and counted (rx_other); a wrong IPv4 header or UDP checksum is counted (rx_bad_csum)
+// and dropped (UDP checksum 0 means none, as IPv4 allows; a NIC that verified it says so in the
+// mbuf and the port trusts it). Packets point into the mbufs (kept until the next RxBurst) when a
+// frame is one segment, else into a per-port copy. The sender's MAC is kept in Packet::from (see
+// port.h), so a reply needs no ARP; connected without peer_mac, the peer's MAC is learnt from its
+// first frame (broadcast until then).
+// TX: a header mbuf per packet (IPv4 header checksum and UDP checksum in software: the virtual
+// PMDs offload neither) and the payload copied after it, or with zero_copy (when the port takes
+// multi-segment mbufs and IOVA is VA; the caller then keeps a buffer unchanged until its peer has
+// answered it, which outlives any NIC DMA of it) attached as an external buffer, no copy. A full
+// ring returns a short count; WaitTx pauses (DPDK has no TX wake-up).
+// Idle: WaitRx polls with a pause, then sleeps doubling up to backoff_max_us (backoff.h).
+// Threads: the thread that first uses the port (not an EAL thread) is registered with
+// rte_thread_register so it has an lcore id (net_af_xdp's TX stalls without one).
+// Built only when pkg-config finds libdpdk; otherwise every call answers Unimplemented.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ina/net/port.h"
+
+namespace ina::net {
+
+// False when libdpdk was not found at build time.
+extern const bool kDpdkBuilt;
+
+// Starts the EAL with args (whitespace-separated, without argv[0]) unless it runs already.
+// Unavailable when it will not start (not root, no memory, bad arguments).
+Status StartEal(const std::string& args);
+// Releases the EAL (files under /var/run/dpdk) after every port is closed; no-op if not started.
+void StopEal();
+// The names of every ethdev the EAL probed (after StartEal).
+std::vector<std::string> DpdkPortNames();
+
+struct DpdkPortConfig {
+  std::string name;       // ethdev name ("net_memif0"); empty: the first port not in use
+  std::string ip;         // this side's IPv4 address (required)
+  uint16_t udp_port = 0;  // and UDP port (required, != 0)
+  std::string mac;        // "aa:bb:cc:dd:ee:ff"; empty: the port's own
+  std::string peer_ip;    // non-empty: connected to peer_ip:peer_port (TxPacket::to optional)
+  uint16_t peer_port = 0;
+  std::string peer_mac;       // the peer's MAC; empty: broadcast until learnt from its frames
+  bool zero_copy = false;     // TX payload as external buffers (see above)
+  int backoff_max_us = 1000;  // idle RX back-off ceiling
+  unsigned rx_mbufs = 4095;   // mbuf pool sizes (a power of two minus one suits the ring)
+  unsigned tx_mbufs = 4095;
+};
+
+// Errors: InvalidArgument (bad address, MAC or port name), FailedPrecondition (no port, or the
+// port is in use), Internal (a port or pool call failed), Unavailable (EAL not started),
+// Unimplemented (not built).
+Result<std::unique_ptr<Port>> OpenDpdkPort(const DpdkPortConfig& config);
+
+}  // namespace ina::net

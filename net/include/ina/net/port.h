@@ -1,0 +1,122 @@
+// ina::net: packet I/O in bursts, one interface for every backend (kernel UDP, DPDK ethdev; verbs
+// next). The worker transports (host/src/transport) and ina-switchd are both thin users of it.
+//
+// A Port moves UDP datagrams: what a user sends and receives is the UDP payload (one ina
+// message); framing (Ethernet/IPv4/UDP, checksums, frame.h) is the port's business. Every call is
+// a burst that returns a count, DPDK style: RxBurst takes up to n packets, TxBurst sends a prefix
+// of its packets and says how many; nothing blocks but WaitRx / WaitTx, which are bounded.
+//
+// Peers are Endpoints (a sockaddr). A port from a Layer-2 backend (DPDK) also records the
+// sender's MAC in an AF_INET endpoint's sin_zero[0..5] (Mac/SetMac), so a reply can go back
+// without ARP; a user with several ports records which one a packet came through in
+// sin_zero[6..7] (Via/SetVia). Equality of endpoints is the user's (address and port).
+//
+// Threading: a Port is used by one thread at a time. Memory: a port allocates at open; the burst
+// calls do not allocate, lock or log. Errors on the data path become counters (PortStats) except
+// those the caller must act on (a connected UDP peer that is not there: Unavailable).
+#pragma once
+
+#include <sys/socket.h>
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "ina/base/status.h"
+
+namespace ina::net {
+
+inline constexpr size_t kBurst = 32;
+
+struct Endpoint {
+  sockaddr_storage addr{};
+  socklen_t len = 0;  // 0: none (a connected port's peer)
+};
+
+// MAC of an AF_INET endpoint from an L2 port (zero when none was recorded).
+void SetMac(Endpoint* e, const uint8_t mac[6]);
+void GetMac(const Endpoint& e, uint8_t mac[6]);
+// Index of the port an AF_INET endpoint was received through (0 when none was recorded).
+void SetVia(Endpoint* e, uint16_t port_index);
+uint16_t GetVia(const Endpoint& e);
+// "10.0.0.1:47000", "[::1]:5000" or "none".
+std::string EndpointToString(const Endpoint& e);
+// Parses an IPv4 or IPv6 literal and a port. InvalidArgument when it is neither.
+Result<Endpoint> MakeEndpoint(const std::string& ip, uint16_t port);
+
+// One received packet. The caller sets data/cap (its buffer); RxBurst sets len, flags and, when
+// `from` is not null, *from. A port may instead point data at memory of its own (a GRO train, an
+// mbuf) that stays valid until the next RxBurst on that port: read data after the call, never
+// assume it is still the caller's buffer, and set it again before the next call.
+struct Packet {
+  uint8_t* data = nullptr;
+  uint32_t cap = 0;  // bytes available at data (the caller's buffer)
+  uint32_t len = 0;  // bytes of the datagram at data (at most cap, or the port's own memory)
+  uint32_t flags = 0;
+  Endpoint* from = nullptr;
+};
+inline constexpr uint32_t kPacketTruncated = 1u << 0;  // longer than cap: len bytes kept
+
+// One packet to send: the UDP payload and its destination (null: the port's connected peer).
+// The port may read data until TxBurst returns, and (zero-copy ports, see dpdk.h) until the
+// peer answered it: such a port says so in its contract.
+struct TxPacket {
+  const uint8_t* data = nullptr;
+  uint32_t len = 0;
+  const Endpoint* to = nullptr;
+};
+
+// Per-port counters; a port fills the ones it has. Packets are UDP datagrams (ina messages).
+struct PortStats {
+  uint64_t rx_packets = 0;    // datagrams handed to the user
+  uint64_t rx_frames = 0;     // frames / kernel messages read (a GRO train is one)
+  uint64_t rx_other = 0;      // frames that were not UDP to us (L2 ports), dropped
+  uint64_t rx_bad_csum = 0;   // IPv4 header or UDP checksum wrong, dropped
+  uint64_t rx_truncated = 0;  // longer than the buffer (handed on, flagged)
+  uint64_t rx_icmp = 0;       // ICMP errors reported by the kernel on an unconnected socket
+  uint64_t tx_packets = 0;    // datagrams the kernel / PMD accepted
+  uint64_t tx_dropped = 0;    // dropped inside the port (no mbuf, ring full past the wait)
+  uint64_t tx_trains = 0;     // GSO messages sent (several datagrams each)
+  // Fault injection (FaultPort, fault.h).
+  uint64_t inj_rx_drops = 0, inj_rx_dups = 0, inj_rx_reorders = 0, inj_rx_corrupts = 0;
+  uint64_t inj_tx_drops = 0, inj_tx_dups = 0, inj_tx_reorders = 0, inj_tx_corrupts = 0;
+};
+
+class Port {
+ public:
+  virtual ~Port() = default;
+
+  // Receives up to pkts.size() datagrams without waiting; returns how many. Errors: Unavailable
+  // (a connected UDP peer refused: ICMP), the OS / driver error otherwise.
+  virtual Result<size_t> RxBurst(std::span<Packet> pkts) = 0;
+  // Sends pkts in order; returns how many were accepted (a prefix: fewer when the queue is full,
+  // then retry the rest after WaitTx). A packet that can never go (too long for a frame, no
+  // route) is an error when it is the first, else the count stops before it. An empty span
+  // sends what the port holds back (FaultPort).
+  virtual Result<size_t> TxBurst(std::span<const TxPacket> pkts) = 0;
+  // Waits up to timeout for something to receive: true when RxBurst may return packets (a
+  // spurious true is allowed, a missed one is not). Zero timeout: poll. Polling ports back off
+  // while idle (backoff.h). Errors: the OS error of poll.
+  virtual Result<bool> WaitRx(std::chrono::microseconds timeout) = 0;
+  // Waits up to timeout for room to send. true when there may be room.
+  virtual Result<bool> WaitTx(std::chrono::microseconds timeout) = 0;
+  // True while the port holds packets back that a later RxBurst / TxBurst({}) releases (fault
+  // injection): call again within about a millisecond instead of sleeping long.
+  virtual bool holding() const { return false; }
+  // True when TxBurst sends runs of equal-size packets to one destination as one message (GSO):
+  // a user gains by grouping its packets per destination.
+  virtual bool coalesces() const { return false; }
+
+  virtual PortStats stats() const = 0;
+  // The local address ("0.0.0.0:47000"; DPDK: "10.77.0.1:47000 net_memif0 02:..").
+  virtual std::string Describe() const = 0;
+  virtual std::string_view kind() const = 0;  // "udp", "dpdk", "fault(udp)"...
+  // What counters are printed under: the ethdev name ("net_memif0"), else kind().
+  virtual std::string name() const { return std::string(kind()); }
+};
+
+}  // namespace ina::net

@@ -1,0 +1,61 @@
+// Endpoint helpers (see ina/net/port.h).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <cstring>
+
+#include "ina/net/port.h"
+
+namespace ina::net {
+
+void SetMac(Endpoint* e, const uint8_t mac[6]) {
+  std::memcpy(reinterpret_cast<sockaddr_in*>(&e->addr)->sin_zero, mac, 6);
+}
+void GetMac(const Endpoint& e, uint8_t mac[6]) {
+  std::memcpy(mac, reinterpret_cast<const sockaddr_in*>(&e.addr)->sin_zero, 6);
+}
+void SetVia(Endpoint* e, uint16_t port_index) {
+  std::memcpy(reinterpret_cast<sockaddr_in*>(&e->addr)->sin_zero + 6, &port_index, 2);
+}
+uint16_t GetVia(const Endpoint& e) {
+  uint16_t v;
+  std::memcpy(&v, reinterpret_cast<const sockaddr_in*>(&e.addr)->sin_zero + 6, 2);
+  return v;
+}
+
+std::string EndpointToString(const Endpoint& e) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (e.len != 0 && e.addr.ss_family == AF_INET) {
+    const auto& s = reinterpret_cast<const sockaddr_in&>(e.addr);
+    inet_ntop(AF_INET, &s.sin_addr, buf, sizeof(buf));
+    return std::string(buf) + ":" + std::to_string(ntohs(s.sin_port));
+  }
+  if (e.len != 0 && e.addr.ss_family == AF_INET6) {
+    const auto& s = reinterpret_cast<const sockaddr_in6&>(e.addr);
+    inet_ntop(AF_INET6, &s.sin6_addr, buf, sizeof(buf));
+    return "[" + std::string(buf) + "]:" + std::to_string(ntohs(s.sin6_port));
+  }
+  return "none";
+}
+
+Result<Endpoint> MakeEndpoint(const std::string& ip, uint16_t port) {
+  Endpoint e;
+  auto* s4 = reinterpret_cast<sockaddr_in*>(&e.addr);
+  auto* s6 = reinterpret_cast<sockaddr_in6*>(&e.addr);
+  if (inet_pton(AF_INET, ip.c_str(), &s4->sin_addr) == 1) {
+    s4->sin_family = AF_INET;
+    s4->sin_port = htons(port);
+    e.len = sizeof(sockaddr_in);
+    return e;
+  }
+  e = Endpoint{};
+  if (inet_pton(AF_INET6, ip.c_str(), &s6->sin6_addr) == 1) {
+    s6->sin6_family = AF_INET6;
+    s6->sin6_port = htons(port);
+    e.len = sizeof(sockaddr_in6);
+    return e;
+  }
+  return InvalidArgument("net: '" + ip + "' is not an IPv4 or IPv6 address");
+}
+
+}  // namespace ina::net

@@ -1,0 +1,452 @@
+// The DPDK port (see ina/net/dpdk.h). DPDK's C API is wrapped here once: its return codes
+// become Status at this file's boundary.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <rte_ethdev.h>
+#include <rte_ether.h>
+#include <rte_lcore.h>
+#include <rte_mbuf.h>
+#include <rte_pause.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <set>
+#include <sstream>
+
+#include "ina/net/backoff.h"
+#include "ina/net/dpdk.h"
+#include "ina/net/frame.h"
+
+namespace ina::net {
+
+const bool kDpdkBuilt = true;
+
+namespace {
+
+constexpr uint16_t kRingSize = 1024;
+constexpr unsigned kPoolCache = 128;
+constexpr size_t kScratchBytes = 2048;  // a multi-segment frame is copied here to be parsed
+constexpr auto kTxPauseMax = std::chrono::microseconds(400);
+
+std::mutex g_mu;
+bool g_eal_up = false;              // guarded by g_mu
+std::set<uint16_t> g_ports_in_use;  // guarded by g_mu
+std::atomic<unsigned> g_pool_seq{0};
+
+Result<rte_ether_addr> ParseMac(const std::string& s, std::string_view what) {
+  rte_ether_addr a{};
+  if (rte_ether_unformat_addr(s.c_str(), &a) != 0) {
+    return InvalidArgument("dpdk: " + std::string(what) + " '" + s + "' is not a MAC address");
+  }
+  return a;
+}
+
+Result<uint32_t> ParseIp(const std::string& s, std::string_view what) {  // network order
+  in_addr a{};
+  if (inet_pton(AF_INET, s.c_str(), &a) != 1 || a.s_addr == 0) {
+    return InvalidArgument("dpdk: " + std::string(what) + " '" + s + "' is not an IPv4 address");
+  }
+  return a.s_addr;
+}
+
+// The caller's thread gets an lcore id the first time it touches a port (per-lcore state such
+// as mempool caches then works as on an EAL core). Best effort: without a free lcore it stays
+// unregistered.
+void RegisterThread() {
+  thread_local bool done = false;
+  if (done) return;
+  done = true;
+  if (rte_lcore_id() == LCORE_ID_ANY) (void)rte_thread_register();
+}
+
+void NoFree(void*, void*) {}  // the caller owns external buffers
+
+class DpdkPort final : public Port {
+ public:
+  ~DpdkPort() override {
+    FreeLoaned();
+    for (size_t i = stash_head_; i < stash_n_; ++i) rte_pktmbuf_free(stash_[i]);
+    if (started_) (void)rte_eth_dev_stop(id_);
+    if (configured_) (void)rte_eth_dev_close(id_);
+    for (rte_mempool* p : {rx_pool_, tx_pool_, ext_pool_}) {
+      if (p != nullptr) rte_mempool_free(p);
+    }
+    if (claimed_) {
+      std::lock_guard<std::mutex> lock(g_mu);
+      g_ports_in_use.erase(id_);
+    }
+  }
+
+  Status Init(const DpdkPortConfig& c) {
+    if (c.udp_port == 0) return InvalidArgument("dpdk: udp_port is required");
+    if (c.backoff_max_us < 0) return InvalidArgument("dpdk: backoff_max_us < 0");
+    INA_ASSIGN_OR_RETURN(ip_, ParseIp(c.ip, "local ip"));
+    udp_port_ = htons(c.udp_port);
+    connected_ = !c.peer_ip.empty();
+    if (connected_) {
+      INA_ASSIGN_OR_RETURN(peer_ip_, ParseIp(c.peer_ip, "peer ip"));
+      if (c.peer_port == 0) return InvalidArgument("dpdk: peer_port is required");
+      peer_port_ = htons(c.peer_port);
+      if (!c.peer_mac.empty()) {
+        INA_ASSIGN_OR_RETURN(peer_mac_, ParseMac(c.peer_mac, "peer mac"));
+        peer_mac_known_ = true;
+      } else {
+        std::memset(peer_mac_.addr_bytes, 0xff, RTE_ETHER_ADDR_LEN);
+      }
+    }
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      if (!g_eal_up) return Unavailable("dpdk: the EAL is not started (StartEal)");
+    }
+    backoff_ = IdleBackoff(c.backoff_max_us);
+    if (rte_eth_dev_count_avail() == 0) {
+      return FailedPrecondition("dpdk: no ethdev port (add one with --vdev in the EAL args)");
+    }
+    {
+      std::lock_guard<std::mutex> lock(g_mu);
+      uint16_t id = RTE_MAX_ETHPORTS;
+      if (c.name.empty()) {
+        uint16_t p = 0;
+        RTE_ETH_FOREACH_DEV(p) {
+          if (g_ports_in_use.count(p) == 0) {
+            id = p;
+            break;
+          }
+        }
+        if (id == RTE_MAX_ETHPORTS) return FailedPrecondition("dpdk: every port is in use");
+      } else if (rte_eth_dev_get_port_by_name(c.name.c_str(), &id) != 0) {
+        return InvalidArgument("dpdk: no port named '" + c.name + "'");
+      }
+      if (!g_ports_in_use.insert(id).second) {
+        return FailedPrecondition("dpdk: port " + std::to_string(id) + " already in use");
+      }
+      id_ = id;
+      claimed_ = true;
+    }
+    char name[RTE_ETH_NAME_MAX_LEN] = {};
+    (void)rte_eth_dev_get_name_by_port(id_, name);
+    name_ = name;
+    return SetUp(c);
+  }
+
+  Result<size_t> RxBurst(std::span<Packet> pkts) override {
+    RegisterThread();
+    FreeLoaned();
+    if (stash_head_ == stash_n_) Poll();
+    size_t got = 0;
+    while (got < pkts.size() && stash_head_ < stash_n_) {
+      rte_mbuf* m = stash_[stash_head_++];
+      if (Accept(m, pkts[got], got)) {
+        loaned_[loaned_n_++] = m;
+        ++got;
+      } else {
+        rte_pktmbuf_free(m);
+      }
+    }
+    st_.rx_packets += got;
+    return got;
+  }
+
+  Result<size_t> TxBurst(std::span<const TxPacket> pkts) override {
+    RegisterThread();
+    size_t sent = 0;
+    std::array<rte_mbuf*, kBurst> hdr{};
+    std::array<rte_mbuf*, kBurst> ext{};
+    while (sent < pkts.size()) {
+      size_t n = std::min(kBurst, pkts.size() - sent);
+      for (size_t i = 0; i < n; ++i) {
+        const TxPacket& p = pkts[sent + i];
+        const bool routable = p.to != nullptr ? p.to->addr.ss_family == AF_INET : connected_;
+        if (p.len > kMaxUdpPayload || !routable) {
+          if (sent + i == 0) {
+            return InvalidArgument(routable ? "dpdk: packet of " + std::to_string(p.len) +
+                                                  " bytes exceeds one frame"
+                                            : std::string("dpdk: no IPv4 destination"));
+          }
+          n = i;  // send up to it; the next call reports it
+          break;
+        }
+      }
+      if (n == 0) break;
+      if (rte_pktmbuf_alloc_bulk(tx_pool_, hdr.data(), n) != 0) {
+        ++st_.tx_dropped;  // counted once per refused burst: the caller retries
+        break;
+      }
+      if (zero_copy_ && rte_pktmbuf_alloc_bulk(ext_pool_, ext.data(), n) != 0) {
+        rte_pktmbuf_free_bulk(hdr.data(), n);
+        break;
+      }
+      for (size_t i = 0; i < n; ++i) Build(hdr[i], zero_copy_ ? ext[i] : nullptr, pkts[sent + i]);
+      const uint16_t ok = rte_eth_tx_burst(id_, 0, hdr.data(), static_cast<uint16_t>(n));
+      sent += ok;
+      if (ok < n) {  // the ring is full: the caller retries the rest later
+        rte_pktmbuf_free_bulk(hdr.data() + ok, n - ok);
+        break;
+      }
+    }
+    st_.tx_packets += sent;
+    return sent;
+  }
+
+  Result<bool> WaitRx(std::chrono::microseconds timeout) override {
+    RegisterThread();
+    if (stash_head_ < stash_n_) return true;
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    backoff_.Reset();
+    while (true) {
+      if (Poll() > 0) return true;
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= deadline) return false;
+      backoff_.Idle(std::chrono::duration_cast<std::chrono::microseconds>(deadline - now));
+    }
+  }
+
+  Result<bool> WaitTx(std::chrono::microseconds timeout) override {
+    const auto until = std::chrono::steady_clock::now() + std::min(timeout, kTxPauseMax);
+    while (std::chrono::steady_clock::now() < until) rte_pause();
+    return true;
+  }
+
+  PortStats stats() const override { return st_; }
+  std::string Describe() const override {
+    char mac[RTE_ETHER_ADDR_FMT_SIZE];
+    rte_ether_format_addr(mac, sizeof(mac), &mac_);
+    char ip[INET_ADDRSTRLEN] = {};
+    inet_ntop(AF_INET, &ip_, ip, sizeof(ip));
+    return "port " + std::to_string(id_) + " " + name_ + " " + mac + " " + ip + ":" +
+           std::to_string(ntohs(udp_port_));
+  }
+  std::string_view kind() const override { return "dpdk"; }
+  std::string name() const override { return name_; }
+
+ private:
+  Status Fail(const char* what, int rc) const {
+    return Internal("dpdk: port " + name_ + " " + what + ": " + rte_strerror(-rc));
+  }
+
+  Status SetUp(const DpdkPortConfig& c) {
+    rte_eth_dev_info info{};
+    if (int rc = rte_eth_dev_info_get(id_, &info); rc != 0) return Fail("dev_info_get", rc);
+    rte_eth_conf conf{};
+    const bool multi_seg = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
+    zero_copy_ = c.zero_copy && multi_seg && rte_eal_iova_mode() == RTE_IOVA_VA;
+    if (zero_copy_) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+    if (int rc = rte_eth_dev_configure(id_, 1, 1, &conf); rc != 0) return Fail("configure", rc);
+    configured_ = true;
+    uint16_t nrx = kRingSize, ntx = kRingSize;
+    if (int rc = rte_eth_dev_adjust_nb_rx_tx_desc(id_, &nrx, &ntx); rc != 0) {
+      return Fail("adjust_nb_rx_tx_desc", rc);
+    }
+    const int socket = rte_eth_dev_socket_id(id_);
+    const unsigned seq = g_pool_seq++;
+    auto pool = [&](const char* kind, unsigned n, uint16_t room) {
+      const std::string pname =
+          std::string("ina_") + kind + std::to_string(id_) + "_" + std::to_string(seq);
+      return rte_pktmbuf_pool_create(pname.c_str(), n, kPoolCache, 0, room,
+                                     socket < 0 ? SOCKET_ID_ANY : socket);
+    };
+    // Each port its own RX pool: net_af_xdp builds its UMEM on the queue's pool, so two af_xdp
+    // ports on one pool (without shared_umem) stall.
+    rx_pool_ = pool("rx", std::max(c.rx_mbufs, 2u * nrx + 1), RTE_MBUF_DEFAULT_BUF_SIZE);
+    tx_pool_ = pool("tx", c.tx_mbufs, RTE_MBUF_DEFAULT_BUF_SIZE);
+    if (zero_copy_) ext_pool_ = pool("ext", c.tx_mbufs, 0);  // data-less, for external buffers
+    if (rx_pool_ == nullptr || tx_pool_ == nullptr || (zero_copy_ && ext_pool_ == nullptr)) {
+      return Internal("dpdk: port " + name_ + " mbuf pool: " + rte_strerror(rte_errno));
+    }
+    if (int rc = rte_eth_rx_queue_setup(id_, 0, nrx, socket, nullptr, rx_pool_); rc != 0) {
+      return Fail("rx_queue_setup", rc);
+    }
+    rte_eth_txconf txc = info.default_txconf;
+    txc.offloads = conf.txmode.offloads;
+    if (int rc = rte_eth_tx_queue_setup(id_, 0, ntx, socket, &txc); rc != 0) {
+      return Fail("tx_queue_setup", rc);
+    }
+    if (c.mac.empty()) {
+      if (int rc = rte_eth_macaddr_get(id_, &mac_); rc != 0) return Fail("macaddr_get", rc);
+    } else {
+      INA_ASSIGN_OR_RETURN(mac_, ParseMac(c.mac, "mac"));
+    }
+    if (int rc = rte_eth_dev_start(id_); rc != 0) return Fail("start", rc);
+    started_ = true;
+    (void)rte_eth_promiscuous_enable(id_);  // best effort: frames are filtered on IPv4/UDP
+    std::memset(&shinfo_, 0, sizeof(shinfo_));
+    shinfo_.free_cb = &NoFree;
+    rte_mbuf_ext_refcnt_set(&shinfo_, 1);  // the port's own reference: never reaches 0
+    return Status::Ok();
+  }
+
+  void FreeLoaned() {
+    if (loaned_n_ > 0) rte_pktmbuf_free_bulk(loaned_.data(), loaned_n_);
+    loaned_n_ = 0;
+  }
+
+  // One rx_burst into the stash when it is empty. Returns the frames received.
+  size_t Poll() {
+    if (stash_head_ < stash_n_) return stash_n_ - stash_head_;
+    stash_head_ = 0;
+    stash_n_ = rte_eth_rx_burst(id_, 0, stash_.data(), kBurst);
+    st_.rx_frames += stash_n_;
+    return stash_n_;
+  }
+
+  // Parses one frame into out (slot i of this burst); false when it is not for us.
+  bool Accept(rte_mbuf* m, Packet& out, size_t i) {
+    const uint8_t* f;
+    size_t flen = m->pkt_len;
+    if (m->nb_segs == 1) {
+      f = rte_pktmbuf_mtod(m, const uint8_t*);
+    } else {
+      flen = std::min<size_t>(flen, kScratchBytes);
+      f = static_cast<const uint8_t*>(
+          rte_pktmbuf_read(m, 0, static_cast<uint32_t>(flen), scratch_[i].data()));
+      if (f == nullptr) return Other();
+    }
+    const bool nic_checked =
+        (m->ol_flags & RTE_MBUF_F_RX_L4_CKSUM_MASK) == RTE_MBUF_F_RX_L4_CKSUM_GOOD;
+    ParsedFrame pf;
+    const FrameError e = ParseUdpFrame({f, flen}, &pf, !nic_checked);
+    if (e == FrameError::kBadIpChecksum || e == FrameError::kBadUdpChecksum) {
+      ++st_.rx_bad_csum;
+      return false;
+    }
+    if (e != FrameError::kOk) return Other();
+    if (pf.addrs.dst_ip != ip_ || pf.addrs.dst_port != udp_port_) return Other();
+    if (connected_) {
+      if (pf.addrs.src_ip != peer_ip_ || pf.addrs.src_port != peer_port_) return Other();
+      if (!peer_mac_known_) {
+        std::memcpy(peer_mac_.addr_bytes, pf.addrs.src_mac, RTE_ETHER_ADDR_LEN);
+        peer_mac_known_ = true;
+      }
+    }
+    out.data = const_cast<uint8_t*>(f) + pf.payload_offset;
+    out.len = static_cast<uint32_t>(std::min<size_t>(pf.payload_len, out.cap));
+    out.flags = pf.payload_len > out.cap ? kPacketTruncated : 0;
+    if (out.flags != 0) ++st_.rx_truncated;
+    if (out.from != nullptr) {
+      Endpoint& e = *out.from;
+      e = Endpoint{};
+      auto& sa = reinterpret_cast<sockaddr_in&>(e.addr);
+      sa.sin_family = AF_INET;
+      sa.sin_port = pf.addrs.src_port;
+      sa.sin_addr.s_addr = pf.addrs.src_ip;
+      SetMac(&e, pf.addrs.src_mac);
+      e.len = sizeof(sockaddr_in);
+    }
+    return true;
+  }
+
+  bool Other() {
+    ++st_.rx_other;
+    return false;
+  }
+
+  // Fills m with the headers, then the payload: attached through ext when given, else copied.
+  // REQUIRES: p.len <= kMaxUdpPayload, a routable destination.
+  void Build(rte_mbuf* m, rte_mbuf* ext, const TxPacket& p) {
+    FrameAddrs a;
+    std::memcpy(a.src_mac, mac_.addr_bytes, 6);
+    a.src_ip = ip_;
+    a.src_port = udp_port_;
+    if (p.to != nullptr) {
+      const auto& sa = reinterpret_cast<const sockaddr_in&>(p.to->addr);
+      GetMac(*p.to, a.dst_mac);
+      a.dst_ip = sa.sin_addr.s_addr;
+      a.dst_port = sa.sin_port;
+    } else {
+      std::memcpy(a.dst_mac, peer_mac_.addr_bytes, 6);
+      a.dst_ip = peer_ip_;
+      a.dst_port = peer_port_;
+    }
+    const std::span<const uint8_t> payload(p.data, p.len);
+    if (ext == nullptr) {
+      auto* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, kFrameHeaderBytes + p.len));
+      std::memcpy(h + kFrameHeaderBytes, p.data, p.len);
+      BuildUdpHeaders(a, {h + kFrameHeaderBytes, p.len}, h);
+      return;
+    }
+    auto* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, kFrameHeaderBytes));
+    BuildUdpHeaders(a, payload, h);
+    void* buf = const_cast<uint8_t*>(p.data);
+    rte_mbuf_ext_refcnt_update(&shinfo_, 1);
+    rte_pktmbuf_attach_extbuf(ext, buf, static_cast<rte_iova_t>(reinterpret_cast<uintptr_t>(buf)),
+                              static_cast<uint16_t>(p.len), &shinfo_);
+    ext->data_len = static_cast<uint16_t>(p.len);
+    ext->pkt_len = p.len;
+    (void)rte_pktmbuf_chain(m, ext);  // two segments: cannot exceed the chain limit
+  }
+
+  uint16_t id_ = RTE_MAX_ETHPORTS;
+  std::string name_;
+  bool claimed_ = false, configured_ = false, started_ = false;
+  bool zero_copy_ = false;
+  bool connected_ = false;
+  rte_mempool* rx_pool_ = nullptr;
+  rte_mempool* tx_pool_ = nullptr;
+  rte_mempool* ext_pool_ = nullptr;
+  rte_mbuf_ext_shared_info shinfo_{};
+  rte_ether_addr mac_{};
+  rte_ether_addr peer_mac_{};
+  bool peer_mac_known_ = false;
+  uint32_t ip_ = 0, peer_ip_ = 0;          // network order
+  uint16_t udp_port_ = 0, peer_port_ = 0;  // network order
+  IdleBackoff backoff_{1000};
+  PortStats st_;
+  std::array<rte_mbuf*, kBurst> stash_{};
+  size_t stash_head_ = 0, stash_n_ = 0;
+  std::array<rte_mbuf*, kBurst> loaned_{};  // handed out by the last RxBurst
+  size_t loaned_n_ = 0;
+  std::array<std::array<uint8_t, kScratchBytes>, kBurst> scratch_{};
+};
+
+}  // namespace
+
+Status StartEal(const std::string& args) {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (g_eal_up) return Status::Ok();
+  // argv storage must outlive the EAL: kept in statics.
+  static std::vector<std::string> words;
+  static std::vector<char*> argv;
+  words = {"ina"};
+  std::istringstream in(args);
+  for (std::string w; in >> w;) words.push_back(w);
+  argv.clear();
+  for (auto& w : words) argv.push_back(w.data());
+  argv.push_back(nullptr);
+  const int rc = rte_eal_init(static_cast<int>(words.size()), argv.data());
+  if (rc < 0 && rte_errno != EALREADY) {
+    return Unavailable("dpdk: rte_eal_init('" + args + "'): " + rte_strerror(rte_errno));
+  }
+  g_eal_up = true;
+  return Status::Ok();
+}
+
+void StopEal() {
+  std::lock_guard<std::mutex> lock(g_mu);
+  if (!g_eal_up || !g_ports_in_use.empty()) return;
+  (void)rte_eal_cleanup();
+  g_eal_up = false;
+}
+
+std::vector<std::string> DpdkPortNames() {
+  std::vector<std::string> v;
+  uint16_t p = 0;
+  RTE_ETH_FOREACH_DEV(p) {
+    char name[RTE_ETH_NAME_MAX_LEN] = {};
+    if (rte_eth_dev_get_name_by_port(p, name) == 0) v.emplace_back(name);
+  }
+  return v;
+}
+
+Result<std::unique_ptr<Port>> OpenDpdkPort(const DpdkPortConfig& config) {
+  auto p = std::make_unique<DpdkPort>();
+  INA_RETURN_IF_ERROR(p->Init(config));
+  return std::unique_ptr<Port>(std::move(p));
+}
+
+}  // namespace ina::net

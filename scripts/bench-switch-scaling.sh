@@ -1,0 +1,58 @@
+#!/bin/bash
+# ina-switchd --cores N scaling over UDP on loopback: for N in 1 2 4 8 (each N only where the
+# machine has at least 2N cores: N switch cores plus N workers), one job per core (job ids
+# 0..N-1, steered one to each core), one ina-dpdk-worker per job (INA_TRANSPORT=udp, world 1,
+# K 256, window 256), REPEATS float all-reduces of ELEMENTS each. Prints per N the packets/s
+# the switch handled (data packets in, rx_data, over the wall time of the slowest worker; one
+# result goes back per packet) and the sum of the workers' own rates; the last line is JSON.
+# usage: scripts/bench-switch-scaling.sh [ELEMENTS=1048576] [REPEATS=20]   (BUILD=build)
+# ALL=1 runs every N even without the CPUs, unpinned (checks the script; the rates mean nothing).
+set -u
+E=${1:-1048576}
+R=${2:-20}
+B=${BUILD:-build}/bin
+for f in "$B/ina-switchd" "$B/ina-dpdk-worker"; do
+  [ -x "$f" ] || { echo "missing $f (cmake --build $BUILD --target ina-switchd ina-dpdk-worker)"; exit 2; }
+done
+CPUS=$(nproc)
+D=$(mktemp -d /tmp/ina-scale-XXXX)
+trap 'kill $SW 2>/dev/null; rm -rf "$D"' EXIT
+json="{\"elements\": $E, \"repeats\": $R, \"cpus\": $CPUS, \"runs\": ["
+first=1
+for N in 1 2 4 8; do
+  PIN_SW="taskset -c 0-$((N - 1))"
+  if [ $((2 * N)) -gt "$CPUS" ] && [ "${ALL:-0}" = 1 ]; then
+    PIN_SW=""
+  elif [ $((2 * N)) -gt "$CPUS" ]; then
+    echo "cores=$N skipped: needs $((2 * N)) CPUs (N switch cores + N workers), have $CPUS"
+    continue
+  fi
+  # Switch threads on CPUs 0..N-1, worker j on CPU N+j (taskset, util-linux), so neither side
+  # takes the other's CPUs.
+  $PIN_SW "$B/ina-switchd" --bind 127.0.0.1 --port 0 --cores "$N" \
+    > "$D/sw$N.log" 2>&1 &
+  SW=$!
+  for _ in $(seq 100); do grep -q "listening on" "$D/sw$N.log" && break; sleep 0.05; done
+  ADDR=$(sed -n 's/^ina-switchd listening on //p' "$D/sw$N.log")
+  t0=$(date +%s.%N)
+  pids=()
+  for j in $(seq 0 $((N - 1))); do
+    INA_TRANSPORT=udp INA_SWITCH=$ADDR INA_JOB=$j INA_WORLD=1 INA_RANK=0 \
+      timeout 600 ${PIN_SW:+taskset -c $((N + j))} "$B/ina-dpdk-worker" "$E" $((j + 1)) "$R" \
+      > "$D/w$N.$j.log" 2> /dev/null &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  t1=$(date +%s.%N)
+  kill -TERM $SW; wait $SW
+  rx=$(grep -o '"switch_counters".*' "$D/sw$N.log" | grep -oE '"rx_data": [0-9]+' | grep -oE '[0-9]+$')
+  wsum=$(cat "$D"/w$N.*.log | grep -oE 'packets_per_s=[0-9.]+' | cut -d= -f2 |
+    awk '{s += $1} END {printf "%.0f", s}')
+  exact=$(cat "$D"/w$N.*.log | grep -c 'exact=1')
+  pps=$(awk -v n="${rx:-0}" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", n / (b - a)}')
+  echo "cores=$N jobs=$N switch_packets_per_s=$pps workers_sum_packets_per_s=${wsum:-0} exact_jobs=$exact/$N"
+  [ $first -eq 1 ] || json+=", "
+  json+="{\"cores\": $N, \"switch_pps\": $pps, \"workers_pps\": ${wsum:-0}, \"exact_jobs\": $exact}"
+  first=0
+done
+echo "$json]}"

@@ -1,0 +1,223 @@
+// The kernel UDP port on loopback: bursts both ways, senders in Packet::from, GSO trains split
+// by GRO across RxBurst calls, truncation, ICMP from a connected peer, reuseport steering.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <chrono>
+#include <vector>
+
+#include "ina/net/udp.h"
+
+namespace ina::net {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Pair {
+  std::unique_ptr<Port> server;  // unconnected, 127.0.0.1:ephemeral
+  std::unique_ptr<Port> client;  // connected to it
+};
+
+Pair MakePair(bool gso) {
+  Pair p;
+  UdpPortConfig s;
+  s.bind_ip = "127.0.0.1";
+  s.gso_gro = gso;
+  auto server = OpenUdpPort(s);
+  EXPECT_TRUE(server.ok()) << server.status().ToString();
+  p.server = std::move(*server);
+  UdpPortConfig c;
+  c.bind_ip = "127.0.0.1";
+  c.peer_ip = "127.0.0.1";
+  c.peer_port = UdpLocalPort(*p.server);
+  c.gso_gro = gso;
+  auto client = OpenUdpPort(c);
+  EXPECT_TRUE(client.ok()) << client.status().ToString();
+  p.client = std::move(*client);
+  return p;
+}
+
+// Packet i: len bytes, every byte (i + j) & 0xFF, the first two bytes the index.
+std::vector<uint8_t> Payload(size_t i, size_t len) {
+  std::vector<uint8_t> v(len);
+  for (size_t j = 0; j < len; ++j) v[j] = static_cast<uint8_t>(i + j);
+  if (len >= 2) {
+    v[0] = static_cast<uint8_t>(i >> 8);
+    v[1] = static_cast<uint8_t>(i);
+  }
+  return v;
+}
+
+// Receives until `want` packets arrived or 2 s passed, `per_call` at a time; copies them out.
+std::vector<std::vector<uint8_t>> RecvAll(Port& port, size_t want, size_t per_call,
+                                          std::vector<Endpoint>* from = nullptr) {
+  std::vector<std::vector<uint8_t>> out;
+  std::vector<std::array<uint8_t, 2048>> bufs(per_call);
+  std::vector<Packet> pk(per_call);
+  std::vector<Endpoint> ep(per_call);
+  const auto deadline = std::chrono::steady_clock::now() + 2s;
+  while (out.size() < want && std::chrono::steady_clock::now() < deadline) {
+    for (size_t i = 0; i < per_call; ++i) pk[i] = {bufs[i].data(), 2048, 0, 0, &ep[i]};
+    auto w = port.WaitRx(10ms);
+    EXPECT_TRUE(w.ok());
+    auto n = port.RxBurst(pk);
+    EXPECT_TRUE(n.ok()) << n.status().ToString();
+    if (!n.ok()) break;
+    for (size_t i = 0; i < *n; ++i) {
+      out.emplace_back(pk[i].data, pk[i].data + pk[i].len);
+      if (from != nullptr) from->push_back(ep[i]);
+    }
+  }
+  return out;
+}
+
+class UdpPortTest : public ::testing::TestWithParam<bool> {};
+
+TEST_P(UdpPortTest, BurstsBothWaysWithSenders) {
+  Pair p = MakePair(GetParam());
+  std::vector<std::vector<uint8_t>> data;
+  std::vector<TxPacket> tx;
+  for (size_t i = 0; i < 40; ++i) data.push_back(Payload(i, 22 + (i % 5) * 100));
+  for (auto& d : data) tx.push_back({d.data(), static_cast<uint32_t>(d.size()), nullptr});
+  auto sent = p.client->TxBurst(tx);
+  ASSERT_TRUE(sent.ok()) << sent.status().ToString();
+  ASSERT_EQ(*sent, tx.size());
+  std::vector<Endpoint> from;
+  auto got = RecvAll(*p.server, tx.size(), 16, &from);
+  ASSERT_EQ(got.size(), tx.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], data[i]) << i;
+  // Reply to the sender the server saw.
+  const std::vector<uint8_t> reply = Payload(7, 100);
+  TxPacket r{reply.data(), 100, &from[0]};
+  auto rs = p.server->TxBurst({&r, 1});
+  ASSERT_TRUE(rs.ok()) << rs.status().ToString();
+  EXPECT_EQ(*rs, 1u);
+  auto back = RecvAll(*p.client, 1, 4);
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0], reply);
+  EXPECT_EQ(p.server->stats().rx_packets, tx.size());
+  EXPECT_EQ(p.client->stats().tx_packets, tx.size());
+}
+
+TEST_P(UdpPortTest, EqualSizeTrainIsSplitAcrossSmallBursts) {
+  Pair p = MakePair(GetParam());
+  std::vector<std::vector<uint8_t>> data;
+  std::vector<TxPacket> tx;
+  for (size_t i = 0; i < 64; ++i) data.push_back(Payload(i, 1046));
+  data.push_back(Payload(64, 300));  // a shorter one ends the train
+  for (auto& d : data) tx.push_back({d.data(), static_cast<uint32_t>(d.size()), nullptr});
+  auto sent = p.client->TxBurst(tx);
+  ASSERT_TRUE(sent.ok());
+  ASSERT_EQ(*sent, tx.size());
+  if (GetParam() && p.client->coalesces()) {
+    EXPECT_GT(p.client->stats().tx_trains, 0u);
+  }
+  auto got = RecvAll(*p.server, tx.size(), 7);  // 7 per call: trains split across calls
+  ASSERT_EQ(got.size(), tx.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], data[i]) << i;
+  EXPECT_EQ(p.server->stats().rx_packets, tx.size());
+}
+
+INSTANTIATE_TEST_SUITE_P(GsoGro, UdpPortTest, ::testing::Values(false, true),
+                         [](const auto& i) { return i.param ? "On" : "Off"; });
+
+TEST(UdpPort, LongerThanTheBufferIsFlaggedTruncated) {
+  Pair p = MakePair(false);
+  const std::vector<uint8_t> d = Payload(1, 500);
+  TxPacket t{d.data(), 500, nullptr};
+  ASSERT_TRUE(p.client->TxBurst({&t, 1}).ok());
+  std::array<uint8_t, 100> buf;
+  Packet pk{buf.data(), 100, 0, 0, nullptr};
+  ASSERT_TRUE(p.server->WaitRx(1s).ok());
+  auto n = p.server->RxBurst({&pk, 1});
+  ASSERT_TRUE(n.ok());
+  ASSERT_EQ(*n, 1u);
+  EXPECT_EQ(pk.flags & kPacketTruncated, kPacketTruncated);
+  EXPECT_LE(pk.len, 100u);
+  EXPECT_EQ(p.server->stats().rx_truncated, 1u);
+}
+
+TEST(UdpPort, ConnectedPeerThatIsNotThereIsUnavailable) {
+  // Bind then close a server to get a port nobody listens on.
+  uint16_t dead = 0;
+  {
+    UdpPortConfig s;
+    s.bind_ip = "127.0.0.1";
+    auto server = OpenUdpPort(s);
+    ASSERT_TRUE(server.ok());
+    dead = UdpLocalPort(**server);
+  }
+  UdpPortConfig c;
+  c.bind_ip = "127.0.0.1";
+  c.peer_ip = "127.0.0.1";
+  c.peer_port = dead;
+  auto client = OpenUdpPort(c);
+  ASSERT_TRUE(client.ok());
+  const std::vector<uint8_t> d = Payload(1, 30);
+  TxPacket t{d.data(), 30, nullptr};
+  Status last = Status::Ok();
+  for (int i = 0; i < 50 && last.ok(); ++i) {
+    auto s = (*client)->TxBurst({&t, 1});
+    if (!s.ok()) {
+      last = s.status();
+      break;
+    }
+    std::array<uint8_t, 64> buf;
+    Packet pk{buf.data(), 64, 0, 0, nullptr};
+    (void)(*client)->WaitRx(10ms);
+    auto r = (*client)->RxBurst({&pk, 1});
+    if (!r.ok()) last = r.status();
+  }
+  EXPECT_EQ(last.code(), StatusCode::kUnavailable) << last.ToString();
+}
+
+TEST(UdpPort, BadAddressIsInvalidArgument) {
+  UdpPortConfig c;
+  c.bind_ip = "not an address!";
+  auto p = OpenUdpPort(c);
+  ASSERT_FALSE(p.ok());
+  EXPECT_EQ(p.status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(UdpPort, ReusePortGroupIsSteeredByAPayloadField) {
+  UdpPortConfig s;
+  s.bind_ip = "127.0.0.1";
+  s.reuse_port = true;
+  auto a = OpenUdpPort(s);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  s.bind_port = UdpLocalPort(**a);
+  auto b = OpenUdpPort(s);
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_TRUE(SteerByField16(**a, 6, 2).ok());
+  UdpPortConfig c;
+  c.bind_ip = "127.0.0.1";
+  c.peer_ip = "127.0.0.1";
+  c.peer_port = s.bind_port;
+  c.gso_gro = false;
+  // Several client sockets (several flows), each sending ids 0..19 at bytes 6-7.
+  std::vector<std::vector<uint8_t>> data;
+  for (uint16_t id = 0; id < 20; ++id) {
+    std::vector<uint8_t> d(22, 0);
+    d[6] = static_cast<uint8_t>(id >> 8);
+    d[7] = static_cast<uint8_t>(id);
+    data.push_back(d);
+  }
+  for (int flow = 0; flow < 3; ++flow) {
+    auto cl = OpenUdpPort(c);
+    ASSERT_TRUE(cl.ok());
+    for (auto& d : data) {
+      TxPacket t{d.data(), 22, nullptr};
+      ASSERT_TRUE((*cl)->TxBurst({&t, 1}).ok());
+    }
+  }
+  auto ga = RecvAll(**a, 30, 32);
+  auto gb = RecvAll(**b, 30, 32);
+  ASSERT_EQ(ga.size(), 30u);
+  ASSERT_EQ(gb.size(), 30u);
+  for (auto& d : ga) EXPECT_EQ(d[7] % 2, 0) << "id " << int(d[7]) << " on socket 0";
+  for (auto& d : gb) EXPECT_EQ(d[7] % 2, 1) << "id " << int(d[7]) << " on socket 1";
+  EXPECT_FALSE(SteerByField16(**a, 6, 0).ok());
+}
+
+}  // namespace
+}  // namespace ina::net
