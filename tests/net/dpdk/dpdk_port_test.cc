@@ -11,6 +11,7 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ina/net/dpdk.h"
@@ -170,6 +171,13 @@ TEST_F(DpdkPortTest, DatagramsBothWaysWithChecksums) {
   auto e = (*client)->TxBurst({&t, 1});
   ASSERT_FALSE(e.ok());
   EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+
+  // Close the client first and give the EAL interrupt thread time to handle the server's side of
+  // the disconnect: memif's disconnect callback runs on that thread and may touch the peer port,
+  // which must not be closed under it (both ends live in this one process only in this test).
+  client->reset();
+  std::this_thread::sleep_for(200ms);
+  server->reset();
 }
 
 }  // namespace
