@@ -259,6 +259,9 @@ void ControlPlane::SendError(const Peer& to, uint16_t job, uint16_t rank, p::Err
     case p::ErrorCode::kJobAborted:
       Bump(ControlCounter::kErrJobAborted);
       break;
+    case p::ErrorCode::kRankLeft:
+      Bump(ControlCounter::kErrRankLeft);
+      break;
     case p::ErrorCode::kNone:
       break;
   }
