@@ -19,6 +19,7 @@
 #include "ina/host/quant.h"
 #include "ina/proto/wire.h"
 #include "test_fabric.h"
+#include "support/seed.h"
 
 namespace ina::host {
 namespace {
@@ -29,12 +30,7 @@ using testing::FabricOptions;
 using testing::TestFabric;
 
 uint64_t Seed() {
-  static const uint64_t seed = [] {
-    const char* e = std::getenv("INA_SEED");
-    uint64_t s = e ? std::strtoull(e, nullptr, 10) : std::random_device{}();
-    std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(s));
-    return s;
-  }();
+  static const uint64_t seed = ina::tests::Seed();
   return seed;
 }
 

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
 #include <random>
 
 #include "units_tb.h"
@@ -38,6 +39,7 @@ TEST(RtlLaneAdderTest, WrapsPerLane) {
     }
     tb.Edge();
   }
+  std::printf("wraps=%d\n", wraps);
   EXPECT_GT(wraps, 100);
 }
 

@@ -15,18 +15,14 @@
 #include "ina/dp/ref_engine.h"
 #include "ina/proto/wire.h"
 #include "ina/sim/core_sim.h"
+#include "support/seed.h"
 
 namespace ina::sim {
 namespace {
 
 namespace p = proto;
 
-uint64_t Seed() {
-  const char* s = std::getenv("INA_SEED");
-  uint64_t seed = s ? std::strtoull(s, nullptr, 0) : std::random_device{}();
-  std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(seed));
-  return seed;
-}
+uint64_t Seed() { return ina::tests::Seed(); }
 
 struct RefOut {
   uint16_t job;
