@@ -42,9 +42,14 @@ constexpr int kOutReserve = 1 + 16 + 2;
 
 struct JobEntry {
   uint16_t id, world, k, base, window, group;
-  uint32_t SlotsReg() const { return uint32_t{window} << 16 | base; }
+  uint32_t SlotsReg() const {
+    namespace f = p::reg::job_slots;
+    return f::SetWindow(f::SetBase(0, base), window);
+  }
+  // K 256 as k64 0 (the RTL's MaxK), which ProgramJob never writes.
   uint32_t WorldReg() const {
-    return uint32_t{group} << 16 | (k == 256 ? 0u : k / 64u) << 8 | world;
+    namespace f = p::reg::job_world;
+    return f::SetGroup(f::SetK64(f::SetWorld(0, world), k == 256 ? 0u : k / 64u), group);
   }
   dp::JobConfig Config() const { return dp::JobConfig{id, world, k, base, window}; }
 };

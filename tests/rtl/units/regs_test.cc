@@ -29,8 +29,8 @@ constexpr uint32_t kLog2Slots = 6;
 
 struct Model {
   uint32_t sel = r::kJobSelReset;
-  bool id_valid = (r::kJobIdReset >> 31) & 1;
-  uint16_t id = r::kJobIdReset & 0xFFFF;
+  bool id_valid = r::job_id::GetValid(r::kJobIdReset);
+  uint16_t id = static_cast<uint16_t>(r::job_id::GetId(r::kJobIdReset));
   uint32_t slots = r::kJobSlotsReset, world = r::kJobWorldReset;
   std::array<bool, kJobs> valid{};
   std::array<uint16_t, kJobs> jid{};
@@ -45,11 +45,13 @@ struct Model {
       case r::kVersion:
         return p::kVersion;
       case r::kParams:
-        return (p::kMaxK / 64) << 16 | uint32_t{p::kMaxWorkers} << 8 | kLog2Slots;
+        return r::params::SetK64(
+            r::params::SetMaxWorkers(r::params::SetLog2Slots(0, kLog2Slots), p::kMaxWorkers),
+            p::kMaxK / 64);
       case r::kJobSel:
         return sel;
       case r::kJobId:
-        return ok ? (uint32_t{valid[sel]} << 31 | jid[sel]) : 0;
+        return ok ? r::job_id::SetValid(r::job_id::SetId(0, jid[sel]), valid[sel]) : 0;
       case r::kJobSlots:
         return ok ? jslots[sel] : 0;
       case r::kJobWorld:
@@ -69,8 +71,8 @@ struct Model {
         sel = v;
         break;
       case r::kJobId:
-        id_valid = v >> 31;
-        id = v & 0xFFFF;
+        id_valid = r::job_id::GetValid(v);
+        id = static_cast<uint16_t>(r::job_id::GetId(v));
         break;
       case r::kJobSlots:
         slots = v;
@@ -79,7 +81,7 @@ struct Model {
         world = v;
         break;
       case r::kJobCommit:
-        if ((v & 1) && sel < kJobs) {
+        if (r::job_commit::GetGo(v) && sel < kJobs) {
           valid[sel] = id_valid;
           jid[sel] = id;
           jslots[sel] = slots;
@@ -134,7 +136,7 @@ TEST_P(RtlRegsTest, RegisterMapUnderIdleBus) {
     uint32_t addr = RandomAddr(rng);
     uint32_t data = static_cast<uint32_t>(rng());
     if (addr == r::kJobSel && rng() % 8) data = rng() % (kJobs + 2);  // mostly valid entries
-    if (addr == r::kJobCommit && rng() % 4) data |= 1;
+    if (addr == r::kJobCommit && rng() % 4) data = r::job_commit::SetGo(data, 1);
     uint32_t inc =
         static_cast<uint32_t>(rng()) & static_cast<uint32_t>(rng()) & ((1u << p::kNumCounters) - 1);
     tb->regs_req_i = req;
