@@ -403,6 +403,8 @@ TEST_P(RtlAggTest, MatchesReferenceUnderIdleAndBackpressure) {
                 static_cast<unsigned long long>(seen[i]));
   }
   std::printf("results_out=%d full_waits=%d\n", results, full_waits);
+  // Seeds 1..300 over the four mixes: results >= 1091, resends >= 716, mismatches >= 291, stale
+  // >= 349, full_waits >= 7930 where stall >= 0.5; the thresholds only check that each happened.
   EXPECT_GT(results, 200);
   EXPECT_GT(seen[static_cast<size_t>(p::Counter::kResultResends)], 0u);
   EXPECT_GT(seen[static_cast<size_t>(p::Counter::kDropMismatch)], 0u);
