@@ -36,6 +36,29 @@ def check(spec):
         names = [x["name"] for x in spec[kind]]
         if len(set(names)) != len(names):
             sys.exit(f"gen.py: duplicate {kind} names")
+    width = spec["registers"]["width"]
+    for r in spec["register"]:
+        if r["reset"] >> width:
+            sys.exit(f"gen.py: register {r['name']} reset does not fit {width} bits")
+        used = 0
+        names = set()
+        for f in r.get("fields", []):
+            lsb, w = f["lsb"], f["width"]
+            if w < 1 or lsb < 0 or lsb + w > width:
+                sys.exit(f"gen.py: field {r['name']}.{f['name']} outside bits 0..{width - 1}")
+            mask = ((1 << w) - 1) << lsb
+            if used & mask:
+                sys.exit(f"gen.py: field {r['name']}.{f['name']} overlaps another field")
+            if f["name"] in names:
+                sys.exit(f"gen.py: duplicate field {r['name']}.{f['name']}")
+            used |= mask
+            names.add(f["name"])
+
+
+def bits(f):
+    """Verilog-style bit range of a register field: [hi:lo] or [b]."""
+    lo, hi = f["lsb"], f["lsb"] + f["width"] - 1
+    return f"[{lo}]" if lo == hi else f"[{hi}:{lo}]"
 
 
 def encode_kat(spec, kat):
@@ -165,11 +188,33 @@ def gen_cpp(spec):
     names = ", ".join(f'"{c["name"]}"' for c in spec["counter"])
     w(f"inline constexpr std::array<std::string_view, kNumCounters> kCounterNames = {{{names}}};")
     w("")
-    w("// Register map of the hardware fabric's control interface (byte addresses).")
+    w("// Register map of the hardware fabric's control interface (byte addresses). A register with")
+    w("// fields has a namespace of the same name: for each field k<Field>Lsb, k<Field>Width,")
+    w("// k<Field>Max (largest value), Get<Field>(reg) and Set<Field>(reg, v), which returns reg with")
+    w("// the field replaced by v. REQUIRES for Set: v <= k<Field>Max (higher bits are dropped; check")
+    w("// with Fits<Field> where v comes from outside).")
     w("namespace reg {")
     for r in spec["register"]:
         w(f"inline constexpr uint32_t k{camel(r['name'])} = 0x{r['addr']:03X};  // {r['access']}: {r['doc']}")
         w(f"inline constexpr uint32_t k{camel(r['name'])}Reset = 0x{r['reset']:08X};")
+    for r in spec["register"]:
+        if not r.get("fields"):
+            continue
+        w("")
+        w(f"namespace {r['name']} {{")
+        for f in r["fields"]:
+            c = camel(f["name"])
+            mx = (1 << f["width"]) - 1
+            w(f"// {bits(f)} {f['name']}: {f['doc']}")
+            w(f"inline constexpr uint32_t k{c}Lsb = {f['lsb']};")
+            w(f"inline constexpr uint32_t k{c}Width = {f['width']};")
+            w(f"inline constexpr uint32_t k{c}Max = 0x{mx:X};")
+            w(f"inline constexpr uint32_t Get{c}(uint32_t r) {{ return (r >> k{c}Lsb) & k{c}Max; }}")
+            w(f"inline constexpr bool Fits{c}(uint64_t v) {{ return v <= k{c}Max; }}")
+            w(f"inline constexpr uint32_t Set{c}(uint32_t r, uint32_t v) {{")
+            w(f"  return (r & ~(k{c}Max << k{c}Lsb)) | ((v & k{c}Max) << k{c}Lsb);")
+            w("}")
+        w(f"}}  // namespace {r['name']}")
     w("}  // namespace reg")
     w("")
     w("}  // namespace ina::proto")
@@ -222,6 +267,13 @@ def gen_sv(spec):
         w(f"  localparam logic [11:0] Reg{camel(r['name'])}Addr = 12'h{r['addr']:03X};")
         w(f"  localparam logic [31:0] Reg{camel(r['name'])}Reset = 32'h{r['reset']:08X};")
     w("")
+    w("  // Register fields: reg[<Reg><Field>Lsb +: <Reg><Field>Width].")
+    for r in spec["register"]:
+        for f in r.get("fields", []):
+            n = f"Reg{camel(r['name'])}{camel(f['name'])}"
+            w(f"  localparam int unsigned {n}Lsb = {f['lsb']};")
+            w(f"  localparam int unsigned {n}Width = {f['width']};")
+    w("")
     w("endpackage")
     return "\n".join(L) + "\n"
 
@@ -258,10 +310,11 @@ def gen_md(spec):
     for i, c in enumerate(spec["counter"]):
         w(f"| {i} | `{c['name']}` | {c['doc']} |")
     w("")
-    w("| register | address | access | reset | meaning |")
-    w("|---|---|---|---|---|")
+    w("| register | address | access | reset | meaning | fields |")
+    w("|---|---|---|---|---|---|")
     for r in spec["register"]:
-        w(f"| `{r['name']}` | 0x{r['addr']:03X} | {r['access']} | 0x{r['reset']:08X} | {r['doc']} |")
+        fields = " ".join(f"{bits(f)} `{f['name']}`: {f['doc']}" for f in r.get("fields", []))
+        w(f"| `{r['name']}` | 0x{r['addr']:03X} | {r['access']} | 0x{r['reset']:08X} | {r['doc']} | {fields} |")
     return "\n".join(L) + "\n"
 
 

@@ -104,6 +104,10 @@ module ina_agg
 
   logic          rst_busy_q, rst_busy_d;
   logic [16:0]   rst_ptr_q, rst_ptr_d, rst_end_q, rst_end_d;
+  logic [15:0]   c_base, c_window;  // fields of the committed entry's job_slots (proto/ina.toml)
+
+  assign c_base   = commit_slots_i[ina_proto_pkg::RegJobSlotsBaseLsb +: ina_proto_pkg::RegJobSlotsBaseWidth];
+  assign c_window = commit_slots_i[ina_proto_pkg::RegJobSlotsWindowLsb +: ina_proto_pkg::RegJobSlotsWindowWidth];
 
   always_comb begin
     rst_busy_d = rst_busy_q;
@@ -113,10 +117,10 @@ module ina_agg
       rst_ptr_d = rst_ptr_q + 17'd1;
       if (rst_ptr_d >= rst_end_q || rst_ptr_d >= 17'(PoolSlots)) rst_busy_d = 1'b0;
     end
-    if (commit_i && commit_valid_i && commit_slots_i[31:16] != 16'd0) begin
+    if (commit_i && commit_valid_i && c_window != 16'd0) begin
       rst_busy_d = 1'b1;
-      rst_ptr_d  = {1'b0, commit_slots_i[15:0]};
-      rst_end_d  = {1'b0, commit_slots_i[15:0]} + {1'b0, commit_slots_i[31:16]};
+      rst_ptr_d  = {1'b0, c_base};
+      rst_end_d  = {1'b0, c_base} + {1'b0, c_window};
     end
   end
 
@@ -207,11 +211,12 @@ module ina_agg
     for (int j = NumJobs - 1; j >= 0; j--) begin
       if (hit[j]) begin
         found    = 1'b1;
-        j_base   = job_slots_i[32*j+0 +: 16];
-        j_window = job_slots_i[32*j+16 +: 16];
-        j_world  = job_world_i[32*j+0 +: 8];
-        j_kq     = job_world_i[32*j+8 +: 8];
-        j_group  = job_world_i[32*j+16 +: 16];
+        // Register fields from proto/ina.toml (ina_proto_pkg::Reg<Register><Field>Lsb/Width).
+        j_base   = job_slots_i[32*j + ina_proto_pkg::RegJobSlotsBaseLsb +: ina_proto_pkg::RegJobSlotsBaseWidth];
+        j_window = job_slots_i[32*j + ina_proto_pkg::RegJobSlotsWindowLsb +: ina_proto_pkg::RegJobSlotsWindowWidth];
+        j_world  = job_world_i[32*j + ina_proto_pkg::RegJobWorldWorldLsb +: ina_proto_pkg::RegJobWorldWorldWidth];
+        j_kq     = job_world_i[32*j + ina_proto_pkg::RegJobWorldK64Lsb +: ina_proto_pkg::RegJobWorldK64Width];
+        j_group  = job_world_i[32*j + ina_proto_pkg::RegJobWorldGroupLsb +: ina_proto_pkg::RegJobWorldGroupWidth];
       end
     end
   end

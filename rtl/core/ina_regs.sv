@@ -6,8 +6,9 @@
 // Writes to job_id/job_slots/job_world go to staging registers; writing 1 to job_commit copies
 // them into entry job_sel (ignored when job_sel >= NumJobs) and pulses commit_o so the aggregation
 // stage resets the entry's slots. Reads of job_id/job_slots/job_world return entry job_sel.
-// job_world [15:8] holds K/64 of the job (1: K=64, 4: K=256); 0 means MaxK. (Not yet in
-// proto/ina.toml: see docs/rtl/ina_regs.md.)
+// Register fields (job_id id/valid, job_slots base/window, job_world world/k64/group, params,
+// job_commit go) are declared in proto/ina.toml and used here as ina_proto_pkg::Reg<Reg><Field>Lsb
+// / Width; job_world.k64 0 means MaxK.
 //
 // Bus: one request per cycle (req_i, we_i, addr_i, wdata_i); a read's data is in rdata_o with
 // rvalid_o the next cycle. Unknown addresses read 0; writes to read-only registers are ignored.
@@ -66,13 +67,14 @@ module ina_regs
   assign rd        = req_i && !we_i;
   assign sel_ok    = sel_q < NumJobs;
   assign sel       = sel_q[JW-1:0];
-  assign do_commit = wr && addr_i == ina_proto_pkg::RegJobCommitAddr && wdata_i[0] && sel_ok;
+  assign do_commit = wr && addr_i == ina_proto_pkg::RegJobCommitAddr &&
+                     wdata_i[ina_proto_pkg::RegJobCommitGoLsb] && sel_ok;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       sel_q    <= ina_proto_pkg::RegJobSelReset;
-      id_valid_q <= ina_proto_pkg::RegJobIdReset[31];
-      id_q     <= ina_proto_pkg::RegJobIdReset[15:0];
+      id_valid_q <= ina_proto_pkg::RegJobIdReset[ina_proto_pkg::RegJobIdValidLsb];
+      id_q     <= ina_proto_pkg::RegJobIdReset[ina_proto_pkg::RegJobIdIdLsb +: ina_proto_pkg::RegJobIdIdWidth];
       slots_q  <= ina_proto_pkg::RegJobSlotsReset;
       world_q  <= ina_proto_pkg::RegJobWorldReset;
       valid_q  <= '0;
@@ -86,8 +88,8 @@ module ina_regs
         unique case (addr_i)
           ina_proto_pkg::RegJobSelAddr:   sel_q   <= wdata_i;
           ina_proto_pkg::RegJobIdAddr: begin
-            id_valid_q <= wdata_i[31];
-            id_q       <= wdata_i[15:0];
+            id_valid_q <= wdata_i[ina_proto_pkg::RegJobIdValidLsb];
+            id_q       <= wdata_i[ina_proto_pkg::RegJobIdIdLsb +: ina_proto_pkg::RegJobIdIdWidth];
           end
           ina_proto_pkg::RegJobSlotsAddr: slots_q <= wdata_i;
           ina_proto_pkg::RegJobWorldAddr: world_q <= wdata_i;
@@ -113,14 +115,22 @@ module ina_regs
     end
   end
 
+  // Read values of the registers with fields, assembled at the positions proto/ina.toml gives.
+  logic [31:0] params_rd, job_id_rd;
+  assign params_rd = (32'($clog2(PoolSlots)) << ina_proto_pkg::RegParamsLog2SlotsLsb) |
+                     (32'(ina_proto_pkg::MaxWorkers) << ina_proto_pkg::RegParamsMaxWorkersLsb) |
+                     (32'(ina_rtl_pkg::MaxK / 64) << ina_proto_pkg::RegParamsK64Lsb);
+  assign job_id_rd = (32'(valid_q[sel]) << ina_proto_pkg::RegJobIdValidLsb) |
+                     (32'(jid_q[16*sel +: 16]) << ina_proto_pkg::RegJobIdIdLsb);
+
   always_comb begin
     rdata_d = '0;
     unique case (addr_i)
       ina_proto_pkg::RegIdAddr:       rdata_d = ina_proto_pkg::RegIdReset;
       ina_proto_pkg::RegVersionAddr:  rdata_d = 32'(ina_proto_pkg::Version);
-      ina_proto_pkg::RegParamsAddr:   rdata_d = {8'd0, 8'(ina_rtl_pkg::MaxK / 64), 8'(ina_proto_pkg::MaxWorkers), 8'($clog2(PoolSlots))};
+      ina_proto_pkg::RegParamsAddr:   rdata_d = params_rd;
       ina_proto_pkg::RegJobSelAddr:   rdata_d = sel_q;
-      ina_proto_pkg::RegJobIdAddr:    rdata_d = sel_ok ? {valid_q[sel], 15'd0, jid_q[16*sel +: 16]} : '0;
+      ina_proto_pkg::RegJobIdAddr:    rdata_d = sel_ok ? job_id_rd : '0;
       ina_proto_pkg::RegJobSlotsAddr: rdata_d = sel_ok ? jslots_q[32*sel +: 32] : '0;
       ina_proto_pkg::RegJobWorldAddr: rdata_d = sel_ok ? jworld_q[32*sel +: 32] : '0;
       default: begin

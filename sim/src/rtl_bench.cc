@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <vector>
 
+#include "ina/drv/job_table.h"
 #include "ina/proto/wire.h"
 #include "ina/sim/core_sim.h"
 
@@ -16,7 +17,7 @@ int RunK(uint16_t k, int packets) {
   namespace p = ina::proto;
   ina::sim::CoreSim sim(ina::sim::CoreSim::Options{});
   ina::dp::JobConfig job{1, 4, k, 0, 8};
-  if (!ina::sim::ProgramJob(sim, 0, job, 1).ok()) return 1;
+  if (!ina::drv::ProgramJob(sim, 0, job, 1).ok()) return 1;
   uint64_t start_cycle = sim.cycles();
   std::vector<uint8_t> pkt(p::kHeaderBytes + 4 * size_t{k});
   for (int i = 0; i < packets; ++i) {

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "ina/drv/job_table.h"
 #include "ina/proto/wire.h"
 
 namespace ina::sim {
@@ -39,7 +40,7 @@ Status RtlEngine::AddJob(const dp::JobConfig& job) {
   if (free_entry == nullptr) return ResourceExhausted("rtl engine: job table full");
   const auto index = static_cast<uint32_t>(free_entry - entries_.data());
   // The multicast group is the job id: the shell (here, the caller's Emitter) maps it to ranks.
-  INA_RETURN_IF_ERROR(ProgramJob(*sim_, index, job, job.job_id));
+  INA_RETURN_IF_ERROR(drv::ProgramJob(*sim_, index, job, job.job_id));
   free_entry->used = true;
   free_entry->job = job;
   return Status::Ok();
@@ -48,7 +49,7 @@ Status RtlEngine::AddJob(const dp::JobConfig& job) {
 Status RtlEngine::RemoveJob(uint16_t job_id) {
   for (Entry& e : entries_) {
     if (e.used && e.job.job_id == job_id) {
-      INA_RETURN_IF_ERROR(ClearJob(*sim_, static_cast<uint32_t>(&e - entries_.data())));
+      INA_RETURN_IF_ERROR(drv::ClearJob(*sim_, static_cast<uint32_t>(&e - entries_.data())));
       e.used = false;
       return Status::Ok();
     }
@@ -103,7 +104,7 @@ void RtlEngine::Drain(size_t beats, dp::Emitter& out) {
 }
 
 dp::CounterSnapshot RtlEngine::counters() const {
-  auto raw = ReadCounters(*sim_);
+  auto raw = drv::ReadCounters(*sim_);
   if (!raw.ok()) return wide_;
   for (size_t i = 0; i < p::kNumCounters; ++i) {
     const auto v = static_cast<uint32_t>((*raw)[i]);

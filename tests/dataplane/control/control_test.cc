@@ -12,6 +12,7 @@
 
 #include "ina/dp/ref_engine.h"
 #include "ina/proto/wire.h"
+#include "support/seed.h"
 
 namespace ina::dp {
 namespace {
@@ -637,10 +638,7 @@ TEST_F(ControlTest, AllocSkipsEveryIdInUseOrReserved) {
 }
 
 TEST_F(ControlTest, RandomChurnKeepsThePoolConsistent) {
-  uint64_t seed = std::random_device{}();
-  if (const char* s = std::getenv("INA_SEED")) seed = std::strtoull(s, nullptr, 0);
-  std::printf("RandomChurnKeepsThePoolConsistent seed=%llu (replay: INA_SEED=%llu)\n",
-              static_cast<unsigned long long>(seed), static_cast<unsigned long long>(seed));
+  const uint64_t seed = tests::Seed(tests::kDefaultSeed, "RandomChurnKeepsThePoolConsistent");
   SCOPED_TRACE("INA_SEED=" + std::to_string(seed));
   std::mt19937_64 rng(seed);
   Make(100, 16, milliseconds(50));

@@ -24,7 +24,6 @@ TEST(AddKernels, ListEndsWithScalar) {
 
 TEST(AddKernels, ScalarMatchesWireAccessors) {
   const uint64_t seed = testing::TestSeed();
-  std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
   for (size_t n = 0; n <= proto::kMaxK; ++n) {
     std::vector<uint8_t> src(4 * n + 3);
@@ -48,8 +47,7 @@ class SimdKernelTest : public ::testing::TestWithParam<const AddKernels*> {};
 
 TEST_P(SimdKernelTest, MatchesScalarTwinOnEveryLength) {
   const AddKernels& k = *GetParam();
-  const uint64_t seed = testing::TestSeed();
-  std::printf("kernel %s INA_SEED=%llu\n", k.name, static_cast<unsigned long long>(seed));
+  const uint64_t seed = testing::TestSeed(k.name);
   std::mt19937_64 rng(seed);
   for (size_t n = 0; n <= proto::kMaxK; ++n) {
     for (size_t misalign : {0, 1, 2, 3, 22}) {

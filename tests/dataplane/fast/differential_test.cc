@@ -317,7 +317,6 @@ void RunSimulation(uint64_t seed, const NetParams& net, size_t jobs, uint16_t ro
 
 TEST(Differential, CleanNetwork) {
   const uint64_t seed = TestSeed();
-  std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
   for (int iter = 0; iter < 10 && !HasFailure(); ++iter) {
     RunSimulation(rng(), {0, 0, 0, 0.01, 0, 1}, 1 + iter % 3, 60, 400000);
@@ -326,7 +325,6 @@ TEST(Differential, CleanNetwork) {
 
 TEST(Differential, LossDupReorderRetx) {
   const uint64_t seed = TestSeed();
-  std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
   for (int iter = 0; iter < 16 && !HasFailure(); ++iter) {
     RunSimulation(rng(), {0.1, 0.1, 0.1, 0.05, 0, 16}, 1 + iter % 3, 40, 400000);
@@ -335,7 +333,6 @@ TEST(Differential, LossDupReorderRetx) {
 
 TEST(Differential, ForgedAndGarbagePackets) {
   const uint64_t seed = TestSeed();
-  std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
   for (int iter = 0; iter < 16 && !HasFailure(); ++iter) {
     RunSimulation(rng(), {0.05, 0.05, 0.05, 0.05, 0.2, 8}, 2 + iter % 3, 40, 400000);
@@ -346,7 +343,6 @@ TEST(Differential, ForgedAndGarbagePackets) {
 // result bytes, and every extra copy is a duplicate or a re-send, never a second add.
 TEST(Properties, OrderIndependenceAndNoDoubleCounting) {
   const uint64_t seed = TestSeed();
-  std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
   for (int iter = 0; iter < 200 && !HasFailure(); ++iter) {
     JobModel m;
@@ -397,7 +393,6 @@ TEST(Properties, OrderIndependenceAndNoDoubleCounting) {
 // interleaved with A garbage give identical B results.
 TEST(Properties, JobsIsolatedFromGarbage) {
   const uint64_t seed = TestSeed();
-  std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
   for (int iter = 0; iter < 50 && !HasFailure(); ++iter) {
     JobModel b;

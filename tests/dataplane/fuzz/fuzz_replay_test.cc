@@ -62,7 +62,6 @@ void AppendPacket(std::vector<uint8_t>& in, std::mt19937_64& rng) {
 
 TEST(FuzzReplay, RandomInputs) {
   const uint64_t seed = dp::testing::TestSeed();
-  std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
   for (int i = 0; i < 3000 && !HasFailure(); ++i) {
     std::vector<uint8_t> in(4);

@@ -4,14 +4,10 @@
 #include <random>
 #include <string>
 
+#include "support/seed.h"
+
 namespace ina::dp::testing {
 
-uint64_t TestSeed() {
-  if (const char* s = std::getenv("INA_SEED"); s != nullptr && *s != '\0') {
-    return std::strtoull(s, nullptr, 0);
-  }
-  std::random_device rd;
-  return (uint64_t{rd()} << 32) | rd();
-}
+uint64_t TestSeed(const char* what) { return tests::Seed(tests::kDefaultSeed, what); }
 
 }  // namespace ina::dp::testing

@@ -84,7 +84,8 @@ inline void PrintTo(const EngineFactory& f, std::ostream* os) { *os << f.name; }
 // The engines this test binary checks; defined in the binary's engines_*.cc.
 std::vector<EngineFactory> EnginesUnderTest();
 
-// Seed for property tests: INA_SEED from the environment, else a fresh one. Printed by callers.
-uint64_t TestSeed();
+// Seed for property tests: fixed unless INA_SEED says otherwise (tests/support/seed.h); printed,
+// with `what` when given.
+uint64_t TestSeed(const char* what = nullptr);
 
 }  // namespace ina::dp::testing

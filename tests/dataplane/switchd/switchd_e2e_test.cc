@@ -4,6 +4,7 @@
 #include <random>
 
 #include "harness.h"
+#include "support/seed.h"
 
 namespace ina::test {
 namespace {
@@ -203,10 +204,7 @@ TEST(Switchd, BadInputIsCountedByCauseAndResultsStayRight) {
   // contribution and forged rank-1 packets would complete the slot with a wrong sum.
   w[0]->Send(Data(300, 0, 0, 0, Elems(300, 0, 0, 0, n)));
 
-  uint64_t seed = std::random_device{}();
-  if (const char* s = std::getenv("INA_SEED")) seed = std::strtoull(s, nullptr, 0);
-  std::printf("seed=%llu (replay: INA_SEED=%llu)\n", static_cast<unsigned long long>(seed),
-              static_cast<unsigned long long>(seed));
+  const uint64_t seed = tests::Seed();
   std::mt19937_64 rng(seed);
   uint64_t malformed = 0;
   for (int i = 0; i < 10; ++i) {  // random bytes shorter than a header

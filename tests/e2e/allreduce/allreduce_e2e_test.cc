@@ -19,6 +19,7 @@
 #include "ina/proto/wire.h"
 #include "json_line.h"
 #include "process.h"
+#include "support/seed.h"
 
 namespace ina::bench {
 namespace {
@@ -58,8 +59,7 @@ class AllReduceE2e : public ::testing::TestWithParam<Case> {};
 
 TEST_P(AllReduceE2e, FourWorkersVerified) {
   const Case& c = GetParam();
-  uint64_t seed = std::random_device{}();
-  std::printf("case %s, seed %llu\n", Name(c).c_str(), static_cast<unsigned long long>(seed));
+  const uint64_t seed = ina::tests::Seed(ina::tests::kDefaultSeed, Name(c).c_str());
   int code = -1;
   std::string json = RunBench({"--workers", "4", "--iters", "1", "--elements",
                                std::to_string(c.elements), "--drop-rate", std::to_string(c.drop),

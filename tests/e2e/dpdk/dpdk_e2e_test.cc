@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "process.h"
+#include "support/seed.h"
 
 namespace ina::bench {
 namespace {
@@ -28,10 +29,7 @@ constexpr size_t kElements = 100000;  // not a multiple of k: a short last block
 constexpr const char* kSwitchIp = "10.77.0.1";
 constexpr int kSwitchPort = 47000;
 
-uint64_t Seed() {
-  const char* s = std::getenv("INA_SEED");
-  return s != nullptr ? std::strtoull(s, nullptr, 10) : 1;
-}
+uint64_t Seed() { return ina::tests::Seed(); }
 
 std::string Unique() { return std::to_string(getpid()); }
 
@@ -101,7 +99,7 @@ std::vector<std::string> WorkerArgv(std::vector<std::string> prefix, int rank,
 class DpdkE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(Seed()));
+    Seed();  // prints it once, before the skips
     if (geteuid() != 0) GTEST_SKIP() << "DPDK's EAL and network namespaces need root";
     char tmpl[] = "/tmp/ina-dpdk-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);

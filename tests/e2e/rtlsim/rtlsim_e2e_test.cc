@@ -23,18 +23,14 @@
 #include "ina/proto/wire.h"
 #include "json_line.h"
 #include "process.h"
+#include "support/seed.h"
 
 namespace ina::bench {
 namespace {
 
 using namespace std::chrono_literals;
 
-uint64_t Seed() {
-  const char* s = std::getenv("INA_SEED");
-  const uint64_t seed = s ? std::strtoull(s, nullptr, 0) : std::random_device{}();
-  std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(seed));
-  return seed;
-}
+uint64_t Seed() { return ina::tests::Seed(); }
 
 // Runs ina-bench to completion; returns its JSON line (the last line starting with '{').
 std::string RunBench(const std::vector<std::string>& extra, int* exit_code) {

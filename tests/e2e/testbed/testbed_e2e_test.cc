@@ -24,6 +24,7 @@
 
 #include "json_line.h"
 #include "process.h"
+#include "support/seed.h"
 
 namespace ina::bench {
 namespace {
@@ -75,9 +76,7 @@ class Testbed : public ::testing::Test {
     out_ =
         std::filesystem::temp_directory_path() / ("ina-testbed-test-" + std::to_string(getpid()));
     std::filesystem::create_directories(out_);
-    const char* env = std::getenv("INA_SEED");
-    seed_ = env ? std::strtoull(env, nullptr, 0) : std::random_device{}() % 1000000 + 1;
-    std::printf("seed %llu (replay with INA_SEED=%llu)\n", seed_, seed_);
+    seed_ = ina::tests::Seed();
   }
   void TearDown() override {
     std::error_code ec;

@@ -21,6 +21,7 @@
 #include "ina/host/quant.h"
 #include "ina/proto/wire.h"
 #include "test_fabric.h"
+#include "support/seed.h"
 
 namespace ina::host {
 namespace {
@@ -35,12 +36,7 @@ using testutil::RandomFloats;
 using testutil::SameFloats;
 
 uint64_t Seed() {
-  static const uint64_t seed = [] {
-    const char* e = std::getenv("INA_SEED");
-    uint64_t s = e ? std::strtoull(e, nullptr, 10) : 1;  // fixed by default, INA_SEED replays
-    std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(s));
-    return s;
-  }();
+  static const uint64_t seed = ina::tests::Seed();
   return seed;
 }
 

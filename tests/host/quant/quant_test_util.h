@@ -16,6 +16,7 @@
 
 #include "ina/host/quant.h"
 #include "ina/proto/wire.h"
+#include "support/seed.h"
 
 namespace ina::host::quant::testing {
 
@@ -24,13 +25,7 @@ inline constexpr int kBiasedMax = proto::kExpMax + proto::kExpBias;
 inline constexpr uint8_t kGuard = 0xA5;  // fill beyond the output to catch writes past n
 
 inline uint64_t TestSeed() {
-  uint64_t seed;
-  if (const char* env = std::getenv("INA_SEED"); env != nullptr && *env != '\0') {
-    seed = std::strtoull(env, nullptr, 0);
-  } else {
-    seed = (static_cast<uint64_t>(std::random_device{}()) << 32) | std::random_device{}();
-  }
-  std::printf("INA_SEED=%llu (set INA_SEED to replay)\n", static_cast<unsigned long long>(seed));
+  const uint64_t seed = ina::tests::Seed();  // fixed unless INA_SEED says otherwise; printed
   ::testing::Test::RecordProperty("INA_SEED", std::to_string(seed));
   return seed;
 }

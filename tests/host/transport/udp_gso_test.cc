@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 
 #include "ina/host/transport.h"
+#include "support/seed.h"
 
 namespace ina::host {
 namespace {
@@ -24,14 +25,7 @@ namespace {
 using std::chrono::milliseconds;
 using Clock = std::chrono::steady_clock;
 
-uint64_t Seed() {
-  const char* s = std::getenv("INA_SEED");
-  const uint64_t seed =
-      s != nullptr ? std::strtoull(s, nullptr, 0)
-                   : static_cast<uint64_t>(Clock::now().time_since_epoch().count());
-  std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(seed));
-  return seed;
-}
+uint64_t Seed() { return ina::tests::Seed(); }
 
 // A bound UDP socket on 127.0.0.1:0, optionally with UDP_GRO.
 class Sock {

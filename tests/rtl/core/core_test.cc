@@ -8,20 +8,17 @@
 
 #include <gtest/gtest.h>
 
+#include "ina/drv/job_table.h"
 #include "ina/proto/wire.h"
 #include "ina/sim/core_sim.h"
+#include "support/seed.h"
 
 namespace ina::sim {
 namespace {
 
 namespace p = proto;
 
-uint64_t Seed() {
-  const char* s = std::getenv("INA_SEED");
-  uint64_t seed = s ? std::strtoull(s, nullptr, 0) : std::random_device{}();
-  std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(seed));
-  return seed;
-}
+uint64_t Seed() { return ina::tests::Seed(); }
 
 struct Pkt {
   p::Header h;
@@ -66,7 +63,7 @@ class CoreTest : public ::testing::TestWithParam<std::pair<double, double>> {
   void Install(uint32_t entry, uint16_t job, uint16_t world, uint16_t k, uint32_t base,
                uint16_t window, uint16_t group) {
     dp::JobConfig c{job, world, k, base, window};
-    ASSERT_TRUE(ProgramJob(*sim_, entry, c, group).ok());
+    ASSERT_TRUE(drv::ProgramJob(*sim_, entry, c, group).ok());
   }
   std::vector<OutFrame> RunAndTake() {
     Status s = sim_->Run(200000);
@@ -74,7 +71,7 @@ class CoreTest : public ::testing::TestWithParam<std::pair<double, double>> {
     return sim_->TakeOutput();
   }
   dp::CounterSnapshot Counters() {
-    auto c = ReadCounters(*sim_);
+    auto c = drv::ReadCounters(*sim_);
     EXPECT_TRUE(c.ok());
     return c.ok() ? *c : dp::CounterSnapshot{};
   }
@@ -239,7 +236,7 @@ TEST_P(CoreTest, ClearJobRemovesOnlyThatJob) {
   Send(Data(11, 0, 1, 0, {4, 5, 6}));  // job 11: rank 0 of 2, slot 1
   Send(Data(10, 0, 0, 0, {1}));        // job 10: rank 0 of 2, slot 0
   EXPECT_TRUE(RunAndTake().empty());
-  ASSERT_TRUE(ClearJob(*sim_, 0).ok());
+  ASSERT_TRUE(drv::ClearJob(*sim_, 0).ok());
   ASSERT_TRUE(sim_->Write32(r::kJobSel, 0).ok());
   EXPECT_EQ(*sim_->Read32(r::kJobId) >> 31, 0u);  // entry 0 invalid
   Send(Data(10, 1, 0, 0, {2}));                   // job 10 is gone: unknown job, no result

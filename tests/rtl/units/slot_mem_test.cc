@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <random>
 
@@ -46,7 +47,10 @@ TEST_P(RtlSlotMemTest, ReadFirstUnderIdle) {
     collisions += re && we && ra == wa && model[ra].has_value();
     if (we) model[wa] = wd;
   }
+  std::printf("idle %.1f: checked=%d collisions=%d\n", idle, checked, collisions);
   EXPECT_GT(checked, 1000);
+  // Expected collisions: 20000 x (1 - idle)^2 / 16 (a read and a write to the same word), 50 at
+  // idle 0.8 (seeds 1..1000: minimum 29); the threshold is a fifth of that.
   EXPECT_GT(collisions, 10) << "read/write collisions untested";
 }
 

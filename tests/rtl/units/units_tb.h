@@ -14,16 +14,12 @@
 
 #include "Vina_units_tb.h"
 #include "verilated.h"
+#include "support/seed.h"
 
 namespace ina::rtl_units {
 
-// INA_SEED from the environment, else random; printed so that a failure can be replayed.
-inline uint64_t Seed() {
-  const char* s = std::getenv("INA_SEED");
-  uint64_t seed = s ? std::strtoull(s, nullptr, 0) : std::random_device{}();
-  std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(seed));
-  return seed;
-}
+// Fixed unless INA_SEED says otherwise (support/seed.h); printed so that a failure can be replayed.
+inline uint64_t Seed() { return tests::Seed(); }
 
 class Tb {
  public:

@@ -13,20 +13,17 @@
 #include <gtest/gtest.h>
 
 #include "ina/dp/ref_engine.h"
+#include "ina/drv/job_table.h"
 #include "ina/proto/wire.h"
 #include "ina/sim/core_sim.h"
+#include "support/seed.h"
 
 namespace ina::sim {
 namespace {
 
 namespace p = proto;
 
-uint64_t Seed() {
-  const char* s = std::getenv("INA_SEED");
-  uint64_t seed = s ? std::strtoull(s, nullptr, 0) : std::random_device{}();
-  std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(seed));
-  return seed;
-}
+uint64_t Seed() { return ina::tests::Seed(); }
 
 struct RefOut {
   uint16_t job;
@@ -156,7 +153,7 @@ TEST_P(CosimTest, RtlMatchesReferencePacketForPacket) {
     auto jobs = MakeJobs(rng);
     for (size_t i = 0; i < jobs.size(); ++i) {
       ASSERT_TRUE(ref->AddJob(jobs[i].cfg).ok());
-      ASSERT_TRUE(ProgramJob(rtl, static_cast<uint32_t>(i), jobs[i].cfg, jobs[i].group).ok());
+      ASSERT_TRUE(drv::ProgramJob(rtl, static_cast<uint32_t>(i), jobs[i].cfg, jobs[i].group).ok());
     }
     Traffic t = MakeTraffic(rng, jobs, 12);
     Collect want;
@@ -180,7 +177,7 @@ TEST_P(CosimTest, RtlMatchesReferencePacketForPacket) {
       ASSERT_NE(it, jobs.end());
       EXPECT_EQ(got[i].group, it->group) << "result " << i;
     }
-    auto rc = ReadCounters(rtl);
+    auto rc = drv::ReadCounters(rtl);
     ASSERT_TRUE(rc.ok());
     auto wc = ref->counters();
     for (size_t c = 0; c < p::kNumCounters; ++c) {

@@ -1,5 +1,6 @@
 // Cycle-accurate simulation of rtl/top/ina_core.sv (Verilator model Vina_core): frames in,
-// result frames out, and the register bus as an ina::drv::RegisterAccess (the simulation backend).
+// result frames out, and the register bus as an ina::drv::RegisterAccess (the simulation backend;
+// program its job table with ina/drv/job_table.h, as a card's).
 //
 // Frames are whole Ethernet frames (42 bytes of Ethernet/IPv4/UDP, then the ina packet). The
 // harness drives s_axis with random idle cycles and m_axis with random backpressure (probabilities
@@ -102,15 +103,6 @@ class CoreSim final : public drv::RegisterAccess {
   uint32_t reg_addr_ = 0, reg_wdata_ = 0;
   uint64_t cycles_ = 0, in_beats_ = 0, out_beats_ = 0, last_in_cycle_ = 0;
 };
-
-// Programs job table entry `entry` through the register map (job_sel, job_id, job_slots,
-// job_world with K/64 in [15:8], job_commit) and lets the slot reset finish.
-Status ProgramJob(drv::RegisterAccess& regs, uint32_t entry, const dp::JobConfig& job,
-                  uint16_t group);
-// Marks entry `entry` invalid.
-Status ClearJob(drv::RegisterAccess& regs, uint32_t entry);
-// Reads the counters (low 32 bits of each).
-Result<dp::CounterSnapshot> ReadCounters(drv::RegisterAccess& regs);
 
 // Wraps an ina packet (UDP payload) in a 42-byte Ethernet/IPv4/UDP prefix.
 std::vector<uint8_t> MakeFrame(std::span<const uint8_t> ina_packet);

@@ -2,9 +2,10 @@
 // rtl/top/ina_core.sv): the fabric behind ina-rtlsim.
 //
 // AddJob/RemoveJob program the core only through the ina::drv::RegisterAccess interface (job_sel,
-// job_id, job_slots, job_world, job_commit; ProgramJob/ClearJob in core_sim.h), exactly as a
-// driver would program the hardware; the engine only keeps the job id -> job table entry map and
-// the checks the RTL cannot make (K and window ranges, overlaps, a full table).
+// job_id, job_slots, job_world, job_commit) with ina::drv's ProgramJob/ClearJob
+// (ina/drv/job_table.h), the same code that programs the hardware; the engine only keeps the job
+// id -> job table entry map and the checks the RTL cannot make (K and window ranges, overlaps, a
+// full table).
 // Process/ProcessBurst wrap each packet (UDP payload) in an Ethernet/IPv4/UDP frame, queue the
 // frames on s_axis, clock the model until it is idle (every result frame out), strip the 42-byte
 // prefix of each result frame and emit it: m_axis tuser[31:16] is the destination rank

@@ -1,0 +1,33 @@
+// Programming an ina hardware fabric through its register map: the job table and the counters.
+// Needs only a RegisterAccess, so the same code drives a card (MakePcieBarAccess) and the
+// Verilator simulation (ina/sim/core_sim.h). Register fields come from proto/ina.toml
+// ([[register]] fields, accessors ina::proto::reg::<register>::Get/Set<Field>).
+//
+// Threading: one caller at a time per RegisterAccess (as RegisterAccess itself). Each call blocks
+// for a bounded number of bus accesses (ProgramJob: 5 writes and window/2 + 2 reads).
+#pragma once
+
+#include <cstdint>
+
+#include "ina/base/status.h"
+#include "ina/dp/engine.h"
+#include "ina/drv/regs.h"
+
+namespace ina::drv {
+
+// Programs job table entry `entry`: job_sel, job_id (id, valid), job_slots (base, window),
+// job_world (world, K/64, multicast `group`), then job_commit, and reads job_id back while the
+// fabric resets the entry's slots (one slot per cycle). REQUIRES: entry < the fabric's job count
+// (an entry beyond it is ignored by the fabric, and the read back fails).
+// Errors: InvalidArgument (K not a multiple of 64, or a value that does not fit its field),
+// Internal (read back differs), and whatever the RegisterAccess returns.
+[[nodiscard]] Status ProgramJob(RegisterAccess& regs, uint32_t entry, const dp::JobConfig& job,
+                                uint16_t group);
+
+// Marks entry `entry` invalid (its packets become unknown_job); its slots are not reset.
+[[nodiscard]] Status ClearJob(RegisterAccess& regs, uint32_t entry);
+
+// Reads every per-cause counter (32-bit registers from counter_base, wrapping at 2^32, widened).
+[[nodiscard]] Result<dp::CounterSnapshot> ReadCounters(RegisterAccess& regs);
+
+}  // namespace ina::drv

@@ -1,0 +1,51 @@
+#include "ina/drv/job_table.h"
+
+#include "ina/proto/wire.h"
+
+namespace ina::drv {
+
+namespace r = proto::reg;
+
+Status ProgramJob(RegisterAccess& regs, uint32_t entry, const dp::JobConfig& job, uint16_t group) {
+  if (job.k == 0 || job.k % 64 != 0 || !r::job_world::FitsK64(job.k / 64u)) {
+    return InvalidArgument("program job: K must be a multiple of 64 that fits job_world.k64");
+  }
+  if (!r::job_slots::FitsBase(job.slot_base) || !r::job_slots::FitsWindow(job.window) ||
+      !r::job_world::FitsWorld(job.world_size) || !r::job_world::FitsGroup(group) ||
+      !r::job_id::FitsId(job.job_id)) {
+    return InvalidArgument("program job: slot base, window, world size or group out of range");
+  }
+  const uint32_t id = r::job_id::SetValid(r::job_id::SetId(0, job.job_id), 1);
+  const uint32_t slots =
+      r::job_slots::SetWindow(r::job_slots::SetBase(0, job.slot_base), job.window);
+  const uint32_t world = r::job_world::SetGroup(
+      r::job_world::SetK64(r::job_world::SetWorld(0, job.world_size), job.k / 64u), group);
+  INA_RETURN_IF_ERROR(regs.Write32(r::kJobSel, entry));
+  INA_RETURN_IF_ERROR(regs.Write32(r::kJobId, id));
+  INA_RETURN_IF_ERROR(regs.Write32(r::kJobSlots, slots));
+  INA_RETURN_IF_ERROR(regs.Write32(r::kJobWorld, world));
+  INA_RETURN_IF_ERROR(regs.Write32(r::kJobCommit, r::job_commit::SetGo(0, 1)));
+  // The slot reset walks one slot per cycle; reads give it the cycles.
+  for (uint32_t i = 0; i < job.window / 2u + 2; ++i) {
+    INA_ASSIGN_OR_RETURN(uint32_t got, regs.Read32(r::kJobId));
+    if (got != id) return Internal("program job: job_id read back differs");
+  }
+  return Status::Ok();
+}
+
+Status ClearJob(RegisterAccess& regs, uint32_t entry) {
+  INA_RETURN_IF_ERROR(regs.Write32(r::kJobSel, entry));
+  INA_RETURN_IF_ERROR(regs.Write32(r::kJobId, r::job_id::SetValid(0, 0)));
+  return regs.Write32(r::kJobCommit, r::job_commit::SetGo(0, 1));
+}
+
+Result<dp::CounterSnapshot> ReadCounters(RegisterAccess& regs) {
+  dp::CounterSnapshot c{};
+  for (size_t i = 0; i < proto::kNumCounters; ++i) {
+    INA_ASSIGN_OR_RETURN(uint32_t v, regs.Read32(r::kCounterBase + 4 * static_cast<uint32_t>(i)));
+    c[i] = v;
+  }
+  return c;
+}
+
+}  // namespace ina::drv

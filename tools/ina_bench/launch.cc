@@ -1,0 +1,256 @@
+#include "launch.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <thread>
+
+namespace ina::bench {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A SIGINT/SIGTERM that arrives outside RunWorkers' wait (which takes them itself) only sets
+// this: the run finishes and cleans up as usual.
+volatile sig_atomic_t g_late_stop = 0;
+void OnStopSignal(int) { g_late_stop = 1; }
+
+// The command line that runs rank r in its namespace.
+std::vector<std::string> WorkerArgv(const Options& o, int r, const std::string& host, uint16_t port,
+                                    const std::string& gloo_host, const std::string& shm,
+                                    const std::string& store) {
+  std::vector<std::string> a = {"ip", "netns", "exec", o.worker_netns[r], SelfDir() + "/ina-bench"};
+  auto add = [&](const char* flag, const std::string& v) {
+    a.push_back(flag);
+    a.push_back(v);
+  };
+  add("--role", "worker");
+  add("--rank", std::to_string(r));
+  add("--shm", shm);
+  add("--store", store);
+  add("--gloo-host", gloo_host);
+  add("--switch", host + ":" + std::to_string(port));
+  add("--workers", std::to_string(o.workers));
+  add("--elements", std::to_string(o.elements));
+  add("--iters", std::to_string(o.iters));
+  add("--dtype", o.int32 ? "int32" : "float");
+  add("--seed", std::to_string(o.seed));
+  add("--k", std::to_string(o.k));
+  add("--window", std::to_string(o.window));
+  add("--job", std::to_string(o.job));
+  add("--kill-after-ms", std::to_string(o.kill_after_ms));
+  add("--progress-timeout-ms", std::to_string(o.progress_timeout_ms));
+  add("--rto-min-us", std::to_string(o.rto_min_us));
+  add("--rto-initial-us", std::to_string(o.rto_initial_us));
+  add("--transport", o.transport);
+  add("--dpdk-backoff-us", std::to_string(o.dpdk_backoff_us));
+  if (o.transport == "dpdk") {
+    add("--dpdk-eal", o.dpdk_eal);
+    add("--dpdk-local", o.dpdk_local);
+  }
+  if (o.kill_rank >= 0) add("--kill-rank", std::to_string(o.kill_rank));
+  if (!o.gloo) a.push_back("--no-gloo");
+  if (o.quiet) a.push_back("--quiet");
+  return a;
+}
+
+void KillAndReap(const std::vector<pid_t>& kids) {
+  for (pid_t k : kids) kill(k, SIGKILL);
+  for (pid_t k : kids) waitpid(k, nullptr, 0);
+}
+
+}  // namespace
+
+Result<Fabric> StartFabric(const Options& o) {
+  Fabric f;
+  if (!o.switch_addr.empty() || !o.worker_switch.empty()) {
+    const HostPort hp = SplitHostPort(o.switch_addr.empty() ? o.worker_switch[0] : o.switch_addr);
+    f.host = hp.host;
+    f.port = hp.port;
+    return f;
+  }
+  const std::string fabric = o.dataplane == "rtl" ? "/ina-rtlsim" : "/ina-switchd";
+  std::vector<std::string> args = {SelfDir() + fabric, "--bind", "127.0.0.1",
+                                   "--port",           "0",      "--engine",
+                                   o.engine,           "--seed", std::to_string(o.seed)};
+  for (const auto& [flag, p] :
+       {std::pair{"--drop-rate", o.drop_rate}, std::pair{"--dup-rate", o.dup_rate},
+        std::pair{"--reorder-rate", o.reorder_rate}}) {
+    if (p > 0) {
+      args.push_back(flag);
+      args.push_back(std::to_string(p));
+    }
+  }
+  auto p = Process::Start(args);
+  if (!p.ok())
+    return Status(p.status().code(), "starting " + args[0] + ": " + p.status().message());
+  f.process.emplace(std::move(*p));
+  // ina-switchd and ina-rtlsim announce themselves the same way.
+  auto line = f.process->WaitForLine("", std::chrono::seconds(60));
+  while (line.ok() && line->find(" listening on ") == std::string::npos) {
+    line = f.process->WaitForLine("", std::chrono::seconds(60));
+  }
+  if (!line.ok()) {
+    return Status(line.status().code(), "switch did not come up: " + line.status().ToString());
+  }
+  f.port = SplitHostPort(*line).port;
+  return f;
+}
+
+std::string StopFabric(const Options& o, Fabric& fabric) {
+  std::string counters = "{}";
+  if (!fabric.process) return counters;
+  // Let it see the workers' LEAVEs before it stops.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  (void)fabric.process->Stop(SIGTERM, std::chrono::seconds(10));
+  for (const auto& line : fabric.process->Drain(std::chrono::seconds(2))) {
+    const std::string key = "{\"switch_counters\": ";
+    if (line.rfind(key, 0) == 0) counters = line.substr(key.size(), line.size() - key.size() - 1);
+    if (line.rfind("{", 0) != 0) Say(o, "  switch: %s\n", line.c_str());
+  }
+  return counters;
+}
+
+void SharedRegion::Unlink() {
+  if (!path.empty()) unlink(path.c_str());
+}
+
+Result<SharedRegion> MakeSharedRegion(const Options& o) {
+  SharedRegion region;
+  const size_t map_bytes = MapBytes(o);
+  void* mem = MAP_FAILED;
+  if (!o.worker_netns.empty()) {
+    // A file the exec'd workers can map: they share the parent's filesystem, not its memory.
+    region.path = "/dev/shm/ina-bench-" + std::to_string(getpid()) + "-" + std::to_string(o.job);
+    int fd = open(region.path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(map_bytes)) != 0) {
+      const int err = errno;
+      if (fd >= 0) close(fd);
+      region.Unlink();
+      return ErrnoStatus(region.path, err);
+    }
+    mem = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    close(fd);
+  } else {
+    mem = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  }
+  if (mem == MAP_FAILED) {
+    const int err = errno;
+    region.Unlink();
+    return ErrnoStatus("mmap", err);
+  }
+  new (mem) Shared();
+  region.view = ViewOf(mem, o);
+  pthread_barrierattr_t battr;
+  pthread_barrierattr_init(&battr);
+  pthread_barrierattr_setpshared(&battr, PTHREAD_PROCESS_SHARED);
+  pthread_barrier_init(&region.view.shared->barrier, &battr, static_cast<unsigned>(o.workers));
+  return region;
+}
+
+Result<Reaped> RunWorkers(const Options& o, const Fabric& fabric, const SharedRegion& region,
+                          const std::string& store_dir) {
+  const bool multi_host = !o.worker_netns.empty();
+  struct sigaction stop_action = {};
+  stop_action.sa_handler = OnStopSignal;
+  sigaction(SIGINT, &stop_action, nullptr);
+  sigaction(SIGTERM, &stop_action, nullptr);
+  // Blocked before the first fork, so that no child's exit or stop signal is missed; the wait
+  // below takes them with sigtimedwait. Children get the old mask back.
+  sigset_t waited, old_mask;
+  sigemptyset(&waited);
+  sigaddset(&waited, SIGCHLD);
+  sigaddset(&waited, SIGINT);
+  sigaddset(&waited, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &waited, &old_mask);
+
+  std::vector<pid_t> kids;
+  for (int r = 0; r < o.workers; ++r) {
+    HostPort sw{fabric.host, fabric.port};
+    if (!o.worker_switch.empty()) sw = SplitHostPort(o.worker_switch[r]);
+    const std::string gloo_host = o.worker_addr.empty() ? "127.0.0.1" : o.worker_addr[r];
+    std::vector<std::string> argv;
+    if (multi_host) argv = WorkerArgv(o, r, sw.host, sw.port, gloo_host, region.path, store_dir);
+    std::vector<char*> cargv;
+    for (auto& a : argv) cargv.push_back(a.data());
+    cargv.push_back(nullptr);
+    const pid_t pid = fork();
+    if (pid == 0) {
+      signal(SIGINT, SIG_DFL);
+      signal(SIGTERM, SIG_DFL);
+      pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+      if (multi_host) {
+        execvp(cargv[0], cargv.data());
+        std::perror("ina-bench: exec ip netns exec");
+        _exit(127);
+      }
+      _exit(Worker(o, r, sw.host, sw.port, gloo_host, store_dir, region.view));
+    }
+    if (pid < 0) {
+      const int err = errno;
+      KillAndReap(kids);
+      pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+      return ErrnoStatus("fork", err);
+    }
+    kids.push_back(pid);
+  }
+
+  Reaped out;
+  out.exit_status.assign(o.workers, -1);
+  const auto deadline = Clock::now() + std::chrono::seconds(o.timeout_s);
+  auto kill_at = deadline;
+  std::vector<bool> alive(o.workers, true);
+  int running = o.workers;
+  bool killed = false;
+  while (running > 0) {
+    const auto now = Clock::now();
+    if (!killed && (out.stopped || now >= kill_at)) {
+      out.timed_out = !out.stopped;
+      out.after_failure = out.timed_out && kill_at < deadline;
+      for (int r = 0; r < o.workers; ++r) {
+        if (alive[r]) kill(kids[r], SIGKILL);
+      }
+      killed = true;
+    }
+    // After the kill, SIGKILLed children exit at once; the 1 s wait only bounds a lost signal.
+    const auto left = killed ? std::chrono::nanoseconds(std::chrono::seconds(1))
+                             : std::chrono::nanoseconds(kill_at - now);
+    timespec ts{static_cast<time_t>(left.count() / 1000000000),
+                static_cast<long>(left.count() % 1000000000)};
+    siginfo_t info;
+    const int sig = sigtimedwait(&waited, &info, &ts);
+    if (sig == SIGINT || sig == SIGTERM) {
+      out.stopped = true;  // the workers are killed at the top of the loop
+      continue;
+    }
+    // SIGCHLD (several exits may share one), a timeout or EINTR: reap whoever is done.
+    for (int r = 0; r < o.workers; ++r) {
+      int status;
+      if (!alive[r] || waitpid(kids[r], &status, WNOHANG) != kids[r]) continue;
+      alive[r] = false;
+      --running;
+      out.exit_status[r] = status;
+      // A failed worker leaves the others in a barrier: give them the communicator's progress
+      // timeout to report their own error, then stop them.
+      const bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+      if (failed && o.kill_rank < 0) {
+        kill_at = std::min(kill_at,
+                           Clock::now() + std::chrono::milliseconds(o.progress_timeout_ms + 2000));
+      }
+    }
+  }
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  return out;
+}
+
+}  // namespace ina::bench
