@@ -11,28 +11,21 @@
 
 #include "../ref/test_util.h"
 #include "differential.h"
-#include "targets.h"
 
 namespace ina::dp::fuzz {
 namespace {
 
-// Runs `check` on every file of corpus directory `dir`; returns how many.
-size_t Replay(const char* dir, std::string (*check)(const uint8_t*, size_t)) {
+TEST(FuzzReplay, Corpus) {
   size_t files = 0;
-  for (const auto& entry :
-       std::filesystem::directory_iterator(std::string(INA_FUZZ_CORPUS_DIR) + "/" + dir)) {
+  for (const auto& entry : std::filesystem::directory_iterator(INA_FUZZ_CORPUS_DIR)) {
     std::ifstream f(entry.path(), std::ios::binary);
     const std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)),
                                      std::istreambuf_iterator<char>());
-    EXPECT_EQ(check(bytes.data(), bytes.size()), "") << entry.path();
+    EXPECT_EQ(DifferentialCheck(bytes.data(), bytes.size()), "") << entry.path();
     ++files;
   }
-  return files;
+  EXPECT_GE(files, 3u);
 }
-
-TEST(FuzzReplay, Corpus) { EXPECT_GE(Replay("corpus", DifferentialCheck), 3u); }
-TEST(FuzzReplay, PacketCorpus) { EXPECT_GE(Replay("corpus_packet", PacketCheck), 10u); }
-TEST(FuzzReplay, ControlCorpus) { EXPECT_GE(Replay("corpus_control", ControlCheck), 10u); }
 
 // Appends a data packet for job 0/1 with small random fields, so most are near-valid.
 void AppendPacket(std::vector<uint8_t>& in, std::mt19937_64& rng) {
@@ -47,12 +40,7 @@ void AppendPacket(std::vector<uint8_t>& in, std::mt19937_64& rng) {
   proto::SetSlot(p.data(), rng() % 5);
   proto::SetGen(p.data(), static_cast<uint16_t>(rng() % 6 - 2));
   proto::SetCount(p.data(), rng() % 16 ? count : rng() % 300);
-  // Mostly offsets a slot can carry (s*K + n*W*K for the fuzzed K and W), so packets get past
-  // engine.h rule 10.
-  const uint32_t k = rng() % 2 ? 64 : 256;
-  proto::SetOffset(p.data(), rng() % 4 ? static_cast<uint32_t>(proto::GetSlot(p.data()) * k +
-                                                               (rng() % 3) * (1 + rng() % 4) * k)
-                                       : static_cast<uint32_t>(rng() % 3));
+  proto::SetOffset(p.data(), rng() % 3);
   if (rng() % 8 == 0) p.resize(rng() % (p.size() + 4));
   if (rng() % 8 == 0 && !p.empty()) p[rng() % p.size()] ^= 1u << (rng() % 8);
   in.push_back(static_cast<uint8_t>(p.size() >> 8));
@@ -62,6 +50,7 @@ void AppendPacket(std::vector<uint8_t>& in, std::mt19937_64& rng) {
 
 TEST(FuzzReplay, RandomInputs) {
   const uint64_t seed = dp::testing::TestSeed();
+  std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(seed));
   std::mt19937_64 rng(seed);
   for (int i = 0; i < 3000 && !HasFailure(); ++i) {
     std::vector<uint8_t> in(4);
