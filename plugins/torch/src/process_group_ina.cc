@@ -1,0 +1,561 @@
+#include "process_group_ina.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <sstream>
+#include <string_view>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
+#include "ina/base/status.h"
+
+namespace ina::torch_backend {
+namespace {
+
+using ina::host::CommConfig;
+using ina::host::Communicator;
+
+constexpr char kFabricKey[] = "ina/fabric";
+constexpr char kRecoverKey[] = "ina/recover";
+
+std::string StoreString(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
+std::vector<uint8_t> StoreBytes(const std::string& s) {
+  return std::vector<uint8_t>(s.begin(), s.end());
+}
+
+// The job id this group uses on the fabric.
+// TODO(#7): ina::host::AllocateJobId (host/include/ina/host/job_alloc.h) once it lands on main:
+// until then a random id from the same range [32768, 65535], unique with high probability.
+Result<uint16_t> AllocateJob(const CommConfig& config) {
+  std::random_device rd;
+  return static_cast<uint16_t>(32768 + rd() % 32768);
+}
+
+bool FabricDtype(at::ScalarType t) {
+  return t == at::kFloat || t == at::kInt || t == at::kHalf || t == at::kBFloat16 ||
+         t == at::kDouble;
+}
+
+std::string OpName(uint8_t op) {
+  switch (op) {
+    case c10d::ReduceOp::SUM:
+      return "SUM";
+    case c10d::ReduceOp::AVG:
+      return "AVG";
+    case c10d::ReduceOp::PRODUCT:
+      return "PRODUCT";
+    case c10d::ReduceOp::MIN:
+      return "MIN";
+    case c10d::ReduceOp::MAX:
+      return "MAX";
+    case c10d::ReduceOp::BAND:
+      return "BAND";
+    case c10d::ReduceOp::BOR:
+      return "BOR";
+    case c10d::ReduceOp::BXOR:
+      return "BXOR";
+    case c10d::ReduceOp::PREMUL_SUM:
+      return "PREMUL_SUM";
+    default:
+      return "op" + std::to_string(op);
+  }
+}
+
+std::exception_ptr MakeError(const std::string& what) {
+  try {
+    TORCH_CHECK(false, what);
+  } catch (...) {
+    return std::current_exception();
+  }
+  return nullptr;
+}
+
+int EnvFallback() {
+  const char* v = std::getenv("INA_FALLBACK");
+  if (v == nullptr) return 1;
+  const std::string_view s(v);
+  if (s == "off" || s == "0" || s == "false" || s == "no") return 0;
+  if (s == "on" || s == "1" || s == "true" || s == "yes" || s.empty()) return 1;
+  TORCH_CHECK(false, "ina: INA_FALLBACK must be on or off, got '", s, "'");
+  return 1;
+}
+
+// In-place AVG after the sum: float division, int32 truncating toward zero (as NCCL's).
+void DivideByWorld(at::Tensor& t, int world) {
+  if (t.scalar_type() == at::kInt) {
+    t.div_(world, "trunc");
+  } else {
+    t.div_(world);
+  }
+}
+
+}  // namespace
+
+InaWork::InaWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
+    : c10d::Work(rank, type),
+      outputs_(std::move(outputs)),
+      future_(
+          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+}
+
+void InaWork::Complete(std::exception_ptr error) {
+  if (error) {
+    finish(error);
+    future_->setError(error);
+  } else {
+    finish();
+    future_->markCompleted(c10::IValue(outputs_));
+  }
+}
+
+ProcessGroupIna::ProcessGroupIna(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                 std::chrono::milliseconds timeout, BackendOptions options)
+    : c10d::ProcessGroup(rank, size), store_(store), timeout_(timeout) {
+  fallback_ = options.fallback >= 0 ? options.fallback != 0 : EnvFallback() != 0;
+  auto make_gloo = [&](const std::string& prefix) {
+    auto o = c10d::ProcessGroupGloo::Options::create(timeout);
+    if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
+      o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+    } else {
+      o->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    }
+    o->threads = 2;
+    return c10::make_intrusive<c10d::ProcessGroupGloo>(
+        c10::make_intrusive<c10d::PrefixStore>(prefix, store), rank, size, o);
+  };
+  gloo_ = make_gloo("ina/gloo");
+  recovery_ = make_gloo("ina/gloo_recovery");
+  InitFabric(options);
+  thread_ = std::thread([this] { Loop(); });
+  init();
+}
+
+void ProcessGroupIna::InitFabric(const BackendOptions& options) {
+  auto config = CommConfig::FromEnv(CommConfig{});
+  TORCH_CHECK(config.ok(), "ina: ", config.status().ToString());
+  CommConfig c = *config;
+  if (!options.switch_addr.empty()) {
+    const auto colon = options.switch_addr.rfind(':');
+    TORCH_CHECK(colon != std::string::npos && colon > 0,
+                "ina: switch option must be host:port, got '", options.switch_addr, "'");
+    c.switch_host = options.switch_addr.substr(0, colon);
+    const int port = std::atoi(options.switch_addr.c_str() + colon + 1);
+    TORCH_CHECK(port > 0 && port < 65536, "ina: bad port in switch option '", options.switch_addr,
+                "'");
+    c.switch_port = static_cast<uint16_t>(port);
+  }
+  if (options.progress_timeout_ms >= 0) c.progress_timeout_ms = options.progress_timeout_ms;
+  if (options.join_timeout_ms >= 0) c.join_timeout_ms = options.join_timeout_ms;
+  if (options.k >= 0) c.k = static_cast<uint16_t>(options.k);
+  if (options.window >= 0) c.window = static_cast<uint16_t>(options.window);
+  c.world_size = static_cast<uint16_t>(size_);
+  c.rank = static_cast<uint16_t>(rank_);
+
+  // Rank 0 allocates the job and publishes it with the fabric's parameters.
+  if (rank_ == 0) {
+    std::string value;
+    if (Status st = c.Validate(); !st.ok()) {
+      value = "none " + st.ToString();
+    } else if (auto job = AllocateJob(c); !job.ok()) {
+      value = "none fabric at " + c.switch_host + ":" + std::to_string(c.switch_port) + ": " +
+              job.status().ToString();
+    } else {
+      std::ostringstream os;
+      os << "ok " << *job << ' ' << c.switch_host << ' ' << c.switch_port << ' ' << c.k << ' '
+         << c.window;
+      value = os.str();
+    }
+    store_->set(kFabricKey, StoreBytes(value));
+  }
+  const std::string published = StoreString(store_->get(kFabricKey));
+  std::string why;
+  if (published.rfind("ok ", 0) == 0) {
+    std::istringstream is(published.substr(3));
+    int job = 0, port = 0, k = 0, window = 0;
+    std::string host;
+    is >> job >> host >> port >> k >> window;
+    TORCH_CHECK(!is.fail(), "ina: malformed store entry ", kFabricKey, ": '", published, "'");
+    c.job_id = static_cast<uint16_t>(job);
+    c.switch_host = host;
+    c.switch_port = static_cast<uint16_t>(port);
+    c.k = static_cast<uint16_t>(k);
+    c.window = static_cast<uint16_t>(window);
+    auto comm = Communicator::Create(c);
+    const std::string mine = comm.ok() ? "ok" : comm.status().ToString();
+    store_->set("ina/join/" + std::to_string(rank_), StoreBytes(mine));
+    for (int r = 0; r < size_ && why.empty(); ++r) {
+      const std::string s = StoreString(store_->get("ina/join/" + std::to_string(r)));
+      if (s != "ok") {
+        why = "rank " + std::to_string(r) + " could not join job " + std::to_string(job) +
+              " on the fabric at " + host + ":" + std::to_string(port) + ": " + s;
+      }
+    }
+    if (why.empty()) {
+      comm_ = std::move(*comm);
+      job_id_ = job;
+      fabric_status_ = "active job=" + std::to_string(job) + " " + comm_->config().ToString();
+      return;
+    }
+  } else {
+    why = published.substr(published.find(' ') + 1);
+  }
+  fabric_status_ = "not used: " + why;
+  TORCH_CHECK(fallback_, "ina: rank ", rank_, ": ", why, " (INA_FALLBACK=off)");
+  std::fprintf(stderr,
+               "ina_torch: rank %d: WARNING: %s; every collective goes through Gloo "
+               "(INA_FALLBACK=off makes this an error)\n",
+               rank_, why.c_str());
+}
+
+ProcessGroupIna::~ProcessGroupIna() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stop_ = true;
+  }
+  queue_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(state_mu_);
+  comm_.reset();
+}
+
+bool ProcessGroupIna::fabric_active() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  return comm_ != nullptr;
+}
+int ProcessGroupIna::job_id() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  return job_id_;
+}
+std::string ProcessGroupIna::fabric_status() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  return fabric_status_;
+}
+int64_t ProcessGroupIna::fabric_calls() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  return fabric_calls_;
+}
+
+void ProcessGroupIna::Enqueue(Task task) {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    queue_.push_back(std::move(task));
+  }
+  queue_cv_.notify_one();
+}
+
+void ProcessGroupIna::Loop() {
+  for (;;) {
+    Task task;
+    {
+      std::unique_lock<std::mutex> lock(queue_mu_);
+      queue_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop_ and drained
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    task();
+  }
+}
+
+void ProcessGroupIna::LogOnce(const std::string& kind, const std::string& why) {
+  std::lock_guard<std::mutex> lock(log_mu_);
+  if (!logged_.insert(kind).second) return;
+  std::fprintf(stderr, "ina_torch: rank %d: %s not through the fabric, because %s\n", rank_,
+               kind.c_str(), why.c_str());
+}
+
+void ProcessGroupIna::WaitGloo(const c10::intrusive_ptr<c10d::Work>& work) {
+  auto next_check = std::chrono::steady_clock::now();
+  while (!work->isCompleted()) {
+    bool active;
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      active = comm_ != nullptr;
+    }
+    if (!active) break;
+    if (std::chrono::steady_clock::now() >= next_check) {
+      if (store_->check({kRecoverKey})) {
+        Recover(fabric_calls_, nullptr, "another rank's fabric call failed");
+        break;
+      }
+      next_check = std::chrono::steady_clock::now() + std::chrono::milliseconds(10);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  work->wait();
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::ViaGloo(
+    c10d::OpType type, const std::string& kind, const std::string& why,
+    std::vector<at::Tensor> outputs, std::function<c10::intrusive_ptr<c10d::Work>()> issue) {
+  LogOnce(kind, why);
+  auto work = c10::make_intrusive<InaWork>(rank_, type, std::move(outputs));
+  Enqueue([this, work, issue = std::move(issue)] {
+    try {
+      WaitGloo(issue());
+      work->Complete(nullptr);
+    } catch (...) {
+      work->Complete(std::current_exception());
+    }
+  });
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::allreduce(std::vector<at::Tensor>& tensors,
+                                                          const c10d::AllreduceOptions& opts) {
+  TORCH_CHECK(!tensors.empty(), "ina: allreduce of an empty tensor list");
+  const auto op = opts.reduceOp.op_;
+  std::string why;
+  const at::Tensor& t0 = tensors[0];
+  if (op != c10d::ReduceOp::SUM && op != c10d::ReduceOp::AVG) {
+    why = "the fabric sums (op " + OpName(op) + ")";
+  } else if (!FabricDtype(t0.scalar_type())) {
+    why = std::string(
+              "the fabric takes float32/int32 (and float16/bfloat16/float64 through "
+              "float32), not ") +
+          std::string(c10::toString(t0.scalar_type()));
+  } else if (!t0.device().is_cpu()) {
+    why = "the fabric path takes CPU tensors";
+  } else if (t0.is_sparse()) {
+    why = "sparse tensors are not summed by the fabric";
+  }
+  for (const auto& t : tensors) {
+    TORCH_CHECK(t.scalar_type() == t0.scalar_type() && t.sizes() == t0.sizes() &&
+                    t.device() == t0.device() && t.layout() == t0.layout(),
+                "ina: allreduce: every tensor of the list must have the same type and size");
+  }
+  if (!why.empty()) {
+    const std::string kind =
+        "allreduce " + OpName(op) + " " + std::string(c10::toString(t0.scalar_type()));
+    return ViaGloo(c10d::OpType::ALLREDUCE, kind, why, tensors,
+                   [this, tensors, opts]() mutable { return gloo_->allreduce(tensors, opts); });
+  }
+  auto work = c10::make_intrusive<InaWork>(rank_, c10d::OpType::ALLREDUCE, tensors);
+  Enqueue(
+      [this, work, tensors, avg = op == c10d::ReduceOp::AVG] { RunAllreduce(work, tensors, avg); });
+  return work;
+}
+
+void ProcessGroupIna::RunAllreduce(const c10::intrusive_ptr<InaWork>& work,
+                                   std::vector<at::Tensor> tensors, bool avg) {
+  try {
+    const bool is_int = tensors[0].scalar_type() == at::kInt;
+    // The staging buffer: contiguous float32/int32, the list summed locally (as Gloo sums a
+    // list). A copy, so the caller's tensors stay untouched until the call succeeded.
+    at::Tensor staging = tensors[0].to(is_int ? at::kInt : at::kFloat, /*non_blocking=*/false,
+                                       /*copy=*/true, at::MemoryFormat::Contiguous);
+    for (size_t i = 1; i < tensors.size(); ++i) staging.add_(tensors[i]);
+    staging = staging.contiguous();
+    auto write_back = [&] {
+      if (avg) DivideByWorld(staging, size_);
+      for (auto& t : tensors) t.copy_(staging);
+    };
+
+    bool fabric;
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      fabric = comm_ != nullptr;
+      if (failed_hard_) {
+        work->Complete(MakeError(hard_error_));
+        return;
+      }
+    }
+    if (fabric) {
+      const size_t n = static_cast<size_t>(staging.numel());
+      Status st = is_int ? comm_->AllReduce(std::span<int32_t>(staging.data_ptr<int32_t>(), n))
+                         : comm_->AllReduce(std::span<float>(staging.data_ptr<float>(), n));
+      if (st.ok()) {
+        {
+          std::lock_guard<std::mutex> lock(state_mu_);
+          ++fabric_calls_;
+          last_result_ = staging.clone();
+        }
+        write_back();
+        work->Complete(nullptr);
+        return;
+      }
+      const std::string why = "fabric all-reduce call " + std::to_string(fabric_calls_) + " (job " +
+                              std::to_string(job_id_) + ") failed: " + st.ToString();
+      if (!fallback_) {
+        std::lock_guard<std::mutex> lock(state_mu_);
+        failed_hard_ = true;
+        hard_error_ = "ina: rank " + std::to_string(rank_) + ": " + why + " (INA_FALLBACK=off)";
+        work->Complete(MakeError(hard_error_));
+        return;
+      }
+      if (Recover(fabric_calls_, &staging, why)) {
+        write_back();
+        work->Complete(nullptr);
+        return;
+      }
+      // Redone on Gloo from the caller's untouched input.
+      staging =
+          tensors[0].to(is_int ? at::kInt : at::kFloat, false, true, at::MemoryFormat::Contiguous);
+      for (size_t i = 1; i < tensors.size(); ++i) staging.add_(tensors[i]);
+    } else {
+      LogOnce("allreduce", fabric_status_);
+    }
+    std::vector<at::Tensor> v{staging};
+    c10d::AllreduceOptions sum;
+    sum.reduceOp = c10d::ReduceOp::SUM;
+    WaitGloo(gloo_->allreduce(v, sum));
+    write_back();
+    work->Complete(nullptr);
+  } catch (...) {
+    work->Complete(std::current_exception());
+  }
+}
+
+bool ProcessGroupIna::Recover(int64_t failed_call, at::Tensor* staging, const std::string& why) {
+  std::fprintf(stderr,
+               "ina_torch: rank %d: WARNING: %s; recovering and continuing on Gloo for good "
+               "(INA_FALLBACK=off makes this an error)\n",
+               rank_, why.c_str());
+  std::unique_ptr<Communicator> comm;
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    comm = std::move(comm_);
+    fabric_status_ = "not used since call " + std::to_string(failed_call) + ": " + why;
+  }
+  comm.reset();  // LEAVE: a peer still in a fabric call fails at once (job aborted)
+  store_->set(kRecoverKey, StoreBytes(std::to_string(rank_)));
+
+  std::vector<at::Tensor> in{at::full({1}, failed_call, at::kLong)};
+  std::vector<std::vector<at::Tensor>> out(1);
+  for (int r = 0; r < size_; ++r) out[0].push_back(at::empty({1}, at::kLong));
+  recovery_->allgather(out, in)->wait();
+  int64_t lowest = failed_call;
+  for (const auto& t : out[0]) lowest = std::min(lowest, t.item<int64_t>());
+  int root = -1;
+  for (int r = 0; r < size_ && root < 0; ++r) {
+    if (out[0][r].item<int64_t>() == lowest + 1) root = r;
+  }
+  std::fprintf(stderr,
+               "ina_torch: rank %d: recovery: first failed fabric call %lld on this rank, %lld "
+               "on all; %s\n",
+               rank_, static_cast<long long>(failed_call), static_cast<long long>(lowest),
+               root >= 0 ? ("rank " + std::to_string(root) + " hands over its result").c_str()
+                         : "the call is redone on Gloo");
+  if (root < 0) return false;
+  at::Tensor buf = failed_call == lowest ? *staging : last_result_;
+  TORCH_CHECK(buf.defined(), "ina: recovery: no result of fabric call ", lowest, " on rank ",
+              rank_);
+  std::vector<at::Tensor> b{buf};
+  c10d::BroadcastOptions bo;
+  bo.rootRank = root;
+  recovery_->broadcast(b, bo)->wait();
+  return failed_call == lowest;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  return ViaGloo(
+      c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", "it is not wired yet", tensors,
+      [this, tensors, opts]() mutable { return gloo_->allreduce_coalesced(tensors, opts); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::broadcast(std::vector<at::Tensor>& tensors,
+                                                          const c10d::BroadcastOptions& opts) {
+  return ViaGloo(c10d::OpType::BROADCAST, "broadcast", "the fabric only sums", tensors,
+                 [this, tensors, opts]() mutable { return gloo_->broadcast(tensors, opts); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::reduce(std::vector<at::Tensor>& tensors,
+                                                       const c10d::ReduceOptions& opts) {
+  return ViaGloo(c10d::OpType::REDUCE, "reduce",
+                 "the fabric all-reduces, it does not reduce to a root", tensors,
+                 [this, tensors, opts]() mutable { return gloo_->reduce(tensors, opts); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::allgather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  std::vector<at::Tensor> flat;
+  for (const auto& v : outputs) flat.insert(flat.end(), v.begin(), v.end());
+  return ViaGloo(
+      c10d::OpType::ALLGATHER, "allgather", "the fabric only sums", flat,
+      [this, outputs, inputs, opts]() mutable { return gloo_->allgather(outputs, inputs, opts); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::_allgather_base(
+    at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
+  return ViaGloo(c10d::OpType::_ALLGATHER_BASE, "_allgather_base", "the fabric only sums", {output},
+                 [this, output, input, opts]() mutable {
+                   return gloo_->_allgather_base(output, input, opts);
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  std::vector<at::Tensor> flat;
+  for (const auto& v : outputs) flat.insert(flat.end(), v.begin(), v.end());
+  return ViaGloo(c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced", "the fabric only sums",
+                 flat, [this, outputs, inputs, opts]() mutable {
+                   return gloo_->allgather_coalesced(outputs, inputs, opts);
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::gather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::GatherOptions& opts) {
+  std::vector<at::Tensor> flat;
+  for (const auto& v : outputs) flat.insert(flat.end(), v.begin(), v.end());
+  return ViaGloo(
+      c10d::OpType::GATHER, "gather", "the fabric only sums", flat,
+      [this, outputs, inputs, opts]() mutable { return gloo_->gather(outputs, inputs, opts); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ScatterOptions& opts) {
+  return ViaGloo(
+      c10d::OpType::SCATTER, "scatter", "the fabric only sums", outputs,
+      [this, outputs, inputs, opts]() mutable { return gloo_->scatter(outputs, inputs, opts); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::reduce_scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  return ViaGloo(c10d::OpType::REDUCE_SCATTER, "reduce_scatter",
+                 "the fabric all-reduces whole tensors", outputs,
+                 [this, outputs, inputs, opts]() mutable {
+                   return gloo_->reduce_scatter(outputs, inputs, opts);
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::alltoall_base(
+    at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_split_sizes,
+    std::vector<int64_t>& input_split_sizes, const c10d::AllToAllOptions& opts) {
+  return ViaGloo(c10d::OpType::ALLTOALL_BASE, "alltoall", "the fabric only sums", {output},
+                 [this, output, input, output_split_sizes, input_split_sizes, opts]() mutable {
+                   return gloo_->alltoall_base(output, input, output_split_sizes, input_split_sizes,
+                                               opts);
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::barrier(const c10d::BarrierOptions& opts) {
+  return ViaGloo(c10d::OpType::BARRIER, "barrier", "it carries no data", {},
+                 [this, opts]() mutable { return gloo_->barrier(opts); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::send(std::vector<at::Tensor>& tensors, int dst_rank,
+                                                     int tag) {
+  LogOnce("send", "point-to-point traffic goes to Gloo directly");
+  return gloo_->send(tensors, dst_rank, tag);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::recv(std::vector<at::Tensor>& tensors, int src_rank,
+                                                     int tag) {
+  LogOnce("recv", "point-to-point traffic goes to Gloo directly");
+  return gloo_->recv(tensors, src_rank, tag);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::recvAnysource(std::vector<at::Tensor>& tensors,
+                                                              int tag) {
+  LogOnce("recv", "point-to-point traffic goes to Gloo directly");
+  return gloo_->recvAnysource(tensors, tag);
+}
+
+}  // namespace ina::torch_backend
