@@ -62,15 +62,6 @@ std::string OpName(uint8_t op) {
   }
 }
 
-std::exception_ptr MakeError(const std::string& what) {
-  try {
-    TORCH_CHECK(false, what);
-  } catch (...) {
-    return std::current_exception();
-  }
-  return nullptr;
-}
-
 int EnvFallback() {
   const char* v = std::getenv("INA_FALLBACK");
   if (v == nullptr) return 1;
@@ -79,6 +70,20 @@ int EnvFallback() {
   if (s == "on" || s == "1" || s == "true" || s == "yes" || s.empty()) return 1;
   TORCH_CHECK(false, "ina: INA_FALLBACK must be on or off, got '", s, "'");
   return 1;
+}
+
+// Why an all-reduce of tensors like `t` with `op` cannot go through the fabric; empty if it can.
+std::string FabricRefusal(const at::Tensor& t, uint8_t op) {
+  if (op != c10d::ReduceOp::SUM && op != c10d::ReduceOp::AVG) {
+    return "the fabric sums (op " + OpName(op) + ")";
+  }
+  if (!FabricDtype(t.scalar_type())) {
+    return "the fabric takes float32/int32 (and float16/bfloat16/float64 through float32), not " +
+           std::string(c10::toString(t.scalar_type()));
+  }
+  if (!t.device().is_cpu()) return "the fabric path takes CPU tensors";
+  if (t.layout() != at::kStrided) return "the fabric sums dense tensors only";
+  return "";
 }
 
 // In-place AVG after the sum: float division, int32 truncating toward zero (as NCCL's).
@@ -305,106 +310,98 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupIna::ViaGloo(
 c10::intrusive_ptr<c10d::Work> ProcessGroupIna::allreduce(std::vector<at::Tensor>& tensors,
                                                           const c10d::AllreduceOptions& opts) {
   TORCH_CHECK(!tensors.empty(), "ina: allreduce of an empty tensor list");
-  const auto op = opts.reduceOp.op_;
-  std::string why;
   const at::Tensor& t0 = tensors[0];
-  if (op != c10d::ReduceOp::SUM && op != c10d::ReduceOp::AVG) {
-    why = "the fabric sums (op " + OpName(op) + ")";
-  } else if (!FabricDtype(t0.scalar_type())) {
-    why = std::string(
-              "the fabric takes float32/int32 (and float16/bfloat16/float64 through "
-              "float32), not ") +
-          std::string(c10::toString(t0.scalar_type()));
-  } else if (!t0.device().is_cpu()) {
-    why = "the fabric path takes CPU tensors";
-  } else if (t0.is_sparse()) {
-    why = "sparse tensors are not summed by the fabric";
-  }
   for (const auto& t : tensors) {
     TORCH_CHECK(t.scalar_type() == t0.scalar_type() && t.sizes() == t0.sizes() &&
                     t.device() == t0.device() && t.layout() == t0.layout(),
                 "ina: allreduce: every tensor of the list must have the same type and size");
   }
+  const std::string why = FabricRefusal(t0, opts.reduceOp.op_);
   if (!why.empty()) {
-    const std::string kind =
-        "allreduce " + OpName(op) + " " + std::string(c10::toString(t0.scalar_type()));
-    return ViaGloo(c10d::OpType::ALLREDUCE, kind, why, tensors,
-                   [this, tensors, opts]() mutable { return gloo_->allreduce(tensors, opts); });
+    LogOnce("allreduce " + OpName(opts.reduceOp.op_) + " " +
+                std::string(c10::toString(t0.scalar_type())),
+            why);
   }
   auto work = c10::make_intrusive<InaWork>(rank_, c10d::OpType::ALLREDUCE, tensors);
-  Enqueue(
-      [this, work, tensors, avg = op == c10d::ReduceOp::AVG] { RunAllreduce(work, tensors, avg); });
+  Enqueue([this, work, tensors, opts, fabric = why.empty()]() mutable {
+    try {
+      AllreduceNow(tensors, opts, fabric);
+      work->Complete(nullptr);
+    } catch (...) {
+      work->Complete(std::current_exception());
+    }
+  });
   return work;
 }
 
-void ProcessGroupIna::RunAllreduce(const c10::intrusive_ptr<InaWork>& work,
-                                   std::vector<at::Tensor> tensors, bool avg) {
-  try {
-    const bool is_int = tensors[0].scalar_type() == at::kInt;
-    // The staging buffer: contiguous float32/int32, the list summed locally (as Gloo sums a
-    // list). A copy, so the caller's tensors stay untouched until the call succeeded.
-    at::Tensor staging = tensors[0].to(is_int ? at::kInt : at::kFloat, /*non_blocking=*/false,
-                                       /*copy=*/true, at::MemoryFormat::Contiguous);
-    for (size_t i = 1; i < tensors.size(); ++i) staging.add_(tensors[i]);
-    staging = staging.contiguous();
-    auto write_back = [&] {
-      if (avg) DivideByWorld(staging, size_);
-      for (auto& t : tensors) t.copy_(staging);
-    };
+void ProcessGroupIna::AllreduceNow(std::vector<at::Tensor>& tensors,
+                                   const c10d::AllreduceOptions& opts, bool fabric_capable) {
+  if (!fabric_capable) {
+    WaitGloo(gloo_->allreduce(tensors, opts));
+    return;
+  }
+  const bool avg = opts.reduceOp.op_ == c10d::ReduceOp::AVG;
+  const bool is_int = tensors[0].scalar_type() == at::kInt;
+  // The staging buffer: contiguous float32/int32, the list summed locally (as Gloo sums a list).
+  // A copy, so the caller's tensors stay untouched until the call succeeded.
+  auto make_staging = [&] {
+    at::Tensor s = tensors[0].to(is_int ? at::kInt : at::kFloat, /*non_blocking=*/false,
+                                 /*copy=*/true, at::MemoryFormat::Contiguous);
+    for (size_t i = 1; i < tensors.size(); ++i) s.add_(tensors[i]);
+    return s.contiguous();
+  };
+  at::Tensor staging = make_staging();
+  auto write_back = [&] {
+    if (avg) DivideByWorld(staging, size_);
+    for (auto& t : tensors) t.copy_(staging);
+  };
 
-    bool fabric;
-    {
-      std::lock_guard<std::mutex> lock(state_mu_);
-      fabric = comm_ != nullptr;
-      if (failed_hard_) {
-        work->Complete(MakeError(hard_error_));
-        return;
+  bool fabric;
+  std::string status;
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    TORCH_CHECK(!failed_hard_, hard_error_);
+    fabric = comm_ != nullptr;
+    status = fabric_status_;
+  }
+  if (fabric) {
+    const size_t n = static_cast<size_t>(staging.numel());
+    Status st = is_int ? comm_->AllReduce(std::span<int32_t>(staging.data_ptr<int32_t>(), n))
+                       : comm_->AllReduce(std::span<float>(staging.data_ptr<float>(), n));
+    if (st.ok()) {
+      {
+        std::lock_guard<std::mutex> lock(state_mu_);
+        ++fabric_calls_;
+        last_result_ = staging.clone();
       }
+      write_back();
+      return;
     }
-    if (fabric) {
-      const size_t n = static_cast<size_t>(staging.numel());
-      Status st = is_int ? comm_->AllReduce(std::span<int32_t>(staging.data_ptr<int32_t>(), n))
-                         : comm_->AllReduce(std::span<float>(staging.data_ptr<float>(), n));
-      if (st.ok()) {
-        {
-          std::lock_guard<std::mutex> lock(state_mu_);
-          ++fabric_calls_;
-          last_result_ = staging.clone();
-        }
-        write_back();
-        work->Complete(nullptr);
-        return;
-      }
-      const std::string why = "fabric all-reduce call " + std::to_string(fabric_calls_) + " (job " +
-                              std::to_string(job_id_) + ") failed: " + st.ToString();
-      if (!fallback_) {
+    const std::string why = "fabric all-reduce call " + std::to_string(fabric_calls_) + " (job " +
+                            std::to_string(job_id_) + ") failed: " + st.ToString();
+    if (!fallback_) {
+      std::string error;
+      {
         std::lock_guard<std::mutex> lock(state_mu_);
         failed_hard_ = true;
         hard_error_ = "ina: rank " + std::to_string(rank_) + ": " + why + " (INA_FALLBACK=off)";
-        work->Complete(MakeError(hard_error_));
-        return;
+        error = hard_error_;
       }
-      if (Recover(fabric_calls_, &staging, why)) {
-        write_back();
-        work->Complete(nullptr);
-        return;
-      }
-      // Redone on Gloo from the caller's untouched input.
-      staging =
-          tensors[0].to(is_int ? at::kInt : at::kFloat, false, true, at::MemoryFormat::Contiguous);
-      for (size_t i = 1; i < tensors.size(); ++i) staging.add_(tensors[i]);
-    } else {
-      LogOnce("allreduce", fabric_status_);
+      TORCH_CHECK(false, error);
     }
-    std::vector<at::Tensor> v{staging};
-    c10d::AllreduceOptions sum;
-    sum.reduceOp = c10d::ReduceOp::SUM;
-    WaitGloo(gloo_->allreduce(v, sum));
-    write_back();
-    work->Complete(nullptr);
-  } catch (...) {
-    work->Complete(std::current_exception());
+    if (Recover(fabric_calls_, &staging, why)) {
+      write_back();
+      return;
+    }
+    staging = make_staging();  // redone on Gloo from the caller's untouched input
+  } else {
+    LogOnce("allreduce SUM/AVG", status);
   }
+  std::vector<at::Tensor> v{staging};
+  c10d::AllreduceOptions sum;
+  sum.reduceOp = c10d::ReduceOp::SUM;
+  WaitGloo(gloo_->allreduce(v, sum));
+  write_back();
 }
 
 bool ProcessGroupIna::Recover(int64_t failed_call, at::Tensor* staging, const std::string& why) {
@@ -480,9 +477,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupIna::allgather(
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupIna::_allgather_base(
     at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
+  // Gloo (1.13) has no _allgather_base: an allgather into views of the output.
+  TORCH_CHECK(output.is_contiguous() && output.scalar_type() == input.scalar_type() &&
+                  output.numel() == input.numel() * size_,
+              "ina: _allgather_base: the output must be contiguous, of the input's type, with "
+              "world size x its elements");
+  std::vector<std::vector<at::Tensor>> views(1);
+  for (int r = 0; r < size_; ++r) {
+    views[0].push_back(
+        output.view({-1}).narrow(0, r * input.numel(), input.numel()).view(input.sizes()));
+  }
   return ViaGloo(c10d::OpType::_ALLGATHER_BASE, "_allgather_base", "the fabric only sums", {output},
-                 [this, output, input, opts]() mutable {
-                   return gloo_->_allgather_base(output, input, opts);
+                 [this, views, input, opts]() mutable {
+                   std::vector<at::Tensor> in{input};
+                   return gloo_->allgather(views, in, opts);
                  });
 }
 
@@ -518,11 +526,44 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupIna::scatter(
 c10::intrusive_ptr<c10d::Work> ProcessGroupIna::reduce_scatter(
     std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
     const c10d::ReduceScatterOptions& opts) {
-  return ViaGloo(c10d::OpType::REDUCE_SCATTER, "reduce_scatter",
-                 "the fabric all-reduces whole tensors", outputs,
-                 [this, outputs, inputs, opts]() mutable {
-                   return gloo_->reduce_scatter(outputs, inputs, opts);
-                 });
+  TORCH_CHECK(outputs.size() == 1 && inputs.size() == 1,
+              "ina: reduce_scatter takes one output tensor and one input list");
+  TORCH_CHECK(static_cast<int>(inputs[0].size()) == size_,
+              "ina: reduce_scatter: the input list "
+              "must hold one tensor per rank (",
+              size_, "), got ", inputs[0].size());
+  const at::Tensor& out = outputs[0];
+  for (const auto& t : inputs[0]) {
+    TORCH_CHECK(t.scalar_type() == out.scalar_type() && t.numel() == out.numel() &&
+                    t.device() == out.device(),
+                "ina: reduce_scatter: every input must have the output's type and size");
+  }
+  // Gloo (1.13) has no reduce_scatter: it is an all-reduce of the concatenated inputs, of which
+  // each rank keeps its part; through the fabric where the all-reduce can go there.
+  const std::string why = FabricRefusal(out, opts.reduceOp.op_);
+  LogOnce("reduce_scatter", why.empty() ? std::string("it is a fabric all-reduce of the "
+                                                      "concatenated inputs")
+                                        : why +
+                                              "; done as a Gloo all-reduce of the concatenated "
+                                              "inputs");
+  auto work = c10::make_intrusive<InaWork>(rank_, c10d::OpType::REDUCE_SCATTER, outputs);
+  Enqueue([this, work, outputs, inputs, opts, fabric = why.empty()]() mutable {
+    try {
+      std::vector<at::Tensor> parts;
+      for (const auto& t : inputs[0]) parts.push_back(t.reshape({-1}));
+      std::vector<at::Tensor> flat{at::cat(parts)};
+      c10d::AllreduceOptions ao;
+      ao.reduceOp = opts.reduceOp;
+      ao.timeout = opts.timeout;
+      AllreduceNow(flat, ao, fabric);
+      const int64_t n = outputs[0].numel();
+      outputs[0].copy_(flat[0].narrow(0, rank_ * n, n).view(outputs[0].sizes()));
+      work->Complete(nullptr);
+    } catch (...) {
+      work->Complete(std::current_exception());
+    }
+  });
+  return work;
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupIna::alltoall_base(

@@ -145,8 +145,10 @@ class ProcessGroupIna : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> ViaGloo(c10d::OpType type, const std::string& kind,
                                          const std::string& why, std::vector<at::Tensor> outputs,
                                          std::function<c10::intrusive_ptr<c10d::Work>()> issue);
-  void RunAllreduce(const c10::intrusive_ptr<InaWork>& work, std::vector<at::Tensor> tensors,
-                    bool avg);
+  // Runs one all-reduce on the backend thread (fabric, or Gloo when !fabric_capable or the
+  // fabric is not in use) and writes the result into `tensors`. Throws c10::Error.
+  void AllreduceNow(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts,
+                    bool fabric_capable);
   // The recovery protocol of the header comment. `failed_call` is this rank's f_r; `staging` its
   // staging buffer of call f_r when it failed that call, else nullptr. Returns true when this
   // rank took call f_r's result from another rank (into *staging).

@@ -53,6 +53,7 @@ class Switch:
         if self.proc.poll() is None:
             self.proc.kill()
         self.proc.wait(timeout=10)
+        self.proc.stdout.close()
 
     def __enter__(self):
         return self
