@@ -60,3 +60,67 @@ class Switch:
 
     def __exit__(self, *exc):
         self.kill()
+
+
+class Relay:
+    """A UDP relay between the workers and a switch, on 127.0.0.1 (ephemeral port): one upstream
+    socket per worker, so the switch sees each worker as its own peer. `cut_results_to(rank)`
+    drops every packet from the switch to that rank from then on (its packets still reach the
+    switch), which is how a test makes one rank miss the results of a call the others complete.
+    Ranks are learnt from the rank field (bytes 8-9, big-endian) of each worker's first packet."""
+
+    def __init__(self, switch_addr):
+        import select
+        self._select = select
+        host, port = switch_addr.rsplit(":", 1)
+        self.upstream_addr = (host, int(port))
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        self.sock.bind(("127.0.0.1", 0))
+        self.addr = "127.0.0.1:%d" % self.sock.getsockname()[1]
+        self.by_client = {}  # client addr -> upstream socket
+        self.rank_of = {}    # upstream socket -> rank
+        self.client_of = {}  # upstream socket -> client addr
+        self.cut = set()
+        self.dropped = 0
+        self._stop = False
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def cut_results_to(self, rank):
+        self.cut.add(rank)
+
+    def _run(self):
+        while not self._stop:
+            socks = [self.sock] + list(self.by_client.values())
+            ready, _, _ = self._select.select(socks, [], [], 0.05)
+            for s in ready:
+                if s is self.sock:
+                    data, client = s.recvfrom(65536)
+                    up = self.by_client.get(client)
+                    if up is None:
+                        up = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+                        up.connect(self.upstream_addr)
+                        self.client_of[up] = client
+                        self.by_client[client] = up
+                        if len(data) >= 10:
+                            self.rank_of[up] = int.from_bytes(data[8:10], "big")
+                    try:
+                        up.send(data)
+                    except OSError:
+                        pass
+                else:
+                    try:
+                        data = s.recv(65536)
+                    except OSError:
+                        continue
+                    if self.rank_of.get(s) in self.cut:
+                        self.dropped += 1
+                        continue
+                    self.sock.sendto(data, self.client_of[s])
+
+    def close(self):
+        self._stop = True
+        self._thread.join(timeout=5)
+        for s in self.by_client.values():
+            s.close()
+        self.sock.close()
