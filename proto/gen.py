@@ -81,6 +81,7 @@ def gen_cpp(spec):
     w(f"inline constexpr int kExpMax = {p['exp_max']};")
     w("inline constexpr uint8_t kExpNone = 0;  // biased exponent meaning \"no block\"")
     w(f"inline constexpr uint16_t kGenWindow = {p['gen_window']};")
+    w(f"inline constexpr uint16_t kAllocJobMin = {p['alloc_job_min']};  // fabric-allocated job ids: kAllocJobMin .. 65535")
     w("inline constexpr uint16_t kRankAll = 0xFFFF;  // result destination: every rank")
     w("")
     w("inline constexpr bool IsValidK(uint32_t k) {")

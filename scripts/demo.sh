@@ -1,10 +1,96 @@
 #!/usr/bin/env bash
-# The main job: installs what is missing, builds, then runs ina-switchd and 4 worker processes
-# all-reducing a synthetic gradient set (4M floats) a few times on loopback, with 0.1% packet
-# loss injected at the switch, verifies the result on every worker and compares with Gloo's ring all-reduce.
-#   scripts/demo.sh [--dataplane sw|rtl] [extra ina-bench flags]
+# The main job: installs what is missing, builds, and shows what in-network aggregation is for.
+#
+#   scripts/demo.sh [--loopback-only] [--dataplane sw|rtl] [--rate 100mbit] [--elements N]
+#
+# 1. The case where ina wins on one machine: a star of 4 worker namespaces around a switch
+#    namespace, every link shaped to --rate (default 100 Mbit/s) each way (scripts/testbed.sh).
+#    ina (4 workers through ina-switchd) and Gloo's ring all-reduce run on the same links, same
+#    processes, same data (--elements floats, default 4M); each result is verified (bit-identical
+#    on every worker, exact quantized sum, within the error bound) and ina's time is set beside
+#    its line-rate bound (S bytes each way per worker at the link rate). The ring moves
+#    2(n-1)/n S each way and crosses two links per hop, so it cannot reach that bound.
+# 2. Where the loopback comparison stands: the same 4 workers on loopback with 0.1% loss injected
+#    at the switch, no link limit. There the 2 cores are the limit, not the network, and ina's host
+#    stack is slower than Gloo's (docs/benchmarks.md says why and what is being done).
+# Without root or network namespaces, part 1 is skipped with the reason and part 2 still runs.
+# Exit status: 0 when every run verified.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+LOOPBACK_ONLY=0
+DATAPLANE=sw
+RATE=100mbit
+ELEMENTS=4194304
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --loopback-only) LOOPBACK_ONLY=1; shift ;;
+    --dataplane) DATAPLANE=$2; shift 2 ;;
+    --rate) RATE=$2; shift 2 ;;
+    --elements) ELEMENTS=$2; shift 2 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+    *) echo "demo: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
 scripts/setup.sh
 scripts/build.sh
-exec build/bin/ina-bench --workers 4 --elements 4194304 --iters 5 --drop-rate 0.001 "$@"
+
+OUT=$(mktemp -d /tmp/ina-demo-XXXXXX)
+trap 'rm -rf "$OUT"' EXIT
+jnum() { sed -n "s/.*\"$1\": \([-0-9.e]*\).*/\1/p" <<< "$2" | head -1; }
+jbool() { sed -n "s/.*\"$1\": \([a-z]*\).*/\1/p" <<< "$2" | head -1; }
+ok=1
+
+# Why part 1 cannot run here, or nothing.
+netns_problem() {
+  [[ $(id -u) -eq 0 ]] || { echo "not root"; return; }
+  command -v tc > /dev/null || { echo "no tc (iproute2)"; return; }
+  local probe=inademo$$
+  ip netns add "$probe" 2> /dev/null || { echo "ip netns add failed"; return; }
+  ip netns del "$probe"
+}
+
+star=""
+if [[ $LOOPBACK_ONLY -eq 0 && $DATAPLANE == sw ]]; then
+  why=$(netns_problem)
+  if [[ -n $why ]]; then
+    echo "demo: skipping the rate-limited star ($why); loopback only"
+  else
+    echo "demo: 4 workers and a switch in network namespaces, every link $RATE each way"
+    if scripts/testbed.sh --workers 4 --rate "$RATE" --sizes "$ELEMENTS" --iters 3 \
+         --systems ina,gloo --rto-min-us auto --out "$OUT/star"; then
+      star=$(grep '"system": "ina"' "$OUT/star/results.jsonl" | tail -1)
+    else
+      ok=0
+      echo "demo: the rate-limited star failed (above)" >&2
+    fi
+  fi
+elif [[ $DATAPLANE != sw ]]; then
+  echo "demo: --dataplane $DATAPLANE runs on loopback only (the RTL simulation is far slower than a link)"
+fi
+
+echo "demo: 4 workers on loopback through the $DATAPLANE dataplane, 0.1% loss injected at the switch"
+build/bin/ina-bench --workers 4 --elements "$ELEMENTS" --iters 5 --drop-rate 0.001 \
+  --dataplane "$DATAPLANE" | tee "$OUT/loopback.out" || ok=0
+loop=$(grep '^{' "$OUT/loopback.out" | tail -1 || true)
+
+echo
+echo "==== ina demo: $ELEMENTS floats all-reduced by 4 workers ===="
+if [[ -n $star ]]; then
+  ina=$(jnum ina_ms_median "$star"); gloo=$(jnum gloo_ms_median "$star"); bound=$(jnum bound_ms "$star")
+  [[ $(jbool verified "$star") == true ]] || ok=0
+  awk -v i="$ina" -v g="$gloo" -v b="$bound" -v r="$RATE" -v v="$(jbool verified "$star")" 'BEGIN {
+    printf "links of %s (the network is the limit):\n", r
+    printf "  ina %.0f ms per all-reduce, %.2fx its line-rate bound of %.0f ms\n", i, i / b, b
+    printf "  Gloo ring %.0f ms: ina is %.2fx faster; verified: %s\n", g, g / i, v }'
+fi
+if [[ -n $loop ]]; then
+  [[ $(jbool verified "$loop") == true ]] || ok=0
+  awk -v i="$(jnum ina_ms_median "$loop")" -v g="$(jnum gloo_ms_median "$loop")" \
+      -v v="$(jbool verified "$loop")" 'BEGIN {
+    printf "loopback, no link limit (the 2 cores are the limit):\n"
+    printf "  ina %.1f ms, Gloo ring %.1f ms: ina speed-up %.2fx; verified: %s\n", i, g, g / i, v
+    if (g / i < 1) printf "  (ina'"'"'s host stack costs more CPU per byte than Gloo'"'"'s: docs/benchmarks.md)\n" }'
+fi
+[[ $ok -eq 1 ]] && echo "demo: every run verified" || { echo "demo: FAILED" >&2; exit 1; }

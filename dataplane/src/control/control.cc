@@ -47,6 +47,7 @@ ControlPlane::ControlPlane(Engine& engine, const ControlConfig& config)
       jobs_(config.max_jobs),
       index_(size_t{1} << 16, -1) {
   free_.reserve(config.max_jobs + 1);
+  reservations_.reserve(config.max_jobs);
   free_.push_back({0, pool_slots_});
 }
 
@@ -62,6 +63,8 @@ void ControlPlane::HandleControl(std::span<const uint8_t> packet, const Peer& fr
     HandleJoin(h, from, now, out);
   } else if (h.type == static_cast<uint8_t>(p::MsgType::kLeave)) {
     HandleLeave(h, from, out);
+  } else if (h.type == static_cast<uint8_t>(p::MsgType::kAllocJob)) {
+    HandleAlloc(h, from, now, out);
   } else {
     Bump(ControlCounter::kControlMalformed);
   }
@@ -94,6 +97,7 @@ void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint no
     j.window_asked = window;
     index_[h.job] = idx;
     ++num_jobs_;
+    DropReservation(h.job);  // the id is in use now
   }
   JobEntry& j = jobs_[static_cast<size_t>(idx)];
   if (j.world_size != world || j.k != k || j.window_asked != window) {
@@ -195,7 +199,46 @@ void ControlPlane::HandleLeave(const p::Header& h, const Peer& from, ReplySink& 
   FreeJob(j, h.rank, out);
 }
 
+void ControlPlane::HandleAlloc(const p::Header& h, const Peer& from, TimePoint now,
+                               ReplySink& out) {
+  Bump(ControlCounter::kAllocs);
+  auto ack = [&](uint16_t id) {
+    SendReply(from, p::MsgType::kAllocAck, id, 0, 0, 0, 0, out, h.gen);
+    Bump(ControlCounter::kAllocAcks);
+  };
+  for (const Reservation& r : reservations_) {
+    if (r.nonce == h.gen && r.peer == from) return ack(r.job_id);  // a resent request
+  }
+  constexpr uint32_t kIds = 65536 - p::kAllocJobMin;
+  if (reservations_.size() < config_.max_jobs) {
+    for (uint32_t tried = 0; tried < kIds; ++tried) {
+      const auto id = static_cast<uint16_t>(next_alloc_);
+      next_alloc_ = next_alloc_ == 65535 ? p::kAllocJobMin : next_alloc_ + 1;
+      if (index_[id] >= 0 || Reserved(id)) continue;
+      reservations_.push_back(Reservation{id, h.gen, from, now});
+      return ack(id);
+    }
+  }
+  SendReply(from, p::MsgType::kError, 0, 0, 0, 0, static_cast<uint16_t>(p::ErrorCode::kTooManyJobs),
+            out, h.gen);
+  Bump(ControlCounter::kErrorsSent);
+  Bump(ControlCounter::kErrTooManyJobs);
+}
+
+bool ControlPlane::Reserved(uint16_t job_id) const {
+  return std::any_of(reservations_.begin(), reservations_.end(),
+                     [&](const Reservation& r) { return r.job_id == job_id; });
+}
+
+void ControlPlane::DropReservation(uint16_t job_id) {
+  std::erase_if(reservations_, [&](const Reservation& r) { return r.job_id == job_id; });
+}
+
 size_t ControlPlane::Tick(TimePoint now, ReplySink& out) {
+  const size_t before = reservations_.size();
+  std::erase_if(reservations_,
+                [&](const Reservation& r) { return now - r.at > config_.job_timeout; });
+  counters_[static_cast<size_t>(ControlCounter::kAllocsExpired)] += before - reservations_.size();
   size_t freed = 0;
   for (JobEntry& j : jobs_) {
     if (!j.used || now - j.last_activity <= config_.job_timeout) continue;
@@ -225,7 +268,8 @@ void ControlPlane::FreeJob(JobEntry& j, uint16_t except_rank, ReplySink& out) {
 }
 
 void ControlPlane::SendReply(const Peer& to, p::MsgType type, uint16_t job, uint16_t rank,
-                             uint16_t count, uint32_t offset, uint16_t aux, ReplySink& out) {
+                             uint16_t count, uint32_t offset, uint16_t aux, ReplySink& out,
+                             uint16_t gen) {
   uint8_t buf[p::kHeaderBytes];
   p::Header h;
   h.version = p::kVersion;
@@ -235,6 +279,7 @@ void ControlPlane::SendReply(const Peer& to, p::MsgType type, uint16_t job, uint
   h.count = count;
   h.offset = offset;
   h.aux = aux;
+  h.gen = gen;
   p::EncodeHeader(h, buf);
   out.Send(to, buf);
 }
@@ -258,6 +303,9 @@ void ControlPlane::SendError(const Peer& to, uint16_t job, uint16_t rank, p::Err
       break;
     case p::ErrorCode::kJobAborted:
       Bump(ControlCounter::kErrJobAborted);
+      break;
+    case p::ErrorCode::kRankLeft:
+      Bump(ControlCounter::kErrRankLeft);
       break;
     case p::ErrorCode::kNone:
       break;

@@ -355,8 +355,7 @@ void Switch::HandleItems(size_t n, Clock::time_point now) {
     const std::span<const uint8_t> pkt(it.data, it.len);
     if (it.len >= p::kHeaderBytes && p::GetVersion(it.data) == p::kVersion) {
       const uint8_t type = p::GetType(it.data);
-      if (type == static_cast<uint8_t>(p::MsgType::kJoin) ||
-          type == static_cast<uint8_t>(p::MsgType::kLeave)) {
+      if (ControlPlane::IsControlType(type)) {
         FlushData();  // keep arrival order between data and control
         const uint64_t freed_before = Get(control_->counters(), ControlCounter::kJobsLeft);
         control_->HandleControl(pkt, *it.from, now, *this);

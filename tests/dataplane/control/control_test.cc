@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <random>
@@ -558,6 +559,83 @@ TEST_F(ControlTest, AdmittedJobAggregatesThroughTheEngine) {
 // Random joins, leaves and timeouts: the granted ranges of active jobs never overlap, stay inside
 // the pool, the largest free extent never exceeds the pool less the granted windows, and with
 // no job the whole pool is one free extent again.
+std::vector<uint8_t> Alloc(uint16_t nonce) {
+  std::vector<uint8_t> b(p::kHeaderBytes);
+  p::Header h;
+  h.version = p::kVersion;
+  h.type = static_cast<uint8_t>(p::MsgType::kAllocJob);
+  h.gen = nonce;
+  p::EncodeHeader(h, b.data());
+  return b;
+}
+
+TEST_F(ControlTest, AllocHandsOutDistinctFreeIdsAndRepeatsForAResend) {
+  Make(64, 8);
+  ASSERT_EQ(JoinAll(p::kAllocJobMin, 1, 64, 4, 4000).size(), 1u);
+  // Job kAllocJobMin is in use, so the first id handed out is the next one.
+  Send(Alloc(1), MakePeer(5000));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  const Reply a = out_.replies[0];
+  EXPECT_EQ(a.to, MakePeer(5000));
+  EXPECT_EQ(a.h.type, static_cast<uint8_t>(p::MsgType::kAllocAck));
+  EXPECT_EQ(a.h.gen, 1u);
+  EXPECT_EQ(a.h.job, p::kAllocJobMin + 1);
+  // The same request again (same peer, same nonce): the same id.
+  out_.replies.clear();
+  Send(Alloc(1), MakePeer(5000));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  EXPECT_EQ(out_.replies[0].h.job, a.h.job);
+  // Another nonce or another peer: another id.
+  out_.replies.clear();
+  Send(Alloc(2), MakePeer(5000));
+  Send(Alloc(1), MakePeer(5001));
+  ASSERT_EQ(out_.replies.size(), 2u);
+  EXPECT_NE(out_.replies[0].h.job, a.h.job);
+  EXPECT_NE(out_.replies[1].h.job, a.h.job);
+  EXPECT_NE(out_.replies[0].h.job, out_.replies[1].h.job);
+  EXPECT_EQ(cp_->num_reserved(), 3u);
+  EXPECT_EQ(Ctr(ControlCounter::kAllocs), 4u);
+  EXPECT_EQ(Ctr(ControlCounter::kAllocAcks), 4u);
+  // Joining a reserved id ends its reservation.
+  ASSERT_EQ(JoinAll(a.h.job, 2, 64, 4, 6000).size(), 2u);
+  EXPECT_EQ(cp_->num_reserved(), 2u);
+}
+
+TEST_F(ControlTest, AllocReservationsExpireAndAreLimited) {
+  Make(64, 2, milliseconds(100));
+  const TimePoint t0{};
+  Send(Alloc(1), MakePeer(5000), t0);
+  Send(Alloc(2), MakePeer(5000), t0 + milliseconds(50));
+  out_.replies.clear();
+  Send(Alloc(3), MakePeer(5000), t0 + milliseconds(60));  // max_jobs (2) reservations out
+  ASSERT_EQ(out_.replies.size(), 1u);
+  ExpectError(out_.replies[0], MakePeer(5000), 0, p::ErrorCode::kTooManyJobs);
+  EXPECT_EQ(out_.replies[0].h.gen, 3u);
+  EXPECT_EQ(cp_->Tick(t0 + milliseconds(120), out_), 0u);  // frees no job
+  EXPECT_EQ(cp_->num_reserved(), 1u);                       // the first one expired
+  EXPECT_EQ(Ctr(ControlCounter::kAllocsExpired), 1u);
+  out_.replies.clear();
+  Send(Alloc(3), MakePeer(5000), t0 + milliseconds(120));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  EXPECT_EQ(out_.replies[0].h.type, static_cast<uint8_t>(p::MsgType::kAllocAck));
+  // Round robin: not the expired id again, but the next one.
+  EXPECT_EQ(out_.replies[0].h.job, p::kAllocJobMin + 2);
+}
+
+TEST_F(ControlTest, AllocSkipsEveryIdInUseOrReserved) {
+  Make(64, 8);
+  std::vector<uint16_t> seen;
+  for (uint16_t n = 0; n < 6; ++n) {
+    out_.replies.clear();
+    Send(Alloc(n), MakePeer(5000));
+    ASSERT_EQ(out_.replies.size(), 1u);
+    const uint16_t id = out_.replies[0].h.job;
+    EXPECT_GE(id, p::kAllocJobMin);
+    EXPECT_EQ(std::count(seen.begin(), seen.end(), id), 0) << id;
+    seen.push_back(id);
+  }
+}
+
 TEST_F(ControlTest, RandomChurnKeepsThePoolConsistent) {
   uint64_t seed = std::random_device{}();
   if (const char* s = std::getenv("INA_SEED")) seed = std::strtoull(s, nullptr, 0);

@@ -4,7 +4,13 @@
 // It is socket-free: peers are opaque addresses, replies go to a ReplySink, time is passed in. It
 // programs an Engine (AddJob/RemoveJob) and never touches data packets itself.
 //
-// Control messages (JOIN, LEAVE), handled by HandleControl:
+// Control messages (ALLOC_JOB, JOIN, LEAVE), handled by HandleControl:
+//   ALLOC_JOB (gen = nonce) from peer P: alloc_ack (job = id, gen = nonce) with an id in
+//     [proto::kAllocJobMin, 65535] that no job uses and nobody has reserved, taken round-robin so
+//     a freed id is not handed out again soon. The id stays reserved for P until a JOIN for it
+//     arrives or job_timeout passes (Tick). A repeat of the same request (same P and nonce) while
+//     reserved gets the same id. No id free, or max_jobs reservations outstanding:
+//     error(too_many_jobs) (job 0, gen = nonce).
 //   JOIN (job, rank, aux = world N, count = K, offset = window W) from peer P:
 //     - K not in proto::kKValues, N not in 1..kMaxWorkers, W == 0 or rank >= N: error(bad_params).
 //     - job pending or active with other (N, K, W): error(bad_params) (the job is not touched).
@@ -16,9 +22,14 @@
 //       installed in the engine, and every rank gets join_ack (count = K, offset = granted window,
 //       rank = its rank). No free slot at all (or the engine refuses): error(no_slots) to every
 //       rank and the job is forgotten.
-//   LEAVE (job, rank) from the peer that joined as that rank: the job is removed from the engine,
-//     its slots freed, and every other joined rank gets error(job_aborted). A LEAVE from any other
-//     peer, or for an unknown job, is ignored (counted).
+//   LEAVE (job, rank, aux, offset = calls completed) from the peer that joined as that rank:
+//     - aux 0 (graceful: the rank finished) on an active job: the rank is marked done and gets no
+//       more errors; the job stays installed so the others can still fetch lost results; every
+//       other rank still in gets error(rank_left) (count = the leaver, offset = its calls). A
+//       copy of a graceful LEAVE changes nothing. When every rank is done the job is freed.
+//     - any other aux (abort), or aux 0 on a pending job: the job is removed from the engine, its
+//       slots freed, and every other joined rank gets error(job_aborted).
+//     A LEAVE from any other peer, or for an unknown job, is ignored (counted).
 //   Tick(now): every job (pending or active) that received nothing from any of its ranks for
 //     job_timeout is freed the same way; every joined rank gets error(job_aborted).
 // Error and join_ack packets are header-only: version, type, job, rank = the receiver's rank (for
@@ -111,6 +122,9 @@ enum class ControlCounter : uint16_t {
   kLeavesDone,        // graceful LEAVEs (aux 0) from ranks that finished
   kJobsDone,          // jobs freed because every rank left gracefully
   kErrRankLeft,       // error(rank_left) sent to the ranks still in a job
+  kAllocs,            // ALLOC_JOB requests
+  kAllocAcks,         // alloc_ack packets sent
+  kAllocsExpired,     // reservations dropped by Tick (no JOIN within job_timeout)
   kCount,
 };
 inline constexpr size_t kNumControlCounters = static_cast<size_t>(ControlCounter::kCount);
@@ -119,7 +133,8 @@ inline constexpr std::array<std::string_view, kNumControlCounters> kControlCount
     "errors_sent",   "err_bad_params",  "err_rank_taken", "err_too_many_jobs",
     "err_no_slots",  "err_job_aborted", "leave_ignored",  "control_malformed",
     "jobs_admitted", "jobs_left",       "jobs_timed_out", "leaves_done",
-    "jobs_done",     "err_rank_left"};
+    "jobs_done",     "err_rank_left",   "allocs",         "alloc_acks",
+    "allocs_expired"};
 using ControlCounters = std::array<uint64_t, kNumControlCounters>;
 
 inline uint64_t Get(const ControlCounters& c, ControlCounter which) {
@@ -159,8 +174,15 @@ class ControlPlane {
   void HandleControl(std::span<const uint8_t> packet, const Peer& from, TimePoint now,
                      ReplySink& out);
 
-  // Frees every job idle (no control or accepted data packet) for longer than job_timeout.
-  // Returns how many jobs were freed.
+  // True for the message types HandleControl takes (the caller's classifier uses it).
+  static bool IsControlType(uint8_t type) {
+    return type == static_cast<uint8_t>(proto::MsgType::kJoin) ||
+           type == static_cast<uint8_t>(proto::MsgType::kLeave) ||
+           type == static_cast<uint8_t>(proto::MsgType::kAllocJob);
+  }
+
+  // Frees every job idle (no control or accepted data packet) for longer than job_timeout, and
+  // every job-id reservation older than job_timeout. Returns how many jobs were freed.
   size_t Tick(TimePoint now, ReplySink& out);
 
   // Data packet check by header fields; records activity on kOk. O(1), no allocation.
@@ -190,6 +212,8 @@ class ControlPlane {
   // Jobs pending or active, in table order.
   std::vector<JobInfo> Jobs() const;
   size_t num_jobs() const { return num_jobs_; }
+  // Job ids reserved by ALLOC_JOB and not yet joined.
+  size_t num_reserved() const { return reservations_.size(); }
   // Largest run of consecutive free pool slots.
   uint32_t LargestFreeExtent() const;
   uint32_t pool_slots() const { return pool_slots_; }
@@ -220,12 +244,15 @@ class ControlPlane {
 
   void HandleJoin(const proto::Header& h, const Peer& from, TimePoint now, ReplySink& out);
   void HandleLeave(const proto::Header& h, const Peer& from, ReplySink& out);
+  void HandleAlloc(const proto::Header& h, const Peer& from, TimePoint now, ReplySink& out);
+  bool Reserved(uint16_t job_id) const;
+  void DropReservation(uint16_t job_id);
   void Admit(JobEntry& j, ReplySink& out);
   // Removes the job from the engine (if active), frees its slots and its entry; sends
   // error(job_aborted) to every joined rank except `except_rank` (kRankAll: none excepted).
   void FreeJob(JobEntry& j, uint16_t except_rank, ReplySink& out);
   void SendReply(const Peer& to, proto::MsgType type, uint16_t job, uint16_t rank, uint16_t count,
-                 uint32_t offset, uint16_t aux, ReplySink& out);
+                 uint32_t offset, uint16_t aux, ReplySink& out, uint16_t gen = 0);
   void SendError(const Peer& to, uint16_t job, uint16_t rank, proto::ErrorCode code,
                  ReplySink& out);
   // First-fit allocation of min(want, largest extent) slots; false if the pool is full.
@@ -239,6 +266,15 @@ class ControlPlane {
   std::vector<JobEntry> jobs_;  // max_jobs entries, pre-allocated
   std::vector<int32_t> index_;  // job id -> jobs_ index, -1: none (65536 entries)
   std::vector<Extent> free_;    // sorted by base, coalesced
+  // A job id handed out by ALLOC_JOB, not joined yet.
+  struct Reservation {
+    uint16_t job_id;
+    uint16_t nonce;
+    Peer peer;
+    TimePoint at;
+  };
+  std::vector<Reservation> reservations_;  // at most max_jobs
+  uint32_t next_alloc_ = proto::kAllocJobMin;  // round-robin cursor over [kAllocJobMin, 65535]
   size_t num_jobs_ = 0;
   ControlCounters counters_{};
 };
