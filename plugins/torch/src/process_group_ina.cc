@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <sstream>
 #include <string_view>
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include "ina/base/status.h"
+#include "ina/host/job_alloc.h"
 
 namespace ina::torch_backend {
 namespace {
@@ -22,14 +22,6 @@ constexpr char kRecoverKey[] = "ina/recover";
 std::string StoreString(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
 std::vector<uint8_t> StoreBytes(const std::string& s) {
   return std::vector<uint8_t>(s.begin(), s.end());
-}
-
-// The job id this group uses on the fabric.
-// TODO(#7): ina::host::AllocateJobId (host/include/ina/host/job_alloc.h) once it lands on main:
-// until then a random id from the same range [32768, 65535], unique with high probability.
-Result<uint16_t> AllocateJob(const CommConfig& config) {
-  std::random_device rd;
-  return static_cast<uint16_t>(32768 + rd() % 32768);
 }
 
 bool FabricDtype(at::ScalarType t) {
@@ -162,7 +154,7 @@ void ProcessGroupIna::InitFabric(const BackendOptions& options) {
     std::string value;
     if (Status st = c.Validate(); !st.ok()) {
       value = "none " + st.ToString();
-    } else if (auto job = AllocateJob(c); !job.ok()) {
+    } else if (auto job = ina::host::AllocateJobId(c); !job.ok()) {
       value = "none fabric at " + c.switch_host + ":" + std::to_string(c.switch_port) + ": " +
               job.status().ToString();
     } else {
