@@ -174,8 +174,14 @@ void ProcessGroupIna::InitFabric(const BackendOptions& options) {
     is >> job >> host >> port >> k >> window;
     TORCH_CHECK(!is.fail(), "ina: malformed store entry ", kFabricKey, ": '", published, "'");
     c.job_id = static_cast<uint16_t>(job);
-    c.switch_host = host;
-    c.switch_port = static_cast<uint16_t>(port);
+    // A rank given its own address of the fabric (INA_SWITCH or the option: a switch reached
+    // through another of its ports, as on the testbed) keeps it; the others use rank 0's.
+    if (std::getenv("INA_SWITCH") == nullptr && options.switch_addr.empty()) {
+      c.switch_host = host;
+      c.switch_port = static_cast<uint16_t>(port);
+    }
+    host = c.switch_host;
+    port = c.switch_port;
     c.k = static_cast<uint16_t>(k);
     c.window = static_cast<uint16_t>(window);
     auto comm = Communicator::Create(c);
@@ -440,7 +446,8 @@ bool ProcessGroupIna::Recover(int64_t failed_call, at::Tensor* staging, const st
 c10::intrusive_ptr<c10d::Work> ProcessGroupIna::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
   return ViaGloo(
-      c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", "it is not wired yet", tensors,
+      c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced",
+      "the fabric path takes one tensor (or list of equal tensors) per call", tensors,
       [this, tensors, opts]() mutable { return gloo_->allreduce_coalesced(tensors, opts); });
 }
 
