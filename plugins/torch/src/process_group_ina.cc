@@ -129,39 +129,57 @@ ProcessGroupIna::ProcessGroupIna(const c10::intrusive_ptr<c10d::Store>& store, i
 }
 
 void ProcessGroupIna::InitFabric(const BackendOptions& options) {
-  auto config = CommConfig::FromEnv(CommConfig{});
-  TORCH_CHECK(config.ok(), "ina: ", config.status().ToString());
-  CommConfig c = *config;
+  // A bad setting on any rank is an error on every rank (after the rendezvous, so that no rank
+  // waits out the store's timeout for one that threw), whatever the fallback says.
+  std::string local_error;
+  CommConfig c;
+  if (auto config = CommConfig::FromEnv(CommConfig{}); config.ok()) {
+    c = *config;
+  } else {
+    local_error = config.status().ToString();
+  }
   if (!options.switch_addr.empty()) {
     const auto colon = options.switch_addr.rfind(':');
-    TORCH_CHECK(colon != std::string::npos && colon > 0,
-                "ina: switch option must be host:port, got '", options.switch_addr, "'");
-    c.switch_host = options.switch_addr.substr(0, colon);
-    const int port = std::atoi(options.switch_addr.c_str() + colon + 1);
-    TORCH_CHECK(port > 0 && port < 65536, "ina: bad port in switch option '", options.switch_addr,
-                "'");
-    c.switch_port = static_cast<uint16_t>(port);
+    const int port =
+        colon == std::string::npos ? 0 : std::atoi(options.switch_addr.c_str() + colon + 1);
+    if (colon == std::string::npos || colon == 0 || port <= 0 || port > 65535) {
+      local_error = "switch option must be host:port, got '" + options.switch_addr + "'";
+    } else {
+      c.switch_host = options.switch_addr.substr(0, colon);
+      c.switch_port = static_cast<uint16_t>(port);
+    }
   }
   if (options.progress_timeout_ms >= 0) c.progress_timeout_ms = options.progress_timeout_ms;
   if (options.join_timeout_ms >= 0) c.join_timeout_ms = options.join_timeout_ms;
+  if (options.k > 65535 || options.window > 65535) local_error = "k or window out of range";
   if (options.k >= 0) c.k = static_cast<uint16_t>(options.k);
   if (options.window >= 0) c.window = static_cast<uint16_t>(options.window);
   c.world_size = static_cast<uint16_t>(size_);
   c.rank = static_cast<uint16_t>(rank_);
+  if (local_error.empty()) {
+    if (Status st = c.Validate(); !st.ok()) local_error = st.ToString();
+  }
 
-  // Rank 0 allocates the job and publishes it with the fabric's parameters.
+  // Every rank reports its settings; rank 0 allocates the job (if every rank's are good) and
+  // publishes it with the fabric's parameters.
+  store_->set("ina/config/" + std::to_string(rank_),
+              StoreBytes(local_error.empty() ? std::string("ok") : local_error));
   if (rank_ == 0) {
     std::string value;
-    if (Status st = c.Validate(); !st.ok()) {
-      value = "none " + st.ToString();
-    } else if (auto job = ina::host::AllocateJobId(c); !job.ok()) {
-      value = "none fabric at " + c.switch_host + ":" + std::to_string(c.switch_port) + ": " +
-              job.status().ToString();
-    } else {
-      std::ostringstream os;
-      os << "ok " << *job << ' ' << c.switch_host << ' ' << c.switch_port << ' ' << c.k << ' '
-         << c.window;
-      value = os.str();
+    for (int r = 0; r < size_ && value.empty(); ++r) {
+      const std::string s = StoreString(store_->get("ina/config/" + std::to_string(r)));
+      if (s != "ok") value = "error rank " + std::to_string(r) + ": " + s;
+    }
+    if (value.empty()) {
+      if (auto job = ina::host::AllocateJobId(c); !job.ok()) {
+        value = "none fabric at " + c.switch_host + ":" + std::to_string(c.switch_port) + ": " +
+                job.status().ToString();
+      } else {
+        std::ostringstream os;
+        os << "ok " << *job << ' ' << c.switch_host << ' ' << c.switch_port << ' ' << c.k << ' '
+           << c.window;
+        value = os.str();
+      }
     }
     store_->set(kFabricKey, StoreBytes(value));
   }
@@ -184,9 +202,12 @@ void ProcessGroupIna::InitFabric(const BackendOptions& options) {
     port = c.switch_port;
     c.k = static_cast<uint16_t>(k);
     c.window = static_cast<uint16_t>(window);
-    auto comm = Communicator::Create(c);
+    Result<std::unique_ptr<Communicator>> comm =
+        local_error.empty() ? Communicator::Create(c)
+                            : Result<std::unique_ptr<Communicator>>(InvalidArgument(local_error));
     const std::string mine = comm.ok() ? "ok" : comm.status().ToString();
     store_->set("ina/join/" + std::to_string(rank_), StoreBytes(mine));
+    TORCH_CHECK(local_error.empty(), "ina: rank ", rank_, ": ", local_error);
     for (int r = 0; r < size_ && why.empty(); ++r) {
       const std::string s = StoreString(store_->get("ina/join/" + std::to_string(r)));
       if (s != "ok") {
@@ -202,6 +223,8 @@ void ProcessGroupIna::InitFabric(const BackendOptions& options) {
     }
   } else {
     why = published.substr(published.find(' ') + 1);
+    TORCH_CHECK(published.rfind("error ", 0) != 0, "ina: ", why);
+    TORCH_CHECK(local_error.empty(), "ina: rank ", rank_, ": ", local_error);
   }
   fabric_status_ = "not used: " + why;
   TORCH_CHECK(fallback_, "ina: rank ", rank_, ": ", why, " (INA_FALLBACK=off)");

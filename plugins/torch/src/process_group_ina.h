@@ -15,10 +15,12 @@
 // tensors only when the call succeeded (AVG divides after the sum; int32 AVG truncates toward
 // zero, as NCCL's does). All ranks get bit-identical results.
 //
-// Rendezvous (constructor, blocks up to the store's timeout and the join timeout): rank 0 asks
-// the fabric for a job id and publishes "job host port k window" under "ina/fabric" in the
-// group's store; every rank joins; each publishes whether its join worked under
-// "ina/join/<rank>"; the fabric is used only if every rank joined.
+// Rendezvous (constructor, blocks up to the store's timeout and the join timeout): every rank
+// publishes whether its settings are valid under "ina/config/<rank>" (one bad rank: every rank
+// throws, fallback or not); rank 0 asks the fabric for a job id (ina::host::AllocateJobId) and
+// publishes "ok job host port k window" under "ina/fabric" in the group's store; every rank joins
+// (at its own INA_SWITCH / switch option if it has one, else rank 0's address); each publishes
+// whether its join worked under "ina/join/<rank>"; the fabric is used only if every rank joined.
 //
 // Fallback (options.fallback, default on; INA_FALLBACK=off turns it off): fabric unreachable at
 // init -> warn once, every op on Gloo. A fabric call failing later (switch gone:

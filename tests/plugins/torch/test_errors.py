@@ -32,6 +32,18 @@ def no_fabric_worker(rank, world, port, dead_switch, fallback, errors):
     dist.destroy_process_group()
 
 
+def bad_k_worker(rank, world, port, switch, bad_rank, q):
+    import ina_torch
+    ina_torch.configure(switch=switch, k=(100 if rank == bad_rank else 256))
+    try:
+        dist.init_process_group("ina", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                                world_size=world)
+        q.put((rank, "ok " + dist.distributed_c10d._get_default_group().fabric_status))
+        dist.destroy_process_group()
+    except RuntimeError as e:
+        q.put((rank, str(e)))
+
+
 class ErrorsTest(unittest.TestCase):
     def run_no_fabric(self, fallback, world=2):
         dead = f"127.0.0.1:{lib.free_port()}"  # nothing listens there
@@ -56,6 +68,27 @@ class ErrorsTest(unittest.TestCase):
             print(f"rank {rank}: {msg}")
             self.assertTrue(msg.startswith("ok not used: "), msg)
             self.assertIn(f"fabric at {dead}", msg)
+
+    def run_bad_k(self, bad_rank, world=2):
+        q = mp.get_context("spawn").SimpleQueue()
+        with lib.Switch() as sw:
+            mp.spawn(bad_k_worker, args=(world, lib.free_port(), sw.addr, bad_rank, q),
+                     nprocs=world, join=True)
+        got = dict(q.get() for _ in range(world))
+        for rank, msg in sorted(got.items()):
+            print(f"rank {rank}: {msg[:300]}")
+        return got
+
+    def test_bad_k_on_rank0_raises_everywhere(self):
+        # Bad input is an error, not a reason to fall back, and no rank waits for the store.
+        got = self.run_bad_k(0)
+        for msg in got.values():
+            self.assertIn("ina: rank 0: INVALID_ARGUMENT: config: k 100", msg)
+
+    def test_bad_k_on_rank1_raises_everywhere(self):
+        got = self.run_bad_k(1)
+        for msg in got.values():
+            self.assertIn("ina: rank 1: INVALID_ARGUMENT: config: k 100", msg)
 
     def test_bad_options(self):
         import ina_torch
