@@ -6,12 +6,26 @@
  *
  * Threading: an ina_comm may be used from several threads (calls are serialised in its op queue);
  * an ina_request by one thread at a time. Tensors passed to ina_iallreduce_* must stay alive and
- * untouched until the request completes. */
+ * untouched until the request completes.
+ *
+ * ABI rule (libina.so, SONAME libina.so.<major> from 1.0 on, libina.so.0.<minor> before): the
+ * structs the caller allocates (ina_config, ina_stats) start with `struct_size`, the size of the
+ * struct as the caller's ina.h declared it. New fields are only ever appended, never removed,
+ * reordered or resized, and there are no nested structs that could grow. The library keeps the
+ * size of every earlier layout: it reads and writes only the fields a caller's layout has, and
+ * gives fields the caller does not know their defaults; a size it does not know (a program built
+ * against a newer ina.h than the library, or garbage) is INA_ERR_INVALID_ARGUMENT naming both
+ * sizes. The inline wrappers ina_config_init and ina_comm_stats pass sizeof for you (as zlib's
+ * deflateInit passes sizeof(z_stream)); foreign-function bindings call the *_sized functions with
+ * the size of the layout they declare. Functions and ina_status values are only ever added.
+ * Needs C99 or later (static inline) or any C++. */
 #ifndef INA_INA_H_
 #define INA_INA_H_
 
 #include <stddef.h>
 #include <stdint.h>
+
+#include "ina/version.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -36,9 +50,12 @@ typedef enum ina_status {
 typedef struct ina_comm ina_comm;       /* opaque: one rank of one job */
 typedef struct ina_request ina_request; /* opaque: an async all-reduce */
 
-/* The fields of ina::host::CommConfig; fill with ina_config_init, then change what you need. */
+/* Every field of ina::host::CommConfig (and its DpdkConfig, flattened with a dpdk_ prefix); fill
+ * with ina_config_init, then change what you need. Strings are NUL-terminated; a value that does
+ * not fit its array is an error, never truncated. */
 typedef struct ina_config {
-  char switch_host[256]; /* NUL-terminated */
+  size_t struct_size; /* sizeof(ina_config) as the caller saw it; set by ina_config_init */
+  char switch_host[256];
   uint16_t switch_port;
   uint16_t job_id;
   uint16_t rank;
@@ -50,19 +67,61 @@ typedef struct ina_config {
   int rto_min_us;
   int rto_max_us;
   int rto_initial_us;
-  char transport[32]; /* NUL-terminated */
+  char transport[32];
+  int socket_buffer_bytes; /* SO_RCVBUF / SO_SNDBUF request */
+  /* transport "dpdk" only (ina/host/transport.h, DpdkConfig) */
+  char dpdk_eal_args[1024]; /* EAL command line, whitespace-separated, without argv[0] */
+  char dpdk_port[64];       /* ethdev name; empty: the first port */
+  char dpdk_local_ip[64];   /* this worker's IPv4 address on the fabric */
+  uint16_t dpdk_local_port; /* this worker's UDP port */
+  char dpdk_local_mac[32];  /* "aa:bb:cc:dd:ee:ff"; empty: the port's own */
+  char dpdk_fabric_mac[32]; /* the switch's MAC; empty: learnt from its packets */
+  int dpdk_backoff_max_us;  /* idle RX back-off ceiling */
+  int dpdk_zero_copy;       /* 0 or 1: attach TX buffers as external mbufs when the port allows */
+  /* New fields go here, at the end (see the ABI rule above). */
 } ina_config;
 
-/* Defaults, then the INA_* environment overrides. INA_ERR_INVALID_ARGUMENT for a malformed
- * variable (cfg then holds the defaults with the valid overrides before it). */
-int ina_config_init(ina_config* cfg);
+/* ina::host::CommStats: a snapshot of a communicator's counters. */
+typedef struct ina_stats {
+  size_t struct_size;        /* sizeof(ina_stats) as the caller saw it */
+  uint64_t packets_sent;     /* data packets, first sends and retransmissions */
+  uint64_t packets_received; /* every packet the transport returned */
+  uint64_t retransmissions;
+  uint64_t results;               /* results accepted */
+  uint64_t stale_results_ignored; /* results for an old generation, another job, malformed */
+  uint64_t ops_completed;
+  uint64_t ops_failed;
+  /* New fields go here, at the end. */
+} ina_stats;
 
-/* Joins the job (blocks up to join_timeout_ms). On success *out is a new communicator. */
+/* The library's version, INA_VERSION's encoding (major * 10000 + minor * 100 + patch), and as a
+ * string ("0.1.0"). Compare with INA_VERSION (ina/version.h) to see the headers' version. */
+uint32_t ina_version(void);
+const char* ina_version_string(void);
+
+/* Defaults, then the INA_* environment overrides, into the first struct_size bytes of *cfg (whose
+ * struct_size it sets). INA_ERR_INVALID_ARGUMENT for an unknown struct_size (cfg is then
+ * untouched), a malformed variable (cfg then holds the defaults) or a value longer than its array.
+ */
+int ina_config_init_sized(ina_config* cfg, size_t struct_size);
+static inline int ina_config_init(ina_config* cfg) {
+  return ina_config_init_sized(cfg, sizeof(ina_config));
+}
+
+/* Joins the job (blocks up to join_timeout_ms). On success *out is a new communicator.
+ * INA_ERR_INVALID_ARGUMENT for an unknown cfg->struct_size, a string field without its NUL, or a
+ * config that CommConfig::Validate rejects (the message names the field). */
 int ina_comm_create(const ina_config* cfg, ina_comm** out);
 /* Fails pending requests (ABORTED), leaves the job, frees comm. NULL is a no-op. */
 void ina_comm_destroy(ina_comm* comm);
 /* The window (slots) the fabric granted. */
 uint16_t ina_comm_window(const ina_comm* comm);
+/* A snapshot of the counters into the first struct_size bytes of *out (whose struct_size it
+ * sets). Thread-safe. INA_ERR_INVALID_ARGUMENT for a null argument or an unknown struct_size. */
+int ina_comm_stats_sized(const ina_comm* comm, ina_stats* out, size_t struct_size);
+static inline int ina_comm_stats(const ina_comm* comm, ina_stats* out) {
+  return ina_comm_stats_sized(comm, out, sizeof(ina_stats));
+}
 
 /* In-place sum over all ranks; blocking. */
 int ina_allreduce_f32(ina_comm* comm, float* data, size_t count);

@@ -1,12 +1,18 @@
 // The C API: a thin boundary over ina::host::Communicator. Status codes map 1:1 to ina_status;
-// messages go to a thread-local buffer read through ina_last_error().
-#include "ina/ina.h"
-
+// messages go to a thread-local buffer read through ina_last_error(). The struct conversions bind
+// every field of the C++ structs by name (structured bindings), so adding a field to CommConfig,
+// DpdkConfig or CommStats without its C counterpart does not compile.
+#include <cstddef>
 #include <cstring>
+#include <iterator>
 #include <memory>
+#include <span>
 #include <string>
 
+#include "capi_internal.h"
 #include "ina/host/communicator.h"
+#include "ina/ina.h"
+#include "ina/version.h"
 
 struct ina_comm {
   std::unique_ptr<ina::host::Communicator> comm;
@@ -16,6 +22,7 @@ struct ina_request {
   ina::host::Request req;
 };
 
+namespace ina::host::capi {
 namespace {
 
 #define INA_SAME_CODE(c, k) \
@@ -34,55 +41,138 @@ INA_SAME_CODE(INA_ERR_INTERNAL, kInternal);
 INA_SAME_CODE(INA_ERR_UNIMPLEMENTED, kUnimplemented);
 #undef INA_SAME_CODE
 
+// Every released layout, oldest first. A release that appends fields adds its own entry and keeps
+// the old ones (ina.h states the rule).
+constexpr Layout kConfigLayouts[] = {
+    // 0.1: struct_size .. dpdk_zero_copy.
+    {sizeof(ina_config), offsetof(ina_config, dpdk_zero_copy) + sizeof(int)},
+};
+constexpr Layout kStatsLayouts[] = {
+    // 0.1: struct_size .. ops_failed.
+    {sizeof(ina_stats), offsetof(ina_stats, ops_failed) + sizeof(uint64_t)},
+};
+// The newest entry must be the current layout. On LP64 the sizes are pinned, so that changing a
+// struct without adding a layout fails here.
+static_assert(kConfigLayouts[std::size(kConfigLayouts) - 1].size == sizeof(ina_config));
+static_assert(kStatsLayouts[std::size(kStatsLayouts) - 1].size == sizeof(ina_stats));
+static_assert(sizeof(void*) != 8 || sizeof(ina_config) == 1560,
+              "ina_config changed: append fields only, add a Layout to kConfigLayouts");
+static_assert(sizeof(void*) != 8 || sizeof(ina_stats) == 64,
+              "ina_stats changed: append fields only, add a Layout to kStatsLayouts");
+
+Result<Layout> FindLayout(std::span<const Layout> layouts, size_t size, const char* what) {
+  for (const Layout& l : layouts) {
+    if (l.size == size) return l;
+  }
+  return InvalidArgument(std::string(what) + ": struct_size " + std::to_string(size) +
+                         " is not a layout this libina (" INA_VERSION_STRING ") knows (its own: " +
+                         std::to_string(layouts.back().size) +
+                         "): was the program compiled against a newer ina.h, or struct_size not "
+                         "set through the ina.h wrapper?");
+}
+
+template <size_t N>
+Status ReadString(const char (&in)[N], const char* field, std::string* out) {
+  const void* nul = std::memchr(in, '\0', N);
+  if (nul == nullptr) {
+    return InvalidArgument(std::string("ina_config.") + field + ": no NUL within its " +
+                           std::to_string(N) + " bytes");
+  }
+  out->assign(in, static_cast<const char*>(nul) - in);
+  return Status::Ok();
+}
+
+template <size_t N>
+Status WriteString(const std::string& in, const char* field, char (&out)[N]) {
+  if (in.size() >= N) {
+    return InvalidArgument(std::string("ina_config.") + field + ": value of " +
+                           std::to_string(in.size()) + " bytes does not fit in " +
+                           std::to_string(N) + " (with its NUL)");
+  }
+  std::memcpy(out, in.data(), in.size());
+  std::memset(out + in.size(), 0, N - in.size());
+  return Status::Ok();
+}
+
+// Every field of a full-size (current layout) ina_config.
+Status FullToC(const CommConfig& c, ina_config* out) {
+  const auto& [switch_host, switch_port, job_id, rank, world_size, k, window, join_timeout_ms,
+               progress_timeout_ms, rto_min_us, rto_max_us, rto_initial_us, transport,
+               socket_buffer_bytes, dpdk] = c;
+  const auto& [eal_args, port, local_ip, local_port, local_mac, fabric_mac, backoff_max_us,
+               zero_copy] = dpdk;
+  std::memset(out, 0, sizeof(*out));
+  out->struct_size = sizeof(*out);
+  INA_RETURN_IF_ERROR(WriteString(switch_host, "switch_host", out->switch_host));
+  out->switch_port = switch_port;
+  out->job_id = job_id;
+  out->rank = rank;
+  out->world_size = world_size;
+  out->k = k;
+  out->window = window;
+  out->join_timeout_ms = join_timeout_ms;
+  out->progress_timeout_ms = progress_timeout_ms;
+  out->rto_min_us = rto_min_us;
+  out->rto_max_us = rto_max_us;
+  out->rto_initial_us = rto_initial_us;
+  INA_RETURN_IF_ERROR(WriteString(transport, "transport", out->transport));
+  out->socket_buffer_bytes = socket_buffer_bytes;
+  INA_RETURN_IF_ERROR(WriteString(eal_args, "dpdk_eal_args", out->dpdk_eal_args));
+  INA_RETURN_IF_ERROR(WriteString(port, "dpdk_port", out->dpdk_port));
+  INA_RETURN_IF_ERROR(WriteString(local_ip, "dpdk_local_ip", out->dpdk_local_ip));
+  out->dpdk_local_port = local_port;
+  INA_RETURN_IF_ERROR(WriteString(local_mac, "dpdk_local_mac", out->dpdk_local_mac));
+  INA_RETURN_IF_ERROR(WriteString(fabric_mac, "dpdk_fabric_mac", out->dpdk_fabric_mac));
+  out->dpdk_backoff_max_us = backoff_max_us;
+  out->dpdk_zero_copy = zero_copy ? 1 : 0;
+  return Status::Ok();
+}
+
+Result<CommConfig> FullFromC(const ina_config& in) {
+  CommConfig c;
+  auto& [switch_host, switch_port, job_id, rank, world_size, k, window, join_timeout_ms,
+         progress_timeout_ms, rto_min_us, rto_max_us, rto_initial_us, transport,
+         socket_buffer_bytes, dpdk] = c;
+  auto& [eal_args, port, local_ip, local_port, local_mac, fabric_mac, backoff_max_us, zero_copy] =
+      dpdk;
+  INA_RETURN_IF_ERROR(ReadString(in.switch_host, "switch_host", &switch_host));
+  switch_port = in.switch_port;
+  job_id = in.job_id;
+  rank = in.rank;
+  world_size = in.world_size;
+  k = in.k;
+  window = in.window;
+  join_timeout_ms = in.join_timeout_ms;
+  progress_timeout_ms = in.progress_timeout_ms;
+  rto_min_us = in.rto_min_us;
+  rto_max_us = in.rto_max_us;
+  rto_initial_us = in.rto_initial_us;
+  INA_RETURN_IF_ERROR(ReadString(in.transport, "transport", &transport));
+  socket_buffer_bytes = in.socket_buffer_bytes;
+  INA_RETURN_IF_ERROR(ReadString(in.dpdk_eal_args, "dpdk_eal_args", &eal_args));
+  INA_RETURN_IF_ERROR(ReadString(in.dpdk_port, "dpdk_port", &port));
+  INA_RETURN_IF_ERROR(ReadString(in.dpdk_local_ip, "dpdk_local_ip", &local_ip));
+  local_port = in.dpdk_local_port;
+  INA_RETURN_IF_ERROR(ReadString(in.dpdk_local_mac, "dpdk_local_mac", &local_mac));
+  INA_RETURN_IF_ERROR(ReadString(in.dpdk_fabric_mac, "dpdk_fabric_mac", &fabric_mac));
+  backoff_max_us = in.dpdk_backoff_max_us;
+  if (in.dpdk_zero_copy != 0 && in.dpdk_zero_copy != 1) {
+    return InvalidArgument("ina_config.dpdk_zero_copy: " + std::to_string(in.dpdk_zero_copy) +
+                           " is not 0 or 1");
+  }
+  zero_copy = in.dpdk_zero_copy == 1;
+  return c;
+}
+
 thread_local std::string g_last_error;
 
-int Report(const ina::Status& s) {
+int Report(const Status& s) {
   if (s.ok()) return INA_OK;
   g_last_error = s.ToString();
   return static_cast<int>(s.code());
 }
 
-int BadArg(const char* what) { return Report(ina::InvalidArgument(what)); }
-
-void CopyString(char* dst, size_t cap, const std::string& src) {
-  std::strncpy(dst, src.c_str(), cap - 1);
-  dst[cap - 1] = '\0';
-}
-
-void FromCpp(const ina::host::CommConfig& c, ina_config* out) {
-  std::memset(out, 0, sizeof(*out));
-  CopyString(out->switch_host, sizeof(out->switch_host), c.switch_host);
-  out->switch_port = c.switch_port;
-  out->job_id = c.job_id;
-  out->rank = c.rank;
-  out->world_size = c.world_size;
-  out->k = c.k;
-  out->window = c.window;
-  out->join_timeout_ms = c.join_timeout_ms;
-  out->progress_timeout_ms = c.progress_timeout_ms;
-  out->rto_min_us = c.rto_min_us;
-  out->rto_max_us = c.rto_max_us;
-  out->rto_initial_us = c.rto_initial_us;
-  CopyString(out->transport, sizeof(out->transport), c.transport);
-}
-
-ina::host::CommConfig ToCpp(const ina_config& in) {
-  ina::host::CommConfig c;
-  c.switch_host.assign(in.switch_host, strnlen(in.switch_host, sizeof(in.switch_host)));
-  c.switch_port = in.switch_port;
-  c.job_id = in.job_id;
-  c.rank = in.rank;
-  c.world_size = in.world_size;
-  c.k = in.k;
-  c.window = in.window;
-  c.join_timeout_ms = in.join_timeout_ms;
-  c.progress_timeout_ms = in.progress_timeout_ms;
-  c.rto_min_us = in.rto_min_us;
-  c.rto_max_us = in.rto_max_us;
-  c.rto_initial_us = in.rto_initial_us;
-  c.transport.assign(in.transport, strnlen(in.transport, sizeof(in.transport)));
-  return c;
-}
+int BadArg(const char* what) { return Report(InvalidArgument(what)); }
 
 template <typename T>
 int Async(ina_comm* comm, T* data, size_t count, ina_request** req) {
@@ -103,22 +193,78 @@ int Blocking(ina_comm* comm, T* data, size_t count) {
 
 }  // namespace
 
+Result<CommConfig> ConfigFromC(const ina_config& in) { return ConfigFromC(in, kConfigLayouts); }
+
+Status ConfigToC(const CommConfig& c, ina_config* out, size_t struct_size) {
+  return ConfigToC(c, out, struct_size, kConfigLayouts);
+}
+
+Result<CommConfig> ConfigFromC(const ina_config& in, std::span<const Layout> layouts) {
+  INA_ASSIGN_OR_RETURN(Layout l, FindLayout(layouts, in.struct_size, "ina_config"));
+  // Defaults for the fields the caller's layout lacks, then the caller's bytes over them.
+  ina_config full;
+  INA_RETURN_IF_ERROR(FullToC(CommConfig{}, &full));
+  std::memcpy(static_cast<void*>(&full), &in, l.used);
+  return FullFromC(full);
+}
+
+Status ConfigToC(const CommConfig& c, ina_config* out, size_t struct_size,
+                 std::span<const Layout> layouts) {
+  INA_ASSIGN_OR_RETURN(Layout l, FindLayout(layouts, struct_size, "ina_config"));
+  ina_config full;
+  INA_RETURN_IF_ERROR(FullToC(c, &full));
+  std::memcpy(static_cast<void*>(out), &full, l.used);
+  out->struct_size = struct_size;
+  return Status::Ok();
+}
+
+Status StatsToC(const CommStats& s, ina_stats* out, size_t struct_size) {
+  INA_ASSIGN_OR_RETURN(Layout l, FindLayout(kStatsLayouts, struct_size, "ina_stats"));
+  const auto& [packets_sent, packets_received, retransmissions, results, stale_results_ignored,
+               ops_completed, ops_failed] = s;
+  ina_stats full;
+  std::memset(&full, 0, sizeof(full));
+  full.packets_sent = packets_sent;
+  full.packets_received = packets_received;
+  full.retransmissions = retransmissions;
+  full.results = results;
+  full.stale_results_ignored = stale_results_ignored;
+  full.ops_completed = ops_completed;
+  full.ops_failed = ops_failed;
+  std::memcpy(static_cast<void*>(out), &full, l.used);
+  out->struct_size = struct_size;
+  return Status::Ok();
+}
+
+Communicator& CommunicatorOf(ina_comm* comm) { return *comm->comm; }
+
+}  // namespace ina::host::capi
+
+namespace capi = ina::host::capi;
+
 extern "C" {
 
-int ina_config_init(ina_config* cfg) {
-  if (cfg == nullptr) return BadArg("ina_config_init: null cfg");
-  FromCpp(ina::host::CommConfig{}, cfg);
-  auto r = ina::host::CommConfig::FromEnv(ina::host::CommConfig{});
-  if (!r.ok()) return Report(r.status());
-  FromCpp(*r, cfg);
-  return INA_OK;
+uint32_t ina_version(void) { return INA_VERSION; }
+const char* ina_version_string(void) { return INA_VERSION_STRING; }
+
+int ina_config_init_sized(ina_config* cfg, size_t struct_size) {
+  if (cfg == nullptr) return capi::BadArg("ina_config_init: null cfg");
+  auto layout = capi::FindLayout(capi::kConfigLayouts, struct_size, "ina_config");
+  if (!layout.ok()) return capi::Report(layout.status());
+  const ina::host::CommConfig defaults;
+  if (int rc = capi::Report(capi::ConfigToC(defaults, cfg, struct_size)); rc != INA_OK) return rc;
+  auto r = ina::host::CommConfig::FromEnv(defaults);
+  if (!r.ok()) return capi::Report(r.status());
+  return capi::Report(capi::ConfigToC(*r, cfg, struct_size));
 }
 
 int ina_comm_create(const ina_config* cfg, ina_comm** out) {
-  if (cfg == nullptr || out == nullptr) return BadArg("ina_comm_create: null cfg or out");
+  if (cfg == nullptr || out == nullptr) return capi::BadArg("ina_comm_create: null cfg or out");
   *out = nullptr;
-  auto r = ina::host::Communicator::Create(ToCpp(*cfg));
-  if (!r.ok()) return Report(r.status());
+  auto c = capi::ConfigFromC(*cfg);
+  if (!c.ok()) return capi::Report(c.status().WithContext("ina_comm_create"));
+  auto r = ina::host::Communicator::Create(*c);
+  if (!r.ok()) return capi::Report(r.status());
   *out = new ina_comm{std::move(r).value()};
   return INA_OK;
 }
@@ -129,32 +275,37 @@ uint16_t ina_comm_window(const ina_comm* comm) {
   return comm == nullptr ? 0 : comm->comm->window();
 }
 
+int ina_comm_stats_sized(const ina_comm* comm, ina_stats* out, size_t struct_size) {
+  if (comm == nullptr || out == nullptr) return capi::BadArg("ina_comm_stats: null comm or out");
+  return capi::Report(capi::StatsToC(comm->comm->stats(), out, struct_size));
+}
+
 int ina_allreduce_f32(ina_comm* comm, float* data, size_t count) {
-  return Blocking(comm, data, count);
+  return capi::Blocking(comm, data, count);
 }
 int ina_allreduce_i32(ina_comm* comm, int32_t* data, size_t count) {
-  return Blocking(comm, data, count);
+  return capi::Blocking(comm, data, count);
 }
 int ina_iallreduce_f32(ina_comm* comm, float* data, size_t count, ina_request** req) {
-  return Async(comm, data, count, req);
+  return capi::Async(comm, data, count, req);
 }
 int ina_iallreduce_i32(ina_comm* comm, int32_t* data, size_t count, ina_request** req) {
-  return Async(comm, data, count, req);
+  return capi::Async(comm, data, count, req);
 }
 
 int ina_test(ina_request* req, int* done) {
-  if (req == nullptr || done == nullptr) return BadArg("ina_test: null req or done");
+  if (req == nullptr || done == nullptr) return capi::BadArg("ina_test: null req or done");
   *done = req->req.Test() ? 1 : 0;
   return INA_OK;
 }
 
 int ina_wait(ina_request* req) {
-  if (req == nullptr) return BadArg("ina_wait: null req");
-  return Report(req->req.Wait());
+  if (req == nullptr) return capi::BadArg("ina_wait: null req");
+  return capi::Report(req->req.Wait());
 }
 
 void ina_request_free(ina_request* req) { delete req; }
 
-const char* ina_last_error(void) { return g_last_error.c_str(); }
+const char* ina_last_error(void) { return capi::g_last_error.c_str(); }
 
 }  // extern "C"

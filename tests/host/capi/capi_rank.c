@@ -8,18 +8,19 @@
 
 #include "ina/ina.h"
 
-#define CHECK(cond)                                                              \
-  do {                                                                           \
-    if (!(cond)) {                                                               \
+#define CHECK(cond)                                                               \
+  do {                                                                            \
+    if (!(cond)) {                                                                \
       snprintf(err, cap, "%s:%d: %s (last error: %s)", __FILE__, __LINE__, #cond, \
-               ina_last_error());                                                \
-      return __LINE__;                                                           \
-    }                                                                            \
+               ina_last_error());                                                 \
+      return __LINE__;                                                            \
+    }                                                                             \
   } while (0)
 
 int capi_check_config(char* err, size_t cap) {
   ina_config c;
   CHECK(ina_config_init(&c) == INA_OK);
+  CHECK(c.struct_size == sizeof(ina_config));
   CHECK(strcmp(c.switch_host, "127.0.0.1") == 0);
   CHECK(c.switch_port == 47000);
   CHECK(c.world_size == 1 && c.rank == 0 && c.k == 256 && c.window == 256);
@@ -36,6 +37,8 @@ int capi_check_config(char* err, size_t cap) {
   unsetenv("INA_WORLD");
   unsetenv("INA_SWITCH");
   CHECK(ina_config_init(NULL) == INA_ERR_INVALID_ARGUMENT);
+  CHECK(ina_config_init_sized(&c, sizeof(c) + 1) == INA_ERR_INVALID_ARGUMENT);
+  CHECK(strstr(ina_last_error(), "struct_size") != NULL);
   return 0;
 }
 
@@ -78,6 +81,15 @@ int capi_run_rank(uint16_t port, uint16_t rank, uint16_t world, char* err, size_
   CHECK(ina_test(req, &done) == INA_OK && done == 1);
   CHECK(ina_wait(req) == INA_OK);
   ina_request_free(req);
+
+  {
+    ina_stats st;
+    CHECK(ina_comm_stats(comm, &st) == INA_OK);
+    CHECK(st.struct_size == sizeof(st));
+    CHECK(st.ops_completed >= 2 && st.ops_failed == 0);
+    CHECK(st.packets_sent >= 2 * ((kN + 63) / 64) && st.results >= 2 * ((kN + 63) / 64));
+  }
+  CHECK(ina_version() == INA_VERSION);
 
   ina_comm_destroy(comm);
   free(iv);

@@ -1,35 +1,78 @@
-// TestFabric: an in-process stand-in for ina-switchd, for the communicator's end-to-end tests.
+// In-process fabrics for the communicator's tests, built from the real pieces of ina-switchd:
+// the control plane (ina::dp_control: join handshake, slot allocation, LEAVE, rank_left, job
+// timeout) programming the reference engine (ina::dp_ref).
 //
-// One thread with a UDP socket on 127.0.0.1:<ephemeral> runs ina::dp_ref's engine on data packets
-// and a minimal control plane: JOIN (all ranks with the same world/K/window -> install the job and
-// JOIN_ACK everyone; repeated JOIN -> JOIN_ACK again; differing params -> ERROR(bad_params); a
-// rank joined from another address -> ERROR(rank_taken)) and LEAVE (remove the job, ERROR
-// (job_aborted) to the other ranks). Optional seeded loss and duplication, applied independently
-// to every packet in and every result copy out (control packets are never dropped).
+// Fabric is socket-free and clock-free: packets come in with their source peer and the time,
+// replies and results go out to a dp::ReplySink, classified as ina-switchd does it (JOIN/LEAVE to
+// the control plane; a data packet from a peer other than the one that joined as its rank is
+// dropped; everything else to the engine, whose results go to ControlPlane::Destinations). The
+// unit tests plug it behind a fake transport (fake_net.h); TestFabric serves it on a UDP socket.
+//
+// TestFabric: one thread with a UDP socket on 127.0.0.1:<ephemeral> running a Fabric, for the
+// end-to-end tests of communicators in threads (comm_test, capi_test). Optional seeded loss and
+// duplication, applied independently to every data packet in and every result copy out; control
+// packets (JOIN, LEAVE, join_ack, errors) are never dropped. Threading: the accessors may be
+// called from any thread.
 #pragma once
 
 #include <netinet/in.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
-#include <map>
-#include <set>
 #include <memory>
 #include <mutex>
 #include <random>
+#include <span>
 #include <thread>
+#include <vector>
 
 #include "ina/base/status.h"
+#include "ina/dp/control.h"
 #include "ina/dp/engine.h"
+#include "ina/proto/wire.h"
 
 namespace ina::testing {
+
+struct FabricConfig {
+  uint32_t pool_slots = 4096;  // the control plane grants min(asked, largest free extent)
+  uint16_t max_jobs = 256;
+  std::chrono::nanoseconds job_timeout = std::chrono::seconds(30);
+};
+
+class Fabric {
+ public:
+  using TimePoint = dp::ControlPlane::TimePoint;
+
+  static Result<std::unique_ptr<Fabric>> Create(const FabricConfig& config);
+
+  // One packet (the UDP payload) from `from` at `now`; replies and results go to `out`.
+  void Receive(std::span<const uint8_t> packet, const dp::Peer& from, TimePoint now,
+               dp::ReplySink& out);
+  // The control plane's job timeout.
+  size_t Tick(TimePoint now, dp::ReplySink& out) { return control_->Tick(now, out); }
+
+  dp::CounterSnapshot counters() const { return engine_->counters(); }
+  const dp::ControlPlane& control() const { return *control_; }
+  uint64_t foreign_dropped() const { return foreign_dropped_; }
+  // Every LEAVE the fabric received (header fields), in order, copies included.
+  const std::vector<proto::Header>& leaves() const { return leaves_; }
+
+ private:
+  class Results;
+  Fabric() = default;
+
+  std::unique_ptr<dp::Engine> engine_;
+  std::unique_ptr<dp::ControlPlane> control_;
+  uint64_t foreign_dropped_ = 0;
+  std::vector<proto::Header> leaves_;
+};
 
 struct FabricOptions {
   double drop = 0.0;  // probability of dropping a data packet in / a result copy out
   double dup = 0.0;   // probability of delivering one twice
   uint64_t seed = 1;
-  uint32_t pool_slots = 4096;
-  uint16_t max_window = 4096;  // a JOIN asking for more is granted this many
+  uint32_t pool_slots = 4096;  // a JOIN asking for more gets at most this many slots
 };
 
 class TestFabric {
@@ -39,36 +82,25 @@ class TestFabric {
 
   uint16_t port() const { return port_; }
   dp::CounterSnapshot counters();
+  dp::ControlCounters control_counters();
+  std::vector<proto::Header> leaves();
   uint64_t dropped() const { return dropped_.load(); }
   uint64_t duplicated() const { return duplicated_.load(); }
 
  private:
-  struct Job {
-    uint16_t world = 0, k = 0, window = 0, granted = 0;
-    bool installed = false;
-    std::map<uint16_t, sockaddr_in> ranks;
-    std::set<uint16_t> done;  // ranks that left gracefully
-  };
   class Out;
 
-  TestFabric(int fd, uint16_t port, const FabricOptions& options);
+  TestFabric(int fd, uint16_t port, const FabricOptions& options, std::unique_ptr<Fabric> f);
   void Run();
-  void OnPacket(const uint8_t* p, size_t len, const sockaddr_in& from);
-  void OnJoin(const uint8_t* p, const sockaddr_in& from);
-  void OnLeave(const uint8_t* p);
-  void SendControl(const sockaddr_in& to, uint8_t type, uint16_t job, uint16_t rank,
-                   uint16_t count, uint32_t offset, uint16_t aux);
-  void SendTo(const sockaddr_in& to, const uint8_t* p, size_t len);
   bool Chance(double p);
+  void SendTo(const dp::Peer& to, std::span<const uint8_t> packet);
 
   int fd_;
   uint16_t port_;
   FabricOptions options_;
-  std::mt19937_64 rng_;
-  std::mutex mu_;  // guards engine_ (counters() from the test thread)
-  std::unique_ptr<dp::Engine> engine_;
-  std::map<uint16_t, Job> jobs_;
-  uint32_t next_slot_base_ = 0;
+  std::mt19937_64 rng_;  // fabric thread only
+  std::mutex mu_;        // guards fabric_
+  std::unique_ptr<Fabric> fabric_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> dropped_{0}, duplicated_{0};
   std::thread thread_;

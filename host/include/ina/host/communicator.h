@@ -19,6 +19,12 @@
 //
 // Threading: all methods may be called from any thread; calls are serialised in the op queue.
 // The tensor passed to an async call must stay alive and untouched until its Request completes.
+// An empty tensor completes at once in the calling thread without packets, so possibly before
+// earlier calls still queued (it still counts as a call, in order, for rank_left).
+//
+// Inside: one progress thread owns the transport and runs the per-op state machine
+// (host/src/comm/slot_window.h) through the turn loop of host/src/comm/progress.h with the real
+// clock; docs/host.md, "The progress engine".
 #pragma once
 
 #include <cstdint>
@@ -31,12 +37,12 @@
 namespace ina::host {
 
 struct CommStats {
-  uint64_t packets_sent = 0;            // data packets, first sends and retransmissions
-  uint64_t packets_received = 0;        // every packet the transport returned
+  uint64_t packets_sent = 0;      // data packets, first sends and retransmissions
+  uint64_t packets_received = 0;  // every packet the transport returned
   uint64_t retransmissions = 0;
-  uint64_t results = 0;                 // results accepted
-  uint64_t stale_results_ignored = 0;   // results for an old generation, another job, malformed
-  uint64_t ops_completed = 0;
+  uint64_t results = 0;                // results accepted
+  uint64_t stale_results_ignored = 0;  // results for an old generation, another job, malformed
+  uint64_t ops_completed = 0;          // calls that succeeded, empty ones included
   uint64_t ops_failed = 0;
 };
 
@@ -71,8 +77,11 @@ class Communicator {
   // ResourceExhausted (ERROR no_slots / too_many_jobs), AlreadyExists (ERROR rank_taken), Aborted
   // (ERROR job_aborted). A fabric that is not up yet (Unavailable) is retried until the timeout.
   static Result<std::unique_ptr<Communicator>> Create(const CommConfig& config);
-  // Fails pending ops with Aborted, sends LEAVE (which aborts the job for the other ranks) and
-  // joins the progress thread.
+  // Fails the op in progress and the queued ones with Aborted, joins the progress thread and sends
+  // LEAVE: aux 0 with the number of completed calls when every call succeeded and none was
+  // pending (the fabric keeps the job for ranks still fetching lost results and tells the others
+  // error(rank_left) with that count), an abort otherwise (the other ranks fail with Aborted).
+  // Returns within about 10 ms (the progress thread checks its stop flag that often).
   ~Communicator();
 
   Communicator(const Communicator&) = delete;
@@ -85,8 +94,8 @@ class Communicator {
   Result<Request> AllReduceAsync(std::span<float> data);
   Result<Request> AllReduceAsync(std::span<int32_t> data);
 
-  CommStats stats() const;          // a snapshot; thread-safe
-  uint16_t window() const;          // slots granted by the fabric
+  CommStats stats() const;  // a snapshot; thread-safe
+  uint16_t window() const;  // slots granted by the fabric
   const CommConfig& config() const;
 
   class Impl;

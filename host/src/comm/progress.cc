@@ -1,0 +1,118 @@
+#include "progress.h"
+
+#include <algorithm>
+
+namespace ina::host::internal {
+
+using std::chrono::microseconds;
+
+Progress::Progress(const WindowConfig& config, const quant::Kernels& kernels, Transport& transport,
+                   const Clock& clock)
+    : window_(config, kernels),
+      transport_(transport),
+      clock_(clock),
+      rx_bufs_(kBurst * kRxBufBytes) {}
+
+Status Progress::RunOp(const OpDesc& op, const std::atomic<bool>& stop) {
+  INA_RETURN_IF_ERROR(Begin(op));
+  Status s;
+  while (!window_.done()) {
+    if (stop.load(std::memory_order_relaxed)) {
+      s = Aborted("communicator destroyed while the op was in progress");
+      break;
+    }
+    s = Turn(kMaxWait);
+    if (!s.ok()) break;
+  }
+  window_.End();
+  return s;
+}
+
+Status Progress::Flush() {
+  while (window_.tx_queued() > 0) {
+    const size_t n = window_.PeekTx(std::span(tx_));
+    auto r = transport_.SendBurst(std::span(tx_.data(), n));
+    size_t sent = 0;
+    if (!r.ok()) {
+      if (r.status().code() != StatusCode::kUnavailable) return r.status();
+      window_.NoteTransportError(r.status());  // fabric unreachable: retried on the timer
+      sent = n;                                // treat as sent (lost)
+    } else {
+      sent = std::min(*r, n);
+    }
+    window_.OnSent(sent, clock_.Now());
+    if (sent < n) return Status::Ok();  // queue full: retry on the next turn
+  }
+  return Status::Ok();
+}
+
+Status Progress::Turn(microseconds max_wait) {
+  INA_RETURN_IF_ERROR(Flush());
+  auto now = clock_.Now();
+  window_.OnTimers(now);
+  bool backlog = false;
+  if (window_.tx_queued() > 0) {
+    INA_RETURN_IF_ERROR(Flush());
+    backlog = window_.tx_queued() > 0;
+  }
+  INA_RETURN_IF_ERROR(window_.CheckProgress(now));
+  auto next = window_.NextDeadline();
+  if (backlog) next = std::min(next, now + kSendRetry);
+  microseconds wait = max_wait;
+  if (next != TimePoint::max()) {
+    wait = std::clamp(std::chrono::duration_cast<microseconds>(next - now), microseconds(0),
+                      std::chrono::duration_cast<microseconds>(kMaxWait));
+    // Round up: waking before the deadline would spin a turn with nothing to do.
+    if (now + wait < next && wait < kMaxWait) wait += microseconds(1);
+  }
+  last_wait_ = wait;
+  INA_ASSIGN_OR_RETURN(size_t got, Receive(std::min(wait, max_wait)));
+  now = clock_.Now();
+  for (size_t i = 0; i < got; ++i) {
+    INA_RETURN_IF_ERROR(window_.OnPacket(std::span(rx_[i].data, rx_[i].len), now));
+  }
+  return Status::Ok();
+}
+
+Status Progress::PollIdle() {
+  INA_ASSIGN_OR_RETURN(size_t got, Receive(microseconds(0)));
+  const auto now = clock_.Now();
+  for (size_t i = 0; i < got; ++i) {
+    INA_RETURN_IF_ERROR(window_.OnPacket(std::span(rx_[i].data, rx_[i].len), now));
+  }
+  return Status::Ok();
+}
+
+Result<size_t> Progress::Receive(microseconds timeout) {
+  for (size_t i = 0; i < kBurst; ++i) {
+    rx_[i] = {rx_bufs_.data() + i * kRxBufBytes, kRxBufBytes, 0};
+  }
+  auto r = transport_.RecvBurst(std::span(rx_.data(), kBurst), timeout);
+  if (!r.ok()) {
+    // ICMP port unreachable: the fabric is down or restarting. Keep going; the progress timeout
+    // bounds how long we wait, and its message names this error.
+    if (r.status().code() == StatusCode::kUnavailable) {
+      window_.NoteTransportError(r.status());
+      return size_t{0};
+    }
+    return r.status();
+  }
+  packets_received_.Inc(*r);
+  return *r;
+}
+
+void Progress::SendLeave(proto::ErrorCode reason, uint64_t calls) {
+  uint8_t buf[proto::kHeaderBytes] = {};
+  proto::Header h;
+  h.version = proto::kVersion;
+  h.type = static_cast<uint8_t>(proto::MsgType::kLeave);
+  h.job = window_.config().job_id;
+  h.rank = window_.config().rank;
+  h.aux = static_cast<uint16_t>(reason);
+  h.offset = static_cast<uint32_t>(calls);
+  proto::EncodeHeader(h, buf);
+  const TxPacket tx[3] = {{buf, sizeof(buf)}, {buf, sizeof(buf)}, {buf, sizeof(buf)}};
+  (void)transport_.SendBurst(std::span(tx));
+}
+
+}  // namespace ina::host::internal

@@ -1,0 +1,82 @@
+// Progress: one rank's progress loop, a SlotWindow fed from an injected Transport and Clock.
+//
+// A turn (Turn) sends what the window queued (bursts of kBurst; a partial send is retried at the
+// next turn, at most 100 us later), retransmits what is due, checks the progress timeout, then
+// receives one burst, waiting at most until the window's next deadline (and at most `max_wait`),
+// and hands every packet to the window. RunOp turns until the op is done, failed or stopped.
+// Unavailable from the transport (ICMP port unreachable: the fabric is down or restarting) is not
+// an error here: it is remembered, and the progress timeout's message names it; a failed send
+// counts as sent (lost), so the retransmission timer resends it.
+//
+// Nothing here reads the wall clock or starts a thread: the communicator's progress thread passes
+// the real transport and SteadyClock; unit tests pass a fake transport and a fake clock, call
+// Begin and then Turn with max_wait 0, and advance the clock by last_wait() when nothing moves.
+//
+// Buffers: kBurst x kRxBufBytes RX, allocated at construction. Threading: one thread.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <vector>
+
+#include "clock.h"
+#include "counter.h"
+#include "ina/base/status.h"
+#include "ina/host/transport.h"
+#include "ina/proto/wire.h"
+#include "slot_window.h"
+
+namespace ina::host::internal {
+
+inline constexpr size_t kBurst = 32;
+inline constexpr size_t kRxBufBytes = 2048;  // > kMaxPacketBytes, so oversize packets are visible
+inline constexpr std::chrono::microseconds kMaxWait{10000};  // re-check the stop flag this often
+inline constexpr std::chrono::microseconds kSendRetry{100};  // after a partial send
+
+class Progress {
+ public:
+  // `transport` and `clock` must outlive the Progress.
+  Progress(const WindowConfig& config, const quant::Kernels& kernels, Transport& transport,
+           const Clock& clock);
+
+  // Runs `op` to its end: Ok, the window's error, the transport's (other than Unavailable), or
+  // Aborted once `stop` is set (checked every turn, so within kMaxWait). The window is idle
+  // afterwards.
+  Status RunOp(const OpDesc& op, const std::atomic<bool>& stop);
+
+  // Step by step (tests): Begin, then Turn until window().done() or an error; then window().End().
+  Status Begin(const OpDesc& op) { return window_.Begin(op, clock_.Now()); }
+  Status Turn(std::chrono::microseconds max_wait);
+  // How long the last Turn asked the transport to wait (before clamping to max_wait).
+  std::chrono::microseconds last_wait() const { return last_wait_; }
+
+  // Between ops: receives what is there without waiting, so error(job_aborted) fails the
+  // communicator before its next call and rank_left is recorded.
+  Status PollIdle();
+
+  // LEAVE with aux = `reason` (kNone: this rank is done, anything else: abort the job) and
+  // offset = `calls` (the calls this rank completed). Best effort, sent three times since nothing
+  // acknowledges it (the fabric ignores copies).
+  void SendLeave(proto::ErrorCode reason, uint64_t calls);
+
+  SlotWindow& window() { return window_; }
+  const SlotWindow& window() const { return window_; }
+  uint64_t packets_received() const { return packets_received_.Get(); }
+
+ private:
+  Status Flush();
+  Result<size_t> Receive(std::chrono::microseconds timeout);
+
+  SlotWindow window_;
+  Transport& transport_;
+  const Clock& clock_;
+  std::vector<uint8_t> rx_bufs_;
+  std::array<RxPacket, kBurst> rx_{};
+  std::array<TxPacket, kBurst> tx_{};
+  std::chrono::microseconds last_wait_{0};
+  Counter packets_received_;
+};
+
+}  // namespace ina::host::internal

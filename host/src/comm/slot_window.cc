@@ -1,0 +1,338 @@
+#include "slot_window.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+namespace ina::host::internal {
+
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+
+WindowConfig WindowConfig::From(const CommConfig& c, uint16_t granted_window) {
+  WindowConfig w;
+  w.job_id = c.job_id;
+  w.rank = c.rank;
+  w.world_size = c.world_size;
+  w.k = c.k;
+  w.window = granted_window;
+  w.progress_timeout = milliseconds(c.progress_timeout_ms);
+  w.rto = RtoConfig{c.rto_min_us, c.rto_initial_us, c.rto_max_us};
+  return w;
+}
+
+SlotWindow::SlotWindow(const WindowConfig& config, const quant::Kernels& kernels)
+    : cfg_(config),
+      window_(config.window),
+      kern_(kernels),
+      precision_(quant::Precision(config.world_size)),
+      rto_(config.rto),
+      slots_(config.window),
+      tx_bufs_(size_t{config.window} * kBufBytes),
+      send_ring_(config.window) {}
+
+SlotWindow::SlotView SlotWindow::slot(uint16_t s) const {
+  const Slot& sl = slots_[s];
+  return SlotView{sl.gen,   sl.next_gen, sl.busy,   sl.queued,
+                  sl.block, sl.retries,  sl.rto_us, sl.deadline};
+}
+
+size_t SlotWindow::BlockCount(int64_t b) const {
+  const size_t start = static_cast<size_t>(b) * cfg_.k;
+  return std::min<size_t>(cfg_.k, op_.n - start);
+}
+
+void SlotWindow::Enqueue(uint16_t s) {
+  Slot& sl = slots_[s];
+  sl.queued = true;
+  sl.deadline = TimePoint::max();
+  send_ring_[(ring_head_ + ring_size_) % window_] = s;
+  ++ring_size_;
+}
+
+// Writes the header of slot s's next use and takes a generation.
+void SlotWindow::PutHeader(uint16_t s, uint8_t flags, uint8_t exp, uint8_t next_exp, uint16_t count,
+                           uint32_t offset) {
+  Slot& sl = slots_[s];
+  proto::Header h;
+  h.version = proto::kVersion;
+  h.type = static_cast<uint8_t>(proto::MsgType::kData);
+  h.flags = flags;
+  h.exp = exp;
+  h.next_exp = next_exp;
+  h.job = cfg_.job_id;
+  h.rank = cfg_.rank;
+  h.slot = s;
+  h.gen = sl.next_gen;
+  h.count = count;
+  h.offset = offset;
+  proto::EncodeHeader(h, Buf(s));
+  sl.gen = sl.next_gen++;
+  sl.busy = true;
+  sl.sent = false;
+  sl.retries = 0;
+  sl.rto_us = rto_.rto_us();
+  sl.len = proto::kHeaderBytes + size_t{count} * proto::kElemBytes;
+  Enqueue(s);
+}
+
+// Float: local exponent (and non-finiteness) of block b, kept for when the slot sends it.
+uint8_t SlotWindow::LocalExp(int64_t b, bool* nonfinite) const {
+  return kern_.block_exp(op_.f + static_cast<size_t>(b) * cfg_.k, BlockCount(b), nonfinite);
+}
+
+void SlotWindow::SendExpRound(uint16_t s) {
+  Slot& sl = slots_[s];
+  sl.block = -1;
+  sl.pending_exp = LocalExp(s, &sl.pending_nonfinite);
+  PutHeader(s, 0, proto::kExpNone, sl.pending_exp, 0, static_cast<uint32_t>(s) * cfg_.k);
+}
+
+// Block b on slot s with the agreed biased exponent `e` (float) or as int32.
+Status SlotWindow::SendBlock(uint16_t s, int64_t b, uint8_t e) {
+  Slot& sl = slots_[s];
+  sl.block = b;
+  const size_t cnt = BlockCount(b);
+  const size_t off = static_cast<size_t>(b) * cfg_.k;
+  uint8_t* payload = Buf(s) + proto::kHeaderBytes;
+  if (!op_.is_float) {
+    kern_.to_wire(op_.i + off, cnt, payload);
+    PutHeader(s, proto::flags::kInt32, 0, 0, static_cast<uint16_t>(cnt),
+              static_cast<uint32_t>(off));
+    return Status::Ok();
+  }
+  const bool nonfinite = sl.pending_nonfinite;
+  if (!nonfinite && e < sl.pending_exp) {
+    return Internal("slot " + std::to_string(s) + " block " + std::to_string(b) +
+                    ": agreed exponent " + std::to_string(e) + " below the local exponent " +
+                    std::to_string(sl.pending_exp) + " (fabric did not max-reduce next_exp?)");
+  }
+  uint8_t next_exp = proto::kExpNone;
+  const int64_t nb = b + window_;
+  if (nb < blocks_) {
+    next_exp = LocalExp(nb, &sl.pending_nonfinite);
+    sl.pending_exp = next_exp;
+  }
+  if (nonfinite) {
+    std::memset(payload, 0, cnt * proto::kElemBytes);
+  } else {
+    kern_.quantize(op_.f + off, cnt, e, precision_, payload);
+  }
+  PutHeader(s, nonfinite ? proto::flags::kNonfinite : 0, e, next_exp, static_cast<uint16_t>(cnt),
+            static_cast<uint32_t>(off));
+  return Status::Ok();
+}
+
+Status SlotWindow::CheckPeersStillIn(uint64_t seq) const {
+  if (seq < peer_left_after_) return Status::Ok();
+  return Aborted("rank " + std::to_string(peer_left_rank_) + " left the job after " +
+                 std::to_string(peer_left_after_) + " calls; call #" + std::to_string(seq) +
+                 " cannot complete");
+}
+
+Status SlotWindow::Begin(const OpDesc& op, TimePoint now) {
+  INA_RETURN_IF_ERROR(CheckPeersStillIn(op.seq));
+  op_ = op;
+  active_ = true;
+  const int64_t k = cfg_.k;
+  blocks_ = static_cast<int64_t>((op.n + k - 1) / k);
+  remaining_ = blocks_;
+  ring_head_ = ring_size_ = 0;
+  last_transport_error_ = Status::Ok();
+  used_ = static_cast<uint16_t>(std::min<int64_t>(window_, blocks_));
+  for (Slot& sl : slots_) sl.busy = sl.queued = false;
+  for (uint16_t s = 0; s < used_; ++s) {
+    if (op.is_float) {
+      SendExpRound(s);
+    } else {
+      SendBlock(s, s, 0).IgnoreError();  // int32: cannot fail
+    }
+  }
+  last_progress_ = now;
+  return Status::Ok();
+}
+
+void SlotWindow::End() {
+  active_ = false;
+  ring_head_ = ring_size_ = 0;
+  for (Slot& sl : slots_) {
+    sl.busy = sl.queued = false;
+    sl.deadline = TimePoint::max();
+  }
+  op_ = OpDesc{};
+}
+
+size_t SlotWindow::PeekTx(std::span<TxPacket> out) const {
+  const size_t n = std::min(out.size(), ring_size_);
+  for (size_t i = 0; i < n; ++i) {
+    const uint16_t s = send_ring_[(ring_head_ + i) % window_];
+    out[i] = {Buf(s), slots_[s].len};
+  }
+  return n;
+}
+
+void SlotWindow::OnSent(size_t n, TimePoint now) {
+  for (size_t i = 0; i < n && ring_size_ > 0; ++i) {
+    const uint16_t s = send_ring_[ring_head_];
+    ring_head_ = (ring_head_ + 1) % window_;
+    --ring_size_;
+    Slot& sl = slots_[s];
+    sl.queued = false;
+    sl.sent = true;
+    sl.sent_at = now;
+    sl.deadline = now + microseconds(sl.rto_us);
+    counters_.packets_sent.Inc();
+    if (proto::GetFlags(Buf(s)) & proto::flags::kRetx) counters_.retransmissions.Inc();
+  }
+}
+
+// The fabric is a queue, so under load every result is late together: a slot is only declared
+// lost when, past its own timer, either a packet sent at least an RTO after it already got its
+// result (RACK's time-ordering evidence) or no result at all arrived for its RTO (tail loss,
+// stall).
+TimePoint SlotWindow::Due(const Slot& sl) const {
+  const microseconds base_rto(rto_.rto_us());
+  const bool overtaken = rack_sent_ - sl.sent_at >= base_rto;
+  return overtaken ? sl.deadline : std::max(sl.deadline, last_progress_ + microseconds(sl.rto_us));
+}
+
+void SlotWindow::OnTimers(TimePoint now) {
+  if (!active_) return;
+  for (uint16_t s = 0; s < used_; ++s) {
+    Slot& sl = slots_[s];
+    if (!sl.busy || sl.queued) continue;
+    if (Due(sl) <= now) {
+      proto::SetFlags(Buf(s), proto::GetFlags(Buf(s)) | proto::flags::kRetx);
+      ++sl.retries;
+      sl.rto_us = rto_.Backoff(sl.rto_us);
+      Enqueue(s);
+    }
+  }
+}
+
+Status SlotWindow::CheckProgress(TimePoint now) const {
+  if (!active_ || remaining_ == 0) return Status::Ok();
+  if (now - last_progress_ >= cfg_.progress_timeout) return DeadlineExceeded(DescribeStall(now));
+  return Status::Ok();
+}
+
+TimePoint SlotWindow::NextDeadline() const {
+  if (!active_ || remaining_ == 0) return TimePoint::max();
+  TimePoint next = last_progress_ + cfg_.progress_timeout;
+  for (uint16_t s = 0; s < used_; ++s) {
+    const Slot& sl = slots_[s];
+    if (!sl.busy || sl.queued) continue;
+    next = std::min(next, Due(sl));
+  }
+  return next;
+}
+
+Status SlotWindow::OnPacket(std::span<const uint8_t> packet, TimePoint now) {
+  const uint8_t* p = packet.data();
+  const size_t len = packet.size();
+  if (active_ && len >= proto::kHeaderBytes && proto::GetVersion(p) == proto::kVersion &&
+      proto::GetJob(p) == cfg_.job_id &&
+      proto::GetType(p) == static_cast<uint8_t>(proto::MsgType::kResult)) {
+    return HandleResult(p, len, now);
+  }
+  return HandleControl(p, len);
+}
+
+// Non-result packets (and, between ops, results too, which are late copies).
+Status SlotWindow::HandleControl(const uint8_t* p, size_t len) {
+  if (len < proto::kHeaderBytes || proto::GetVersion(p) != proto::kVersion ||
+      proto::GetJob(p) != cfg_.job_id) {
+    counters_.stale.Inc();
+    return Status::Ok();
+  }
+  const auto type = static_cast<proto::MsgType>(proto::GetType(p));
+  if (type == proto::MsgType::kError &&
+      proto::GetAux(p) == static_cast<uint16_t>(proto::ErrorCode::kJobAborted)) {
+    return Aborted("job " + std::to_string(cfg_.job_id) +
+                   " aborted by the fabric (another rank left or timed out)");
+  }
+  if (type == proto::MsgType::kError &&
+      proto::GetAux(p) == static_cast<uint16_t>(proto::ErrorCode::kRankLeft)) {
+    // Another rank finished after `offset` calls: calls from that number on cannot complete.
+    if (proto::GetOffset(p) < peer_left_after_) {
+      peer_left_after_ = proto::GetOffset(p);
+      peer_left_rank_ = proto::GetCount(p);
+    }
+    if (active_) return CheckPeersStillIn(op_.seq);
+    return Status::Ok();
+  }
+  if (type == proto::MsgType::kJoinAck) return Status::Ok();  // a late duplicate
+  counters_.stale.Inc();
+  return Status::Ok();
+}
+
+Status SlotWindow::HandleResult(const uint8_t* p, size_t len, TimePoint now) {
+  const proto::Header h = proto::DecodeHeader(p);
+  if ((h.rank != cfg_.rank && h.rank != proto::kRankAll) || h.slot >= window_) {
+    counters_.stale.Inc();
+    return Status::Ok();
+  }
+  Slot& sl = slots_[h.slot];
+  const uint8_t* mine = Buf(h.slot);
+  if (!sl.busy || !sl.sent || h.gen != sl.gen ||
+      len != proto::kHeaderBytes + size_t{h.count} * proto::kElemBytes ||
+      h.count != proto::GetCount(mine) || h.offset != proto::GetOffset(mine)) {
+    counters_.stale.Inc();
+    return Status::Ok();
+  }
+  counters_.results.Inc();
+  last_progress_ = now;
+  rto_.OnSample(std::chrono::duration_cast<microseconds>(now - sl.sent_at), sl.retries != 0);
+  if (sl.retries == 0) rack_sent_ = std::max(rack_sent_, sl.sent_at);
+  sl.busy = false;
+  sl.deadline = TimePoint::max();
+  const uint16_t s = h.slot;
+  const uint8_t* payload = p + proto::kHeaderBytes;
+  if (sl.block < 0) {  // exponent round: the result's next_exp is block s's agreed exponent
+    return SendBlock(s, s, h.next_exp);
+  }
+  const int64_t b = sl.block;
+  const size_t off = static_cast<size_t>(b) * cfg_.k;
+  if (op_.is_float) {
+    if (h.flags & proto::flags::kNonfinite) {
+      std::fill_n(op_.f + off, h.count, std::numeric_limits<float>::quiet_NaN());
+    } else {
+      kern_.dequantize(payload, h.count, h.exp, precision_, op_.f + off);
+    }
+  } else {
+    kern_.from_wire(payload, h.count, op_.i + off);
+  }
+  --remaining_;
+  const int64_t nb = b + window_;
+  if (nb < blocks_) return SendBlock(s, nb, h.next_exp);
+  return Status::Ok();
+}
+
+std::string SlotWindow::DescribeStall(TimePoint now) const {
+  const Slot* worst = nullptr;
+  uint16_t ws = 0;
+  for (uint16_t s = 0; s < window_; ++s) {
+    const Slot& sl = slots_[s];
+    if (sl.busy && (worst == nullptr || sl.sent_at < worst->sent_at)) {
+      worst = &sl;
+      ws = s;
+    }
+  }
+  const auto waited = std::chrono::duration_cast<milliseconds>(now - last_progress_).count();
+  std::string m = "rank " + std::to_string(cfg_.rank) + " job " + std::to_string(cfg_.job_id) +
+                  ": no result for " + std::to_string(waited) + " ms (progress_timeout_ms " +
+                  std::to_string(cfg_.progress_timeout.count()) + ")";
+  if (worst != nullptr) {
+    m += "; slot " + std::to_string(ws) + " gen " + std::to_string(worst->gen) +
+         (worst->block < 0 ? std::string(" (exponent round)")
+                           : " (block " + std::to_string(worst->block) + ")") +
+         " waited, " + std::to_string(worst->retries) + " retransmissions";
+  }
+  m += "; " + std::to_string(remaining_) + " of " + std::to_string(blocks_) + " blocks pending";
+  if (!last_transport_error_.ok()) {
+    m += "; last transport error: " + last_transport_error_.ToString();
+  }
+  return m;
+}
+
+}  // namespace ina::host::internal

@@ -1,0 +1,209 @@
+// SlotWindow: the progress state machine of one rank, one op at a time (docs/host.md, "The
+// progress engine").
+//
+// It is driven by (now, packets received) and gives (packets to send, next deadline, op done or
+// failed with a Status). It reads no clock, owns no socket and starts no thread: the caller
+// (Progress, progress.h) passes the time and moves packets between it and a Transport, so unit
+// tests drive it with a fake clock and a fake transport (tests/host/comm/slot_window_test.cc).
+//
+// Protocol (unchanged from the monolithic engine it was split from):
+//  - An op of B = ceil(n/K) blocks uses slots 0 .. min(W, B)-1; slot s carries blocks s, s+W, ...
+//    with one packet in flight. Every use of a slot takes its next 16-bit generation, kept for the
+//    window's life (so across ops), which is how ranks that issue the same calls agree on (slot,
+//    gen).
+//  - Float ops start each slot with an exponent round (count 0, offset s*K, next_exp = local
+//    exponent of block s); each later use sends block b with the agreed exponent and next_exp =
+//    local exponent of block b+W. Inf/NaN blocks are sent as zeros with `nonfinite`; a result
+//    with `nonfinite` makes the block all-NaN. int32 ops: flag int32, no exponent round.
+//  - A result is accepted only if type, version, job, destination (own rank or all), slot < W,
+//    gen, length, count and offset match the packet in flight; anything else counts as stale.
+//  - Loss: per-slot timers with the RTO of RtoEstimator (Karn, per-slot backoff); a slot past its
+//    timer is resent (retx flag) only when a first transmission sent at least one RTO after it
+//    already got its result (RACK-like time-ordering evidence) or no result at all was accepted
+//    for its RTO.
+//  - error(job_aborted): Aborted. error(rank_left, offset N): the current op fails with Aborted if
+//    it is call N or later, as does every later Begin; earlier ops carry on.
+//  - No accepted result for progress_timeout while an op is active: DeadlineExceeded
+//  (CheckProgress)
+//    whose message names the oldest waiting slot, its generation, block, retries and the last
+//    transport error.
+//
+// Buffers: W packet buffers (proto::kMaxPacketBytes each) allocated at construction; nothing is
+// allocated per packet. A float op quantizes into the slot's buffer and dequantizes results into
+// the caller's tensor in place (block b+W's exponent is read when block b is sent, before b+W's
+// result can exist; retransmissions resend the stored buffer).
+//
+// Threading: one thread at a time. The counters may be read from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "clock.h"
+#include "counter.h"
+#include "ina/base/status.h"
+#include "ina/host/config.h"
+#include "ina/host/quant.h"
+#include "ina/host/transport.h"
+#include "ina/proto/wire.h"
+#include "rto.h"
+
+namespace ina::host::internal {
+
+struct WindowConfig {
+  uint16_t job_id = 1;
+  uint16_t rank = 0;
+  uint16_t world_size = 1;
+  uint16_t k = 256;     // elements per packet
+  uint16_t window = 1;  // slots granted by the fabric, >= 1
+  std::chrono::milliseconds progress_timeout{5000};
+  RtoConfig rto;
+
+  // The communicator's settings with the granted window.
+  static WindowConfig From(const CommConfig& config, uint16_t granted_window);
+};
+
+// One all-reduce call. The tensor is the caller's; it must stay alive until the op ends.
+struct OpDesc {
+  bool is_float = true;
+  float* f = nullptr;    // is_float
+  int32_t* i = nullptr;  // !is_float
+  size_t n = 0;          // elements, 1 .. 2^32-1
+  uint64_t seq = 0;      // the call number on this communicator, from 0
+};
+
+struct WindowCounters {
+  Counter packets_sent;     // data packets, first sends and retransmissions
+  Counter retransmissions;  // of those, retransmissions
+  Counter results;          // results accepted
+  Counter stale;            // packets ignored (old generation, another job, malformed, ...)
+};
+
+class SlotWindow {
+ public:
+  // REQUIRES: config.window >= 1, config.k one of proto::kKValues.
+  SlotWindow(const WindowConfig& config, const quant::Kernels& kernels);
+
+  SlotWindow(const SlotWindow&) = delete;
+  SlotWindow& operator=(const SlotWindow&) = delete;
+
+  // Starts `op` at `now`: queues the first packet of every slot it uses (exponent rounds for
+  // float, the first blocks for int32). Aborted when a rank already left before this call.
+  // REQUIRES: !active(), op.n >= 1.
+  Status Begin(const OpDesc& op, TimePoint now);
+  // Ends the current op, done or failed. Generations carry on into the next op.
+  void End();
+  bool active() const { return active_; }
+  // Every block's result arrived (and is in the tensor).
+  bool done() const { return active_ && remaining_ == 0; }
+
+  // One received packet (whole ina message). Results of the active op are accepted or counted
+  // stale; control: error(job_aborted) -> Aborted (also when idle); error(rank_left) -> recorded,
+  // Aborted if it concerns the active op; join_ack duplicates are ignored; the rest is stale.
+  // Errors: Aborted as above, Internal when the fabric's agreed exponent is below this rank's
+  // local one (a fabric that does not max-reduce next_exp).
+  Status OnPacket(std::span<const uint8_t> packet, TimePoint now);
+
+  // Queues the slots whose retransmission timer expired (flag retx, backoff). No-op when idle.
+  void OnTimers(TimePoint now);
+  // DeadlineExceeded when no result was accepted for progress_timeout (or since Begin).
+  Status CheckProgress(TimePoint now) const;
+  // The earliest time OnTimers or CheckProgress has something to do; TimePoint::max() when idle.
+  TimePoint NextDeadline() const;
+
+  // The packets queued for sending, in order: fills up to out.size() and returns how many.
+  // The pointers stay valid until the next call that changes the window.
+  size_t PeekTx(std::span<TxPacket> out) const;
+  // The first n packets PeekTx gave were handed to the transport at `now` (their timers start).
+  // REQUIRES: n <= tx_queued().
+  void OnSent(size_t n, TimePoint now);
+  size_t tx_queued() const { return ring_size_; }
+
+  // The last transport error (named in the DeadlineExceeded message). Cleared by Begin.
+  void NoteTransportError(const Status& s) { last_transport_error_ = s; }
+
+  uint16_t window() const { return window_; }
+  const WindowConfig& config() const { return cfg_; }
+  const RtoEstimator& rto() const { return rto_; }
+  const WindowCounters& counters() const { return counters_; }
+  int64_t blocks_remaining() const { return remaining_; }
+  // The smallest call count after which some rank left (UINT64_MAX: nobody left).
+  uint64_t peer_left_after() const { return peer_left_after_; }
+
+  // For tests: one slot's state.
+  struct SlotView {
+    uint16_t gen = 0;       // generation of the packet in flight
+    uint16_t next_gen = 0;  // generation of its next use
+    bool busy = false;      // awaiting a result
+    bool queued = false;    // waiting to be (re)sent
+    int64_t block = -1;     // -1: exponent round
+    uint32_t retries = 0;
+    int64_t rto_us = 0;
+    TimePoint deadline{};
+  };
+  SlotView slot(uint16_t s) const;
+
+ private:
+  struct Slot {
+    uint16_t next_gen = 0;
+    uint16_t gen = 0;
+    bool busy = false;
+    bool queued = false;
+    bool sent = false;  // sent at least once
+    int64_t block = -1;
+    uint8_t pending_exp = 0;         // local biased exponent of the next block this slot sends
+    bool pending_nonfinite = false;  // ... and whether it holds Inf/NaN
+    uint32_t retries = 0;
+    int64_t rto_us = 0;
+    TimePoint sent_at{};
+    TimePoint deadline = TimePoint::max();
+    size_t len = 0;  // bytes of the packet in the buffer
+  };
+
+  uint8_t* Buf(uint16_t s) { return tx_bufs_.data() + size_t{s} * kBufBytes; }
+  const uint8_t* Buf(uint16_t s) const { return tx_bufs_.data() + size_t{s} * kBufBytes; }
+  size_t BlockCount(int64_t b) const;
+  void Enqueue(uint16_t s);
+  void PutHeader(uint16_t s, uint8_t flags, uint8_t exp, uint8_t next_exp, uint16_t count,
+                 uint32_t offset);
+  uint8_t LocalExp(int64_t b, bool* nonfinite) const;
+  void SendExpRound(uint16_t s);
+  Status SendBlock(uint16_t s, int64_t b, uint8_t e);
+  Status HandleResult(const uint8_t* p, size_t len, TimePoint now);
+  Status HandleControl(const uint8_t* p, size_t len);
+  Status CheckPeersStillIn(uint64_t seq) const;
+  // When slot `sl` (busy, sent) is due for a retransmission.
+  TimePoint Due(const Slot& sl) const;
+  std::string DescribeStall(TimePoint now) const;
+
+  static constexpr size_t kBufBytes = proto::kMaxPacketBytes;
+
+  const WindowConfig cfg_;
+  const uint16_t window_;
+  const quant::Kernels& kern_;
+  const int precision_;
+  RtoEstimator rto_;
+
+  bool active_ = false;
+  OpDesc op_;
+  int64_t blocks_ = 0;
+  int64_t remaining_ = 0;
+  uint16_t used_ = 0;  // slots the op uses
+  std::vector<Slot> slots_;
+  std::vector<uint8_t> tx_bufs_;
+  std::vector<uint16_t> send_ring_;
+  size_t ring_head_ = 0;
+  size_t ring_size_ = 0;
+  TimePoint last_progress_{};
+  TimePoint rack_sent_{};  // latest send time of a first transmission that got a result
+  Status last_transport_error_;
+  uint64_t peer_left_after_ = UINT64_MAX;
+  uint16_t peer_left_rank_ = 0;
+  WindowCounters counters_;
+};
+
+}  // namespace ina::host::internal

@@ -1,0 +1,158 @@
+#!/usr/bin/env bash
+# Checks that need a GPU; on a machine without one it prints "no GPU: skipped" and exits 0.
+#
+#   scripts/gpu-check.sh [--count N] [--iters I] [--no-build] [--build-dir DIR] [--out DIR]
+#
+# check_nccl_collnet: NCCL all-reduce (float32 and int32 sums, --count elements, --iters times)
+#   through libnccl-net-ina.so with 2 ranks on this machine's GPUs (both on GPU 0 when there is
+#   only one). NCCL_HOSTID differs per rank, so NCCL sees two nodes and CollNet applies
+#   (NCCL_COLLNET_ENABLE=1, NCCL_NET_PLUGIN=ina, NCCL_NET=ina, INA_SWITCH to an ina-switchd this
+#   script starts on loopback). From NCCL_DEBUG=INFO it reads whether the ina CollNet plugin
+#   loaded, connected and carried all-reduces (NCCL_TUNING "Algo CollNet..." lines).
+#   ina-nccl-allreduce checks the results against the host-computed sums (exact by construction).
+# --build-dir: where the binaries are (default build/; the hw ctest passes its own with
+# --no-build). Ends with one JSON line; exit 0 when every check ran and passed (CollNet used and results
+# right). Each check is one function that adds its fields to that line (later issues add more).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+COUNT=1048576
+ITERS=3
+BUILD=1
+BUILD_DIR=build
+OUT=""
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --count) COUNT=$2; shift 2 ;;
+    --iters) ITERS=$2; shift 2 ;;
+    --no-build) BUILD=0; shift ;;
+    --build-dir) BUILD_DIR=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+    *) echo "gpu-check: unknown option '$1' (see --help)" >&2; exit 2 ;;
+  esac
+done
+
+CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
+FIELDS=()   # '"key": value' pieces of the final JSON line
+FAILED=0
+SW_PID=""
+
+json_add() { FIELDS+=("\"$1\": $2"); }
+emit_json() { local IFS=','; echo "{${FIELDS[*]}}" | sed 's/,"/, "/g'; }
+fail() { echo "gpu-check: $*" >&2; FAILED=1; }
+cleanup() {
+  if [[ -n $SW_PID ]]; then kill "$SW_PID" 2>/dev/null || true; wait "$SW_PID" 2>/dev/null || true; fi
+  if [[ $KEEP_OUT == 0 ]]; then rm -rf "$OUT"; fi
+}
+
+check_gpu() {
+  local n=0
+  if command -v nvidia-smi >/dev/null 2>&1; then
+    n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
+  fi
+  if [[ $n -lt 1 ]]; then
+    echo "no GPU: skipped"
+    json_add gpu false
+    json_add skipped true
+    emit_json
+    exit 0
+  fi
+  json_add gpu true
+  json_add gpus "$n"
+}
+
+build() {
+  [[ $BUILD == 1 ]] || return 0
+  export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ina-ccache}
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" >/dev/null
+  cmake --build "$BUILD_DIR" -j "$(nproc)" --target ina-switchd nccl-net-ina ina-nccl-allreduce
+}
+
+start_switch() {
+  "$BUILD_DIR/bin/ina-switchd" --port 0 --bind 127.0.0.1 >"$OUT/switchd.log" 2>&1 &
+  SW_PID=$!
+  local _
+  for _ in $(seq 100); do
+    if grep -q 'ina-switchd listening on' "$OUT/switchd.log"; then break; fi
+    sleep 0.1
+  done
+  SW_PORT=$(sed -n 's/^ina-switchd listening on .*:\([0-9]*\)$/\1/p' "$OUT/switchd.log")
+  if [[ -z $SW_PORT ]]; then
+    fail "ina-switchd did not start: $(tail -3 "$OUT/switchd.log")"
+    return 1
+  fi
+}
+
+# Two NCCL ranks, two "nodes", one all-reduce driver each.
+check_nccl_collnet() {
+  local bin=$BUILD_DIR/bin/ina-nccl-allreduce
+  if [[ ! -x $bin ]]; then
+    fail "$bin not built (CUDA toolkit or NCCL not found by CMake)"
+    json_add nccl_result_ok false
+    return 0
+  fi
+  local r pids=() t0 t1
+  t0=$(date +%s.%N)
+  for r in 0 1; do
+    env LD_LIBRARY_PATH="$(realpath "$BUILD_DIR")/lib:$CUDA_HOME/lib64:$CUDA_HOME/lib:${LD_LIBRARY_PATH:-}" \
+      NCCL_NET_PLUGIN=ina NCCL_NET=ina NCCL_COLLNET_ENABLE=1 \
+      NCCL_HOSTID="ina-gpu-check-node$r" NCCL_SOCKET_IFNAME=lo \
+      NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,TUNING,ENV \
+      INA_SWITCH="127.0.0.1:$SW_PORT" \
+      timeout 300 "$bin" --rank "$r" --nranks 2 --id-file "$OUT/nccl.id" \
+      --count "$COUNT" --iters "$ITERS" >"$OUT/rank$r.out" 2>"$OUT/rank$r.log" &
+    pids+=($!)
+  done
+  local rc0=0 rc1=0
+  wait "${pids[0]}" || rc0=$?
+  wait "${pids[1]}" || rc1=$?
+  t1=$(date +%s.%N)
+  local logs=("$OUT/rank0.log" "$OUT/rank1.log")
+  local loaded joined connected collnet_ops other_ops
+  loaded=$(cat "${logs[@]}" | grep -c 'Loaded collnet plugin ina' || true)
+  joined=$(cat "${logs[@]}" | grep -c 'NET/ina : CollNet job' || true)
+  connected=$(cat "${logs[@]}" | grep -c 'Connected CollNet' || true)
+  collnet_ops=$(cat "${logs[@]}" | grep -cE 'AllReduce: .* Algo CollNet(Direct|Chain)' || true)
+  other_ops=$(cat "${logs[@]}" | grep -E 'AllReduce: .* Algo ' | grep -cvE 'Algo CollNet' || true)
+  local float_ok=true int_ok=true
+  for r in 0 1; do
+    grep -q '"float_ok":true' "$OUT/rank$r.out" 2>/dev/null || float_ok=false
+    grep -q '"int_ok":true' "$OUT/rank$r.out" 2>/dev/null || int_ok=false
+  done
+  local used=false ok=false
+  [[ $connected -gt 0 && $collnet_ops -gt 0 ]] && used=true
+  [[ $rc0 == 0 && $rc1 == 0 && $float_ok == true && $int_ok == true ]] && ok=true
+  [[ $ok == true ]] || fail "NCCL all-reduce failed (exit $rc0/$rc1): $(tail -q -n 2 "$OUT/rank0.log" "$OUT/rank1.log" | tr '\n' ' ')"
+  [[ $used == true ]] || fail "CollNet was not used (plugin loaded $loaded, ina nodes joined $joined, connected $connected, collnet all-reduces $collnet_ops, other $other_ops)"
+  json_add nccl_plugin_loaded "$([[ $loaded -gt 0 ]] && echo true || echo false)"
+  json_add ina_nodes_joined "$joined"
+  json_add collnet_connected "$([[ $connected -gt 0 ]] && echo true || echo false)"
+  json_add collnet_used "$used"
+  json_add collnet_allreduce_ops "$collnet_ops"
+  json_add other_allreduce_ops "$other_ops"
+  json_add nccl_float_ok "$float_ok"
+  json_add nccl_int_ok "$int_ok"
+  json_add nccl_result_ok "$ok"
+  json_add nccl_count "$COUNT"
+  json_add nccl_iters "$ITERS"
+  json_add nccl_seconds "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')"
+}
+
+main() {
+  check_gpu
+  KEEP_OUT=1
+  if [[ -z $OUT ]]; then OUT=$(mktemp -d /tmp/ina-gpu-check-XXXXXX); KEEP_OUT=0; fi
+  mkdir -p "$OUT"
+  trap cleanup EXIT
+  build
+  if start_switch; then
+    check_nccl_collnet
+  fi
+  json_add passed "$([[ $FAILED == 0 ]] && echo true || echo false)"
+  emit_json
+  return $FAILED
+}
+
+KEEP_OUT=1
+main

@@ -1,0 +1,234 @@
+// ina.h's versioned structs and their conversions (capi_internal.h): every CommConfig field set
+// from C reaches the C++ config and comes back, struct_size and string checks, ina_stats, the
+// version functions. No fabric needed (host_capi_test creates communicators).
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "capi_config_util.h"
+#include "capi_fill.h"
+#include "capi_internal.h"
+#include "ina/ina.h"
+#include "ina/version.h"
+
+namespace {
+
+using ina::host::CommConfig;
+using ina::host::CommStats;
+namespace capi = ina::host::capi;
+namespace t = ina::host::testing;
+
+ina_config Filled(bool runnable) {
+  ina_config c;
+  EXPECT_EQ(ina_config_init(&c), INA_OK) << ina_last_error();
+  capi_fill_every_field(&c, 47123, runnable ? 1 : 0);
+  return c;
+}
+
+TEST(CApiConfig, EveryFieldSetInCReachesCommConfig) {
+  const ina_config c = Filled(false);
+  auto r = capi::ConfigFromC(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const CommConfig want = t::EveryFieldConfig(47123, false);
+  // The values are worth testing: none of them is CommConfig's default.
+  t::ExpectFields(want, CommConfig{}, /*same=*/false);
+  t::ExpectFields(*r, want, /*same=*/true);
+}
+
+TEST(CApiConfig, EveryFieldComesBackToC) {
+  const ina_config c = Filled(false);
+  ina_config back;
+  std::memset(&back, 0xA5, sizeof(back));
+  ASSERT_TRUE(capi::ConfigToC(t::EveryFieldConfig(47123, false), &back, sizeof(back)).ok());
+  EXPECT_EQ(back.struct_size, sizeof(ina_config));
+  // Through C++ once more, so every field is compared by name.
+  auto r = capi::ConfigFromC(back);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  t::ExpectFields(*r, t::EveryFieldConfig(47123, false), /*same=*/true);
+  // And byte for byte (strings are NUL-padded, padding zeroed): ConfigToC(ConfigFromC(c)) == c
+  // up to the tail of each string array, which ina_config_init zeroed in c too.
+  EXPECT_EQ(std::memcmp(&back, &c, sizeof(c)), 0);
+}
+
+TEST(CApiConfig, InitGivesDefaultsAndStructSize) {
+  ina_config c;
+  std::memset(&c, 0xA5, sizeof(c));
+  ASSERT_EQ(ina_config_init(&c), INA_OK) << ina_last_error();
+  EXPECT_EQ(c.struct_size, sizeof(ina_config));
+  auto r = capi::ConfigFromC(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  t::ExpectFields(*r, CommConfig{}, /*same=*/true);
+  EXPECT_EQ(c.dpdk_zero_copy, 1);
+  EXPECT_EQ(c.socket_buffer_bytes, 8 << 20);
+}
+
+TEST(CApiConfig, EnvironmentReachesTheDpdkFields) {
+  setenv("INA_TRANSPORT", "dpdk", 1);
+  setenv("INA_DPDK_EAL", "-l 1 --no-huge", 1);
+  setenv("INA_DPDK_PORT", "net_af_packet0", 1);
+  setenv("INA_DPDK_LOCAL", "10.9.8.7:5555", 1);
+  setenv("INA_DPDK_ZERO_COPY", "0", 1);
+  ina_config c;
+  const int rc = ina_config_init(&c);
+  const std::string err = ina_last_error();
+  for (const char* v :
+       {"INA_TRANSPORT", "INA_DPDK_EAL", "INA_DPDK_PORT", "INA_DPDK_LOCAL", "INA_DPDK_ZERO_COPY"}) {
+    unsetenv(v);
+  }
+  ASSERT_EQ(rc, INA_OK) << err;
+  EXPECT_STREQ(c.transport, "dpdk");
+  EXPECT_STREQ(c.dpdk_eal_args, "-l 1 --no-huge");
+  EXPECT_STREQ(c.dpdk_port, "net_af_packet0");
+  EXPECT_STREQ(c.dpdk_local_ip, "10.9.8.7");
+  EXPECT_EQ(c.dpdk_local_port, 5555);
+  EXPECT_EQ(c.dpdk_zero_copy, 0);
+}
+
+TEST(CApiConfig, ValueLongerThanItsArrayIsAnErrorNotTruncated) {
+  setenv("INA_TRANSPORT", "dpdk", 1);
+  setenv("INA_DPDK_EAL", std::string(2000, 'x').c_str(), 1);
+  ina_config c;
+  const int rc = ina_config_init(&c);
+  const std::string err = ina_last_error();
+  unsetenv("INA_TRANSPORT");
+  unsetenv("INA_DPDK_EAL");
+  EXPECT_EQ(rc, INA_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(err.find("dpdk_eal_args"), std::string::npos) << err;
+  EXPECT_NE(err.find("2000"), std::string::npos) << err;
+}
+
+TEST(CApiConfig, UnknownStructSizeIsRejectedWithBothSizes) {
+  ina_config c = Filled(true);
+  for (size_t size : {size_t{0}, sizeof(ina_config) - 8, sizeof(ina_config) + 8}) {
+    SCOPED_TRACE(size);
+    c.struct_size = size;
+    ina_comm* comm = reinterpret_cast<ina_comm*>(1);
+    EXPECT_EQ(ina_comm_create(&c, &comm), INA_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(comm, nullptr);
+    const std::string err = ina_last_error();
+    EXPECT_NE(err.find("struct_size " + std::to_string(size)), std::string::npos) << err;
+    EXPECT_NE(err.find(std::to_string(sizeof(ina_config))), std::string::npos) << err;
+    EXPECT_NE(err.find("newer ina.h"), std::string::npos) << err;
+
+    // ina_config_init_sized with that size leaves the struct alone.
+    ina_config untouched;
+    std::memset(&untouched, 0x5A, sizeof(untouched));
+    EXPECT_EQ(ina_config_init_sized(&untouched, size), INA_ERR_INVALID_ARGUMENT);
+    EXPECT_EQ(static_cast<unsigned char>(untouched.switch_host[0]), 0x5A);
+  }
+  EXPECT_EQ(ina_config_init_sized(nullptr, sizeof(ina_config)), INA_ERR_INVALID_ARGUMENT);
+}
+
+// A caller built against an older ina.h: the library reads and writes only the fields that
+// layout has; the others get CommConfig's defaults. Pretends the release before had fields up to
+// `transport` (the real table has one layout so far).
+TEST(CApiConfig, OlderLayoutGetsDefaultsForTheFieldsItLacks) {
+  const size_t old_used = offsetof(ina_config, socket_buffer_bytes);
+  const size_t old_size = (old_used + alignof(ina_config) - 1) / alignof(ina_config) *
+                          alignof(ina_config);  // sizeof() of that older struct
+  const capi::Layout layouts[] = {{old_size, old_used}, {sizeof(ina_config), sizeof(ina_config)}};
+  ina_config c = Filled(false);
+  c.struct_size = old_size;
+  auto r = capi::ConfigFromC(c, layouts);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const CommConfig want = t::EveryFieldConfig(47123, false);
+  EXPECT_EQ(r->switch_host, want.switch_host);
+  EXPECT_EQ(r->job_id, want.job_id);
+  EXPECT_EQ(r->rto_initial_us, want.rto_initial_us);
+  EXPECT_EQ(r->transport, want.transport);
+  CommConfig tail_defaults = want;  // everything from socket_buffer_bytes on is the default
+  tail_defaults.socket_buffer_bytes = CommConfig{}.socket_buffer_bytes;
+  tail_defaults.dpdk = CommConfig{}.dpdk;
+  t::ExpectFields(*r, tail_defaults, /*same=*/true);
+
+  // Writing for that caller touches nothing past its fields.
+  ina_config out;
+  std::memset(&out, 0x5A, sizeof(out));
+  ASSERT_TRUE(capi::ConfigToC(want, &out, old_size, layouts).ok());
+  EXPECT_EQ(out.struct_size, old_size);
+  EXPECT_STREQ(out.transport, "dpdk");
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&out);
+  for (size_t i = old_used; i < sizeof(out); ++i) ASSERT_EQ(bytes[i], 0x5A) << "byte " << i;
+}
+
+TEST(CApiConfig, StringWithoutItsNulIsRejected) {
+  ina_config c = Filled(true);
+  std::memset(c.transport, 'u', sizeof(c.transport));
+  auto r = capi::ConfigFromC(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), ina::StatusCode::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("transport"), std::string::npos) << r.status().ToString();
+
+  c = Filled(true);
+  std::memset(c.dpdk_fabric_mac, 'f', sizeof(c.dpdk_fabric_mac));
+  ina_comm* comm = nullptr;
+  EXPECT_EQ(ina_comm_create(&c, &comm), INA_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ina_last_error()).find("dpdk_fabric_mac"), std::string::npos)
+      << ina_last_error();
+}
+
+TEST(CApiConfig, ZeroCopyIsZeroOrOne) {
+  ina_config c = Filled(true);
+  c.dpdk_zero_copy = 2;
+  auto r = capi::ConfigFromC(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("dpdk_zero_copy"), std::string::npos);
+  c.dpdk_zero_copy = 1;
+  r = capi::ConfigFromC(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(r->dpdk.zero_copy);
+}
+
+TEST(CApiConfig, InvalidConfigNamesTheField) {
+  ina_config c = Filled(true);
+  c.socket_buffer_bytes = -1;
+  ina_comm* comm = nullptr;
+  EXPECT_EQ(ina_comm_create(&c, &comm), INA_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ina_last_error()).find("socket_buffer_bytes"), std::string::npos)
+      << ina_last_error();
+}
+
+TEST(CApiStats, EveryCounterReachesC) {
+  CommStats s;
+  const auto& [a, b, c, d, e, f, g] = s;  // a field added to CommStats breaks this line
+  (void)a, (void)b, (void)c, (void)d, (void)e, (void)f, (void)g;
+  s.packets_sent = 11;
+  s.packets_received = 12;
+  s.retransmissions = 13;
+  s.results = 14;
+  s.stale_results_ignored = 15;
+  s.ops_completed = 16;
+  s.ops_failed = 17;
+  ina_stats out;
+  std::memset(&out, 0xA5, sizeof(out));
+  ASSERT_TRUE(capi::StatsToC(s, &out, sizeof(out)).ok());
+  EXPECT_EQ(out.struct_size, sizeof(ina_stats));
+  EXPECT_EQ(out.packets_sent, 11u);
+  EXPECT_EQ(out.packets_received, 12u);
+  EXPECT_EQ(out.retransmissions, 13u);
+  EXPECT_EQ(out.results, 14u);
+  EXPECT_EQ(out.stale_results_ignored, 15u);
+  EXPECT_EQ(out.ops_completed, 16u);
+  EXPECT_EQ(out.ops_failed, 17u);
+
+  auto bad = capi::StatsToC(s, &out, sizeof(out) + 8);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.message().find("ina_stats"), std::string::npos) << bad.ToString();
+  EXPECT_EQ(ina_comm_stats(nullptr, &out), INA_ERR_INVALID_ARGUMENT);
+}
+
+TEST(CApiVersion, LibraryAndHeadersAgree) {
+  EXPECT_EQ(ina_version(), static_cast<uint32_t>(INA_VERSION));
+  EXPECT_STREQ(ina_version_string(), INA_VERSION_STRING);
+  const std::string want = std::to_string(INA_VERSION_MAJOR) + "." +
+                           std::to_string(INA_VERSION_MINOR) + "." +
+                           std::to_string(INA_VERSION_PATCH);
+  EXPECT_EQ(want, ina_version_string());
+  EXPECT_EQ(ina_version(), static_cast<uint32_t>(INA_VERSION_MAJOR * 10000 +
+                                                 INA_VERSION_MINOR * 100 + INA_VERSION_PATCH));
+}
+
+}  // namespace

@@ -1,0 +1,79 @@
+// The CommConfig that capi_fill_every_field (capi_fill.c, capi_fill.h) describes, and
+// field-by-field checks. The checks bind every field by name (structured bindings): a field added
+// to CommConfig or DpdkConfig makes them fail to compile until the C API and these tests carry it.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string_view>
+
+#include "ina/host/config.h"
+
+namespace ina::host::testing {
+
+inline CommConfig EveryFieldConfig(uint16_t port, bool runnable) {
+  CommConfig c;
+  c.switch_host = runnable ? "127.0.0.1" : "fabric.example";
+  c.switch_port = port;
+  c.job_id = 77;
+  c.rank = runnable ? 0 : 2;
+  c.world_size = runnable ? 1 : 3;
+  c.k = 64;
+  c.window = 16;
+  c.join_timeout_ms = 3000;
+  c.progress_timeout_ms = 4000;
+  c.rto_min_us = 700;
+  c.rto_max_us = 150000;
+  c.rto_initial_us = 6000;
+  c.transport = runnable ? "udp" : "dpdk";
+  c.socket_buffer_bytes = 1 << 20;
+  c.dpdk.eal_args = "-l 0 --no-pci --vdev=net_memif0,role=client";
+  c.dpdk.port = "net_memif0";
+  c.dpdk.local_ip = "10.0.0.2";
+  c.dpdk.local_port = 4711;
+  c.dpdk.local_mac = "02:00:00:00:00:02";
+  c.dpdk.fabric_mac = "02:00:00:00:00:01";
+  c.dpdk.backoff_max_us = 250;
+  c.dpdk.zero_copy = false;
+  return c;
+}
+
+// EXPECTs every field of got == want (same == true) or != want (same == false).
+inline void ExpectFields(const CommConfig& got, const CommConfig& want, bool same) {
+  const auto& [g0, g1, g2, g3, g4, g5, g6, g7, g8, g9, g10, g11, g12, g13, gd] = got;
+  const auto& [w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11, w12, w13, wd] = want;
+  const auto& [gd0, gd1, gd2, gd3, gd4, gd5, gd6, gd7] = gd;
+  const auto& [wd0, wd1, wd2, wd3, wd4, wd5, wd6, wd7] = wd;
+  auto check = [&](std::string_view name, const auto& g, const auto& w) {
+    if (same) {
+      EXPECT_EQ(g, w) << name;
+    } else {
+      EXPECT_NE(g, w) << name;
+    }
+  };
+  check("switch_host", g0, w0);
+  check("switch_port", g1, w1);
+  check("job_id", g2, w2);
+  check("rank", g3, w3);
+  check("world_size", g4, w4);
+  check("k", g5, w5);
+  check("window", g6, w6);
+  check("join_timeout_ms", g7, w7);
+  check("progress_timeout_ms", g8, w8);
+  check("rto_min_us", g9, w9);
+  check("rto_max_us", g10, w10);
+  check("rto_initial_us", g11, w11);
+  check("transport", g12, w12);
+  check("socket_buffer_bytes", g13, w13);
+  check("dpdk.eal_args", gd0, wd0);
+  check("dpdk.port", gd1, wd1);
+  check("dpdk.local_ip", gd2, wd2);
+  check("dpdk.local_port", gd3, wd3);
+  check("dpdk.local_mac", gd4, wd4);
+  check("dpdk.fabric_mac", gd5, wd5);
+  check("dpdk.backoff_max_us", gd6, wd6);
+  check("dpdk.zero_copy", gd7, wd7);
+}
+
+}  // namespace ina::host::testing

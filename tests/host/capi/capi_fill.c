@@ -1,0 +1,29 @@
+/* Every field of ina_config, set from C (see capi_fill.h). */
+#include "capi_fill.h"
+
+#include <string.h>
+
+void capi_fill_every_field(ina_config* c, uint16_t port, int runnable) {
+  strcpy(c->switch_host, runnable ? "127.0.0.1" : "fabric.example");
+  c->switch_port = port;
+  c->job_id = 77;
+  c->rank = runnable ? 0 : 2;
+  c->world_size = runnable ? 1 : 3;
+  c->k = 64;
+  c->window = 16;
+  c->join_timeout_ms = 3000;
+  c->progress_timeout_ms = 4000;
+  c->rto_min_us = 700;
+  c->rto_max_us = 150000;
+  c->rto_initial_us = 6000;
+  strcpy(c->transport, runnable ? "udp" : "dpdk");
+  c->socket_buffer_bytes = 1 << 20;
+  strcpy(c->dpdk_eal_args, "-l 0 --no-pci --vdev=net_memif0,role=client");
+  strcpy(c->dpdk_port, "net_memif0");
+  strcpy(c->dpdk_local_ip, "10.0.0.2");
+  c->dpdk_local_port = 4711;
+  strcpy(c->dpdk_local_mac, "02:00:00:00:00:02");
+  strcpy(c->dpdk_fabric_mac, "02:00:00:00:00:01");
+  c->dpdk_backoff_max_us = 250;
+  c->dpdk_zero_copy = 0;
+}

@@ -1,0 +1,748 @@
+// The progress engine without sockets, threads or sleeps: SlotWindow driven packet by packet with
+// hand-made results, and Progress for several ranks over a fake transport into the in-process
+// fabric (the real control plane and the reference engine), all on a fake clock. Each test runs
+// in microseconds of real time; the fake clock says exactly when timers fire.
+//
+// Seeds: INA_SEED (printed) picks the tensors; the default is fixed.
+#include "slot_window.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "expected.h"
+#include "fake_net.h"
+#include "ina/host/quant.h"
+#include "ina/proto/wire.h"
+#include "progress.h"
+
+namespace ina::host::internal {
+namespace {
+
+using ::ina::testing::FakeClock;
+using ::ina::testing::FakeNet;
+using ::ina::testing::FakeTransport;
+using ::ina::testing::NetPacket;
+using ::ina::testing::Verdict;
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+using testutil::ExpectedFloat;
+using testutil::ExpectedInt;
+using testutil::RandomFloats;
+using testutil::SameFloats;
+
+constexpr uint8_t kData = static_cast<uint8_t>(proto::MsgType::kData);
+constexpr uint8_t kResult = static_cast<uint8_t>(proto::MsgType::kResult);
+
+uint64_t Seed() {
+  static const uint64_t seed = [] {
+    const char* e = std::getenv("INA_SEED");
+    const uint64_t s = e ? std::strtoull(e, nullptr, 10) : 1;
+    std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(s));
+    return s;
+  }();
+  return seed;
+}
+
+WindowConfig Config(uint16_t world, uint16_t k, uint16_t window) {
+  WindowConfig c;
+  c.job_id = 7;
+  c.rank = 0;
+  c.world_size = world;
+  c.k = k;
+  c.window = window;
+  c.progress_timeout = milliseconds(200);
+  c.rto = RtoConfig{500, 5000, 200000};
+  return c;
+}
+
+// ---- SlotWindow alone (world 1: a result is the packet itself, as type result) ----
+
+// The packets the window queued, as bytes (and marks them sent at `now`).
+std::vector<std::vector<uint8_t>> SendAll(SlotWindow& w, TimePoint now) {
+  std::vector<std::vector<uint8_t>> out;
+  TxPacket tx[64];
+  while (w.tx_queued() > 0) {
+    const size_t n = w.PeekTx(tx);
+    for (size_t i = 0; i < n; ++i) out.emplace_back(tx[i].data, tx[i].data + tx[i].len);
+    w.OnSent(n, now);
+  }
+  return out;
+}
+
+// World 1's result for `pkt`: the same header as type result to all ranks, the same payload.
+std::vector<uint8_t> ResultOf(std::vector<uint8_t> pkt) {
+  proto::Header h = proto::DecodeHeader(pkt.data());
+  h.type = kResult;
+  h.rank = proto::kRankAll;
+  h.flags &= static_cast<uint8_t>(~proto::flags::kRetx);
+  proto::EncodeHeader(h, pkt.data());
+  return pkt;
+}
+
+class SlotWindowTest : public ::testing::Test {
+ protected:
+  FakeClock clock_;
+  TimePoint t0_ = clock_.Now();
+};
+
+TEST_F(SlotWindowTest, FloatOpStartsWithExponentRounds) {
+  SlotWindow w(Config(1, 64, 4), quant::ActiveKernels());
+  std::vector<float> x(64 * 6 + 10);
+  for (size_t j = 0; j < x.size(); ++j) x[j] = std::ldexp(1.0f, static_cast<int>(j / 64));
+  ASSERT_TRUE(w.Begin(OpDesc{true, x.data(), nullptr, x.size(), 0}, t0_).ok());
+  const auto pkts = SendAll(w, t0_);
+  ASSERT_EQ(pkts.size(), 4u);  // min(W = 4, B = 7) slots
+  for (uint16_t s = 0; s < 4; ++s) {
+    const proto::Header h = proto::DecodeHeader(pkts[s].data());
+    EXPECT_EQ(h.type, kData);
+    EXPECT_EQ(h.slot, s);
+    EXPECT_EQ(h.gen, 0);
+    EXPECT_EQ(h.count, 0);
+    EXPECT_EQ(h.offset, s * 64u);
+    EXPECT_EQ(h.exp, proto::kExpNone);
+    bool nf = false;
+    EXPECT_EQ(h.next_exp, quant::ActiveKernels().block_exp(x.data() + s * 64, 64, &nf));
+    EXPECT_EQ(pkts[s].size(), proto::kHeaderBytes);
+  }
+  // Exponent result for slot 1 with an agreed exponent above the local one: block 1 goes out
+  // with it, announcing block 5's local exponent.
+  const uint8_t agreed = proto::DecodeHeader(pkts[1].data()).next_exp + 3;
+  auto r = ResultOf(pkts[1]);
+  proto::SetNextExp(r.data(), agreed);
+  ASSERT_TRUE(w.OnPacket(r, t0_).ok());
+  const auto b1 = SendAll(w, t0_);
+  ASSERT_EQ(b1.size(), 1u);
+  const proto::Header h = proto::DecodeHeader(b1[0].data());
+  EXPECT_EQ(h.slot, 1);
+  EXPECT_EQ(h.gen, 1);
+  EXPECT_EQ(h.count, 64);
+  EXPECT_EQ(h.offset, 64u);
+  EXPECT_EQ(h.exp, agreed);
+  bool nf = false;
+  EXPECT_EQ(h.next_exp, quant::ActiveKernels().block_exp(x.data() + 5 * 64, 64, &nf));
+  // An agreed exponent below the local one is a fabric bug, reported as Internal.
+  auto bad = ResultOf(pkts[2]);
+  proto::SetNextExp(bad.data(), 1);
+  EXPECT_EQ(w.OnPacket(bad, t0_).code(), StatusCode::kInternal);
+}
+
+TEST_F(SlotWindowTest, GenerationsCarryOnAcrossOpsAndSlotReuse) {
+  SlotWindow w(Config(1, 64, 3), quant::ActiveKernels());
+  std::vector<int32_t> a(64 * 7), b(64 * 2);
+  for (int op = 0; op < 2; ++op) {
+    std::vector<int32_t>& v = op == 0 ? a : b;
+    ASSERT_TRUE(w.Begin(OpDesc{false, nullptr, v.data(), v.size(), uint64_t(op)}, t0_).ok());
+    while (!w.done()) {
+      for (auto& p : SendAll(w, t0_)) ASSERT_TRUE(w.OnPacket(ResultOf(p), t0_).ok());
+    }
+    w.End();
+  }
+  // Op 0: 7 blocks on 3 slots: slot 0 carries 0, 3, 6; slots 1, 2 two each. Op 1: slots 0, 1.
+  EXPECT_EQ(w.slot(0).next_gen, 4);
+  EXPECT_EQ(w.slot(1).next_gen, 3);
+  EXPECT_EQ(w.slot(2).next_gen, 2);
+  EXPECT_EQ(w.counters().results.Get(), 9u);
+  EXPECT_EQ(w.counters().packets_sent.Get(), 9u);
+}
+
+TEST_F(SlotWindowTest, MismatchedResultsAreStaleAndIgnored) {
+  SlotWindow w(Config(1, 64, 2), quant::ActiveKernels());
+  std::vector<int32_t> v(64 * 2, 5);
+  ASSERT_TRUE(w.Begin(OpDesc{false, nullptr, v.data(), v.size(), 0}, t0_).ok());
+  const auto pkts = SendAll(w, t0_);
+  ASSERT_EQ(pkts.size(), 2u);
+  const auto good = ResultOf(pkts[0]);
+  std::vector<std::vector<uint8_t>> bad;
+  auto mutate = [&](auto fn) {
+    auto p = good;
+    fn(p);
+    bad.push_back(p);
+  };
+  mutate([](auto& p) { proto::SetGen(p.data(), 1); });
+  mutate([](auto& p) { proto::SetRank(p.data(), 3); });
+  mutate([](auto& p) { proto::SetJob(p.data(), 8); });
+  mutate([](auto& p) { proto::SetSlot(p.data(), 2); });
+  mutate([](auto& p) { proto::SetCount(p.data(), 63); });
+  mutate([](auto& p) { proto::SetOffset(p.data(), 64); });
+  mutate([](auto& p) { p.pop_back(); });
+  mutate([](auto& p) { proto::SetVersion(p.data(), proto::kVersion + 1); });
+  mutate([](auto& p) { p.resize(10); });
+  for (const auto& p : bad) ASSERT_TRUE(w.OnPacket(p, t0_).ok());
+  EXPECT_EQ(w.counters().stale.Get(), bad.size());
+  EXPECT_EQ(w.counters().results.Get(), 0u);
+  EXPECT_EQ(w.blocks_remaining(), 2);
+  ASSERT_TRUE(w.OnPacket(good, t0_).ok());
+  ASSERT_TRUE(w.OnPacket(good, t0_).ok());  // a duplicate: the slot is no longer waiting
+  EXPECT_EQ(w.counters().results.Get(), 1u);
+  EXPECT_EQ(w.counters().stale.Get(), bad.size() + 1);
+  EXPECT_EQ(w.blocks_remaining(), 1);
+}
+
+TEST_F(SlotWindowTest, TailLossRetransmitsWithBackoffAndKarnSkipsTheSample) {
+  WindowConfig c = Config(1, 64, 1);
+  c.progress_timeout = milliseconds(10000);
+  SlotWindow w(c, quant::ActiveKernels());
+  std::vector<int32_t> v(64, 1);
+  ASSERT_TRUE(w.Begin(OpDesc{false, nullptr, v.data(), v.size(), 0}, t0_).ok());
+  auto first = SendAll(w, t0_);
+  ASSERT_EQ(first.size(), 1u);
+  // Nothing comes back: retries at 5, 15, 35, 75 ms (RTO 5 ms, doubling each try).
+  const int64_t expect_at_ms[] = {5, 15, 35, 75};
+  for (int i = 0; i < 4; ++i) {
+    const TimePoint due = t0_ + milliseconds(expect_at_ms[i]);
+    EXPECT_EQ(w.NextDeadline(), due) << "try " << i + 1;
+    w.OnTimers(due - microseconds(1));
+    EXPECT_EQ(w.tx_queued(), 0u) << "early at try " << i + 1;
+    w.OnTimers(due);
+    auto re = SendAll(w, due);
+    ASSERT_EQ(re.size(), 1u) << "try " << i + 1;
+    EXPECT_TRUE(proto::GetFlags(re[0].data()) & proto::flags::kRetx);
+    EXPECT_EQ(w.slot(0).retries, uint32_t(i + 1));
+    EXPECT_EQ(w.slot(0).rto_us, 5000 << (i + 1));
+  }
+  EXPECT_EQ(w.counters().retransmissions.Get(), 4u);
+  EXPECT_EQ(w.counters().packets_sent.Get(), 5u);
+  // The result of a retransmitted packet: accepted, but no RTT sample (Karn).
+  ASSERT_TRUE(w.OnPacket(ResultOf(first[0]), t0_ + milliseconds(76)).ok());
+  EXPECT_TRUE(w.done());
+  EXPECT_FALSE(w.rto().has_sample());
+  EXPECT_EQ(w.rto().rto_us(), 5000);
+}
+
+TEST_F(SlotWindowTest, FirstTransmissionResultUpdatesTheEstimate) {
+  SlotWindow w(Config(1, 64, 1), quant::ActiveKernels());
+  std::vector<int32_t> v(64 * 2, 1);
+  ASSERT_TRUE(w.Begin(OpDesc{false, nullptr, v.data(), v.size(), 0}, t0_).ok());
+  auto p = SendAll(w, t0_);
+  ASSERT_TRUE(w.OnPacket(ResultOf(p[0]), t0_ + microseconds(1000)).ok());
+  EXPECT_TRUE(w.rto().has_sample());
+  EXPECT_EQ(w.rto().rto_us(), 3000);  // 1000 + 4 * 500
+  SendAll(w, t0_ + microseconds(1000));
+  EXPECT_EQ(w.slot(0).rto_us, 3000);  // the next packet starts with the new estimate
+}
+
+// RACK-like evidence: a slot past its own timer is not retransmitted while results keep coming for
+// packets sent at about the same time (the fabric is a queue); it is once a packet sent at least
+// one RTO after it got its result.
+TEST_F(SlotWindowTest, LossIsDeclaredOnlyOnTimeOrderedEvidence) {
+  WindowConfig c = Config(1, 64, 2);
+  c.rto = RtoConfig{1000, 1000, 1000};  // pinned, so the times below are exact
+  c.progress_timeout = milliseconds(10000);
+  SlotWindow w(c, quant::ActiveKernels());
+  std::vector<int32_t> v(64 * 6, 1);  // slot 0: blocks 0, 2, 4; slot 1: blocks 1, 3, 5
+  ASSERT_TRUE(w.Begin(OpDesc{false, nullptr, v.data(), v.size(), 0}, t0_).ok());
+  auto p = SendAll(w, t0_);  // block 0 (lost), block 1
+  ASSERT_EQ(p.size(), 2u);
+  auto at = [&](int us) { return t0_ + microseconds(us); };
+  ASSERT_TRUE(w.OnPacket(ResultOf(p[1]), at(600)).ok());
+  auto b3 = SendAll(w, at(600));
+  ASSERT_EQ(b3.size(), 1u);
+  w.OnTimers(at(1000));  // slot 0's own timer expired, but results are flowing: not lost yet
+  EXPECT_EQ(w.tx_queued(), 0u);
+  ASSERT_TRUE(w.OnPacket(ResultOf(b3[0]), at(1200)).ok());  // sent at 600: < one RTO after 0
+  auto b5 = SendAll(w, at(1200));
+  ASSERT_EQ(b5.size(), 1u);
+  w.OnTimers(at(1250));
+  EXPECT_EQ(w.tx_queued(), 0u);
+  EXPECT_EQ(w.NextDeadline(), at(2200));                    // last progress + RTO, without evidence
+  ASSERT_TRUE(w.OnPacket(ResultOf(b5[0]), at(1300)).ok());  // sent at 1200 >= 0 + RTO: evidence
+  EXPECT_EQ(w.NextDeadline(), at(1000));
+  w.OnTimers(at(1300));
+  auto re = SendAll(w, at(1300));
+  ASSERT_EQ(re.size(), 1u);
+  EXPECT_EQ(proto::GetSlot(re[0].data()), 0);
+  EXPECT_TRUE(proto::GetFlags(re[0].data()) & proto::flags::kRetx);
+}
+
+TEST_F(SlotWindowTest, ProgressTimeoutAtExactlyTheConfiguredTime) {
+  SlotWindow w(Config(1, 64, 2), quant::ActiveKernels());
+  std::vector<int32_t> v(64 * 4, 1);
+  ASSERT_TRUE(w.Begin(OpDesc{false, nullptr, v.data(), v.size(), 0}, t0_).ok());
+  auto p = SendAll(w, t0_);
+  ASSERT_TRUE(w.OnPacket(ResultOf(p[0]), t0_ + milliseconds(50)).ok());  // progress at 50 ms
+  SendAll(w, t0_ + milliseconds(50));  // block 2 on slot 0; slot 1 (block 1) waits longest
+  EXPECT_TRUE(w.CheckProgress(t0_ + milliseconds(250) - microseconds(1)).ok());
+  const Status s = w.CheckProgress(t0_ + milliseconds(250));
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(s.message().find("no result for 200 ms"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("slot 1 gen 0 (block 1)"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("3 of 4 blocks pending"), std::string::npos) << s.message();
+}
+
+TEST_F(SlotWindowTest, JobAbortedAndRankLeft) {
+  auto control = [](proto::ErrorCode code, uint16_t leaver, uint32_t calls) {
+    std::vector<uint8_t> b(proto::kHeaderBytes);
+    proto::Header h;
+    h.version = proto::kVersion;
+    h.type = static_cast<uint8_t>(proto::MsgType::kError);
+    h.job = 7;
+    h.count = leaver;
+    h.offset = calls;
+    h.aux = static_cast<uint16_t>(code);
+    proto::EncodeHeader(h, b.data());
+    return b;
+  };
+  SlotWindow w(Config(2, 64, 2), quant::ActiveKernels());
+  std::vector<int32_t> v(64, 1);
+  // Idle: rank_left is recorded; call #3 and later cannot start, #2 can.
+  ASSERT_TRUE(w.OnPacket(control(proto::ErrorCode::kRankLeft, 1, 3), t0_).ok());
+  EXPECT_EQ(w.peer_left_after(), 3u);
+  ASSERT_TRUE(w.Begin(OpDesc{false, nullptr, v.data(), v.size(), 2}, t0_).ok());
+  // A later, larger count changes nothing; a smaller one during call #2 aborts it.
+  EXPECT_TRUE(w.OnPacket(control(proto::ErrorCode::kRankLeft, 1, 5), t0_).ok());
+  const Status left = w.OnPacket(control(proto::ErrorCode::kRankLeft, 1, 2), t0_);
+  EXPECT_EQ(left.code(), StatusCode::kAborted);
+  EXPECT_NE(left.message().find("rank 1 left the job after 2 calls; call #2"), std::string::npos)
+      << left.message();
+  w.End();
+  EXPECT_EQ(w.Begin(OpDesc{false, nullptr, v.data(), v.size(), 3}, t0_).code(),
+            StatusCode::kAborted);
+  // job_aborted fails at once, in an op or not; another job's error is stale.
+  SlotWindow x(Config(2, 64, 2), quant::ActiveKernels());
+  auto other = control(proto::ErrorCode::kJobAborted, 0, 0);
+  proto::SetJob(other.data(), 8);
+  EXPECT_TRUE(x.OnPacket(other, t0_).ok());
+  EXPECT_EQ(x.counters().stale.Get(), 1u);
+  EXPECT_EQ(x.OnPacket(control(proto::ErrorCode::kJobAborted, 0, 0), t0_).code(),
+            StatusCode::kAborted);
+}
+
+// ---- Several ranks: Progress over FakeTransport into the in-process fabric ----
+
+class Sim {
+ public:
+  struct Rank {
+    FakeTransport* t = nullptr;
+    std::unique_ptr<Progress> p;
+    uint64_t calls = 0;  // ops begun
+    bool running = false;
+    bool silent = false;  // does not even poll when idle
+    Status status;
+    TimePoint ended{};
+  };
+
+  Sim(uint16_t world, uint16_t k, uint16_t window,
+      const std::function<void(WindowConfig&)>& per_rank = nullptr)
+      : net_(clock_) {
+    ranks_.resize(world);
+    for (uint16_t r = 0; r < world; ++r) ranks_[r].t = &net_.Endpoint(r);
+    for (uint16_t r = 0; r < world; ++r) SendJoin(r, world, k, window);
+    net_.Pump();
+    for (uint16_t r = 0; r < world; ++r) {
+      uint16_t granted = 0;
+      for (const NetPacket& p : net_.down(r)) {
+        if (p.type() == static_cast<uint8_t>(proto::MsgType::kJoinAck)) granted = p.header().offset;
+      }
+      net_.down(r).clear();
+      EXPECT_GE(granted, 1) << "rank " << r << " got no join_ack";
+      WindowConfig c = Config(world, k, granted);
+      c.rank = r;
+      if (per_rank) per_rank(c);
+      ranks_[r].p = std::make_unique<Progress>(c, quant::ActiveKernels(), *ranks_[r].t, clock_);
+    }
+  }
+
+  FakeClock& clock() { return clock_; }
+  FakeNet& net() { return net_; }
+  Rank& rank(int r) { return ranks_[r]; }
+  SlotWindow& window(int r) { return ranks_[r].p->window(); }
+
+  void Begin(int r, bool is_float, void* data, size_t n) {
+    Rank& rk = ranks_[r];
+    OpDesc op{is_float, is_float ? static_cast<float*>(data) : nullptr,
+              is_float ? nullptr : static_cast<int32_t*>(data), n, rk.calls++};
+    rk.status = rk.p->Begin(op);
+    rk.running = rk.status.ok();
+    if (!rk.running) rk.ended = clock_.Now();
+  }
+
+  // Turns every running rank (and polls the idle ones) until no rank runs or `limit` of fake time
+  // passed (false). When a round moves no packet, the clock jumps by the shortest wait asked.
+  bool Run(microseconds limit = std::chrono::seconds(60),
+           const std::function<void()>& each_round = nullptr) {
+    const TimePoint stop_at = clock_.Now() + limit;
+    for (int round = 0; round < 1000000; ++round) {
+      const uint64_t before = net_.moved();
+      bool any = false;
+      microseconds wait = microseconds::max();
+      for (Rank& rk : ranks_) {
+        if (!rk.running) {
+          if (!rk.silent) {
+            const Status s = rk.p->PollIdle();
+            if (!s.ok() && rk.status.ok()) rk.status = s;
+          }
+          continue;
+        }
+        any = true;
+        const Status s = rk.p->Turn(microseconds(0));
+        if (!s.ok() || rk.p->window().done()) {
+          rk.status = s;
+          rk.running = false;
+          rk.ended = clock_.Now();
+          rk.p->window().End();
+          continue;
+        }
+        wait = std::min(wait, rk.p->last_wait());
+      }
+      if (!any) return true;
+      net_.Pump();
+      if (each_round) each_round();
+      if (net_.moved() == before && net_.up.empty()) {
+        if (wait == microseconds::max()) continue;  // a rank just ended: turn the others again
+        wait = std::max(wait, microseconds(1));
+        if (clock_.Now() + wait > stop_at) {
+          clock_.Set(stop_at);
+          return false;
+        }
+        clock_.Advance(wait);
+      }
+    }
+    return false;
+  }
+
+ private:
+  void SendJoin(uint16_t r, uint16_t world, uint16_t k, uint16_t window) {
+    uint8_t b[proto::kHeaderBytes] = {};
+    proto::Header h;
+    h.version = proto::kVersion;
+    h.type = static_cast<uint8_t>(proto::MsgType::kJoin);
+    h.job = 7;
+    h.rank = r;
+    h.aux = world;
+    h.count = k;
+    h.offset = window;
+    proto::EncodeHeader(h, b);
+    const TxPacket tx{b, sizeof(b)};
+    ASSERT_TRUE(ranks_[r].t->SendBurst(std::span(&tx, 1)).ok());
+  }
+
+  FakeClock clock_;
+  FakeNet net_;
+  std::vector<Rank> ranks_;
+};
+
+struct Inputs {
+  std::vector<std::vector<float>> f;
+  std::vector<std::vector<int32_t>> i;
+};
+
+Inputs MakeInputs(int world, size_t n, int k, uint64_t salt) {
+  std::mt19937_64 rng(Seed() * 1000003 + salt);
+  Inputs in;
+  in.f.resize(world);
+  in.i.assign(world, std::vector<int32_t>(n));
+  for (auto& x : in.f) x = RandomFloats(rng, n, k);
+  for (auto& x : in.i) {
+    for (auto& v : x) v = static_cast<int32_t>(rng());
+  }
+  return in;
+}
+
+// Runs one float and one int32 op of n elements on every rank; checks the results.
+void RunAndCheck(Sim& sim, int world, size_t n, int k, uint64_t salt) {
+  SCOPED_TRACE("n=" + std::to_string(n));
+  Inputs in = MakeInputs(world, n, k, salt);
+  const auto want_f = ExpectedFloat(in.f, k);
+  const auto want_i = ExpectedInt(in.i);
+  auto f = in.f;
+  auto i = in.i;
+  for (int r = 0; r < world; ++r) sim.Begin(r, true, f[r].data(), n);
+  ASSERT_TRUE(sim.Run());
+  for (int r = 0; r < world; ++r) sim.Begin(r, false, i[r].data(), n);
+  ASSERT_TRUE(sim.Run());
+  for (int r = 0; r < world; ++r) {
+    ASSERT_TRUE(sim.rank(r).status.ok()) << "rank " << r << ": " << sim.rank(r).status.ToString();
+    EXPECT_TRUE(SameFloats(f[r], want_f)) << "rank " << r;
+    EXPECT_EQ(i[r], want_i) << "rank " << r;
+  }
+}
+
+TEST(ProgressSim, FloatAndInt32MatchTheIndependentSumWithAWindowSmallerThanTheOp) {
+  constexpr int kWorld = 3, kK = 64, kW = 4;
+  Sim sim(kWorld, kK, kW);
+  uint64_t ops_blocks = 0, ops_slots = 0;
+  for (size_t n : {size_t{1}, size_t{63}, size_t{64}, size_t{65}, size_t{1000}}) {
+    RunAndCheck(sim, kWorld, n, kK, n);
+    const uint64_t b = (n + kK - 1) / kK;
+    ops_blocks += 2 * b;                     // float + int32
+    ops_slots += std::min<uint64_t>(b, kW);  // float exponent rounds
+  }
+  for (int r = 0; r < kWorld; ++r) {
+    const WindowCounters& c = sim.window(r).counters();
+    // No loss, no latency: every packet sent once, every result accepted once.
+    EXPECT_EQ(c.packets_sent.Get(), ops_blocks + ops_slots) << "rank " << r;
+    EXPECT_EQ(c.results.Get(), ops_blocks + ops_slots) << "rank " << r;
+    EXPECT_EQ(c.retransmissions.Get(), 0u);
+    EXPECT_EQ(c.stale.Get(), 0u);
+  }
+  EXPECT_EQ(dp::Get(sim.net().fabric().counters(), proto::Counter::kDuplicates), 0u);
+}
+
+TEST(ProgressSim, NonFiniteBlocksAreNanOnEveryRank) {
+  Sim sim(2, 64, 4);
+  Inputs in = MakeInputs(2, 64 * 10, 64, 99);
+  in.f[1][64 * 1 + 5] = std::numeric_limits<float>::infinity();
+  in.f[0][64 * 6 + 63] = std::numeric_limits<float>::quiet_NaN();
+  in.f[1][64 * 9] = -std::numeric_limits<float>::infinity();
+  const auto want = ExpectedFloat(in.f, 64);
+  auto f = in.f;
+  for (int r = 0; r < 2; ++r) sim.Begin(r, true, f[r].data(), f[r].size());
+  ASSERT_TRUE(sim.Run());
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(sim.rank(r).status.ok()) << sim.rank(r).status.ToString();
+    EXPECT_TRUE(SameFloats(f[r], want));
+    for (size_t b = 0; b < 10; ++b) {
+      const bool nan_block = b == 1 || b == 6 || b == 9;
+      for (size_t j = b * 64; j < (b + 1) * 64; ++j) {
+        ASSERT_EQ(std::isnan(f[r][j]), nan_block) << "rank " << r << " element " << j;
+      }
+    }
+  }
+}
+
+TEST(ProgressSim, LostDataPacketIsResentAtItsRto) {
+  Sim sim(2, 64, 4);
+  const TimePoint t0 = sim.clock().Now();
+  bool dropped = false;
+  TimePoint resent_at{};
+  sim.net().filter = [&](const NetPacket& p) {
+    if (p.up && p.endpoint == 1 && p.type() == kData && p.header().slot == 2 &&
+        p.header().count > 0) {
+      if (!dropped) {
+        dropped = true;
+        return Verdict{0};
+      }
+      if (resent_at == TimePoint{}) resent_at = sim.clock().Now();
+    }
+    return Verdict{};
+  };
+  RunAndCheck(sim, 2, 64 * 9, 64, 1);
+  EXPECT_TRUE(dropped);
+  // The block went out after the exponent results, whose zero-latency samples had taken the RTO
+  // down to its 500 us floor: the resend is 500 us after the loss, exactly. Rank 0's copy of the
+  // same slot waits for rank 1's, so it times out at the same moment and is resent too (the
+  // fabric counts it as a duplicate).
+  EXPECT_EQ(resent_at - t0, microseconds(500));
+  EXPECT_EQ(sim.window(1).counters().retransmissions.Get(), 1u);
+  EXPECT_EQ(sim.window(0).counters().retransmissions.Get(), 1u);
+  const auto fc = sim.net().fabric().counters();
+  EXPECT_EQ(dp::Get(fc, proto::Counter::kRetransmissions), 2u);
+  EXPECT_EQ(dp::Get(fc, proto::Counter::kDuplicates), 1u);
+  EXPECT_EQ(dp::Get(fc, proto::Counter::kResultResends), 0u);
+}
+
+TEST(ProgressSim, LostResultIsResentByTheFabricToTheRankThatAsked) {
+  Sim sim(2, 64, 4);
+  bool dropped = false;
+  sim.net().filter = [&](const NetPacket& p) {
+    if (!p.up && p.endpoint == 0 && p.type() == kResult && p.header().slot == 1 &&
+        p.header().count > 0 && !dropped) {
+      dropped = true;
+      return Verdict{0};
+    }
+    return Verdict{};
+  };
+  RunAndCheck(sim, 2, 64 * 8, 64, 2);
+  EXPECT_TRUE(dropped);
+  // Rank 0 resends the packet whose result it lost and gets the result again from the fabric's
+  // copy; rank 1's next use of the slot waits for rank 0 meanwhile and is resent once too.
+  EXPECT_EQ(sim.window(0).counters().retransmissions.Get(), 1u);
+  EXPECT_EQ(sim.window(1).counters().retransmissions.Get(), 1u);
+  EXPECT_EQ(dp::Get(sim.net().fabric().counters(), proto::Counter::kResultResends), 1u);
+}
+
+TEST(ProgressSim, DuplicatesBothWaysCountOnce) {
+  Sim sim(3, 64, 4);
+  sim.net().filter = [](const NetPacket& p) {
+    return Verdict{(p.type() == kData || p.type() == kResult) ? 2 : 1};
+  };
+  RunAndCheck(sim, 3, 64 * 11 + 3, 64, 3);
+  const uint64_t blocks = 12, slots = 4;
+  const auto fc = sim.net().fabric().counters();
+  EXPECT_GT(dp::Get(fc, proto::Counter::kDuplicates), 0u);
+  for (int r = 0; r < 3; ++r) {
+    const WindowCounters& c = sim.window(r).counters();
+    EXPECT_EQ(c.results.Get(), 2 * blocks + slots) << "rank " << r;
+    EXPECT_GT(c.stale.Get(), 0u) << "rank " << r;  // the second copies
+    EXPECT_EQ(c.retransmissions.Get(), 0u);
+  }
+}
+
+TEST(ProgressSim, LateResultAfterTheRetransmissionIsAcceptedOnce) {
+  Sim sim(2, 64, 2);
+  bool held = false, retx_seen = false;
+  sim.net().filter = [&](const NetPacket& p) {
+    if (!p.up && p.endpoint == 0 && p.type() == kResult && p.header().slot == 1 &&
+        p.header().count > 0 && !held) {
+      held = true;
+      return Verdict{1, true};
+    }
+    if (p.up && p.endpoint == 0 && (proto::GetFlags(p.bytes.data()) & proto::flags::kRetx)) {
+      retx_seen = true;
+    }
+    return Verdict{};
+  };
+  auto release_after_retx = [&] {
+    if (retx_seen && !sim.net().held.empty()) sim.net().Release();
+  };
+  Inputs in = MakeInputs(2, 64 * 6, 64, 4);
+  auto want = ExpectedInt(in.i);
+  for (int r = 0; r < 2; ++r) sim.Begin(r, false, in.i[r].data(), in.i[r].size());
+  ASSERT_TRUE(sim.Run(std::chrono::seconds(60), release_after_retx));
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(sim.rank(r).status.ok()) << sim.rank(r).status.ToString();
+    EXPECT_EQ(in.i[r], want);
+  }
+  EXPECT_TRUE(held && retx_seen);
+  // The late original and the fabric's resend both reach rank 0: one accepted, one stale.
+  EXPECT_EQ(sim.window(0).counters().retransmissions.Get(), 1u);
+  EXPECT_EQ(sim.window(0).counters().results.Get(), 6u);
+  EXPECT_EQ(sim.window(0).counters().stale.Get(), 1u);
+}
+
+TEST(ProgressSim, ReorderedPacketsGiveTheSameResult) {
+  Sim sim(3, 64, 8);
+  sim.net().filter = [](const NetPacket&) { return Verdict{1, true}; };  // hold everything...
+  auto reverse = [&] { sim.net().Release(/*reversed=*/true); };          // ...release reversed
+  Inputs in = MakeInputs(3, 64 * 20 + 17, 64, 5);
+  const auto want = ExpectedFloat(in.f, 64);
+  auto f = in.f;
+  for (int r = 0; r < 3; ++r) sim.Begin(r, true, f[r].data(), f[r].size());
+  ASSERT_TRUE(sim.Run(std::chrono::seconds(60), reverse));
+  for (int r = 0; r < 3; ++r) {
+    ASSERT_TRUE(sim.rank(r).status.ok()) << sim.rank(r).status.ToString();
+    EXPECT_TRUE(SameFloats(f[r], want)) << "rank " << r;
+  }
+}
+
+TEST(ProgressSim, SilentRankTimesOutAtExactlyTheConfiguredTimeAndLeaveAbortsTheOthers) {
+  Sim sim(3, 64, 4, [](WindowConfig& c) {
+    c.progress_timeout = c.rank == 0 ? milliseconds(200) : milliseconds(20000);
+  });
+  sim.rank(2).silent = true;  // never calls
+  const TimePoint t0 = sim.clock().Now();
+  std::vector<float> a(64 * 10, 1.0f), b(64 * 10, 1.0f);
+  sim.Begin(0, true, a.data(), a.size());
+  sim.Begin(1, true, b.data(), b.size());
+  ASSERT_FALSE(sim.Run(milliseconds(200) - microseconds(1)));  // nobody fails early
+  ASSERT_TRUE(sim.rank(0).running && sim.rank(1).running);
+  sim.Run(milliseconds(1));
+  ASSERT_FALSE(sim.rank(0).running);
+  const Status s0 = sim.rank(0).status;
+  EXPECT_EQ(s0.code(), StatusCode::kDeadlineExceeded) << s0.ToString();
+  EXPECT_EQ(sim.rank(0).ended - t0, milliseconds(200));
+  EXPECT_NE(s0.message().find("(exponent round) waited, 5 retransmissions"), std::string::npos)
+      << s0.message();  // tries at 5, 15, 35, 75, 155 ms
+  EXPECT_EQ(sim.window(0).counters().retransmissions.Get(), 4u * 5);
+  // As the communicator does after a timeout: LEAVE (abort). Rank 1 fails at once, not after 20 s.
+  const TimePoint leave_at = sim.clock().Now();
+  sim.rank(0).p->SendLeave(proto::ErrorCode::kJobAborted, 0);
+  sim.rank(0).silent = true;
+  ASSERT_TRUE(sim.Run(milliseconds(1)));
+  EXPECT_EQ(sim.rank(1).status.code(), StatusCode::kAborted) << sim.rank(1).status.ToString();
+  EXPECT_EQ(sim.rank(1).ended, leave_at);
+  EXPECT_EQ(sim.net().fabric().leaves().size(), 3u);  // sent three times
+  EXPECT_EQ(sim.net().fabric().control().num_jobs(), 0u);
+}
+
+TEST(ProgressSim, RankLeftFailsLaterCallsOnlyAndEarlierOnesFinish) {
+  Sim sim(2, 64, 2);
+  // Rank 0 loses the last result of call #0; rank 1 finishes call #0 and leaves gracefully after
+  // 1 call while rank 0 still waits: rank 0's call #0 completes (the job stays, the fabric
+  // resends), its call #1 fails with Aborted.
+  bool dropped = false;
+  sim.net().filter = [&](const NetPacket& p) {
+    if (!p.up && p.endpoint == 0 && p.type() == kResult && p.header().offset == 64 * 3 &&
+        !dropped) {
+      dropped = true;
+      return Verdict{0};
+    }
+    return Verdict{};
+  };
+  std::vector<int32_t> a(64 * 4, 1), b(64 * 4, 2);
+  sim.Begin(0, false, a.data(), a.size());
+  sim.Begin(1, false, b.data(), b.size());
+  ASSERT_FALSE(sim.Run(microseconds(100)));  // rank 1 is done, rank 0 waits for its timer
+  ASSERT_FALSE(sim.rank(1).running);
+  ASSERT_TRUE(sim.rank(1).status.ok()) << sim.rank(1).status.ToString();
+  ASSERT_TRUE(sim.rank(0).running);
+  sim.rank(1).p->SendLeave(proto::ErrorCode::kNone, 1);
+  sim.rank(1).silent = true;
+  ASSERT_TRUE(sim.Run());
+  ASSERT_TRUE(sim.rank(0).status.ok()) << sim.rank(0).status.ToString();
+  EXPECT_EQ(a, std::vector<int32_t>(64 * 4, 3));
+  EXPECT_EQ(sim.window(0).peer_left_after(), 1u);
+  std::vector<int32_t> c(64, 1);
+  sim.Begin(0, false, c.data(), c.size());
+  EXPECT_FALSE(sim.rank(0).running);
+  EXPECT_EQ(sim.rank(0).status.code(), StatusCode::kAborted) << sim.rank(0).status.ToString();
+  EXPECT_EQ(dp::Get(sim.net().fabric().control().counters(), dp::ControlCounter::kErrRankLeft), 1u);
+}
+
+TEST(ProgressSim, RankLeftDuringALaterCallAbortsItAtOnce) {
+  Sim sim(2, 64, 2);
+  std::vector<int32_t> a(64 * 3, 1), b(64 * 3, 1);
+  for (int r = 0; r < 2; ++r) sim.Begin(r, false, r == 0 ? a.data() : b.data(), a.size());
+  ASSERT_TRUE(sim.Run());
+  sim.Begin(0, false, a.data(), a.size());  // call #1 on rank 0 only
+  ASSERT_FALSE(sim.Run(milliseconds(3)));
+  const TimePoint left_at = sim.clock().Now();
+  sim.rank(1).p->SendLeave(proto::ErrorCode::kNone, 1);  // rank 1 done after call #0
+  sim.rank(1).silent = true;
+  ASSERT_TRUE(sim.Run(milliseconds(1)));
+  EXPECT_EQ(sim.rank(0).status.code(), StatusCode::kAborted) << sim.rank(0).status.ToString();
+  EXPECT_EQ(sim.rank(0).ended, left_at);
+}
+
+TEST(ProgressSim, PartialSendsAreRetried) {
+  Sim sim(2, 64, 16);
+  sim.rank(0).t->send_capacity = 3;  // the socket queue takes 3 packets per call
+  RunAndCheck(sim, 2, 64 * 40, 64, 6);
+  EXPECT_EQ(sim.window(0).counters().retransmissions.Get(), 0u);
+  EXPECT_EQ(sim.window(0).counters().packets_sent.Get(), 2u * 40 + 16);
+}
+
+TEST(ProgressSim, UnavailableFabricIsNamedInTheTimeout) {
+  Sim sim(1, 64, 4);
+  sim.rank(0).t->send_error = Unavailable("udp: send: Connection refused");
+  std::vector<int32_t> a(64 * 3, 1);
+  const TimePoint t0 = sim.clock().Now();
+  sim.Begin(0, false, a.data(), a.size());
+  ASSERT_TRUE(sim.Run());
+  const Status s = sim.rank(0).status;
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.ToString();
+  EXPECT_EQ(sim.rank(0).ended - t0, milliseconds(200));
+  EXPECT_NE(s.message().find("last transport error: UNAVAILABLE: udp: send: Connection refused"),
+            std::string::npos)
+      << s.message();
+  EXPECT_GT(sim.window(0).counters().retransmissions.Get(), 0u);  // counted as sent, lost
+}
+
+TEST(ProgressSim, OtherTransportErrorsFailTheOp) {
+  Sim sim(1, 64, 4);
+  sim.rank(0).t->recv_error = Internal("fake: receive failed");
+  std::vector<int32_t> a(64, 1);
+  sim.Begin(0, false, a.data(), a.size());
+  ASSERT_TRUE(sim.Run());
+  EXPECT_EQ(sim.rank(0).status.code(), StatusCode::kInternal) << sim.rank(0).status.ToString();
+}
+
+TEST(ProgressSim, RunOpStopsWhenAsked) {
+  FakeClock clock;
+  FakeNet net(clock);
+  Progress p(Config(2, 64, 4), quant::ActiveKernels(), net.Endpoint(0), clock);
+  std::vector<int32_t> a(64, 1);
+  std::atomic<bool> stop{true};
+  const Status s = p.RunOp(OpDesc{false, nullptr, a.data(), a.size(), 0}, stop);
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
+  EXPECT_FALSE(p.window().active());
+}
+
+}  // namespace
+}  // namespace ina::host::internal

@@ -1,0 +1,365 @@
+// The plugin's C++ classes on their own: the handles, the TCP comms on loopback, and CollComm
+// against the in-process TestFabric (ranks as threads).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "coll_net.h"
+#include "tcp_net.h"
+#include "test_fabric.h"
+
+namespace ina::nccl {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(CollHandle, RoundTripsAndRejectsForeignBytes) {
+  CollHandle h;
+  h.job_id = 40000;
+  h.switch_port = 47001;
+  h.k = 64;
+  h.window = 128;
+  h.switch_host = "switch-7.example";
+  uint8_t b[kHandleBytes];
+  h.Encode(b);
+  auto d = CollHandle::Decode(b);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->job_id, 40000);
+  EXPECT_EQ(d->switch_port, 47001);
+  EXPECT_EQ(d->k, 64);
+  EXPECT_EQ(d->window, 128);
+  EXPECT_EQ(d->switch_host, "switch-7.example");
+  uint8_t bad[kHandleBytes];
+  std::memcpy(bad, b, sizeof(b));
+  bad[0] = 'X';
+  EXPECT_EQ(CollHandle::Decode(bad).status().code(), StatusCode::kInvalidArgument);
+  std::memcpy(bad, b, sizeof(b));
+  bad[4] = 99;  // version
+  EXPECT_EQ(CollHandle::Decode(bad).status().code(), StatusCode::kInvalidArgument);
+  std::memcpy(bad, b, sizeof(b));
+  bad[5] = 0;  // host length
+  EXPECT_EQ(CollHandle::Decode(bad).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(CollListener, AnOverlongHostNameFailsAtConnect) {
+  host::CommConfig c;
+  c.switch_host = std::string(CollHandle::kMaxHostLen + 1, 'h');
+  auto l = CollListener::Create(c);
+  EXPECT_EQ(l->status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(l->handle().job_id, 0);
+  uint8_t b[kHandleBytes];
+  l->handle().Encode(b);
+  auto d = CollHandle::Decode(b);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  std::vector<CollHandle> hs = {*d, *d};
+  EXPECT_EQ(CollComm::Connect(c, hs, 1).status().code(), StatusCode::kUnavailable);
+}
+
+// The job id comes from the fabric: none there, a bounded-time error kept for connect (the ABI
+// test allocates from a real ina-switchd).
+TEST(CollListener, NoFabricIsADeadlineErrorAtConnect) {
+  uint16_t dead_port;
+  {
+    auto f = testing::TestFabric::Start({});
+    ASSERT_TRUE(f.ok());
+    dead_port = (*f)->port();
+  }
+  host::CommConfig c;
+  c.switch_port = dead_port;
+  c.join_timeout_ms = 300;
+  auto l = CollListener::Create(c);
+  EXPECT_EQ(l->status().code(), StatusCode::kDeadlineExceeded) << l->status().ToString();
+  EXPECT_EQ(l->handle().job_id, 0);
+  std::vector<CollHandle> hs = {l->handle(), l->handle()};
+  auto cc = CollComm::Connect(c, hs, 1);
+  EXPECT_EQ(cc.status().code(), StatusCode::kUnavailable);
+  EXPECT_NE(cc.status().message().find("127.0.0.1:" + std::to_string(dead_port)), std::string::npos)
+      << cc.status().ToString();
+}
+
+// Three ranks as threads: int32 sums exact, many requests in flight, a full pool gives nullptr.
+TEST(CollComm, InFlightRequestsAndFullPool) {
+  auto f = testing::TestFabric::Start({});
+  ASSERT_TRUE(f.ok()) << f.status().ToString();
+  constexpr int kNodes = 3;
+  host::CommConfig base;
+  base.switch_port = (*f)->port();
+  base.join_timeout_ms = 10000;
+  // The test fabric does not allocate job ids: node 0's handle is built by hand.
+  CollHandle h0;
+  h0.job_id = 4711;
+  h0.switch_host = base.switch_host;
+  h0.switch_port = base.switch_port;
+  h0.k = base.k;
+  h0.window = base.window;
+  std::vector<CollHandle> handles(kNodes, h0);  // only node 0's is used
+  constexpr size_t kOps = CollComm::kMaxRequests + 6;
+  std::vector<std::string> errors(kNodes);
+  std::vector<int> nulls(kNodes, 0);
+  std::vector<std::thread> ts;
+  for (int r = 0; r < kNodes; ++r) {
+    ts.emplace_back([&, r] {
+      auto c = CollComm::Connect(base, handles, r);
+      if (!c.ok()) {
+        errors[r] = c.status().ToString();
+        return;
+      }
+      std::vector<std::vector<int32_t>> send(kOps), recv(kOps);
+      std::vector<CollRequest*> reqs(kOps, nullptr);
+      for (size_t i = 0; i < kOps; ++i) {
+        send[i].resize(1 + i * 37);
+        for (size_t j = 0; j < send[i].size(); ++j) {
+          send[i][j] = static_cast<int32_t>(j * (r + 1) + i);
+        }
+        recv[i].assign(send[i].size(), -1);
+      }
+      size_t posted = 0, tested = 0;
+      auto deadline = std::chrono::steady_clock::now() + 60s;
+      while (tested < kOps && std::chrono::steady_clock::now() < deadline) {
+        while (posted < kOps) {
+          auto q = (*c)->IAllReduce(send[posted].data(), recv[posted].data(), send[posted].size(),
+                                    ElemType::kInt32);
+          if (!q.ok()) {
+            errors[r] = q.status().ToString();
+            return;
+          }
+          if (*q == nullptr) {
+            ++nulls[r];
+            break;
+          }
+          reqs[posted++] = *q;
+        }
+        bool done = false;
+        size_t bytes = 0;
+        Status st = (*c)->Test(reqs[tested], &done, &bytes);
+        if (!st.ok()) {
+          errors[r] = st.ToString();
+          return;
+        }
+        if (done) {
+          if (bytes != send[tested].size() * 4) errors[r] = "size " + std::to_string(bytes);
+          ++tested;
+        }
+      }
+      if (tested < kOps) errors[r] = "not done in 60 s";
+      for (size_t i = 0; i < kOps && errors[r].empty(); ++i) {
+        for (size_t j = 0; j < recv[i].size(); ++j) {
+          // sum over r of j*(r+1)+i = j*6 + 3i
+          if (recv[i][j] != static_cast<int32_t>(j * 6 + 3 * i)) {
+            errors[r] = "op " + std::to_string(i) + " element " + std::to_string(j);
+            break;
+          }
+        }
+      }
+      if ((*c)->in_flight() != 0) errors[r] = "requests left in flight";
+    });
+  }
+  for (auto& t : ts) t.join();
+  for (int r = 0; r < kNodes; ++r) {
+    EXPECT_EQ(errors[r], "") << "rank " << r;
+    EXPECT_GT(nulls[r], 0) << "rank " << r << " never saw a full pool";
+  }
+}
+
+TEST(CollComm, RefusesBadRankAndTooLargeCounts) {
+  host::CommConfig base;
+  CollHandle h;
+  h.switch_host = "127.0.0.1";
+  std::vector<CollHandle> hs(2, h);
+  EXPECT_EQ(CollComm::Connect(base, hs, 2).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(CollComm::Connect(base, {}, 0).status().code(), StatusCode::kInvalidArgument);
+}
+
+// ---- TCP ----
+
+struct Pair {
+  std::unique_ptr<TcpComm> send, recv;
+};
+
+Pair Connect(TcpListener& l) {
+  Pair p;
+  auto c = TcpConnector::Start(l.handle());
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  if (!c.ok()) return p;
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while ((!p.send || !p.recv) && std::chrono::steady_clock::now() < deadline) {
+    if (!p.send) {
+      auto s = (*c)->TryFinish();
+      EXPECT_TRUE(s.ok()) << s.status().ToString();
+      if (!s.ok()) return p;
+      p.send = std::move(*s);
+    }
+    if (!p.recv) {
+      auto r = l.TryAccept();
+      EXPECT_TRUE(r.ok()) << r.status().ToString();
+      if (!r.ok()) return p;
+      p.recv = std::move(*r);
+    }
+  }
+  return p;
+}
+
+bool Wait(TcpComm& c, TcpRequest* r, size_t* bytes, Status* err) {
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  bool done = false;
+  while (!done && std::chrono::steady_clock::now() < deadline) {
+    Status st = c.Test(r, &done, bytes);
+    if (!st.ok()) {
+      *err = st;
+      return false;
+    }
+  }
+  return done;
+}
+
+TEST(TcpNet, HandleRoundTripsWithLocalState) {
+  NetHandle h;
+  h.ipv4 = 0x7f000001;
+  h.port = 5555;
+  uint8_t b[kHandleBytes];
+  h.Encode(b);
+  EXPECT_EQ(NetHandle::GetState(b), nullptr);
+  int x;
+  NetHandle::SetState(b, &x);
+  EXPECT_EQ(NetHandle::GetState(b), &x);
+  auto d = NetHandle::Decode(b);
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d->ipv4, 0x7f000001u);
+  EXPECT_EQ(d->port, 5555);
+  b[1] = 0;
+  EXPECT_FALSE(NetHandle::Decode(b).ok());
+}
+
+// Interleaved posts and tests, sizes 0 .. 3 MiB (larger than the socket buffers), in order.
+TEST(TcpNet, MessagesArriveInOrderWithSizes) {
+  auto l = TcpListener::Listen(0x7f000001);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  Pair p = Connect(**l);
+  ASSERT_TRUE(p.send && p.recv);
+  const std::vector<size_t> sizes = {0, 1, 12, 4096, (size_t{3} << 20) + 5, 77, 65536};
+  std::vector<std::vector<uint8_t>> out(sizes.size()), in(sizes.size());
+  std::vector<TcpRequest*> sr(sizes.size()), rr(sizes.size());
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    out[i].resize(sizes[i]);
+    for (size_t j = 0; j < sizes[i]; ++j) out[i][j] = static_cast<uint8_t>(i * 17 + j * 3);
+    in[i].assign(sizes[i] + 10, 0xEE);
+    auto s = p.send->Post(out[i].data(), sizes[i], static_cast<int>(i), TcpComm::Dir::kSend);
+    auto r = p.recv->Post(in[i].data(), in[i].size(), static_cast<int>(i), TcpComm::Dir::kRecv);
+    ASSERT_TRUE(s.ok() && r.ok());
+    ASSERT_NE(*s, nullptr);
+    ASSERT_NE(*r, nullptr);
+    sr[i] = *s;
+    rr[i] = *r;
+  }
+  // Progress both sides from one thread: the big message needs the receiver to drain.
+  std::vector<bool> sdone(sizes.size()), rdone(sizes.size());
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  size_t left = 2 * sizes.size();
+  while (left > 0 && std::chrono::steady_clock::now() < deadline) {
+    for (size_t i = 0; i < sizes.size(); ++i) {
+      size_t b = 0;
+      bool d = false;
+      if (!sdone[i]) {
+        ASSERT_TRUE(p.send->Test(sr[i], &d, &b).ok());
+        if (d) {
+          EXPECT_EQ(b, sizes[i]);
+          sdone[i] = true;
+          --left;
+        }
+      }
+      if (!rdone[i]) {
+        ASSERT_TRUE(p.recv->Test(rr[i], &d, &b).ok());
+        if (d) {
+          EXPECT_EQ(b, sizes[i]);
+          EXPECT_EQ(0, std::memcmp(in[i].data(), out[i].data(), sizes[i])) << "message " << i;
+          rdone[i] = true;
+          --left;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(left, 0u);
+  // The comm refuses the wrong direction and says when it is full.
+  EXPECT_EQ(p.send->Post(nullptr, 0, 0, TcpComm::Dir::kRecv).status().code(),
+            StatusCode::kFailedPrecondition);
+  std::vector<uint8_t> small(8);
+  int nulls = 0;
+  for (int i = 0; i < TcpComm::kMaxRequests + 1; ++i) {
+    auto r = p.recv->Post(small.data(), small.size(), 0, TcpComm::Dir::kRecv);
+    ASSERT_TRUE(r.ok());
+    nulls += *r == nullptr;
+  }
+  EXPECT_EQ(nulls, 1);
+}
+
+TEST(TcpNet, TooLargeMessageAndClosedPeerAreErrors) {
+  auto l = TcpListener::Listen(0x7f000001);
+  ASSERT_TRUE(l.ok());
+  Pair p = Connect(**l);
+  ASSERT_TRUE(p.send && p.recv);
+  std::vector<uint8_t> big(100), small(10);
+  auto s = p.send->Post(big.data(), big.size(), 0, TcpComm::Dir::kSend);
+  ASSERT_TRUE(s.ok());
+  size_t b;
+  Status err;
+  // The header may already be there when the receive is posted: the error comes from Post or
+  // from Test.
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (err.ok() && std::chrono::steady_clock::now() < deadline) {
+    auto r = p.recv->Post(small.data(), small.size(), 0, TcpComm::Dir::kRecv);
+    if (!r.ok()) {
+      err = r.status();
+    } else {
+      ASSERT_NE(*r, nullptr);
+      EXPECT_FALSE(Wait(*p.recv, *r, &b, &err));
+    }
+  }
+  EXPECT_EQ(err.code(), StatusCode::kDataLoss) << err.ToString();
+  // Sticky: the next call says the same.
+  EXPECT_EQ(p.recv->Post(small.data(), 1, 0, TcpComm::Dir::kRecv).status().code(),
+            StatusCode::kDataLoss);
+
+  Pair q = Connect(**l);
+  ASSERT_TRUE(q.send && q.recv);
+  auto r2 = q.recv->Post(small.data(), small.size(), 0, TcpComm::Dir::kRecv);
+  ASSERT_TRUE(r2.ok());
+  q.send.reset();  // the peer goes away
+  EXPECT_FALSE(Wait(*q.recv, *r2, &b, &err));
+  EXPECT_EQ(err.code(), StatusCode::kUnavailable) << err.ToString();
+}
+
+TEST(TcpNet, ConnectToAClosedPortFails) {
+  uint16_t port;
+  {
+    auto l = TcpListener::Listen(0x7f000001);
+    ASSERT_TRUE(l.ok());
+    port = (*l)->handle().port;
+  }
+  NetHandle h;
+  h.ipv4 = 0x7f000001;
+  h.port = port;
+  auto c = TcpConnector::Start(h);
+  Status st;
+  if (!c.ok()) {
+    st = c.status();
+  } else {
+    auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (st.ok() && std::chrono::steady_clock::now() < deadline) {
+      auto s = (*c)->TryFinish();
+      if (!s.ok())
+        st = s.status();
+      else
+        ASSERT_EQ(*s, nullptr) << "connected to a closed port";
+    }
+  }
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find("127.0.0.1:" + std::to_string(port)), std::string::npos)
+      << st.ToString();
+}
+
+}  // namespace
+}  // namespace ina::nccl
