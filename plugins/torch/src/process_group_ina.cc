@@ -393,7 +393,7 @@ void ProcessGroupIna::AllreduceNow(std::vector<at::Tensor>& tensors,
       {
         std::lock_guard<std::mutex> lock(state_mu_);
         ++fabric_calls_;
-        last_result_ = staging.clone();
+        last_result_ = avg ? staging.clone() : staging;  // write_back divides AVG in place
       }
       write_back();
       return;
