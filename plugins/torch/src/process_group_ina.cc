@@ -468,10 +468,37 @@ bool ProcessGroupIna::Recover(int64_t failed_call, at::Tensor* staging, const st
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupIna::allreduce_coalesced(
     std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
-  return ViaGloo(
-      c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced",
-      "the fabric path takes one tensor (or list of equal tensors) per call", tensors,
-      [this, tensors, opts]() mutable { return gloo_->allreduce_coalesced(tensors, opts); });
+  TORCH_CHECK(!tensors.empty(), "ina: allreduce_coalesced of an empty tensor list");
+  std::string why = FabricRefusal(tensors[0], opts.reduceOp.op_);
+  for (const auto& t : tensors) {
+    TORCH_CHECK(t.scalar_type() == tensors[0].scalar_type() && t.device() == tensors[0].device(),
+                "ina: allreduce_coalesced: every tensor must have the same type and device");
+  }
+  if (!why.empty()) {
+    return ViaGloo(
+        c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced " + OpName(opts.reduceOp.op_), why,
+        tensors,
+        [this, tensors, opts]() mutable { return gloo_->allreduce_coalesced(tensors, opts); });
+  }
+  // One fabric all-reduce of the concatenation, split back into the tensors.
+  auto work = c10::make_intrusive<InaWork>(rank_, c10d::OpType::ALLREDUCE_COALESCED, tensors);
+  Enqueue([this, work, tensors, opts]() mutable {
+    try {
+      std::vector<at::Tensor> parts;
+      for (const auto& t : tensors) parts.push_back(t.reshape({-1}));
+      std::vector<at::Tensor> flat{at::cat(parts)};
+      AllreduceNow(flat, opts, /*fabric_capable=*/true);
+      int64_t offset = 0;
+      for (auto& t : tensors) {
+        t.copy_(flat[0].narrow(0, offset, t.numel()).view(t.sizes()));
+        offset += t.numel();
+      }
+      work->Complete(nullptr);
+    } catch (...) {
+      work->Complete(std::current_exception());
+    }
+  });
+  return work;
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupIna::broadcast(std::vector<at::Tensor>& tensors,

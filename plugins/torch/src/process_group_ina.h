@@ -1,9 +1,10 @@
 // ProcessGroupIna: the torch.distributed backend "ina" (docs/pytorch.md).
 //
 // all_reduce SUM/AVG of float32/int32 tensors (float16/bfloat16/float64 through a float32 staging
-// copy) goes through the fabric (ina::host::Communicator); every other collective, op or dtype
-// goes to a ProcessGroupGloo that this group creates over the same store. The first use of each
-// kind that does not go through the fabric logs one line saying why.
+// copy) goes through the fabric (ina::host::Communicator), and so do reduce_scatter and
+// allreduce_coalesced of those (one all-reduce of the concatenation); every other collective, op or
+// dtype goes to a ProcessGroupGloo that this group creates over the same store. The first use of
+// each kind that does not go through the fabric logs one line saying why.
 //
 // Ordering: every collective, fabric or Gloo, enters one FIFO in the caller's order and one
 // backend thread runs them one at a time, so the order of Gloo ops is the same on every rank.

@@ -119,6 +119,11 @@ def check_list_and_noncontiguous(rank, world, ref, seed):
     dist.all_reduce_multigpu([a, b])
     dist.all_reduce_multigpu([ga, gb], group=ref)
     assert torch.equal(a, ga) and torch.equal(b, gb), "list of tensors differs from gloo's"
+    parts = [ins[rank][:100].clone(), ins[rank][100:].clone().view(20, 10), ins[rank][:7] * 5]
+    want = [p.clone() for p in parts]
+    dist.all_reduce_coalesced(parts)  # one fabric call for the concatenation
+    dist.all_reduce_coalesced(want, group=ref)
+    assert all(torch.equal(p, w) for p, w in zip(parts, want)), "all_reduce_coalesced vs gloo"
     base = rank_inputs((40, 30), torch.int32, seed + 1, world)[rank]
     m = base.clone()
     view = m.t()[::2]  # non-contiguous
@@ -130,7 +135,8 @@ def check_list_and_noncontiguous(rank, world, ref, seed):
     untouched = torch.ones_like(m, dtype=torch.bool)
     untouched.t()[::2] = False
     assert torch.equal(m[untouched], base[untouched]), "non-contiguous: wrote outside the view"
-    print(f"rank {rank}: list of tensors equal to gloo, non-contiguous view correct", flush=True)
+    print(f"rank {rank}: list of tensors and all_reduce_coalesced equal to gloo, non-contiguous "
+          f"view correct", flush=True)
 
 
 def check_async(rank, world, ref, seed):
