@@ -1,0 +1,651 @@
+#include "process_group_ina.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <sstream>
+#include <string_view>
+#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
+
+#include "ina/base/status.h"
+#include "ina/host/job_alloc.h"
+
+namespace ina::torch_backend {
+namespace {
+
+using ina::host::CommConfig;
+using ina::host::Communicator;
+
+constexpr char kFabricKey[] = "ina/fabric";
+constexpr char kRecoverKey[] = "ina/recover";
+
+std::string StoreString(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
+std::vector<uint8_t> StoreBytes(const std::string& s) {
+  return std::vector<uint8_t>(s.begin(), s.end());
+}
+
+bool FabricDtype(at::ScalarType t) {
+  return t == at::kFloat || t == at::kInt || t == at::kHalf || t == at::kBFloat16 ||
+         t == at::kDouble;
+}
+
+std::string OpName(uint8_t op) {
+  switch (op) {
+    case c10d::ReduceOp::SUM:
+      return "SUM";
+    case c10d::ReduceOp::AVG:
+      return "AVG";
+    case c10d::ReduceOp::PRODUCT:
+      return "PRODUCT";
+    case c10d::ReduceOp::MIN:
+      return "MIN";
+    case c10d::ReduceOp::MAX:
+      return "MAX";
+    case c10d::ReduceOp::BAND:
+      return "BAND";
+    case c10d::ReduceOp::BOR:
+      return "BOR";
+    case c10d::ReduceOp::BXOR:
+      return "BXOR";
+    case c10d::ReduceOp::PREMUL_SUM:
+      return "PREMUL_SUM";
+    default:
+      return "op" + std::to_string(op);
+  }
+}
+
+int EnvFallback() {
+  const char* v = std::getenv("INA_FALLBACK");
+  if (v == nullptr) return 1;
+  const std::string_view s(v);
+  if (s == "off" || s == "0" || s == "false" || s == "no") return 0;
+  if (s == "on" || s == "1" || s == "true" || s == "yes" || s.empty()) return 1;
+  TORCH_CHECK(false, "ina: INA_FALLBACK must be on or off, got '", s, "'");
+  return 1;
+}
+
+// Why an all-reduce of tensors like `t` with `op` cannot go through the fabric; empty if it can.
+std::string FabricRefusal(const at::Tensor& t, uint8_t op) {
+  if (op != c10d::ReduceOp::SUM && op != c10d::ReduceOp::AVG) {
+    return "the fabric sums (op " + OpName(op) + ")";
+  }
+  if (!FabricDtype(t.scalar_type())) {
+    return "the fabric takes float32/int32 (and float16/bfloat16/float64 through float32), not " +
+           std::string(c10::toString(t.scalar_type()));
+  }
+  if (!t.device().is_cpu()) return "the fabric path takes CPU tensors";
+  if (t.layout() != at::kStrided) return "the fabric sums dense tensors only";
+  return "";
+}
+
+// In-place AVG after the sum: float division, int32 truncating toward zero (as NCCL's).
+void DivideByWorld(at::Tensor& t, int world) {
+  if (t.scalar_type() == at::kInt) {
+    t.div_(world, "trunc");
+  } else {
+    t.div_(world);
+  }
+}
+
+}  // namespace
+
+InaWork::InaWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
+    : c10d::Work(rank, type),
+      outputs_(std::move(outputs)),
+      future_(
+          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+}
+
+void InaWork::Complete(std::exception_ptr error) {
+  if (error) {
+    finish(error);
+    future_->setError(error);
+  } else {
+    finish();
+    future_->markCompleted(c10::IValue(outputs_));
+  }
+}
+
+ProcessGroupIna::ProcessGroupIna(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                                 std::chrono::milliseconds timeout, BackendOptions options)
+    : c10d::ProcessGroup(rank, size), store_(store), timeout_(timeout) {
+  fallback_ = options.fallback >= 0 ? options.fallback != 0 : EnvFallback() != 0;
+  auto make_gloo = [&](const std::string& prefix) {
+    auto o = c10d::ProcessGroupGloo::Options::create(timeout);
+    if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
+      o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
+    } else {
+      o->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
+    }
+    o->threads = 2;
+    return c10::make_intrusive<c10d::ProcessGroupGloo>(
+        c10::make_intrusive<c10d::PrefixStore>(prefix, store), rank, size, o);
+  };
+  gloo_ = make_gloo("ina/gloo");
+  recovery_ = make_gloo("ina/gloo_recovery");
+  InitFabric(options);
+  thread_ = std::thread([this] { Loop(); });
+  init();
+}
+
+void ProcessGroupIna::InitFabric(const BackendOptions& options) {
+  // A bad setting on any rank is an error on every rank (after the rendezvous, so that no rank
+  // waits out the store's timeout for one that threw), whatever the fallback says.
+  std::string local_error;
+  CommConfig c;
+  if (auto config = CommConfig::FromEnv(CommConfig{}); config.ok()) {
+    c = *config;
+  } else {
+    local_error = config.status().ToString();
+  }
+  if (!options.switch_addr.empty()) {
+    const auto colon = options.switch_addr.rfind(':');
+    const int port =
+        colon == std::string::npos ? 0 : std::atoi(options.switch_addr.c_str() + colon + 1);
+    if (colon == std::string::npos || colon == 0 || port <= 0 || port > 65535) {
+      local_error = "switch option must be host:port, got '" + options.switch_addr + "'";
+    } else {
+      c.switch_host = options.switch_addr.substr(0, colon);
+      c.switch_port = static_cast<uint16_t>(port);
+    }
+  }
+  if (options.progress_timeout_ms >= 0) c.progress_timeout_ms = options.progress_timeout_ms;
+  if (options.join_timeout_ms >= 0) c.join_timeout_ms = options.join_timeout_ms;
+  if (options.k > 65535 || options.window > 65535) local_error = "k or window out of range";
+  if (options.k >= 0) c.k = static_cast<uint16_t>(options.k);
+  if (options.window >= 0) c.window = static_cast<uint16_t>(options.window);
+  c.world_size = static_cast<uint16_t>(size_);
+  c.rank = static_cast<uint16_t>(rank_);
+  if (local_error.empty()) {
+    if (Status st = c.Validate(); !st.ok()) local_error = st.ToString();
+  }
+
+  // Every rank reports its settings; rank 0 allocates the job (if every rank's are good) and
+  // publishes it with the fabric's parameters.
+  store_->set("ina/config/" + std::to_string(rank_),
+              StoreBytes(local_error.empty() ? std::string("ok") : local_error));
+  if (rank_ == 0) {
+    std::string value;
+    for (int r = 0; r < size_ && value.empty(); ++r) {
+      const std::string s = StoreString(store_->get("ina/config/" + std::to_string(r)));
+      if (s != "ok") value = "error rank " + std::to_string(r) + ": " + s;
+    }
+    if (value.empty()) {
+      if (auto job = ina::host::AllocateJobId(c); !job.ok()) {
+        value = "none fabric at " + c.switch_host + ":" + std::to_string(c.switch_port) + ": " +
+                job.status().ToString();
+      } else {
+        std::ostringstream os;
+        os << "ok " << *job << ' ' << c.switch_host << ' ' << c.switch_port << ' ' << c.k << ' '
+           << c.window;
+        value = os.str();
+      }
+    }
+    store_->set(kFabricKey, StoreBytes(value));
+  }
+  const std::string published = StoreString(store_->get(kFabricKey));
+  std::string why;
+  if (published.rfind("ok ", 0) == 0) {
+    std::istringstream is(published.substr(3));
+    int job = 0, port = 0, k = 0, window = 0;
+    std::string host;
+    is >> job >> host >> port >> k >> window;
+    TORCH_CHECK(!is.fail(), "ina: malformed store entry ", kFabricKey, ": '", published, "'");
+    c.job_id = static_cast<uint16_t>(job);
+    // A rank given its own address of the fabric (INA_SWITCH or the option: a switch reached
+    // through another of its ports, as on the testbed) keeps it; the others use rank 0's.
+    if (std::getenv("INA_SWITCH") == nullptr && options.switch_addr.empty()) {
+      c.switch_host = host;
+      c.switch_port = static_cast<uint16_t>(port);
+    }
+    host = c.switch_host;
+    port = c.switch_port;
+    c.k = static_cast<uint16_t>(k);
+    c.window = static_cast<uint16_t>(window);
+    Result<std::unique_ptr<Communicator>> comm =
+        local_error.empty() ? Communicator::Create(c)
+                            : Result<std::unique_ptr<Communicator>>(InvalidArgument(local_error));
+    const std::string mine = comm.ok() ? "ok" : comm.status().ToString();
+    store_->set("ina/join/" + std::to_string(rank_), StoreBytes(mine));
+    TORCH_CHECK(local_error.empty(), "ina: rank ", rank_, ": ", local_error);
+    for (int r = 0; r < size_ && why.empty(); ++r) {
+      const std::string s = StoreString(store_->get("ina/join/" + std::to_string(r)));
+      if (s != "ok") {
+        why = "rank " + std::to_string(r) + " could not join job " + std::to_string(job) +
+              " on the fabric at " + host + ":" + std::to_string(port) + ": " + s;
+      }
+    }
+    if (why.empty()) {
+      comm_ = std::move(*comm);
+      job_id_ = job;
+      fabric_status_ = "active job=" + std::to_string(job) + " " + comm_->config().ToString();
+      return;
+    }
+  } else {
+    why = published.substr(published.find(' ') + 1);
+    TORCH_CHECK(published.rfind("error ", 0) != 0, "ina: ", why);
+    TORCH_CHECK(local_error.empty(), "ina: rank ", rank_, ": ", local_error);
+  }
+  fabric_status_ = "not used: " + why;
+  TORCH_CHECK(fallback_, "ina: rank ", rank_, ": ", why, " (INA_FALLBACK=off)");
+  std::fprintf(stderr,
+               "ina_torch: rank %d: WARNING: %s; every collective goes through Gloo "
+               "(INA_FALLBACK=off makes this an error)\n",
+               rank_, why.c_str());
+}
+
+ProcessGroupIna::~ProcessGroupIna() {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    stop_ = true;
+  }
+  queue_cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+  std::lock_guard<std::mutex> lock(state_mu_);
+  comm_.reset();
+}
+
+bool ProcessGroupIna::fabric_active() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  return comm_ != nullptr;
+}
+int ProcessGroupIna::job_id() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  return job_id_;
+}
+std::string ProcessGroupIna::fabric_status() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  return fabric_status_;
+}
+int64_t ProcessGroupIna::fabric_calls() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  return fabric_calls_;
+}
+
+void ProcessGroupIna::Enqueue(Task task) {
+  {
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    queue_.push_back(std::move(task));
+  }
+  queue_cv_.notify_one();
+}
+
+void ProcessGroupIna::Loop() {
+  for (;;) {
+    Task task;
+    {
+      std::unique_lock<std::mutex> lock(queue_mu_);
+      queue_cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stop_ and drained
+      task = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    task();
+  }
+}
+
+void ProcessGroupIna::LogOnce(const std::string& kind, const std::string& why) {
+  std::lock_guard<std::mutex> lock(log_mu_);
+  if (!logged_.insert(kind).second) return;
+  std::fprintf(stderr, "ina_torch: rank %d: %s not through the fabric, because %s\n", rank_,
+               kind.c_str(), why.c_str());
+}
+
+void ProcessGroupIna::WaitGloo(const c10::intrusive_ptr<c10d::Work>& work) {
+  auto next_check = std::chrono::steady_clock::now();
+  while (!work->isCompleted()) {
+    bool active;
+    {
+      std::lock_guard<std::mutex> lock(state_mu_);
+      active = comm_ != nullptr;
+    }
+    if (!active) break;
+    if (std::chrono::steady_clock::now() >= next_check) {
+      if (store_->check({kRecoverKey})) {
+        Recover(fabric_calls_, nullptr, "another rank's fabric call failed");
+        break;
+      }
+      next_check = std::chrono::steady_clock::now() + std::chrono::milliseconds(10);
+    }
+    std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  work->wait();
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::ViaGloo(
+    c10d::OpType type, const std::string& kind, const std::string& why,
+    std::vector<at::Tensor> outputs, std::function<c10::intrusive_ptr<c10d::Work>()> issue) {
+  LogOnce(kind, why);
+  auto work = c10::make_intrusive<InaWork>(rank_, type, std::move(outputs));
+  Enqueue([this, work, issue = std::move(issue)] {
+    try {
+      WaitGloo(issue());
+      work->Complete(nullptr);
+    } catch (...) {
+      work->Complete(std::current_exception());
+    }
+  });
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::allreduce(std::vector<at::Tensor>& tensors,
+                                                          const c10d::AllreduceOptions& opts) {
+  TORCH_CHECK(!tensors.empty(), "ina: allreduce of an empty tensor list");
+  const at::Tensor& t0 = tensors[0];
+  for (const auto& t : tensors) {
+    TORCH_CHECK(t.scalar_type() == t0.scalar_type() && t.sizes() == t0.sizes() &&
+                    t.device() == t0.device() && t.layout() == t0.layout(),
+                "ina: allreduce: every tensor of the list must have the same type and size");
+  }
+  const std::string why = FabricRefusal(t0, opts.reduceOp.op_);
+  if (!why.empty()) {
+    LogOnce("allreduce " + OpName(opts.reduceOp.op_) + " " +
+                std::string(c10::toString(t0.scalar_type())),
+            why);
+  }
+  auto work = c10::make_intrusive<InaWork>(rank_, c10d::OpType::ALLREDUCE, tensors);
+  Enqueue([this, work, tensors, opts, fabric = why.empty()]() mutable {
+    try {
+      AllreduceNow(tensors, opts, fabric);
+      work->Complete(nullptr);
+    } catch (...) {
+      work->Complete(std::current_exception());
+    }
+  });
+  return work;
+}
+
+void ProcessGroupIna::AllreduceNow(std::vector<at::Tensor>& tensors,
+                                   const c10d::AllreduceOptions& opts, bool fabric_capable) {
+  if (!fabric_capable) {
+    WaitGloo(gloo_->allreduce(tensors, opts));
+    return;
+  }
+  const bool avg = opts.reduceOp.op_ == c10d::ReduceOp::AVG;
+  const bool is_int = tensors[0].scalar_type() == at::kInt;
+  // The staging buffer: contiguous float32/int32, the list summed locally (as Gloo sums a list).
+  // A copy, so the caller's tensors stay untouched until the call succeeded.
+  auto make_staging = [&] {
+    at::Tensor s = tensors[0].to(is_int ? at::kInt : at::kFloat, /*non_blocking=*/false,
+                                 /*copy=*/true, at::MemoryFormat::Contiguous);
+    for (size_t i = 1; i < tensors.size(); ++i) s.add_(tensors[i]);
+    return s.contiguous();
+  };
+  at::Tensor staging = make_staging();
+  auto write_back = [&] {
+    if (avg) DivideByWorld(staging, size_);
+    for (auto& t : tensors) t.copy_(staging);
+  };
+
+  bool fabric;
+  std::string status;
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    TORCH_CHECK(!failed_hard_, hard_error_);
+    fabric = comm_ != nullptr;
+    status = fabric_status_;
+  }
+  if (fabric) {
+    const size_t n = static_cast<size_t>(staging.numel());
+    Status st = is_int ? comm_->AllReduce(std::span<int32_t>(staging.data_ptr<int32_t>(), n))
+                       : comm_->AllReduce(std::span<float>(staging.data_ptr<float>(), n));
+    if (st.ok()) {
+      {
+        std::lock_guard<std::mutex> lock(state_mu_);
+        ++fabric_calls_;
+        last_result_ = avg ? staging.clone() : staging;  // write_back divides AVG in place
+      }
+      write_back();
+      return;
+    }
+    const std::string why = "fabric all-reduce call " + std::to_string(fabric_calls_) + " (job " +
+                            std::to_string(job_id_) + ") failed: " + st.ToString();
+    if (!fallback_) {
+      std::string error;
+      {
+        std::lock_guard<std::mutex> lock(state_mu_);
+        failed_hard_ = true;
+        hard_error_ = "ina: rank " + std::to_string(rank_) + ": " + why + " (INA_FALLBACK=off)";
+        error = hard_error_;
+      }
+      TORCH_CHECK(false, error);
+    }
+    if (Recover(fabric_calls_, &staging, why)) {
+      write_back();
+      return;
+    }
+    staging = make_staging();  // redone on Gloo from the caller's untouched input
+  } else {
+    LogOnce("allreduce SUM/AVG", status);
+  }
+  std::vector<at::Tensor> v{staging};
+  c10d::AllreduceOptions sum;
+  sum.reduceOp = c10d::ReduceOp::SUM;
+  WaitGloo(gloo_->allreduce(v, sum));
+  write_back();
+}
+
+bool ProcessGroupIna::Recover(int64_t failed_call, at::Tensor* staging, const std::string& why) {
+  std::fprintf(stderr,
+               "ina_torch: rank %d: WARNING: %s; recovering and continuing on Gloo for good "
+               "(INA_FALLBACK=off makes this an error)\n",
+               rank_, why.c_str());
+  std::unique_ptr<Communicator> comm;
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    comm = std::move(comm_);
+    fabric_status_ = "not used since call " + std::to_string(failed_call) + ": " + why;
+  }
+  comm.reset();  // LEAVE: a peer still in a fabric call fails at once (job aborted)
+  store_->set(kRecoverKey, StoreBytes(std::to_string(rank_)));
+
+  std::vector<at::Tensor> in{at::full({1}, failed_call, at::kLong)};
+  std::vector<std::vector<at::Tensor>> out(1);
+  for (int r = 0; r < size_; ++r) out[0].push_back(at::empty({1}, at::kLong));
+  recovery_->allgather(out, in)->wait();
+  int64_t lowest = failed_call;
+  for (const auto& t : out[0]) lowest = std::min(lowest, t.item<int64_t>());
+  int root = -1;
+  for (int r = 0; r < size_ && root < 0; ++r) {
+    if (out[0][r].item<int64_t>() == lowest + 1) root = r;
+  }
+  std::fprintf(stderr,
+               "ina_torch: rank %d: recovery: first failed fabric call %lld on this rank, %lld "
+               "on all; %s\n",
+               rank_, static_cast<long long>(failed_call), static_cast<long long>(lowest),
+               root >= 0 ? ("rank " + std::to_string(root) + " hands over its result").c_str()
+                         : "the call is redone on Gloo");
+  if (root < 0) return false;
+  at::Tensor buf = failed_call == lowest ? *staging : last_result_;
+  TORCH_CHECK(buf.defined(), "ina: recovery: no result of fabric call ", lowest, " on rank ",
+              rank_);
+  std::vector<at::Tensor> b{buf};
+  c10d::BroadcastOptions bo;
+  bo.rootRank = root;
+  recovery_->broadcast(b, bo)->wait();
+  return failed_call == lowest;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::allreduce_coalesced(
+    std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  TORCH_CHECK(!tensors.empty(), "ina: allreduce_coalesced of an empty tensor list");
+  std::string why = FabricRefusal(tensors[0], opts.reduceOp.op_);
+  for (const auto& t : tensors) {
+    TORCH_CHECK(t.scalar_type() == tensors[0].scalar_type() && t.device() == tensors[0].device(),
+                "ina: allreduce_coalesced: every tensor must have the same type and device");
+  }
+  if (!why.empty()) {
+    return ViaGloo(
+        c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced " + OpName(opts.reduceOp.op_), why,
+        tensors,
+        [this, tensors, opts]() mutable { return gloo_->allreduce_coalesced(tensors, opts); });
+  }
+  // One fabric all-reduce of the concatenation, split back into the tensors.
+  auto work = c10::make_intrusive<InaWork>(rank_, c10d::OpType::ALLREDUCE_COALESCED, tensors);
+  Enqueue([this, work, tensors, opts]() mutable {
+    try {
+      std::vector<at::Tensor> parts;
+      for (const auto& t : tensors) parts.push_back(t.reshape({-1}));
+      std::vector<at::Tensor> flat{at::cat(parts)};
+      AllreduceNow(flat, opts, /*fabric_capable=*/true);
+      int64_t offset = 0;
+      for (auto& t : tensors) {
+        t.copy_(flat[0].narrow(0, offset, t.numel()).view(t.sizes()));
+        offset += t.numel();
+      }
+      work->Complete(nullptr);
+    } catch (...) {
+      work->Complete(std::current_exception());
+    }
+  });
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::broadcast(std::vector<at::Tensor>& tensors,
+                                                          const c10d::BroadcastOptions& opts) {
+  return ViaGloo(c10d::OpType::BROADCAST, "broadcast", "the fabric only sums", tensors,
+                 [this, tensors, opts]() mutable { return gloo_->broadcast(tensors, opts); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::reduce(std::vector<at::Tensor>& tensors,
+                                                       const c10d::ReduceOptions& opts) {
+  return ViaGloo(c10d::OpType::REDUCE, "reduce",
+                 "the fabric all-reduces, it does not reduce to a root", tensors,
+                 [this, tensors, opts]() mutable { return gloo_->reduce(tensors, opts); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::allgather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  std::vector<at::Tensor> flat;
+  for (const auto& v : outputs) flat.insert(flat.end(), v.begin(), v.end());
+  return ViaGloo(
+      c10d::OpType::ALLGATHER, "allgather", "the fabric only sums", flat,
+      [this, outputs, inputs, opts]() mutable { return gloo_->allgather(outputs, inputs, opts); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::_allgather_base(
+    at::Tensor& output, at::Tensor& input, const c10d::AllgatherOptions& opts) {
+  // Gloo (1.13) has no _allgather_base: an allgather into views of the output.
+  TORCH_CHECK(output.is_contiguous() && output.scalar_type() == input.scalar_type() &&
+                  output.numel() == input.numel() * size_,
+              "ina: _allgather_base: the output must be contiguous, of the input's type, with "
+              "world size x its elements");
+  std::vector<std::vector<at::Tensor>> views(1);
+  for (int r = 0; r < size_; ++r) {
+    views[0].push_back(
+        output.view({-1}).narrow(0, r * input.numel(), input.numel()).view(input.sizes()));
+  }
+  return ViaGloo(c10d::OpType::_ALLGATHER_BASE, "_allgather_base", "the fabric only sums", {output},
+                 [this, views, input, opts]() mutable {
+                   std::vector<at::Tensor> in{input};
+                   return gloo_->allgather(views, in, opts);
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::allgather_coalesced(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  std::vector<at::Tensor> flat;
+  for (const auto& v : outputs) flat.insert(flat.end(), v.begin(), v.end());
+  return ViaGloo(c10d::OpType::ALLGATHER_COALESCED, "allgather_coalesced", "the fabric only sums",
+                 flat, [this, outputs, inputs, opts]() mutable {
+                   return gloo_->allgather_coalesced(outputs, inputs, opts);
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::gather(
+    std::vector<std::vector<at::Tensor>>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::GatherOptions& opts) {
+  std::vector<at::Tensor> flat;
+  for (const auto& v : outputs) flat.insert(flat.end(), v.begin(), v.end());
+  return ViaGloo(
+      c10d::OpType::GATHER, "gather", "the fabric only sums", flat,
+      [this, outputs, inputs, opts]() mutable { return gloo_->gather(outputs, inputs, opts); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ScatterOptions& opts) {
+  return ViaGloo(
+      c10d::OpType::SCATTER, "scatter", "the fabric only sums", outputs,
+      [this, outputs, inputs, opts]() mutable { return gloo_->scatter(outputs, inputs, opts); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::reduce_scatter(
+    std::vector<at::Tensor>& outputs, std::vector<std::vector<at::Tensor>>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  TORCH_CHECK(outputs.size() == 1 && inputs.size() == 1,
+              "ina: reduce_scatter takes one output tensor and one input list");
+  TORCH_CHECK(static_cast<int>(inputs[0].size()) == size_,
+              "ina: reduce_scatter: the input list "
+              "must hold one tensor per rank (",
+              size_, "), got ", inputs[0].size());
+  const at::Tensor& out = outputs[0];
+  for (const auto& t : inputs[0]) {
+    TORCH_CHECK(t.scalar_type() == out.scalar_type() && t.numel() == out.numel() &&
+                    t.device() == out.device(),
+                "ina: reduce_scatter: every input must have the output's type and size");
+  }
+  // Gloo (1.13) has no reduce_scatter: it is an all-reduce of the concatenated inputs, of which
+  // each rank keeps its part; through the fabric where the all-reduce can go there.
+  const std::string why = FabricRefusal(out, opts.reduceOp.op_);
+  LogOnce("reduce_scatter", why.empty() ? std::string("it is a fabric all-reduce of the "
+                                                      "concatenated inputs")
+                                        : why +
+                                              "; done as a Gloo all-reduce of the concatenated "
+                                              "inputs");
+  auto work = c10::make_intrusive<InaWork>(rank_, c10d::OpType::REDUCE_SCATTER, outputs);
+  Enqueue([this, work, outputs, inputs, opts, fabric = why.empty()]() mutable {
+    try {
+      std::vector<at::Tensor> parts;
+      for (const auto& t : inputs[0]) parts.push_back(t.reshape({-1}));
+      std::vector<at::Tensor> flat{at::cat(parts)};
+      c10d::AllreduceOptions ao;
+      ao.reduceOp = opts.reduceOp;
+      ao.timeout = opts.timeout;
+      AllreduceNow(flat, ao, fabric);
+      const int64_t n = outputs[0].numel();
+      outputs[0].copy_(flat[0].narrow(0, rank_ * n, n).view(outputs[0].sizes()));
+      work->Complete(nullptr);
+    } catch (...) {
+      work->Complete(std::current_exception());
+    }
+  });
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::alltoall_base(
+    at::Tensor& output, at::Tensor& input, std::vector<int64_t>& output_split_sizes,
+    std::vector<int64_t>& input_split_sizes, const c10d::AllToAllOptions& opts) {
+  return ViaGloo(c10d::OpType::ALLTOALL_BASE, "alltoall", "the fabric only sums", {output},
+                 [this, output, input, output_split_sizes, input_split_sizes, opts]() mutable {
+                   return gloo_->alltoall_base(output, input, output_split_sizes, input_split_sizes,
+                                               opts);
+                 });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::barrier(const c10d::BarrierOptions& opts) {
+  return ViaGloo(c10d::OpType::BARRIER, "barrier", "it carries no data", {},
+                 [this, opts]() mutable { return gloo_->barrier(opts); });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::send(std::vector<at::Tensor>& tensors, int dst_rank,
+                                                     int tag) {
+  LogOnce("send", "point-to-point traffic goes to Gloo directly");
+  return gloo_->send(tensors, dst_rank, tag);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::recv(std::vector<at::Tensor>& tensors, int src_rank,
+                                                     int tag) {
+  LogOnce("recv", "point-to-point traffic goes to Gloo directly");
+  return gloo_->recv(tensors, src_rank, tag);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::recvAnysource(std::vector<at::Tensor>& tensors,
+                                                              int tag) {
+  LogOnce("recv", "point-to-point traffic goes to Gloo directly");
+  return gloo_->recvAnysource(tensors, tag);
+}
+
+}  // namespace ina::torch_backend

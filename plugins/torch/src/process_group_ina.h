@@ -1,0 +1,188 @@
+// ProcessGroupIna: the torch.distributed backend "ina" (docs/pytorch.md).
+//
+// all_reduce SUM/AVG of float32/int32 tensors (float16/bfloat16/float64 through a float32 staging
+// copy) goes through the fabric (ina::host::Communicator), and so do reduce_scatter and
+// allreduce_coalesced of those (one all-reduce of the concatenation); every other collective, op or
+// dtype goes to a ProcessGroupGloo that this group creates over the same store. The first use of
+// each kind that does not go through the fabric logs one line saying why.
+//
+// Ordering: every collective, fabric or Gloo, enters one FIFO in the caller's order and one
+// backend thread runs them one at a time, so the order of Gloo ops is the same on every rank.
+// Point-to-point ops (send/recv) go straight to Gloo: a send waiting for its receiver must not
+// hold up the collectives behind it, and their order relative to collectives plays no part in
+// matching.
+//
+// Numerics and safety: the fabric all-reduces a staging copy, written back to the caller's
+// tensors only when the call succeeded (AVG divides after the sum; int32 AVG truncates toward
+// zero, as NCCL's does). All ranks get bit-identical results.
+//
+// Rendezvous (constructor, blocks up to the store's timeout and the join timeout): every rank
+// publishes whether its settings are valid under "ina/config/<rank>" (one bad rank: every rank
+// throws, fallback or not); rank 0 asks the fabric for a job id (ina::host::AllocateJobId) and
+// publishes "ok job host port k window" under "ina/fabric" in the group's store; every rank joins
+// (at its own INA_SWITCH / switch option if it has one, else rank 0's address); each publishes
+// whether its join worked under "ina/join/<rank>"; the fabric is used only if every rank joined.
+//
+// Fallback (options.fallback, default on; INA_FALLBACK=off turns it off): fabric unreachable at
+// init -> warn once, every op on Gloo. A fabric call failing later (switch gone:
+// DeadlineExceeded after the progress timeout; job aborted) -> warn once, recover (below), and
+// every later op on Gloo. Recovery: f_r = the index of the first fabric call this rank did not
+// complete. The failing rank sets "ina/recover" in the store; ranks waiting in a Gloo op see it
+// and join in. Over a second Gloo group (recovery only), the ranks all-gather f_r; F = min f_r.
+// If some ranks completed call F (f_r = F + 1), the lowest of them broadcasts its result of call
+// F and the ranks at F take it (bit-identical to the fabric's); otherwise call F is redone on
+// Gloo from the caller's untouched input. With fallback off, a fabric failure is an exception
+// (c10::Error naming the cause) from wait() and the future, and later fabric calls fail too.
+//
+// Threading: every method may be called from any thread. Work objects complete from the backend
+// thread; their futures hold the output tensors (ListType(TensorType)).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <vector>
+
+#include "ina/host/communicator.h"
+#include "ina/host/config.h"
+
+namespace ina::torch_backend {
+
+// Options of one process group. Unset fields (empty, -1) take the INA_* environment, then the
+// CommConfig defaults (docs/host.md).
+struct BackendOptions {
+  std::string switch_addr;       // "host:port" of the fabric (INA_SWITCH)
+  int progress_timeout_ms = -1;  // a fabric call with no progress this long fails
+  int join_timeout_ms = -1;      // every rank joined by then, or the fabric is not used
+  int k = -1;                    // elements per packet (64 or 256)
+  int window = -1;               // slots asked for
+  int fallback = -1;             // 1 on, 0 off; -1: INA_FALLBACK (off|0 = off; default on)
+};
+
+// A Work completed by the backend thread.
+class InaWork : public c10d::Work {
+ public:
+  InaWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs);
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
+  std::vector<at::Tensor> result() override { return outputs_; }
+  // Called once, by the backend thread. nullptr: success.
+  void Complete(std::exception_ptr error);
+
+ private:
+  std::vector<at::Tensor> outputs_;
+  c10::intrusive_ptr<c10::ivalue::Future> future_;
+};
+
+class ProcessGroupIna : public c10d::ProcessGroup {
+ public:
+  // Throws c10::Error (init failed, or fabric unreachable with fallback off).
+  ProcessGroupIna(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
+                  std::chrono::milliseconds timeout, BackendOptions options);
+  // Runs what is queued, then stops the backend thread (sends LEAVE to the fabric).
+  ~ProcessGroupIna() override;
+
+  const std::string getBackendName() const override { return "ina"; }
+
+  c10::intrusive_ptr<c10d::Work> allreduce(std::vector<at::Tensor>& tensors,
+                                           const c10d::AllreduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allreduce_coalesced(
+      std::vector<at::Tensor>& tensors, const c10d::AllreduceCoalescedOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> broadcast(std::vector<at::Tensor>& tensors,
+                                           const c10d::BroadcastOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce(std::vector<at::Tensor>& tensors,
+                                        const c10d::ReduceOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather(std::vector<std::vector<at::Tensor>>& outputs,
+                                           std::vector<at::Tensor>& inputs,
+                                           const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> _allgather_base(at::Tensor& output, at::Tensor& input,
+                                                 const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
+                                                     std::vector<at::Tensor>& inputs,
+                                                     const c10d::AllgatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>>& outputs,
+                                        std::vector<at::Tensor>& inputs,
+                                        const c10d::GatherOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> scatter(std::vector<at::Tensor>& outputs,
+                                         std::vector<std::vector<at::Tensor>>& inputs,
+                                         const c10d::ScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                std::vector<std::vector<at::Tensor>>& inputs,
+                                                const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
+                                               std::vector<int64_t>& output_split_sizes,
+                                               std::vector<int64_t>& input_split_sizes,
+                                               const c10d::AllToAllOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> send(std::vector<at::Tensor>& tensors, int dst_rank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recv(std::vector<at::Tensor>& tensors, int src_rank,
+                                      int tag) override;
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors, int tag) override;
+
+  // Introspection (tests, logs). Thread-safe.
+  bool fabric_active() const;         // the fabric is (still) in use
+  int job_id() const;                 // the fabric job, -1 if none
+  std::string fabric_status() const;  // "active job=...", or why not
+  int64_t fabric_calls() const;       // fabric calls completed
+
+ private:
+  using Task = std::function<void()>;
+
+  void InitFabric(const BackendOptions& options);
+  void Enqueue(Task task);
+  void Loop();
+  // Runs a Gloo collective from the backend thread to completion (rethrows its error). While the
+  // fabric is active, joins a recovery another rank started.
+  void WaitGloo(const c10::intrusive_ptr<c10d::Work>& work);
+  // A collective through Gloo, queued. `kind` and `why` feed the once-per-kind log line.
+  c10::intrusive_ptr<c10d::Work> ViaGloo(c10d::OpType type, const std::string& kind,
+                                         const std::string& why, std::vector<at::Tensor> outputs,
+                                         std::function<c10::intrusive_ptr<c10d::Work>()> issue);
+  // Runs one all-reduce on the backend thread (fabric, or Gloo when !fabric_capable or the
+  // fabric is not in use) and writes the result into `tensors`. Throws c10::Error.
+  void AllreduceNow(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts,
+                    bool fabric_capable);
+  // The recovery protocol of the header comment. `failed_call` is this rank's f_r; `staging` its
+  // staging buffer of call f_r when it failed that call, else nullptr. Returns true when this
+  // rank took call f_r's result from another rank (into *staging).
+  bool Recover(int64_t failed_call, at::Tensor* staging, const std::string& why);
+  void LogOnce(const std::string& kind, const std::string& why);
+
+  c10::intrusive_ptr<c10d::Store> store_;
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo_;      // main Gloo group
+  c10::intrusive_ptr<c10d::ProcessGroupGloo> recovery_;  // used only by Recover
+  std::chrono::milliseconds timeout_;
+  bool fallback_ = true;
+
+  // Fabric state: touched by the backend thread after the constructor; the mutex guards reads
+  // from other threads.
+  mutable std::mutex state_mu_;
+  std::unique_ptr<ina::host::Communicator> comm_;
+  int job_id_ = -1;
+  std::string fabric_status_;
+  int64_t fabric_calls_ = 0;  // completed fabric calls
+  at::Tensor last_result_;    // sum of the last completed fabric call
+  bool failed_hard_ = false;  // fallback off and a fabric call failed
+  std::string hard_error_;
+
+  std::mutex log_mu_;
+  std::set<std::string> logged_;
+
+  std::mutex queue_mu_;
+  std::condition_variable queue_cv_;
+  std::deque<Task> queue_;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace ina::torch_backend

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# DDP training step time, backend ina vs gloo, on the rate-limited star of scripts/testbed.sh.
+#
+#   scripts/torch_testbed.sh [--workers 4] [--rate 200mbit] [--steps 12] [--hidden 1024]
+#                            [--layers 3] [--build DIR] [--out DIR]
+#
+# The same star as scripts/testbed.sh (its set-up, repeated here): one namespace per worker with a
+# veth pair to a switch namespace that forwards between them, each direction shaped by tc tbf to
+# --rate (+24 B per frame), GSO off. ina-switchd runs in the switch namespace; each rank of
+# examples/train_ddp.py runs in its own worker namespace (--rank), reaching the switch at its own
+# gateway (INA_SWITCH=10.77.i.1:port) and rank 0's store at 10.77.0.2; Gloo (for gloo, and ina's
+# own Gloo groups) is bound to the worker's veth (GLOO_SOCKET_IFNAME). Prints both runs' median
+# step times and writes the outputs to --out (default build/torch-testbed/). Needs root.
+# Every namespace and process made here is removed on exit, also on failure and on INT/TERM.
+set -euo pipefail
+
+WORKERS=4
+RATE=200mbit
+STEPS=12
+HIDDEN=1024
+LAYERS=3
+OVERHEAD=24
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=$ROOT/build
+OUT=
+die() { echo "torch_testbed: $*" >&2; exit 2; }
+while [[ $# -gt 0 ]]; do
+  case $1 in
+    --workers) WORKERS=$2; shift 2 ;;
+    --rate) RATE=$2; shift 2 ;;
+    --steps) STEPS=$2; shift 2 ;;
+    --hidden) HIDDEN=$2; shift 2 ;;
+    --layers) LAYERS=$2; shift 2 ;;
+    --build) BUILD=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    *) die "unknown flag $1" ;;
+  esac
+done
+SWITCHD=$BUILD/bin/ina-switchd
+[[ -x $SWITCHD ]] || die "$SWITCHD not built"
+[[ -f $BUILD/python/ina_torch/__init__.py ]] || die "ina_torch not built (target ina_torch_ext)"
+[[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, tc)"
+OUT=${OUT:-$BUILD/torch-testbed}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+export INA_UDP_GSO=0  # one datagram per frame, so tbf charges the overhead per frame
+RATE_BPS=$(python3 -c "import re,sys; m=re.fullmatch(r'(\d+)(k|m|g)?bit','$RATE'); \
+print(int(m.group(1))*{None:1,'k':10**3,'m':10**6,'g':10**9}[m.group(2)])")
+# The RTO floor at the window's drain time (docs/host.md, "RTO on slow links").
+RTO_MIN_US=$(( 256 * (64 + 4 * 256 + 24) * 8 * 1000000 / RATE_BPS + 1000 ))
+export INA_RTO_MIN_US=$RTO_MIN_US INA_RTO_INITIAL_US=$RTO_MIN_US
+
+PREFIX=inatt$$
+SW=$PREFIX-sw
+NAMESPACES=()
+SWITCH_PID=
+cleanup() {
+  local rc=$?
+  trap - EXIT INT TERM
+  if [[ -n $SWITCH_PID ]]; then
+    kill "$SWITCH_PID" 2> /dev/null || true
+    wait "$SWITCH_PID" 2> /dev/null || true
+  fi
+  for ns in "${NAMESPACES[@]}"; do
+    for pid in $(ip netns pids "$ns" 2> /dev/null); do kill -KILL "$pid" 2> /dev/null || true; done
+  done
+  for ns in "${NAMESPACES[@]}"; do ip netns delete "$ns" 2> /dev/null || true; done
+  exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+ip netns add "$SW" || die "ip netns add failed"
+NAMESPACES+=("$SW")
+ip -n "$SW" link set lo up
+ip netns exec "$SW" sysctl -q -w net.ipv4.ip_forward=1
+shape() { tc -n "$1" qdisc add dev "$2" root tbf rate "$RATE" burst 64kb limit 2mb \
+            overhead "$OVERHEAD" mpu $((60 + OVERHEAD)); }
+for ((i = 0; i < WORKERS; i++)); do
+  ns=$PREFIX-w$i
+  ip netns add "$ns"
+  NAMESPACES+=("$ns")
+  ip -n "$ns" link set lo up
+  ip link add "w$i" netns "$ns" type veth peer name "s$i" netns "$SW"
+  ip -n "$ns" addr add "10.77.$i.2/24" dev "w$i"
+  ip -n "$SW" addr add "10.77.$i.1/24" dev "s$i"
+  ip -n "$ns" link set "w$i" gso_max_size 1500 up
+  ip -n "$SW" link set "s$i" gso_max_size 1500 up
+  ip -n "$ns" route add default via "10.77.$i.1"
+  shape "$ns" "w$i"
+  shape "$SW" "s$i"
+done
+: > "$OUT/switchd.out"
+ip netns exec "$SW" "$SWITCHD" --bind 0.0.0.0 --port 0 > "$OUT/switchd.out" 2>&1 &
+SWITCH_PID=$!
+PORT=
+for _ in $(seq 100); do
+  PORT=$(sed -n 's/.* listening on .*:\([0-9]*\)$/\1/p' "$OUT/switchd.out" || true)
+  [[ -n $PORT ]] && break
+  sleep 0.1
+done
+[[ -n $PORT ]] || die "ina-switchd did not come up"
+echo "torch_testbed: $WORKERS workers, every link $RATE each way (+$OVERHEAD B/frame)," \
+     "MLP 64-$HIDDEN x$LAYERS-10, $STEPS steps, rto_min ${RTO_MIN_US} us"
+
+run() {  # backend
+  local b=$1 i pids=() rc=0 mport=$((29600 + RANDOM % 1000))
+  for ((i = 0; i < WORKERS; i++)); do
+    ip netns exec "$PREFIX-w$i" env PYTHONPATH="$BUILD/python" INA_SWITCH="10.77.$i.1:$PORT" \
+      GLOO_SOCKET_IFNAME="w$i" OMP_NUM_THREADS=1 /usr/bin/python3 "$ROOT/examples/train_ddp.py" \
+      --backend "$b" --rank "$i" --world "$WORKERS" --master-addr 10.77.0.2 --port "$mport" \
+      --steps "$STEPS" --hidden "$HIDDEN" --layers "$LAYERS" --batch 32 \
+      > "$OUT/$b.rank$i.out" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p" || rc=1; done
+  [[ $rc -eq 0 ]] || { tail -5 "$OUT/$b".rank*.out >&2; die "$b run failed"; }
+  echo "  $b: $(grep '^time ' "$OUT/$b.rank0.out"); fingerprints:" \
+       "$(grep -h 'params sha256' "$OUT/$b".rank*.out | awk '{print $4}' | sort -u | tr '\n' ' ')"
+}
+run ina
+run gloo
+grep -h "fabric_calls" "$OUT"/ina.rank*.out | cut -c1-120
