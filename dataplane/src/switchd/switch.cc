@@ -364,8 +364,8 @@ void Switch::HandleItems(size_t n, Clock::time_point now) {
         continue;
       }
       if (type == static_cast<uint8_t>(p::MsgType::kData)) {
-        const SourceCheck sc =
-            control_->CheckDataSource(p::GetJob(it.data), p::GetRank(it.data), *it.from, now);
+        const SourceCheck sc = control_->CheckDataSource(p::GetJob(it.data), p::GetRank(it.data),
+                                                         p::GetSlot(it.data), *it.from, now);
         if (sc == SourceCheck::kForeign) {
           Bump(SwitchCounter::kDropForeignSrc);
           continue;
@@ -386,7 +386,9 @@ void Switch::FlushData() {
 }
 
 void Switch::OnResult(uint16_t job_id, uint16_t dest_rank, std::span<const uint8_t> packet) {
-  for (const Peer& peer : control_->Destinations(job_id, dest_rank)) EnqueueTx(peer, packet);
+  for (const Peer& peer : control_->Destinations(job_id, dest_rank, p::GetSlot(packet.data()))) {
+    EnqueueTx(peer, packet);
+  }
 }
 
 void Switch::Send(const Peer& to, std::span<const uint8_t> packet) { EnqueueTx(to, packet); }
