@@ -67,6 +67,8 @@ struct Options {
   int kill_rank = -1;
   int kill_after_ms = 50;
   int progress_timeout_ms = 5000;
+  // CommConfig::progress_threads: lanes (progress threads, one socket each) per worker.
+  int progress_threads = 1;
   int rto_min_us = 0;      // 0: CommConfig's default
   int rto_initial_us = 0;  // 0: CommConfig's default
   int timeout_s = 600;
@@ -129,6 +131,7 @@ void Usage() {
       "  --kill-rank R        rank R kills itself --kill-after-ms into its first all-reduce;\n"
       "                       checks that every other rank returns an error in bounded time\n"
       "  --progress-timeout-ms T  communicator progress timeout (default 5000)\n"
+      "  --progress-threads N progress threads (lanes, one socket each) per worker (default 1)\n"
       "  --rto-min-us U       retransmission timeout floor (default: CommConfig's, 500)\n"
       "  --rto-initial-us U   first retransmission timeout (default: CommConfig's, 5000)\n"
       "  --timeout-s S        kill everything after S seconds (default 600)\n"
@@ -219,6 +222,8 @@ std::optional<Options> ParseArgs(int argc, char** argv) {
       ok = num(0, 600000, &o.kill_after_ms);
     else if (a == "--progress-timeout-ms")
       ok = num(100, 600000, &o.progress_timeout_ms);
+    else if (a == "--progress-threads")
+      ok = num(1, host::CommConfig::kMaxProgressThreads, &o.progress_threads);
     else if (a == "--rto-min-us")
       ok = num(0, 10000000, &o.rto_min_us);
     else if (a == "--rto-initial-us")
@@ -404,6 +409,7 @@ int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
   cfg.k = static_cast<uint16_t>(o.k);
   cfg.window = static_cast<uint16_t>(o.window);
   cfg.progress_timeout_ms = o.progress_timeout_ms;
+  cfg.progress_threads = o.progress_threads;
   if (o.rto_min_us > 0) cfg.rto_min_us = o.rto_min_us;
   if (o.rto_initial_us > 0) cfg.rto_initial_us = o.rto_initial_us;
   cfg.rto_initial_us = std::max(cfg.rto_initial_us, cfg.rto_min_us);
@@ -566,6 +572,8 @@ std::vector<std::string> WorkerArgv(const Options& o, int r, const std::string& 
                                 std::to_string(o.kill_after_ms),
                                 "--progress-timeout-ms",
                                 std::to_string(o.progress_timeout_ms),
+                                "--progress-threads",
+                                std::to_string(o.progress_threads),
                                 "--rto-min-us",
                                 std::to_string(o.rto_min_us),
                                 "--rto-initial-us",
