@@ -99,6 +99,7 @@ def gen_cpp(spec):
     w(f"inline constexpr uint16_t kMaxK = {max(p['k_values'])};")
     w(f"inline constexpr size_t kMaxPacketBytes = kHeaderBytes + kMaxK * kElemBytes;")
     w(f"inline constexpr uint16_t kMaxWorkers = {p['max_workers']};")
+    w(f"inline constexpr uint16_t kMaxLanes = {p['max_lanes']};  // peers per rank (JOIN gen)")
     w(f"inline constexpr int kExpBias = {p['exp_bias']};")
     w(f"inline constexpr int kExpMin = {p['exp_min']};")
     w(f"inline constexpr int kExpMax = {p['exp_max']};")

@@ -50,6 +50,7 @@ std::vector<std::string> WorkerArgv(const Options& o, int r, const std::string& 
   add("--job", std::to_string(o.job));
   add("--kill-after-ms", std::to_string(o.kill_after_ms));
   add("--progress-timeout-ms", std::to_string(o.progress_timeout_ms));
+  add("--progress-threads", std::to_string(o.progress_threads));
   add("--rto-min-us", std::to_string(o.rto_min_us));
   add("--rto-initial-us", std::to_string(o.rto_initial_us));
   add("--transport", o.transport);

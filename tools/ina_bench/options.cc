@@ -9,6 +9,7 @@
 #include <functional>
 #include <string_view>
 
+#include "ina/host/config.h"
 #include "ina/proto/wire.h"
 
 namespace ina::bench {
@@ -163,6 +164,9 @@ const std::vector<Flag>& Flags() {
        Int(&Options::kill_after_ms, 0, 600000)},
       {"--progress-timeout-ms", "T", "", "communicator progress timeout (default 5000)",
        Int(&Options::progress_timeout_ms, 100, 600000)},
+      {"--progress-threads", "N", "",
+       "progress threads (lanes, one socket each) per worker (default 1)",
+       Int(&Options::progress_threads, 1, host::CommConfig::kMaxProgressThreads)},
       {"--rto-min-us", "U", "", "retransmission timeout floor (default: CommConfig's, 500)",
        Int(&Options::rto_min_us, 0, 10000000)},
       {"--rto-initial-us", "U", "", "first retransmission timeout (default: CommConfig's, 5000)",

@@ -31,6 +31,8 @@ struct Options {
   int kill_rank = -1;
   int kill_after_ms = 50;
   int progress_timeout_ms = 5000;
+  // CommConfig::progress_threads: lanes (progress threads, one socket each) per worker.
+  int progress_threads = 1;
   int rto_min_us = 0;      // 0: CommConfig's default
   int rto_initial_us = 0;  // 0: CommConfig's default
   int timeout_s = 600;

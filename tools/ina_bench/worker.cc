@@ -39,6 +39,7 @@ host::CommConfig MakeConfig(const Options& o, int rank, const std::string& host,
   cfg.k = static_cast<uint16_t>(o.k);
   cfg.window = static_cast<uint16_t>(o.window);
   cfg.progress_timeout_ms = o.progress_timeout_ms;
+  cfg.progress_threads = o.progress_threads;
   if (o.rto_min_us > 0) cfg.rto_min_us = o.rto_min_us;
   if (o.rto_initial_us > 0) cfg.rto_initial_us = o.rto_initial_us;
   cfg.rto_initial_us = std::max(cfg.rto_initial_us, cfg.rto_min_us);

@@ -75,7 +75,10 @@ void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint no
   const uint16_t world = h.aux;
   const uint16_t k = h.count;
   const uint32_t window = h.offset;
-  if (!p::IsValidK(k) || world < 1 || world > p::kMaxWorkers || window < 1 || h.rank >= world) {
+  const uint16_t lanes = h.gen == 0 ? 1 : h.gen;
+  const uint16_t lane = h.slot;
+  if (!p::IsValidK(k) || world < 1 || world > p::kMaxWorkers || window < 1 || h.rank >= world ||
+      lanes > p::kMaxLanes || lane >= lanes) {
     SendError(from, h.job, h.rank, p::ErrorCode::kBadParams, out);
     return;
   }
@@ -95,18 +98,21 @@ void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint no
     j.world_size = world;
     j.k = k;
     j.window_asked = window;
+    j.lanes = lanes;
+    j.peers.assign(size_t{lanes} * world, Peer{});
     index_[h.job] = idx;
     ++num_jobs_;
     DropReservation(h.job);  // the id is in use now
   }
   JobEntry& j = jobs_[static_cast<size_t>(idx)];
-  if (j.world_size != world || j.k != k || j.window_asked != window) {
+  if (j.world_size != world || j.k != k || j.window_asked != window || j.lanes != lanes) {
     SendError(from, h.job, h.rank, p::ErrorCode::kBadParams, out);
     return;
   }
-  const uint64_t bit = uint64_t{1} << h.rank;
-  if (j.joined_mask & bit) {
-    if (!(j.peers[h.rank] == from)) {
+  Peer& slot_peer = j.peers[PeerIndex(j, h.rank, lane)];
+  const auto lane_bit = static_cast<uint16_t>(1u << lane);
+  if (j.lane_mask[h.rank] & lane_bit) {
+    if (!(slot_peer == from)) {
       SendError(from, h.job, h.rank, p::ErrorCode::kRankTaken, out);
       return;
     }
@@ -117,11 +123,21 @@ void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint no
     }
     return;
   }
-  j.joined_mask |= bit;
-  j.peers[h.rank] = from;
-  ++j.joined;
+  j.lane_mask[h.rank] |= lane_bit;
+  j.joined_mask |= uint64_t{1} << h.rank;
+  slot_peer = from;
+  const auto all_lanes = static_cast<uint16_t>((1u << j.lanes) - 1);
+  if (j.lane_mask[h.rank] == all_lanes) ++j.joined;
   j.last_activity = now;
   if (j.joined == j.world_size) Admit(j, out);
+}
+
+void ControlPlane::SendToRank(const JobEntry& j, uint16_t rank, p::MsgType type, uint16_t count,
+                              uint32_t offset, uint16_t aux, ReplySink& out) {
+  for (uint16_t l = 0; l < j.lanes; ++l) {
+    if (!(j.lane_mask[rank] & (1u << l))) continue;
+    SendReply(j.peers[PeerIndex(j, rank, l)], type, j.job_id, rank, count, offset, aux, out);
+  }
 }
 
 void ControlPlane::Admit(JobEntry& j, ReplySink& out) {
@@ -142,7 +158,9 @@ void ControlPlane::Admit(JobEntry& j, ReplySink& out) {
   }
   if (!ok) {
     for (uint16_t r = 0; r < j.world_size; ++r) {
-      SendError(j.peers[r], j.job_id, r, p::ErrorCode::kNoSlots, out);
+      for (uint16_t l = 0; l < j.lanes; ++l) {
+        SendError(j.peers[PeerIndex(j, r, l)], j.job_id, r, p::ErrorCode::kNoSlots, out);
+      }
     }
     index_[j.job_id] = -1;
     j = JobEntry{};
@@ -154,8 +172,8 @@ void ControlPlane::Admit(JobEntry& j, ReplySink& out) {
   j.window = static_cast<uint16_t>(got);
   Bump(ControlCounter::kJobsAdmitted);
   for (uint16_t r = 0; r < j.world_size; ++r) {
-    SendReply(j.peers[r], p::MsgType::kJoinAck, j.job_id, r, j.k, j.window, 0, out);
-    Bump(ControlCounter::kJoinAcks);
+    SendToRank(j, r, p::MsgType::kJoinAck, j.k, j.window, 0, out);
+    counters_[static_cast<size_t>(ControlCounter::kJoinAcks)] += j.lanes;
   }
 }
 
@@ -167,8 +185,14 @@ void ControlPlane::HandleLeave(const p::Header& h, const Peer& from, ReplySink& 
     return;
   }
   JobEntry& j = jobs_[static_cast<size_t>(idx)];
-  if (h.rank >= j.world_size || !(j.joined_mask & (uint64_t{1} << h.rank)) ||
-      !(j.peers[h.rank] == from)) {
+  // Any lane's peer speaks for the rank.
+  bool from_rank = false;
+  if (h.rank < j.world_size) {
+    for (uint16_t l = 0; l < j.lanes && !from_rank; ++l) {
+      from_rank = (j.lane_mask[h.rank] & (1u << l)) && j.peers[PeerIndex(j, h.rank, l)] == from;
+    }
+  }
+  if (!from_rank) {
     Bump(ControlCounter::kLeaveIgnored);
     return;
   }
@@ -188,10 +212,10 @@ void ControlPlane::HandleLeave(const p::Header& h, const Peer& from, ReplySink& 
     // once (rank_left) instead of waiting out its progress timeout.
     for (uint16_t r = 0; r < j.world_size; ++r) {
       if (j.left_mask & (uint64_t{1} << r)) continue;
-      SendReply(j.peers[r], p::MsgType::kError, j.job_id, r, h.rank, h.offset,
-                static_cast<uint16_t>(p::ErrorCode::kRankLeft), out);
-      Bump(ControlCounter::kErrorsSent);
-      Bump(ControlCounter::kErrRankLeft);
+      SendToRank(j, r, p::MsgType::kError, h.rank, h.offset,
+                 static_cast<uint16_t>(p::ErrorCode::kRankLeft), out);
+      counters_[static_cast<size_t>(ControlCounter::kErrorsSent)] += j.lanes;
+      counters_[static_cast<size_t>(ControlCounter::kErrRankLeft)] += j.lanes;
     }
     return;
   }
@@ -260,7 +284,10 @@ void ControlPlane::FreeJob(JobEntry& j, uint16_t except_rank, ReplySink& out) {
         (j.left_mask & (uint64_t{1} << r))) {
       continue;
     }
-    SendError(j.peers[r], j.job_id, r, p::ErrorCode::kJobAborted, out);
+    for (uint16_t l = 0; l < j.lanes; ++l) {
+      if (!(j.lane_mask[r] & (1u << l))) continue;
+      SendError(j.peers[PeerIndex(j, r, l)], j.job_id, r, p::ErrorCode::kJobAborted, out);
+    }
   }
   index_[j.job_id] = -1;
   j = JobEntry{};
@@ -360,7 +387,7 @@ std::vector<JobInfo> ControlPlane::Jobs() const {
   for (const JobEntry& j : jobs_) {
     if (!j.used) continue;
     v.push_back(JobInfo{j.job_id, j.active, j.world_size, j.k, j.window_asked, j.window,
-                        j.slot_base, j.joined});
+                        j.slot_base, j.joined, j.lanes});
   }
   return v;
 }

@@ -291,8 +291,8 @@ class Switch::Core final : private Emitter, private ReplySink {
           continue;
         }
         if (type == static_cast<uint8_t>(p::MsgType::kData)) {
-          const SourceCheck sc =
-              control_->CheckDataSource(p::GetJob(it.data), p::GetRank(it.data), *it.from, now);
+          const SourceCheck sc = control_->CheckDataSource(p::GetJob(it.data), p::GetRank(it.data),
+                                                           p::GetSlot(it.data), *it.from, now);
           if (sc == SourceCheck::kForeign) {
             Bump(SwitchCounter::kDropForeignSrc);
             continue;
@@ -321,7 +321,8 @@ class Switch::Core final : private Emitter, private ReplySink {
 
   // Emitter / ReplySink: queue a packet to peers.
   void OnResult(uint16_t job_id, uint16_t dest_rank, std::span<const uint8_t> packet) override {
-    for (const Peer& peer : control_->Destinations(job_id, dest_rank)) Enqueue(peer, packet);
+    for (const Peer& peer : control_->Destinations(job_id, dest_rank, p::GetSlot(packet.data())))
+      Enqueue(peer, packet);
   }
   void Send(const Peer& to, std::span<const uint8_t> packet) override { Enqueue(to, packet); }
 

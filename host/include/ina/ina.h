@@ -78,6 +78,7 @@ typedef struct ina_config {
   char dpdk_fabric_mac[32]; /* the switch's MAC; empty: learnt from its packets */
   int dpdk_backoff_max_us;  /* idle RX back-off ceiling */
   int dpdk_zero_copy;       /* 0 or 1: attach TX buffers as external mbufs when the port allows */
+  int progress_threads;     /* lanes: progress threads (one socket each) per rank, 1 .. 16 */
   /* New fields go here, at the end (see the ABI rule above). */
 } ina_config;
 

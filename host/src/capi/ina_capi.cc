@@ -44,8 +44,8 @@ INA_SAME_CODE(INA_ERR_UNIMPLEMENTED, kUnimplemented);
 // Every released layout, oldest first. A release that appends fields adds its own entry and keeps
 // the old ones (ina.h states the rule).
 constexpr Layout kConfigLayouts[] = {
-    // 0.1: struct_size .. dpdk_zero_copy.
-    {sizeof(ina_config), offsetof(ina_config, dpdk_zero_copy) + sizeof(int)},
+    // 0.1: struct_size .. progress_threads.
+    {sizeof(ina_config), offsetof(ina_config, progress_threads) + sizeof(int)},
 };
 constexpr Layout kStatsLayouts[] = {
     // 0.1: struct_size .. ops_failed.
@@ -55,7 +55,7 @@ constexpr Layout kStatsLayouts[] = {
 // struct without adding a layout fails here.
 static_assert(kConfigLayouts[std::size(kConfigLayouts) - 1].size == sizeof(ina_config));
 static_assert(kStatsLayouts[std::size(kStatsLayouts) - 1].size == sizeof(ina_stats));
-static_assert(sizeof(void*) != 8 || sizeof(ina_config) == 1560,
+static_assert(sizeof(void*) != 8 || sizeof(ina_config) == 1568,
               "ina_config changed: append fields only, add a Layout to kConfigLayouts");
 static_assert(sizeof(void*) != 8 || sizeof(ina_stats) == 64,
               "ina_stats changed: append fields only, add a Layout to kStatsLayouts");
@@ -97,8 +97,8 @@ Status WriteString(const std::string& in, const char* field, char (&out)[N]) {
 // Every field of a full-size (current layout) ina_config.
 Status FullToC(const CommConfig& c, ina_config* out) {
   const auto& [switch_host, switch_port, job_id, rank, world_size, k, window, join_timeout_ms,
-               progress_timeout_ms, rto_min_us, rto_max_us, rto_initial_us, transport,
-               socket_buffer_bytes, dpdk] = c;
+               progress_timeout_ms, rto_min_us, rto_max_us, rto_initial_us, progress_threads,
+               transport, socket_buffer_bytes, dpdk] = c;
   const auto& [eal_args, port, local_ip, local_port, local_mac, fabric_mac, backoff_max_us,
                zero_copy] = dpdk;
   std::memset(out, 0, sizeof(*out));
@@ -115,6 +115,7 @@ Status FullToC(const CommConfig& c, ina_config* out) {
   out->rto_min_us = rto_min_us;
   out->rto_max_us = rto_max_us;
   out->rto_initial_us = rto_initial_us;
+  out->progress_threads = progress_threads;
   INA_RETURN_IF_ERROR(WriteString(transport, "transport", out->transport));
   out->socket_buffer_bytes = socket_buffer_bytes;
   INA_RETURN_IF_ERROR(WriteString(eal_args, "dpdk_eal_args", out->dpdk_eal_args));
@@ -131,7 +132,7 @@ Status FullToC(const CommConfig& c, ina_config* out) {
 Result<CommConfig> FullFromC(const ina_config& in) {
   CommConfig c;
   auto& [switch_host, switch_port, job_id, rank, world_size, k, window, join_timeout_ms,
-         progress_timeout_ms, rto_min_us, rto_max_us, rto_initial_us, transport,
+         progress_timeout_ms, rto_min_us, rto_max_us, rto_initial_us, progress_threads, transport,
          socket_buffer_bytes, dpdk] = c;
   auto& [eal_args, port, local_ip, local_port, local_mac, fabric_mac, backoff_max_us, zero_copy] =
       dpdk;
@@ -147,6 +148,7 @@ Result<CommConfig> FullFromC(const ina_config& in) {
   rto_min_us = in.rto_min_us;
   rto_max_us = in.rto_max_us;
   rto_initial_us = in.rto_initial_us;
+  progress_threads = in.progress_threads;
   INA_RETURN_IF_ERROR(ReadString(in.transport, "transport", &transport));
   socket_buffer_bytes = in.socket_buffer_bytes;
   INA_RETURN_IF_ERROR(ReadString(in.dpdk_eal_args, "dpdk_eal_args", &eal_args));

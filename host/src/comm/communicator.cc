@@ -1,10 +1,10 @@
-// The worker side of the ina protocol: the join handshake, the op queue and the progress thread.
+// The worker side of the ina protocol: the join handshake, the op queue and the progress threads.
 //
 // The protocol engine itself is not here: SlotWindow (slot_window.h) is the per-op state machine
 // (slots, generations, exponent rounds, loss detection, rank_left / job_aborted, the progress
 // timeout), RtoEstimator (rto.h) the retransmission timeout, and Progress (progress.h) the loop
 // that feeds the window from a Transport and a Clock. This file owns the transport, the real
-// clock, the FIFO of queued ops and the one thread that runs them, and sends LEAVE.
+// clock, the FIFO of queued ops and the threads that run them (one per lane), and sends LEAVE.
 #include "ina/host/communicator.h"
 
 #include <algorithm>
@@ -99,19 +99,29 @@ struct Op {
 
 }  // namespace
 
-// The op queue and the progress thread. The thread takes ops from the FIFO queue one at a time
-// and runs them on `progress_` (the slot window fed from the transport and the real clock);
-// between ops it polls the transport so a job_aborted is noticed before the next call.
+// The op queue and the progress threads, one per lane (CommConfig::progress_threads). Lane 0's
+// thread takes ops from the FIFO queue one at a time; with more lanes it hands each op to the
+// other lanes' threads, runs its own part (the slots s with s mod L == 0) and waits for theirs.
+// The op's status is the first failure of any lane, which cancels the others' parts. Between ops
+// every lane polls its transport, so a job_aborted is noticed before the next call.
 class Communicator::Impl {
  public:
-  Impl(const CommConfig& cfg, std::unique_ptr<Transport> t, uint16_t window)
-      : cfg_(cfg),
-        transport_(std::move(t)),
-        progress_(internal::WindowConfig::From(cfg, window), quant::ActiveKernels(), *transport_,
-                  clock_) {}
+  Impl(const CommConfig& cfg, std::vector<std::unique_ptr<Transport>> transports, uint16_t window)
+      : cfg_(cfg) {
+    lanes_.resize(transports.size());
+    for (size_t l = 0; l < lanes_.size(); ++l) {
+      lanes_[l].transport = std::move(transports[l]);
+      lanes_[l].progress = std::make_unique<internal::Progress>(
+          internal::WindowConfig::From(cfg, window, static_cast<uint16_t>(l)),
+          quant::ActiveKernels(), *lanes_[l].transport, clock_);
+    }
+  }
 
   void Start() {
-    thread_ = std::thread([this] { Run(); });
+    lanes_[0].thread = std::thread([this] { Run(); });
+    for (size_t l = 1; l < lanes_.size(); ++l) {
+      lanes_[l].thread = std::thread([this, l] { RunLane(l); });
+    }
   }
 
   ~Impl() {
@@ -121,7 +131,14 @@ class Communicator::Impl {
       stop_ = true;
     }
     cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
+    {
+      std::lock_guard<std::mutex> lk(lane_mu_);
+      lane_stop_ = true;
+    }
+    lane_cv_.notify_all();
+    for (Lane& lane : lanes_) {
+      if (lane.thread.joinable()) lane.thread.join();
+    }
     std::deque<Op> rest;
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -132,11 +149,12 @@ class Communicator::Impl {
       op.state->Finish(Aborted("communicator destroyed with the op still queued"));
     }
     // Done (aux 0) when every op finished cleanly: the fabric keeps the job for ranks still
-    // fetching lost results. Otherwise abort, so the others fail at once. The thread is joined
-    // and Submit is not running (the caller is destroying us), so the count is final.
+    // fetching lost results. Otherwise abort, so the others fail at once. The threads are joined
+    // and Submit is not running (the caller is destroying us), so the count is final. One LEAVE,
+    // from lane 0: the fabric takes a LEAVE from any lane as the rank's.
     const bool clean = rest.empty() && failed_.ok();
-    progress_.SendLeave(clean ? proto::ErrorCode::kNone : proto::ErrorCode::kJobAborted,
-                        ops_completed_.Get());
+    lanes_[0].progress->SendLeave(clean ? proto::ErrorCode::kNone : proto::ErrorCode::kJobAborted,
+                                  ops_completed_.Get());
   }
 
   Result<Request> Submit(Op op) {
@@ -162,22 +180,31 @@ class Communicator::Impl {
   }
 
   CommStats stats() const {
-    const internal::WindowCounters& w = progress_.window().counters();
     CommStats s;
-    s.packets_sent = w.packets_sent.Get();
-    s.packets_received = progress_.packets_received();
-    s.retransmissions = w.retransmissions.Get();
-    s.results = w.results.Get();
-    s.stale_results_ignored = w.stale.Get();
+    for (const Lane& lane : lanes_) {
+      const internal::WindowCounters& w = lane.progress->window().counters();
+      s.packets_sent += w.packets_sent.Get();
+      s.packets_received += lane.progress->packets_received();
+      s.retransmissions += w.retransmissions.Get();
+      s.results += w.results.Get();
+      s.stale_results_ignored += w.stale.Get();
+    }
     s.ops_completed = ops_completed_.Get();
     s.ops_failed = ops_failed_.Get();
     return s;
   }
 
-  uint16_t window() const { return progress_.window().window(); }
+  uint16_t window() const { return lanes_[0].progress->window().window(); }
   const CommConfig& config() const { return cfg_; }
 
  private:
+  struct Lane {
+    std::unique_ptr<Transport> transport;
+    std::unique_ptr<internal::Progress> progress;  // this lane's thread only (counters: any)
+    std::thread thread;
+  };
+
+  // Lane 0's thread: the op queue.
   void Run() {
     while (true) {
       Op op;
@@ -191,22 +218,82 @@ class Communicator::Impl {
         }
       }
       if (!op.state) {
-        Status s = progress_.PollIdle();
-        if (!s.ok()) Fail(s, nullptr);
+        Status s = lanes_[0].progress->PollIdle();
+        if (!s.ok()) Fail(s, nullptr, 0);
         continue;
       }
-      Status s = progress_.RunOp(op.desc, stop_flag_);
+      Status s = RunOnAllLanes(op.desc);
       if (s.ok()) {
         ops_completed_.Inc();
         op.state->Finish(Status::Ok());
       } else {
-        Fail(s, &op);
+        Fail(s, &op, 0);
       }
     }
   }
 
-  // Marks the communicator failed: the op (if any) and every queued op fail with `s`.
-  void Fail(const Status& s, Op* current) {
+  // Lane 0's thread: runs `op` on every lane; the first failure of any lane.
+  Status RunOnAllLanes(const internal::OpDesc& op) {
+    if (lanes_.size() == 1) return lanes_[0].progress->RunOp(op, stop_flag_);
+    {
+      std::lock_guard<std::mutex> lk(lane_mu_);
+      lane_op_ = op;
+      op_error_ = Status::Ok();
+      op_cancel_.store(false, std::memory_order_relaxed);
+      lanes_pending_ = lanes_.size() - 1;
+      ++op_epoch_;
+    }
+    lane_cv_.notify_all();
+    LaneFinished(lanes_[0].progress->RunOp(op, stop_flag_, &op_cancel_), false);
+    std::unique_lock<std::mutex> lk(lane_mu_);
+    lane_cv_.wait(lk, [&] { return lanes_pending_ == 0; });
+    return op_error_;
+  }
+
+  // Records a lane's part of the op. The first failure wins and cancels the other lanes (whose
+  // "another lane failed" come later, so they never mask it).
+  void LaneFinished(const Status& s, bool count_down) {
+    std::lock_guard<std::mutex> lk(lane_mu_);
+    if (!s.ok() && op_error_.ok()) {
+      op_error_ = s;
+      op_cancel_.store(true, std::memory_order_relaxed);
+    }
+    if (count_down && --lanes_pending_ == 0) lane_cv_.notify_all();
+  }
+
+  // Lanes 1..L-1: run the part of every op lane 0 hands over; poll between ops.
+  void RunLane(size_t l) {
+    uint64_t seen = 0;
+    bool idle_failed = false;  // reported once; the communicator is failed
+    while (true) {
+      internal::OpDesc op;
+      bool have_op = false;
+      {
+        std::unique_lock<std::mutex> lk(lane_mu_);
+        lane_cv_.wait_for(lk, kIdlePoll, [&] { return lane_stop_ || op_epoch_ != seen; });
+        if (op_epoch_ != seen) {  // before the stop check: lane 0 waits for this lane's part
+          seen = op_epoch_;
+          op = lane_op_;
+          have_op = true;
+        } else if (lane_stop_) {
+          return;
+        }
+      }
+      if (have_op) {
+        LaneFinished(lanes_[l].progress->RunOp(op, stop_flag_, &op_cancel_), true);
+      } else if (!idle_failed) {
+        Status s = lanes_[l].progress->PollIdle();
+        if (!s.ok()) {
+          idle_failed = true;
+          Fail(s, nullptr, l);
+        }
+      }
+    }
+  }
+
+  // Marks the communicator failed: the op (if any) and every queued op fail with `s`. Called from
+  // lane `l`'s thread, which sends the aborting LEAVE (unless the job is aborted already).
+  void Fail(const Status& s, Op* current, size_t l) {
     std::deque<Op> rest;
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -222,33 +309,46 @@ class Communicator::Impl {
       op.state->Finish(s);
     }
     if (s.code() != StatusCode::kAborted) {
-      progress_.SendLeave(proto::ErrorCode::kJobAborted, ops_completed_.Get());
+      lanes_[l].progress->SendLeave(proto::ErrorCode::kJobAborted, ops_completed_.Get());
     }
   }
 
   const CommConfig cfg_;
-  std::unique_ptr<Transport> transport_;
   internal::SteadyClock clock_;
-  internal::Progress progress_;  // progress thread only (its counters: any thread)
+  std::vector<Lane> lanes_;  // fixed after construction
 
-  std::thread thread_;
   std::atomic<bool> stop_flag_{false};  // polled by RunOp
   std::mutex mu_;
   bool stop_ = false;  // guarded by mu_
   std::condition_variable cv_;
   std::deque<Op> queue_;   // guarded by mu_
-  Status failed_;          // guarded by mu_ (read unlocked only after the thread is joined)
+  Status failed_;          // guarded by mu_ (read unlocked only after the threads are joined)
   uint64_t next_seq_ = 0;  // guarded by mu_
+
+  // Handing an op from lane 0 to the other lanes.
+  std::mutex lane_mu_;
+  std::condition_variable lane_cv_;
+  bool lane_stop_ = false;              // guarded by lane_mu_
+  uint64_t op_epoch_ = 0;               // guarded by lane_mu_: bumped for every op handed over
+  internal::OpDesc lane_op_;            // guarded by lane_mu_
+  size_t lanes_pending_ = 0;            // guarded by lane_mu_: lanes 1.. still running their part
+  Status op_error_;                     // guarded by lane_mu_: the op's first failure
+  std::atomic<bool> op_cancel_{false};  // set with op_error_; polled by the lanes' RunOp
   // Bumped by the progress thread and, for empty ops, by Submit's caller.
   internal::Counter ops_completed_, ops_failed_;
 };
 
 namespace {
 
-// Sends JOIN every kJoinResend until JOIN_ACK, ERROR or the join timeout. Returns the window.
-Result<uint16_t> Join(const CommConfig& cfg, Transport& t) {
+// Sends JOIN for lane `lane` every kJoinResend until JOIN_ACK, ERROR, the join timeout or
+// `cancel` (another lane's join failed). Returns the window.
+Result<uint16_t> Join(const CommConfig& cfg, Transport& t, uint16_t lane,
+                      const std::atomic<bool>& cancel) {
   const std::string who = "join job " + std::to_string(cfg.job_id) + " as rank " +
                           std::to_string(cfg.rank) + " of " + std::to_string(cfg.world_size) +
+                          (cfg.progress_threads > 1 ? " lane " + std::to_string(lane) + " of " +
+                                                          std::to_string(cfg.progress_threads)
+                                                    : std::string()) +
                           " at " + cfg.switch_host + ":" + std::to_string(cfg.switch_port);
   uint8_t join[proto::kHeaderBytes] = {};
   proto::Header h;
@@ -259,6 +359,10 @@ Result<uint16_t> Join(const CommConfig& cfg, Transport& t) {
   h.count = cfg.k;
   h.offset = cfg.window;
   h.aux = cfg.world_size;
+  if (cfg.progress_threads > 1) {  // one lane: slot and gen stay 0, as for workers before lanes
+    h.slot = lane;
+    h.gen = static_cast<uint16_t>(cfg.progress_threads);
+  }
   proto::EncodeHeader(h, join);
   TxPacket tx{join, sizeof(join)};
 
@@ -269,6 +373,7 @@ Result<uint16_t> Join(const CommConfig& cfg, Transport& t) {
   const auto deadline = start + milliseconds(cfg.join_timeout_ms);
   auto next_send = start;
   while (true) {
+    if (cancel.load(std::memory_order_relaxed)) return Aborted(who + ": another lane failed");
     auto now = Clock::now();
     if (now >= deadline) {
       std::string m = who + ": no join_ack within " + std::to_string(cfg.join_timeout_ms) +
@@ -313,6 +418,39 @@ Result<uint16_t> Join(const CommConfig& cfg, Transport& t) {
   }
 }
 
+// Joins every lane at once (the fabric admits the job only when all lanes of all ranks joined),
+// one thread per lane. Returns the window, the same for every lane.
+Result<uint16_t> JoinLanes(const CommConfig& cfg,
+                           const std::vector<std::unique_ptr<Transport>>& transports) {
+  if (transports.size() == 1) {
+    std::atomic<bool> never{false};
+    return Join(cfg, *transports[0], 0, never);
+  }
+  std::atomic<bool> cancel{false};
+  std::atomic<int> first_failed{-1};  // the first real failure, not a lane cancelled by it
+  std::vector<Result<uint16_t>> got(transports.size(), Internal("join not run"));
+  std::vector<std::thread> threads;
+  for (size_t l = 0; l < transports.size(); ++l) {
+    threads.emplace_back([&, l] {
+      got[l] = Join(cfg, *transports[l], static_cast<uint16_t>(l), cancel);
+      int none = -1;
+      if (!got[l].ok() && first_failed.compare_exchange_strong(none, static_cast<int>(l))) {
+        cancel.store(true, std::memory_order_relaxed);
+      }
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  if (first_failed.load() >= 0) return got[static_cast<size_t>(first_failed.load())].status();
+  for (const auto& r : got) {
+    if (!r.ok()) return r.status();
+    if (*r != *got[0]) {
+      return Internal("join: lanes granted different windows (" + std::to_string(*got[0]) +
+                      " and " + std::to_string(*r) + ")");
+    }
+  }
+  return *got[0];
+}
+
 }  // namespace
 
 Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -327,9 +465,13 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const CommConfig& con
   tc.fabric_port = config.switch_port;
   tc.socket_buffer_bytes = config.socket_buffer_bytes;
   tc.dpdk = config.dpdk;
-  INA_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, MakeTransport(tc));
-  INA_ASSIGN_OR_RETURN(uint16_t window, Join(config, *t));
-  auto impl = std::make_unique<Impl>(config, std::move(t), window);
+  std::vector<std::unique_ptr<Transport>> transports;
+  for (int l = 0; l < config.progress_threads; ++l) {  // one socket per lane
+    INA_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, MakeTransport(tc));
+    transports.push_back(std::move(t));
+  }
+  INA_ASSIGN_OR_RETURN(uint16_t window, JoinLanes(config, transports));
+  auto impl = std::make_unique<Impl>(config, std::move(transports), window);
   impl->Start();
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }

@@ -7,6 +7,8 @@
 
 #include "ina/proto/wire.h"
 
+static_assert(ina::host::CommConfig::kMaxProgressThreads == ina::proto::kMaxLanes);
+
 namespace ina::host {
 namespace {
 
@@ -60,7 +62,16 @@ Status CommConfig::Validate() const {
   if (rto_initial_us < rto_min_us || rto_initial_us > rto_max_us) {
     return bad("rto_initial_us not in [rto_min_us, rto_max_us]");
   }
+  if (progress_threads < 1 || progress_threads > kMaxProgressThreads) {
+    return bad("progress_threads " + std::to_string(progress_threads) + " not in [1, " +
+               std::to_string(kMaxProgressThreads) + "]");
+  }
   if (transport.empty()) return bad("transport is empty");
+  if (progress_threads > 1 && transport != "udp") {
+    // TODO(#8): a DPDK lane needs its own queue or local port.
+    return bad("progress_threads " + std::to_string(progress_threads) +
+               " needs transport udp (one socket per lane), not " + transport);
+  }
   if (socket_buffer_bytes < 0) return bad("socket_buffer_bytes < 0");
   return Status::Ok();
 }
@@ -71,7 +82,8 @@ std::string CommConfig::ToString() const {
     << " world=" << world_size << " k=" << k << " window=" << window
     << " join_timeout_ms=" << join_timeout_ms << " progress_timeout_ms=" << progress_timeout_ms
     << " rto_us=[" << rto_min_us << "," << rto_initial_us << "," << rto_max_us << "]"
-    << " transport=" << transport << " socket_buffer_bytes=" << socket_buffer_bytes;
+    << " progress_threads=" << progress_threads << " transport=" << transport
+    << " socket_buffer_bytes=" << socket_buffer_bytes;
   if (transport == "dpdk") {
     o << " dpdk_eal='" << dpdk.eal_args << "' dpdk_port=" << dpdk.port
       << " dpdk_local=" << dpdk.local_ip << ":" << dpdk.local_port
@@ -87,7 +99,8 @@ Result<CommConfig> CommConfig::FromEnv(CommConfig c) {
     if (colon == std::string::npos || colon == 0) {
       return InvalidArgument("INA_SWITCH='" + s + "': expected host:port");
     }
-    INA_ASSIGN_OR_RETURN(long long port, ParseInt("INA_SWITCH port", s.substr(colon + 1), 1, 65535));
+    INA_ASSIGN_OR_RETURN(long long port,
+                         ParseInt("INA_SWITCH port", s.substr(colon + 1), 1, 65535));
     c.switch_host = s.substr(0, colon);
     c.switch_port = static_cast<uint16_t>(port);
   }
@@ -101,6 +114,7 @@ Result<CommConfig> CommConfig::FromEnv(CommConfig c) {
   INA_RETURN_IF_ERROR(EnvInt("INA_RTO_MIN_US", 0, &c.rto_min_us));
   INA_RETURN_IF_ERROR(EnvInt("INA_RTO_INITIAL_US", 0, &c.rto_initial_us));
   INA_RETURN_IF_ERROR(EnvInt("INA_RTO_MAX_US", 0, &c.rto_max_us));
+  INA_RETURN_IF_ERROR(EnvInt("INA_PROGRESS_THREADS", 0, &c.progress_threads));
   if (const char* v = std::getenv("INA_TRANSPORT")) {
     if (*v == '\0') return InvalidArgument("INA_TRANSPORT: empty value");
     c.transport = v;

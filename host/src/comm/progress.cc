@@ -13,12 +13,17 @@ Progress::Progress(const WindowConfig& config, const quant::Kernels& kernels, Tr
       clock_(clock),
       rx_bufs_(kBurst * kRxBufBytes) {}
 
-Status Progress::RunOp(const OpDesc& op, const std::atomic<bool>& stop) {
+Status Progress::RunOp(const OpDesc& op, const std::atomic<bool>& stop,
+                       const std::atomic<bool>* cancel) {
   INA_RETURN_IF_ERROR(Begin(op));
   Status s;
   while (!window_.done()) {
     if (stop.load(std::memory_order_relaxed)) {
       s = Aborted("communicator destroyed while the op was in progress");
+      break;
+    }
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+      s = Aborted("another lane of this op failed");
       break;
     }
     s = Turn(kMaxWait);

@@ -42,9 +42,10 @@ class Progress {
            const Clock& clock);
 
   // Runs `op` to its end: Ok, the window's error, the transport's (other than Unavailable), or
-  // Aborted once `stop` is set (checked every turn, so within kMaxWait). The window is idle
-  // afterwards.
-  Status RunOp(const OpDesc& op, const std::atomic<bool>& stop);
+  // Aborted once `stop` is set (checked every turn, so within kMaxWait), or `cancel` (when given:
+  // another lane's part of the op failed). The window is idle afterwards.
+  Status RunOp(const OpDesc& op, const std::atomic<bool>& stop,
+               const std::atomic<bool>* cancel = nullptr);
 
   // Step by step (tests): Begin, then Turn until window().done() or an error; then window().End().
   Status Begin(const OpDesc& op) { return window_.Begin(op, clock_.Now()); }

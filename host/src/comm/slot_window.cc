@@ -9,8 +9,10 @@ namespace ina::host::internal {
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
-WindowConfig WindowConfig::From(const CommConfig& c, uint16_t granted_window) {
+WindowConfig WindowConfig::From(const CommConfig& c, uint16_t granted_window, uint16_t lane) {
   WindowConfig w;
+  w.lane = lane;
+  w.lanes = static_cast<uint16_t>(c.progress_threads);
   w.job_id = c.job_id;
   w.rank = c.rank;
   w.world_size = c.world_size;
@@ -136,12 +138,15 @@ Status SlotWindow::Begin(const OpDesc& op, TimePoint now) {
   active_ = true;
   const int64_t k = cfg_.k;
   blocks_ = static_cast<int64_t>((op.n + k - 1) / k);
-  remaining_ = blocks_;
+  remaining_ = 0;
   ring_head_ = ring_size_ = 0;
   last_transport_error_ = Status::Ok();
   used_ = static_cast<uint16_t>(std::min<int64_t>(window_, blocks_));
   for (Slot& sl : slots_) sl.busy = sl.queued = false;
-  for (uint16_t s = 0; s < used_; ++s) {
+  for (uint32_t s = cfg_.lane; s < used_; s += cfg_.lanes) {
+    remaining_ += (blocks_ - s + window_ - 1) / window_;  // blocks s, s+W, ... < B
+  }
+  for (uint16_t s = cfg_.lane; s < used_; s = static_cast<uint16_t>(s + cfg_.lanes)) {
     if (op.is_float) {
       SendExpRound(s);
     } else {
@@ -319,16 +324,20 @@ std::string SlotWindow::DescribeStall(TimePoint now) const {
     }
   }
   const auto waited = std::chrono::duration_cast<milliseconds>(now - last_progress_).count();
-  std::string m = "rank " + std::to_string(cfg_.rank) + " job " + std::to_string(cfg_.job_id) +
-                  ": no result for " + std::to_string(waited) + " ms (progress_timeout_ms " +
-                  std::to_string(cfg_.progress_timeout.count()) + ")";
+  std::string m =
+      "rank " + std::to_string(cfg_.rank) + " job " + std::to_string(cfg_.job_id) +
+      (cfg_.lanes > 1 ? " lane " + std::to_string(cfg_.lane) + "/" + std::to_string(cfg_.lanes)
+                      : std::string()) +
+      ": no result for " + std::to_string(waited) + " ms (progress_timeout_ms " +
+      std::to_string(cfg_.progress_timeout.count()) + ")";
   if (worst != nullptr) {
     m += "; slot " + std::to_string(ws) + " gen " + std::to_string(worst->gen) +
          (worst->block < 0 ? std::string(" (exponent round)")
                            : " (block " + std::to_string(worst->block) + ")") +
          " waited, " + std::to_string(worst->retries) + " retransmissions";
   }
-  m += "; " + std::to_string(remaining_) + " of " + std::to_string(blocks_) + " blocks pending";
+  m += "; " + std::to_string(remaining_) + " of " + std::to_string(blocks_) + " blocks pending" +
+       (cfg_.lanes > 1 ? " on this lane" : "");
   if (!last_transport_error_.ok()) {
     m += "; last transport error: " + last_transport_error_.ToString();
   }

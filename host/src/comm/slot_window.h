@@ -8,9 +8,11 @@
 //
 // Protocol (unchanged from the monolithic engine it was split from):
 //  - An op of B = ceil(n/K) blocks uses slots 0 .. min(W, B)-1; slot s carries blocks s, s+W, ...
-//    with one packet in flight. Every use of a slot takes its next 16-bit generation, kept for the
-//    window's life (so across ops), which is how ranks that issue the same calls agree on (slot,
-//    gen).
+//    with one packet in flight. A window of lane l of L (WindowConfig::lane, lanes; one per
+//    progress thread) runs only the slots s with s mod L == l, and its op is done when their
+//    blocks are; the other slots are the other lanes' (their results here count as stale). Every
+//    use of a slot takes its next 16-bit generation, kept for the window's life (so across ops),
+//    which is how ranks that issue the same calls agree on (slot, gen).
 //  - Float ops start each slot with an exponent round (count 0, offset s*K, next_exp = local
 //    exponent of block s); each later use sends block b with the agreed exponent and next_exp =
 //    local exponent of block b+W. Inf/NaN blocks are sent as zeros with `nonfinite`; a result
@@ -60,11 +62,14 @@ struct WindowConfig {
   uint16_t world_size = 1;
   uint16_t k = 256;     // elements per packet
   uint16_t window = 1;  // slots granted by the fabric, >= 1
+  uint16_t lane = 0;    // this window runs the slots s with s % lanes == lane
+  uint16_t lanes = 1;   // >= 1, lane < lanes
   std::chrono::milliseconds progress_timeout{5000};
   RtoConfig rto;
 
-  // The communicator's settings with the granted window.
-  static WindowConfig From(const CommConfig& config, uint16_t granted_window);
+  // The communicator's settings with the granted window, for lane `lane` of
+  // config.progress_threads.
+  static WindowConfig From(const CommConfig& config, uint16_t granted_window, uint16_t lane = 0);
 };
 
 // One all-reduce call. The tensor is the caller's; it must stay alive until the op ends.
@@ -85,20 +90,21 @@ struct WindowCounters {
 
 class SlotWindow {
  public:
-  // REQUIRES: config.window >= 1, config.k one of proto::kKValues.
+  // REQUIRES: config.window >= 1, config.k one of proto::kKValues, config.lane < config.lanes.
   SlotWindow(const WindowConfig& config, const quant::Kernels& kernels);
 
   SlotWindow(const SlotWindow&) = delete;
   SlotWindow& operator=(const SlotWindow&) = delete;
 
-  // Starts `op` at `now`: queues the first packet of every slot it uses (exponent rounds for
-  // float, the first blocks for int32). Aborted when a rank already left before this call.
-  // REQUIRES: !active(), op.n >= 1.
+  // Starts `op` at `now`: queues the first packet of every slot of this lane it uses (exponent
+  // rounds for float, the first blocks for int32). Aborted when a rank already left before this
+  // call. REQUIRES: !active(), op.n >= 1.
   Status Begin(const OpDesc& op, TimePoint now);
   // Ends the current op, done or failed. Generations carry on into the next op.
   void End();
   bool active() const { return active_; }
-  // Every block's result arrived (and is in the tensor).
+  // Every block of this lane's slots has its result (in the tensor); at once if the lane's slots
+  // carry no block of the op.
   bool done() const { return active_ && remaining_ == 0; }
 
   // One received packet (whole ina message). Results of the active op are accepted or counted

@@ -75,10 +75,23 @@ std::vector<uint8_t> Join(uint16_t job, uint16_t rank, uint16_t world, uint16_t 
   return Control(p::MsgType::kJoin, job, rank, world, k, window);
 }
 
+// JOIN as lane `lane` of `lanes` (slot = lane, gen = lanes).
+std::vector<uint8_t> LaneJoin(uint16_t job, uint16_t rank, uint16_t world, uint16_t k,
+                              uint32_t window, uint16_t lane, uint16_t lanes) {
+  std::vector<uint8_t> b = Join(job, rank, world, k, window);
+  p::Header h = p::DecodeHeader(b.data());
+  h.slot = lane;
+  h.gen = lanes;
+  p::EncodeHeader(h, b.data());
+  return b;
+}
+
+// The port lane l of rank r joins from in the lane tests.
+uint16_t LanePort(uint16_t r, uint16_t l) { return static_cast<uint16_t>(6000 + 100 * l + r); }
+
 // LEAVE with an abort reason (aux != 0): the job is torn down for everyone.
 std::vector<uint8_t> AbortLeave(uint16_t job, uint16_t rank) {
-  return Control(p::MsgType::kLeave, job, rank,
-                 static_cast<uint16_t>(p::ErrorCode::kJobAborted));
+  return Control(p::MsgType::kLeave, job, rank, static_cast<uint16_t>(p::ErrorCode::kJobAborted));
 }
 
 // LEAVE with aux 0: this rank is done, after `calls` all-reduce calls.
@@ -179,7 +192,7 @@ TEST_F(ControlTest, JoinAcksEveryRankOnceAllJoined) {
   EXPECT_FALSE(cp_->Jobs()[0].active);
   EXPECT_EQ(cp_->Jobs()[0].joined, 2);
   // Pending: the engine does not know the job, data is not checked by the control plane.
-  EXPECT_EQ(cp_->CheckDataSource(7, 0, MakePeer(5000), {}), SourceCheck::kPass);
+  EXPECT_EQ(cp_->CheckDataSource(7, 0, 0, MakePeer(5000), {}), SourceCheck::kPass);
   Send(Join(7, 1, 3, 256, 16), MakePeer(5001));
   ASSERT_EQ(out_.replies.size(), 3u);
   for (uint16_t r = 0; r < 3; ++r) {
@@ -410,7 +423,7 @@ TEST_F(ControlTest, LeaveAbortsTheOthersAndRemovesTheJob) {
   ResultCollector rc;
   engine_->Process(Data(5, 0, 0, 0, {1}), rc);
   EXPECT_EQ(ECtr(p::Counter::kDropUnknownJob), 1u);
-  EXPECT_EQ(cp_->CheckDataSource(5, 0, MakePeer(5000), {}), SourceCheck::kPass);
+  EXPECT_EQ(cp_->CheckDataSource(5, 0, 0, MakePeer(5000), {}), SourceCheck::kPass);
   // The job id can be reused.
   EXPECT_EQ(JoinAll(5, 1, 64, 1, 7000).size(), 1u);
 }
@@ -487,8 +500,8 @@ TEST_F(ControlTest, TimeoutFreesIdleJobsAndDataKeepsThemAlive) {
   Send(Join(3, 0, 2, 64, 4), MakePeer(5200), t0);          // pending
   EXPECT_EQ(cp_->Tick(t0 + milliseconds(100), out_), 0u);  // not idle for *longer* yet
   // Job 1 gets data from rank 1 at 80 ms; a foreign packet for job 2 does not count.
-  EXPECT_EQ(cp_->CheckDataSource(1, 1, MakePeer(5001), t0 + milliseconds(80)), SourceCheck::kOk);
-  EXPECT_EQ(cp_->CheckDataSource(2, 1, MakePeer(9999), t0 + milliseconds(80)),
+  EXPECT_EQ(cp_->CheckDataSource(1, 1, 0, MakePeer(5001), t0 + milliseconds(80)), SourceCheck::kOk);
+  EXPECT_EQ(cp_->CheckDataSource(2, 1, 0, MakePeer(9999), t0 + milliseconds(80)),
             SourceCheck::kForeign);
   EXPECT_EQ(cp_->Tick(t0 + milliseconds(150), out_), 2u);  // jobs 2 and 3
   ASSERT_EQ(out_.replies.size(), 3u);
@@ -510,19 +523,212 @@ TEST_F(ControlTest, TimeoutFreesIdleJobsAndDataKeepsThemAlive) {
 TEST_F(ControlTest, SourceCheckAndDestinations) {
   Make();
   ASSERT_EQ(JoinAll(10, 3, 64, 4, 5000).size(), 3u);
-  EXPECT_EQ(cp_->CheckDataSource(10, 0, MakePeer(5000), {}), SourceCheck::kOk);
-  EXPECT_EQ(cp_->CheckDataSource(10, 2, MakePeer(5002), {}), SourceCheck::kOk);
-  EXPECT_EQ(cp_->CheckDataSource(10, 2, MakePeer(5001), {}), SourceCheck::kForeign);
-  EXPECT_EQ(cp_->CheckDataSource(10, 3, MakePeer(5000), {}), SourceCheck::kPass);  // bad rank
-  EXPECT_EQ(cp_->CheckDataSource(11, 0, MakePeer(5000), {}), SourceCheck::kPass);  // unknown
-  auto all = cp_->Destinations(10, p::kRankAll);
+  EXPECT_EQ(cp_->CheckDataSource(10, 0, 0, MakePeer(5000), {}), SourceCheck::kOk);
+  EXPECT_EQ(cp_->CheckDataSource(10, 2, 0, MakePeer(5002), {}), SourceCheck::kOk);
+  EXPECT_EQ(cp_->CheckDataSource(10, 2, 0, MakePeer(5001), {}), SourceCheck::kForeign);
+  EXPECT_EQ(cp_->CheckDataSource(10, 3, 0, MakePeer(5000), {}), SourceCheck::kPass);  // bad rank
+  EXPECT_EQ(cp_->CheckDataSource(11, 0, 0, MakePeer(5000), {}), SourceCheck::kPass);  // unknown
+  auto all = cp_->Destinations(10, p::kRankAll, 0);
   ASSERT_EQ(all.size(), 3u);
   for (uint16_t r = 0; r < 3; ++r) EXPECT_EQ(all[r], MakePeer(static_cast<uint16_t>(5000 + r)));
-  auto one = cp_->Destinations(10, 1);
+  auto one = cp_->Destinations(10, 1, 0);
   ASSERT_EQ(one.size(), 1u);
   EXPECT_EQ(one[0], MakePeer(5001));
-  EXPECT_TRUE(cp_->Destinations(10, 3).empty());
-  EXPECT_TRUE(cp_->Destinations(11, p::kRankAll).empty());
+  EXPECT_TRUE(cp_->Destinations(10, 3, 0).empty());
+  EXPECT_TRUE(cp_->Destinations(11, p::kRankAll, 0).empty());
+}
+
+// Lanes: a rank with L lanes joins from L peers; lane l owns the slots s with s mod L == l.
+TEST_F(ControlTest, LanesAdmitOnlyWhenEveryLaneOfEveryRankJoined) {
+  Make(64);
+  constexpr uint16_t kLanes = 3;
+  // Rank 0 all lanes, rank 1 lanes 0 and 2: pending, nothing sent.
+  for (uint16_t l = 0; l < kLanes; ++l) {
+    Send(LaneJoin(20, 0, 2, 64, 8, l, kLanes), MakePeer(LanePort(0, l)));
+  }
+  Send(LaneJoin(20, 1, 2, 64, 8, 0, kLanes), MakePeer(LanePort(1, 0)));
+  Send(LaneJoin(20, 1, 2, 64, 8, 2, kLanes), MakePeer(LanePort(1, 2)));
+  EXPECT_TRUE(out_.replies.empty());
+  ASSERT_EQ(cp_->Jobs().size(), 1u);
+  EXPECT_FALSE(cp_->Jobs()[0].active);
+  EXPECT_EQ(cp_->Jobs()[0].joined, 1);  // ranks with every lane
+  EXPECT_EQ(cp_->Jobs()[0].lanes, kLanes);
+  // A repeat from a joined lane while pending: nothing.
+  Send(LaneJoin(20, 1, 2, 64, 8, 2, kLanes), MakePeer(LanePort(1, 2)));
+  EXPECT_TRUE(out_.replies.empty());
+  // The last lane: every lane of every rank gets join_ack with its rank and the window.
+  Send(LaneJoin(20, 1, 2, 64, 8, 1, kLanes), MakePeer(LanePort(1, 1)));
+  ASSERT_EQ(out_.replies.size(), 6u);
+  for (uint16_t r = 0; r < 2; ++r) {
+    for (uint16_t l = 0; l < kLanes; ++l) {
+      const auto it = std::find_if(out_.replies.begin(), out_.replies.end(), [&](const Reply& x) {
+        return x.to == MakePeer(LanePort(r, l));
+      });
+      ASSERT_NE(it, out_.replies.end()) << "rank " << r << " lane " << l;
+      EXPECT_EQ(it->h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+      EXPECT_EQ(it->h.rank, r);
+      EXPECT_EQ(it->h.offset, 8u);
+    }
+  }
+  EXPECT_EQ(Ctr(ControlCounter::kJoinAcks), 6u);
+  EXPECT_TRUE(cp_->Jobs()[0].active);
+  // A repeated JOIN from an active lane: join_ack to that lane only.
+  out_.replies.clear();
+  Send(LaneJoin(20, 0, 2, 64, 8, 1, kLanes), MakePeer(LanePort(0, 1)));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  EXPECT_EQ(out_.replies[0].to, MakePeer(LanePort(0, 1)));
+  EXPECT_EQ(out_.replies[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+}
+
+TEST_F(ControlTest, LanesBadParamsAndRankTaken) {
+  Make(64);
+  // lane >= lanes, lanes > kMaxLanes: bad_params, no job created.
+  Send(LaneJoin(21, 0, 2, 64, 8, 2, 2), MakePeer(7000));
+  Send(LaneJoin(21, 0, 2, 64, 8, 0, p::kMaxLanes + 1), MakePeer(7001));
+  ASSERT_EQ(out_.replies.size(), 2u);
+  ExpectError(out_.replies[0], MakePeer(7000), 21, p::ErrorCode::kBadParams);
+  ExpectError(out_.replies[1], MakePeer(7001), 21, p::ErrorCode::kBadParams);
+  EXPECT_EQ(cp_->num_jobs(), 0u);
+  // The first JOIN fixes L = 2; a rank with another L (1 or 3, also the old 0 = 1) is refused.
+  out_.replies.clear();
+  Send(LaneJoin(21, 0, 2, 64, 8, 0, 2), MakePeer(7010));
+  Send(LaneJoin(21, 1, 2, 64, 8, 0, 3), MakePeer(7011));
+  Send(Join(21, 1, 2, 64, 8), MakePeer(7012));
+  ASSERT_EQ(out_.replies.size(), 2u);
+  ExpectError(out_.replies[0], MakePeer(7011), 21, p::ErrorCode::kBadParams);
+  ExpectError(out_.replies[1], MakePeer(7012), 21, p::ErrorCode::kBadParams);
+  // The same (rank, lane) from another peer: rank_taken; another lane of that rank is fine.
+  out_.replies.clear();
+  Send(LaneJoin(21, 0, 2, 64, 8, 0, 2), MakePeer(7020));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  ExpectError(out_.replies[0], MakePeer(7020), 21, p::ErrorCode::kRankTaken);
+  out_.replies.clear();
+  Send(LaneJoin(21, 0, 2, 64, 8, 1, 2), MakePeer(7020));
+  EXPECT_TRUE(out_.replies.empty());
+  // gen 1 and gen 0 both mean one lane: they agree.
+  Send(LaneJoin(22, 0, 2, 64, 8, 0, 1), MakePeer(7030));
+  Send(Join(22, 1, 2, 64, 8), MakePeer(7031));
+  ASSERT_EQ(out_.replies.size(), 2u);
+  EXPECT_EQ(out_.replies[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+  EXPECT_EQ(out_.replies[1].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+}
+
+TEST_F(ControlTest, LanesSourceCheckAndDestinationsFollowTheSlot) {
+  Make(64);
+  constexpr uint16_t kLanes = 3, kWorld = 2;
+  for (uint16_t r = 0; r < kWorld; ++r) {
+    for (uint16_t l = 0; l < kLanes; ++l) {
+      Send(LaneJoin(23, r, kWorld, 64, 10, l, kLanes), MakePeer(LanePort(r, l)));
+    }
+  }
+  ASSERT_TRUE(cp_->Jobs()[0].active);
+  for (uint16_t slot = 0; slot < 10; ++slot) {
+    const uint16_t lane = slot % kLanes;
+    for (uint16_t r = 0; r < kWorld; ++r) {
+      EXPECT_EQ(cp_->CheckDataSource(23, r, slot, MakePeer(LanePort(r, lane)), {}),
+                SourceCheck::kOk)
+          << "slot " << slot << " rank " << r;
+      // Another lane's peer of the same rank, or another rank's peer of the same lane: foreign.
+      EXPECT_EQ(cp_->CheckDataSource(23, r, slot, MakePeer(LanePort(r, (lane + 1) % kLanes)), {}),
+                SourceCheck::kForeign);
+      EXPECT_EQ(cp_->CheckDataSource(23, r, slot, MakePeer(LanePort(1 - r, lane)), {}),
+                SourceCheck::kForeign);
+      const auto one = cp_->Destinations(23, r, slot);
+      ASSERT_EQ(one.size(), 1u);
+      EXPECT_EQ(one[0], MakePeer(LanePort(r, lane)));
+    }
+    const auto all = cp_->Destinations(23, p::kRankAll, slot);
+    ASSERT_EQ(all.size(), kWorld);
+    for (uint16_t r = 0; r < kWorld; ++r) EXPECT_EQ(all[r], MakePeer(LanePort(r, lane)));
+  }
+  EXPECT_TRUE(cp_->Destinations(23, kWorld, 0).empty());
+}
+
+TEST_F(ControlTest, LanesErrorsGoToEveryLaneAndLeaveFromAnyLaneCounts) {
+  Make(64);
+  constexpr uint16_t kLanes = 2, kWorld = 3;
+  auto join_all = [&](uint16_t job) {
+    for (uint16_t r = 0; r < kWorld; ++r) {
+      for (uint16_t l = 0; l < kLanes; ++l) {
+        Send(LaneJoin(job, r, kWorld, 64, 8, l, kLanes), MakePeer(LanePort(r, l)));
+      }
+    }
+    ASSERT_EQ(out_.replies.size(), size_t{kWorld} * kLanes);
+    out_.replies.clear();
+  };
+  join_all(24);
+  // A graceful LEAVE from rank 1's lane 1 is rank 1's: rank_left to both lanes of ranks 0 and 2.
+  Send(DoneLeave(24, 1, 5), MakePeer(LanePort(1, 1)));
+  ASSERT_EQ(out_.replies.size(), 4u);
+  for (const Reply& r : out_.replies) {
+    ExpectError(r, r.to, 24, p::ErrorCode::kRankLeft);
+    EXPECT_EQ(r.h.count, 1);
+    EXPECT_EQ(r.h.offset, 5u);
+    EXPECT_NE(r.h.rank, 1);
+    EXPECT_TRUE(r.to == MakePeer(LanePort(r.h.rank, 0)) || r.to == MakePeer(LanePort(r.h.rank, 1)));
+  }
+  EXPECT_EQ(Ctr(ControlCounter::kErrRankLeft), 4u);
+  // Its copy from lane 0 changes nothing; a LEAVE from a peer that is no lane of rank 2: ignored.
+  out_.replies.clear();
+  Send(DoneLeave(24, 1, 5), MakePeer(LanePort(1, 0)));
+  Send(AbortLeave(24, 2), MakePeer(LanePort(0, 1)));
+  EXPECT_TRUE(out_.replies.empty());
+  EXPECT_EQ(Ctr(ControlCounter::kLeaveIgnored), 1u);
+  // Ranks 0 and 2 leave (from lane 0 and lane 1): the job is done and freed.
+  Send(DoneLeave(24, 0, 5), MakePeer(LanePort(0, 0)));
+  out_.replies.clear();
+  Send(DoneLeave(24, 2, 5), MakePeer(LanePort(2, 1)));
+  EXPECT_TRUE(out_.replies.empty());
+  EXPECT_EQ(Ctr(ControlCounter::kJobsDone), 1u);
+  EXPECT_EQ(cp_->num_jobs(), 0u);
+  // An aborting LEAVE from rank 0's lane 1: job_aborted to both lanes of ranks 1 and 2.
+  join_all(25);
+  Send(AbortLeave(25, 0), MakePeer(LanePort(0, 1)));
+  ASSERT_EQ(out_.replies.size(), 4u);
+  for (uint16_t r = 1; r < kWorld; ++r) {
+    for (uint16_t l = 0; l < kLanes; ++l) {
+      EXPECT_EQ(std::count_if(out_.replies.begin(), out_.replies.end(),
+                              [&](const Reply& x) {
+                                return x.to == MakePeer(LanePort(r, l)) &&
+                                       x.h.aux == static_cast<uint16_t>(p::ErrorCode::kJobAborted);
+                              }),
+                1)
+          << "rank " << r << " lane " << l;
+    }
+  }
+  EXPECT_EQ(cp_->num_jobs(), 0u);
+}
+
+TEST_F(ControlTest, LanesTimeoutCountsActivityOnAnyLaneAndAbortsEveryLane) {
+  Make(64, 8, milliseconds(100));
+  const TimePoint t0{};
+  for (uint16_t r = 0; r < 2; ++r) {
+    for (uint16_t l = 0; l < 2; ++l) {
+      Send(LaneJoin(26, r, 2, 64, 4, l, 2), MakePeer(LanePort(r, l)), t0);
+    }
+  }
+  out_.replies.clear();
+  // Only lane 1's slots (odd) see data, from rank 0: that keeps the job alive.
+  for (int i = 1; i <= 3; ++i) {
+    const TimePoint t = t0 + milliseconds(80 * i);
+    ASSERT_EQ(cp_->CheckDataSource(26, 0, 3, MakePeer(LanePort(0, 1)), t), SourceCheck::kOk);
+    EXPECT_EQ(cp_->Tick(t + milliseconds(10), out_), 0u);
+  }
+  EXPECT_EQ(cp_->Tick(t0 + milliseconds(240 + 101), out_), 1u);
+  EXPECT_EQ(out_.replies.size(), 4u);  // every lane of every rank
+  for (const Reply& r : out_.replies) ExpectError(r, r.to, 26, p::ErrorCode::kJobAborted);
+}
+
+TEST_F(ControlTest, LanesNoSlotsGoesToEveryLane) {
+  Make(4, 8, milliseconds(1000), 1);
+  for (uint16_t l = 0; l < 2; ++l) Send(LaneJoin(27, 0, 1, 64, 4, l, 2), MakePeer(LanePort(0, l)));
+  ASSERT_EQ(out_.replies.size(), 2u);
+  out_.replies.clear();
+  // The engine's one job entry is taken: the next job gets no_slots on both lanes.
+  for (uint16_t l = 0; l < 2; ++l) Send(LaneJoin(28, 0, 1, 64, 4, l, 2), MakePeer(LanePort(1, l)));
+  ASSERT_EQ(out_.replies.size(), 2u);
+  ExpectError(out_.replies[0], MakePeer(LanePort(1, 0)), 28, p::ErrorCode::kNoSlots);
+  ExpectError(out_.replies[1], MakePeer(LanePort(1, 1)), 28, p::ErrorCode::kNoSlots);
 }
 
 TEST_F(ControlTest, MalformedControlIsCountedAndIgnored) {
@@ -541,13 +747,13 @@ TEST_F(ControlTest, AdmittedJobAggregatesThroughTheEngine) {
   ASSERT_EQ(JoinAll(42, 3, 64, 2, 5000).size(), 3u);
   ResultCollector rc;
   for (uint16_t r = 0; r < 3; ++r) {
-    ASSERT_EQ(cp_->CheckDataSource(42, r, MakePeer(static_cast<uint16_t>(5000 + r)), {}),
+    ASSERT_EQ(cp_->CheckDataSource(42, r, 0, MakePeer(static_cast<uint16_t>(5000 + r)), {}),
               SourceCheck::kOk);
     engine_->Process(Data(42, r, 1, 0, {r + 1, -10 * r, 1 << 30}), rc);
   }
   ASSERT_EQ(rc.items.size(), 1u);
   EXPECT_EQ(rc.items[0].dest, p::kRankAll);
-  EXPECT_EQ(cp_->Destinations(42, rc.items[0].dest).size(), 3u);
+  EXPECT_EQ(cp_->Destinations(42, rc.items[0].dest, 0).size(), 3u);
   const uint8_t* b = rc.items[0].bytes.data();
   ASSERT_EQ(rc.items[0].bytes.size(), p::kHeaderBytes + 12);
   EXPECT_EQ(p::GetType(b), static_cast<uint8_t>(p::MsgType::kResult));
@@ -613,7 +819,7 @@ TEST_F(ControlTest, AllocReservationsExpireAndAreLimited) {
   ExpectError(out_.replies[0], MakePeer(5000), 0, p::ErrorCode::kTooManyJobs);
   EXPECT_EQ(out_.replies[0].h.gen, 3u);
   EXPECT_EQ(cp_->Tick(t0 + milliseconds(120), out_), 0u);  // frees no job
-  EXPECT_EQ(cp_->num_reserved(), 1u);                       // the first one expired
+  EXPECT_EQ(cp_->num_reserved(), 1u);                      // the first one expired
   EXPECT_EQ(Ctr(ControlCounter::kAllocsExpired), 1u);
   out_.replies.clear();
   Send(Alloc(3), MakePeer(5000), t0 + milliseconds(120));

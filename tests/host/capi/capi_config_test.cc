@@ -50,7 +50,11 @@ TEST(CApiConfig, EveryFieldComesBackToC) {
   t::ExpectFields(*r, t::EveryFieldConfig(47123, false), /*same=*/true);
   // And byte for byte (strings are NUL-padded, padding zeroed): ConfigToC(ConfigFromC(c)) == c
   // up to the tail of each string array, which ina_config_init zeroed in c too.
-  EXPECT_EQ(std::memcmp(&back, &c, sizeof(c)), 0);
+  const auto* a = reinterpret_cast<const unsigned char*>(&back);
+  const auto* b = reinterpret_cast<const unsigned char*>(&c);
+  // Up to the last field: the struct's tail padding is nobody's.
+  const size_t used = offsetof(ina_config, progress_threads) + sizeof(c.progress_threads);
+  for (size_t i = 0; i < used; ++i) ASSERT_EQ(a[i], b[i]) << "byte " << i;
 }
 
 TEST(CApiConfig, InitGivesDefaultsAndStructSize) {
@@ -142,6 +146,7 @@ TEST(CApiConfig, OlderLayoutGetsDefaultsForTheFieldsItLacks) {
   CommConfig tail_defaults = want;  // everything from socket_buffer_bytes on is the default
   tail_defaults.socket_buffer_bytes = CommConfig{}.socket_buffer_bytes;
   tail_defaults.dpdk = CommConfig{}.dpdk;
+  tail_defaults.progress_threads = CommConfig{}.progress_threads;
   t::ExpectFields(*r, tail_defaults, /*same=*/true);
 
   // Writing for that caller touches nothing past its fields.

@@ -26,4 +26,5 @@ void capi_fill_every_field(ina_config* c, uint16_t port, int runnable) {
   strcpy(c->dpdk_fabric_mac, "02:00:00:00:00:01");
   c->dpdk_backoff_max_us = 250;
   c->dpdk_zero_copy = 0;
+  c->progress_threads = 2;
 }

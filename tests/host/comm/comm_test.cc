@@ -428,5 +428,128 @@ TEST(Join, FabricMayGrantASmallerWindow) {
   }
 }
 
+// ---- Lanes: several progress threads per communicator (CommConfig::progress_threads) ----
+
+// 1, 2 and 3 lanes on the same inputs, with loss and duplication: the float and int32 results of
+// 2 and 3 lanes are the 1-lane results bit for bit (and those match the independent sum).
+TEST(Lanes, TwoAndThreeLanesGiveTheOneLaneResultBitForBitUnderLoss) {
+  constexpr uint16_t kWorld = 3;
+  constexpr size_t kN = 100000;  // 391 blocks of 256 over a window of 32
+  std::mt19937_64 rng(Seed() + 31);
+  std::vector<std::vector<float>> fin(kWorld);
+  for (auto& x : fin) x = RandomFloats(rng, kN, 256);
+  std::vector<std::vector<int32_t>> iin(kWorld, std::vector<int32_t>(kN));
+  for (auto& x : iin) {
+    for (auto& v : x) v = static_cast<int32_t>(rng());
+  }
+  std::vector<std::vector<float>> f1;
+  std::vector<std::vector<int32_t>> i1;
+  for (int lanes : {1, 2, 3}) {
+    SCOPED_TRACE("progress_threads=" + std::to_string(lanes));
+    auto fabric = StartFabric(0.02, 0.01);
+    ASSERT_NE(fabric, nullptr);
+    CommConfig c = BaseConfig(*fabric, kWorld, 256, 32);
+    c.progress_threads = lanes;
+    auto comms = CreateAll(c);
+    for (auto& x : comms) ASSERT_NE(x, nullptr);
+    auto f = fin;
+    auto i = iin;
+    std::vector<Status> st(kWorld);
+    ParallelFor(kWorld, [&](int r) {
+      st[r] = comms[r]->AllReduce(std::span(f[r]));
+      if (st[r].ok()) st[r] = comms[r]->AllReduce(std::span(i[r]));
+    });
+    for (int r = 0; r < kWorld; ++r)
+      ASSERT_TRUE(st[r].ok()) << "rank " << r << ": " << st[r].ToString();
+    uint64_t retx = 0;
+    for (auto& x : comms) retx += x->stats().retransmissions;
+    EXPECT_GT(retx, 0u);  // the loss was real
+    if (lanes == 1) {
+      EXPECT_TRUE(SameFloats(f[0], ExpectedFloat(fin, 256)));
+      EXPECT_EQ(i[0], ExpectedInt(iin));
+      f1 = f;
+      i1 = i;
+    }
+    for (int r = 0; r < kWorld; ++r) {
+      ASSERT_EQ(std::memcmp(f[r].data(), f1[r].data(), kN * sizeof(float)), 0) << "rank " << r;
+      EXPECT_EQ(i[r], i1[r]) << "rank " << r;
+    }
+    comms.clear();  // one graceful LEAVE per rank (from lane 0): the job is done
+    const auto deadline = Clock::now() + std::chrono::seconds(5);
+    while (dp::Get(fabric->control_counters(), dp::ControlCounter::kJobsDone) == 0 &&
+           Clock::now() < deadline) {
+      std::this_thread::sleep_for(milliseconds(1));
+    }
+    EXPECT_EQ(dp::Get(fabric->control_counters(), dp::ControlCounter::kJobsDone), 1u);
+    EXPECT_EQ(dp::Get(fabric->control_counters(), dp::ControlCounter::kLeavesDone), kWorld);
+  }
+}
+
+// Many small ops (fewer blocks than lanes: some lanes carry nothing) interleaved with large ones.
+TEST(Lanes, OpsSmallerThanTheLaneCountComplete) {
+  auto fabric = StartFabric();
+  ASSERT_NE(fabric, nullptr);
+  CommConfig c = BaseConfig(*fabric, 2, 64, 8);
+  c.progress_threads = 3;
+  auto comms = CreateAll(c);
+  for (auto& x : comms) ASSERT_NE(x, nullptr);
+  std::vector<Status> st(2);
+  ParallelFor(2, [&](int r) {
+    for (size_t n : {size_t{1}, size_t{64}, size_t{65}, size_t{5000}, size_t{2}, size_t{129}}) {
+      std::vector<int32_t> v(n, r + 1);
+      st[r] = comms[r]->AllReduce(std::span(v));
+      if (!st[r].ok()) return;
+      for (int32_t x : v) {
+        if (x != 3) st[r] = Internal("wrong sum " + std::to_string(x));
+      }
+      if (!st[r].ok()) return;
+    }
+  });
+  for (int r = 0; r < 2; ++r) EXPECT_TRUE(st[r].ok()) << "rank " << r << ": " << st[r].ToString();
+}
+
+TEST(Lanes, RanksWithDifferentLaneCountsAreRejected) {
+  auto fabric = StartFabric();
+  ASSERT_NE(fabric, nullptr);
+  CommConfig c = BaseConfig(*fabric, 2);
+  c.join_timeout_ms = 1500;
+  std::vector<Status> errs(2);
+  const auto t0 = Clock::now();
+  ParallelFor(2, [&](int r) {
+    CommConfig rc = c;
+    rc.rank = static_cast<uint16_t>(r);
+    rc.progress_threads = r == 0 ? 2 : 3;
+    if (r == 1) std::this_thread::sleep_for(milliseconds(100));  // rank 0 fixes L = 2
+    errs[r] = Communicator::Create(rc).status();
+  });
+  EXPECT_EQ(errs[1].code(), StatusCode::kInvalidArgument) << errs[1].ToString();  // bad_params
+  EXPECT_EQ(errs[0].code(), StatusCode::kDeadlineExceeded) << errs[0].ToString();
+  EXPECT_NE(errs[0].message().find("lane"), std::string::npos) << errs[0].ToString();
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(4));
+}
+
+// A rank that leaves before a call: rank_left reaches every lane of the other rank, whose call
+// fails at once with Aborted, long before its progress timeout.
+TEST(Lanes, LeavingRankFailsThePendingCallOnEveryLaneAtOnce) {
+  auto fabric = StartFabric();
+  ASSERT_NE(fabric, nullptr);
+  CommConfig c = BaseConfig(*fabric, 2, 256, 16);
+  c.progress_threads = 2;
+  c.progress_timeout_ms = 20000;
+  auto comms = CreateAll(c);
+  for (auto& x : comms) ASSERT_NE(x, nullptr);
+  std::vector<float> data(3000, 2.0f);
+  auto req = comms[0]->AllReduceAsync(std::span(data));
+  ASSERT_TRUE(req.ok());
+  std::this_thread::sleep_for(milliseconds(50));
+  EXPECT_FALSE(req->Test());
+  const auto t0 = Clock::now();
+  comms[1].reset();  // graceful LEAVE after 0 calls: error(rank_left) to both lanes of rank 0
+  Status s = req->Wait();
+  EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(3));
+  EXPECT_EQ(dp::Get(fabric->control_counters(), dp::ControlCounter::kErrRankLeft), 2u);
+}
+
 }  // namespace
 }  // namespace ina::host

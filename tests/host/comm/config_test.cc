@@ -1,9 +1,9 @@
 // CommConfig: validation and INA_* environment overrides.
-#include <cstdlib>
+#include "ina/host/config.h"
 
 #include <gtest/gtest.h>
 
-#include "ina/host/config.h"
+#include <cstdlib>
 
 namespace ina::host {
 namespace {
@@ -34,7 +34,11 @@ TEST(CommConfig, ValidateRejectsEachBadField) {
       {"switch_port", [](CommConfig& c) { c.switch_port = 0; }},
       {"world_size", [](CommConfig& c) { c.world_size = 0; }},
       {"world_size", [](CommConfig& c) { c.world_size = 65; }},
-      {"rank", [](CommConfig& c) { c.world_size = 4; c.rank = 4; }},
+      {"rank",
+       [](CommConfig& c) {
+         c.world_size = 4;
+         c.rank = 4;
+       }},
       {"k", [](CommConfig& c) { c.k = 128; }},
       {"window", [](CommConfig& c) { c.window = 0; }},
       {"window", [](CommConfig& c) { c.window = CommConfig::kMaxWindow + 1; }},
@@ -44,6 +48,14 @@ TEST(CommConfig, ValidateRejectsEachBadField) {
       {"rto_max_us", [](CommConfig& c) { c.rto_max_us = c.rto_min_us - 1; }},
       {"rto_initial_us", [](CommConfig& c) { c.rto_initial_us = c.rto_max_us + 1; }},
       {"transport", [](CommConfig& c) { c.transport = ""; }},
+      {"progress_threads", [](CommConfig& c) { c.progress_threads = 0; }},
+      {"progress_threads",
+       [](CommConfig& c) { c.progress_threads = CommConfig::kMaxProgressThreads + 1; }},
+      {"progress_threads",
+       [](CommConfig& c) {
+         c.progress_threads = 2;
+         c.transport = "dpdk";
+       }},
   };
   for (const auto& tc : cases) {
     CommConfig c;
@@ -57,7 +69,9 @@ TEST(CommConfig, ValidateRejectsEachBadField) {
   ok.rank = 63;
   ok.k = 64;
   ok.window = 1;
+  ok.progress_threads = CommConfig::kMaxProgressThreads;
   EXPECT_TRUE(ok.Validate().ok()) << ok.Validate().ToString();
+  EXPECT_NE(ok.ToString().find("progress_threads=16"), std::string::npos) << ok.ToString();
 }
 
 TEST(CommConfig, EnvOverridesApply) {
@@ -85,6 +99,29 @@ TEST(CommConfig, EnvOverridesApply) {
   EXPECT_EQ(r->progress_timeout_ms, 987);
   EXPECT_EQ(r->transport, "dpdk");
   EXPECT_EQ(r->rto_min_us, 700);
+}
+
+TEST(CommConfig, ProgressThreadsFromEnv) {
+  EXPECT_EQ(CommConfig{}.progress_threads, 1);
+  {
+    EnvVar a("INA_PROGRESS_THREADS", "4");
+    auto r = CommConfig::FromEnv(CommConfig{});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->progress_threads, 4);
+    EXPECT_TRUE(r->Validate().ok());
+  }
+  {
+    EnvVar a("INA_PROGRESS_THREADS", "two");
+    auto r = CommConfig::FromEnv(CommConfig{});
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().message().find("INA_PROGRESS_THREADS"), std::string::npos);
+  }
+  {
+    EnvVar a("INA_PROGRESS_THREADS", "17");  // parses; Validate names the range
+    auto r = CommConfig::FromEnv(CommConfig{});
+    ASSERT_TRUE(r.ok());
+    EXPECT_EQ(r->Validate().code(), StatusCode::kInvalidArgument);
+  }
 }
 
 TEST(CommConfig, RtoEnvOverridesApplyAndValidate) {
@@ -119,9 +156,15 @@ TEST(CommConfig, UnsetEnvKeepsBase) {
 
 TEST(CommConfig, MalformedEnvNamesTheVariable) {
   const std::pair<const char*, const char*> bad[] = {
-      {"INA_RANK", "x1"},     {"INA_RANK", "70000"},  {"INA_WORLD", "-1"},
-      {"INA_K", ""},          {"INA_JOB", "12abc"},   {"INA_SWITCH", "nohostport"},
-      {"INA_SWITCH", "h:0"},  {"INA_SWITCH", "h:99999"}, {"INA_JOIN_TIMEOUT_MS", "1e3"},
+      {"INA_RANK", "x1"},
+      {"INA_RANK", "70000"},
+      {"INA_WORLD", "-1"},
+      {"INA_K", ""},
+      {"INA_JOB", "12abc"},
+      {"INA_SWITCH", "nohostport"},
+      {"INA_SWITCH", "h:0"},
+      {"INA_SWITCH", "h:99999"},
+      {"INA_JOIN_TIMEOUT_MS", "1e3"},
       {"INA_PROGRESS_TIMEOUT_MS", "99999999999"},
   };
   for (const auto& [name, value] : bad) {

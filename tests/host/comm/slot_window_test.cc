@@ -10,6 +10,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <random>
@@ -313,6 +314,65 @@ TEST_F(SlotWindowTest, JobAbortedAndRankLeft) {
             StatusCode::kAborted);
 }
 
+// Lanes: two windows, lane 0 and lane 1 of 2, split one op's slots (even / odd) between them.
+TEST_F(SlotWindowTest, TwoLanesSplitTheSlotsAndEachIsDoneWithItsOwnBlocks) {
+  constexpr uint16_t kW = 5;
+  WindowConfig c0 = Config(1, 64, kW), c1 = Config(1, 64, kW);
+  c0.lanes = c1.lanes = 2;
+  c1.lane = 1;
+  SlotWindow w0(c0, quant::ActiveKernels()), w1(c1, quant::ActiveKernels());
+  // B = 12 blocks over W = 5 slots: slots 0, 2, 4 carry 3 + 2 + 2 = 7 blocks, slots 1, 3 carry 5.
+  std::vector<int32_t> a(64 * 11 + 9), b;
+  for (size_t j = 0; j < a.size(); ++j) a[j] = static_cast<int32_t>(j * 2654435761u);
+  const std::vector<int32_t> want = a;  // world 1: the sum is the input
+  b = a;
+  ASSERT_TRUE(w0.Begin(OpDesc{false, nullptr, a.data(), a.size(), 0}, t0_).ok());
+  ASSERT_TRUE(w1.Begin(OpDesc{false, nullptr, b.data(), b.size(), 0}, t0_).ok());
+  EXPECT_EQ(w0.blocks_remaining(), 7);
+  EXPECT_EQ(w1.blocks_remaining(), 5);
+  auto p0 = SendAll(w0, t0_), p1 = SendAll(w1, t0_);
+  ASSERT_EQ(p0.size(), 3u);
+  ASSERT_EQ(p1.size(), 2u);
+  for (size_t i = 0; i < p0.size(); ++i) EXPECT_EQ(proto::DecodeHeader(p0[i].data()).slot, 2 * i);
+  for (size_t i = 0; i < p1.size(); ++i) {
+    EXPECT_EQ(proto::DecodeHeader(p1[i].data()).slot, 2 * i + 1);
+  }
+  // The other lane's results are not this window's: stale, nothing changes.
+  ASSERT_TRUE(w0.OnPacket(ResultOf(p1[0]), t0_).ok());
+  EXPECT_EQ(w0.counters().stale.Get(), 1u);
+  EXPECT_EQ(w0.blocks_remaining(), 7);
+  // Each lane gets its own results back until done; every packet it sends stays on its slots.
+  uint64_t rounds = 0;
+  while (!(w0.done() && w1.done()) && rounds++ < 100) {
+    std::vector<std::vector<uint8_t>> next0, next1;
+    for (auto& p : p0) ASSERT_TRUE(w0.OnPacket(ResultOf(p), t0_).ok());
+    for (auto& p : p1) ASSERT_TRUE(w1.OnPacket(ResultOf(p), t0_).ok());
+    p0 = SendAll(w0, t0_);
+    p1 = SendAll(w1, t0_);
+    for (auto& p : p0) EXPECT_EQ(proto::DecodeHeader(p.data()).slot % 2, 0);
+    for (auto& p : p1) EXPECT_EQ(proto::DecodeHeader(p.data()).slot % 2, 1);
+  }
+  ASSERT_TRUE(w0.done() && w1.done());
+  EXPECT_EQ(w0.counters().results.Get(), 7u);
+  EXPECT_EQ(w1.counters().results.Get(), 5u);
+  // Lane 0 wrote the blocks of even slots, lane 1 those of odd slots; together: the whole sum.
+  for (size_t blk = 0; blk < 12; ++blk) {
+    const std::vector<int32_t>& got = (blk % kW) % 2 == 0 ? a : b;
+    for (size_t j = blk * 64; j < std::min(a.size(), (blk + 1) * 64); ++j) {
+      ASSERT_EQ(got[j], want[j]) << "block " << blk;
+    }
+  }
+  w0.End();
+  w1.End();
+  // A lane that owns no slot of the op (W = 5, op of 1 block: lane 1 has none) is done at once.
+  std::vector<int32_t> one(10, 3);
+  ASSERT_TRUE(w1.Begin(OpDesc{false, nullptr, one.data(), one.size(), 1}, t0_).ok());
+  EXPECT_TRUE(w1.done());
+  EXPECT_EQ(w1.tx_queued(), 0u);
+  EXPECT_EQ(w1.NextDeadline(), TimePoint::max());
+  EXPECT_TRUE(w1.CheckProgress(t0_ + std::chrono::seconds(100)).ok());
+}
+
 // ---- Several ranks: Progress over FakeTransport into the in-process fabric ----
 
 class Sim {
@@ -327,24 +387,29 @@ class Sim {
     TimePoint ended{};
   };
 
+  // With lanes > 1, entry e (endpoint e) is lane e % lanes of rank e / lanes: one Progress per
+  // lane, as the communicator's progress threads.
   Sim(uint16_t world, uint16_t k, uint16_t window,
-      const std::function<void(WindowConfig&)>& per_rank = nullptr)
+      const std::function<void(WindowConfig&)>& per_rank = nullptr, uint16_t lanes = 1)
       : net_(clock_) {
-    ranks_.resize(world);
-    for (uint16_t r = 0; r < world; ++r) ranks_[r].t = &net_.Endpoint(r);
-    for (uint16_t r = 0; r < world; ++r) SendJoin(r, world, k, window);
+    const int entries = world * lanes;
+    ranks_.resize(entries);
+    for (int e = 0; e < entries; ++e) ranks_[e].t = &net_.Endpoint(e);
+    for (int e = 0; e < entries; ++e) SendJoin(e, world, k, window, lanes);
     net_.Pump();
-    for (uint16_t r = 0; r < world; ++r) {
+    for (int e = 0; e < entries; ++e) {
       uint16_t granted = 0;
-      for (const NetPacket& p : net_.down(r)) {
+      for (const NetPacket& p : net_.down(e)) {
         if (p.type() == static_cast<uint8_t>(proto::MsgType::kJoinAck)) granted = p.header().offset;
       }
-      net_.down(r).clear();
-      EXPECT_GE(granted, 1) << "rank " << r << " got no join_ack";
+      net_.down(e).clear();
+      EXPECT_GE(granted, 1) << "entry " << e << " got no join_ack";
       WindowConfig c = Config(world, k, granted);
-      c.rank = r;
+      c.rank = static_cast<uint16_t>(e / lanes);
+      c.lane = static_cast<uint16_t>(e % lanes);
+      c.lanes = lanes;
       if (per_rank) per_rank(c);
-      ranks_[r].p = std::make_unique<Progress>(c, quant::ActiveKernels(), *ranks_[r].t, clock_);
+      ranks_[e].p = std::make_unique<Progress>(c, quant::ActiveKernels(), *ranks_[e].t, clock_);
     }
   }
 
@@ -407,19 +472,23 @@ class Sim {
   }
 
  private:
-  void SendJoin(uint16_t r, uint16_t world, uint16_t k, uint16_t window) {
+  void SendJoin(int e, uint16_t world, uint16_t k, uint16_t window, uint16_t lanes) {
     uint8_t b[proto::kHeaderBytes] = {};
     proto::Header h;
     h.version = proto::kVersion;
     h.type = static_cast<uint8_t>(proto::MsgType::kJoin);
     h.job = 7;
-    h.rank = r;
+    h.rank = static_cast<uint16_t>(e / lanes);
+    if (lanes > 1) {
+      h.slot = static_cast<uint16_t>(e % lanes);
+      h.gen = lanes;
+    }
     h.aux = world;
     h.count = k;
     h.offset = window;
     proto::EncodeHeader(h, b);
     const TxPacket tx{b, sizeof(b)};
-    ASSERT_TRUE(ranks_[r].t->SendBurst(std::span(&tx, 1)).ok());
+    ASSERT_TRUE(ranks_[e].t->SendBurst(std::span(&tx, 1)).ok());
   }
 
   FakeClock clock_;
@@ -482,6 +551,59 @@ TEST(ProgressSim, FloatAndInt32MatchTheIndependentSumWithAWindowSmallerThanTheOp
     EXPECT_EQ(c.stale.Get(), 0u);
   }
   EXPECT_EQ(dp::Get(sim.net().fabric().counters(), proto::Counter::kDuplicates), 0u);
+}
+
+// 1, 2 and 3 lanes per rank over the real control plane, with loss both ways: every lane sends
+// only its own slots, from its own endpoint, and the results are bit-identical to one lane's.
+TEST(ProgressSim, LanesGiveTheOneLaneResultBitForBitUnderLoss) {
+  constexpr int kWorld = 3, kK = 64, kW = 7;
+  constexpr size_t kN = 64 * 40 + 17;
+  Inputs in = MakeInputs(kWorld, kN, kK, 77);
+  std::vector<std::vector<float>> f1;
+  std::vector<std::vector<int32_t>> i1;
+  for (uint16_t lanes : {1, 2, 3}) {
+    SCOPED_TRACE("lanes=" + std::to_string(lanes));
+    Sim sim(kWorld, kK, kW, nullptr, lanes);
+    uint64_t seen = 0, wrong_lane = 0, dropped = 0;
+    sim.net().filter = [&](const NetPacket& p) {
+      if (p.type() != kData && p.type() != kResult) return Verdict{};
+      if (p.up && p.type() == kData && p.header().slot % lanes != p.endpoint % lanes) ++wrong_lane;
+      if (!p.up && p.type() == kResult && p.header().slot % lanes != p.endpoint % lanes) {
+        ++wrong_lane;
+      }
+      if (++seen % 13 == 0) {  // every 13th data or result packet is lost
+        ++dropped;
+        return Verdict{0};
+      }
+      return Verdict{};
+    };
+    auto f = in.f;
+    auto i = in.i;
+    for (int e = 0; e < kWorld * lanes; ++e) sim.Begin(e, true, f[e / lanes].data(), kN);
+    ASSERT_TRUE(sim.Run());
+    for (int e = 0; e < kWorld * lanes; ++e) sim.Begin(e, false, i[e / lanes].data(), kN);
+    ASSERT_TRUE(sim.Run());
+    uint64_t retx = 0;
+    for (int e = 0; e < kWorld * lanes; ++e) {
+      ASSERT_TRUE(sim.rank(e).status.ok())
+          << "entry " << e << ": " << sim.rank(e).status.ToString();
+      retx += sim.window(e).counters().retransmissions.Get();
+    }
+    EXPECT_EQ(wrong_lane, 0u);
+    EXPECT_GT(dropped, 10u);
+    EXPECT_GT(retx, 0u);
+    EXPECT_EQ(sim.net().fabric().foreign_dropped(), 0u);
+    if (lanes == 1) {
+      EXPECT_TRUE(SameFloats(f[0], ExpectedFloat(in.f, kK)));
+      EXPECT_EQ(i[0], ExpectedInt(in.i));
+      f1 = f;
+      i1 = i;
+    }
+    for (int r = 0; r < kWorld; ++r) {
+      ASSERT_EQ(std::memcmp(f[r].data(), f1[r].data(), kN * sizeof(float)), 0) << "rank " << r;
+      EXPECT_EQ(i[r], i1[r]) << "rank " << r;
+    }
+  }
 }
 
 TEST(ProgressSim, NonFiniteBlocksAreNanOnEveryRank) {

@@ -18,7 +18,10 @@ class Fabric::Results final : public dp::Emitter {
  public:
   Results(const dp::ControlPlane& control, dp::ReplySink& out) : control_(control), out_(out) {}
   void OnResult(uint16_t job_id, uint16_t dest_rank, std::span<const uint8_t> packet) override {
-    for (const dp::Peer& peer : control_.Destinations(job_id, dest_rank)) out_.Send(peer, packet);
+    for (const dp::Peer& peer :
+         control_.Destinations(job_id, dest_rank, p::GetSlot(packet.data()))) {
+      out_.Send(peer, packet);
+    }
   }
 
  private:
@@ -47,7 +50,7 @@ void Fabric::Receive(std::span<const uint8_t> packet, const dp::Peer& from, Time
       return;
     }
     if (type == static_cast<uint8_t>(p::MsgType::kData) &&
-        control_->CheckDataSource(p::GetJob(d), p::GetRank(d), from, now) ==
+        control_->CheckDataSource(p::GetJob(d), p::GetRank(d), p::GetSlot(d), from, now) ==
             dp::SourceCheck::kForeign) {
       ++foreign_dropped_;
       return;

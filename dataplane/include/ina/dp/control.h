@@ -11,33 +11,44 @@
 //     arrives or job_timeout passes (Tick). A repeat of the same request (same P and nonce) while
 //     reserved gets the same id. No id free, or max_jobs reservations outstanding:
 //     error(too_many_jobs) (job 0, gen = nonce).
-//   JOIN (job, rank, aux = world N, count = K, offset = window W) from peer P:
-//     - K not in proto::kKValues, N not in 1..kMaxWorkers, W == 0 or rank >= N: error(bad_params).
-//     - job pending or active with other (N, K, W): error(bad_params) (the job is not touched).
-//     - rank already joined by another peer: error(rank_taken).
-//     - rank already joined by P: join_ack again if the job is active; nothing while pending.
+//   JOIN (job, rank, aux = world N, count = K, offset = window W, slot = lane l, gen = lanes L)
+//   from peer P. L = 0 means 1 (a one-lane worker leaves slot and gen 0). A rank with L lanes
+//   joins from L peers (one socket per progress thread), lane l carrying the job's slots s with
+//   s mod L == l:
+//     - K not in proto::kKValues, N not in 1..kMaxWorkers, W == 0, rank >= N, L > kMaxLanes or
+//       l >= L: error(bad_params).
+//     - job pending or active with other (N, K, W, L): error(bad_params) (the job is not touched).
+//     - (rank, lane) already joined by another peer: error(rank_taken).
+//     - (rank, lane) already joined by P: join_ack again if the job is active; nothing while
+//       pending.
 //     - job unknown and the job table full (max_jobs jobs pending or active): error(too_many_jobs).
-//     - otherwise P is recorded as the rank. When all N ranks have joined, min(W, 65535, largest
-//       free extent) consecutive pool slots are taken first-fit from [0, pool_slots), the job is
-//       installed in the engine, and every rank gets join_ack (count = K, offset = granted window,
-//       rank = its rank). No free slot at all (or the engine refuses): error(no_slots) to every
-//       rank and the job is forgotten.
-//   LEAVE (job, rank, aux, offset = calls completed) from the peer that joined as that rank:
+//     - otherwise P is recorded as (rank, lane). When every lane of all N ranks has joined,
+//       min(W, 65535, largest free extent) consecutive pool slots are taken first-fit from
+//       [0, pool_slots), the job is installed in the engine, and every lane of every rank gets
+//       join_ack (count = K, offset = granted window, rank = its rank). No free slot at all (or
+//       the engine refuses): error(no_slots) to every lane of every rank and the job is forgotten.
+//     Lanes are the control plane's business only: the engine sees N ranks, and a granted window
+//     smaller than L leaves some lanes without slots (they carry nothing).
+//   LEAVE (job, rank, aux, offset = calls completed) from a peer that joined as any lane of that
+//   rank (it is the rank's LEAVE: a worker sends it once, from lane 0; any lane would do):
 //     - aux 0 (graceful: the rank finished) on an active job: the rank is marked done and gets no
-//       more errors; the job stays installed so the others can still fetch lost results; every
-//       other rank still in gets error(rank_left) (count = the leaver, offset = its calls). A
-//       copy of a graceful LEAVE changes nothing. When every rank is done the job is freed.
+//       more errors on any lane; the job stays installed so the others can still fetch lost
+//       results; every other rank still in gets error(rank_left) on every lane (count = the leaver,
+//       offset = its calls). A copy of a graceful LEAVE changes nothing. When every rank is done
+//       the job is freed.
 //     - any other aux (abort), or aux 0 on a pending job: the job is removed from the engine, its
-//       slots freed, and every other joined rank gets error(job_aborted).
+//       slots freed, and every joined lane of every other rank gets error(job_aborted).
 //     A LEAVE from any other peer, or for an unknown job, is ignored (counted).
 //   Tick(now): every job (pending or active) that received nothing from any of its ranks for
-//     job_timeout is freed the same way; every joined rank gets error(job_aborted).
+//     job_timeout (activity on any lane counts) is freed the same way; every joined lane of every
+//     rank gets error(job_aborted).
 // Error and join_ack packets are header-only: version, type, job, rank = the receiver's rank (for
 // errors answering a request: the request's rank), count/offset as above, aux = error code.
 //
 // Data path helpers, O(1), no allocation: CheckDataSource (is this peer the one that joined as
-// (job, rank)? also records activity for the timeout) and Destinations (a result's destination,
-// one rank or proto::kRankAll, as peers).
+// (job, rank, the lane of the packet's slot)? also records activity for the timeout) and
+// Destinations (a result's destination, one rank or proto::kRankAll, as the peers of the lane
+// that owns the result's slot).
 //
 // Threading: single-threaded, like the Engine it drives; nothing blocks.
 #pragma once
@@ -143,8 +154,8 @@ inline uint64_t Get(const ControlCounters& c, ControlCounter which) {
 
 // Result of the per-packet source check.
 enum class SourceCheck : uint8_t {
-  kOk,       // the job is active and `from` joined as this rank: hand the packet to the engine
-  kForeign,  // the job is active, rank < world, but `from` is not that rank's peer: drop it
+  kOk,       // the job is active and `from` joined as this rank and the slot's lane: to the engine
+  kForeign,  // the job is active, rank < world, but `from` is not that (rank, lane)'s peer: drop
   kPass,     // job not active or rank out of range: the engine decides (unknown job / bad rank)
 };
 
@@ -157,7 +168,8 @@ struct JobInfo {
   uint32_t window_asked = 0;
   uint16_t window = 0;     // granted (active jobs)
   uint32_t slot_base = 0;  // first pool slot (active jobs)
-  uint16_t joined = 0;     // ranks joined so far
+  uint16_t joined = 0;     // ranks with every lane joined so far
+  uint16_t lanes = 1;      // peers per rank (JOIN gen; 0 counts as 1)
 };
 
 class ControlPlane {
@@ -185,27 +197,31 @@ class ControlPlane {
   // every job-id reservation older than job_timeout. Returns how many jobs were freed.
   size_t Tick(TimePoint now, ReplySink& out);
 
-  // Data packet check by header fields; records activity on kOk. O(1), no allocation.
-  SourceCheck CheckDataSource(uint16_t job_id, uint16_t rank, const Peer& from, TimePoint now) {
+  // Data packet check by header fields (job, rank, slot): `from` must be the peer of the lane that
+  // owns the slot (slot mod lanes). Records activity on kOk. O(1), no allocation.
+  SourceCheck CheckDataSource(uint16_t job_id, uint16_t rank, uint16_t slot, const Peer& from,
+                              TimePoint now) {
     const int32_t idx = index_[job_id];
     if (idx < 0) return SourceCheck::kPass;
     JobEntry& j = jobs_[static_cast<size_t>(idx)];
     if (!j.active || rank >= j.world_size) return SourceCheck::kPass;
-    if (!(j.peers[rank] == from)) return SourceCheck::kForeign;
+    if (!(j.peers[PeerIndex(j, rank, LaneOf(j, slot))] == from)) return SourceCheck::kForeign;
     j.last_activity = now;
     return SourceCheck::kOk;
   }
 
-  // The peers a result goes to: one rank, or every rank for proto::kRankAll. Empty if the job is
-  // not active or the rank is out of range. Valid until the next HandleControl/Tick.
-  std::span<const Peer> Destinations(uint16_t job_id, uint16_t dest_rank) const {
+  // The peers a result for `slot` goes to: those of the lane owning the slot, for one rank or
+  // every rank (proto::kRankAll). Empty if the job is not active or the rank is out of range.
+  // Valid until the next HandleControl/Tick.
+  std::span<const Peer> Destinations(uint16_t job_id, uint16_t dest_rank, uint16_t slot) const {
     const int32_t idx = index_[job_id];
     if (idx < 0) return {};
     const JobEntry& j = jobs_[static_cast<size_t>(idx)];
     if (!j.active) return {};
-    if (dest_rank == proto::kRankAll) return {j.peers.data(), j.world_size};
+    const uint16_t lane = LaneOf(j, slot);
+    if (dest_rank == proto::kRankAll) return {&j.peers[PeerIndex(j, 0, lane)], j.world_size};
     if (dest_rank >= j.world_size) return {};
-    return {&j.peers[dest_rank], 1};
+    return {&j.peers[PeerIndex(j, dest_rank, lane)], 1};
   }
 
   const ControlCounters& counters() const { return counters_; }
@@ -228,11 +244,13 @@ class ControlPlane {
     uint32_t window_asked = 0;
     uint16_t window = 0;
     uint32_t slot_base = 0;
-    uint16_t joined = 0;
-    uint64_t joined_mask = 0;  // bit r: rank r joined
+    uint16_t lanes = 1;
+    uint16_t joined = 0;       // ranks with every lane joined
+    uint64_t joined_mask = 0;  // bit r: some lane of rank r joined
     uint64_t left_mask = 0;    // bit r: rank r left gracefully (done); it gets no errors
     TimePoint last_activity{};
-    std::array<Peer, proto::kMaxWorkers> peers{};
+    std::array<uint16_t, proto::kMaxWorkers> lane_mask{};  // rank r: bit l, lane l joined
+    std::vector<Peer> peers;  // lanes x world_size, lane-major: a lane's ranks are contiguous
   };
   // A free extent of the pool [base, base + len).
   struct Extent {
@@ -242,6 +260,16 @@ class ControlPlane {
 
   ControlPlane(Engine& engine, const ControlConfig& config);
 
+  static uint16_t LaneOf(const JobEntry& j, uint16_t slot) {
+    return j.lanes == 1 ? 0 : static_cast<uint16_t>(slot % j.lanes);
+  }
+  static size_t PeerIndex(const JobEntry& j, uint16_t rank, uint16_t lane) {
+    return size_t{lane} * j.world_size + rank;
+  }
+  // Sends one reply to every joined lane of `rank`.
+  void SendToRank(const JobEntry& j, uint16_t rank, proto::MsgType type, uint16_t count,
+                  uint32_t offset, uint16_t aux, ReplySink& out);
+
   void HandleJoin(const proto::Header& h, const Peer& from, TimePoint now, ReplySink& out);
   void HandleLeave(const proto::Header& h, const Peer& from, ReplySink& out);
   void HandleAlloc(const proto::Header& h, const Peer& from, TimePoint now, ReplySink& out);
@@ -249,7 +277,8 @@ class ControlPlane {
   void DropReservation(uint16_t job_id);
   void Admit(JobEntry& j, ReplySink& out);
   // Removes the job from the engine (if active), frees its slots and its entry; sends
-  // error(job_aborted) to every joined rank except `except_rank` (kRankAll: none excepted).
+  // error(job_aborted) to every joined lane of every rank except `except_rank` (kRankAll: none
+  // excepted) and the ranks that left gracefully.
   void FreeJob(JobEntry& j, uint16_t except_rank, ReplySink& out);
   void SendReply(const Peer& to, proto::MsgType type, uint16_t job, uint16_t rank, uint16_t count,
                  uint32_t offset, uint16_t aux, ReplySink& out, uint16_t gen = 0);
@@ -273,7 +302,7 @@ class ControlPlane {
     Peer peer;
     TimePoint at;
   };
-  std::vector<Reservation> reservations_;  // at most max_jobs
+  std::vector<Reservation> reservations_;      // at most max_jobs
   uint32_t next_alloc_ = proto::kAllocJobMin;  // round-robin cursor over [kAllocJobMin, 65535]
   size_t num_jobs_ = 0;
   ControlCounters counters_{};

@@ -22,9 +22,11 @@
 // An empty tensor completes at once in the calling thread without packets, so possibly before
 // earlier calls still queued (it still counts as a call, in order, for rank_left).
 //
-// Inside: one progress thread owns the transport and runs the per-op state machine
-// (host/src/comm/slot_window.h) through the turn loop of host/src/comm/progress.h with the real
-// clock; docs/host.md, "The progress engine".
+// Inside: one progress thread per lane (config.progress_threads, default 1) owns its transport and
+// runs the per-op state machine (host/src/comm/slot_window.h) for the lane's slots (s mod lanes ==
+// lane) through the turn loop of host/src/comm/progress.h with the real clock; an op is done when
+// every lane's part is, and fails with the first lane's failure; docs/host.md, "The progress
+// engine" and "Lanes".
 #pragma once
 
 #include <cstdint>
@@ -69,15 +71,16 @@ class Request {
 
 class Communicator {
  public:
-  // Validates `config`, opens the transport and joins the job: sends JOIN (aux = world, count = K,
-  // offset = window) every 100 ms until JOIN_ACK (which gives the granted window) or ERROR or
-  // join_timeout_ms. Then starts the progress thread. Blocks up to join_timeout_ms.
+  // Validates `config`, opens the transport (one per lane) and joins the job: sends JOIN (aux =
+  // world, count = K, offset = window; with lanes, slot = lane and gen = progress_threads) every
+  // 100 ms until JOIN_ACK (which gives the granted window) or ERROR or join_timeout_ms, on every
+  // lane at once. Then starts the progress threads. Blocks up to join_timeout_ms.
   // Errors: InvalidArgument (config, or ERROR(bad_params): K/world/window differ from the other
   // ranks'), the transport's error, DeadlineExceeded (not every rank joined in time),
   // ResourceExhausted (ERROR no_slots / too_many_jobs), AlreadyExists (ERROR rank_taken), Aborted
   // (ERROR job_aborted). A fabric that is not up yet (Unavailable) is retried until the timeout.
   static Result<std::unique_ptr<Communicator>> Create(const CommConfig& config);
-  // Fails the op in progress and the queued ones with Aborted, joins the progress thread and sends
+  // Fails the op in progress and the queued ones with Aborted, joins the progress threads and sends
   // LEAVE: aux 0 with the number of completed calls when every call succeeded and none was
   // pending (the fabric keeps the job for ranks still fetching lost results and tells the others
   // error(rank_left) with that count), an abort otherwise (the other ranks fail with Aborted).

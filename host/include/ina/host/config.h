@@ -2,7 +2,7 @@
 //
 // Environment (FromEnv): INA_SWITCH=host:port, INA_JOB, INA_RANK, INA_WORLD, INA_K, INA_WINDOW,
 // INA_JOIN_TIMEOUT_MS, INA_PROGRESS_TIMEOUT_MS, INA_RTO_MIN_US, INA_RTO_INITIAL_US, INA_RTO_MAX_US,
-// INA_TRANSPORT (udp | dpdk), and with dpdk the
+// INA_PROGRESS_THREADS, INA_TRANSPORT (udp | dpdk), and with dpdk the
 // INA_DPDK_* variables of transport.h (ApplyDpdkEnv). docs/host.md has the table.
 #pragma once
 
@@ -27,11 +27,17 @@ struct CommConfig {
   int rto_min_us = 500;            // retransmission timeout clamp and first value
   int rto_max_us = 200000;
   int rto_initial_us = 5000;
+  // Lanes: progress threads, each with its own transport (socket), joined as one lane of this
+  // rank and carrying the window's slots s with s mod progress_threads == its lane
+  // (docs/host.md, "Lanes"). 1 .. kMaxProgressThreads; every rank of a job must use the same
+  // number (the fabric answers bad_params otherwise); more than 1 needs transport "udp".
+  int progress_threads = 1;
   std::string transport = "udp";
   int socket_buffer_bytes = 8 << 20;  // SO_RCVBUF / SO_SNDBUF request
   DpdkConfig dpdk;                    // transport "dpdk" only
 
   static constexpr uint16_t kMaxWindow = 4096;
+  static constexpr int kMaxProgressThreads = 16;  // proto::kMaxLanes
 
   // InvalidArgument naming the first bad field.
   Status Validate() const;
