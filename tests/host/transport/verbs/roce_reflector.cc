@@ -91,7 +91,11 @@ int main(int argc, char** argv) {
         std::memcmp(pkt.data() + 16, &ip, 4) != 0) {
       continue;  // not RoCEv2 to us (our own replies, other UDP)
     }
-    ++c.datagrams;
+    if (c.datagrams++ == 0) {  // the first request as rxe sent it: a captured ICRC vector
+      std::printf("roce_reflector: first datagram ");
+      for (ssize_t i = 0; i < n; ++i) std::printf("%02x", pkt[static_cast<size_t>(i)]);
+      std::printf("\n");
+    }
     if (!roce::IcrcOk(dgram)) {
       ++c.bad_icrc;
       continue;
