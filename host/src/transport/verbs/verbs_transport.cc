@@ -108,11 +108,12 @@ class MemoryRegion {
 class VerbsTransportImpl final : public VerbsTransport {
  public:
   ~VerbsTransportImpl() override {
+    // The QP first (its posted receives reference the pools), then what it used.
+    if (ah_ != nullptr) ibv_destroy_ah(ah_);
+    if (qp_ != nullptr) ibv_destroy_qp(qp_);
     tx_regions_.clear();
     rx_mr_.reset();
     tx_mr_.reset();
-    if (ah_ != nullptr) ibv_destroy_ah(ah_);
-    if (qp_ != nullptr) ibv_destroy_qp(qp_);
     if (send_cq_ != nullptr) ibv_destroy_cq(send_cq_);
     if (recv_cq_ != nullptr) ibv_destroy_cq(recv_cq_);
     if (channel_ != nullptr) ibv_destroy_comp_channel(channel_);
@@ -355,6 +356,7 @@ Result<size_t> VerbsTransportImpl::SendBurst(std::span<const TxPacket> packets) 
   size_t sent = 0;
   for (const TxPacket& p : packets) {
     if (p.len > static_cast<size_t>(mtu_)) {
+      if (sent > 0) break;  // report the ones sent; this packet fails on the next call
       return InvalidArgument("verbs: packet of " + std::to_string(p.len) + " bytes above the " +
                              std::to_string(mtu_) + "-byte MTU of " + dev_);
     }

@@ -154,5 +154,25 @@ TEST_F(VerbsRxe, CorruptRepliesAreDropped) {
   EXPECT_EQ(t_->counters().rx_foreign, 0u) << "the device itself must drop them";
 }
 
+TEST_F(VerbsRxe, ErrorsNameTheCallAndTheDevice) {
+  std::vector<uint8_t> big(static_cast<size_t>(t_->active_mtu()) + 1);
+  TxPacket p{big.data(), big.size()};
+  auto n = t_->SendBurst(std::span(&p, 1));
+  ASSERT_FALSE(n.ok());
+  EXPECT_EQ(n.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(n.status().message().find("MTU"), std::string::npos) << n.status().message();
+  // A GID index the port does not have: the verbs call that refuses it is named, with the device.
+  TransportConfig c;
+  c.kind = "verbs";
+  c.fabric_host = Env("INA_VERBS_FABRIC").empty() ? "10.0.1.2" : Env("INA_VERBS_FABRIC");
+  ASSERT_TRUE(ApplyVerbsEnv(&c.verbs).ok());
+  c.verbs.gid_index = 250;
+  auto bad = verbs::OpenVerbsTransport(c);
+  ASSERT_FALSE(bad.ok());
+  std::printf("gid 250: %s\n", bad.status().message().c_str());
+  EXPECT_NE(bad.status().message().find("ibv_"), std::string::npos) << bad.status().message();
+  EXPECT_NE(bad.status().message().find(c.verbs.device), std::string::npos);
+}
+
 }  // namespace
 }  // namespace ina::host
