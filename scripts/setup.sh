@@ -11,6 +11,10 @@ PKGS=(
   dpdk-dev libdpdk-dev   # kernel-bypass transport and switch ports (memif, af_packet, af_xdp)
   openmpi-bin libopenmpi-dev gnuplot-nox   # testbed: MPI baseline and plots
   python3-torch libtorch-dev pybind11-dev python3-pybind11 python3-sklearn  # PyTorch backend
+  # RDMA: libibverbs for the verbs transport; qemu + busybox-static boot Debian's kernel (fetched
+  # by scripts/vm/run-vm.sh with apt-get download, never installed) for the soft-RoCE guest tests
+  # (label vm), where the rdma tools and perftest (ib_send_bw, the ceiling figure) run.
+  libibverbs-dev rdma-core ibverbs-providers ibverbs-utils perftest qemu-system-x86 busybox-static
 )
 # CUDA (drivers/gpu) is not installed here. These machines carry NVIDIA's CUDA 13 toolkit in
 # /usr/local/cuda (not a Debian package), which CMake finds. A machine without a CUDA compiler

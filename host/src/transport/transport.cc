@@ -8,6 +8,7 @@
 
 #include "dpdk/dpdk_transport.h"
 #include "udp/udp_transport.h"
+#include "verbs/verbs_transport.h"
 
 namespace ina::host {
 namespace {
@@ -59,8 +60,19 @@ Result<std::unique_ptr<Transport>> MakeTransport(const TransportConfig& config) 
     if (c.dpdk.eal_args.empty()) INA_RETURN_IF_ERROR(ApplyDpdkEnv(&c.dpdk));
     return dpdk::OpenDpdkTransport(c);
   }
+  if (config.kind == "verbs") {
+    const TransportFaults& f = config.faults;
+    if (f.drop != 0 || f.dup != 0 || f.reorder != 0 || f.corrupt != 0) {
+      return Unimplemented("transport verbs: fault injection is not available (udp and dpdk only)");
+    }
+    TransportConfig c = config;
+    INA_RETURN_IF_ERROR(ApplyVerbsEnv(&c.verbs));
+    INA_ASSIGN_OR_RETURN(std::unique_ptr<verbs::VerbsTransport> t, verbs::OpenVerbsTransport(c));
+    return std::unique_ptr<Transport>(std::move(t));
+  }
   return InvalidArgument("transport: unknown kind '" + config.kind + "' (available: udp" +
-                         (dpdk::kBuilt ? ", dpdk)" : "; dpdk not built)"));
+                         (dpdk::kBuilt ? ", dpdk" : "; dpdk not built") +
+                         (verbs::kBuilt ? ", verbs)" : "; verbs not built)"));
 }
 
 }  // namespace ina::host

@@ -1,11 +1,12 @@
 // The packet transport under the communicator: bursts of datagrams to and from the fabric.
 //
-// Implementations live in host/src/transport/<name>/ (udp and dpdk; verbs next) and are made by
-// MakeTransport(config); each is a thin adapter over one connected ina::net port (net/: the
-// burst port interface, the frame codec, EAL start-up, idle back-off and fault injection shared
-// with ina-switchd). A packet is one ina message (header + payload), what the fabric sees as the
-// UDP payload. The DPDK transport attaches the caller's buffers to mbufs as external buffers
-// where the port allows it, so callers keep a TX buffer unchanged until the fabric answered it.
+// Implementations live in host/src/transport/<name>/ (udp, dpdk, verbs) and are made by
+// MakeTransport(config). udp and dpdk are thin adapters over one connected ina::net port (net/:
+// the burst port interface, the frame codec, EAL start-up, idle back-off and fault injection
+// shared with ina-switchd); verbs is one UD QP of libibverbs (docs/rdma.md). A packet is one ina
+// message (header + payload), what the fabric sees as the UDP payload. The DPDK transport attaches
+// the caller's buffers to mbufs as external buffers where the port allows it, so callers keep a TX
+// buffer unchanged until the fabric answered it.
 //
 // Threading: a Transport is used by one thread at a time (the communicator's progress thread).
 #pragma once
@@ -62,6 +63,26 @@ struct DpdkConfig {
 // Applies the INA_DPDK_* variables that are set. InvalidArgument names a malformed variable.
 Status ApplyDpdkEnv(DpdkConfig* config);
 
+// The verbs (RDMA) transport's settings (kind "verbs"; see host/src/transport/verbs/).
+// One UD QP; each ina message is one RoCEv2 UD SEND to the fabric's QP (docs/rdma.md).
+// Environment (ApplyVerbsEnv): INA_VERBS_DEVICE, INA_VERBS_PORT, INA_VERBS_GID, INA_VERBS_MTU,
+// INA_VERBS_QPN, INA_VERBS_QKEY.
+struct VerbsConfig {
+  std::string device;              // RDMA device name ("rxe0", "mlx5_0"); empty: the first one
+  int port = 1;                    // device port, 1..255
+  int gid_index = -1;              // source GID index; -1: the port's first RoCE v2 IPv4 GID
+  int mtu = 0;                     // path MTU 256/512/1024/2048/4096; 0: the port's active MTU
+  uint32_t remote_qpn = 0x000100;  // the fabric's QP number (24 bits, != 0 and != 1)
+  uint32_t qkey = 0x494E4100;      // Q_Key of both sides ("INA\0"), not the GSI key
+  int send_depth = 256;            // send queue and TX bounce slots, 1..16384
+  int recv_depth = 512;            // posted receive buffers, 1..16384
+};
+
+// Applies the INA_VERBS_* variables that are set. InvalidArgument names a malformed variable.
+Status ApplyVerbsEnv(VerbsConfig* config);
+// InvalidArgument naming the field when a value is out of range.
+Status ValidateVerbsConfig(const VerbsConfig& config);
+
 // Fault injection at this end of the transport (ina::net's FaultPort, net/include/ina/net/fault.h:
 // seeded drop / duplicate / reorder / corrupt per packet, both directions). None by default; for
 // tests of the layers above under loss.
@@ -74,13 +95,16 @@ struct TransportFaults {
 };
 
 struct TransportConfig {
-  std::string kind = "udp";  // udp or dpdk (when built; verbs later)
+  std::string kind = "udp";  // udp, dpdk or verbs (the last two when built)
   std::string fabric_host = "127.0.0.1";
   uint16_t fabric_port = 47000;
   std::string bind_host = "0.0.0.0";  // local address; port is ephemeral
   int socket_buffer_bytes = 8 << 20;  // SO_RCVBUF / SO_SNDBUF request
   // kind "dpdk" only. When eal_args is empty, MakeTransport fills it from INA_DPDK_* first.
   DpdkConfig dpdk;
+  // kind "verbs" only: fabric_host is the fabric's IPv4 address (its GID ::ffff:a.b.c.d);
+  // fabric_port is not used (RoCEv2 is UDP port 4791). MakeTransport applies INA_VERBS_* first.
+  VerbsConfig verbs;
   TransportFaults faults;  // any kind; InvalidArgument for a rate outside [0, 1]
 };
 
