@@ -37,6 +37,10 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::Create(Engine& engine,
   if (config.max_jobs == 0) return InvalidArgument("control: max_jobs must be >= 1");
   if (config.job_timeout.count() <= 0) return InvalidArgument("control: job_timeout must be > 0");
   if (engine.pool_slots() == 0) return InvalidArgument("control: the engine has no pool slots");
+  if (config.alloc_stride < 1 || config.alloc_stride > 256 ||
+      config.alloc_residue >= config.alloc_stride) {
+    return InvalidArgument("control: alloc_stride must be in [1, 256] and alloc_residue below it");
+  }
   return std::unique_ptr<ControlPlane>(new ControlPlane(engine, config));
 }
 
@@ -48,6 +52,10 @@ ControlPlane::ControlPlane(Engine& engine, const ControlConfig& config)
       index_(size_t{1} << 16, -1) {
   free_.reserve(config.max_jobs + 1);
   reservations_.reserve(config.max_jobs);
+  first_alloc_ = p::kAllocJobMin;
+  while (first_alloc_ % config.alloc_stride != config.alloc_residue) ++first_alloc_;
+  alloc_ids_ = (65535 - first_alloc_) / config.alloc_stride + 1;
+  next_alloc_ = first_alloc_;
   free_.push_back({0, pool_slots_});
 }
 
@@ -233,11 +241,11 @@ void ControlPlane::HandleAlloc(const p::Header& h, const Peer& from, TimePoint n
   for (const Reservation& r : reservations_) {
     if (r.nonce == h.gen && r.peer == from) return ack(r.job_id);  // a resent request
   }
-  constexpr uint32_t kIds = 65536 - p::kAllocJobMin;
   if (reservations_.size() < config_.max_jobs) {
-    for (uint32_t tried = 0; tried < kIds; ++tried) {
+    for (uint32_t tried = 0; tried < alloc_ids_; ++tried) {
       const auto id = static_cast<uint16_t>(next_alloc_);
-      next_alloc_ = next_alloc_ == 65535 ? p::kAllocJobMin : next_alloc_ + 1;
+      next_alloc_ += config_.alloc_stride;
+      if (next_alloc_ > 65535) next_alloc_ = first_alloc_;
       if (index_[id] >= 0 || Reserved(id)) continue;
       reservations_.push_back(Reservation{id, h.gen, from, now});
       return ack(id);

@@ -87,6 +87,9 @@ class Switch::Core final : private Emitter, private ReplySink {
     ControlConfig cc;
     cc.max_jobs = config_.max_jobs;
     cc.job_timeout = std::chrono::milliseconds(config_.job_timeout_ms);
+    // Packets reach core (job % cores): hand out only ids this core owns.
+    cc.alloc_stride = static_cast<uint16_t>(config_.cores);
+    cc.alloc_residue = static_cast<uint16_t>(index_);
     INA_ASSIGN_OR_RETURN(control_, ControlPlane::Create(*engine_, cc));
     net::FaultConfig fc;
     fc.drop = config_.drop_rate;

@@ -42,12 +42,16 @@ Result<uint16_t> AllocateJobId(const CommConfig& config) {
   if (!made.ok()) return made.status().WithContext(who);
   Transport& t = **made;
 
-  const auto nonce = static_cast<uint16_t>(std::random_device{}());
+  std::random_device rd;
+  const auto nonce = static_cast<uint16_t>(rd());
   uint8_t req[proto::kHeaderBytes] = {};
   proto::Header h;
   h.version = proto::kVersion;
   h.type = static_cast<uint8_t>(proto::MsgType::kAllocJob);
   h.gen = nonce;
+  // A random hint: a fabric of several cores steers by the job field, so requests spread over its
+  // cores; the same value in every resend keeps them on one.
+  h.job = static_cast<uint16_t>(rd());
   proto::EncodeHeader(h, req);
   const TxPacket tx{req, sizeof(req)};
 

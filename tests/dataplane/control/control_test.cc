@@ -829,6 +829,28 @@ TEST_F(ControlTest, AllocReservationsExpireAndAreLimited) {
   EXPECT_EQ(out_.replies[0].h.job, p::kAllocJobMin + 2);
 }
 
+TEST_F(ControlTest, AllocWithAStrideHandsOutOnlyItsResidue) {
+  EngineLimits lim;
+  lim.pool_slots = 64;
+  lim.max_jobs = 8;
+  auto engine = MakeReferenceEngine(lim);
+  ControlConfig cfg;
+  cfg.max_jobs = 8;
+  cfg.alloc_stride = 3;
+  cfg.alloc_residue = 2;
+  auto cp = ControlPlane::Create(*engine, cfg);
+  ASSERT_TRUE(cp.ok()) << cp.status().ToString();
+  for (uint16_t n = 0; n < 8; ++n) {
+    out_.replies.clear();
+    (*cp)->HandleControl(Alloc(n), MakePeer(5000), TimePoint{}, out_);
+    ASSERT_EQ(out_.replies.size(), 1u);
+    EXPECT_EQ(out_.replies[0].h.job % 3, 2) << out_.replies[0].h.job;
+    EXPECT_GE(out_.replies[0].h.job, p::kAllocJobMin);
+  }
+  cfg.alloc_residue = 3;  // not below the stride
+  EXPECT_FALSE(ControlPlane::Create(*engine, cfg).ok());
+}
+
 TEST_F(ControlTest, AllocSkipsEveryIdInUseOrReserved) {
   Make(64, 8);
   std::vector<uint16_t> seen;

@@ -59,6 +59,30 @@ TEST(JobAlloc, IdsAreDistinctInTheAllocRangeAndJoinable) {
   EXPECT_EQ(counters.at("alloc_acks"), 5u);
 }
 
+// With several cores each core hands out only ids it owns (packets reach core job % cores), so
+// every allocated id joins and all-reduces whichever core the request reached.
+TEST(JobAlloc, IdsFromAMultiCoreSwitchWorkOnEveryCore) {
+  test::SwitchProcess sw({"--port", "0", "--cores", "2"});
+  ASSERT_NE(sw.port(), 0);
+  // A job in the allocation range, chosen by hand, on core 1: no core may hand its id out.
+  CommConfig taken = ConfigFor(sw.port());
+  taken.job_id = proto::kAllocJobMin + 1;
+  auto holder = Communicator::Create(taken);
+  ASSERT_TRUE(holder.ok()) << holder.status().ToString();
+  for (int i = 0; i < 6; ++i) {
+    auto id = AllocateJobId(ConfigFor(sw.port()));
+    ASSERT_TRUE(id.ok()) << id.status().ToString();
+    EXPECT_NE(*id, taken.job_id);
+    CommConfig c = ConfigFor(sw.port());
+    c.job_id = *id;
+    auto comm = Communicator::Create(c);
+    ASSERT_TRUE(comm.ok()) << "job " << *id << ": " << comm.status().ToString();
+    std::vector<int32_t> v = {i, -i};
+    ASSERT_TRUE((*comm)->AllReduce(std::span(v)).ok());
+    EXPECT_EQ(v, (std::vector<int32_t>{i, -i}));
+  }
+}
+
 TEST(JobAlloc, NoSwitchIsDeadlineExceededWithinTheTimeout) {
   CommConfig c = ConfigFor(UnusedUdpPort());
   c.join_timeout_ms = 500;

@@ -111,6 +111,11 @@ class ReplySink {
 struct ControlConfig {
   uint16_t max_jobs = 256;  // jobs pending or active at once, >= 1
   std::chrono::nanoseconds job_timeout = std::chrono::seconds(30);  // > 0
+  // ALLOC_JOB hands out only ids with id % alloc_stride == alloc_residue: a switch of N cores,
+  // which steers packets to core (job % N), gives core c stride N and residue c, so an id it
+  // hands out is one its own job table owns. 1 <= alloc_stride <= 256, alloc_residue < stride.
+  uint16_t alloc_stride = 1;
+  uint16_t alloc_residue = 0;
 };
 
 // Control-plane counters, in kControlCounterNames order.
@@ -302,8 +307,10 @@ class ControlPlane {
     Peer peer;
     TimePoint at;
   };
-  std::vector<Reservation> reservations_;      // at most max_jobs
-  uint32_t next_alloc_ = proto::kAllocJobMin;  // round-robin cursor over [kAllocJobMin, 65535]
+  std::vector<Reservation> reservations_;  // at most max_jobs
+  uint32_t first_alloc_ = 0;               // the smallest such id
+  uint32_t alloc_ids_ = 0;                 // how many there are
+  uint32_t next_alloc_ = 0;                // round-robin cursor over the ids this plane hands out
   size_t num_jobs_ = 0;
   ControlCounters counters_{};
 };
