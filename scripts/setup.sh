@@ -3,7 +3,7 @@
 set -euo pipefail
 
 PKGS=(
-  build-essential cmake ninja-build ccache python3 pkg-config
+  build-essential cmake ninja-build ccache python3 pkg-config clang-format
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   libgloo-dev            # ring all-reduce baseline in ina-bench
   iproute2               # network namespaces for e2e tests

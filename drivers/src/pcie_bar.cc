@@ -14,7 +14,8 @@ namespace {
 
 class PcieBarAccess final : public RegisterAccess {
  public:
-  PcieBarAccess(void* base, size_t size) : base_(static_cast<volatile uint8_t*>(base)), size_(size) {}
+  PcieBarAccess(void* base, size_t size)
+      : base_(static_cast<volatile uint8_t*>(base)), size_(size) {}
   ~PcieBarAccess() override { munmap(const_cast<uint8_t*>(base_), size_); }
   PcieBarAccess(const PcieBarAccess&) = delete;
   PcieBarAccess& operator=(const PcieBarAccess&) = delete;
@@ -44,7 +45,7 @@ class PcieBarAccess final : public RegisterAccess {
 }  // namespace
 
 Result<std::unique_ptr<RegisterAccess>> MakePcieBarAccess(const std::string& resource_path,
-                                                           size_t size) {
+                                                          size_t size) {
   if (size == 0) return InvalidArgument("pcie bar: size 0");
   int fd = open(resource_path.c_str(), O_RDWR | O_SYNC | O_CLOEXEC);
   if (fd < 0) return ErrnoStatus("pcie bar: open " + resource_path, errno);

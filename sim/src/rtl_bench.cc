@@ -45,10 +45,11 @@ int RunK(uint16_t k, int packets) {
   double eff = double(sim.in_beats()) / double(in_cycles);
   double cpp = double(in_cycles) / packets;
   double gbps = 250e6 / cpp * (p::kPayloadOffset + 4.0 * k) * 8 / 1e9;
-  std::printf("K=%-3u packets=%d in_beats=%llu cycles=%llu beat_efficiency=%.4f cycles/packet=%.3f "
-              "line_rate@250MHz=%.1f Gbit/s results=%zu sim_speed=%.0f cycles/s\n",
-              k, packets, (unsigned long long)sim.in_beats(), (unsigned long long)in_cycles, eff,
-              cpp, gbps, sim.TakeOutput().size(), double(sim.cycles() - c0) / secs);
+  std::printf(
+      "K=%-3u packets=%d in_beats=%llu cycles=%llu beat_efficiency=%.4f cycles/packet=%.3f "
+      "line_rate@250MHz=%.1f Gbit/s results=%zu sim_speed=%.0f cycles/s\n",
+      k, packets, (unsigned long long)sim.in_beats(), (unsigned long long)in_cycles, eff, cpp, gbps,
+      sim.TakeOutput().size(), double(sim.cycles() - c0) / secs);
   return eff >= 0.99 ? 0 : 2;
 }
 

@@ -10,8 +10,7 @@ namespace ina::sim {
 
 namespace p = ::ina::proto;
 
-RtlEngine::RtlEngine(const CoreSim::Options& options)
-    : sim_(std::make_unique<CoreSim>(options)) {
+RtlEngine::RtlEngine(const CoreSim::Options& options) : sim_(std::make_unique<CoreSim>(options)) {
   frame_.reserve(p::kFramePrefixBytes + 4096);
 }
 
@@ -62,8 +61,7 @@ void RtlEngine::Process(std::span<const uint8_t> packet, dp::Emitter& out) {
   ProcessBurst(one, out);
 }
 
-void RtlEngine::ProcessBurst(std::span<const std::span<const uint8_t>> packets,
-                             dp::Emitter& out) {
+void RtlEngine::ProcessBurst(std::span<const std::span<const uint8_t>> packets, dp::Emitter& out) {
   size_t beats = 0;
   for (std::span<const uint8_t> pkt : packets) {
     // The frame prefix as MakeFrame writes it, into a reused buffer.

@@ -66,9 +66,12 @@ TEST(ProtoKat, SingleFieldAccessorsTouchOnlyTheirBytes) {
   uint8_t h[kHeaderBytes] = {};
   SetSlot(h, 0xA1B2);
   for (size_t i = 0; i < kHeaderBytes; ++i) {
-    if (i == kSlotOffset) EXPECT_EQ(h[i], 0xA1);
-    else if (i == kSlotOffset + 1) EXPECT_EQ(h[i], 0xB2);
-    else EXPECT_EQ(h[i], 0) << "byte " << i;
+    if (i == kSlotOffset)
+      EXPECT_EQ(h[i], 0xA1);
+    else if (i == kSlotOffset + 1)
+      EXPECT_EQ(h[i], 0xB2);
+    else
+      EXPECT_EQ(h[i], 0) << "byte " << i;
   }
   EXPECT_EQ(GetSlot(h), 0xA1B2);
 }

@@ -1,14 +1,15 @@
 // ina-quant-bench: throughput of the quantization kernels, per variant, in K = 256 blocks (one
 // packet's payload each). Bytes counted are float bytes (4 per element) in and out of the kernel.
-// Each variant the CPU runs is registered; the `size` argument is elements per call over all blocks.
+// Each variant the CPU runs is registered; the `size` argument is elements per call over all
+// blocks.
 //   ina-quant-bench [--benchmark_filter=...] [--benchmark_min_time=...]
 #include <benchmark/benchmark.h>
 
 #include <cstdint>
 #include <cstdio>
-#include <utility>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ina/host/quant.h"
@@ -78,10 +79,11 @@ void RegisterAll() {
   for (const Kernels* k : {&ScalarKernels(), Avx2Kernels(), Avx512Kernels()}) {
     if (k == nullptr) continue;
     const std::string name(k->name);
-    for (auto [label, fn] : {std::pair{"block_exp", &BM_BlockExp}, std::pair{"quantize", &BM_Quantize},
-                             std::pair{"dequantize", &BM_Dequantize}}) {
+    for (auto [label, fn] :
+         {std::pair{"block_exp", &BM_BlockExp}, std::pair{"quantize", &BM_Quantize},
+          std::pair{"dequantize", &BM_Dequantize}}) {
       benchmark::RegisterBenchmark((std::string(label) + "/" + name).c_str(), fn, k)
-          ->Arg(64 * 1024)      // 256 KiB of floats: L2-resident
+          ->Arg(64 * 1024)         // 256 KiB of floats: L2-resident
           ->Arg(4 * 1024 * 1024);  // 16 MiB: memory-bound
     }
   }

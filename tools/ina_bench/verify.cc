@@ -29,9 +29,12 @@ std::vector<float> MakeFloatInput(uint64_t seed, int rank, size_t n) {
     int kind = pick(rng);
     float scale = std::ldexp(1.0f, scale_exp(rng));
     for (size_t j = i; j < std::min(n, i + 64); ++j) {
-      if (kind < 3) x[j] = 0.0f;                                      // zero run
-      else if (kind < 6) x[j] = static_cast<float>(pick(rng) - 50);  // small integers
-      else x[j] = normal(rng) * scale;
+      if (kind < 3)
+        x[j] = 0.0f;  // zero run
+      else if (kind < 6)
+        x[j] = static_cast<float>(pick(rng) - 50);  // small integers
+      else
+        x[j] = normal(rng) * scale;
     }
   }
   return x;
@@ -106,8 +109,8 @@ FloatCheck CheckFloat(std::span<const float> out, const FloatExpectation& expect
   if (out.size() != expected.exact.size()) {
     c.exact = c.within_bound = false;
     c.first_bad = 0;
-    c.detail = "length " + std::to_string(out.size()) + " != " +
-               std::to_string(expected.exact.size());
+    c.detail =
+        "length " + std::to_string(out.size()) + " != " + std::to_string(expected.exact.size());
     return c;
   }
   double max_abs_sum = 0, max_err = 0;
@@ -122,10 +125,9 @@ FloatCheck CheckFloat(std::span<const float> out, const FloatExpectation& expect
     }
     if ((!same_bits || !in_bound) && c.first_bad == SIZE_MAX) {
       c.first_bad = i;
-      c.detail = "element " + std::to_string(i) + ": got " + std::to_string(out[i]) +
-                 ", exact " + std::to_string(expected.exact[i]) + ", float64 sum " +
-                 std::to_string(expected.sum64[i]) + ", bound " +
-                 std::to_string(expected.bound[i]);
+      c.detail = "element " + std::to_string(i) + ": got " + std::to_string(out[i]) + ", exact " +
+                 std::to_string(expected.exact[i]) + ", float64 sum " +
+                 std::to_string(expected.sum64[i]) + ", bound " + std::to_string(expected.bound[i]);
     }
     c.exact &= same_bits;
     c.within_bound &= in_bound;

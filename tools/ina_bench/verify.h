@@ -23,9 +23,9 @@ std::vector<float> MakeFloatInput(uint64_t seed, int rank, size_t n);
 std::vector<int32_t> MakeIntInput(uint64_t seed, int rank, size_t n, bool wrap = false);
 
 struct FloatExpectation {
-  std::vector<float> exact;    // what every worker must hold, bit for bit
-  std::vector<double> sum64;   // float64 sum of the inputs
-  std::vector<double> bound;   // |out - sum64| allowed per element
+  std::vector<float> exact;   // what every worker must hold, bit for bit
+  std::vector<double> sum64;  // float64 sum of the inputs
+  std::vector<double> bound;  // |out - sum64| allowed per element
 };
 
 // REQUIRES: inputs.size() == world >= 1, all the same length; k in proto::kKValues.
@@ -34,11 +34,11 @@ FloatExpectation ExpectFloat(const std::vector<std::vector<float>>& inputs, int 
 std::vector<int32_t> ExpectInt(const std::vector<std::vector<int32_t>>& inputs);
 
 struct FloatCheck {
-  bool exact = true;         // out == expectation.exact bitwise
-  bool within_bound = true;  // |out - sum64| <= bound everywhere
-  double max_rel_err = 0;    // max |out - sum64| / max |sum64| (normwise; 0 when the sum is 0)
+  bool exact = true;            // out == expectation.exact bitwise
+  bool within_bound = true;     // |out - sum64| <= bound everywhere
+  double max_rel_err = 0;       // max |out - sum64| / max |sum64| (normwise; 0 when the sum is 0)
   size_t first_bad = SIZE_MAX;  // first element that breaks exactness or the bound
-  std::string detail;        // says what differs at first_bad
+  std::string detail;           // says what differs at first_bad
 };
 FloatCheck CheckFloat(std::span<const float> out, const FloatExpectation& expected);
 

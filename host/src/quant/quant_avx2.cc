@@ -43,8 +43,8 @@ uint8_t BlockExp(const float* x, size_t n, bool* nonfinite) {
 }
 
 void Quantize(const float* x, size_t n, uint8_t biased_exp, int precision, uint8_t* out) {
-  const __m256 scale =
-      _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(QuantScaleBits(biased_exp, precision))));
+  const __m256 scale = _mm256_castsi256_ps(
+      _mm256_set1_epi32(static_cast<int>(QuantScaleBits(biased_exp, precision))));
   const __m256i bswap = ByteSwapMask();
   size_t i = 0;
   for (; i + kW <= n; i += kW) {

@@ -1,4 +1,5 @@
-// Built instead of quant_avx512.cc when the compiler rejects the AVX-512 flags (see CMakeLists.txt).
+// Built instead of quant_avx512.cc when the compiler rejects the AVX-512 flags (see
+// CMakeLists.txt).
 #include "internal.h"
 
 namespace ina::host::quant::internal {

@@ -15,8 +15,11 @@ constexpr uint32_t kInfBits = 0x7f800000u;  // |x| bits >= this: Inf or NaN
 
 uint32_t FloatBits(float f) { return std::bit_cast<uint32_t>(f); }
 
-// Float with exponent field `field` (clamped to the normal range) and a zero mantissa: 2^(field-127).
-uint32_t PowerOfTwoBits(int field) { return static_cast<uint32_t>(std::clamp(field, 1, 254)) << 23; }
+// Float with exponent field `field` (clamped to the normal range) and a zero mantissa:
+// 2^(field-127).
+uint32_t PowerOfTwoBits(int field) {
+  return static_cast<uint32_t>(std::clamp(field, 1, 254)) << 23;
+}
 
 int ClampedExp(uint8_t biased_exp) {
   return std::clamp(static_cast<int>(biased_exp) - proto::kExpBias, proto::kExpMin, proto::kExpMax);

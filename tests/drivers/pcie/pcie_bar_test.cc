@@ -1,8 +1,8 @@
 // PCIe BAR backend: only its error paths can run without hardware.
-#include <cstdio>
+#include <gtest/gtest.h>
 #include <unistd.h>
 
-#include <gtest/gtest.h>
+#include <cstdio>
 
 #include "ina/drv/regs.h"
 

@@ -5,13 +5,13 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <cmath>
 #include <random>
-#include <sys/wait.h>
 #include <string>
 #include <thread>
 #include <vector>
@@ -61,12 +61,12 @@ TEST_P(AllReduceE2e, FourWorkersVerified) {
   const Case& c = GetParam();
   const uint64_t seed = ina::tests::Seed(ina::tests::kDefaultSeed, Name(c).c_str());
   int code = -1;
-  std::string json = RunBench({"--workers", "4", "--iters", "1", "--elements",
-                               std::to_string(c.elements), "--drop-rate", std::to_string(c.drop),
-                               "--dup-rate", std::to_string(c.dup), "--reorder-rate",
-                               std::to_string(c.reorder), "--dtype", c.dtype, "--k",
-                               std::to_string(c.k), "--seed", std::to_string(seed)},
-                              &code);
+  std::string json =
+      RunBench({"--workers", "4", "--iters", "1", "--elements", std::to_string(c.elements),
+                "--drop-rate", std::to_string(c.drop), "--dup-rate", std::to_string(c.dup),
+                "--reorder-rate", std::to_string(c.reorder), "--dtype", c.dtype, "--k",
+                std::to_string(c.k), "--seed", std::to_string(seed)},
+               &code);
   ASSERT_FALSE(json.empty()) << "no JSON from ina-bench";
   EXPECT_EQ(code, 0) << json;
   EXPECT_TRUE(JsonTrue(json, "bit_identical")) << json;
@@ -189,10 +189,10 @@ TEST(AllReduceE2eBadInput, GarbageIsCountedAndDropped) {
   });
 
   int code = -1;
-  std::string json = RunBench({"--switch", "127.0.0.1:" + std::to_string(port), "--job",
-                               std::to_string(job), "--workers", "4", "--iters", "3",
-                               "--elements", "1000003"},
-                              &code);
+  std::string json =
+      RunBench({"--switch", "127.0.0.1:" + std::to_string(port), "--job", std::to_string(job),
+                "--workers", "4", "--iters", "3", "--elements", "1000003"},
+               &code);
   stop = true;
   attacker.join();
   EXPECT_EQ(code, 0) << json;
@@ -217,10 +217,10 @@ TEST(AllReduceE2eBadInput, GarbageIsCountedAndDropped) {
 TEST(AllReduceE2eFailure, KilledWorkerMakesOthersFail) {
   constexpr int kProgressMs = 2000;
   int code = -1;
-  std::string json = RunBench({"--workers", "4", "--elements", "4000000", "--kill-rank", "2",
-                               "--kill-after-ms", "30", "--progress-timeout-ms",
-                               std::to_string(kProgressMs)},
-                              &code);
+  std::string json =
+      RunBench({"--workers", "4", "--elements", "4000000", "--kill-rank", "2", "--kill-after-ms",
+                "30", "--progress-timeout-ms", std::to_string(kProgressMs)},
+               &code);
   ASSERT_FALSE(json.empty());
   EXPECT_EQ(code, 0) << json;
   EXPECT_TRUE(JsonTrue(json, "survivors_failed")) << json;

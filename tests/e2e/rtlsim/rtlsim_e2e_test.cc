@@ -66,17 +66,18 @@ class RtlsimE2e : public ::testing::TestWithParam<Case> {};
 TEST_P(RtlsimE2e, FourWorkersVerifiedAndSameAsSwitchd) {
   const Case& c = GetParam();
   const uint64_t seed = Seed();
-  const std::vector<std::string> common = {
-      "--workers",   "4",           "--iters",      "1",
-      "--elements",  std::to_string(c.elements),    "--dtype",
-      c.dtype,       "--k",         std::to_string(c.k),
-      "--seed",      std::to_string(seed)};
+  const std::vector<std::string> common = {"--workers",  "4",
+                                           "--iters",    "1",
+                                           "--elements", std::to_string(c.elements),
+                                           "--dtype",    c.dtype,
+                                           "--k",        std::to_string(c.k),
+                                           "--seed",     std::to_string(seed)};
   auto with = [&](std::vector<std::string> v, const char* dataplane, bool faults) {
     v.insert(v.begin(), common.begin(), common.end());
     v.insert(v.end(), {"--dataplane", dataplane});
     if (faults) {
-      v.insert(v.end(), {"--drop-rate", std::to_string(c.drop), "--dup-rate",
-                         std::to_string(c.dup), "--reorder-rate", std::to_string(c.reorder)});
+      v.insert(v.end(), {"--drop-rate", std::to_string(c.drop), "--dup-rate", std::to_string(c.dup),
+                         "--reorder-rate", std::to_string(c.reorder)});
     }
     return v;
   };
@@ -116,8 +117,8 @@ INSTANTIATE_TEST_SUITE_P(Loss, RtlsimE2e,
 // ina-rtlsim alone: announces itself like ina-switchd, counts malformed input in the RTL's
 // registers, and prints the JSON counters line on SIGTERM.
 TEST(RtlsimProcess, CountsBadInputAndPrintsCountersOnSigterm) {
-  auto sim = Process::Start({INA_RTLSIM_BIN, "--bind", "127.0.0.1", "--port", "0", "--engine",
-                             "fast", "--seed", "3"});
+  auto sim = Process::Start(
+      {INA_RTLSIM_BIN, "--bind", "127.0.0.1", "--port", "0", "--engine", "fast", "--seed", "3"});
   ASSERT_TRUE(sim.ok()) << sim.status().ToString();
   auto line = sim->WaitForLine("ina-rtlsim listening on 127.0.0.1:", 30s);
   ASSERT_TRUE(line.ok()) << line.status().ToString();
@@ -141,10 +142,10 @@ TEST(RtlsimProcess, CountsBadInputAndPrintsCountersOnSigterm) {
   h.job = 77;
   h.count = 3;
   proto::EncodeHeader(h, data.data());
-  send(std::vector<uint8_t>(5, 0xAB));          // short: drop_malformed
-  send(data);                                    // no such job: drop_unknown_job
+  send(std::vector<uint8_t>(5, 0xAB));  // short: drop_malformed
+  send(data);                           // no such job: drop_unknown_job
   data[0] = static_cast<uint8_t>(proto::kVersion + 1);
-  send(data);                                    // drop_bad_version
+  send(data);  // drop_bad_version
   close(fd);
   std::this_thread::sleep_for(300ms);
 

@@ -20,8 +20,8 @@
 #include "ina/host/communicator.h"
 #include "ina/host/quant.h"
 #include "ina/proto/wire.h"
-#include "test_fabric.h"
 #include "support/seed.h"
+#include "test_fabric.h"
 
 namespace ina::host {
 namespace {

@@ -2,7 +2,6 @@
 // random and edge inputs, and the quant.h error bound through the whole pipeline for worlds 1..64.
 // Each test prints its seed; INA_SEED=<n> replays it.
 #include "ina/host/quant.h"
-
 #include "quant_test_util.h"
 
 namespace ina::host::quant {
@@ -78,9 +77,9 @@ TEST_P(QuantSimdVsScalar, Quantize) {
       ref.quantize(x.data(), n, e, p, want.data());
       k->quantize(x.data(), n, e, p, got.data());
       for (size_t i = 0; i < got.size(); ++i) {
-        ASSERT_EQ(got[i], want[i]) << "byte " << i << " n=" << n << " e=" << int(e) << " p=" << p
-                                   << (i < 4 * n ? "" : " (past n)")
-                                   << " x=" << (i < 4 * n ? x[i / 4] : 0.0f);
+        ASSERT_EQ(got[i], want[i])
+            << "byte " << i << " n=" << n << " e=" << int(e) << " p=" << p
+            << (i < 4 * n ? "" : " (past n)") << " x=" << (i < 4 * n ? x[i / 4] : 0.0f);
       }
     }
   }
@@ -96,11 +95,20 @@ TEST_P(QuantSimdVsScalar, Dequantize) {
       for (size_t i = 0; i < n; ++i) {
         uint32_t v = static_cast<uint32_t>(rng());
         switch (rng() % 6) {
-          case 0: v = 0; break;
-          case 1: v >>= rng() % 32; break;          // small magnitudes
-          case 2: v = 0x80000000u; break;           // INT32_MIN
-          case 3: v = 0x01000001u + (rng() % 64); break;  // > 2^24: float rounding of the int
-          default: break;
+          case 0:
+            v = 0;
+            break;
+          case 1:
+            v >>= rng() % 32;
+            break;  // small magnitudes
+          case 2:
+            v = 0x80000000u;
+            break;  // INT32_MIN
+          case 3:
+            v = 0x01000001u + (rng() % 64);
+            break;  // > 2^24: float rounding of the int
+          default:
+            break;
         }
         proto::Store32(in.data() + 4 * i, v);
       }
@@ -154,7 +162,8 @@ TEST_P(QuantErrorBound, HoldsForWorlds1To64) {
       const int p = Precision(world);
       // Magnitudes: a top exponent anywhere in (and below) the valid range; each worker scales
       // down by a few binades; each value spans up to 30 more.
-      const int top = proto::kExpMin - 30 + static_cast<int>(rng() % (proto::kExpMax - proto::kExpMin + 31));
+      const int top =
+          proto::kExpMin - 30 + static_cast<int>(rng() % (proto::kExpMax - proto::kExpMin + 31));
       std::vector<std::vector<float>> x(world, std::vector<float>(kK));
       uint8_t e = proto::kExpNone;
       for (int w = 0; w < world; ++w) {
@@ -195,12 +204,14 @@ TEST_P(QuantErrorBound, HoldsForWorlds1To64) {
       for (size_t i = 0; i < kK; ++i) {
         long double s = 0;
         for (int w = 0; w < world; ++w) s += x[w][i];
-        const long double bound = world * half_unit + std::ldexp(1.0L, -24) * (std::fabs(s) + world * half_unit);
+        const long double bound =
+            world * half_unit + std::ldexp(1.0L, -24) * (std::fabs(s) + world * half_unit);
         if (std::isinf(out[i])) {
           // The sum of `world` finite floats can exceed the float range (E near kExpMax); the
           // bound of quant.h only covers results that are finite. Inf is right only if the exact
           // result, within the bound, may lie beyond FLT_MAX, and only with the sum's sign.
-          ASSERT_GE(std::fabs(s) + bound, static_cast<long double>(std::numeric_limits<float>::max()))
+          ASSERT_GE(std::fabs(s) + bound,
+                    static_cast<long double>(std::numeric_limits<float>::max()))
               << "world=" << world << " i=" << i << " sum=" << static_cast<double>(s);
           ASSERT_EQ(std::signbit(out[i]), std::signbit(s));
           ++overflowed;
@@ -220,7 +231,6 @@ TEST_P(QuantErrorBound, HoldsForWorlds1To64) {
 
 INSTANTIATE_TEST_SUITE_P(Variants, QuantErrorBound, ::testing::Values("scalar", "avx2", "avx512"),
                          [](const auto& info) { return info.param; });
-
 
 }  // namespace
 }  // namespace ina::host::quant

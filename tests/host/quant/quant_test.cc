@@ -43,17 +43,17 @@ TEST_P(QuantKat, BlockExp) {
     int e;  // unbiased expected exponent
   };
   const Case cases[] = {
-      {1.0f, 1},                          // |1| < 2^1
-      {-1.0f, 1},                         // sign ignored
-      {0.75f, 0},                         // 0.75 < 2^0
-      {0.5f, 0},                          // 0.5 = 2^-1 is not < 2^-1
-      {std::nextafter(0.5f, 0.0f), -1},   // just below 2^-1
-      {0.0f, proto::kExpMin},             // zero
-      {-0.0f, proto::kExpMin},            // negative zero
-      {FromBits(1), proto::kExpMin},      // smallest denormal
-      {std::ldexp(1.0f, -97), -96},       // 2^-97 < 2^-96 = kExpMin exactly
-      {std::ldexp(1.0f, -96), -95},       // at the boundary: next exponent
-      {std::ldexp(1.0f, -110), -96},      // clamped up to kExpMin
+      {1.0f, 1},                         // |1| < 2^1
+      {-1.0f, 1},                        // sign ignored
+      {0.75f, 0},                        // 0.75 < 2^0
+      {0.5f, 0},                         // 0.5 = 2^-1 is not < 2^-1
+      {std::nextafter(0.5f, 0.0f), -1},  // just below 2^-1
+      {0.0f, proto::kExpMin},            // zero
+      {-0.0f, proto::kExpMin},           // negative zero
+      {FromBits(1), proto::kExpMin},     // smallest denormal
+      {std::ldexp(1.0f, -97), -96},      // 2^-97 < 2^-96 = kExpMin exactly
+      {std::ldexp(1.0f, -96), -95},      // at the boundary: next exponent
+      {std::ldexp(1.0f, -110), -96},     // clamped up to kExpMin
       {std::numeric_limits<float>::max(), 128},
       {std::ldexp(1.0f, 127), 128},
       {3.0f, 2},
@@ -75,8 +75,8 @@ TEST_P(QuantKat, BlockExp) {
   EXPECT_FALSE(nonfinite);
   // Non-finite elements are reported and ignored for the exponent.
   for (float bad : {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
-                    std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
-                    FromBits(0x7f800001u)}) {
+                    std::numeric_limits<float>::quiet_NaN(),
+                    -std::numeric_limits<float>::quiet_NaN(), FromBits(0x7f800001u)}) {
     for (size_t n : {size_t{1}, size_t{8}, size_t{17}, size_t{40}}) {
       for (size_t pos = 0; pos < n; ++pos) {
         std::vector<float> x(n, 0.25f);  // E = -1
@@ -95,12 +95,26 @@ TEST_P(QuantKat, QuantizeRoundsToNearestEvenBigEndian) {
   // E = 1, P = 30: q = x * 2^29. Values chosen as multiples of 2^-30 to hit exact ties.
   const uint8_t e = 1 + proto::kExpBias;
   const float unit = std::ldexp(1.0f, -29);
-  const std::vector<float> x = {1.0f,        -1.0f,       0.0f,        -0.0f,       2.5f * unit,
-                                3.5f * unit, -2.5f * unit, -3.5f * unit, 0.5f * unit, 1.5f * unit,
-                                std::nextafter(2.0f, 0.0f), -std::nextafter(2.0f, 0.0f),
-                                FromBits(1), 0.4999f * unit, 0.5001f * unit, 7.0f * unit, 1.25f};
-  const std::vector<int32_t> want = {1 << 29, -(1 << 29), 0,  0,  2, 4, -2, -4, 0, 2,
-                                     (1 << 30) - 64, -(1 << 30) + 64, 0,  0,  1, 7, 671088640};
+  const std::vector<float> x = {1.0f,
+                                -1.0f,
+                                0.0f,
+                                -0.0f,
+                                2.5f * unit,
+                                3.5f * unit,
+                                -2.5f * unit,
+                                -3.5f * unit,
+                                0.5f * unit,
+                                1.5f * unit,
+                                std::nextafter(2.0f, 0.0f),
+                                -std::nextafter(2.0f, 0.0f),
+                                FromBits(1),
+                                0.4999f * unit,
+                                0.5001f * unit,
+                                7.0f * unit,
+                                1.25f};
+  const std::vector<int32_t> want = {
+      1 << 29,        -(1 << 29),      0, 0, 2, 4, -2,       -4, 0, 2,
+      (1 << 30) - 64, -(1 << 30) + 64, 0, 0, 1, 7, 671088640};
   ASSERT_EQ(x.size(), want.size());
   std::vector<uint8_t> out(4 * x.size() + 8, kGuard);
   k->quantize(x.data(), x.size(), e, 30, out.data());
@@ -118,7 +132,8 @@ TEST_P(QuantKat, DequantizeScales) {
   INA_GET_KERNELS_OR_SKIP(k, GetParam());
   const std::vector<int32_t> q = {1 << 29, -(1 << 29), 0, 1, -3, 0x7fffffff, INT32_MIN, 16777217};
   std::vector<uint8_t> wire(4 * q.size());
-  for (size_t i = 0; i < q.size(); ++i) proto::Store32(wire.data() + 4 * i, static_cast<uint32_t>(q[i]));
+  for (size_t i = 0; i < q.size(); ++i)
+    proto::Store32(wire.data() + 4 * i, static_cast<uint32_t>(q[i]));
   std::vector<float> out(q.size() + 3, 42.0f);
   k->dequantize(wire.data(), q.size(), 1 + proto::kExpBias, 30, out.data());  // scale 2^-29
   const float s = std::ldexp(1.0f, -29);
@@ -157,7 +172,6 @@ TEST_P(QuantKat, WireRoundTrip) {
 
 INSTANTIATE_TEST_SUITE_P(Variants, QuantKat, ::testing::Values("scalar", "avx2", "avx512"),
                          [](const auto& info) { return info.param; });
-
 
 // ---------------------------------------------------------------------------------------------
 // ActiveKernels and INA_QUANT. Each case runs in a fresh process (threadsafe death-test style

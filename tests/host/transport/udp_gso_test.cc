@@ -1,6 +1,7 @@
 // UDP GSO/GRO in the UDP transport, against plain local sockets on 127.0.0.1 (ephemeral ports).
 // Packet lengths are random; the seed is printed and INA_SEED replays it.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
 #include <poll.h>
@@ -13,8 +14,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "ina/host/transport.h"
 #include "support/seed.h"

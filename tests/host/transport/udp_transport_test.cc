@@ -1,5 +1,6 @@
 // The UDP transport against a plain local UDP socket on 127.0.0.1 (ephemeral ports).
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -8,8 +9,6 @@
 #include <chrono>
 #include <cstring>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "ina/host/transport.h"
 

@@ -1,12 +1,12 @@
 // Directed tests of the RTL core (ina_core: ingress, aggregation, slot memory, adder, registers)
 // through the Verilator model, each under several mixes of input idle cycles and output
 // backpressure. Expected values are computed here from the rules in ina/dp/engine.h.
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <cstdlib>
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "ina/drv/job_table.h"
 #include "ina/proto/wire.h"
@@ -56,8 +56,7 @@ class CoreTest : public ::testing::TestWithParam<std::pair<double, double>> {
  protected:
   void SetUp() override {
     seed_ = Seed();
-    sim_ = std::make_unique<CoreSim>(
-        CoreSim::Options{GetParam().first, GetParam().second, seed_});
+    sim_ = std::make_unique<CoreSim>(CoreSim::Options{GetParam().first, GetParam().second, seed_});
   }
   void Send(const Pkt& x, bool mac_err = false) { sim_->SendFrame(MakeFrame(Encode(x)), mac_err); }
   void Install(uint32_t entry, uint16_t job, uint16_t world, uint16_t k, uint32_t base,
@@ -132,8 +131,8 @@ TEST_P(CoreTest, SumsAllRanksAndEmitsOnce) {
       flags |= f;
       exp = std::max(exp, x);
       nexp = std::max(nexp, nx);
-      Send(Data(7, r, slot, gen, e, static_cast<uint8_t>(f | (r == 2 ? p::flags::kRetx : 0)), x,
-                nx, 4096));
+      Send(Data(7, r, slot, gen, e, static_cast<uint8_t>(f | (r == 2 ? p::flags::kRetx : 0)), x, nx,
+                4096));
     }
     auto out = RunAndTake();
     ASSERT_EQ(out.size(), 1u) << "count " << count;
@@ -176,19 +175,40 @@ TEST_P(CoreTest, EveryDropCauseIsCounted) {
   Install(0, 1, 2, 64, 0, 2, 0);
   Pkt ok = Data(1, 0, 0, 0, {5});
   auto bytes = Encode(ok);
-  sim_->SendFrame(MakeFrame(std::span(bytes).first(10)));      // short: malformed
-  Pkt v = ok; v.h.version = 9; Send(v);                         // bad version
-  Pkt t = ok; t.h.type = 3; Send(t);                            // not data: malformed
-  Pkt l = ok; l.h.count = 2; Send(l);                           // length mismatch: malformed
-  Pkt j = ok; j.h.job = 2; Send(j);                             // unknown job
-  Send(Data(1, 0, 0, 0, std::vector<int32_t>(65, 1)));          // count > K: malformed
-  Pkt r = ok; r.h.rank = 2; Send(r);                            // bad rank
-  Pkt s = ok; s.h.slot = 2; Send(s);                            // bad slot
-  Send(ok, /*mac_err=*/true);                                   // MAC error: malformed
-  Send(ok);                                                     // accepted (gen 0)
-  Pkt st = ok; st.h.gen = 4; st.h.rank = 1; Send(st);           // stale (copy 0 at gen 0)
-  Pkt mm = ok; mm.h.rank = 1; mm.h.offset = 64; Send(mm);       // mismatch (offset)
-  Pkt mi = ok; mi.h.rank = 1; mi.h.flags = p::flags::kInt32; Send(mi);  // mismatch (int32)
+  sim_->SendFrame(MakeFrame(std::span(bytes).first(10)));  // short: malformed
+  Pkt v = ok;
+  v.h.version = 9;
+  Send(v);  // bad version
+  Pkt t = ok;
+  t.h.type = 3;
+  Send(t);  // not data: malformed
+  Pkt l = ok;
+  l.h.count = 2;
+  Send(l);  // length mismatch: malformed
+  Pkt j = ok;
+  j.h.job = 2;
+  Send(j);                                              // unknown job
+  Send(Data(1, 0, 0, 0, std::vector<int32_t>(65, 1)));  // count > K: malformed
+  Pkt r = ok;
+  r.h.rank = 2;
+  Send(r);  // bad rank
+  Pkt s = ok;
+  s.h.slot = 2;
+  Send(s);                     // bad slot
+  Send(ok, /*mac_err=*/true);  // MAC error: malformed
+  Send(ok);                    // accepted (gen 0)
+  Pkt st = ok;
+  st.h.gen = 4;
+  st.h.rank = 1;
+  Send(st);  // stale (copy 0 at gen 0)
+  Pkt mm = ok;
+  mm.h.rank = 1;
+  mm.h.offset = 64;
+  Send(mm);  // mismatch (offset)
+  Pkt mi = ok;
+  mi.h.rank = 1;
+  mi.h.flags = p::flags::kInt32;
+  Send(mi);  // mismatch (int32)
   auto out = RunAndTake();
   EXPECT_TRUE(out.empty());
   auto c = Counters();
@@ -258,18 +278,18 @@ TEST_P(CoreTest, ClearJobRemovesOnlyThatJob) {
 TEST_P(CoreTest, CommitResetsTheJobsSlotsOnly) {
   Install(0, 20, 2, 64, 0, 2, 1);
   Install(1, 21, 2, 64, 2, 2, 2);
-  Send(Data(20, 0, 0, 0, {100}));      // job 20 slot 0 copy 0: partial
-  Send(Data(20, 0, 1, 1, {7}));        // job 20 slot 1 copy 1: complete below
+  Send(Data(20, 0, 0, 0, {100}));  // job 20 slot 0 copy 0: partial
+  Send(Data(20, 0, 1, 1, {7}));    // job 20 slot 1 copy 1: complete below
   Send(Data(20, 1, 1, 1, {8}));
-  Send(Data(21, 0, 0, 0, {3}));        // job 21: partial
+  Send(Data(21, 0, 0, 0, {3}));  // job 21: partial
   auto out = RunAndTake();
-  ASSERT_EQ(out.size(), 1u);           // job 20 slot 1 gen 1
-  Install(0, 20, 2, 64, 0, 2, 1);      // re-commit job 20 over the same slots
-  Send(Data(20, 1, 1, 1, {8}));        // was a duplicate of a complete copy; now a first add
-  Send(Data(20, 1, 0, 0, {5}));        // the partial 100 is gone: this is the first contribution
+  ASSERT_EQ(out.size(), 1u);       // job 20 slot 1 gen 1
+  Install(0, 20, 2, 64, 0, 2, 1);  // re-commit job 20 over the same slots
+  Send(Data(20, 1, 1, 1, {8}));    // was a duplicate of a complete copy; now a first add
+  Send(Data(20, 1, 0, 0, {5}));    // the partial 100 is gone: this is the first contribution
   EXPECT_TRUE(RunAndTake().empty());
-  Send(Data(20, 0, 0, 0, {6}));        // completes slot 0 gen 0 with 5 + 6
-  Send(Data(21, 1, 0, 0, {30}));       // job 21 completes with 3 + 30
+  Send(Data(20, 0, 0, 0, {6}));   // completes slot 0 gen 0 with 5 + 6
+  Send(Data(21, 1, 0, 0, {30}));  // job 21 completes with 3 + 30
   out = RunAndTake();
   ASSERT_EQ(out.size(), 2u);
   p::Header want = Data(20, p::kRankAll, 0, 0, {}).h;

@@ -1,16 +1,16 @@
 // ina_fifo (Width 16, Depth 4) under random input idle and output backpressure: every word comes
 // out once, in order; valid/data hold while stalled; ready never depends on valid; free counts.
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
 #include <random>
 
-#include <gtest/gtest.h>
-
 #include "Vina_fifo.h"
-#include "verilated.h"
 #include "support/seed.h"
+#include "verilated.h"
 
 namespace {
 

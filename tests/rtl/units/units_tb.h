@@ -13,8 +13,8 @@
 #include <random>
 
 #include "Vina_units_tb.h"
-#include "verilated.h"
 #include "support/seed.h"
+#include "verilated.h"
 
 namespace ina::rtl_units {
 

@@ -4,13 +4,13 @@
 // must match. Traffic: several jobs (K 64 and 256, world 1..8, windows 1..4), loss then
 // retransmission, duplicates, reordering, stale generations, mismatches, malformed frames; random
 // input idle cycles and output backpressure. INA_SEED replays a run.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "ina/dp/ref_engine.h"
 #include "ina/drv/job_table.h"
@@ -67,7 +67,8 @@ std::vector<uint8_t> DataPacket(std::mt19937_64& rng, const Job& j, uint16_t ran
   h.offset = offset;
   p::EncodeHeader(h, b.data());
   for (size_t i = 0; i < count; ++i) {
-    uint32_t v = (rng() % 4 == 0) ? static_cast<uint32_t>(rng()) : static_cast<uint32_t>(rng() % 64);
+    uint32_t v =
+        (rng() % 4 == 0) ? static_cast<uint32_t>(rng()) : static_cast<uint32_t>(rng() % 64);
     p::Store32(&b[p::kHeaderBytes + 4 * i], v);
   }
   return b;
@@ -75,14 +76,30 @@ std::vector<uint8_t> DataPacket(std::mt19937_64& rng, const Job& j, uint16_t ran
 
 void Mutate(std::mt19937_64& rng, std::vector<uint8_t>& b) {
   switch (rng() % 8) {
-    case 0: b.resize(rng() % p::kHeaderBytes); break;                          // short
-    case 1: b[0] = static_cast<uint8_t>(2 + rng() % 250); break;               // version
-    case 2: b[1] = static_cast<uint8_t>(rng() % 7); break;                     // type
-    case 3: b.resize(b.size() + 4 * (1 + rng() % 3)); break;                   // too long
-    case 4: p::Store16(&b[6], static_cast<uint16_t>(rng())); break;            // job
-    case 5: p::Store16(&b[8], static_cast<uint16_t>(rng() % 80)); break;       // rank
-    case 6: p::Store16(&b[10], static_cast<uint16_t>(rng() % 6)); break;       // slot
-    case 7: p::Store16(&b[12], static_cast<uint16_t>(p::Load16(&b[12]) + rng() % 5)); break;
+    case 0:
+      b.resize(rng() % p::kHeaderBytes);
+      break;  // short
+    case 1:
+      b[0] = static_cast<uint8_t>(2 + rng() % 250);
+      break;  // version
+    case 2:
+      b[1] = static_cast<uint8_t>(rng() % 7);
+      break;  // type
+    case 3:
+      b.resize(b.size() + 4 * (1 + rng() % 3));
+      break;  // too long
+    case 4:
+      p::Store16(&b[6], static_cast<uint16_t>(rng()));
+      break;  // job
+    case 5:
+      p::Store16(&b[8], static_cast<uint16_t>(rng() % 80));
+      break;  // rank
+    case 6:
+      p::Store16(&b[10], static_cast<uint16_t>(rng() % 6));
+      break;  // slot
+    case 7:
+      p::Store16(&b[12], static_cast<uint16_t>(p::Load16(&b[12]) + rng() % 5));
+      break;
   }
 }
 
@@ -168,8 +185,7 @@ TEST_P(CosimTest, RtlMatchesReferencePacketForPacket) {
     for (size_t i = 0; i < got.size(); ++i) {
       const RefOut& w = want.out[i];
       ASSERT_GE(got[i].bytes.size(), p::kFramePrefixBytes);
-      std::vector<uint8_t> payload(got[i].bytes.begin() + p::kFramePrefixBytes,
-                                   got[i].bytes.end());
+      std::vector<uint8_t> payload(got[i].bytes.begin() + p::kFramePrefixBytes, got[i].bytes.end());
       ASSERT_EQ(payload, w.bytes) << "result " << i;
       EXPECT_EQ(got[i].dest_rank, w.dest) << "result " << i;
       auto it = std::find_if(jobs.begin(), jobs.end(),

@@ -40,7 +40,9 @@ class TempDir {
 
 // Element i of rank r's input: small integers, so every partial sum is exact in float and the
 // expected sum is known in closed form whatever order the ring adds in.
-float Input(int rank, size_t i) { return static_cast<float>(rank + 1) * static_cast<float>(i % 1000) - rank; }
+float Input(int rank, size_t i) {
+  return static_cast<float>(rank + 1) * static_cast<float>(i % 1000) - rank;
+}
 float Expected(int world, size_t i) {
   float s = 0;
   for (int r = 0; r < world; ++r) s += Input(r, i);

@@ -15,10 +15,10 @@ namespace ina {
 
 enum class StatusCode {
   kOk = 0,
-  kInvalidArgument,   // the caller passed something out of range
+  kInvalidArgument,  // the caller passed something out of range
   kNotFound,
   kAlreadyExists,
-  kResourceExhausted, // out of slots, buffers, job table entries
+  kResourceExhausted,  // out of slots, buffers, job table entries
   kFailedPrecondition,
   kUnavailable,       // peer unreachable, transport down
   kDeadlineExceeded,  // no progress within the configured time
@@ -53,7 +53,9 @@ class [[nodiscard]] Status {
   std::string message_;
 };
 
-inline Status InvalidArgument(std::string m) { return {StatusCode::kInvalidArgument, std::move(m)}; }
+inline Status InvalidArgument(std::string m) {
+  return {StatusCode::kInvalidArgument, std::move(m)};
+}
 inline Status NotFound(std::string m) { return {StatusCode::kNotFound, std::move(m)}; }
 inline Status AlreadyExists(std::string m) { return {StatusCode::kAlreadyExists, std::move(m)}; }
 inline Status ResourceExhausted(std::string m) {
@@ -76,7 +78,7 @@ Status ErrnoStatus(std::string_view what, int err);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}        // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {  // NOLINT
     assert(!std::get<Status>(v_).ok() && "Result from an OK Status");
   }
@@ -105,10 +107,10 @@ class [[nodiscard]] Result {
 #define INA_CONCAT_(a, b) INA_CONCAT_INNER_(a, b)
 
 // Returns the Status from the enclosing function if `expr` is not OK.
-#define INA_RETURN_IF_ERROR(expr)                   \
-  do {                                              \
-    ::ina::Status ina_status_ = (expr);             \
-    if (!ina_status_.ok()) return ina_status_;      \
+#define INA_RETURN_IF_ERROR(expr)              \
+  do {                                         \
+    ::ina::Status ina_status_ = (expr);        \
+    if (!ina_status_.ok()) return ina_status_; \
   } while (0)
 
 // `INA_ASSIGN_OR_RETURN(auto x, F())`: declares x from F()'s value, or returns its Status.

@@ -29,6 +29,6 @@ class RegisterAccess {
 // /sys/bus/pci/devices/0000:03:00.0/resource0. Errors: NotFound / FailedPrecondition (open or mmap
 // failed, with errno text), InvalidArgument (size 0 or larger than the file).
 Result<std::unique_ptr<RegisterAccess>> MakePcieBarAccess(const std::string& resource_path,
-                                                           size_t size);
+                                                          size_t size);
 
 }  // namespace ina::drv

@@ -72,8 +72,8 @@ class CoreSim final : public drv::RegisterAccess {
 
   // Statistics since construction.
   uint64_t cycles() const { return cycles_; }
-  uint64_t in_beats() const { return in_beats_; }      // s_axis handshakes
-  uint64_t out_beats() const { return out_beats_; }    // m_axis handshakes
+  uint64_t in_beats() const { return in_beats_; }            // s_axis handshakes
+  uint64_t out_beats() const { return out_beats_; }          // m_axis handshakes
   uint64_t last_in_cycle() const { return last_in_cycle_; }  // cycle of the last s_axis beat
 
  private:
