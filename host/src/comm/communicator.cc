@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "counter.h"
+#include "exchange.h"
 #include "ina/host/quant.h"
 #include "ina/host/transport.h"
 #include "ina/proto/wire.h"
@@ -364,58 +365,26 @@ Result<uint16_t> Join(const CommConfig& cfg, Transport& t, uint16_t lane,
     h.gen = static_cast<uint16_t>(cfg.progress_threads);
   }
   proto::EncodeHeader(h, join);
-  TxPacket tx{join, sizeof(join)};
-
-  std::vector<uint8_t> bufs(internal::kBurst * internal::kRxBufBytes);
-  std::array<RxPacket, internal::kBurst> rx{};
-  Status last_error;
-  const auto start = Clock::now();
-  const auto deadline = start + milliseconds(cfg.join_timeout_ms);
-  auto next_send = start;
-  while (true) {
-    if (cancel.load(std::memory_order_relaxed)) return Aborted(who + ": another lane failed");
-    auto now = Clock::now();
-    if (now >= deadline) {
-      std::string m = who + ": no join_ack within " + std::to_string(cfg.join_timeout_ms) +
-                      " ms (did every rank start?)";
-      if (!last_error.ok()) m += "; last transport error: " + last_error.ToString();
-      return DeadlineExceeded(m);
-    }
-    if (now >= next_send) {
-      auto r = t.SendBurst(std::span(&tx, 1));
-      if (!r.ok()) {
-        if (r.status().code() != StatusCode::kUnavailable) return r.status().WithContext(who);
-        last_error = r.status();
-      }
-      next_send = now + kJoinResend;
-    }
-    const auto until = std::min(next_send, deadline);
-    const auto wait = std::chrono::duration_cast<microseconds>(until - now);
-    for (size_t i = 0; i < internal::kBurst; ++i) {
-      rx[i] = {bufs.data() + i * internal::kRxBufBytes, internal::kRxBufBytes, 0};
-    }
-    auto r = t.RecvBurst(std::span(rx.data(), internal::kBurst), std::max(wait, microseconds(0)));
-    if (!r.ok()) {
-      if (r.status().code() != StatusCode::kUnavailable) return r.status().WithContext(who);
-      last_error = r.status();  // the fabric is not up (yet): wait for the next resend
-      std::this_thread::sleep_until(until);
-      continue;
-    }
-    for (size_t i = 0; i < *r; ++i) {
-      const uint8_t* p = rx[i].data;
-      if (rx[i].len < proto::kHeaderBytes) continue;
-      const proto::Header a = proto::DecodeHeader(p);
-      if (a.version != proto::kVersion || a.job != cfg.job_id) continue;
-      if (a.type == static_cast<uint8_t>(proto::MsgType::kError)) return JoinError(a.aux, who);
-      if (a.type != static_cast<uint8_t>(proto::MsgType::kJoinAck)) continue;
-      if (a.count != cfg.k || a.offset < 1 || a.offset > cfg.window) {
-        return Internal(who + ": join_ack with k " + std::to_string(a.count) + " window " +
-                        std::to_string(a.offset) + " (asked k " + std::to_string(cfg.k) +
-                        " window " + std::to_string(cfg.window) + ")");
-      }
-      return static_cast<uint16_t>(a.offset);
-    }
+  internal::ExchangeSpec spec;
+  spec.request = join;
+  spec.resend = kJoinResend;
+  spec.timeout = milliseconds(cfg.join_timeout_ms);
+  spec.is_reply = [&](const proto::Header& a) {
+    return a.job == cfg.job_id && (a.type == static_cast<uint8_t>(proto::MsgType::kError) ||
+                                   a.type == static_cast<uint8_t>(proto::MsgType::kJoinAck));
+  };
+  spec.who = who;
+  spec.no_answer =
+      "no join_ack within " + std::to_string(cfg.join_timeout_ms) + " ms (did every rank start?)";
+  spec.cancel = &cancel;
+  INA_ASSIGN_OR_RETURN(const proto::Header a, internal::Exchange(t, spec));
+  if (a.type == static_cast<uint8_t>(proto::MsgType::kError)) return JoinError(a.aux, who);
+  if (a.count != cfg.k || a.offset < 1 || a.offset > cfg.window) {
+    return Internal(who + ": join_ack with k " + std::to_string(a.count) + " window " +
+                    std::to_string(a.offset) + " (asked k " + std::to_string(cfg.k) + " window " +
+                    std::to_string(cfg.window) + ")");
   }
+  return static_cast<uint16_t>(a.offset);
 }
 
 // Joins every lane at once (the fabric admits the job only when all lanes of all ranks joined),

@@ -1,28 +1,17 @@
 // AllocateJobId: ALLOC_JOB / ALLOC_ACK with the fabric (see job_alloc.h).
 #include "ina/host/job_alloc.h"
 
-#include <array>
 #include <chrono>
 #include <random>
 #include <string>
-#include <thread>
-#include <vector>
 
+#include "exchange.h"
 #include "ina/host/transport.h"
 #include "ina/proto/wire.h"
 
 namespace ina::host {
-namespace {
 
-using Clock = std::chrono::steady_clock;
-using std::chrono::microseconds;
 using std::chrono::milliseconds;
-
-constexpr milliseconds kResend{100};
-constexpr size_t kBurst = 8;
-constexpr size_t kRxBufBytes = 2048;
-
-}  // namespace
 
 Result<uint16_t> AllocateJobId(const CommConfig& config) {
   // Validate what is used; job/rank/world are irrelevant here, so check a copy with neutral ones.
@@ -53,54 +42,25 @@ Result<uint16_t> AllocateJobId(const CommConfig& config) {
   // cores; the same value in every resend keeps them on one.
   h.job = static_cast<uint16_t>(rd());
   proto::EncodeHeader(h, req);
-  const TxPacket tx{req, sizeof(req)};
-
-  std::vector<uint8_t> bufs(kBurst * kRxBufBytes);
-  std::array<RxPacket, kBurst> rx{};
-  Status last_error;
-  const auto deadline = Clock::now() + milliseconds(c.join_timeout_ms);
-  auto next_send = Clock::now();
-  while (true) {
-    const auto now = Clock::now();
-    if (now >= deadline) {
-      std::string m = who + ": no alloc_ack within " + std::to_string(c.join_timeout_ms) +
-                      " ms (is the switch running?)";
-      if (!last_error.ok()) m += "; last transport error: " + last_error.ToString();
-      return DeadlineExceeded(m);
-    }
-    if (now >= next_send) {
-      auto r = t.SendBurst(std::span(&tx, 1));
-      if (!r.ok()) {
-        if (r.status().code() != StatusCode::kUnavailable) return r.status().WithContext(who);
-        last_error = r.status();
-      }
-      next_send = now + kResend;
-    }
-    const auto until = std::min(next_send, deadline);
-    const auto wait = std::chrono::duration_cast<microseconds>(until - now);
-    for (size_t i = 0; i < kBurst; ++i) rx[i] = {bufs.data() + i * kRxBufBytes, kRxBufBytes, 0};
-    auto r = t.RecvBurst(std::span(rx.data(), kBurst), std::max(wait, microseconds(0)));
-    if (!r.ok()) {
-      if (r.status().code() != StatusCode::kUnavailable) return r.status().WithContext(who);
-      last_error = r.status();  // not up (yet): wait for the next resend
-      std::this_thread::sleep_until(until);
-      continue;
-    }
-    for (size_t i = 0; i < *r; ++i) {
-      if (rx[i].len < proto::kHeaderBytes) continue;
-      const proto::Header a = proto::DecodeHeader(rx[i].data);
-      if (a.version != proto::kVersion || a.gen != nonce) continue;
-      if (a.type == static_cast<uint8_t>(proto::MsgType::kError) && a.job == 0) {
-        return ResourceExhausted(who + ": fabric answered error(" +
-                                 std::string(proto::ErrorCodeName(a.aux)) +
-                                 "): no job id free or too many reservations");
-      }
-      if (a.type == static_cast<uint8_t>(proto::MsgType::kAllocAck) &&
-          a.job >= proto::kAllocJobMin) {
-        return a.job;
-      }
-    }
+  internal::ExchangeSpec spec;
+  spec.request = req;
+  spec.timeout = milliseconds(c.join_timeout_ms);
+  spec.is_reply = [&](const proto::Header& a) {
+    return a.gen == nonce &&
+           ((a.type == static_cast<uint8_t>(proto::MsgType::kError) && a.job == 0) ||
+            (a.type == static_cast<uint8_t>(proto::MsgType::kAllocAck) &&
+             a.job >= proto::kAllocJobMin));
+  };
+  spec.who = who;
+  spec.no_answer =
+      "no alloc_ack within " + std::to_string(c.join_timeout_ms) + " ms (is the switch running?)";
+  INA_ASSIGN_OR_RETURN(const proto::Header a, internal::Exchange(t, spec));
+  if (a.type == static_cast<uint8_t>(proto::MsgType::kError)) {
+    return ResourceExhausted(who + ": fabric answered error(" +
+                             std::string(proto::ErrorCodeName(a.aux)) +
+                             "): no job id free or too many reservations");
   }
+  return a.job;
 }
 
 }  // namespace ina::host

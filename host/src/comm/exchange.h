@@ -1,0 +1,34 @@
+// A control request resent until the fabric answers it: the loop shared by the join handshake
+// (communicator.cc) and job-id allocation (job_alloc.cc).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <span>
+#include <string>
+
+#include "ina/base/status.h"
+#include "ina/host/transport.h"
+#include "ina/proto/wire.h"
+
+namespace ina::host::internal {
+
+struct ExchangeSpec {
+  std::span<const uint8_t> request;  // one header-only packet, sent as is
+  std::chrono::milliseconds resend{100};
+  std::chrono::milliseconds timeout{10000};
+  // True for the reply that ends the exchange (only well-formed headers of this version reach it).
+  std::function<bool(const proto::Header&)> is_reply;
+  std::string who;        // context for every error ("join job 7 as rank 0 of 2 at ...")
+  std::string no_answer;  // the DeadlineExceeded text after `who` ("no join_ack within ... ms")
+  const std::atomic<bool>* cancel = nullptr;  // set: stop with Aborted
+};
+
+// Sends spec.request every spec.resend until a received header satisfies is_reply (returned),
+// spec.timeout (DeadlineExceeded naming the last transport error) or cancel (Aborted). A fabric
+// that is not up yet (Unavailable from the transport) is retried; other transport errors are
+// returned with `who` as context. Blocks up to spec.timeout.
+Result<proto::Header> Exchange(Transport& t, const ExchangeSpec& spec);
+
+}  // namespace ina::host::internal
