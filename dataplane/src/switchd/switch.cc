@@ -49,19 +49,7 @@ void CopyTo(net::Endpoint* e, const Peer& p) {
 }
 // Peer equality (control.h) on endpoints: family, address and port (IPv6: and scope).
 bool SameEndpoint(const net::Endpoint& a, const net::Endpoint& b) {
-  if (a.addr.ss_family != b.addr.ss_family) return false;
-  if (a.addr.ss_family == AF_INET) {
-    const auto& x = reinterpret_cast<const sockaddr_in&>(a.addr);
-    const auto& y = reinterpret_cast<const sockaddr_in&>(b.addr);
-    return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
-  }
-  if (a.addr.ss_family == AF_INET6) {
-    const auto& x = reinterpret_cast<const sockaddr_in6&>(a.addr);
-    const auto& y = reinterpret_cast<const sockaddr_in6&>(b.addr);
-    return x.sin6_port == y.sin6_port && x.sin6_scope_id == y.sin6_scope_id &&
-           std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof(x.sin6_addr)) == 0;
-  }
-  return a.len == b.len && std::memcmp(&a.addr, &b.addr, a.len) == 0;
+  return SameAddress(a.addr, a.len, b.addr, b.len);
 }
 
 }  // namespace

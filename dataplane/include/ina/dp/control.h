@@ -82,20 +82,27 @@ struct Peer {
   friend bool operator==(const Peer& a, const Peer& b);
 };
 
-inline bool operator==(const Peer& a, const Peer& b) {
-  if (a.addr.ss_family != b.addr.ss_family) return false;
-  if (a.addr.ss_family == AF_INET) {
-    const auto& x = reinterpret_cast<const sockaddr_in&>(a.addr);
-    const auto& y = reinterpret_cast<const sockaddr_in&>(b.addr);
+// The equality of Peer, on any address held as (sockaddr_storage, length): ina-switchd uses it on
+// its ports' endpoints too.
+inline bool SameAddress(const sockaddr_storage& a, socklen_t a_len, const sockaddr_storage& b,
+                        socklen_t b_len) {
+  if (a.ss_family != b.ss_family) return false;
+  if (a.ss_family == AF_INET) {
+    const auto& x = reinterpret_cast<const sockaddr_in&>(a);
+    const auto& y = reinterpret_cast<const sockaddr_in&>(b);
     return x.sin_port == y.sin_port && x.sin_addr.s_addr == y.sin_addr.s_addr;
   }
-  if (a.addr.ss_family == AF_INET6) {
-    const auto& x = reinterpret_cast<const sockaddr_in6&>(a.addr);
-    const auto& y = reinterpret_cast<const sockaddr_in6&>(b.addr);
+  if (a.ss_family == AF_INET6) {
+    const auto& x = reinterpret_cast<const sockaddr_in6&>(a);
+    const auto& y = reinterpret_cast<const sockaddr_in6&>(b);
     return x.sin6_port == y.sin6_port && x.sin6_scope_id == y.sin6_scope_id &&
            std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof(x.sin6_addr)) == 0;
   }
-  return a.len == b.len && std::memcmp(&a.addr, &b.addr, a.len) == 0;
+  return a_len == b_len && std::memcmp(&a, &b, a_len) == 0;
+}
+
+inline bool operator==(const Peer& a, const Peer& b) {
+  return SameAddress(a.addr, a.len, b.addr, b.len);
 }
 
 // "127.0.0.1:5000", "[::1]:5000" or "family N".
