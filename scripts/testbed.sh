@@ -168,35 +168,18 @@ run_child() {  # command...; sets rc
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-ip netns add "$SW" || die "ip netns add failed"
-NAMESPACES+=("$SW")
-ip -n "$SW" link set lo up
-ip netns exec "$SW" sysctl -q -w net.ipv4.ip_forward=1
-# tbf: burst 64 KiB (well above rate/HZ at these rates), queue up to 2 MiB (more than a window of
-# ina packets, so ina never loses packets to the shaper; TCP fills it, as it would a switch port).
-shape() { tc -n "$1" qdisc add dev "$2" root tbf rate "$RATE" burst 64kb limit 2mb \
-            overhead "$OVERHEAD" mpu $((60 + OVERHEAD)); }
+# shellcheck source=scripts/netns_star.sh
+source "$ROOT/scripts/netns_star.sh"
+star_up "$SW" "$PREFIX" "$WORKERS" "$RATE" "$OVERHEAD" || die "ip netns add failed"
 # ina-dpdk: the kernel gets a copy of every af_packet frame. The DPDK addresses are ones no kernel
 # owns (switch 10.77.255.1, worker i 10.77.i.3), routed to a blackhole in the namespace that
 # receives them, so the kernel drops its copies silently (no ICMP, no forwarding).
 DPDK_SW_IP=10.77.255.1
 DPDK_SW_PORT=47999
 DPDK_LOCAL_PORT=40000
-for ((i = 0; i < WORKERS; i++)); do
-  ns=$PREFIX-w$i
-  ip netns add "$ns"
-  NAMESPACES+=("$ns")
-  ip -n "$ns" link set lo up
-  ip link add "w$i" netns "$ns" type veth peer name "s$i" netns "$SW"
-  ip -n "$ns" addr add "10.77.$i.2/24" dev "w$i"
-  ip -n "$SW" addr add "10.77.$i.1/24" dev "s$i"
-  ip -n "$ns" link set "w$i" gso_max_size 1500 up
-  ip -n "$SW" link set "s$i" gso_max_size 1500 up
-  ip -n "$ns" route add default via "10.77.$i.1"
-  shape "$ns" "w$i"
-  shape "$SW" "s$i"
-  has ina-dpdk && ip -n "$ns" route add blackhole "10.77.$i.3/32"
-done
+if has ina-dpdk; then
+  for ((i = 0; i < WORKERS; i++)); do ip -n "$PREFIX-w$i" route add blackhole "10.77.$i.3/32"; done
+fi
 if has ina-dpdk; then ip -n "$SW" route add blackhole "$DPDK_SW_IP/32"; fi
 echo "testbed: $WORKERS workers in $PREFIX-w*, switch in $SW, every link $RATE each way" \
      "(+$OVERHEAD B/frame)"

@@ -4,7 +4,7 @@
 #   scripts/torch_testbed.sh [--workers 4] [--rate 200mbit] [--steps 12] [--hidden 1024]
 #                            [--layers 3] [--build DIR] [--out DIR]
 #
-# The same star as scripts/testbed.sh (its set-up, repeated here): one namespace per worker with a
+# The same star as scripts/testbed.sh (set up by scripts/netns_star.sh): one namespace per worker with a
 # veth pair to a switch namespace that forwards between them, each direction shaped by tc tbf to
 # --rate (+24 B per frame), GSO off. ina-switchd runs in the switch namespace; each rank of
 # examples/train_ddp.py runs in its own worker namespace (--rank), reaching the switch at its own
@@ -71,26 +71,9 @@ trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-ip netns add "$SW" || die "ip netns add failed"
-NAMESPACES+=("$SW")
-ip -n "$SW" link set lo up
-ip netns exec "$SW" sysctl -q -w net.ipv4.ip_forward=1
-shape() { tc -n "$1" qdisc add dev "$2" root tbf rate "$RATE" burst 64kb limit 2mb \
-            overhead "$OVERHEAD" mpu $((60 + OVERHEAD)); }
-for ((i = 0; i < WORKERS; i++)); do
-  ns=$PREFIX-w$i
-  ip netns add "$ns"
-  NAMESPACES+=("$ns")
-  ip -n "$ns" link set lo up
-  ip link add "w$i" netns "$ns" type veth peer name "s$i" netns "$SW"
-  ip -n "$ns" addr add "10.77.$i.2/24" dev "w$i"
-  ip -n "$SW" addr add "10.77.$i.1/24" dev "s$i"
-  ip -n "$ns" link set "w$i" gso_max_size 1500 up
-  ip -n "$SW" link set "s$i" gso_max_size 1500 up
-  ip -n "$ns" route add default via "10.77.$i.1"
-  shape "$ns" "w$i"
-  shape "$SW" "s$i"
-done
+# shellcheck source=scripts/netns_star.sh
+source "$ROOT/scripts/netns_star.sh"
+star_up "$SW" "$PREFIX" "$WORKERS" "$RATE" "$OVERHEAD" || die "ip netns add failed"
 : > "$OUT/switchd.out"
 ip netns exec "$SW" "$SWITCHD" --bind 0.0.0.0 --port 0 > "$OUT/switchd.out" 2>&1 &
 SWITCH_PID=$!
