@@ -69,7 +69,11 @@ class Switch::Core final : private Emitter, private ReplySink {
   static constexpr size_t kTxGroups = 64;  // distinct peers grouped per flush (last: the rest)
 
   Core(unsigned index, const Config& config, std::unique_ptr<Engine> engine)
-      : index_(index), config_(config), engine_(std::move(engine)), pub_(kNumAll) {}
+      : index_(index),
+        config_(config),
+        engine_(std::move(engine)),
+        backoff_(static_cast<int>(config.dpdk_backoff_us)),
+        pub_(kNumAll) {}
 
   Status Init(std::vector<std::unique_ptr<net::Port>> ports) {
     ControlConfig cc;
@@ -234,15 +238,17 @@ class Switch::Core final : private Emitter, private ReplySink {
     if (ports_.size() == 1) return ports_[0]->WaitRx(timeout);
     // Several (polling) ports: poll each, back off between rounds.
     const auto deadline = Clock::now() + timeout;
-    net::IdleBackoff backoff(static_cast<int>(config_.dpdk_backoff_us));
     while (true) {
       for (auto& port : ports_) {
         INA_ASSIGN_OR_RETURN(bool r, port->WaitRx(std::chrono::microseconds(0)));
-        if (r) return true;
+        if (r) {
+          backoff_.Reset();
+          return true;
+        }
       }
       const auto now = Clock::now();
       if (now >= deadline) return false;
-      backoff.Idle(std::chrono::duration_cast<std::chrono::microseconds>(deadline - now));
+      backoff_.Idle(std::chrono::duration_cast<std::chrono::microseconds>(deadline - now));
     }
   }
 
@@ -437,6 +443,7 @@ class Switch::Core final : private Emitter, private ReplySink {
   std::vector<TxSlot> tx_q_;  // kTxCap
   size_t tx_n_ = 0;
   std::vector<net::TxPacket> tx_desc_;  // kTxCap
+  net::IdleBackoff backoff_;            // between polls of several ports (WaitRx)
   std::vector<uint32_t> tx_order_;      // kTxCap: slot indices grouped by peer
   std::vector<uint32_t> tx_link_;       // kTxCap: next slot of the same group
   std::array<uint32_t, kTxGroups> group_head_{};
