@@ -79,6 +79,17 @@ void SlotWindow::PutHeader(uint16_t s, uint8_t flags, uint8_t exp, uint8_t next_
 }
 
 // Float: local exponent (and non-finiteness) of block b, kept for when the slot sends it.
+// Blocks are first read a few sends before they are needed (the exponent of block b+W when block b
+// goes out, int32 block b itself): a tensor larger than the cache streams from memory, and a 1 KiB
+// block per packet is too short a run for the hardware prefetcher across page boundaries.
+void SlotWindow::Prefetch(int64_t b) const {
+  if (b >= blocks_) return;
+  const auto* p = reinterpret_cast<const char*>(op_.is_float ? static_cast<const void*>(op_.f)
+                                                             : static_cast<const void*>(op_.i)) +
+                  static_cast<size_t>(b) * cfg_.k * proto::kElemBytes;
+  for (size_t i = 0; i < BlockCount(b) * proto::kElemBytes; i += 64) __builtin_prefetch(p + i);
+}
+
 uint8_t SlotWindow::LocalExp(int64_t b, bool* nonfinite) const {
   return kern_.block_exp(op_.f + static_cast<size_t>(b) * cfg_.k, BlockCount(b), nonfinite);
 }
@@ -98,6 +109,7 @@ Status SlotWindow::SendBlock(uint16_t s, int64_t b, uint8_t e) {
   const size_t off = static_cast<size_t>(b) * cfg_.k;
   uint8_t* payload = Buf(s) + proto::kHeaderBytes;
   if (!op_.is_float) {
+    Prefetch(b + kPrefetchBlocks);
     kern_.to_wire(op_.i + off, cnt, payload);
     PutHeader(s, proto::flags::kInt32, 0, 0, static_cast<uint16_t>(cnt),
               static_cast<uint32_t>(off));
@@ -112,6 +124,7 @@ Status SlotWindow::SendBlock(uint16_t s, int64_t b, uint8_t e) {
   uint8_t next_exp = proto::kExpNone;
   const int64_t nb = b + window_;
   if (nb < blocks_) {
+    Prefetch(nb + kPrefetchBlocks);
     next_exp = LocalExp(nb, &sl.pending_nonfinite);
     sl.pending_exp = next_exp;
   }

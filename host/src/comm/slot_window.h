@@ -177,6 +177,7 @@ class SlotWindow {
   void PutHeader(uint16_t s, uint8_t flags, uint8_t exp, uint8_t next_exp, uint16_t count,
                  uint32_t offset);
   uint8_t LocalExp(int64_t b, bool* nonfinite) const;
+  void Prefetch(int64_t b) const;  // block b's elements into the cache (no-op past the end)
   void SendExpRound(uint16_t s);
   Status SendBlock(uint16_t s, int64_t b, uint8_t e);
   Status HandleResult(const uint8_t* p, size_t len, TimePoint now);
@@ -187,6 +188,7 @@ class SlotWindow {
   std::string DescribeStall(TimePoint now) const;
 
   static constexpr size_t kBufBytes = proto::kMaxPacketBytes;
+  static constexpr int64_t kPrefetchBlocks = 4;  // how far ahead of its first read a block is
 
   const WindowConfig cfg_;
   const uint16_t window_;
