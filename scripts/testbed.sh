@@ -139,7 +139,7 @@ cleanup() {
   local rc=$?
   trap - EXIT INT TERM
   # The run in progress (ina-bench or mpirun under timeout, which passes the signal on): ina-bench
-  # stops its workers and removes its /dev/shm file on SIGTERM.
+  # stops its workers on SIGTERM.
   if [[ -n $CHILD ]]; then
     kill -TERM "$CHILD" 2> /dev/null || true
     for _ in $(seq 50); do kill -0 "$CHILD" 2> /dev/null || break; sleep 0.1; done
