@@ -19,7 +19,9 @@ WindowConfig WindowConfig::From(const CommConfig& c, uint16_t granted_window, ui
   w.k = c.k;
   w.window = granted_window;
   w.progress_timeout = milliseconds(c.progress_timeout_ms);
-  w.rto = RtoConfig{c.rto_min_us, c.rto_initial_us, c.rto_max_us};
+  // The lane's slots: that many results come back per round trip.
+  const int64_t lane_slots = (granted_window + w.lanes - 1 - lane) / w.lanes;
+  w.rto = RtoConfig{c.rto_min_us, c.rto_initial_us, c.rto_max_us, std::max<int64_t>(1, lane_slots)};
   return w;
 }
 

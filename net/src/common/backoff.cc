@@ -26,6 +26,18 @@ void TightenTimerSlack() {
   (void)prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);  // best effort: slack only costs latency
 }
 
+// A thread pinned to one CPU (a DPDK lcore) owns it: spinning costs nobody. Any other thread may
+// share its CPUs with other pollers, and spinning there only delays them.
+std::chrono::microseconds SpinBudget() {
+  thread_local const std::chrono::microseconds budget = [] {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    const bool pinned = sched_getaffinity(0, sizeof(set), &set) == 0 && CPU_COUNT(&set) == 1;
+    return pinned ? IdleBackoff::kSpinUs : std::chrono::microseconds(0);
+  }();
+  return budget;
+}
+
 }  // namespace
 
 IdleBackoff::IdleBackoff(int max_sleep_us) : max_us_(std::max(max_sleep_us, 1)) {}
@@ -38,11 +50,12 @@ void IdleBackoff::Idle(std::chrono::microseconds left) {
     sleep_us_ = 1;
   }
   const auto idle = now - idle_since_;
-  if (idle < kSpinUs) {
+  const auto spin = SpinBudget();
+  if (idle < spin) {
     for (int i = 0; i < 8; ++i) Pause();
     return;
   }
-  if (idle < kSpinUs + kYieldUs) {
+  if (idle < spin + kYieldUs) {
     sched_yield();
     return;
   }

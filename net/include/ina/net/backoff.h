@@ -2,9 +2,12 @@
 //
 // A poller that found nothing calls Idle(); one that got packets calls Reset(). The idle time
 // since the last Reset decides what Idle does:
-//   - up to kSpinUs: a CPU pause (the next packet of a running all-reduce is microseconds away);
-//   - up to kSpinUs + kYieldUs: sched_yield, so on a machine with more pollers than cores the
-//     others run (a yield with nobody else runnable returns in about a microsecond);
+//   - up to kSpinUs, only on a thread pinned to one CPU (a dedicated DPDK lcore): a CPU pause (the
+//     next packet of a running all-reduce is microseconds away);
+//   - then up to kYieldUs: sched_yield, so where pollers share CPUs the others run at once (a
+//     yield with nobody else runnable returns in about a microsecond). Measured with 4 memif
+//     workers and the switch on 2 CPUs: ina-bench 16M floats 291-329 ms yielding at once against
+//     398-436 ms spinning 50 us first (docs/benchmarks-dpdk.md);
 //   - then sleeps of 1, 2, 4 ... microseconds up to the ceiling (max_sleep_us), so an idle poller
 //     does not hold a core of a small machine.
 // Sleeping threads get a timer slack of 1 us (prctl PR_SET_TIMERSLACK, once per thread): with
