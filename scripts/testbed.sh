@@ -122,8 +122,8 @@ fi
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 
-# ina over UDP sends one datagram per frame: no UDP GSO trains (INA_UDP_GSO, read by the UDP
-# transport and ina-switchd), because a train crosses a veth as one skb and tbf would charge the
+# ina over UDP sends one datagram per frame: no UDP GSO trains (INA_UDP_GSO, the environment
+# override of ina-bench's and ina-switchd's --udp-gso; ina-bench hands it to its workers), because a train crosses a veth as one skb and tbf would charge the
 # per-frame --overhead once per train instead of once per frame on the wire.
 export INA_UDP_GSO=${INA_UDP_GSO:-0}
 

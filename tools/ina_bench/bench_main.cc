@@ -54,6 +54,7 @@ int Main(int argc, char** argv) {
   }
   Options o = *parsed;
   if (o.role_worker) return WorkerMain(o);
+  if (!o.quiet) PrintConfig(o, stdout);
   if (o.transport == "memif") {
     char dir[] = "/tmp/ina-memif-XXXXXX";
     if (mkdtemp(dir) == nullptr) {

@@ -112,7 +112,9 @@ Result<Fabric> StartFabric(const Options& o) {
                                    "--engine",
                                    o.engine,
                                    "--seed",
-                                   std::to_string(o.seed)};
+                                   std::to_string(o.seed),
+                                   "--udp-gso",
+                                   o.udp_gso ? "1" : "0"};
   if (memif) {
     args.insert(args.end(), {"--dpdk", MemifEal(o, -1), "--dpdk-backoff-us",
                              std::to_string(o.dpdk_backoff_us)});

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "coord_wire.h"
+#include "ina/base/parse.h"
 #include "ina/host/config.h"
 #include "ina/proto/wire.h"
 
@@ -40,36 +41,35 @@ struct Flag {
   const char* help;     // '\n' starts an indented continuation line
   Setter set;
   unsigned scope = kParent;
-  Getter get = nullptr;  // kRun and kDefault options
+  Getter get = nullptr;       // kRun and kDefault options
+  const char* env = nullptr;  // an INA_* variable that sets it when the flag is absent
 };
 
 template <typename T>
 Getter Get(T Options::*field) {
-  return [=](const Options& o) {
+  return [=](const Options& o) -> std::string {
     if constexpr (std::is_same_v<T, std::string>) {
       return o.*field;
+    } else if constexpr (std::is_same_v<T, bool>) {
+      return o.*field ? "1" : "0";
+    } else if constexpr (std::is_same_v<T, double>) {
+      char b[32];
+      std::snprintf(b, sizeof(b), "%g", o.*field);
+      return b;
+    } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+      std::string all;
+      for (const auto& x : o.*field) all += (all.empty() ? "" : ",") + x;
+      return all;
     } else {
       return std::to_string(o.*field);
     }
   };
 }
 
-// The one integer parser: the whole string, decimal or 0x hex.
-bool ParseLong(const char* s, long long* out) {
-  char* end = nullptr;
-  errno = 0;
-  *out = std::strtoll(s, &end, 0);
-  return errno == 0 && end != s && *end == '\0';
-}
-
 template <typename T>
 Setter Int(T Options::*field, long long lo, long long hi) {
   return [=](Options& o, const std::string& flag, const char* v) -> Status {
-    long long x;
-    if (!ParseLong(v, &x) || x < lo || x > hi) {
-      return InvalidArgument(flag + " wants an integer in [" + std::to_string(lo) + ", " +
-                             std::to_string(hi) + "], got '" + v + "'");
-    }
+    INA_ASSIGN_OR_RETURN(long long x, ParseInt(flag, v, lo, hi));
     o.*field = static_cast<T>(x);
     return Status::Ok();
   };
@@ -77,12 +77,14 @@ Setter Int(T Options::*field, long long lo, long long hi) {
 
 Setter Rate(double Options::*field) {
   return [=](Options& o, const std::string& flag, const char* v) -> Status {
-    char* end = nullptr;
-    const double x = std::strtod(v, &end);
-    if (end == v || *end != '\0' || !(x >= 0 && x <= 0.5)) {
-      return InvalidArgument(flag + " wants a probability in [0, 0.5], got '" + v + "'");
-    }
-    o.*field = x;
+    INA_ASSIGN_OR_RETURN(o.*field, ParseReal(flag, v, 0, 0.5));
+    return Status::Ok();
+  };
+}
+
+Setter Bool(bool Options::*field) {
+  return [=](Options& o, const std::string& flag, const char* v) -> Status {
+    INA_ASSIGN_OR_RETURN(o.*field, ParseBool(flag, v));
     return Status::Ok();
   };
 }
@@ -155,18 +157,18 @@ const std::vector<Flag>& Flags() {
        Choice([](Options& o, std::string_view v) { o.int32 = v == "int32"; }, {"float", "int32"}),
        kShared, [](const Options& o) { return std::string(o.int32 ? "int32" : "float"); }},
       {"--drop-rate", "p", "", "switch drops each packet in and out with probability p",
-       Rate(&Options::drop_rate)},
+       Rate(&Options::drop_rate), kParent, Get(&Options::drop_rate)},
       {"--dup-rate", "p", "", "switch duplicates packets with probability p",
-       Rate(&Options::dup_rate)},
+       Rate(&Options::dup_rate), kParent, Get(&Options::dup_rate)},
       {"--reorder-rate", "p", "", "switch delays packets behind later ones with probability p",
-       Rate(&Options::reorder_rate)},
+       Rate(&Options::reorder_rate), kParent, Get(&Options::reorder_rate)},
       {"--seed", "S", "", "input data and fault-injection seed (default 1)",
        Int(&Options::seed, 0, INT64_MAX), kShared, Get(&Options::seed)},
       {"--k", "K", "", "elements per packet, 64 or 256 (default 256)",
        [](Options& o, const std::string& flag, const char* v) -> Status {
-         long long x;
-         if (!ParseLong(v, &x) || !proto::IsValidK(static_cast<uint32_t>(x)) || x < 0) {
-           return InvalidArgument(flag + " wants 64 or 256, got '" + v + "'");
+         INA_ASSIGN_OR_RETURN(long long x, ParseInt(flag, v, 0, 65535));
+         if (!proto::IsValidK(static_cast<uint32_t>(x))) {
+           return InvalidArgument(flag + "='" + v + "': not 64 or 256");
          }
          o.k = static_cast<int>(x);
          return Status::Ok();
@@ -175,10 +177,10 @@ const std::vector<Flag>& Flags() {
       {"--window", "W", "", "slots asked per job (default 256)", Int(&Options::window, 1, 65535),
        kShared, Get(&Options::window)},
       {"--engine", "fast|ref", "", "switch engine (default fast)",
-       Text(&Options::engine, /*allow_empty=*/true)},
+       Text(&Options::engine, /*allow_empty=*/true), kParent, Get(&Options::engine)},
       {"--dataplane", "sw|rtl", "",
        "fabric: sw (ina-switchd) or rtl (ina-rtlsim, the verilated RTL)",
-       Choice(&Options::dataplane, {"sw", "rtl"})},
+       Choice(&Options::dataplane, {"sw", "rtl"}), kParent, Get(&Options::dataplane)},
       {"--switch", "HOST:PORT", "",
        "use a running switch instead of starting one (a worker: the switch's\n"
        "address as this host reaches it; default: the coordinator's)",
@@ -187,7 +189,7 @@ const std::vector<Flag>& Flags() {
          o.switch_addr = v;
          return Status::Ok();
        },
-       kBoth},
+       kBoth, Get(&Options::switch_addr)},
       {"--job", "J", "", "job id (default derived from the pid)", Int(&Options::job, 1, 65535),
        kShared, Get(&Options::job)},
       {"--no-gloo", nullptr, "", "skip the Gloo ring baseline", Switch(&Options::gloo, false),
@@ -212,19 +214,20 @@ const std::vector<Flag>& Flags() {
        Int(&Options::rto_initial_us, 0, 10000000), kShared, Get(&Options::rto_initial_us)},
       {"--timeout-s", "S", "", "kill everything after S seconds (default 600)",
        Int(&Options::timeout_s, 1, 86400), kShared, Get(&Options::timeout_s)},
-      {"--quiet", nullptr, "", "only the JSON line", Switch(&Options::quiet, true), kBoth},
+      {"--quiet", nullptr, "", "only the JSON line", Switch(&Options::quiet, true), kBoth,
+       Get(&Options::quiet)},
       {"--worker-netns", "A,B,..",
        "workers elsewhere (they meet the parent over TCP; docs/testbed.md):",
        "run rank r as `ip netns exec <r-th name> ina-bench --role worker`\n"
        "(one name per worker; needs root, see scripts/testbed.sh); the parent\n"
        "listens on 127.0.0.1 inside each namespace",
-       List(&Options::worker_netns)},
+       List(&Options::worker_netns), kParent, Get(&Options::worker_netns)},
       {"--worker-switch", "H:P,..", "",
        "the switch address each rank uses (default: --switch for all)",
-       List(&Options::worker_switch)},
+       List(&Options::worker_switch), kParent, Get(&Options::worker_switch)},
       {"--worker-addr", "A,B,..", "",
        "each rank's own IPv4 address, bound by Gloo (default 127.0.0.1)",
-       List(&Options::worker_addr)},
+       List(&Options::worker_addr), kParent, Get(&Options::worker_addr)},
       {"--listen", "HOST:PORT", "",
        "start no workers: wait for --workers workers started on their hosts\n"
        "(ina-bench --role worker --coordinator THIS_HOST:PORT --rank R);\n"
@@ -234,11 +237,12 @@ const std::vector<Flag>& Flags() {
          if (!a.ok()) return InvalidArgument(flag + ": " + a.status().message());
          o.listen = v;
          return Status::Ok();
-       }},
+       },
+       kParent, Get(&Options::listen)},
       {"--join-timeout-s", "S", "",
        "parent: every worker connected within S s; worker: the parent\n"
        "reached within S s (default 60)",
-       Int(&Options::join_timeout_s, 1, 86400), kBoth},
+       Int(&Options::join_timeout_s, 1, 86400), kBoth, Get(&Options::join_timeout_s)},
       {"--transport", "udp|dpdk|memif", "worker transport:",
        "the communicators' transport (default udp); memif: DPDK over net_memif,\n"
        "the switch with one memif port per rank, set up by ina-bench (root)",
@@ -250,12 +254,21 @@ const std::vector<Flag>& Flags() {
        Get(&Options::dpdk_local)},
       {"--dpdk-backoff-us", "U", "", "idle RX back-off ceiling (default 200)",
        Int(&Options::dpdk_backoff_us, 0, 1000000), kShared, Get(&Options::dpdk_backoff_us)},
+      {"--udp-gso", "0|1", "",
+       "UDP GSO trains out, GRO in, in the workers and the switch started\n"
+       "here (default 1; env INA_UDP_GSO)",
+       Bool(&Options::udp_gso), kShared,
+       [](const Options& o) { return std::string(o.udp_gso ? "1" : "0"); }, "INA_UDP_GSO"},
+      {"--quant", "auto|scalar|avx2|avx512", "",
+       "the workers' quantization kernels (default auto; env INA_QUANT)",
+       Choice(&Options::quant, {"auto", "scalar", "avx2", "avx512"}), kShared, Get(&Options::quant),
+       "INA_QUANT"},
       {"--role", "worker", "a worker (started by the parent, or by hand on its host):",
        "this process is one rank; it takes the run options from the\n"
        "coordinator (any it is given must agree with the coordinator's)",
        Choice([](Options& o, std::string_view v) { o.role_worker = v == "worker"; },
               {"worker", "parent"}),
-       kBoth},
+       kBoth, [](const Options& o) { return std::string(o.role_worker ? "worker" : "parent"); }},
       {"--coordinator", "HOST:PORT", "", "the parent to report to (its --listen address)",
        [](Options& o, const std::string& flag, const char* v) -> Status {
          auto a = ParseTcpAddress(v);
@@ -265,10 +278,11 @@ const std::vector<Flag>& Flags() {
          o.coordinator = v;
          return Status::Ok();
        },
-       kWorker},
-      {"--rank", "R", "", "the rank", Int(&Options::rank, 0, kMaxWorkers - 1), kWorker},
+       kWorker, Get(&Options::coordinator)},
+      {"--rank", "R", "", "the rank", Int(&Options::rank, 0, kMaxWorkers - 1), kWorker,
+       Get(&Options::rank)},
       {"--gloo-host", "ADDR", "", "the address Gloo binds (default 127.0.0.1)",
-       Text(&Options::gloo_host, /*allow_empty=*/false), kWorker},
+       Text(&Options::gloo_host, /*allow_empty=*/false), kWorker, Get(&Options::gloo_host)},
   };
   return flags;
 }
@@ -378,6 +392,12 @@ Result<Options> ParseArgs(int argc, char** argv, bool* help) {
     INA_RETURN_IF_ERROR(flag->set(o, a, v));
     if (!Given(o, a)) o.given.push_back(a);
   }
+  // Environment overrides (documented with each flag), read once here, for flags not given. A
+  // worker takes them from the coordinator instead.
+  for (const Flag& f : Flags()) {
+    if (f.env == nullptr || Given(o, f.name) || o.role_worker) continue;
+    if (const char* v = std::getenv(f.env)) INA_RETURN_IF_ERROR(f.set(o, f.env, v));
+  }
   INA_RETURN_IF_ERROR(Validate(o, /*complete=*/!o.role_worker));
   return o;
 }
@@ -433,6 +453,18 @@ void PrintUsage(std::FILE* out) {
       std::fprintf(out, "%23s%.*s\n", "", static_cast<int>(help.substr(0, next).size()),
                    help.data());
     }
+  }
+}
+
+void PrintConfig(const Options& o, std::FILE* out) {
+  std::fprintf(out, "ina-bench config (%s):\n", o.role_worker ? "worker" : "parent");
+  for (const Flag& f : Flags()) {
+    const unsigned side = o.role_worker ? kWorker : kParent;
+    if ((f.scope & side) == 0) continue;
+    std::fprintf(out, "  %-22s %s%s\n", f.name, f.get(o).c_str(),
+                 Given(o, f.name)                         ? ""
+                 : f.env != nullptr && std::getenv(f.env) ? " (env)"
+                                                          : "");
   }
 }
 

@@ -63,7 +63,9 @@ struct Options {
   std::string dpdk_eal;
   std::string dpdk_local;
   int dpdk_backoff_us = 200;
-  std::string memif_dir;  // internal (memif): the parent's folder of memif sockets
+  bool udp_gso = true;         // workers' CommConfig::udp_gso and the switch's --udp-gso
+  std::string quant = "auto";  // workers' CommConfig::quant
+  std::string memif_dir;       // internal (memif): the parent's folder of memif sockets
 };
 
 // Parses argv[1..]. Sets *help and returns the defaults when --help or -h is given.
@@ -84,6 +86,9 @@ Args GivenRunArgs(const Options& o);
 // A worker's options with the coordinator's `args` applied (a per-host default only where the
 // worker's command line did not give its own), then checked as a whole. Errors: InvalidArgument.
 Status ApplyRunArgs(Options* o, const Args& args);
+
+// Every option's value, one "  --flag value" line each, from the same table (printed at start).
+void PrintConfig(const Options& o, std::FILE* out);
 
 // printf to stdout (flushed) unless --quiet: the human-readable lines around the JSON line.
 void Say(const Options& o, const char* fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -40,6 +40,8 @@ host::CommConfig MakeConfig(const Options& o, int rank, const std::string& host,
   cfg.window = static_cast<uint16_t>(o.window);
   cfg.progress_timeout_ms = o.progress_timeout_ms;
   cfg.progress_threads = o.progress_threads;
+  cfg.udp_gso = o.udp_gso;
+  cfg.quant = o.quant;
   if (o.rto_min_us > 0) cfg.rto_min_us = o.rto_min_us;
   if (o.rto_initial_us > 0) cfg.rto_initial_us = o.rto_initial_us;
   cfg.rto_initial_us = std::max(cfg.rto_initial_us, cfg.rto_min_us);
@@ -240,6 +242,7 @@ int WorkerMain(Options o) {
   if (!client.ok()) return fail(client.status());
   if (o.switch_addr.empty()) o.switch_addr = (*client)->switch_addr();
   if (Status st = ApplyRunArgs(&o, (*client)->run_args()); !st.ok()) return fail(st);
+  if (!o.quiet) PrintConfig(o, stdout);
   // The report's region: this rank's own copy, laid out as the parent's.
   std::vector<uint8_t> mem(MapBytes(o));
   const SharedView view = ViewOf(mem.data(), o);

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -56,7 +58,8 @@ TEST(BenchOptions, BadValuesNameTheOption) {
       {"--drop-rate", "p"},   {"--k", "128"},
       {"--dtype", "double"},  {"--dataplane", "fpga"},
       {"--switch", "nohost"}, {"--transport", "verbs"},
-      {"--worker-netns", ""}, {"--bogus"}};
+      {"--worker-netns", ""}, {"--bogus"},
+      {"--udp-gso", "2"},     {"--quant", "sse9"}};
   for (const auto& args : bad) {
     auto o = Parse(args);
     ASSERT_FALSE(o.ok()) << args[0];
@@ -181,6 +184,38 @@ TEST(BenchOptions, RunArgsCarryTheRunToAWorker) {
   w2.switch_addr = "sw:1";
   st = ApplyRunArgs(&w2, {{"--warp-drive", "1"}});
   EXPECT_NE(st.message().find("--warp-drive"), std::string::npos) << st.message();
+}
+
+// INA_UDP_GSO and INA_QUANT are read once, by the parent's option parsing (a flag wins), and
+// reach the workers as run options; a bad value names the variable.
+TEST(BenchOptions, EnvironmentOverridesOfUdpGsoAndQuant) {
+  setenv("INA_UDP_GSO", "0", 1);
+  setenv("INA_QUANT", "scalar", 1);
+  auto o = Parse({});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_FALSE(o->udp_gso);
+  EXPECT_EQ(o->quant, "scalar");
+  auto args = RunArgs(*o);
+  EXPECT_NE(
+      std::find(args.begin(), args.end(), std::pair<std::string, std::string>{"--udp-gso", "0"}),
+      args.end());
+  o = Parse({"--udp-gso", "1"});
+  ASSERT_TRUE(o.ok());
+  EXPECT_TRUE(o->udp_gso) << "the flag wins";
+  auto w = Parse({"--role", "worker", "--coordinator", "h:1", "--rank", "0"});
+  ASSERT_TRUE(w.ok());
+  EXPECT_TRUE(w->udp_gso) << "a worker takes the coordinator's, not its environment's";
+  setenv("INA_UDP_GSO", "maybe", 1);
+  o = Parse({});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("INA_UDP_GSO='maybe'"), std::string::npos)
+      << o.status().message();
+  unsetenv("INA_UDP_GSO");
+  setenv("INA_QUANT", "sse9", 1);
+  o = Parse({});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("INA_QUANT"), std::string::npos) << o.status().message();
+  unsetenv("INA_QUANT");
 }
 
 TEST(BenchOptions, HelpListsEveryFlagFromTheTable) {
