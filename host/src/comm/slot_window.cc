@@ -174,6 +174,7 @@ Status SlotWindow::Begin(const OpDesc& op, TimePoint now) {
 
 void SlotWindow::End() {
   active_ = false;
+  deadline_floor_ = due_floor_ = TimePoint::max();
   ring_head_ = ring_size_ = 0;
   for (Slot& sl : slots_) {
     sl.busy = sl.queued = false;
@@ -201,6 +202,8 @@ void SlotWindow::OnSent(size_t n, TimePoint now) {
     sl.sent = true;
     sl.sent_at = now;
     sl.deadline = now + microseconds(sl.rto_us);
+    deadline_floor_ = std::min(deadline_floor_, sl.deadline);
+    due_floor_ = std::min(due_floor_, Due(sl));
     counters_.packets_sent.Inc();
     if (proto::GetFlags(Buf(s)) & proto::flags::kRetx) counters_.retransmissions.Inc();
   }
@@ -216,16 +219,24 @@ TimePoint SlotWindow::Due(const Slot& sl) const {
   return overtaken ? sl.deadline : std::max(sl.deadline, last_progress_ + microseconds(sl.rto_us));
 }
 
+// Scans the slots only when the earliest time one can be due has come (due_floor_): in a
+// lossless flow that is never, and the scan of W slots per turn was a few percent of a worker's
+// time per packet.
 void SlotWindow::OnTimers(TimePoint now) {
-  if (!active_) return;
+  if (!active_ || now < due_floor_) return;
+  due_floor_ = deadline_floor_ = TimePoint::max();
   for (uint16_t s = 0; s < used_; ++s) {
     Slot& sl = slots_[s];
     if (!sl.busy || sl.queued) continue;
-    if (Due(sl) <= now) {
+    const TimePoint due = Due(sl);
+    if (due <= now) {
       proto::SetFlags(Buf(s), proto::GetFlags(Buf(s)) | proto::flags::kRetx);
       ++sl.retries;
       sl.rto_us = rto_.Backoff(sl.rto_us);
       Enqueue(s);
+    } else {
+      due_floor_ = std::min(due_floor_, due);
+      deadline_floor_ = std::min(deadline_floor_, sl.deadline);
     }
   }
 }
@@ -238,13 +249,7 @@ Status SlotWindow::CheckProgress(TimePoint now) const {
 
 TimePoint SlotWindow::NextDeadline() const {
   if (!active_ || remaining_ == 0) return TimePoint::max();
-  TimePoint next = last_progress_ + cfg_.progress_timeout;
-  for (uint16_t s = 0; s < used_; ++s) {
-    const Slot& sl = slots_[s];
-    if (!sl.busy || sl.queued) continue;
-    next = std::min(next, Due(sl));
-  }
-  return next;
+  return std::min(last_progress_ + cfg_.progress_timeout, due_floor_);
 }
 
 Status SlotWindow::OnPacket(std::span<const uint8_t> packet, TimePoint now) {
@@ -304,6 +309,9 @@ Status SlotWindow::HandleResult(const uint8_t* p, size_t len, TimePoint now) {
   last_progress_ = now;
   rto_.OnSample(std::chrono::duration_cast<microseconds>(now - sl.sent_at), sl.retries != 0);
   if (sl.retries == 0) rack_sent_ = std::max(rack_sent_, sl.sent_at);
+  // Newer evidence (rack_sent_) or a smaller RTO can make a slot due as early as its own
+  // deadline: until the next scan, that is the bound.
+  due_floor_ = std::min(due_floor_, deadline_floor_);
   sl.busy = false;
   sl.deadline = TimePoint::max();
   const uint16_t s = h.slot;

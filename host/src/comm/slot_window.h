@@ -118,7 +118,8 @@ class SlotWindow {
   void OnTimers(TimePoint now);
   // DeadlineExceeded when no result was accepted for progress_timeout (or since Begin).
   Status CheckProgress(TimePoint now) const;
-  // The earliest time OnTimers or CheckProgress has something to do; TimePoint::max() when idle.
+  // The earliest time OnTimers or CheckProgress may have something to do (never later than it;
+  // exact after OnTimers until the next result); TimePoint::max() when idle.
   TimePoint NextDeadline() const;
 
   // The packets queued for sending, in order: fills up to out.size() and returns how many.
@@ -208,6 +209,10 @@ class SlotWindow {
   size_t ring_size_ = 0;
   TimePoint last_progress_{};
   TimePoint rack_sent_{};  // latest send time of a first transmission that got a result
+  // Bounds for the slots awaiting a result (not queued): no deadline before deadline_floor_, no
+  // Due() before due_floor_ (exact after a scan; lowered by sends and results, see OnTimers).
+  TimePoint deadline_floor_ = TimePoint::max();
+  TimePoint due_floor_ = TimePoint::max();
   Status last_transport_error_;
   uint64_t peer_left_after_ = UINT64_MAX;
   uint16_t peer_left_rank_ = 0;
