@@ -225,8 +225,8 @@ TEST_F(MultiHost, WorkerThatNeverComesIsNamed) {
 }
 
 TEST_F(MultiHost, KillDrillOverTcp) {
-  const std::string coord =
-      StartParent(3, {"--elements", "1048576", "--kill-rank", "2", "--no-gloo"});
+  const std::string coord = StartParent(
+      3, {"--elements", "4194304", "--kill-rank", "2", "--kill-after-ms", "5", "--no-gloo"});
   ASSERT_FALSE(coord.empty());
   for (int r = 0; r < 3; ++r) StartWorker(r, coord, {"--quiet"});
   int code = -1;
