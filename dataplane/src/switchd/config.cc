@@ -58,9 +58,10 @@ Flag RateFlag(const char* name, std::string help, const char* key, double Config
           env,
           rtl_only,
           [=](Config& c, std::string_view what, const std::string& v) -> Status {
-            INA_ASSIGN_OR_RETURN(double x, ParseReal(what, v, 0, 1));
-            if (rtl_only && x >= 1) return Bad(what, "a number in [0, 1)", v);
-            c.*field = x;
+            auto x = ParseReal(what, v, 0, 1);
+            if (rtl_only && (!x.ok() || *x >= 1)) return Bad(what, "a number in [0, 1)", v);
+            if (!x.ok()) return x.status();
+            c.*field = *x;
             return Status::Ok();
           },
           [=](const Config& c) {
