@@ -122,8 +122,8 @@ fi
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 
-# ina over UDP sends one datagram per frame: no UDP GSO trains (INA_UDP_GSO, read by the UDP
-# transport and ina-switchd), because a train crosses a veth as one skb and tbf would charge the
+# ina over UDP sends one datagram per frame: no UDP GSO trains (INA_UDP_GSO, the environment
+# override of ina-bench's and ina-switchd's --udp-gso; ina-bench hands it to its workers), because a train crosses a veth as one skb and tbf would charge the
 # per-frame --overhead once per train instead of once per frame on the wire.
 export INA_UDP_GSO=${INA_UDP_GSO:-0}
 
@@ -139,7 +139,7 @@ cleanup() {
   local rc=$?
   trap - EXIT INT TERM
   # The run in progress (ina-bench or mpirun under timeout, which passes the signal on): ina-bench
-  # stops its workers and removes its /dev/shm file on SIGTERM.
+  # stops its workers on SIGTERM.
   if [[ -n $CHILD ]]; then
     kill -TERM "$CHILD" 2> /dev/null || true
     for _ in $(seq 50); do kill -0 "$CHILD" 2> /dev/null || break; sleep 0.1; done

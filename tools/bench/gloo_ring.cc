@@ -24,6 +24,43 @@ Status FromGlooException(std::string_view what, const std::exception& e) {
                 "gloo: " + std::string(what) + ": " + msg);
 }
 
+// gloo::rendezvous::Store over a RendezvousStore: errors become the IoException Gloo expects.
+class StoreAdapter : public gloo::rendezvous::Store {
+ public:
+  StoreAdapter(RendezvousStore& store, std::chrono::milliseconds timeout)
+      : store_(store), timeout_(timeout) {}
+  void set(const std::string& key, const std::vector<char>& data) override {
+    Check(store_.Set(key, data, timeout_));
+  }
+  std::vector<char> get(const std::string& key) override {
+    auto v = store_.Get(key, timeout_);
+    Check(v.status());
+    return std::move(*v);
+  }
+  void wait(const std::vector<std::string>& keys) override { wait(keys, timeout_); }
+  void wait(const std::vector<std::string>& keys,
+            const std::chrono::milliseconds& timeout) override {
+    Check(store_.Wait(keys, timeout));
+  }
+
+ private:
+  static void Check(const Status& s) {
+    if (!s.ok()) throw gloo::IoException(s.ToString());
+  }
+  RendezvousStore& store_;
+  std::chrono::milliseconds timeout_;
+};
+
+Status CheckArgs(int rank, int world, std::chrono::milliseconds timeout, const std::string& host) {
+  if (world < 1 || rank < 0 || rank >= world) {
+    return InvalidArgument("gloo: rank " + std::to_string(rank) + " out of range for world " +
+                           std::to_string(world));
+  }
+  if (timeout.count() <= 0) return InvalidArgument("gloo: timeout must be positive");
+  if (host.empty()) return InvalidArgument("gloo: empty host address");
+  return Status::Ok();
+}
+
 }  // namespace
 
 GlooRing::GlooRing(int rank, int world, std::chrono::milliseconds timeout,
@@ -36,13 +73,8 @@ Result<std::unique_ptr<GlooRing>> GlooRing::Create(int rank, int world,
                                                    const std::string& store_dir,
                                                    std::chrono::milliseconds timeout,
                                                    const std::string& host) {
-  if (world < 1 || rank < 0 || rank >= world) {
-    return InvalidArgument("gloo: rank " + std::to_string(rank) + " out of range for world " +
-                           std::to_string(world));
-  }
-  if (timeout.count() <= 0) return InvalidArgument("gloo: timeout must be positive");
+  INA_RETURN_IF_ERROR(CheckArgs(rank, world, timeout, host));
   if (store_dir.empty()) return InvalidArgument("gloo: empty store directory");
-  if (host.empty()) return InvalidArgument("gloo: empty host address");
   try {
     gloo::transport::tcp::attr attr;
     attr.hostname = host;
@@ -55,6 +87,27 @@ Result<std::unique_ptr<GlooRing>> GlooRing::Create(int rank, int world,
     return std::unique_ptr<GlooRing>(new GlooRing(rank, world, timeout, std::move(context)));
   } catch (const std::exception& e) {
     return FromGlooException("rendezvous in " + store_dir + " (rank " + std::to_string(rank) +
+                                 " of " + std::to_string(world) + ")",
+                             e);
+  }
+}
+
+Result<std::unique_ptr<GlooRing>> GlooRing::Create(int rank, int world, RendezvousStore& store,
+                                                   std::chrono::milliseconds timeout,
+                                                   const std::string& host) {
+  INA_RETURN_IF_ERROR(CheckArgs(rank, world, timeout, host));
+  try {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = host;
+    attr.ai_family = AF_INET;
+    auto device = gloo::transport::tcp::CreateDevice(attr);
+    StoreAdapter adapter(store, timeout);
+    auto context = std::make_shared<gloo::rendezvous::Context>(rank, world);
+    context->setTimeout(timeout);
+    context->connectFullMesh(adapter, device);
+    return std::unique_ptr<GlooRing>(new GlooRing(rank, world, timeout, std::move(context)));
+  } catch (const std::exception& e) {
+    return FromGlooException("rendezvous through the coordinator (rank " + std::to_string(rank) +
                                  " of " + std::to_string(world) + ")",
                              e);
   }

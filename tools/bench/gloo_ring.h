@@ -2,8 +2,9 @@
 // all-reduce (reduce-scatter then all-gather over TCP between the ranks) on float tensors.
 //
 // One GlooRing per rank (normally one per process; Gloo also allows several in one process, one
-// per thread). Ranks meet through files in a shared directory (gloo::rendezvous::FileStore) and
-// connect over TCP on 127.0.0.1 (or on the address given to Create, e.g. a worker's own address
+// per thread). Ranks meet through files in a shared directory (gloo::rendezvous::FileStore) or
+// through a RendezvousStore the caller provides (ina-bench's coordinator over TCP), and connect
+// over TCP on 127.0.0.1 (or on the address given to Create, e.g. a worker's own address
 // inside a network namespace). Gloo reports errors by throwing; this class is the boundary that
 // turns them into Status, so nothing here throws.
 //
@@ -15,6 +16,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "ina/base/status.h"
 
@@ -23,6 +25,21 @@ class Context;
 }  // namespace gloo
 
 namespace ina::bench {
+
+// A key-value store every rank reaches: what Gloo's rendezvous (gloo::rendezvous::Store) needs.
+// Implementations return errors (a timeout's message says "timed out"); the adapter in
+// gloo_ring.cc turns them into the exceptions Gloo expects.
+class RendezvousStore {
+ public:
+  virtual ~RendezvousStore() = default;
+  virtual Status Set(const std::string& key, const std::vector<char>& value,
+                     std::chrono::milliseconds timeout) = 0;
+  // Blocks until `key` is set.
+  virtual Result<std::vector<char>> Get(const std::string& key,
+                                        std::chrono::milliseconds timeout) = 0;
+  // Blocks until every key is set.
+  virtual Status Wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) = 0;
+};
 
 class GlooRing {
  public:
@@ -35,6 +52,10 @@ class GlooRing {
   static Result<std::unique_ptr<GlooRing>> Create(int rank, int world, const std::string& store_dir,
                                                   std::chrono::milliseconds timeout,
                                                   const std::string& host = "127.0.0.1");
+  // The same, meeting through `store` (used only during Create). The store must be fresh per run.
+  static Result<std::unique_ptr<GlooRing>> Create(int rank, int world, RendezvousStore& store,
+                                                  std::chrono::milliseconds timeout,
+                                                  const std::string& host);
 
   ~GlooRing();
   GlooRing(const GlooRing&) = delete;

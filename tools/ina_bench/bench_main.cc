@@ -9,11 +9,15 @@
 // quantized sum and against the float64 sum with the documented bound; every rank's fingerprint
 // must equal rank 0's. Run with --help for all options.
 //
-// Multi-host mode (scripts/testbed.sh): with --worker-netns NS0,NS1,... the parent does not fork
-// workers but runs `ip netns exec NSr <this binary> --role worker --rank r --shm FILE ...` for
-// each rank. The shared region is then a file (in /dev/shm) that the parent creates and every
-// worker maps; the process-shared barrier lives in it as before. Each worker talks to the switch
-// address given for it (--worker-switch) and binds Gloo to its own address (--worker-addr).
+// Workers elsewhere (docs/testbed.md): they meet the parent's coordinator over TCP (coordinator.h),
+// which hands them the run's options, holds their barriers and Gloo's rendezvous, and takes their
+// reports (timings, errors, fingerprints, rank 0's results) for the same verification.
+//   - --worker-netns NS0,NS1,... (scripts/testbed.sh): the parent runs `ip netns exec NSr <this
+//     binary> --role worker --coordinator 127.0.0.1:P --rank r ...` for each rank, listening on
+//     127.0.0.1 inside each namespace; each worker talks to the switch address given for it
+//     (--worker-switch) and binds Gloo to its own address (--worker-addr).
+//   - --listen HOST:PORT: the parent starts no workers; each is started on its host with
+//     `ina-bench --role worker --coordinator HOST:PORT --rank r [--switch ...] [--gloo-host ...]`.
 //
 // Transport: --transport dpdk runs each rank's communicator over the DPDK transport instead of
 // UDP sockets; --dpdk-eal and --dpdk-local are templates in which "{rank}" becomes the rank, so
@@ -50,6 +54,7 @@ int Main(int argc, char** argv) {
   }
   Options o = *parsed;
   if (o.role_worker) return WorkerMain(o);
+  if (!o.quiet) PrintConfig(o, stdout);
   if (o.transport == "memif") {
     char dir[] = "/tmp/ina-memif-XXXXXX";
     if (mkdtemp(dir) == nullptr) {
@@ -85,7 +90,6 @@ int Run(const Options& o) {
   auto reaped = RunWorkers(o, *fabric, *region, store_dir);
   std::error_code ec;
   std::filesystem::remove_all(store_dir, ec);
-  region->Unlink();  // the mapping stays valid until we exit
   if (!reaped.ok()) {
     std::fprintf(stderr, "ina-bench: %s\n", reaped.status().ToString().c_str());
     return 1;

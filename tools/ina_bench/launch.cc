@@ -16,6 +16,8 @@
 #include <new>
 #include <thread>
 
+#include "coordinator.h"
+
 namespace ina::bench {
 namespace {
 
@@ -26,42 +28,21 @@ using Clock = std::chrono::steady_clock;
 volatile sig_atomic_t g_late_stop = 0;
 void OnStopSignal(int) { g_late_stop = 1; }
 
-// The command line that runs rank r in its namespace.
-std::vector<std::string> WorkerArgv(const Options& o, int r, const std::string& host, uint16_t port,
-                                    const std::string& gloo_host, const std::string& shm,
-                                    const std::string& store) {
+// The command line that runs rank r in its namespace: the worker takes the run's options from
+// the coordinator listening at `coordinator` inside that namespace.
+std::vector<std::string> WorkerArgv(const Options& o, int r, const std::string& coordinator,
+                                    const HostPort& sw, const std::string& gloo_host) {
   std::vector<std::string> a = {"ip", "netns", "exec", o.worker_netns[r], SelfDir() + "/ina-bench"};
   auto add = [&](const char* flag, const std::string& v) {
     a.push_back(flag);
     a.push_back(v);
   };
   add("--role", "worker");
+  add("--coordinator", coordinator);
   add("--rank", std::to_string(r));
-  add("--shm", shm);
-  add("--store", store);
+  add("--switch", sw.host + ":" + std::to_string(sw.port));
   add("--gloo-host", gloo_host);
-  add("--switch", host + ":" + std::to_string(port));
-  add("--workers", std::to_string(o.workers));
-  add("--elements", std::to_string(o.elements));
-  add("--iters", std::to_string(o.iters));
-  add("--dtype", o.int32 ? "int32" : "float");
-  add("--seed", std::to_string(o.seed));
-  add("--k", std::to_string(o.k));
-  add("--window", std::to_string(o.window));
-  add("--job", std::to_string(o.job));
-  add("--kill-after-ms", std::to_string(o.kill_after_ms));
-  add("--progress-timeout-ms", std::to_string(o.progress_timeout_ms));
-  add("--progress-threads", std::to_string(o.progress_threads));
-  add("--rto-min-us", std::to_string(o.rto_min_us));
-  add("--rto-initial-us", std::to_string(o.rto_initial_us));
-  add("--transport", o.transport);
-  add("--dpdk-backoff-us", std::to_string(o.dpdk_backoff_us));
-  if (o.transport == "dpdk") {
-    add("--dpdk-eal", o.dpdk_eal);
-    add("--dpdk-local", o.dpdk_local);
-  }
-  if (o.kill_rank >= 0) add("--kill-rank", std::to_string(o.kill_rank));
-  if (!o.gloo) a.push_back("--no-gloo");
+  add("--join-timeout-s", std::to_string(o.join_timeout_s));
   if (o.quiet) a.push_back("--quiet");
   return a;
 }
@@ -131,7 +112,9 @@ Result<Fabric> StartFabric(const Options& o) {
                                    "--engine",
                                    o.engine,
                                    "--seed",
-                                   std::to_string(o.seed)};
+                                   std::to_string(o.seed),
+                                   "--udp-gso",
+                                   o.udp_gso ? "1" : "0"};
   if (memif) {
     args.insert(args.end(), {"--dpdk", MemifEal(o, -1), "--dpdk-backoff-us",
                              std::to_string(o.dpdk_backoff_us)});
@@ -179,34 +162,10 @@ std::string StopFabric(const Options& o, Fabric& fabric) {
   return counters;
 }
 
-void SharedRegion::Unlink() {
-  if (!path.empty()) unlink(path.c_str());
-}
-
 Result<SharedRegion> MakeSharedRegion(const Options& o) {
   SharedRegion region;
-  const size_t map_bytes = MapBytes(o);
-  void* mem = MAP_FAILED;
-  if (!o.worker_netns.empty()) {
-    // A file the exec'd workers can map: they share the parent's filesystem, not its memory.
-    region.path = "/dev/shm/ina-bench-" + std::to_string(getpid()) + "-" + std::to_string(o.job);
-    int fd = open(region.path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-    if (fd < 0 || ftruncate(fd, static_cast<off_t>(map_bytes)) != 0) {
-      const int err = errno;
-      if (fd >= 0) close(fd);
-      region.Unlink();
-      return ErrnoStatus(region.path, err);
-    }
-    mem = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-  } else {
-    mem = mmap(nullptr, map_bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  }
-  if (mem == MAP_FAILED) {
-    const int err = errno;
-    region.Unlink();
-    return ErrnoStatus("mmap", err);
-  }
+  void* mem = mmap(nullptr, MapBytes(o), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (mem == MAP_FAILED) return ErrnoStatus("mmap", errno);
   new (mem) Shared();
   region.view = ViewOf(mem, o);
   pthread_barrierattr_t battr;
@@ -218,27 +177,55 @@ Result<SharedRegion> MakeSharedRegion(const Options& o) {
 
 Result<Reaped> RunWorkers(const Options& o, const Fabric& fabric, const SharedRegion& region,
                           const std::string& store_dir) {
-  const bool multi_host = !o.worker_netns.empty();
+  const bool netns = !o.worker_netns.empty();
+  const bool remote = !o.listen.empty();
+  std::unique_ptr<Coordinator> coord;
+  if (netns || remote) {
+    CoordinatorSetup cs;
+    cs.workers = o.workers;
+    cs.iters = o.iters;
+    cs.elements = o.elements;
+    cs.run_args = RunArgs(o);
+    cs.switch_addr = fabric.host + ":" + std::to_string(fabric.port);
+    cs.join_timeout = std::chrono::seconds(o.join_timeout_s);
+    cs.say = [&o](const std::string& line) { Say(o, "%s\n", line.c_str()); };
+    cs.warn = [](const std::string& line) {
+      std::fprintf(stderr, "ina-bench: %s\n", line.c_str());
+    };
+    INA_ASSIGN_OR_RETURN(coord, Coordinator::Create(std::move(cs), o.listen, o.worker_netns));
+    if (remote) {
+      // Always printed (also with --quiet): whoever starts the workers needs the port.
+      std::printf(
+          "ina-bench: coordinator listening on %s; start each worker with: ina-bench "
+          "--role worker --coordinator <this host>:%s --rank R\n",
+          coord->address(0).c_str(),
+          coord->address(0).substr(coord->address(0).rfind(':') + 1).c_str());
+      std::fflush(stdout);
+    }
+  }
   struct sigaction stop_action = {};
   stop_action.sa_handler = OnStopSignal;
   sigaction(SIGINT, &stop_action, nullptr);
   sigaction(SIGTERM, &stop_action, nullptr);
-  // Blocked before the first fork, so that no child's exit or stop signal is missed; the wait
-  // below takes them with sigtimedwait. Children get the old mask back.
+  // Blocked before the first fork and before the coordinator's thread starts, so that no child's
+  // exit, stop signal or coordinator event is missed; the wait below takes them with
+  // sigtimedwait. Children get the old mask back.
   sigset_t waited, old_mask;
   sigemptyset(&waited);
   sigaddset(&waited, SIGCHLD);
   sigaddset(&waited, SIGINT);
   sigaddset(&waited, SIGTERM);
+  sigaddset(&waited, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &waited, &old_mask);
+  if (coord) coord->Start(region.view, [] { kill(getpid(), SIGUSR1); });
 
   std::vector<pid_t> kids;
-  for (int r = 0; r < o.workers; ++r) {
+  for (int r = 0; r < o.workers && !remote; ++r) {
     HostPort sw{fabric.host, fabric.port};
     if (!o.worker_switch.empty()) sw = SplitHostPort(o.worker_switch[r]);
     const std::string gloo_host = o.worker_addr.empty() ? "127.0.0.1" : o.worker_addr[r];
     std::vector<std::string> argv;
-    if (multi_host) argv = WorkerArgv(o, r, sw.host, sw.port, gloo_host, region.path, store_dir);
+    if (netns) argv = WorkerArgv(o, r, coord->address(r), sw, gloo_host);
     std::vector<char*> cargv;
     for (auto& a : argv) cargv.push_back(a.data());
     cargv.push_back(nullptr);
@@ -247,16 +234,18 @@ Result<Reaped> RunWorkers(const Options& o, const Fabric& fabric, const SharedRe
       signal(SIGINT, SIG_DFL);
       signal(SIGTERM, SIG_DFL);
       pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-      if (multi_host) {
+      if (netns) {
         execvp(cargv[0], cargv.data());
         std::perror("ina-bench: exec ip netns exec");
         _exit(127);
       }
-      _exit(Worker(o, r, sw.host, sw.port, gloo_host, store_dir, region.view));
+      auto peers = ForkPeers(region.view, store_dir);
+      _exit(Worker(o, r, sw.host, sw.port, gloo_host, *peers, region.view));
     }
     if (pid < 0) {
       const int err = errno;
       KillAndReap(kids);
+      if (coord) coord->Stop("not started: fork failed");
       pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
       return ErrnoStatus("fork", err);
     }
@@ -265,20 +254,33 @@ Result<Reaped> RunWorkers(const Options& o, const Fabric& fabric, const SharedRe
 
   Reaped out;
   out.exit_status.assign(o.workers, -1);
+  out.lost.assign(o.workers, "");
   const auto deadline = Clock::now() + std::chrono::seconds(o.timeout_s);
+  const auto grace = std::chrono::milliseconds(o.progress_timeout_ms + 2000);
   auto kill_at = deadline;
-  std::vector<bool> alive(o.workers, true);
-  int running = o.workers;
+  std::vector<bool> alive(kids.size(), true);
+  int running = static_cast<int>(kids.size());
   bool killed = false;
-  while (running > 0) {
+  while (running > 0 || (coord && !coord->done())) {
+    if (coord && o.kill_rank < 0) {
+      if (auto failed = coord->first_failure()) kill_at = std::min(kill_at, *failed + grace);
+    }
     const auto now = Clock::now();
     if (!killed && (out.stopped || now >= kill_at)) {
       out.timed_out = !out.stopped;
       out.after_failure = out.timed_out && kill_at < deadline;
-      for (int r = 0; r < o.workers; ++r) {
+      for (size_t r = 0; r < kids.size(); ++r) {
         if (alive[r]) kill(kids[r], SIGKILL);
       }
+      if (coord) {
+        coord->Stop(out.stopped         ? "stopped by a signal before it reported"
+                    : out.after_failure ? "given up after another rank failed"
+                                        : "still running at the --timeout-s deadline");
+      }
       killed = true;
+    }
+    if (coord && netns && running == 0 && !coord->done()) {
+      coord->Stop("its process exited without reporting");
     }
     // After the kill, SIGKILLed children exit at once; the 1 s wait only bounds a lost signal.
     const auto left = killed ? std::chrono::nanoseconds(std::chrono::seconds(1))
@@ -291,8 +293,8 @@ Result<Reaped> RunWorkers(const Options& o, const Fabric& fabric, const SharedRe
       out.stopped = true;  // the workers are killed at the top of the loop
       continue;
     }
-    // SIGCHLD (several exits may share one), a timeout or EINTR: reap whoever is done.
-    for (int r = 0; r < o.workers; ++r) {
+    // SIGCHLD (several exits may share one), SIGUSR1, a timeout or EINTR: reap whoever is done.
+    for (size_t r = 0; r < kids.size(); ++r) {
       int status;
       if (!alive[r] || waitpid(kids[r], &status, WNOHANG) != kids[r]) continue;
       alive[r] = false;
@@ -301,11 +303,28 @@ Result<Reaped> RunWorkers(const Options& o, const Fabric& fabric, const SharedRe
       // A failed worker leaves the others in a barrier: give them the communicator's progress
       // timeout to report their own error, then stop them.
       const bool failed = !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-      if (failed && o.kill_rank < 0) {
-        kill_at = std::min(kill_at,
-                           Clock::now() + std::chrono::milliseconds(o.progress_timeout_ms + 2000));
+      if (failed && o.kill_rank < 0) kill_at = std::min(kill_at, Clock::now() + grace);
+    }
+  }
+  if (coord) {
+    coord->Stop("coordinator stopped");
+    for (int r = 0; r < o.workers; ++r) {
+      const RankOutcome& rk = coord->outcomes()[r];
+      if (rk.state == RankOutcome::State::kLost) {
+        out.lost[r] = rk.why + (rk.peer.empty() ? "" : " [" + rk.peer + "]");
+      }
+      if (remote && rk.state == RankOutcome::State::kReported) {
+        out.exit_status[r] = W_EXITCODE(rk.exit_code & 0xFF, 0);
       }
     }
+  }
+  // SIGUSR1s the coordinator sent after the last wait are still pending: take them while they
+  // are blocked (delivered, one would end the process).
+  timespec zero{0, 0};
+  sigset_t usr1;
+  sigemptyset(&usr1);
+  sigaddset(&usr1, SIGUSR1);
+  while (sigtimedwait(&usr1, nullptr, &zero) == SIGUSR1) {
   }
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   return out;

@@ -1,12 +1,17 @@
 // ina-bench's parent side: start the fabric (ina-switchd or ina-rtlsim, unless a running one is
-// named), make the region shared with the workers, start the workers (fork, or `ip netns exec`
-// of this binary per rank in multi-host mode), wait for them within the deadline, and stop the
-// fabric with its counters.
+// named), make the region the workers' reports land in, start the workers and wait for them within
+// the deadline, and stop the fabric with its counters. Three ways to run the workers:
+//   - fork (the default): forked children sharing the region's memory;
+//   - --worker-netns: `ip netns exec NSr <this binary> --role worker ...` per rank; they meet the
+//     parent's coordinator (coordinator.h) over TCP on 127.0.0.1 inside their namespace;
+//   - --listen: none started here; workers started on their hosts connect to the coordinator.
 //
-// Waiting: the parent blocks in sigtimedwait() on SIGCHLD, SIGINT and SIGTERM (no polling); a
-// failed worker moves the deadline to the communicator's progress timeout (+2 s) so that the
-// others report their own error, and workers still running at the deadline are killed (SIGKILL).
-// SIGINT/SIGTERM kill the workers at once.
+// Waiting: the parent blocks in sigtimedwait() on SIGCHLD, SIGINT, SIGTERM and SIGUSR1 (the
+// coordinator's "something changed"; no polling). A failed worker (a child that exits non-zero,
+// a rank the coordinator lost or that reported an error) moves the deadline to the communicator's
+// progress timeout (+2 s) so that the others report their own error; at the deadline children
+// still running are killed (SIGKILL) and the coordinator closes every connection (a worker
+// elsewhere exits when it sees that). SIGINT/SIGTERM do both at once.
 #pragma once
 
 #include <sys/types.h>
@@ -49,25 +54,27 @@ Result<Fabric> StartFabric(const Options& o);
 // when none, or when it was not ours); its other lines are echoed unless --quiet.
 std::string StopFabric(const Options& o, Fabric& fabric);
 
-// The region shared with the workers: an anonymous mapping, or in multi-host mode a /dev/shm file
-// the exec'd workers map (its name unlinked by Unlink once they are done; the mapping stays).
+// The region the workers' reports land in: an anonymous shared mapping (forked workers write it
+// directly; for workers over TCP the coordinator writes it).
 struct SharedRegion {
   SharedView view{};
-  std::string path;  // the file, multi-host mode only
-  void Unlink();
 };
 // Maps MapBytes(o) bytes and initialises the process-shared barrier for o.workers.
 Result<SharedRegion> MakeSharedRegion(const Options& o);
 
 // How the workers ended.
 struct Reaped {
-  std::vector<int> exit_status;  // waitpid status per rank; -1: killed by us and not reaped
-  bool timed_out = false;        // some were killed at the deadline
-  bool after_failure = false;    // ... which a failed worker had brought forward
-  bool stopped = false;          // SIGINT/SIGTERM: every worker killed
+  // Per rank: the waitpid status (fork, netns), or W_EXITCODE of the code a worker elsewhere
+  // reported; -1: killed by us and not reaped, or no report.
+  std::vector<int> exit_status;
+  std::vector<std::string> lost;  // per rank: why the coordinator gave it up ("" if it did not)
+  bool timed_out = false;         // some were killed at the deadline
+  bool after_failure = false;     // ... which a failed worker had brought forward
+  bool stopped = false;           // SIGINT/SIGTERM: every worker killed
 };
-// Starts every rank and waits for all of them (see the head of this file). Gloo meets in
-// `store_dir`. Errors: fork failed (the ranks already started are killed and reaped).
+// Starts every rank (or, with --listen, waits for them to connect) and waits for all of them (see
+// the head of this file). Forked workers' Gloo meets in `store_dir`. Errors: fork failed (the
+// ranks already started are killed and reaped), the coordinator could not listen.
 Result<Reaped> RunWorkers(const Options& o, const Fabric& fabric, const SharedRegion& region,
                           const std::string& store_dir);
 

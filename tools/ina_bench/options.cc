@@ -2,13 +2,17 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <string_view>
+#include <type_traits>
 
+#include "coord_wire.h"
+#include "ina/base/parse.h"
 #include "ina/host/config.h"
 #include "ina/proto/wire.h"
 
@@ -17,6 +21,18 @@ namespace {
 
 // Sets one option from its value (nullptr for a switch without value).
 using Setter = std::function<Status(Options&, const std::string& flag, const char* v)>;
+// The option's value as the parser reads it back ("true"/"false" for a switch; "" when unset).
+using Getter = std::function<std::string(const Options&)>;
+
+// Who takes an option (bits).
+enum Scope : unsigned {
+  kParent = 1,   // the parent: it starts the fabric and the workers or coordinates them
+  kWorker = 2,   // a worker (--role worker)
+  kRun = 4,      // a run option: the coordinator sends it, a worker's own must agree
+  kDefault = 8,  // a per-host default the coordinator sends, for workers that give none
+  kBoth = kParent | kWorker,
+  kShared = kParent | kWorker | kRun,
+};
 
 struct Flag {
   const char* name;     // "--workers"
@@ -24,24 +40,36 @@ struct Flag {
   const char* section;  // --help heading the flag is listed under ("" for the first group)
   const char* help;     // '\n' starts an indented continuation line
   Setter set;
+  unsigned scope = kParent;
+  Getter get = nullptr;       // kRun and kDefault options
+  const char* env = nullptr;  // an INA_* variable that sets it when the flag is absent
 };
 
-// The one integer parser: the whole string, decimal or 0x hex.
-bool ParseLong(const char* s, long long* out) {
-  char* end = nullptr;
-  errno = 0;
-  *out = std::strtoll(s, &end, 0);
-  return errno == 0 && end != s && *end == '\0';
+template <typename T>
+Getter Get(T Options::*field) {
+  return [=](const Options& o) -> std::string {
+    if constexpr (std::is_same_v<T, std::string>) {
+      return o.*field;
+    } else if constexpr (std::is_same_v<T, bool>) {
+      return o.*field ? "1" : "0";
+    } else if constexpr (std::is_same_v<T, double>) {
+      char b[32];
+      std::snprintf(b, sizeof(b), "%g", o.*field);
+      return b;
+    } else if constexpr (std::is_same_v<T, std::vector<std::string>>) {
+      std::string all;
+      for (const auto& x : o.*field) all += (all.empty() ? "" : ",") + x;
+      return all;
+    } else {
+      return std::to_string(o.*field);
+    }
+  };
 }
 
 template <typename T>
 Setter Int(T Options::*field, long long lo, long long hi) {
   return [=](Options& o, const std::string& flag, const char* v) -> Status {
-    long long x;
-    if (!ParseLong(v, &x) || x < lo || x > hi) {
-      return InvalidArgument(flag + " wants an integer in [" + std::to_string(lo) + ", " +
-                             std::to_string(hi) + "], got '" + v + "'");
-    }
+    INA_ASSIGN_OR_RETURN(long long x, ParseInt(flag, v, lo, hi));
     o.*field = static_cast<T>(x);
     return Status::Ok();
   };
@@ -49,12 +77,14 @@ Setter Int(T Options::*field, long long lo, long long hi) {
 
 Setter Rate(double Options::*field) {
   return [=](Options& o, const std::string& flag, const char* v) -> Status {
-    char* end = nullptr;
-    const double x = std::strtod(v, &end);
-    if (end == v || *end != '\0' || !(x >= 0 && x <= 0.5)) {
-      return InvalidArgument(flag + " wants a probability in [0, 0.5], got '" + v + "'");
-    }
-    o.*field = x;
+    INA_ASSIGN_OR_RETURN(o.*field, ParseReal(flag, v, 0, 0.5));
+    return Status::Ok();
+  };
+}
+
+Setter Bool(bool Options::*field) {
+  return [=](Options& o, const std::string& flag, const char* v) -> Status {
+    INA_ASSIGN_OR_RETURN(o.*field, ParseBool(flag, v));
     return Status::Ok();
   };
 }
@@ -118,101 +148,171 @@ Setter Switch(bool Options::*field, bool value) {
 const std::vector<Flag>& Flags() {
   static const std::vector<Flag> flags = {
       {"--workers", "N", "", "worker processes (1..64, default 4)",
-       Int(&Options::workers, 1, kMaxWorkers)},
+       Int(&Options::workers, 1, kMaxWorkers), kShared, Get(&Options::workers)},
       {"--elements", "E", "", "tensor elements (default 1048576)",
-       Int(&Options::elements, 0, 1ll << 31)},
+       Int(&Options::elements, 0, 1ll << 31), kShared, Get(&Options::elements)},
       {"--iters", "I", "", "timed iterations per system (1..1000, default 5)",
-       Int(&Options::iters, 1, kMaxIters)},
+       Int(&Options::iters, 1, kMaxIters), kShared, Get(&Options::iters)},
       {"--dtype", "float|int32", "", "tensor type (default float)",
-       Choice([](Options& o, std::string_view v) { o.int32 = v == "int32"; }, {"float", "int32"})},
+       Choice([](Options& o, std::string_view v) { o.int32 = v == "int32"; }, {"float", "int32"}),
+       kShared, [](const Options& o) { return std::string(o.int32 ? "int32" : "float"); }},
       {"--drop-rate", "p", "", "switch drops each packet in and out with probability p",
-       Rate(&Options::drop_rate)},
+       Rate(&Options::drop_rate), kParent, Get(&Options::drop_rate)},
       {"--dup-rate", "p", "", "switch duplicates packets with probability p",
-       Rate(&Options::dup_rate)},
+       Rate(&Options::dup_rate), kParent, Get(&Options::dup_rate)},
       {"--reorder-rate", "p", "", "switch delays packets behind later ones with probability p",
-       Rate(&Options::reorder_rate)},
+       Rate(&Options::reorder_rate), kParent, Get(&Options::reorder_rate)},
       {"--seed", "S", "", "input data and fault-injection seed (default 1)",
-       Int(&Options::seed, 0, INT64_MAX)},
+       Int(&Options::seed, 0, INT64_MAX), kShared, Get(&Options::seed)},
       {"--k", "K", "", "elements per packet, 64 or 256 (default 256)",
        [](Options& o, const std::string& flag, const char* v) -> Status {
-         long long x;
-         if (!ParseLong(v, &x) || !proto::IsValidK(static_cast<uint32_t>(x)) || x < 0) {
-           return InvalidArgument(flag + " wants 64 or 256, got '" + v + "'");
+         INA_ASSIGN_OR_RETURN(long long x, ParseInt(flag, v, 0, 65535));
+         if (!proto::IsValidK(static_cast<uint32_t>(x))) {
+           return InvalidArgument(flag + "='" + v + "': not 64 or 256");
          }
          o.k = static_cast<int>(x);
          return Status::Ok();
-       }},
-      {"--window", "W", "", "slots asked per job (default 256)", Int(&Options::window, 1, 65535)},
+       },
+       kShared, Get(&Options::k)},
+      {"--window", "W", "", "slots asked per job (default 256)", Int(&Options::window, 1, 65535),
+       kShared, Get(&Options::window)},
       {"--engine", "fast|ref", "", "switch engine (default fast)",
-       Text(&Options::engine, /*allow_empty=*/true)},
+       Text(&Options::engine, /*allow_empty=*/true), kParent, Get(&Options::engine)},
       {"--dataplane", "sw|rtl", "",
        "fabric: sw (ina-switchd) or rtl (ina-rtlsim, the verilated RTL)",
-       Choice(&Options::dataplane, {"sw", "rtl"})},
-      {"--switch", "HOST:PORT", "", "use a running switch instead of starting one",
+       Choice(&Options::dataplane, {"sw", "rtl"}), kParent, Get(&Options::dataplane)},
+      {"--switch", "HOST:PORT", "",
+       "use a running switch instead of starting one (a worker: the switch's\n"
+       "address as this host reaches it; default: the coordinator's)",
        [](Options& o, const std::string& flag, const char* v) -> Status {
          if (std::strchr(v, ':') == nullptr) return InvalidArgument(flag + " wants HOST:PORT");
          o.switch_addr = v;
          return Status::Ok();
-       }},
-      {"--job", "J", "", "job id (default derived from the pid)", Int(&Options::job, 1, 65535)},
-      {"--no-gloo", nullptr, "", "skip the Gloo ring baseline", Switch(&Options::gloo, false)},
+       },
+       kBoth, Get(&Options::switch_addr)},
+      {"--job", "J", "", "job id (default derived from the pid)", Int(&Options::job, 1, 65535),
+       kShared, Get(&Options::job)},
+      {"--no-gloo", nullptr, "", "skip the Gloo ring baseline", Switch(&Options::gloo, false),
+       kShared, [](const Options& o) { return std::string(o.gloo ? "false" : "true"); }},
       {"--kill-rank", "R", "",
        "rank R kills itself --kill-after-ms into its first all-reduce;\n"
        "checks that every other rank returns an error in bounded time",
-       Int(&Options::kill_rank, 0, kMaxWorkers - 1)},
+       Int(&Options::kill_rank, 0, kMaxWorkers - 1), kShared,
+       [](const Options& o) { return o.kill_rank < 0 ? "" : std::to_string(o.kill_rank); }},
       {"--kill-after-ms", "T", "", "when --kill-rank dies (default 50)",
-       Int(&Options::kill_after_ms, 0, 600000)},
+       Int(&Options::kill_after_ms, 0, 600000), kShared, Get(&Options::kill_after_ms)},
       {"--progress-timeout-ms", "T", "", "communicator progress timeout (default 5000)",
-       Int(&Options::progress_timeout_ms, 100, 600000)},
+       Int(&Options::progress_timeout_ms, 100, 600000), kShared,
+       Get(&Options::progress_timeout_ms)},
       {"--progress-threads", "N", "",
        "progress threads (lanes, one socket each) per worker (default 1)",
-       Int(&Options::progress_threads, 1, host::CommConfig::kMaxProgressThreads)},
+       Int(&Options::progress_threads, 1, host::CommConfig::kMaxProgressThreads), kShared,
+       Get(&Options::progress_threads)},
       {"--rto-min-us", "U", "", "retransmission timeout floor (default: CommConfig's, 500)",
-       Int(&Options::rto_min_us, 0, 10000000)},
+       Int(&Options::rto_min_us, 0, 10000000), kShared, Get(&Options::rto_min_us)},
       {"--rto-initial-us", "U", "", "first retransmission timeout (default: CommConfig's, 5000)",
-       Int(&Options::rto_initial_us, 0, 10000000)},
+       Int(&Options::rto_initial_us, 0, 10000000), kShared, Get(&Options::rto_initial_us)},
       {"--timeout-s", "S", "", "kill everything after S seconds (default 600)",
-       Int(&Options::timeout_s, 1, 86400)},
-      {"--quiet", nullptr, "", "only the JSON line", Switch(&Options::quiet, true)},
+       Int(&Options::timeout_s, 1, 86400), kShared, Get(&Options::timeout_s)},
+      {"--quiet", nullptr, "", "only the JSON line", Switch(&Options::quiet, true), kBoth,
+       Get(&Options::quiet)},
       {"--worker-netns", "A,B,..",
-       "multi-host mode (one network namespace per worker, see scripts/testbed.sh):",
+       "workers elsewhere (they meet the parent over TCP; docs/testbed.md):",
        "run rank r as `ip netns exec <r-th name> ina-bench --role worker`\n"
-       "(one name per worker; needs root); shared state in a /dev/shm file",
-       List(&Options::worker_netns)},
+       "(one name per worker; needs root, see scripts/testbed.sh); the parent\n"
+       "listens on 127.0.0.1 inside each namespace",
+       List(&Options::worker_netns), kParent, Get(&Options::worker_netns)},
       {"--worker-switch", "H:P,..", "",
        "the switch address each rank uses (default: --switch for all)",
-       List(&Options::worker_switch)},
+       List(&Options::worker_switch), kParent, Get(&Options::worker_switch)},
       {"--worker-addr", "A,B,..", "",
        "each rank's own IPv4 address, bound by Gloo (default 127.0.0.1)",
-       List(&Options::worker_addr)},
+       List(&Options::worker_addr), kParent, Get(&Options::worker_addr)},
+      {"--listen", "HOST:PORT", "",
+       "start no workers: wait for --workers workers started on their hosts\n"
+       "(ina-bench --role worker --coordinator THIS_HOST:PORT --rank R);\n"
+       "port 0: any (printed)",
+       [](Options& o, const std::string& flag, const char* v) -> Status {
+         auto a = ParseTcpAddress(v);
+         if (!a.ok()) return InvalidArgument(flag + ": " + a.status().message());
+         o.listen = v;
+         return Status::Ok();
+       },
+       kParent, Get(&Options::listen)},
+      {"--join-timeout-s", "S", "",
+       "parent: every worker connected within S s; worker: the parent\n"
+       "reached within S s (default 60)",
+       Int(&Options::join_timeout_s, 1, 86400), kBoth, Get(&Options::join_timeout_s)},
       {"--transport", "udp|dpdk|memif", "worker transport:",
        "the communicators' transport (default udp); memif: DPDK over net_memif,\n"
        "the switch with one memif port per rank, set up by ina-bench (root)",
-       Choice(&Options::transport, {"udp", "dpdk", "memif"})},
+       Choice(&Options::transport, {"udp", "dpdk", "memif"}), kShared, Get(&Options::transport)},
       {"--dpdk-eal", "ARGS", "", "EAL arguments per rank; {rank} becomes the rank (dpdk only)",
-       Text(&Options::dpdk_eal, /*allow_empty=*/false)},
+       Text(&Options::dpdk_eal, /*allow_empty=*/false), kBoth | kDefault, Get(&Options::dpdk_eal)},
       {"--dpdk-local", "IP:PORT", "", "each rank's own address on the fabric; {rank} as above",
-       Text(&Options::dpdk_local, /*allow_empty=*/false)},
+       Text(&Options::dpdk_local, /*allow_empty=*/false), kBoth | kDefault,
+       Get(&Options::dpdk_local)},
       {"--dpdk-backoff-us", "U", "", "idle RX back-off ceiling (default 200)",
-       Int(&Options::dpdk_backoff_us, 0, 1000000)},
-      {"--role", "worker", "internal (set by the parent for exec'd workers):",
-       "this process is one rank of a multi-host run",
+       Int(&Options::dpdk_backoff_us, 0, 1000000), kShared, Get(&Options::dpdk_backoff_us)},
+      {"--udp-gso", "0|1", "",
+       "UDP GSO trains out, GRO in, in the workers and the switch started\n"
+       "here (default 1; env INA_UDP_GSO)",
+       Bool(&Options::udp_gso), kShared,
+       [](const Options& o) { return std::string(o.udp_gso ? "1" : "0"); }, "INA_UDP_GSO"},
+      {"--quant", "auto|scalar|avx2|avx512", "",
+       "the workers' quantization kernels (default auto; env INA_QUANT)",
+       Choice(&Options::quant, {"auto", "scalar", "avx2", "avx512"}), kShared, Get(&Options::quant),
+       "INA_QUANT"},
+      {"--role", "worker", "a worker (started by the parent, or by hand on its host):",
+       "this process is one rank; it takes the run options from the\n"
+       "coordinator (any it is given must agree with the coordinator's)",
        Choice([](Options& o, std::string_view v) { o.role_worker = v == "worker"; },
-              {"worker", "parent"})},
-      {"--rank", "R", "", "the rank", Int(&Options::rank, 0, kMaxWorkers - 1)},
-      {"--shm", "FILE", "", "the parent's shared state file",
-       Text(&Options::shm_path, /*allow_empty=*/true)},
-      {"--store", "DIR", "", "Gloo's rendezvous directory",
-       Text(&Options::store_dir, /*allow_empty=*/true)},
-      {"--gloo-host", "ADDR", "", "the address Gloo binds",
-       Text(&Options::gloo_host, /*allow_empty=*/false)},
+              {"worker", "parent"}),
+       kBoth, [](const Options& o) { return std::string(o.role_worker ? "worker" : "parent"); }},
+      {"--coordinator", "HOST:PORT", "", "the parent to report to (its --listen address)",
+       [](Options& o, const std::string& flag, const char* v) -> Status {
+         auto a = ParseTcpAddress(v);
+         if (!a.ok() || a->port == 0) {
+           return InvalidArgument(flag + " wants HOST:PORT with a port, got '" + v + "'");
+         }
+         o.coordinator = v;
+         return Status::Ok();
+       },
+       kWorker, Get(&Options::coordinator)},
+      {"--rank", "R", "", "the rank", Int(&Options::rank, 0, kMaxWorkers - 1), kWorker,
+       Get(&Options::rank)},
+      {"--gloo-host", "ADDR", "", "the address Gloo binds (default 127.0.0.1)",
+       Text(&Options::gloo_host, /*allow_empty=*/false), kWorker, Get(&Options::gloo_host)},
   };
   return flags;
 }
 
+const Flag* FindFlag(std::string_view name) {
+  for (const Flag& f : Flags()) {
+    if (name == f.name) return &f;
+  }
+  return nullptr;
+}
+
+bool Given(const Options& o, std::string_view flag) {
+  return std::find(o.given.begin(), o.given.end(), flag) != o.given.end();
+}
+
 // Checks across options, after every flag was read.
-Status Validate(Options& o) {
-  if (o.kill_rank >= o.workers) return InvalidArgument("--kill-rank must be < --workers");
+// A worker's command line alone is `complete` = false: the run options come from the coordinator.
+Status Validate(Options& o, bool complete) {
+  for (const std::string& f : o.given) {
+    const Flag* flag = FindFlag(f);
+    if (o.role_worker && (flag->scope & kWorker) == 0) {
+      return InvalidArgument(f + " is an option of the parent (the coordinator), not of a worker");
+    }
+    if (!o.role_worker && (flag->scope & kParent) == 0) {
+      return InvalidArgument(f + " is an option of a worker (--role worker)");
+    }
+  }
+  if (complete && o.kill_rank >= o.workers) {
+    return InvalidArgument("--kill-rank must be < --workers");
+  }
   for (const auto& [l, flag] : {std::pair{&o.worker_netns, "--worker-netns"},
                                 std::pair{&o.worker_switch, "--worker-switch"},
                                 std::pair{&o.worker_addr, "--worker-addr"}}) {
@@ -233,7 +333,7 @@ Status Validate(Options& o) {
     return InvalidArgument(
         "--worker-netns needs --switch or --worker-switch (a switch the namespaces can reach)");
   }
-  if (o.transport == "dpdk" &&
+  if (complete && o.transport == "dpdk" &&
       (o.dpdk_eal.empty() || o.dpdk_local.find(':') == std::string::npos)) {
     return InvalidArgument("--transport dpdk needs --dpdk-eal and --dpdk-local IP:PORT");
   }
@@ -243,12 +343,28 @@ Status Validate(Options& o) {
         "--transport memif starts its own switch on this host (not with --switch, "
         "--worker-switch or --worker-netns)");
   }
-  if (o.role_worker && (o.rank < 0 || o.rank >= o.workers || o.shm_path.empty() ||
-                        o.store_dir.empty() || o.switch_addr.empty() || o.job == 0)) {
-    return InvalidArgument(
-        "--role worker needs --rank < --workers, --shm, --store, --switch and --job");
+  if (o.role_worker && (o.coordinator.empty() || o.rank < 0)) {
+    return InvalidArgument("--role worker needs --coordinator HOST:PORT and --rank");
   }
+  if (!o.listen.empty() && (!o.worker_netns.empty() || o.transport == "memif")) {
+    return InvalidArgument(
+        "--listen waits for workers started elsewhere: not with --worker-netns "
+        "or --transport memif");
+  }
+  if (o.role_worker) return Status::Ok();  // the rest once the coordinator's options are in
   if (o.job == 0) o.job = 1 + static_cast<int>(getpid() % 65000);
+  return Status::Ok();
+}
+
+// A worker's options once the coordinator's are in.
+Status ValidateWorker(const Options& o) {
+  if (o.rank >= o.workers) {
+    return InvalidArgument("--rank " + std::to_string(o.rank) + " is not below the run's " +
+                           std::to_string(o.workers) + " workers");
+  }
+  if (o.job == 0) return InvalidArgument("the coordinator sent no --job");
+  if (o.switch_addr.empty())
+    return InvalidArgument("no --switch here and none from the coordinator");
   return Status::Ok();
 }
 
@@ -274,9 +390,51 @@ Result<Options> ParseArgs(int argc, char** argv, bool* help) {
       v = argv[++i];
     }
     INA_RETURN_IF_ERROR(flag->set(o, a, v));
+    if (!Given(o, a)) o.given.push_back(a);
   }
-  INA_RETURN_IF_ERROR(Validate(o));
+  // Environment overrides (documented with each flag), read once here, for flags not given. A
+  // worker takes them from the coordinator instead.
+  for (const Flag& f : Flags()) {
+    if (f.env == nullptr || Given(o, f.name) || o.role_worker) continue;
+    if (const char* v = std::getenv(f.env)) INA_RETURN_IF_ERROR(f.set(o, f.env, v));
+  }
+  INA_RETURN_IF_ERROR(Validate(o, /*complete=*/!o.role_worker));
   return o;
+}
+
+Args RunArgs(const Options& o) {
+  Args out;
+  for (const Flag& f : Flags()) {
+    if ((f.scope & kRun) != 0 || ((f.scope & kDefault) != 0 && !f.get(o).empty())) {
+      out.emplace_back(f.name, f.get(o));
+    }
+  }
+  return out;
+}
+
+Args GivenRunArgs(const Options& o) {
+  Args out;
+  for (const Flag& f : Flags()) {
+    if ((f.scope & kRun) != 0 && Given(o, f.name)) out.emplace_back(f.name, f.get(o));
+  }
+  return out;
+}
+
+Status ApplyRunArgs(Options* o, const Args& args) {
+  for (const auto& [name, value] : args) {
+    const Flag* f = FindFlag(name);
+    if (f == nullptr || (f->scope & (kRun | kDefault)) == 0) {
+      return InvalidArgument("the coordinator sent an option this build does not take: " + name);
+    }
+    if (value.empty() || ((f->scope & kDefault) != 0 && Given(*o, name))) continue;
+    if (f->value == nullptr) {  // a switch
+      if (value == "true") INA_RETURN_IF_ERROR(f->set(*o, name, nullptr));
+      continue;
+    }
+    INA_RETURN_IF_ERROR(f->set(*o, name, value.c_str()).WithContext("from the coordinator"));
+  }
+  INA_RETURN_IF_ERROR(Validate(*o, /*complete=*/true));
+  return ValidateWorker(*o);
 }
 
 void PrintUsage(std::FILE* out) {
@@ -295,6 +453,18 @@ void PrintUsage(std::FILE* out) {
       std::fprintf(out, "%23s%.*s\n", "", static_cast<int>(help.substr(0, next).size()),
                    help.data());
     }
+  }
+}
+
+void PrintConfig(const Options& o, std::FILE* out) {
+  std::fprintf(out, "ina-bench config (%s):\n", o.role_worker ? "worker" : "parent");
+  for (const Flag& f : Flags()) {
+    const unsigned side = o.role_worker ? kWorker : kParent;
+    if ((f.scope & side) == 0) continue;
+    std::fprintf(out, "  %-22s %s%s\n", f.name, f.get(o).c_str(),
+                 Given(o, f.name)                         ? ""
+                 : f.env != nullptr && std::getenv(f.env) ? " (env)"
+                                                          : "");
   }
 }
 

@@ -1,10 +1,16 @@
 // ina-bench's command line: the options, their defaults, ranges and help, declared once in a table
-// (options.cc) from which both the parser and --help are made.
+// (options.cc) from which the parser, --help and the run options a coordinator hands its workers
+// (RunArgs) are all made.
+//
+// Each option is the parent's (the coordinator's), a worker's (--role worker), or both; the run
+// options (sizes, seed, K, window, job, timeouts, transport, ...) are sent by the coordinator to
+// every worker, and a worker whose own command line gives one must give the same value.
 #pragma once
 
 #include <cstdint>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ina/base/status.h"
@@ -37,16 +43,19 @@ struct Options {
   int rto_initial_us = 0;  // 0: CommConfig's default
   int timeout_s = 600;
   bool quiet = false;
-  // Multi-host mode.
+  // Workers that do not share the parent's memory meet it over TCP (coordinator.h): in network
+  // namespaces the parent starts (worker_netns) or started elsewhere by hand (listen).
   std::vector<std::string> worker_netns;   // one network namespace per rank
   std::vector<std::string> worker_switch;  // HOST:PORT of the switch as seen from each rank
   std::vector<std::string> worker_addr;    // each rank's own address (Gloo binds it)
-  // Internal: a worker exec'd by the parent.
+  std::string listen;                      // HOST:PORT: coordinate workers started elsewhere
+  int join_timeout_s = 60;  // parent: every worker connected by then; worker: to reach the parent
+  // A worker (--role worker): its rank, the coordinator it reports to, Gloo's address.
   bool role_worker = false;
   int rank = -1;
-  std::string shm_path;
-  std::string store_dir;
+  std::string coordinator;  // HOST:PORT
   std::string gloo_host = "127.0.0.1";
+  std::vector<std::string> given;  // the flags the command line gave, in order
   // Worker transport: "udp", "dpdk" (templates with {rank}, see SubstRank) or "memif" (DPDK over
   // net_memif: ina-bench gives the switch one memif port per rank and each rank its EAL, see
   // MemifEal in launch.h).
@@ -54,7 +63,9 @@ struct Options {
   std::string dpdk_eal;
   std::string dpdk_local;
   int dpdk_backoff_us = 200;
-  std::string memif_dir;  // internal (memif): the parent's folder of memif sockets
+  bool udp_gso = true;         // workers' CommConfig::udp_gso and the switch's --udp-gso
+  std::string quant = "auto";  // workers' CommConfig::quant
+  std::string memif_dir;       // internal (memif): the parent's folder of memif sockets
 };
 
 // Parses argv[1..]. Sets *help and returns the defaults when --help or -h is given.
@@ -64,6 +75,20 @@ Result<Options> ParseArgs(int argc, char** argv, bool* help);
 
 // The option list, from the same table the parser uses.
 void PrintUsage(std::FILE* out);
+
+// (flag, value) pairs in the form ParseArgs reads back.
+using Args = std::vector<std::pair<std::string, std::string>>;
+// The run options of `o` (every one, "" for one unset) and the per-host defaults it has (the
+// --dpdk-eal/--dpdk-local templates): what a coordinator hands its workers.
+Args RunArgs(const Options& o);
+// The run options `o`'s command line gave (a worker's, for the coordinator to check).
+Args GivenRunArgs(const Options& o);
+// A worker's options with the coordinator's `args` applied (a per-host default only where the
+// worker's command line did not give its own), then checked as a whole. Errors: InvalidArgument.
+Status ApplyRunArgs(Options* o, const Args& args);
+
+// Every option's value, one "  --flag value" line each, from the same table (printed at start).
+void PrintConfig(const Options& o, std::FILE* out);
 
 // printf to stdout (flushed) unless --quiet: the human-readable lines around the JSON line.
 void Say(const Options& o, const char* fmt, ...) __attribute__((format(printf, 2, 3)));

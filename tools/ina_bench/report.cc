@@ -44,6 +44,10 @@ bool AllRanksOk(const Options& o, const Shared* sh, const Reaped& reaped) {
       }
       ok = false;
     }
+    if (!reaped.lost[r].empty()) {
+      std::fprintf(stderr, "ina-bench: rank %d: %s\n", r, reaped.lost[r].c_str());
+      ok = false;
+    }
     if (rs.ina_code != 0) {
       std::fprintf(stderr, "ina-bench: rank %d: ina: %s\n", r, rs.ina_error);
       ok = false;
@@ -117,6 +121,7 @@ int ReportKillDrill(const Options& o, const SharedView& view, const Reaped& reap
     all_failed &= rs.ina_code != 0;
     max_ms = std::max(max_ms, rs.error_ms);
     codes.emplace_back(StatusCodeName(static_cast<StatusCode>(rs.ina_code)));
+    if (!reaped.lost[r].empty()) Say(o, "  rank %d: no report: %s\n", r, reaped.lost[r].c_str());
     Say(o, "  rank %d: %s after %.0f ms\n", r, rs.ina_error, rs.error_ms);
   }
   Say(o, "%s: every surviving rank returned an error within %.0f ms\n",
@@ -196,7 +201,9 @@ int ReportRun(const Options& o, const SharedView& view, const Reaped& reaped,
       .Str("dataplane", o.dataplane)
       .Str("transport", o.transport)
       .Str("fingerprint", fingerprint)
-      .Str("launch", o.worker_netns.empty() ? "fork" : "netns")
+      .Str("launch", !o.worker_netns.empty() ? "netns"
+                     : !o.listen.empty()     ? "tcp"
+                                             : "fork")
       .Uint("wire_bytes_per_worker", wire_bytes)
       .Uint("wire_frames_per_worker", blocks + exp_frames)
       .Uint("data_frame_bytes", frame_headers + uint64_t{proto::kElemBytes} * o.k)

@@ -1,8 +1,6 @@
 #include "worker.h"
 
-#include <fcntl.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "coord_client.h"
 #include "gloo_ring.h"
 #include "ina/host/communicator.h"
 #include "launch.h"
@@ -41,6 +40,8 @@ host::CommConfig MakeConfig(const Options& o, int rank, const std::string& host,
   cfg.window = static_cast<uint16_t>(o.window);
   cfg.progress_timeout_ms = o.progress_timeout_ms;
   cfg.progress_threads = o.progress_threads;
+  cfg.udp_gso = o.udp_gso;
+  cfg.quant = o.quant;
   if (o.rto_min_us > 0) cfg.rto_min_us = o.rto_min_us;
   if (o.rto_initial_us > 0) cfg.rto_initial_us = o.rto_initial_us;
   cfg.rto_initial_us = std::max(cfg.rto_initial_us, cfg.rto_min_us);
@@ -63,17 +64,59 @@ host::CommConfig MakeConfig(const Options& o, int rank, const std::string& host,
   return cfg;
 }
 
+class SharedMemoryPeers : public Peers {
+ public:
+  SharedMemoryPeers(SharedView view, std::string store_dir)
+      : view_(view), store_dir_(std::move(store_dir)) {}
+  Status Barrier() override {
+    pthread_barrier_wait(&view_.shared->barrier);
+    return Status::Ok();
+  }
+  Result<std::unique_ptr<GlooRing>> Gloo(int rank, int world, std::chrono::milliseconds timeout,
+                                         const std::string& host) override {
+    return GlooRing::Create(rank, world, store_dir_, timeout, host);
+  }
+
+ private:
+  SharedView view_;
+  std::string store_dir_;
+};
+
+// The coordinator's barriers and store, for a --role worker.
+class CoordPeers : public Peers, public RendezvousStore {
+ public:
+  CoordPeers(CoordClient& client, std::chrono::milliseconds barrier_timeout)
+      : client_(client), barrier_timeout_(barrier_timeout) {}
+  Status Barrier() override { return client_.Barrier(barrier_timeout_); }
+  Result<std::unique_ptr<GlooRing>> Gloo(int rank, int world, std::chrono::milliseconds timeout,
+                                         const std::string& host) override {
+    return GlooRing::Create(rank, world, *this, timeout, host);
+  }
+  Status Set(const std::string& key, const std::vector<char>& value,
+             std::chrono::milliseconds timeout) override {
+    return client_.Set(key, value, timeout);
+  }
+  Result<std::vector<char>> Get(const std::string& key,
+                                std::chrono::milliseconds timeout) override {
+    return client_.Get(key, timeout);
+  }
+  Status Wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override {
+    return client_.Wait(keys, timeout);
+  }
+
+ private:
+  CoordClient& client_;
+  std::chrono::milliseconds barrier_timeout_;
+};
+
 }  // namespace
 
-size_t MapBytes(const Options& o) { return sizeof(Shared) + 2 * o.elements * 4 + 64; }
-
-SharedView ViewOf(void* mem, const Options& o) {
-  auto* result0 = static_cast<uint8_t*>(mem) + sizeof(Shared);
-  return SharedView{static_cast<Shared*>(mem), result0, result0 + o.elements * 4};
+std::unique_ptr<Peers> ForkPeers(SharedView view, const std::string& store_dir) {
+  return std::make_unique<SharedMemoryPeers>(view, store_dir);
 }
 
 int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
-           const std::string& gloo_host, const std::string& store_dir, SharedView view) {
+           const std::string& gloo_host, Peers& peers, SharedView view) {
   Shared* sh = view.shared;
   RankSlot& me = sh->ranks[rank];
   const size_t n = o.elements;
@@ -101,9 +144,18 @@ int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
     return (*comm)->AllReduce(std::span<float>(reinterpret_cast<float*>(buf.data()), n));
   };
 
+  // A barrier that fails (another rank or the parent is gone) ends this rank with its error.
+  auto barrier = [&](char* error, int* code) {
+    Status b = peers.Barrier();
+    if (!b.ok()) {
+      *code = static_cast<int>(b.code());
+      SetError(error, b);
+    }
+    return b.ok();
+  };
   if (o.kill_rank >= 0) {
     // Failure drill: one rank dies mid-call; the others must fail, not hang.
-    pthread_barrier_wait(&sh->barrier);
+    if (!barrier(me.ina_error, &me.ina_code)) return 1;
     if (rank == o.kill_rank) {
       std::thread([ms = o.kill_after_ms] {
         std::this_thread::sleep_for(std::chrono::milliseconds(ms));
@@ -121,10 +173,10 @@ int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
     return s.ok() ? 1 : 0;
   }
 
-  pthread_barrier_wait(&sh->barrier);
+  if (!barrier(me.ina_error, &me.ina_code)) return 1;
   Status s = run_once();  // warm-up
   for (int it = 0; it < o.iters && s.ok(); ++it) {
-    pthread_barrier_wait(&sh->barrier);
+    if (!barrier(me.ina_error, &me.ina_code)) return 1;
     auto t0 = Clock::now();
     s = run_once();
     me.ina_ms[it] = Ms(t0, Clock::now());
@@ -147,7 +199,7 @@ int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
   comm->reset();
 
   if (!o.gloo || o.int32) return 0;
-  auto ring = GlooRing::Create(rank, o.workers, store_dir, std::chrono::seconds(60), gloo_host);
+  auto ring = peers.Gloo(rank, o.workers, std::chrono::seconds(60), gloo_host);
   if (!ring.ok()) {
     me.gloo_code = static_cast<int>(ring.status().code());
     SetError(me.gloo_error, ring.status());
@@ -158,7 +210,7 @@ int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
   Status g = (*ring)->AllReduce(f);  // warm-up
   for (int it = 0; it < o.iters && g.ok(); ++it) {
     std::memcpy(buf.data(), fin.data(), bytes);
-    pthread_barrier_wait(&sh->barrier);
+    if (!barrier(me.gloo_error, &me.gloo_code)) return 1;
     auto t0 = Clock::now();
     g = (*ring)->AllReduce(f);
     me.gloo_ms[it] = Ms(t0, Clock::now());
@@ -172,20 +224,40 @@ int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
   return 0;
 }
 
-int WorkerMain(const Options& o) {
-  int fd = open(o.shm_path.c_str(), O_RDWR | O_CLOEXEC);
-  if (fd < 0) {
-    std::perror(("ina-bench worker: " + o.shm_path).c_str());
+int WorkerMain(Options o) {
+  const std::string me = "ina-bench worker rank " + std::to_string(o.rank);
+  auto fail = [&](const Status& st) {
+    std::fprintf(stderr, "%s: %s\n", me.c_str(), st.ToString().c_str());
     return 1;
-  }
-  void* mem = mmap(nullptr, MapBytes(o), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-  close(fd);
-  if (mem == MAP_FAILED) {
-    std::perror("ina-bench worker: mmap");
-    return 1;
-  }
-  const HostPort sw = SplitHostPort(o.switch_addr);  // Shared initialised by the parent
-  return Worker(o, o.rank, sw.host, sw.port, o.gloo_host, o.store_dir, ViewOf(mem, o));
+  };
+  // The coordinator's connection lost mid-run: nobody can take this rank's results any more.
+  auto on_lost = [me](const Status& st) {
+    std::fprintf(stderr, "%s: lost the coordinator (%s); exiting\n", me.c_str(),
+                 st.ToString().c_str());
+    std::fflush(stderr);
+    _exit(1);
+  };
+  auto client = CoordClient::Connect(o.coordinator, o.rank, GivenRunArgs(o),
+                                     std::chrono::seconds(o.join_timeout_s), on_lost);
+  if (!client.ok()) return fail(client.status());
+  if (o.switch_addr.empty()) o.switch_addr = (*client)->switch_addr();
+  if (Status st = ApplyRunArgs(&o, (*client)->run_args()); !st.ok()) return fail(st);
+  if (!o.quiet) PrintConfig(o, stdout);
+  // The report's region: this rank's own copy, laid out as the parent's.
+  std::vector<uint8_t> mem(MapBytes(o));
+  const SharedView view = ViewOf(mem.data(), o);
+  const HostPort sw = SplitHostPort(o.switch_addr);
+  // A barrier waits at most the run's deadline; the coordinator fails it sooner when a rank dies.
+  CoordPeers peers(**client, std::chrono::seconds(o.timeout_s));
+  const int code = Worker(o, o.rank, sw.host, sw.port, o.gloo_host, peers, view);
+  // Rank 0's results, for the parent's verification (it verifies only a run where all succeeded).
+  const size_t bytes = o.rank == 0 && code == 0 ? o.elements * 4 : 0;
+  const bool gloo_ran = o.gloo && !o.int32;
+  Status st = (*client)->Report(
+      code, view.shared->ranks[o.rank], o.iters, std::span<const uint8_t>(view.result0, bytes),
+      std::span<const uint8_t>(view.gloo0, gloo_ran ? bytes : 0), std::chrono::seconds(60));
+  if (!st.ok()) return fail(st);
+  return code;
 }
 
 }  // namespace ina::bench

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "ina/base/parse.h"
 #include "verify.h"
 
 namespace {
@@ -36,7 +37,6 @@ int Run(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     const char* v = i + 1 < argc ? argv[i + 1] : nullptr;
-    char* end = nullptr;
     if (a == "--help" || a == "-h") {
       if (rank == 0) {
         std::printf("usage: mpirun -np N ina-mpi-bench [--elements E] [--iters I] [--seed S]\n");
@@ -48,15 +48,22 @@ int Run(int argc, char** argv) {
       return 2;
     }
     ++i;
-    if (a == "--elements")
-      elements = std::strtoll(v, &end, 0);
-    else if (a == "--iters")
-      iters = static_cast<int>(std::strtol(v, &end, 0));
-    else if (a == "--seed")
-      seed = std::strtoull(v, &end, 0);
-    if (!end || *end != '\0' || elements < 0 || elements > (1ll << 31) || iters < 1 ||
-        iters > 1000) {
-      if (rank == 0) std::fprintf(stderr, "ina-mpi-bench: bad option %s %s\n", a.c_str(), v);
+    ina::Status st = ina::InvalidArgument("unknown option '" + a + "'");
+    if (a == "--elements") {
+      auto x = ina::ParseInt(a, v, 0, 1ll << 31);
+      st = x.status();
+      if (x.ok()) elements = *x;
+    } else if (a == "--iters") {
+      auto x = ina::ParseInt(a, v, 1, 1000);
+      st = x.status();
+      if (x.ok()) iters = static_cast<int>(*x);
+    } else if (a == "--seed") {
+      auto x = ina::ParseUint(a, v, 0, UINT64_MAX);
+      st = x.status();
+      if (x.ok()) seed = *x;
+    }
+    if (!st.ok()) {
+      if (rank == 0) std::fprintf(stderr, "ina-mpi-bench: %s\n", st.message().c_str());
       return 2;
     }
   }

@@ -1,163 +1,183 @@
-// Command-line parsing for the switch loop (see ina/dp/switchd/config.h).
+// The switch loop's flags (see ina/dp/switchd/config.h): one table, from which the parser, --help
+// and the start-up print are made.
 #include "ina/dp/switchd/config.h"
 
 #include <arpa/inet.h>
 
-#include <cerrno>
-#include <cmath>
+#include <algorithm>
 #include <cstdlib>
+#include <functional>
 #include <string_view>
+
+#include "ina/base/parse.h"
 
 namespace ina::dp::switchd {
 namespace {
 
 Status Bad(std::string_view flag, std::string_view want, std::string_view got) {
-  return InvalidArgument(std::string(flag) + ": expected " + std::string(want) + ", got '" +
-                         std::string(got) + "'");
+  return InvalidArgument(std::string(flag) + "='" + std::string(got) + "': not " +
+                         std::string(want));
 }
 
-Result<uint64_t> ParseUint(std::string_view flag, const std::string& v, uint64_t lo, uint64_t hi) {
-  const std::string want = "an integer in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]";
-  if (v.empty() || v[0] == '-' || v[0] == '+' || v[0] == ' ') return Bad(flag, want, v);
-  errno = 0;
-  char* end = nullptr;
-  const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
-  if (errno != 0 || *end != '\0' || x < lo || x > hi) return Bad(flag, want, v);
-  return static_cast<uint64_t>(x);
+struct Flag {
+  const char* name;   // "--slots"
+  const char* value;  // placeholder in --help and the docs ("N")
+  std::string help;   // '\n' starts a continuation line
+  const char* key;    // the config print's name; nullptr: not printed (--dpdk sets io too)
+  const char* env;    // an INA_* variable that sets it when the flag is absent, or nullptr
+  bool rtl_only;      // ina-rtlsim's (EngineMenu::rtl)
+  // Sets the field from `v`; `what` names the flag or the variable in errors.
+  std::function<Status(Config&, std::string_view what, const std::string& v)> set;
+  std::function<std::string(const Config&)> show;
+};
+
+template <typename T>
+Flag UintFlag(const char* name, const char* value, std::string help, const char* key,
+              T Config::*field, uint64_t lo, uint64_t hi, const char* env = nullptr) {
+  return {name,
+          value,
+          std::move(help),
+          key,
+          env,
+          false,
+          [=](Config& c, std::string_view what, const std::string& v) -> Status {
+            INA_ASSIGN_OR_RETURN(uint64_t x, ParseUint(what, v, lo, hi));
+            c.*field = static_cast<T>(x);
+            return Status::Ok();
+          },
+          [=](const Config& c) { return std::to_string(c.*field); }};
 }
 
-Result<double> ParseRate(std::string_view flag, const std::string& v) {
-  errno = 0;
-  char* end = nullptr;
-  const double x = v.empty() ? -1 : std::strtod(v.c_str(), &end);
-  if (v.empty() || errno != 0 || *end != '\0' || !std::isfinite(x) || x < 0 || x > 1) {
-    return Bad(flag, "a probability in [0, 1]", v);
+// A probability in [0, 1], or in [0, 1) for the rtl flags (`rtl_only`).
+Flag RateFlag(const char* name, std::string help, const char* key, double Config::*field,
+              const char* env = nullptr, bool rtl_only = false) {
+  return {name,
+          "p",
+          std::move(help),
+          key,
+          env,
+          rtl_only,
+          [=](Config& c, std::string_view what, const std::string& v) -> Status {
+            auto x = ParseReal(what, v, 0, 1);
+            if (rtl_only && (!x.ok() || *x >= 1)) return Bad(what, "a number in [0, 1)", v);
+            if (!x.ok()) return x.status();
+            c.*field = *x;
+            return Status::Ok();
+          },
+          [=](const Config& c) {
+            char b[32];
+            std::snprintf(b, sizeof(b), "%g", c.*field);
+            return std::string(b);
+          }};
+}
+
+std::vector<Flag> Flags(const EngineMenu& engines) {
+  const std::string names(engines.names);
+  const std::string slots_help =
+      engines.fixed_slots != 0
+          ? "slot pool size: fixed at " + std::to_string(engines.fixed_slots) +
+                " by this program's engine"
+          : "slot pool size (default 16384, 1 .. " + std::to_string(kMaxSlots) + ")";
+  std::vector<Flag> f = {
+      {"--bind", "ADDR", "address to listen on (default 127.0.0.1)", "bind", nullptr, false,
+       [](Config& c, std::string_view what, const std::string& v) -> Status {
+         in_addr a4;
+         in6_addr a6;
+         if (inet_pton(AF_INET, v.c_str(), &a4) != 1 && inet_pton(AF_INET6, v.c_str(), &a6) != 1) {
+           return Bad(what, "an IPv4 or IPv6 address", v);
+         }
+         c.bind = v;
+         return Status::Ok();
+       },
+       [](const Config& c) { return c.bind; }},
+      UintFlag("--port", "P", "UDP port (default 47000; 0 = ephemeral)", "port", &Config::port, 0,
+               65535),
+      {"--engine", "E",
+       "aggregation engine: " + names + " (default " + std::string(engines.default_name) + ")",
+       "engine", nullptr, false,
+       [names](Config& c, std::string_view what, const std::string& v) -> Status {
+         bool ok = false;
+         const std::string_view all = names;
+         for (size_t s = 0; s <= all.size();) {
+           size_t e = all.find('|', s);
+           if (e == std::string_view::npos) e = all.size();
+           ok = ok || all.substr(s, e - s) == v;
+           s = e + 1;
+         }
+         if (!ok) return Bad(what, "one of " + names, v);
+         c.engine = v;
+         return Status::Ok();
+       },
+       [](const Config& c) { return c.engine; }},
+      UintFlag("--slots", "N", slots_help, "slots", &Config::slots, 1, kMaxSlots),
+      UintFlag("--max-jobs", "N", "jobs at once (default 256, 1 .. 4096)", "max_jobs",
+               &Config::max_jobs, 1, kMaxJobs),
+      UintFlag("--job-timeout-ms", "T", "free a job idle this long (default 30000)",
+               "job_timeout_ms", &Config::job_timeout_ms, 1, 86400000),
+      UintFlag("--stats-interval-ms", "T", "print a stats line every T ms (default 0 = off)",
+               "stats_interval_ms", &Config::stats_interval_ms, 0, 86400000),
+      RateFlag("--drop-rate", "drop each received and each sent packet with probability p",
+               "drop_rate", &Config::drop_rate),
+      RateFlag("--dup-rate", "duplicate each received and each sent packet with prob. p",
+               "dup_rate", &Config::dup_rate),
+      RateFlag("--reorder-rate",
+               "delay each received and each sent packet behind the next\nburst with probability p",
+               "reorder_rate", &Config::reorder_rate),
+      RateFlag("--corrupt-rate",
+               "flip one byte of each received and each sent packet with\nprobability p",
+               "corrupt_rate", &Config::corrupt_rate),
+      UintFlag("--seed", "s", "fault injection RNG seed (default 1)", "seed", &Config::seed, 0,
+               UINT64_MAX),
+      UintFlag("--cores", "N",
+               "loop threads (default 1; > 1 needs --io udp): each owns a\nsocket on the address "
+               "and the jobs steered to it (job % N)",
+               "cores", &Config::cores, 1, kMaxCores),
+      {"--io", "udp|dpdk", "packet I/O (default udp; dpdk when built)", "io", nullptr, false,
+       [](Config& c, std::string_view what, const std::string& v) -> Status {
+         if (v != "udp" && v != "dpdk") return Bad(what, "udp or dpdk", v);
+         c.io = v;
+         return Status::Ok();
+       },
+       [](const Config& c) { return c.io; }},
+      UintFlag("--socket-buffer-bytes", "B",
+               "--io udp: SO_RCVBUF/SO_SNDBUF request (default 8388608; 0:\nthe kernel's)",
+               "socket_buffer_bytes", &Config::socket_buffer_bytes, 0, 1u << 30),
+      {"--udp-gso", "0|1", "--io udp: GSO trains out, GRO in (default 1; env INA_UDP_GSO)",
+       "udp_gso", "INA_UDP_GSO", false,
+       [](Config& c, std::string_view what, const std::string& v) -> Status {
+         INA_ASSIGN_OR_RETURN(c.udp_gso, ParseBool(what, v));
+         return Status::Ok();
+       },
+       [](const Config& c) { return std::string(c.udp_gso ? "1" : "0"); }},
+      {"--dpdk", "\"EAL ARGS\"",
+       "DPDK EAL arguments; implies --io dpdk. Every probed port\n(--vdev net_memif..., "
+       "net_af_packet..., -a PCI) is a switch\nport; --bind must then be the switch's IPv4 "
+       "address, --port != 0",
+       "dpdk", nullptr, false,
+       [](Config& c, std::string_view, const std::string& v) -> Status {
+         c.dpdk_eal = v;
+         c.io = "dpdk";
+         return Status::Ok();
+       },
+       [](const Config& c) { return c.dpdk_eal; }},
+      UintFlag("--dpdk-backoff-us", "U", "idle poll back-off ceiling in us (default 1000)",
+               "dpdk_backoff_us", &Config::dpdk_backoff_us, 0, 1000000),
+      RateFlag("--rtl-idle",
+               "probability of an idle input cycle of the core (default 0;\nenv INA_RTLSIM_IDLE)",
+               "rtl_idle", &Config::rtl_idle, "INA_RTLSIM_IDLE", true),
+      RateFlag("--rtl-stall",
+               "probability of a low output ready of the core (default 0;\nenv INA_RTLSIM_STALL)",
+               "rtl_stall", &Config::rtl_stall, "INA_RTLSIM_STALL", true),
+  };
+  std::vector<Flag> out;
+  for (auto& flag : f) {
+    if (!flag.rtl_only || engines.rtl) out.push_back(std::move(flag));
   }
-  return x;
+  return out;
 }
 
-}  // namespace
-
-std::string Usage(const EngineMenu& engines) {
-  return std::string(
-             "usage: ina-switchd [flags]\n"
-             "  --bind ADDR              address to listen on (default 127.0.0.1)\n"
-             "  --port P                 UDP port (default 47000; 0 = ephemeral)\n"
-             "  --engine E               aggregation engine: ") +
-         std::string(engines.names) + " (default " + std::string(engines.default_name) + ")\n" +
-         "  --slots N                slot pool size (default 16384)\n"
-         "  --max-jobs N             jobs at once (default 256)\n"
-         "  --job-timeout-ms T       free a job idle this long (default 30000)\n"
-         "  --stats-interval-ms T    print a stats line every T ms (default 0 = off)\n"
-         "  --drop-rate p            drop each received and each sent packet with probability p\n"
-         "  --dup-rate p             duplicate each received and each sent packet with prob. p\n"
-         "  --reorder-rate p         delay each received and each sent packet behind the next\n"
-         "                           burst with probability p\n"
-         "  --corrupt-rate p         flip one byte of each received and each sent packet with\n"
-         "                           probability p\n"
-         "  --seed s                 fault injection RNG seed (default 1)\n"
-         "  --cores N                loop threads (default 1; > 1 needs --io udp): each owns a\n"
-         "                           socket on the address and the jobs steered to it (job % N)\n"
-         "  --io udp|dpdk            packet I/O (default udp; dpdk when built)\n"
-         "  --dpdk \"EAL ARGS\"        DPDK EAL arguments; implies --io dpdk. Every probed port\n"
-         "                           (--vdev net_memif..., net_af_packet...) is a switch port;\n"
-         "                           --bind must then be the switch's IPv4 address, --port != 0\n"
-         "  --dpdk-backoff-us U      idle poll back-off ceiling in us (default 1000)\n"
-         "  --help                   this text\n"
-         "On start it prints its configuration, then 'ina-switchd listening on ADDR:PORT'.\n"
-         "SIGINT/SIGTERM: prints a summary and a last JSON line {\"switch_counters\": {...}},\n"
-         "exits 0.\n";
-}
-
-Result<Config> ParseArgs(const std::vector<std::string>& args, const EngineMenu& engines) {
-  Config c;
-  for (size_t i = 0; i < args.size(); ++i) {
-    std::string flag = args[i];
-    std::string value;
-    bool has_value = false;
-    if (const size_t eq = flag.find('='); flag.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = flag.substr(eq + 1);
-      flag = flag.substr(0, eq);
-      has_value = true;
-    }
-    if (flag == "--help" || flag == "-h") {
-      c.help = true;
-      continue;
-    }
-    static const char* const kFlags[] = {"--bind",
-                                         "--port",
-                                         "--engine",
-                                         "--slots",
-                                         "--max-jobs",
-                                         "--job-timeout-ms",
-                                         "--stats-interval-ms",
-                                         "--drop-rate",
-                                         "--dup-rate",
-                                         "--reorder-rate",
-                                         "--corrupt-rate",
-                                         "--cores",
-                                         "--seed",
-                                         "--io",
-                                         "--dpdk",
-                                         "--dpdk-backoff-us"};
-    bool known = false;
-    for (const char* f : kFlags) known = known || flag == f;
-    if (!known) return InvalidArgument("unknown flag '" + args[i] + "' (see --help)");
-    if (!has_value) {
-      if (i + 1 >= args.size()) return InvalidArgument(flag + ": missing value");
-      value = args[++i];
-    }
-    if (flag == "--bind") {
-      in_addr a4;
-      in6_addr a6;
-      if (inet_pton(AF_INET, value.c_str(), &a4) != 1 &&
-          inet_pton(AF_INET6, value.c_str(), &a6) != 1) {
-        return Bad(flag, "an IPv4 or IPv6 address", value);
-      }
-      c.bind = value;
-    } else if (flag == "--port") {
-      INA_ASSIGN_OR_RETURN(c.port, ParseUint(flag, value, 0, 65535));
-    } else if (flag == "--engine") {
-      bool ok = false;
-      const std::string_view names = engines.names;
-      for (size_t s = 0; s <= names.size();) {
-        size_t e = names.find('|', s);
-        if (e == std::string_view::npos) e = names.size();
-        ok = ok || names.substr(s, e - s) == value;
-        s = e + 1;
-      }
-      if (!ok) return Bad(flag, "one of " + std::string(names), value);
-      c.engine = value;
-    } else if (flag == "--slots") {
-      INA_ASSIGN_OR_RETURN(c.slots, ParseUint(flag, value, 1, kMaxSlots));
-    } else if (flag == "--max-jobs") {
-      INA_ASSIGN_OR_RETURN(c.max_jobs, ParseUint(flag, value, 1, kMaxJobs));
-    } else if (flag == "--job-timeout-ms") {
-      INA_ASSIGN_OR_RETURN(c.job_timeout_ms, ParseUint(flag, value, 1, 86400000));
-    } else if (flag == "--stats-interval-ms") {
-      INA_ASSIGN_OR_RETURN(c.stats_interval_ms, ParseUint(flag, value, 0, 86400000));
-    } else if (flag == "--drop-rate") {
-      INA_ASSIGN_OR_RETURN(c.drop_rate, ParseRate(flag, value));
-    } else if (flag == "--dup-rate") {
-      INA_ASSIGN_OR_RETURN(c.dup_rate, ParseRate(flag, value));
-    } else if (flag == "--reorder-rate") {
-      INA_ASSIGN_OR_RETURN(c.reorder_rate, ParseRate(flag, value));
-    } else if (flag == "--corrupt-rate") {
-      INA_ASSIGN_OR_RETURN(c.corrupt_rate, ParseRate(flag, value));
-    } else if (flag == "--cores") {
-      INA_ASSIGN_OR_RETURN(c.cores, ParseUint(flag, value, 1, kMaxCores));
-    } else if (flag == "--seed") {
-      INA_ASSIGN_OR_RETURN(c.seed, ParseUint(flag, value, 0, UINT64_MAX));
-    } else if (flag == "--io") {
-      if (value != "udp" && value != "dpdk") return Bad(flag, "udp or dpdk", value);
-      c.io = value;
-    } else if (flag == "--dpdk") {
-      c.dpdk_eal = value;
-      c.io = "dpdk";
-    } else if (flag == "--dpdk-backoff-us") {
-      INA_ASSIGN_OR_RETURN(c.dpdk_backoff_us, ParseUint(flag, value, 0, 1000000));
-    }
-  }
+// Checks across flags, after all were read.
+Status Validate(Config& c, const EngineMenu& engines) {
   if (c.io == "dpdk") {
     in_addr a4;
     if (inet_pton(AF_INET, c.bind.c_str(), &a4) != 1 || a4.s_addr == 0) {
@@ -169,26 +189,101 @@ Result<Config> ParseArgs(const std::vector<std::string>& args, const EngineMenu&
                  std::to_string(c.cores));
     }
   }
+  if (engines.fixed_slots != 0 && c.slots != engines.fixed_slots) {
+    return Bad("--slots",
+               std::to_string(engines.fixed_slots) + ": this program's engine has that pool",
+               std::to_string(c.slots));
+  }
   if (c.engine.empty()) c.engine = std::string(engines.default_name);
+  return Status::Ok();
+}
+
+}  // namespace
+
+std::string Usage(const EngineMenu& engines) {
+  std::string u = "usage: ina-switchd [flags]\n";
+  for (const Flag& f : Flags(engines)) {
+    std::string head = std::string(f.name) + " " + f.value;
+    std::string_view help = f.help;
+    size_t nl = help.find('\n');
+    char line[256];
+    std::snprintf(line, sizeof(line), "  %-24s %.*s\n", head.c_str(),
+                  static_cast<int>(help.substr(0, nl).size()), help.data());
+    u += line;
+    while (nl != std::string_view::npos) {
+      help.remove_prefix(nl + 1);
+      nl = help.find('\n');
+      u += std::string(27, ' ') + std::string(help.substr(0, nl)) + "\n";
+    }
+  }
+  u += "  --help                   this text\n"
+       "Flags take --flag value or --flag=value; a flag wins over its environment variable.\n"
+       "On start it prints its configuration, then 'ina-switchd listening on ADDR:PORT'.\n"
+       "SIGINT/SIGTERM: prints a summary and a last JSON line {\"switch_counters\": {...}},\n"
+       "exits 0.\n";
+  return u;
+}
+
+std::vector<std::string> FlagNames(const EngineMenu& engines) {
+  std::vector<std::string> names;
+  for (const Flag& f : Flags(engines)) names.push_back(std::string(f.name) + " " + f.value);
+  return names;
+}
+
+Result<Config> ParseArgs(const std::vector<std::string>& args, const EngineMenu& engines,
+                         GetEnv getenv) {
+  Config c;
+  if (engines.fixed_slots != 0) c.slots = engines.fixed_slots;
+  const std::vector<Flag> flags = Flags(engines);
+  std::vector<const Flag*> given;
+  for (size_t i = 0; i < args.size(); ++i) {
+    std::string name = args[i];
+    std::string value;
+    bool has_value = false;
+    if (const size_t eq = name.find('='); name.rfind("--", 0) == 0 && eq != std::string::npos) {
+      value = name.substr(eq + 1);
+      name = name.substr(0, eq);
+      has_value = true;
+    }
+    if (name == "--help" || name == "-h") {
+      c.help = true;
+      continue;
+    }
+    const Flag* flag = nullptr;
+    for (const Flag& f : flags) {
+      if (name == f.name) flag = &f;
+    }
+    if (flag == nullptr) return InvalidArgument("unknown flag '" + args[i] + "' (see --help)");
+    if (!has_value) {
+      if (i + 1 >= args.size()) return InvalidArgument(name + ": missing value");
+      value = args[++i];
+    }
+    INA_RETURN_IF_ERROR(flag->set(c, name, value));
+    given.push_back(flag);
+  }
+  // Environment overrides, for the flags the command line did not give.
+  for (const Flag& f : flags) {
+    if (f.env == nullptr || std::find(given.begin(), given.end(), &f) != given.end()) continue;
+    const char* v = getenv != nullptr ? getenv(f.env) : std::getenv(f.env);
+    if (v != nullptr) INA_RETURN_IF_ERROR(f.set(c, f.env, v));
+  }
+  INA_RETURN_IF_ERROR(Validate(c, engines));
   return c;
 }
 
-void PrintConfig(const Config& c, std::string_view engine_description, std::FILE* out) {
+void PrintConfig(const Config& c, std::string_view engine_description, std::FILE* out,
+                 const EngineMenu& engines) {
   std::fprintf(out, "ina-switchd config:\n");
-  std::fprintf(out, "  bind = %s\n  port = %u\n", c.bind.c_str(), c.port);
-  std::fprintf(out, "  engine = %s [%.*s]\n", c.engine.c_str(),
-               static_cast<int>(engine_description.size()), engine_description.data());
-  std::fprintf(out, "  slots = %u\n  max_jobs = %u\n", c.slots, c.max_jobs);
-  std::fprintf(out, "  job_timeout_ms = %u\n  stats_interval_ms = %u\n", c.job_timeout_ms,
-               c.stats_interval_ms);
-  std::fprintf(out, "  drop_rate = %g\n  dup_rate = %g\n  reorder_rate = %g\n", c.drop_rate,
-               c.dup_rate, c.reorder_rate);
-  std::fprintf(out, "  corrupt_rate = %g\n  cores = %u\n", c.corrupt_rate, c.cores);
-  std::fprintf(out, "  seed = %llu\n", static_cast<unsigned long long>(c.seed));
-  std::fprintf(out, "  io = %s\n", c.io.c_str());
-  if (c.io == "dpdk") {
-    std::fprintf(out, "  dpdk = %s\n  dpdk_backoff_us = %u\n", c.dpdk_eal.c_str(),
-                 c.dpdk_backoff_us);
+  for (const Flag& f : Flags(engines)) {
+    if (std::string_view(f.key) == "dpdk" && c.io != "dpdk") continue;
+    if (std::string_view(f.key) == "dpdk_backoff_us" && c.io != "dpdk") continue;
+    const std::string v = f.show(c);
+    if (std::string_view(f.key) == "engine") {
+      std::fprintf(out, "  engine = %s [%.*s]\n", v.c_str(),
+                   static_cast<int>(engine_description.size()), engine_description.data());
+    } else {
+      std::fprintf(out, "  %s = %s\n", f.key, v.c_str());
+    }
   }
 }
 

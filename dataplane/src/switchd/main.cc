@@ -58,7 +58,7 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
 
-  sd::PrintConfig(*config, sd::EngineDescription(config->engine), stdout);
+  sd::PrintConfig(*config, sd::EngineDescription(config->engine), stdout, engines);
   std::printf("ina-switchd listening on %s\n", (*sw)->local_address().c_str());
   std::fflush(stdout);
 

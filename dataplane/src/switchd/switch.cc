@@ -528,8 +528,8 @@ Result<std::unique_ptr<Switch>> Switch::Create(const Config& config,
     net::UdpPortConfig pc;
     pc.bind_ip = config.bind;
     pc.bind_port = config.port;
-    pc.socket_buffer_bytes = 8 << 20;  // absorbs bursts from many workers
-    pc.gso_gro = net::UdpGsoFromEnv();
+    pc.socket_buffer_bytes = static_cast<int>(config.socket_buffer_bytes);
+    pc.gso_gro = config.udp_gso;
     pc.reuse_port = n > 1;
     for (unsigned c = 0; c < n; ++c) {
       auto port = net::OpenUdpPort(pc);

@@ -79,6 +79,9 @@ typedef struct ina_config {
   int dpdk_backoff_max_us;  /* idle RX back-off ceiling */
   int dpdk_zero_copy;       /* 0 or 1: attach TX buffers as external mbufs when the port allows */
   int progress_threads;     /* lanes: progress threads (one socket each) per rank, 1 .. 16 */
+  /* 0.2 */
+  char quant[16]; /* quantization kernels: "auto", "scalar", "avx2" or "avx512" */
+  int udp_gso;    /* 0 or 1: transport "udp" sends UDP GSO trains and receives with GRO */
   /* New fields go here, at the end (see the ABI rule above). */
 } ina_config;
 

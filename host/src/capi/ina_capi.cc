@@ -44,8 +44,10 @@ INA_SAME_CODE(INA_ERR_UNIMPLEMENTED, kUnimplemented);
 // Every released layout, oldest first. A release that appends fields adds its own entry and keeps
 // the old ones (ina.h states the rule).
 constexpr Layout kConfigLayouts[] = {
-    // 0.1: struct_size .. progress_threads.
-    {sizeof(ina_config), offsetof(ina_config, progress_threads) + sizeof(int)},
+    // 0.1: struct_size .. progress_threads (sizeof 1568 on LP64).
+    {1568, offsetof(ina_config, progress_threads) + sizeof(int)},
+    // 0.2: .. quant, udp_gso.
+    {sizeof(ina_config), offsetof(ina_config, udp_gso) + sizeof(int)},
 };
 constexpr Layout kStatsLayouts[] = {
     // 0.1: struct_size .. ops_failed.
@@ -55,7 +57,7 @@ constexpr Layout kStatsLayouts[] = {
 // struct without adding a layout fails here.
 static_assert(kConfigLayouts[std::size(kConfigLayouts) - 1].size == sizeof(ina_config));
 static_assert(kStatsLayouts[std::size(kStatsLayouts) - 1].size == sizeof(ina_stats));
-static_assert(sizeof(void*) != 8 || sizeof(ina_config) == 1568,
+static_assert(sizeof(void*) != 8 || sizeof(ina_config) == 1584,
               "ina_config changed: append fields only, add a Layout to kConfigLayouts");
 static_assert(sizeof(void*) != 8 || sizeof(ina_stats) == 64,
               "ina_stats changed: append fields only, add a Layout to kStatsLayouts");
@@ -98,7 +100,7 @@ Status WriteString(const std::string& in, const char* field, char (&out)[N]) {
 Status FullToC(const CommConfig& c, ina_config* out) {
   const auto& [switch_host, switch_port, job_id, rank, world_size, k, window, join_timeout_ms,
                progress_timeout_ms, rto_min_us, rto_max_us, rto_initial_us, progress_threads,
-               transport, socket_buffer_bytes, dpdk] = c;
+               transport, socket_buffer_bytes, dpdk, quant, udp_gso] = c;
   const auto& [eal_args, port, local_ip, local_port, local_mac, fabric_mac, backoff_max_us,
                zero_copy] = dpdk;
   std::memset(out, 0, sizeof(*out));
@@ -126,6 +128,8 @@ Status FullToC(const CommConfig& c, ina_config* out) {
   INA_RETURN_IF_ERROR(WriteString(fabric_mac, "dpdk_fabric_mac", out->dpdk_fabric_mac));
   out->dpdk_backoff_max_us = backoff_max_us;
   out->dpdk_zero_copy = zero_copy ? 1 : 0;
+  INA_RETURN_IF_ERROR(WriteString(quant, "quant", out->quant));
+  out->udp_gso = udp_gso ? 1 : 0;
   return Status::Ok();
 }
 
@@ -133,7 +137,7 @@ Result<CommConfig> FullFromC(const ina_config& in) {
   CommConfig c;
   auto& [switch_host, switch_port, job_id, rank, world_size, k, window, join_timeout_ms,
          progress_timeout_ms, rto_min_us, rto_max_us, rto_initial_us, progress_threads, transport,
-         socket_buffer_bytes, dpdk] = c;
+         socket_buffer_bytes, dpdk, quant, udp_gso] = c;
   auto& [eal_args, port, local_ip, local_port, local_mac, fabric_mac, backoff_max_us, zero_copy] =
       dpdk;
   INA_RETURN_IF_ERROR(ReadString(in.switch_host, "switch_host", &switch_host));
@@ -163,6 +167,11 @@ Result<CommConfig> FullFromC(const ina_config& in) {
                            " is not 0 or 1");
   }
   zero_copy = in.dpdk_zero_copy == 1;
+  INA_RETURN_IF_ERROR(ReadString(in.quant, "quant", &quant));
+  if (in.udp_gso != 0 && in.udp_gso != 1) {
+    return InvalidArgument("ina_config.udp_gso: " + std::to_string(in.udp_gso) + " is not 0 or 1");
+  }
+  udp_gso = in.udp_gso == 1;
   return c;
 }
 

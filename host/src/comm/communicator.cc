@@ -107,14 +107,15 @@ struct Op {
 // every lane polls its transport, so a job_aborted is noticed before the next call.
 class Communicator::Impl {
  public:
-  Impl(const CommConfig& cfg, std::vector<std::unique_ptr<Transport>> transports, uint16_t window)
+  Impl(const CommConfig& cfg, const quant::Kernels& kernels,
+       std::vector<std::unique_ptr<Transport>> transports, uint16_t window)
       : cfg_(cfg) {
     lanes_.resize(transports.size());
     for (size_t l = 0; l < lanes_.size(); ++l) {
       lanes_[l].transport = std::move(transports[l]);
       lanes_[l].progress = std::make_unique<internal::Progress>(
-          internal::WindowConfig::From(cfg, window, static_cast<uint16_t>(l)),
-          quant::ActiveKernels(), *lanes_[l].transport, clock_);
+          internal::WindowConfig::From(cfg, window, static_cast<uint16_t>(l)), kernels,
+          *lanes_[l].transport, clock_);
     }
   }
 
@@ -428,11 +429,17 @@ Communicator::~Communicator() = default;
 
 Result<std::unique_ptr<Communicator>> Communicator::Create(const CommConfig& config) {
   INA_RETURN_IF_ERROR(config.Validate());
+  const quant::Kernels* kernels = quant::KernelsByName(config.quant);
+  if (kernels == nullptr) {
+    return InvalidArgument("config: quant " + config.quant +
+                           " is not available on this CPU or build (scalar always is)");
+  }
   TransportConfig tc;
   tc.kind = config.transport;
   tc.fabric_host = config.switch_host;
   tc.fabric_port = config.switch_port;
   tc.socket_buffer_bytes = config.socket_buffer_bytes;
+  tc.udp_gso = config.udp_gso;
   tc.dpdk = config.dpdk;
   std::vector<std::unique_ptr<Transport>> transports;
   for (int l = 0; l < config.progress_threads; ++l) {  // one socket per lane
@@ -440,7 +447,7 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const CommConfig& con
     transports.push_back(std::move(t));
   }
   INA_ASSIGN_OR_RETURN(uint16_t window, JoinLanes(config, transports));
-  auto impl = std::make_unique<Impl>(config, std::move(transports), window);
+  auto impl = std::make_unique<Impl>(config, *kernels, std::move(transports), window);
   impl->Start();
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }

@@ -1,32 +1,16 @@
 #include "ina/host/config.h"
 
-#include <cerrno>
 #include <cstdlib>
 #include <limits>
 #include <sstream>
 
+#include "ina/base/parse.h"
 #include "ina/proto/wire.h"
 
 static_assert(ina::host::CommConfig::kMaxProgressThreads == ina::proto::kMaxLanes);
 
 namespace ina::host {
 namespace {
-
-// Parses a whole decimal integer in [lo, hi]; InvalidArgument naming `var` otherwise.
-Result<long long> ParseInt(const char* var, const std::string& text, long long lo, long long hi) {
-  if (text.empty()) return InvalidArgument(std::string(var) + ": empty value");
-  errno = 0;
-  char* end = nullptr;
-  long long v = std::strtoll(text.c_str(), &end, 10);
-  if (errno != 0 || end == text.c_str() || *end != '\0') {
-    return InvalidArgument(std::string(var) + "='" + text + "': not an integer");
-  }
-  if (v < lo || v > hi) {
-    return InvalidArgument(std::string(var) + "='" + text + "': out of range [" +
-                           std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  }
-  return v;
-}
 
 template <typename T>
 Status EnvInt(const char* var, long long lo, T* field) {
@@ -73,6 +57,9 @@ Status CommConfig::Validate() const {
                " needs transport udp (one socket per lane), not " + transport);
   }
   if (socket_buffer_bytes < 0) return bad("socket_buffer_bytes < 0");
+  if (quant != "auto" && quant != "scalar" && quant != "avx2" && quant != "avx512") {
+    return bad("quant '" + quant + "' is not auto, scalar, avx2 or avx512");
+  }
   return Status::Ok();
 }
 
@@ -83,7 +70,8 @@ std::string CommConfig::ToString() const {
     << " join_timeout_ms=" << join_timeout_ms << " progress_timeout_ms=" << progress_timeout_ms
     << " rto_us=[" << rto_min_us << "," << rto_initial_us << "," << rto_max_us << "]"
     << " progress_threads=" << progress_threads << " transport=" << transport
-    << " socket_buffer_bytes=" << socket_buffer_bytes;
+    << " socket_buffer_bytes=" << socket_buffer_bytes << " udp_gso=" << udp_gso
+    << " quant=" << quant;
   if (transport == "dpdk") {
     o << " dpdk_eal='" << dpdk.eal_args << "' dpdk_port=" << dpdk.port
       << " dpdk_local=" << dpdk.local_ip << ":" << dpdk.local_port
@@ -118,6 +106,17 @@ Result<CommConfig> CommConfig::FromEnv(CommConfig c) {
   if (const char* v = std::getenv("INA_TRANSPORT")) {
     if (*v == '\0') return InvalidArgument("INA_TRANSPORT: empty value");
     c.transport = v;
+  }
+  INA_RETURN_IF_ERROR(EnvInt("INA_SOCKET_BUFFER_BYTES", 0, &c.socket_buffer_bytes));
+  if (const char* v = std::getenv("INA_UDP_GSO")) {
+    INA_ASSIGN_OR_RETURN(c.udp_gso, ParseBool("INA_UDP_GSO", v));
+  }
+  if (const char* v = std::getenv("INA_QUANT")) {
+    const std::string q(v);
+    if (q != "auto" && q != "scalar" && q != "avx2" && q != "avx512") {
+      return InvalidArgument("INA_QUANT='" + q + "': not auto, scalar, avx2 or avx512");
+    }
+    c.quant = q;
   }
   if (c.transport == "dpdk") INA_RETURN_IF_ERROR(ApplyDpdkEnv(&c.dpdk));
   return c;

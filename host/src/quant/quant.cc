@@ -1,9 +1,7 @@
 // Precision() and the kernel choice: each SIMD variant is offered only when the compiler built it
 // and the CPU (with OS support for the register state) runs it; ActiveKernels() picks the fastest
-// once, or the one INA_QUANT names.
+// once; KernelsByName gives the one a CommConfig names.
 #include <bit>
-#include <cstdio>
-#include <cstdlib>
 #include <string_view>
 
 #include "internal.h"
@@ -36,28 +34,6 @@ const Kernels* Avx512Kernels() {
 namespace {
 
 const Kernels& ChooseKernels() {
-  const char* env = std::getenv("INA_QUANT");
-  if (env != nullptr && *env != '\0') {
-    const std::string_view want(env);
-    const Kernels* k = nullptr;
-    if (want == "scalar") {
-      k = &ScalarKernels();
-    } else if (want == "avx2") {
-      k = Avx2Kernels();
-    } else if (want == "avx512") {
-      k = Avx512Kernels();
-    } else {
-      std::fprintf(stderr, "ina: INA_QUANT=%s is not one of scalar|avx2|avx512; using scalar\n",
-                   env);
-      return ScalarKernels();
-    }
-    if (k == nullptr) {
-      std::fprintf(stderr, "ina: INA_QUANT=%s is not available on this CPU/build; using scalar\n",
-                   env);
-      return ScalarKernels();
-    }
-    return *k;
-  }
   // AVX2 first: measured no slower than AVX-512 for these memory-bound kernels
   // (docs/benchmarks-quant.md), and it avoids AVX-512 frequency drops on older parts.
   if (const Kernels* k = Avx2Kernels()) return *k;
@@ -70,6 +46,14 @@ const Kernels& ChooseKernels() {
 const Kernels& ActiveKernels() {
   static const Kernels& kChosen = ChooseKernels();  // thread-safe static initialisation
   return kChosen;
+}
+
+const Kernels* KernelsByName(std::string_view name) {
+  if (name == "auto") return &ActiveKernels();
+  if (name == "scalar") return &ScalarKernels();
+  if (name == "avx2") return Avx2Kernels();
+  if (name == "avx512") return Avx512Kernels();
+  return nullptr;
 }
 
 }  // namespace ina::host::quant

@@ -2,30 +2,15 @@
 // Unimplemented from net/, see dpdk/dpdk_transport.h).
 #include "ina/host/transport.h"
 
-#include <cerrno>
 #include <cstdlib>
 #include <string>
 
 #include "dpdk/dpdk_transport.h"
+#include "ina/base/parse.h"
 #include "udp/udp_transport.h"
 #include "verbs/verbs_transport.h"
 
 namespace ina::host {
-namespace {
-
-Result<long long> EnvNumber(const char* var, const char* v, long long lo, long long hi) {
-  errno = 0;
-  char* end = nullptr;
-  const long long x = std::strtoll(v, &end, 10);
-  if (errno != 0 || end == v || *end != '\0' || x < lo || x > hi) {
-    return InvalidArgument(std::string(var) + "='" + v + "': not an integer in [" +
-                           std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  }
-  return x;
-}
-
-}  // namespace
-
 Status ApplyDpdkEnv(DpdkConfig* c) {
   if (const char* v = std::getenv("INA_DPDK_EAL")) c->eal_args = v;
   if (const char* v = std::getenv("INA_DPDK_PORT")) c->port = v;
@@ -36,18 +21,18 @@ Status ApplyDpdkEnv(DpdkConfig* c) {
       return InvalidArgument("INA_DPDK_LOCAL='" + s + "': expected ip:port");
     }
     INA_ASSIGN_OR_RETURN(long long port,
-                         EnvNumber("INA_DPDK_LOCAL port", s.c_str() + colon + 1, 1, 65535));
+                         ParseInt("INA_DPDK_LOCAL port", s.substr(colon + 1), 1, 65535));
     c->local_ip = s.substr(0, colon);
     c->local_port = static_cast<uint16_t>(port);
   }
   if (const char* v = std::getenv("INA_DPDK_MAC")) c->local_mac = v;
   if (const char* v = std::getenv("INA_DPDK_FABRIC_MAC")) c->fabric_mac = v;
   if (const char* v = std::getenv("INA_DPDK_BACKOFF_US")) {
-    INA_ASSIGN_OR_RETURN(long long us, EnvNumber("INA_DPDK_BACKOFF_US", v, 0, 1000000));
+    INA_ASSIGN_OR_RETURN(long long us, ParseInt("INA_DPDK_BACKOFF_US", v, 0, 1000000));
     c->backoff_max_us = static_cast<int>(us);
   }
   if (const char* v = std::getenv("INA_DPDK_ZERO_COPY")) {
-    INA_ASSIGN_OR_RETURN(long long z, EnvNumber("INA_DPDK_ZERO_COPY", v, 0, 1));
+    INA_ASSIGN_OR_RETURN(long long z, ParseInt("INA_DPDK_ZERO_COPY", v, 0, 1));
     c->zero_copy = z != 0;
   }
   return Status::Ok();

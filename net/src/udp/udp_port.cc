@@ -306,11 +306,6 @@ class UdpPort final : public Port {
 
 }  // namespace
 
-bool UdpGsoFromEnv() {
-  const char* v = std::getenv("INA_UDP_GSO");
-  return v == nullptr || std::string_view(v) != "0";
-}
-
 Result<std::unique_ptr<Port>> OpenUdpPort(const UdpPortConfig& c) {
   INA_ASSIGN_OR_RETURN(Endpoint local, Resolve(c.bind_ip, c.bind_port, "bind address"));
   Endpoint peer;

@@ -1,7 +1,7 @@
 // ina-rtlsim: ina-switchd's loop and control plane (the library ina::switchd_loop) with the
 // verilated RTL core doing all the aggregation (docs/rtl/README.md, "ina-rtlsim"). Same command
-// line as ina-switchd (--engine and --slots accepted and ignored: the core's pool and job table are
-// fixed when it is verilated).
+// line as ina-switchd (--engine accepted and ignored; --slots only the core's fixed pool, which is
+// its default), plus --rtl-idle / --rtl-stall (env INA_RTLSIM_IDLE / INA_RTLSIM_STALL).
 //
 // Exit status: 0 after SIGINT/SIGTERM (summary and the JSON counters line printed), 2 for a bad
 // command line, 1 for a start-up or socket failure, or if the simulation harness failed.
@@ -27,7 +27,7 @@ int main(int argc, char** argv) {
   namespace sd = ::ina::dp::switchd;
   std::vector<std::string> args(argv + 1, argv + argc);
   namespace rs = ::ina::sim::rtlsim;
-  const sd::EngineMenu engines{rs::kEngineNames, rs::kDefaultEngine};
+  const sd::EngineMenu engines = rs::Menu();
   auto config = sd::ParseArgs(args, engines);
   if (!config.ok()) {
     std::fprintf(stderr, "ina-rtlsim: %s\n", config.status().message().c_str());
@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
     std::fputs(sd::Usage(engines).c_str(), stdout);
     return 0;
   }
-  auto engine = rs::MakeEngine();
+  auto engine = rs::MakeEngine(config->rtl_idle, config->rtl_stall);
   if (!engine.ok()) {
     std::fprintf(stderr, "ina-rtlsim: %s\n", engine.status().ToString().c_str());
     return engine.status().code() == ina::StatusCode::kInvalidArgument ? 2 : 1;
@@ -57,7 +57,7 @@ int main(int argc, char** argv) {
   sigaction(SIGINT, &sa, nullptr);
   sigaction(SIGTERM, &sa, nullptr);
 
-  sd::PrintConfig(*config, rs::EngineDescription(), stdout);
+  sd::PrintConfig(*config, rs::EngineDescription(), stdout, engines);
   std::printf("ina-rtlsim listening on %s\n", (*sw)->local_address().c_str());
   std::fflush(stdout);
 

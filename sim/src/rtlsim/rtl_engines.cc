@@ -4,30 +4,22 @@
 #include <cstdlib>
 
 namespace ina::sim::rtlsim {
-namespace {
-
-Result<double> EnvRate(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return 0.0;
-  char* end = nullptr;
-  const double x = std::strtod(v, &end);
-  if (*end != '\0' || !(x >= 0 && x < 1)) {
-    return InvalidArgument(std::string(name) + ": expected a probability in [0, 1)");
-  }
-  return x;
-}
-
-}  // namespace
-
 std::string EngineDescription() {
   return "verilated RTL core, " + std::to_string(kRtlPoolSlots) + " slots, " +
-         std::to_string(kRtlJobs) + " jobs (--engine and --slots are ignored)";
+         std::to_string(kRtlJobs) + " jobs (--engine does not matter)";
 }
 
-Result<std::unique_ptr<RtlEngine>> MakeEngine() {
+dp::switchd::EngineMenu Menu() {
+  return dp::switchd::EngineMenu{kEngineNames, kDefaultEngine, kRtlPoolSlots, /*rtl=*/true};
+}
+
+Result<std::unique_ptr<RtlEngine>> MakeEngine(double idle, double stall) {
+  if (!(idle >= 0 && idle < 1) || !(stall >= 0 && stall < 1)) {
+    return InvalidArgument("rtl idle/stall probabilities must be in [0, 1)");
+  }
   CoreSim::Options o;
-  INA_ASSIGN_OR_RETURN(o.idle, EnvRate("INA_RTLSIM_IDLE"));
-  INA_ASSIGN_OR_RETURN(o.stall, EnvRate("INA_RTLSIM_STALL"));
+  o.idle = idle;
+  o.stall = stall;
   return std::make_unique<RtlEngine>(o);
 }
 

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "ina/base/status.h"
+#include "ina/dp/switchd/config.h"
 #include "ina/sim/rtl_engine.h"
 
 namespace ina::sim::rtlsim {
@@ -18,11 +19,14 @@ inline constexpr std::string_view kDefaultEngine = "rtl";
 // The start-up config print's description: the core's fixed pool and job table.
 std::string EngineDescription();
 
-// A new core. Environment: INA_RTLSIM_IDLE and INA_RTLSIM_STALL, probabilities in [0, 1) of an
-// idle s_axis cycle / a low m_axis_tready (default 0: the same results, only slower; for
-// exercising the core's backpressure end to end). --engine and --slots do not matter: the pool
-// and job table are fixed when the core is verilated.
-// Errors: InvalidArgument (an environment variable that is not such a probability).
-Result<std::unique_ptr<RtlEngine>> MakeEngine();
+// The menu ina-rtlsim parses its flags with: the names above, the core's fixed pool (--slots
+// must be it), and the --rtl-idle / --rtl-stall flags (env INA_RTLSIM_IDLE / INA_RTLSIM_STALL).
+dp::switchd::EngineMenu Menu();
+
+// A new core; `idle` and `stall` are probabilities in [0, 1) of an idle s_axis cycle / a low
+// m_axis_tready (Config::rtl_idle / rtl_stall; 0: the same results, only slower; for exercising
+// the core's backpressure end to end). The pool and job table are fixed when the core is
+// verilated. Errors: InvalidArgument for a probability outside [0, 1).
+Result<std::unique_ptr<RtlEngine>> MakeEngine(double idle, double stall);
 
 }  // namespace ina::sim::rtlsim

@@ -211,7 +211,8 @@ TEST_F(Testbed, StoppedHalfWayLeavesNothingBehind) {
   ASSERT_TRUE(st.ok()) << "testbed.sh did not exit within 30 s of SIGTERM";
   EXPECT_FALSE(WIFEXITED(*st) && WEXITSTATUS(*st) == 0) << "a stopped run must not report success";
   EXPECT_TRUE(NamespacesWith(prefix + "-").empty()) << "namespaces left behind: " << prefix;
-  // ina-bench's shared-state file (only its multi-host mode makes one) is gone too.
+  // No shared-state file in /dev/shm either (ina-bench's namespace mode used to make one; its
+  // workers now meet the parent over TCP).
   for (const auto& f : FilesWith("/dev/shm", "ina-bench-")) {
     EXPECT_TRUE(shm_before.count(f)) << "left behind: /dev/shm/" << f;
   }

@@ -53,7 +53,7 @@ TEST(CApiConfig, EveryFieldComesBackToC) {
   const auto* a = reinterpret_cast<const unsigned char*>(&back);
   const auto* b = reinterpret_cast<const unsigned char*>(&c);
   // Up to the last field: the struct's tail padding is nobody's.
-  const size_t used = offsetof(ina_config, progress_threads) + sizeof(c.progress_threads);
+  const size_t used = offsetof(ina_config, udp_gso) + sizeof(c.udp_gso);
   for (size_t i = 0; i < used; ++i) ASSERT_EQ(a[i], b[i]) << "byte " << i;
 }
 
@@ -147,6 +147,8 @@ TEST(CApiConfig, OlderLayoutGetsDefaultsForTheFieldsItLacks) {
   tail_defaults.socket_buffer_bytes = CommConfig{}.socket_buffer_bytes;
   tail_defaults.dpdk = CommConfig{}.dpdk;
   tail_defaults.progress_threads = CommConfig{}.progress_threads;
+  tail_defaults.quant = CommConfig{}.quant;
+  tail_defaults.udp_gso = CommConfig{}.udp_gso;
   t::ExpectFields(*r, tail_defaults, /*same=*/true);
 
   // Writing for that caller touches nothing past its fields.
@@ -185,6 +187,41 @@ TEST(CApiConfig, ZeroCopyIsZeroOrOne) {
   r = capi::ConfigFromC(c);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_TRUE(r->dpdk.zero_copy);
+}
+
+TEST(CApiConfig, UdpGsoIsZeroOrOneAndQuantIsValidated) {
+  ina_config c = Filled(true);
+  c.udp_gso = 2;
+  auto r = capi::ConfigFromC(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("udp_gso"), std::string::npos);
+  c.udp_gso = 1;
+  std::strcpy(c.quant, "sse9");
+  ina_comm* comm = nullptr;
+  EXPECT_EQ(ina_comm_create(&c, &comm), INA_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ina_last_error()).find("quant 'sse9'"), std::string::npos)
+      << ina_last_error();
+}
+
+// The real 0.1 layout (up to progress_threads, 1568 bytes on LP64): its callers get the 0.2
+// fields' defaults, and writing for them stops at their last field.
+TEST(CApiConfig, Release01LayoutStillWorks) {
+  const size_t used01 = offsetof(ina_config, progress_threads) + sizeof(int);
+  const size_t size01 =
+      (used01 + alignof(ina_config) - 1) / alignof(ina_config) * alignof(ina_config);
+  ina_config c = Filled(false);
+  c.struct_size = size01;
+  auto r = capi::ConfigFromC(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->progress_threads, 2);
+  EXPECT_EQ(r->quant, CommConfig{}.quant);
+  EXPECT_EQ(r->udp_gso, CommConfig{}.udp_gso);
+  ina_config out;
+  std::memset(&out, 0x5A, sizeof(out));
+  ASSERT_EQ(ina_config_init_sized(&out, size01), INA_OK) << ina_last_error();
+  EXPECT_EQ(out.struct_size, size01);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&out);
+  for (size_t i = used01; i < sizeof(out); ++i) ASSERT_EQ(bytes[i], 0x5A) << "byte " << i;
 }
 
 TEST(CApiConfig, InvalidConfigNamesTheField) {

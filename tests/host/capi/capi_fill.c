@@ -27,4 +27,6 @@ void capi_fill_every_field(ina_config* c, uint16_t port, int runnable) {
   c->dpdk_backoff_max_us = 250;
   c->dpdk_zero_copy = 0;
   c->progress_threads = 2;
+  strcpy(c->quant, "scalar");
+  c->udp_gso = 0;
 }

@@ -56,6 +56,8 @@ TEST(CommConfig, ValidateRejectsEachBadField) {
          c.progress_threads = 2;
          c.transport = "dpdk";
        }},
+      {"quant", [](CommConfig& c) { c.quant = "sse9"; }},
+      {"socket_buffer_bytes", [](CommConfig& c) { c.socket_buffer_bytes = -1; }},
   };
   for (const auto& tc : cases) {
     CommConfig c;
@@ -154,6 +156,28 @@ TEST(CommConfig, UnsetEnvKeepsBase) {
   EXPECT_EQ(r->switch_port, 47000);
 }
 
+// The tunables that used to be read behind the program's back (INA_QUANT by the quantizer,
+// INA_UDP_GSO by the UDP port) are CommConfig fields now, set from the environment by FromEnv only,
+// and printed by ToString.
+TEST(CommConfig, QuantGsoAndSocketBufferFromEnv) {
+  CommConfig d;
+  EXPECT_EQ(d.quant, "auto");
+  EXPECT_TRUE(d.udp_gso);
+  EXPECT_NE(d.ToString().find("udp_gso=1 quant=auto"), std::string::npos) << d.ToString();
+  EnvVar a("INA_QUANT", "scalar");
+  EnvVar b("INA_UDP_GSO", "0");
+  EnvVar c("INA_SOCKET_BUFFER_BYTES", "65536");
+  auto r = CommConfig::FromEnv(CommConfig{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->quant, "scalar");
+  EXPECT_FALSE(r->udp_gso);
+  EXPECT_EQ(r->socket_buffer_bytes, 65536);
+  EXPECT_TRUE(r->Validate().ok());
+  EXPECT_NE(r->ToString().find("socket_buffer_bytes=65536 udp_gso=0 quant=scalar"),
+            std::string::npos)
+      << r->ToString();
+}
+
 TEST(CommConfig, MalformedEnvNamesTheVariable) {
   const std::pair<const char*, const char*> bad[] = {
       {"INA_RANK", "x1"},
@@ -166,6 +190,12 @@ TEST(CommConfig, MalformedEnvNamesTheVariable) {
       {"INA_SWITCH", "h:99999"},
       {"INA_JOIN_TIMEOUT_MS", "1e3"},
       {"INA_PROGRESS_TIMEOUT_MS", "99999999999"},
+      {"INA_QUANT", "sse9"},
+      {"INA_QUANT", ""},
+      {"INA_UDP_GSO", "2"},
+      {"INA_UDP_GSO", "yes"},
+      {"INA_SOCKET_BUFFER_BYTES", "-1"},
+      {"INA_SOCKET_BUFFER_BYTES", "8M"},
   };
   for (const auto& [name, value] : bad) {
     EnvVar v(name, value);

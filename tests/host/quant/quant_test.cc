@@ -174,8 +174,8 @@ INSTANTIATE_TEST_SUITE_P(Variants, QuantKat, ::testing::Values("scalar", "avx2",
                          [](const auto& info) { return info.param; });
 
 // ---------------------------------------------------------------------------------------------
-// ActiveKernels and INA_QUANT. Each case runs in a fresh process (threadsafe death-test style
-// re-executes the binary), since the choice is made once per process.
+// ActiveKernels and KernelsByName (CommConfig::quant; INA_QUANT reaches it through FromEnv only,
+// tests/host/comm/config_test.cc).
 
 // The documented preference: AVX2, then AVX-512 (measured no faster here), then scalar.
 const Kernels* Best() {
@@ -184,45 +184,36 @@ const Kernels* Best() {
   return &ScalarKernels();
 }
 
-void ExitWithActiveName(const char* env) {
-  if (env == nullptr) {
-    unsetenv("INA_QUANT");
-  } else {
-    setenv("INA_QUANT", env, 1);
-  }
-  const Kernels& k = ActiveKernels();
-  std::fprintf(stderr, "active=%.*s\n", static_cast<int>(k.name.size()), k.name.data());
-  std::exit(&k == &ActiveKernels() ? 0 : 1);  // also: the same table on a second call
-}
-
 TEST(QuantActive, DefaultIsPreferredAvailable) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  const std::string want = "active=" + std::string(Best()->name) + "\n";
-  EXPECT_EXIT(ExitWithActiveName(nullptr), ::testing::ExitedWithCode(0), want);
+  EXPECT_EQ(&ActiveKernels(), Best());
+  EXPECT_EQ(&ActiveKernels(), &ActiveKernels());
 }
 
-TEST(QuantActive, EnvForcesScalar) {
+// The library reads no environment: INA_QUANT set in the process changes nothing here.
+TEST(QuantActive, EnvironmentIsNotReadByTheLibrary) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(ExitWithActiveName("scalar"), ::testing::ExitedWithCode(0), "active=scalar\n");
+  EXPECT_EXIT(
+      {
+        setenv("INA_QUANT", "scalar", 1);
+        const Kernels& k = ActiveKernels();
+        std::fprintf(stderr, "active=%.*s\n", static_cast<int>(k.name.size()), k.name.data());
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(0), "^active=" + std::string(Best()->name) + "\n$");
 }
 
-TEST(QuantActive, EnvForcesEachAvailableVariant) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
+TEST(QuantActive, ByNameGivesEachAvailableVariant) {
+  EXPECT_EQ(KernelsByName("auto"), &ActiveKernels());
+  EXPECT_EQ(KernelsByName("scalar"), &ScalarKernels());
+  EXPECT_EQ(KernelsByName("avx2"), Avx2Kernels());
+  EXPECT_EQ(KernelsByName("avx512"), Avx512Kernels());
   for (const char* name : {"avx2", "avx512"}) {
-    if (VariantByName(name) != nullptr) {
-      EXPECT_EXIT(ExitWithActiveName(name), ::testing::ExitedWithCode(0),
-                  "^active=" + std::string(name) + "\n$");
-    } else {
-      EXPECT_EXIT(ExitWithActiveName(name), ::testing::ExitedWithCode(0),
-                  "not available.*\nactive=scalar\n");
+    if (KernelsByName(name) != nullptr) {
+      EXPECT_EQ(KernelsByName(name)->name, name);
     }
   }
-}
-
-TEST(QuantActive, UnknownEnvFallsBackToScalarWithWarning) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(ExitWithActiveName("sse9"), ::testing::ExitedWithCode(0),
-              "INA_QUANT=sse9.*scalar.*\nactive=scalar\n");
+  EXPECT_EQ(KernelsByName("sse9"), nullptr);
+  EXPECT_EQ(KernelsByName(""), nullptr);
 }
 
 }  // namespace

@@ -97,8 +97,9 @@ class Sock {
   sockaddr_in addr_{};
 };
 
-std::unique_ptr<Transport> Open(uint16_t port) {
+std::unique_ptr<Transport> Open(uint16_t port, bool gso = true) {
   TransportConfig c;
+  c.udp_gso = gso;
   c.fabric_host = "127.0.0.1";
   c.fabric_port = port;
   c.bind_host = "127.0.0.1";
@@ -160,16 +161,12 @@ TEST(UdpGso, SendBurstArrivesAsSeparateDatagramsInOrder) {
 
 // A GRO socket sees the trains themselves: with GSO on, runs of equal packets arrive coalesced
 // (segment size = the run's length; never more than 64 segments); the concatenation is exact.
-// With INA_UDP_GSO=0, every datagram arrives alone.
+// With udp_gso off (CommConfig::udp_gso, INA_UDP_GSO=0), every datagram arrives alone.
 void CheckTrains(bool gso_on) {
   std::mt19937_64 rng(Seed());
   Sock peer(true);
   if (!peer.gro()) GTEST_SKIP() << "kernel refuses UDP_GRO";
-  const char* env = std::getenv("INA_UDP_GSO");
-  if (gso_on && env != nullptr && std::string(env) == "0") GTEST_SKIP() << "INA_UDP_GSO=0";
-  if (!gso_on) setenv("INA_UDP_GSO", "0", 1);
-  auto t = Open(peer.port());
-  unsetenv("INA_UDP_GSO");
+  auto t = Open(peer.port(), gso_on);
   ASSERT_NE(t, nullptr);
   const auto data = MakePackets(rng, 600);
   std::vector<uint8_t> all;

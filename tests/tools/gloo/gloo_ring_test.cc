@@ -1,6 +1,7 @@
 // GlooRing end to end: real processes (fork) on 127.0.0.1 meet through a temporary FileStore
-// directory and all-reduce known vectors; also several ranks as threads of one process, the
-// rendezvous timeout, and argument checks. Every wait is bounded; children are killed on failure.
+// directory and all-reduce known vectors; also several ranks as threads of one process, meeting
+// through a RendezvousStore instead (what ina-bench's coordinator provides), the rendezvous
+// timeout with either, and argument checks. Every wait is bounded; children are killed on failure.
 #include "gloo_ring.h"
 
 #include <gtest/gtest.h>
@@ -10,8 +11,11 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -124,6 +128,70 @@ TEST(GlooRing, ThreadRanksInOneProcess) {
   }
   for (auto& t : threads) t.join();  // bounded: every Gloo call has a 20 s timeout
   for (int r = 0; r < kWorld; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+// An in-memory RendezvousStore for ranks that are threads of this process.
+class MemoryStore : public RendezvousStore {
+ public:
+  Status Set(const std::string& key, const std::vector<char>& value,
+             std::chrono::milliseconds) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    kv_[key] = value;
+    cv_.notify_all();
+    return Status::Ok();
+  }
+  Result<std::vector<char>> Get(const std::string& key,
+                                std::chrono::milliseconds timeout) override {
+    INA_RETURN_IF_ERROR(Wait({key}, timeout));
+    std::lock_guard<std::mutex> lock(mu_);
+    return kv_[key];
+  }
+  Status Wait(const std::vector<std::string>& keys, std::chrono::milliseconds timeout) override {
+    std::unique_lock<std::mutex> lock(mu_);
+    const bool all = cv_.wait_for(lock, timeout, [&] {
+      for (const auto& k : keys) {
+        if (kv_.count(k) == 0) return false;
+      }
+      return true;
+    });
+    return all ? Status::Ok() : DeadlineExceeded("store wait timed out");
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::map<std::string, std::vector<char>> kv_;
+};
+
+TEST(GlooRing, ThreadRanksMeetThroughAStore) {
+  constexpr int kWorld = 3;
+  MemoryStore store;
+  std::vector<std::string> errors(kWorld);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < kWorld; ++r) {
+    threads.emplace_back([&, r] {
+      auto ring = GlooRing::Create(r, kWorld, store, milliseconds(20000), "127.0.0.1");
+      if (!ring.ok()) {
+        errors[r] = ring.status().ToString();
+        return;
+      }
+      std::vector<float> data(4097);
+      for (size_t i = 0; i < data.size(); ++i) data[i] = Input(r, i);
+      if (Status s = (*ring)->AllReduce(data); !s.ok()) errors[r] = s.ToString();
+      for (size_t i = 0; i < data.size() && errors[r].empty(); ++i) {
+        if (data[i] != Expected(kWorld, i)) errors[r] = "wrong sum at " + std::to_string(i);
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < kWorld; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+  // A missing peer: the store's timeout error comes back as DeadlineExceeded, in bounded time.
+  MemoryStore lonely;
+  const auto start = steady_clock::now();
+  auto ring = GlooRing::Create(0, 2, lonely, milliseconds(300), "127.0.0.1");
+  ASSERT_FALSE(ring.ok());
+  EXPECT_EQ(ring.status().code(), StatusCode::kDeadlineExceeded) << ring.status().ToString();
+  EXPECT_LT(steady_clock::now() - start, std::chrono::seconds(10));
 }
 
 TEST(GlooRing, WorldOfOneIsIdentity) {

@@ -21,8 +21,8 @@
 // and is neutral for the max.
 //
 // Kernels: a scalar reference and AVX2 / AVX-512 variants, bit-exact to it, chosen once at start
-// (ActiveKernels()). Elements on the wire are big-endian int32: Quantize writes wire bytes
-// directly into the packet, Dequantize reads them from the result packet.
+// (ActiveKernels(), or by name: KernelsByName). Elements on the wire are big-endian int32: Quantize
+// writes wire bytes directly into the packet, Dequantize reads them from the result packet.
 #pragma once
 
 #include <cstddef>
@@ -54,8 +54,10 @@ const Kernels& ScalarKernels();
 // nullptr when the CPU (or the compiler) lacks the instructions.
 const Kernels* Avx2Kernels();
 const Kernels* Avx512Kernels();
-// The fastest kernels this CPU runs; INA_QUANT=scalar|avx2|avx512 forces one (falls back to
-// scalar with a warning on stderr if unavailable). Chosen once, thread-safe.
+// The fastest kernels this CPU runs. Chosen once, thread-safe.
 const Kernels& ActiveKernels();
+// "auto" (ActiveKernels), "scalar", "avx2" or "avx512"; nullptr for another name or a variant this
+// CPU or build lacks. (CommConfig::quant names them; INA_QUANT sets it through FromEnv.)
+const Kernels* KernelsByName(std::string_view name);
 
 }  // namespace ina::host::quant

@@ -104,6 +104,7 @@ struct TransportConfig {
   uint16_t fabric_port = 47000;
   std::string bind_host = "0.0.0.0";  // local address; port is ephemeral
   int socket_buffer_bytes = 8 << 20;  // SO_RCVBUF / SO_SNDBUF request
+  bool udp_gso = true;  // kind "udp": UDP GSO trains out, GRO in (CommConfig::udp_gso)
   // kind "dpdk" only. When eal_args is empty, MakeTransport fills it from INA_DPDK_* first.
   DpdkConfig dpdk;
   // kind "verbs" only: fabric_host is the fabric's IPv4 address (its GID ::ffff:a.b.c.d);

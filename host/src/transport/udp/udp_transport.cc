@@ -13,7 +13,7 @@ Result<std::unique_ptr<Transport>> OpenUdpTransport(const TransportConfig& confi
   pc.peer_ip = config.fabric_host;
   pc.peer_port = config.fabric_port;
   pc.socket_buffer_bytes = config.socket_buffer_bytes;
-  pc.gso_gro = net::UdpGsoFromEnv();
+  pc.gso_gro = config.udp_gso;
   INA_ASSIGN_OR_RETURN(std::unique_ptr<net::Port> port, net::OpenUdpPort(pc));
   INA_ASSIGN_OR_RETURN(port, net::WrapWithFaults(std::move(port), ToFaultConfig(config.faults)));
   return std::unique_ptr<Transport>(new PortTransport(std::move(port), "udp"));

@@ -5,7 +5,8 @@
 // go through sendmmsg/recvmmsg; RecvBurst waits with ppoll (microsecond timeout). A received
 // datagram larger than its RxPacket buffer is reported with len 0.
 //
-// GSO/GRO (Linux; INA_UDP_GSO=0 turns both off, a kernel without them falls back silently):
+// GSO/GRO (Linux; TransportConfig::udp_gso = false turns both off, a kernel without them falls
+// back silently):
 // SendBurst sends each run of consecutive equal-length packets as one UDP_SEGMENT message,
 // gathering the caller's buffers without a copy; the wire still carries one datagram per packet
 // and the count returned is exact. Received GRO trains are split into consecutive RxPackets

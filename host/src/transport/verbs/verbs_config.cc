@@ -1,23 +1,16 @@
 // VerbsConfig validation and INA_VERBS_* parsing: built with or without libibverbs.
-#include <cerrno>
 #include <cstdlib>
 #include <string>
 
+#include "ina/base/parse.h"
 #include "ina/host/transport.h"
 
 namespace ina::host {
 namespace {
 
-Result<long long> EnvInt(const char* var, long long lo, long long hi, int base = 10) {
-  const char* v = std::getenv(var);
-  errno = 0;
-  char* end = nullptr;
-  const long long x = std::strtoll(v, &end, base);
-  if (errno != 0 || end == v || *end != '\0' || x < lo || x > hi) {
-    return InvalidArgument(std::string(var) + "='" + v + "': not an integer in [" +
-                           std::to_string(lo) + ", " + std::to_string(hi) + "]");
-  }
-  return x;
+// The variable (known to be set) through the one parser; 0x hex is taken for the QPN and Q_Key.
+Result<long long> EnvInt(const char* var, long long lo, long long hi) {
+  return ParseInt(var, std::getenv(var), lo, hi);
 }
 
 }  // namespace
@@ -37,11 +30,11 @@ Status ApplyVerbsEnv(VerbsConfig* c) {
     c->mtu = static_cast<int>(x);
   }
   if (std::getenv("INA_VERBS_QPN")) {
-    INA_ASSIGN_OR_RETURN(long long x, EnvInt("INA_VERBS_QPN", 0, 0xFFFFFF, 0));
+    INA_ASSIGN_OR_RETURN(long long x, EnvInt("INA_VERBS_QPN", 0, 0xFFFFFF));
     c->remote_qpn = static_cast<uint32_t>(x);
   }
   if (std::getenv("INA_VERBS_QKEY")) {
-    INA_ASSIGN_OR_RETURN(long long x, EnvInt("INA_VERBS_QKEY", 0, 0xFFFFFFFFLL, 0));
+    INA_ASSIGN_OR_RETURN(long long x, EnvInt("INA_VERBS_QKEY", 0, 0xFFFFFFFFLL));
     c->qkey = static_cast<uint32_t>(x);
   }
   return ValidateVerbsConfig(*c);

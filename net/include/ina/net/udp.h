@@ -36,12 +36,10 @@ struct UdpPortConfig {
   std::string peer_ip;              // non-empty: connected to peer_ip:peer_port
   uint16_t peer_port = 0;
   int socket_buffer_bytes = 8 << 20;  // SO_RCVBUF / SO_SNDBUF request; <= 0: kernel default
-  bool gso_gro = true;                // use GSO/GRO when the kernel has them
+  bool gso_gro = true;                // use GSO/GRO when the kernel has them (the program's Config
+                                      // decides: CommConfig::udp_gso, ina-switchd --udp-gso)
   bool reuse_port = false;            // SO_REUSEPORT before bind
 };
-
-// Whether INA_UDP_GSO leaves GSO/GRO on (anything but "0", or unset).
-bool UdpGsoFromEnv();
 
 // Errors: InvalidArgument (bad address), the OS error of socket/bind/connect (ErrnoStatus).
 Result<std::unique_ptr<Port>> OpenUdpPort(const UdpPortConfig& config);

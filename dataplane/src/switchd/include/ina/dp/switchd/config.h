@@ -1,5 +1,8 @@
 // The switch loop's configuration (ina::switchd_loop, used by ina-switchd and ina-rtlsim): every
-// tunable, parsed from the command line and validated at once.
+// tunable, parsed from the command line (and the few documented INA_* environment overrides) and
+// validated at once. One table in config.cc lists every flag: the parser, --help (Usage) and the
+// start-up print (PrintConfig) are all made from it, and a test checks that docs/switchd.md names
+// each one.
 //
 // The library knows no aggregation engine: each program passes the engines its own factory offers
 // (EngineMenu) to ParseArgs and Usage, and the description of the one it built to PrintConfig.
@@ -34,7 +37,15 @@ struct Config {
   uint32_t dpdk_backoff_us = 1000;  // idle back-off ceiling of the DPDK poll loop
   uint32_t cores = 1;               // loop threads, 1 .. kMaxCores; > 1 only with --io udp (each
                                     // core owns a socket and the jobs the kernel steers to it)
-  bool help = false;                // --help: print Usage() and exit 0
+  uint32_t socket_buffer_bytes = 8u << 20;  // --io udp: SO_RCVBUF/SO_SNDBUF request (bursts from
+                                            // many workers); 0: the kernel's default
+  bool udp_gso = true;  // --io udp: GSO trains out, GRO in; env INA_UDP_GSO (0|1) if no flag
+  // ina-rtlsim only (EngineMenu::rtl): probabilities in [0, 1) of an idle input cycle and of a low
+  // output ready in the verilated core (backpressure end to end; results the same, only slower);
+  // env INA_RTLSIM_IDLE / INA_RTLSIM_STALL if no flag.
+  double rtl_idle = 0;
+  double rtl_stall = 0;
+  bool help = false;  // --help: print Usage() and exit 0
 };
 
 inline constexpr uint32_t kMaxSlots = 1u << 20;
@@ -45,16 +56,29 @@ inline constexpr uint32_t kMaxCores = 64;
 struct EngineMenu {
   std::string_view names;         // accepted by --engine, '|'-separated: "fast|ref"
   std::string_view default_name;  // what an absent --engine means; one of names
+  // A pool fixed when the engine was built (ina-rtlsim's verilated core): --slots defaults to it
+  // and any other value is refused. 0: any pool size.
+  uint32_t fixed_slots = 0;
+  bool rtl = false;  // the program takes the --rtl-* flags (ina-rtlsim)
 };
 
-// Parses argv[1..]. Flags take "--flag value" or "--flag=value". --engine must be one of
-// engines.names; without it Config::engine = engines.default_name. InvalidArgument names the flag
-// and the accepted range.
-Result<Config> ParseArgs(const std::vector<std::string>& args, const EngineMenu& engines);
+// Reads an environment variable: a fake in tests; nullptr means std::getenv.
+using GetEnv = const char* (*)(const char*);
+
+// Parses argv[1..] over the defaults and the environment overrides (a flag wins over its
+// variable). Flags take "--flag value" or "--flag=value". --engine must be one of engines.names;
+// without it Config::engine = engines.default_name. InvalidArgument names the flag (or the
+// variable), the value and what was wanted: "--slots='0': not an integer in [1, 1048576]".
+Result<Config> ParseArgs(const std::vector<std::string>& args, const EngineMenu& engines,
+                         GetEnv getenv = nullptr);
 // The --help text (it names ina-switchd: ina-rtlsim prints a line of its own before it).
 std::string Usage(const EngineMenu& engines);
-// Prints every field, one "  name = value" line each; the engine line is
+// Prints every field the program takes, one "  name = value" line each; the engine line is
 // "  engine = NAME [engine_description]".
-void PrintConfig(const Config& c, std::string_view engine_description, std::FILE* out);
+void PrintConfig(const Config& c, std::string_view engine_description, std::FILE* out,
+                 const EngineMenu& engines = {});
+// Every flag a program with `engines` takes, as written in --help and docs/switchd.md
+// ("--slots N"), in table order (for the docs test).
+std::vector<std::string> FlagNames(const EngineMenu& engines);
 
 }  // namespace ina::dp::switchd

@@ -4,7 +4,7 @@
 // engine but through dp::Engine.
 //
 // I/O is ina::net's (net/include/ina/net/port.h): with --io udp one kernel UDP port per core
-// (GSO/GRO; INA_UDP_GSO=0 turns both off), with --io dpdk one DPDK port per ethdev the EAL probed
+// (GSO/GRO unless Config::udp_gso is off), with --io dpdk one DPDK port per ethdev the EAL probed
 // (a peer's MAC and port travel in its Peer, see net/port.h). Fault injection (--drop-rate ...)
 // is net's FaultPort around each port, so it acts per ina packet on either path.
 //

@@ -1,0 +1,155 @@
+// The switch loop's configuration (dataplane/src/switchd/include/ina/dp/switchd/config.h): one
+// flag table for the parser, --help, the start-up print and docs/switchd.md; every tunable that
+// used to bypass it (the 8 MiB socket buffer, INA_UDP_GSO, INA_RTLSIM_*, ina-rtlsim's --slots) is
+// a flag now, with its environment override read once here; bad values are refused naming the
+// flag or the variable.
+#include "ina/dp/switchd/config.h"
+
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace ina::dp::switchd {
+namespace {
+
+const EngineMenu kSwitchd{"fast|ref", "fast"};
+const EngineMenu kRtl{"rtl|fast|ref", "rtl", 512, /*rtl=*/true};
+
+// A fake environment for ParseArgs.
+std::map<std::string, std::string> g_env;
+const char* FakeEnv(const char* name) {
+  auto it = g_env.find(name);
+  return it == g_env.end() ? nullptr : it->second.c_str();
+}
+
+Result<Config> Parse(std::vector<std::string> args, const EngineMenu& menu = kSwitchd,
+                     std::map<std::string, std::string> env = {}) {
+  g_env = std::move(env);
+  return ParseArgs(args, menu, &FakeEnv);
+}
+
+TEST(SwitchdConfig, DefaultsAndValues) {
+  auto c = Parse({});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->engine, "fast");
+  EXPECT_EQ(c->slots, 16384u);
+  EXPECT_EQ(c->socket_buffer_bytes, 8u << 20);
+  EXPECT_TRUE(c->udp_gso);
+  c = Parse({"--slots=0x100", "--socket-buffer-bytes", "0", "--udp-gso", "0", "--seed",
+             "18446744073709551615", "--drop-rate", "0.5", "--engine", "ref"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->slots, 256u);
+  EXPECT_EQ(c->socket_buffer_bytes, 0u);
+  EXPECT_FALSE(c->udp_gso);
+  EXPECT_EQ(c->seed, UINT64_MAX);
+  EXPECT_EQ(c->drop_rate, 0.5);
+  EXPECT_EQ(c->engine, "ref");
+}
+
+TEST(SwitchdConfig, BadValuesNameTheFlagAndTheValue) {
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"--slots", "0"},
+      {"--slots", "12x"},
+      {"--port", "70000"},
+      {"--max-jobs", "4097"},
+      {"--drop-rate", "1.5"},
+      {"--seed", "-1"},
+      {"--engine", "x"},
+      {"--bind", "nowhere"},
+      {"--io", "rdma"},
+      {"--socket-buffer-bytes", "-1"},
+      {"--socket-buffer-bytes", "2147483648"},
+      {"--udp-gso", "2"},
+      {"--cores", "65"},
+      {"--dpdk-backoff-us", "x"}};
+  for (const auto& [flag, value] : bad) {
+    auto c = Parse({flag, value});
+    ASSERT_FALSE(c.ok()) << flag << " " << value;
+    EXPECT_EQ(c.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(c.status().message().find(flag + "='" + value + "'"), std::string::npos)
+        << c.status().message();
+  }
+  EXPECT_NE(Parse({"--nope", "1"}).status().message().find("--nope"), std::string::npos);
+  EXPECT_NE(Parse({"--slots"}).status().message().find("--slots: missing value"),
+            std::string::npos);
+  EXPECT_FALSE(Parse({"--rtl-idle", "0.1"}).ok()) << "ina-switchd has no --rtl-* flags";
+}
+
+TEST(SwitchdConfig, EnvironmentOverridesAreReadHereAndLoseToFlags) {
+  auto c = Parse({}, kSwitchd, {{"INA_UDP_GSO", "0"}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_FALSE(c->udp_gso);
+  c = Parse({"--udp-gso", "1"}, kSwitchd, {{"INA_UDP_GSO", "0"}});
+  ASSERT_TRUE(c.ok());
+  EXPECT_TRUE(c->udp_gso) << "the flag wins";
+  c = Parse({}, kSwitchd, {{"INA_UDP_GSO", "maybe"}});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("INA_UDP_GSO='maybe'"), std::string::npos)
+      << c.status().message();
+  // ina-switchd ignores ina-rtlsim's variables.
+  EXPECT_TRUE(Parse({}, kSwitchd, {{"INA_RTLSIM_IDLE", "junk"}}).ok());
+}
+
+TEST(SwitchdConfig, RtlsimFlagsAndItsFixedPool) {
+  auto c = Parse({}, kRtl, {{"INA_RTLSIM_STALL", "0.25"}});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->engine, "rtl");
+  EXPECT_EQ(c->slots, 512u) << "the core's pool is the default";
+  EXPECT_EQ(c->rtl_stall, 0.25);
+  EXPECT_EQ(c->rtl_idle, 0);
+  c = Parse({"--rtl-idle", "0.5", "--slots", "512"}, kRtl);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->rtl_idle, 0.5);
+  auto bad = Parse({"--slots", "16384"}, kRtl);
+  ASSERT_FALSE(bad.ok()) << "--slots used to be accepted and ignored";
+  EXPECT_NE(bad.status().message().find("--slots='16384'"), std::string::npos)
+      << bad.status().message();
+  for (const auto& [flag, value] : {std::pair{"--rtl-idle", "1"}, {"--rtl-stall", "-0.1"}}) {
+    bad = Parse({flag, value}, kRtl);
+    ASSERT_FALSE(bad.ok()) << flag;
+    EXPECT_NE(bad.status().message().find(std::string(flag) + "='" + value + "'"),
+              std::string::npos)
+        << bad.status().message();
+  }
+  bad = Parse({}, kRtl, {{"INA_RTLSIM_IDLE", "1.0"}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("INA_RTLSIM_IDLE='1.0'"), std::string::npos);
+}
+
+// --help, the config print and docs/switchd.md all come from (or are checked against) the table.
+TEST(SwitchdConfig, HelpPrintAndDocsListEveryFlag) {
+  auto c = Parse({"--udp-gso", "0"}, kRtl);
+  ASSERT_TRUE(c.ok());
+  char* buf = nullptr;
+  size_t len = 0;
+  std::FILE* f = open_memstream(&buf, &len);
+  PrintConfig(*c, "the core", f, kRtl);
+  std::fclose(f);
+  const std::string printed(buf, len);
+  free(buf);
+  for (const char* line : {"  engine = rtl [the core]\n", "  slots = 512\n", "  udp_gso = 0\n",
+                           "  socket_buffer_bytes = 8388608\n", "  rtl_idle = 0\n"}) {
+    EXPECT_NE(printed.find(line), std::string::npos) << line << "in\n" << printed;
+  }
+  const std::string usage = Usage(kRtl);
+  std::ifstream docs(INA_SWITCHD_DOC);
+  ASSERT_TRUE(docs.good()) << INA_SWITCHD_DOC;
+  std::stringstream ss;
+  ss << docs.rdbuf();
+  const std::string doc = ss.str();
+  for (const std::string& flag : FlagNames(kRtl)) {
+    EXPECT_NE(usage.find("  " + flag), std::string::npos) << flag;
+    const std::string name = flag.substr(0, flag.find(' '));
+    EXPECT_NE(doc.find("`" + name + " "), std::string::npos) << name << " not in docs/switchd.md";
+  }
+  EXPECT_EQ(FlagNames(kSwitchd).size() + 2, FlagNames(kRtl).size());
+}
+
+}  // namespace
+}  // namespace ina::dp::switchd
