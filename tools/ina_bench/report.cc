@@ -151,10 +151,11 @@ int ReportRun(const Options& o, const SharedView& view, const Reaped& reaped,
   const double gbps = ina_ms > 0 ? bytes * 8 / (ina_ms * 1e6) : 0;
   const bool verified = ok && v.bit_identical && v.exact && v.within_bound;
   // Bytes each worker sends (and receives) per all-reduce as a link shaper counts them: every
-  // frame's Ethernet, IPv4, UDP and ina headers, the payload, and for floats the exponent round
-  // (one header-only frame per slot used; assumes the switch granted the window asked for).
+  // frame's Ethernet, IPv4, UDP and ina headers and CRC32C trailer, the payload, and for floats the
+  // exponent round (one header-only frame per slot used; assumes the switch granted the window
+  // asked for).
   const uint64_t blocks = (o.elements + o.k - 1) / o.k;
-  const uint64_t frame_headers = 14 + 20 + 8 + proto::kHeaderBytes;
+  const uint64_t frame_headers = 14 + 20 + 8 + proto::kHeaderBytes + proto::kCrcBytes;
   const uint64_t exp_frames = o.int32 ? 0 : std::min<uint64_t>(blocks, o.window);
   const uint64_t wire_bytes = bytes + (blocks + exp_frames) * frame_headers;
   if (!v.detail.empty()) Say(o, "  first difference: %s\n", v.detail.c_str());

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 #include "json_line.h"
 #include "process.h"
@@ -157,8 +158,9 @@ TEST(AllReduceE2eBadInput, GarbageIsCountedAndDropped) {
       h.count = 256;
       proto::EncodeHeader(h, pkt);
       for (size_t i = proto::kHeaderBytes; i < proto::kHeaderBytes + 1024; ++i) pkt[i] = 0x7F;
+      proto::SealMessage(pkt, proto::kHeaderBytes + 1024);
     };
-    const size_t full = proto::kHeaderBytes + 1024;
+    const size_t full = proto::MessageBytes(256);
     while (!stop.load()) {
       // Random bytes.
       for (auto& b : pkt) b = static_cast<uint8_t>(rng());
@@ -169,6 +171,10 @@ TEST(AllReduceE2eBadInput, GarbageIsCountedAndDropped) {
       // Wrong version.
       data_header(job, 0, 0, 0, 0);
       pkt[0] = proto::kVersion + 1;
+      sendto(fd, pkt, full, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
+      // Damaged: a real rank's packet (a sealed one, then one byte changed).
+      data_header(job, 1, static_cast<uint16_t>(rng() % 64), static_cast<uint16_t>(rng() % 4), 0);
+      pkt[2 + rng() % (full - 2)] ^= static_cast<uint8_t>(1 + rng() % 255);
       sendto(fd, pkt, full, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
       // Foreign job id.
       data_header(job + 1, 0, 0, 0, 0);
@@ -182,7 +188,7 @@ TEST(AllReduceE2eBadInput, GarbageIsCountedAndDropped) {
       data_header(job, 2, static_cast<uint16_t>(rng() % 64), static_cast<uint16_t>(rng() % 4),
                   proto::flags::kRetx);
       sendto(fd, pkt, full, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
-      sent += 7;
+      sent += 8;
       std::this_thread::sleep_for(200us);
     }
     close(fd);
@@ -206,8 +212,8 @@ TEST(AllReduceE2eBadInput, GarbageIsCountedAndDropped) {
     if (l.rfind("{\"switch_counters\"", 0) == 0) counters = l;
   }
   ASSERT_FALSE(counters.empty()) << "switch printed no counters";
-  for (const char* c : {"drop_malformed", "drop_bad_version", "drop_unknown_job", "drop_bad_rank",
-                        "drop_foreign_src"}) {
+  for (const char* c : {"drop_malformed", "drop_bad_version", "drop_bad_crc", "drop_unknown_job",
+                        "drop_bad_rank", "drop_foreign_src"}) {
     EXPECT_GT(JsonNumber(counters, c), 0) << c << " in " << counters;
   }
 }
