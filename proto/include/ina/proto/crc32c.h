@@ -2,9 +2,12 @@
 // docs/protocol.md "Integrity"), in one place for the host, the dataplane and net/.
 //
 // Crc32c(crc, p, n) follows zlib's crc32 convention: start with crc = 0, and the CRC of A then B is
-// Crc32c(Crc32c(0, A), B). Variants, as the SIMD kernels elsewhere: the scalar twin (byte-at-a-time
-// table, always built, the one every other variant is tested against) and, on x86-64, `sse42` (the
-// SSE4.2 crc32 instruction on three interleaved streams, combined with zero-extension tables).
+// Crc32c(Crc32c(0, A), B). Variants, as the SIMD kernels elsewhere: the scalar twin (portable
+// table lookups, slicing-by-8; always built; tested against gen.py's Python CRC, and every other
+// variant is tested against it) and, on x86-64, `sse42` (the SSE4.2 crc32 instruction on three
+// interleaved streams, combined with zero-extension tables) and `avx512_vpclmul` (carry-less
+// multiplication folding 256 bytes per step on 512-bit vectors; buffers under 256 bytes go to
+// sse42).
 // The best variant the CPU runs is chosen once, on the first call (thread-safe), never by #ifdef.
 //
 // Message helpers: SealMessage writes the trailer (the CRC of every byte before it, little-endian,
@@ -27,7 +30,7 @@ struct Crc32cVariant {
   Crc32cFn fn;
 };
 
-// The scalar twin: one table lookup per byte.
+// The scalar twin: eight table lookups per 8 bytes, no CPU-specific instruction.
 uint32_t Crc32cScalar(uint32_t crc, const uint8_t* p, size_t n);
 
 // The variants this build and CPU can run, best first; the last is always the scalar twin.
