@@ -138,10 +138,11 @@ int ReportRun(const Options& o, const SharedView& view, const Reaped& reaped,
   const Shared* sh = view.shared;
   const bool ok = AllRanksOk(o, sh, reaped);
   const Verdict v = Verify(o, view, ok);
-  uint64_t retx = 0, sent = 0;
+  uint64_t retx = 0, sent = 0, bad_crc = 0;
   for (int r = 0; r < o.workers; ++r) {
     retx += sh->ranks[r].retransmissions;
     sent += sh->ranks[r].packets_sent;
+    bad_crc += sh->ranks[r].bad_crc;
   }
   const size_t bytes = o.elements * 4;
   const bool gloo_ran = ok && o.gloo && !o.int32;
@@ -182,6 +183,7 @@ int ReportRun(const Options& o, const SharedView& view, const Reaped& reaped,
       .Int("window", o.window)
       .Int("iters", o.iters)
       .Num("drop_rate", o.drop_rate)
+      .Num("corrupt_rate", o.corrupt_rate)
       .Num("ina_ms_median", ina_ms, "%.4f")
       .Num("gloo_ms_median", gloo_ms, "%.4f")
       .Num("speedup_vs_gloo", speedup, "%.3f")
@@ -193,6 +195,7 @@ int ReportRun(const Options& o, const SharedView& view, const Reaped& reaped,
       .Num("gloo_max_rel_err", v.gloo_rel_err, "%.4g")
       .Uint("retransmissions", retx)
       .Uint("packets_sent", sent)
+      .Uint("worker_bad_crc", bad_crc)
       .Bool("verified", verified)
       .Str("dataplane", o.dataplane)
       .Str("transport", o.transport)

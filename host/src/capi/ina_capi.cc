@@ -50,7 +50,7 @@ constexpr Layout kConfigLayouts[] = {
 constexpr Layout kStatsLayouts[] = {
     // 0.1: struct_size .. ops_failed.
     {64, offsetof(ina_stats, ops_failed) + sizeof(uint64_t)},
-    // + bad_crc (the CRC32C trailer).
+    // after 0.1: + bad_crc (the CRC32C trailer).
     {sizeof(ina_stats), offsetof(ina_stats, bad_crc) + sizeof(uint64_t)},
 };
 // The newest entry must be the current layout. On LP64 the sizes are pinned, so that changing a
