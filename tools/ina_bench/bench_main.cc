@@ -17,7 +17,9 @@
 //
 // Transport: --transport dpdk runs each rank's communicator over the DPDK transport instead of
 // UDP sockets; --dpdk-eal and --dpdk-local are templates in which "{rank}" becomes the rank, so
-// one command line gives every rank its own EAL file prefix, vdev and address.
+// one command line gives every rank its own EAL file prefix, vdev and address. --transport memif
+// does that itself on one host: a net_memif port per rank on the switch (ina-switchd --io dpdk),
+// the client end in each rank, sockets in a temporary folder removed at the end.
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -33,6 +35,8 @@
 namespace ina::bench {
 namespace {
 
+int Run(const Options& o);
+
 int Main(int argc, char** argv) {
   bool help = false;
   auto parsed = ParseArgs(argc, argv, &help);
@@ -44,9 +48,22 @@ int Main(int argc, char** argv) {
     std::fprintf(stderr, "ina-bench: %s\n", parsed.status().message().c_str());
     return 2;
   }
-  const Options o = *parsed;
+  Options o = *parsed;
   if (o.role_worker) return WorkerMain(o);
+  if (o.transport == "memif") {
+    char dir[] = "/tmp/ina-memif-XXXXXX";
+    if (mkdtemp(dir) == nullptr) {
+      std::perror("ina-bench: mkdtemp");
+      return 1;
+    }
+    o.memif_dir = dir;
+  }
+  const int rc = Run(o);
+  RemoveMemifState(o);
+  return rc;
+}
 
+int Run(const Options& o) {
   auto fabric = StartFabric(o);
   if (!fabric.ok()) {
     std::fprintf(stderr, "ina-bench: %s\n", fabric.status().message().c_str());

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <new>
 #include <thread>
 
@@ -65,12 +66,52 @@ std::vector<std::string> WorkerArgv(const Options& o, int r, const std::string& 
   return a;
 }
 
+// The EAL file prefix of the switch (rank -1) or rank r: unique per run, from the socket folder's
+// random suffix.
+std::string MemifPrefix(const Options& o, int rank) {
+  const std::string run = "inab" + o.memif_dir.substr(o.memif_dir.rfind('-') + 1);
+  return run + (rank < 0 ? "s" : "w" + std::to_string(rank));
+}
+
 void KillAndReap(const std::vector<pid_t>& kids) {
   for (pid_t k : kids) kill(k, SIGKILL);
   for (pid_t k : kids) waitpid(k, nullptr, 0);
 }
 
 }  // namespace
+
+std::string MemifWorkerAddress(int rank) {
+  return "10.77.1." + std::to_string(rank + 1) + ":40000";
+}
+
+std::string MemifEal(const Options& o, int rank) {
+  // Pinned when every process can have a CPU of its own (the switch on CPU 0, rank r on r+1):
+  // two busy-polling processes on one CPU take turns by time slice, a round trip per slice.
+  // Otherwise every process may run on any CPU.
+  const long cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
+  const std::string cpuset =
+      o.workers + 1 <= cpus ? std::to_string(rank + 1) : "(0-" + std::to_string(cpus - 1) + ")";
+  std::string eal = "--no-huge -m 256 --no-pci --no-telemetry --log-level=*:warning --lcores 0@" +
+                    cpuset + " --file-prefix " + MemifPrefix(o, rank);
+  if (rank >= 0) {
+    return eal + " --vdev net_memif0,role=client,socket=" + o.memif_dir + "/w" +
+           std::to_string(rank) + ".sock";
+  }
+  for (int r = 0; r < o.workers; ++r) {
+    eal += " --vdev net_memif" + std::to_string(r) + ",role=server,id=0,socket=" + o.memif_dir +
+           "/w" + std::to_string(r) + ".sock";
+  }
+  return eal;
+}
+
+void RemoveMemifState(const Options& o) {
+  if (o.memif_dir.empty()) return;
+  std::error_code ec;
+  std::filesystem::remove_all(o.memif_dir, ec);
+  for (int r = -1; r < o.workers; ++r) {
+    std::filesystem::remove_all("/var/run/dpdk/" + MemifPrefix(o, r), ec);
+  }
+}
 
 Result<Fabric> StartFabric(const Options& o) {
   Fabric f;
@@ -81,9 +122,20 @@ Result<Fabric> StartFabric(const Options& o) {
     return f;
   }
   const std::string fabric = o.dataplane == "rtl" ? "/ina-rtlsim" : "/ina-switchd";
-  std::vector<std::string> args = {SelfDir() + fabric, "--bind", "127.0.0.1",
-                                   "--port",           "0",      "--engine",
-                                   o.engine,           "--seed", std::to_string(o.seed)};
+  const bool memif = o.transport == "memif";
+  std::vector<std::string> args = {SelfDir() + fabric,
+                                   "--bind",
+                                   memif ? kMemifSwitchIp : "127.0.0.1",
+                                   "--port",
+                                   memif ? std::to_string(kMemifSwitchPort) : "0",
+                                   "--engine",
+                                   o.engine,
+                                   "--seed",
+                                   std::to_string(o.seed)};
+  if (memif) {
+    args.insert(args.end(), {"--dpdk", MemifEal(o, -1), "--dpdk-backoff-us",
+                             std::to_string(o.dpdk_backoff_us)});
+  }
   for (const auto& [flag, p] :
        {std::pair{"--drop-rate", o.drop_rate}, std::pair{"--dup-rate", o.dup_rate},
         std::pair{"--reorder-rate", o.reorder_rate}, std::pair{"--corrupt-rate", o.corrupt_rate}}) {
@@ -104,7 +156,12 @@ Result<Fabric> StartFabric(const Options& o) {
   if (!line.ok()) {
     return Status(line.status().code(), "switch did not come up: " + line.status().ToString());
   }
-  f.port = SplitHostPort(*line).port;
+  if (memif) {
+    f.host = kMemifSwitchIp;
+    f.port = kMemifSwitchPort;
+  } else {
+    f.port = SplitHostPort(*line).port;
+  }
   return f;
 }
 

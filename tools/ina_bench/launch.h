@@ -28,6 +28,18 @@ struct Fabric {
   std::string host = "127.0.0.1";
   uint16_t port = 0;
 };
+// --transport memif: the switch's address on the memif links, rank r's address ("10.77.1.<r+1>:
+// 40000"), and the EAL arguments of the switch (rank -1: one net_memif server port per rank) or of
+// rank r (the client end of its port). Sockets live in o.memif_dir; every process gets its own
+// file prefix (removed by RemoveMemifState). With a CPU for each process (workers + 1 <= CPUs)
+// the switch runs on CPU 0 and rank r on CPU r+1, else every process on any CPU.
+inline constexpr const char* kMemifSwitchIp = "10.77.0.1";
+inline constexpr uint16_t kMemifSwitchPort = 47000;
+std::string MemifWorkerAddress(int rank);
+std::string MemifEal(const Options& o, int rank);
+// Removes o.memif_dir and the EAL runtime folders of this run's file prefixes.
+void RemoveMemifState(const Options& o);
+
 // Starts ina-switchd (--dataplane sw) or ina-rtlsim (rtl) from this binary's directory on a free
 // loopback port and waits for its "listening on" line (60 s). Errors: the start failed, or the
 // fabric did not come up.

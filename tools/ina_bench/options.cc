@@ -189,8 +189,10 @@ const std::vector<Flag>& Flags() {
       {"--worker-addr", "A,B,..", "",
        "each rank's own IPv4 address, bound by Gloo (default 127.0.0.1)",
        List(&Options::worker_addr)},
-      {"--transport", "udp|dpdk", "worker transport:", "the communicators' transport (default udp)",
-       Choice(&Options::transport, {"udp", "dpdk"})},
+      {"--transport", "udp|dpdk|memif", "worker transport:",
+       "the communicators' transport (default udp); memif: DPDK over net_memif,\n"
+       "the switch with one memif port per rank, set up by ina-bench (root)",
+       Choice(&Options::transport, {"udp", "dpdk", "memif"})},
       {"--dpdk-eal", "ARGS", "", "EAL arguments per rank; {rank} becomes the rank (dpdk only)",
        Text(&Options::dpdk_eal, /*allow_empty=*/false)},
       {"--dpdk-local", "IP:PORT", "", "each rank's own address on the fabric; {rank} as above",
@@ -238,6 +240,12 @@ Status Validate(Options& o) {
   if (o.transport == "dpdk" &&
       (o.dpdk_eal.empty() || o.dpdk_local.find(':') == std::string::npos)) {
     return InvalidArgument("--transport dpdk needs --dpdk-eal and --dpdk-local IP:PORT");
+  }
+  if (o.transport == "memif" && (!o.worker_netns.empty() || !o.switch_addr.empty() ||
+                                 !o.worker_switch.empty() || o.role_worker)) {
+    return InvalidArgument(
+        "--transport memif starts its own switch on this host (not with --switch, "
+        "--worker-switch or --worker-netns)");
   }
   if (o.role_worker && (o.rank < 0 || o.rank >= o.workers || o.shm_path.empty() ||
                         o.store_dir.empty() || o.switch_addr.empty() || o.job == 0)) {

@@ -47,11 +47,14 @@ struct Options {
   std::string shm_path;
   std::string store_dir;
   std::string gloo_host = "127.0.0.1";
-  // Worker transport: "udp" or "dpdk" (templates with {rank}, see SubstRank).
+  // Worker transport: "udp", "dpdk" (templates with {rank}, see SubstRank) or "memif" (DPDK over
+  // net_memif: ina-bench gives the switch one memif port per rank and each rank its EAL, see
+  // MemifEal in launch.h).
   std::string transport = "udp";
   std::string dpdk_eal;
   std::string dpdk_local;
   int dpdk_backoff_us = 200;
+  std::string memif_dir;  // internal (memif): the parent's folder of memif sockets
 };
 
 // Parses argv[1..]. Sets *help and returns the defaults when --help or -h is given.

@@ -203,6 +203,9 @@ int ReportRun(const Options& o, const SharedView& view, const Reaped& reaped,
       .Str("launch", o.worker_netns.empty() ? "fork" : "netns")
       .Uint("wire_bytes_per_worker", wire_bytes)
       .Uint("wire_frames_per_worker", blocks + exp_frames)
+      .Uint("data_frame_bytes", frame_headers + uint64_t{proto::kElemBytes} * o.k)
+      // Frames each worker sent (and got back) per second of the median all-reduce.
+      .Num("ina_pps", ina_ms > 0 ? (blocks + exp_frames) / (ina_ms / 1e3) : 0, "%.0f")
       .Raw("switch_counters", switch_counters);
   std::printf("%s\n", j.str().c_str());
   return verified ? 0 : 1;

@@ -16,6 +16,7 @@
 
 #include "gloo_ring.h"
 #include "ina/host/communicator.h"
+#include "launch.h"
 #include "verify.h"
 
 namespace ina::bench {
@@ -44,7 +45,14 @@ host::CommConfig MakeConfig(const Options& o, int rank, const std::string& host,
   if (o.rto_initial_us > 0) cfg.rto_initial_us = o.rto_initial_us;
   cfg.rto_initial_us = std::max(cfg.rto_initial_us, cfg.rto_min_us);
   cfg.rto_max_us = std::max(cfg.rto_max_us, cfg.rto_initial_us);
-  if (o.transport == "dpdk") {
+  if (o.transport == "memif") {
+    cfg.transport = "dpdk";
+    cfg.dpdk.eal_args = MemifEal(o, rank);
+    const HostPort local = SplitHostPort(MemifWorkerAddress(rank));
+    cfg.dpdk.local_ip = local.host;
+    cfg.dpdk.local_port = local.port;
+    cfg.dpdk.backoff_max_us = o.dpdk_backoff_us;
+  } else if (o.transport == "dpdk") {
     cfg.transport = "dpdk";
     cfg.dpdk.eal_args = SubstRank(o.dpdk_eal, rank);
     const HostPort local = SplitHostPort(SubstRank(o.dpdk_local, rank));

@@ -70,7 +70,11 @@ class Switch::Core final : private Emitter, private ReplySink {
   static constexpr size_t kTxGroups = 64;  // distinct peers grouped per flush (last: the rest)
 
   Core(unsigned index, const Config& config, std::unique_ptr<Engine> engine)
-      : index_(index), config_(config), engine_(std::move(engine)), pub_(kNumAll) {}
+      : index_(index),
+        config_(config),
+        engine_(std::move(engine)),
+        backoff_(static_cast<int>(config.dpdk_backoff_us)),
+        pub_(kNumAll) {}
 
   Status Init(std::vector<std::unique_ptr<net::Port>> ports) {
     ControlConfig cc;
@@ -100,6 +104,7 @@ class Switch::Core final : private Emitter, private ReplySink {
     items_.resize(kItemCap);
     data_burst_.resize(kItemCap);
     tx_q_.resize(kTxCap);
+    tx_bufs_.resize(kTxCap);
     tx_desc_.resize(kTxCap);
     tx_order_.resize(kTxCap);
     tx_link_.resize(kTxCap);
@@ -225,8 +230,9 @@ class Switch::Core final : private Emitter, private ReplySink {
     uint32_t len;
     const Peer* from;
   };
+  // A queued send: one of tx_bufs_ (shared by every destination of one result) to one peer.
   struct TxSlot {
-    std::array<uint8_t, proto::kMaxPacketBytes> buf;
+    uint32_t buf;
     uint32_t len;
     net::Endpoint to;
   };
@@ -235,15 +241,17 @@ class Switch::Core final : private Emitter, private ReplySink {
     if (ports_.size() == 1) return ports_[0]->WaitRx(timeout);
     // Several (polling) ports: poll each, back off between rounds.
     const auto deadline = Clock::now() + timeout;
-    net::IdleBackoff backoff(static_cast<int>(config_.dpdk_backoff_us));
     while (true) {
       for (auto& port : ports_) {
         INA_ASSIGN_OR_RETURN(bool r, port->WaitRx(std::chrono::microseconds(0)));
-        if (r) return true;
+        if (r) {
+          backoff_.Reset();
+          return true;
+        }
       }
       const auto now = Clock::now();
       if (now >= deadline) return false;
-      backoff.Idle(std::chrono::duration_cast<std::chrono::microseconds>(deadline - now));
+      backoff_.Idle(std::chrono::duration_cast<std::chrono::microseconds>(deadline - now));
     }
   }
 
@@ -313,19 +321,33 @@ class Switch::Core final : private Emitter, private ReplySink {
     Publish();
   }
 
-  // Emitter / ReplySink: queue a packet to peers.
+  // Emitter / ReplySink: queue a packet to peers. A result is copied once, whatever the number
+  // of ranks (and lanes) it goes to.
   void OnResult(uint16_t job_id, uint16_t dest_rank, std::span<const uint8_t> packet) override {
-    for (const Peer& peer : control_->Destinations(job_id, dest_rank, p::GetSlot(packet.data())))
-      Enqueue(peer, packet);
+    const auto peers = control_->Destinations(job_id, dest_rank, p::GetSlot(packet.data()));
+    if (peers.empty()) return;
+    if (tx_n_ + peers.size() > tx_q_.size()) FlushTx();
+    const uint32_t len = Stage(packet);
+    for (const Peer& peer : peers) Enqueue(peer, tx_bufs_used_ - 1, len);
   }
-  void Send(const Peer& to, std::span<const uint8_t> packet) override { Enqueue(to, packet); }
-
-  void Enqueue(const Peer& to, std::span<const uint8_t> packet) {
+  void Send(const Peer& to, std::span<const uint8_t> packet) override {
     if (tx_n_ == tx_q_.size()) FlushTx();
+    const uint32_t len = Stage(packet);
+    Enqueue(to, tx_bufs_used_ - 1, len);
+  }
+
+  // Copies a packet into the next send buffer (tx_bufs_used_ - 1 afterwards); returns its length.
+  // REQUIRES: room for one more send in the queue (a buffer is free whenever a slot is).
+  uint32_t Stage(std::span<const uint8_t> packet) {
+    auto& b = tx_bufs_[tx_bufs_used_++];
+    const size_t len = std::min(packet.size(), b.size());
+    std::memcpy(b.data(), packet.data(), len);
+    return static_cast<uint32_t>(len);
+  }
+  void Enqueue(const Peer& to, uint32_t buf, uint32_t len) {
     TxSlot& s = tx_q_[tx_n_++];
-    const size_t len = std::min(packet.size(), s.buf.size());
-    std::memcpy(s.buf.data(), packet.data(), len);
-    s.len = static_cast<uint32_t>(len);
+    s.buf = buf;
+    s.len = len;
     CopyTo(&s.to, to);
   }
 
@@ -342,7 +364,7 @@ class Switch::Core final : private Emitter, private ReplySink {
       size_t k = 0;
       for (size_t i = 0; i < tx_n_; ++i) {
         const TxSlot& s = tx_q_[tx_order_[i]];
-        tx_desc_[k++] = {s.buf.data(), s.len, &s.to};
+        tx_desc_[k++] = {tx_bufs_[s.buf].data(), s.len, &s.to};
       }
       SendDescs(*ports_[0], k);
     } else {
@@ -350,12 +372,13 @@ class Switch::Core final : private Emitter, private ReplySink {
         size_t k = 0;
         for (size_t i = 0; i < tx_n_; ++i) {
           const TxSlot& s = tx_q_[i];
-          if (net::GetVia(s.to) == pi) tx_desc_[k++] = {s.buf.data(), s.len, &s.to};
+          if (net::GetVia(s.to) == pi) tx_desc_[k++] = {tx_bufs_[s.buf].data(), s.len, &s.to};
         }
         if (k > 0) SendDescs(*ports_[pi], k);
       }
     }
     tx_n_ = 0;
+    tx_bufs_used_ = 0;
   }
 
   // Stable grouping of tx_q_[0, n) by destination into tx_order_ (order within a peer kept; the
@@ -439,7 +462,10 @@ class Switch::Core final : private Emitter, private ReplySink {
   // Send side.
   std::vector<TxSlot> tx_q_;  // kTxCap
   size_t tx_n_ = 0;
+  std::vector<std::array<uint8_t, proto::kMaxPacketBytes>> tx_bufs_;  // kTxCap
+  size_t tx_bufs_used_ = 0;
   std::vector<net::TxPacket> tx_desc_;  // kTxCap
+  net::IdleBackoff backoff_;            // between polls of several ports (WaitRx)
   std::vector<uint32_t> tx_order_;      // kTxCap: slot indices grouped by peer
   std::vector<uint32_t> tx_link_;       // kTxCap: next slot of the same group
   std::array<uint32_t, kTxGroups> group_head_{};

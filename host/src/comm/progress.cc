@@ -55,7 +55,12 @@ Status Progress::Flush() {
 
 Status Progress::Turn(microseconds max_wait) {
   INA_RETURN_IF_ERROR(Flush());
+  // What already arrived is read before any timer is judged: a progress thread that was not
+  // scheduled for a while (more pollers than CPUs) finds its results waiting, and they are not
+  // losses.
+  INA_ASSIGN_OR_RETURN(size_t got, Receive(microseconds(0)));
   auto now = clock_.Now();
+  INA_RETURN_IF_ERROR(Deliver(got, now));
   window_.OnTimers(now);
   bool backlog = false;
   if (window_.tx_queued() > 0) {
@@ -63,6 +68,10 @@ Status Progress::Turn(microseconds max_wait) {
     backlog = window_.tx_queued() > 0;
   }
   INA_RETURN_IF_ERROR(window_.CheckProgress(now));
+  if (got > 0) {
+    last_wait_ = microseconds(0);
+    return Status::Ok();  // the next turn sends what these results freed
+  }
   auto next = window_.NextDeadline();
   if (backlog) next = std::min(next, now + kSendRetry);
   microseconds wait = max_wait;
@@ -73,8 +82,11 @@ Status Progress::Turn(microseconds max_wait) {
     if (now + wait < next && wait < kMaxWait) wait += microseconds(1);
   }
   last_wait_ = wait;
-  INA_ASSIGN_OR_RETURN(size_t got, Receive(std::min(wait, max_wait)));
-  now = clock_.Now();
+  INA_ASSIGN_OR_RETURN(got, Receive(std::min(wait, max_wait)));
+  return Deliver(got, clock_.Now());
+}
+
+Status Progress::Deliver(size_t got, TimePoint now) {
   for (size_t i = 0; i < got; ++i) {
     INA_RETURN_IF_ERROR(window_.OnPacket(std::span(rx_[i].data, rx_[i].len), now));
   }
@@ -83,11 +95,7 @@ Status Progress::Turn(microseconds max_wait) {
 
 Status Progress::PollIdle() {
   INA_ASSIGN_OR_RETURN(size_t got, Receive(microseconds(0)));
-  const auto now = clock_.Now();
-  for (size_t i = 0; i < got; ++i) {
-    INA_RETURN_IF_ERROR(window_.OnPacket(std::span(rx_[i].data, rx_[i].len), now));
-  }
-  return Status::Ok();
+  return Deliver(got, clock_.Now());
 }
 
 Result<size_t> Progress::Receive(microseconds timeout) {

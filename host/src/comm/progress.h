@@ -1,9 +1,11 @@
 // Progress: one rank's progress loop, a SlotWindow fed from an injected Transport and Clock.
 //
 // A turn (Turn) sends what the window queued (bursts of kBurst; a partial send is retried at the
-// next turn, at most 100 us later), retransmits what is due, checks the progress timeout, then
-// receives one burst, waiting at most until the window's next deadline (and at most `max_wait`),
-// and hands every packet to the window. RunOp turns until the op is done, failed or stopped.
+// next turn, at most 100 us later), hands the window a burst of what already arrived, retransmits
+// what is then due, checks the progress timeout, and when nothing had arrived receives one burst,
+// waiting at most until the window's next deadline (and at most `max_wait`). Packets waiting in
+// the transport are always read before timers are judged: a thread that was descheduled finds
+// results, not losses. RunOp turns until the op is done, failed or stopped.
 // Unavailable from the transport (ICMP port unreachable: the fabric is down or restarting) is not
 // an error here: it is remembered, and the progress timeout's message names it; a failed send
 // counts as sent (lost), so the retransmission timer resends it.
@@ -69,6 +71,7 @@ class Progress {
  private:
   Status Flush();
   Result<size_t> Receive(std::chrono::microseconds timeout);
+  Status Deliver(size_t got, TimePoint now);  // the first `got` packets of rx_ to the window
 
   SlotWindow window_;
   Transport& transport_;

@@ -5,6 +5,12 @@
 
 namespace ina::host::internal {
 
+RtoEstimator::RtoEstimator(const RtoConfig& config)
+    : config_(config),
+      alpha_(0.125 / static_cast<double>(std::max<int64_t>(1, config.samples_per_rtt))),
+      beta_(0.25 / static_cast<double>(std::max<int64_t>(1, config.samples_per_rtt))),
+      rto_us_(config.initial_us) {}
+
 bool RtoEstimator::OnSample(std::chrono::microseconds rtt, bool retransmitted) {
   if (retransmitted) return false;
   const double r = static_cast<double>(rtt.count());
@@ -13,8 +19,8 @@ bool RtoEstimator::OnSample(std::chrono::microseconds rtt, bool retransmitted) {
     rttvar_ = r / 2;
     have_rtt_ = true;
   } else {
-    rttvar_ = 0.75 * rttvar_ + 0.25 * std::abs(srtt_ - r);
-    srtt_ = 0.875 * srtt_ + 0.125 * r;
+    rttvar_ = (1 - beta_) * rttvar_ + beta_ * std::abs(srtt_ - r);
+    srtt_ = (1 - alpha_) * srtt_ + alpha_ * r;
   }
   rto_us_ = std::clamp<int64_t>(static_cast<int64_t>(srtt_ + 4 * rttvar_), config_.min_us,
                                 config_.max_us);

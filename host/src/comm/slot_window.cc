@@ -21,7 +21,9 @@ WindowConfig WindowConfig::From(const CommConfig& c, uint16_t granted_window, ui
   w.k = c.k;
   w.window = granted_window;
   w.progress_timeout = milliseconds(c.progress_timeout_ms);
-  w.rto = RtoConfig{c.rto_min_us, c.rto_initial_us, c.rto_max_us};
+  // The lane's slots: that many results come back per round trip.
+  const int64_t lane_slots = (granted_window + w.lanes - 1 - lane) / w.lanes;
+  w.rto = RtoConfig{c.rto_min_us, c.rto_initial_us, c.rto_max_us, std::max<int64_t>(1, lane_slots)};
   return w;
 }
 
@@ -82,6 +84,17 @@ void SlotWindow::PutHeader(uint16_t s, uint8_t flags, uint8_t exp, uint8_t next_
 }
 
 // Float: local exponent (and non-finiteness) of block b, kept for when the slot sends it.
+// Blocks are first read a few sends before they are needed (the exponent of block b+W when block b
+// goes out, int32 block b itself): a tensor larger than the cache streams from memory, and a 1 KiB
+// block per packet is too short a run for the hardware prefetcher across page boundaries.
+void SlotWindow::Prefetch(int64_t b) const {
+  if (b >= blocks_) return;
+  const auto* p = reinterpret_cast<const char*>(op_.is_float ? static_cast<const void*>(op_.f)
+                                                             : static_cast<const void*>(op_.i)) +
+                  static_cast<size_t>(b) * cfg_.k * proto::kElemBytes;
+  for (size_t i = 0; i < BlockCount(b) * proto::kElemBytes; i += 64) __builtin_prefetch(p + i);
+}
+
 uint8_t SlotWindow::LocalExp(int64_t b, bool* nonfinite) const {
   return kern_.block_exp(op_.f + static_cast<size_t>(b) * cfg_.k, BlockCount(b), nonfinite);
 }
@@ -101,6 +114,7 @@ Status SlotWindow::SendBlock(uint16_t s, int64_t b, uint8_t e) {
   const size_t off = static_cast<size_t>(b) * cfg_.k;
   uint8_t* payload = Buf(s) + proto::kHeaderBytes;
   if (!op_.is_float) {
+    Prefetch(b + kPrefetchBlocks);
     kern_.to_wire(op_.i + off, cnt, payload);
     PutHeader(s, proto::flags::kInt32, 0, 0, static_cast<uint16_t>(cnt),
               static_cast<uint32_t>(off));
@@ -115,6 +129,7 @@ Status SlotWindow::SendBlock(uint16_t s, int64_t b, uint8_t e) {
   uint8_t next_exp = proto::kExpNone;
   const int64_t nb = b + window_;
   if (nb < blocks_) {
+    Prefetch(nb + kPrefetchBlocks);
     next_exp = LocalExp(nb, &sl.pending_nonfinite);
     sl.pending_exp = next_exp;
   }
@@ -162,6 +177,7 @@ Status SlotWindow::Begin(const OpDesc& op, TimePoint now) {
 
 void SlotWindow::End() {
   active_ = false;
+  deadline_floor_ = due_floor_ = TimePoint::max();
   ring_head_ = ring_size_ = 0;
   for (Slot& sl : slots_) {
     sl.busy = sl.queued = false;
@@ -189,6 +205,8 @@ void SlotWindow::OnSent(size_t n, TimePoint now) {
     sl.sent = true;
     sl.sent_at = now;
     sl.deadline = now + microseconds(sl.rto_us);
+    deadline_floor_ = std::min(deadline_floor_, sl.deadline);
+    due_floor_ = std::min(due_floor_, Due(sl));
     counters_.packets_sent.Inc();
     if (proto::GetFlags(Buf(s)) & proto::flags::kRetx) counters_.retransmissions.Inc();
   }
@@ -204,12 +222,17 @@ TimePoint SlotWindow::Due(const Slot& sl) const {
   return overtaken ? sl.deadline : std::max(sl.deadline, last_progress_ + microseconds(sl.rto_us));
 }
 
+// Scans the slots only when the earliest time one can be due has come (due_floor_): in a
+// lossless flow that is never, and the scan of W slots per turn was a few percent of a worker's
+// time per packet.
 void SlotWindow::OnTimers(TimePoint now) {
-  if (!active_) return;
+  if (!active_ || now < due_floor_) return;
+  due_floor_ = deadline_floor_ = TimePoint::max();
   for (uint16_t s = 0; s < used_; ++s) {
     Slot& sl = slots_[s];
     if (!sl.busy || sl.queued) continue;
-    if (Due(sl) <= now) {
+    const TimePoint due = Due(sl);
+    if (due <= now) {
       const uint8_t flags = proto::GetFlags(Buf(s));
       if ((flags & proto::flags::kRetx) == 0) {  // the first retransmission: flag it, seal again
         proto::SetFlags(Buf(s), flags | proto::flags::kRetx);
@@ -218,6 +241,9 @@ void SlotWindow::OnTimers(TimePoint now) {
       ++sl.retries;
       sl.rto_us = rto_.Backoff(sl.rto_us);
       Enqueue(s);
+    } else {
+      due_floor_ = std::min(due_floor_, due);
+      deadline_floor_ = std::min(deadline_floor_, sl.deadline);
     }
   }
 }
@@ -230,13 +256,7 @@ Status SlotWindow::CheckProgress(TimePoint now) const {
 
 TimePoint SlotWindow::NextDeadline() const {
   if (!active_ || remaining_ == 0) return TimePoint::max();
-  TimePoint next = last_progress_ + cfg_.progress_timeout;
-  for (uint16_t s = 0; s < used_; ++s) {
-    const Slot& sl = slots_[s];
-    if (!sl.busy || sl.queued) continue;
-    next = std::min(next, Due(sl));
-  }
-  return next;
+  return std::min(last_progress_ + cfg_.progress_timeout, due_floor_);
 }
 
 Status SlotWindow::OnPacket(std::span<const uint8_t> packet, TimePoint now) {
@@ -302,6 +322,9 @@ Status SlotWindow::HandleResult(const uint8_t* p, size_t len, TimePoint now) {
   last_progress_ = now;
   rto_.OnSample(std::chrono::duration_cast<microseconds>(now - sl.sent_at), sl.retries != 0);
   if (sl.retries == 0) rack_sent_ = std::max(rack_sent_, sl.sent_at);
+  // Newer evidence (rack_sent_) or a smaller RTO can make a slot due as early as its own
+  // deadline: until the next scan, that is the bound.
+  due_floor_ = std::min(due_floor_, deadline_floor_);
   sl.busy = false;
   sl.deadline = TimePoint::max();
   const uint16_t s = h.slot;

@@ -124,7 +124,8 @@ class SlotWindow {
   void OnTimers(TimePoint now);
   // DeadlineExceeded when no result was accepted for progress_timeout (or since Begin).
   Status CheckProgress(TimePoint now) const;
-  // The earliest time OnTimers or CheckProgress has something to do; TimePoint::max() when idle.
+  // The earliest time OnTimers or CheckProgress may have something to do (never later than it;
+  // exact after OnTimers until the next result); TimePoint::max() when idle.
   TimePoint NextDeadline() const;
 
   // The packets queued for sending, in order: fills up to out.size() and returns how many.
@@ -183,6 +184,7 @@ class SlotWindow {
   void PutHeader(uint16_t s, uint8_t flags, uint8_t exp, uint8_t next_exp, uint16_t count,
                  uint32_t offset);
   uint8_t LocalExp(int64_t b, bool* nonfinite) const;
+  void Prefetch(int64_t b) const;  // block b's elements into the cache (no-op past the end)
   void SendExpRound(uint16_t s);
   Status SendBlock(uint16_t s, int64_t b, uint8_t e);
   Status HandleResult(const uint8_t* p, size_t len, TimePoint now);
@@ -193,6 +195,7 @@ class SlotWindow {
   std::string DescribeStall(TimePoint now) const;
 
   static constexpr size_t kBufBytes = proto::kMaxPacketBytes;
+  static constexpr int64_t kPrefetchBlocks = 4;  // how far ahead of its first read a block is
 
   const WindowConfig cfg_;
   const uint16_t window_;
@@ -212,6 +215,10 @@ class SlotWindow {
   size_t ring_size_ = 0;
   TimePoint last_progress_{};
   TimePoint rack_sent_{};  // latest send time of a first transmission that got a result
+  // Bounds for the slots awaiting a result (not queued): no deadline before deadline_floor_, no
+  // Due() before due_floor_ (exact after a scan; lowered by sends and results, see OnTimers).
+  TimePoint deadline_floor_ = TimePoint::max();
+  TimePoint due_floor_ = TimePoint::max();
   Status last_transport_error_;
   uint64_t peer_left_after_ = UINT64_MAX;
   uint16_t peer_left_rank_ = 0;

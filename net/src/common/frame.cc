@@ -69,7 +69,8 @@ uint16_t UdpChecksum(uint32_t src_ip, uint32_t dst_ip, const uint8_t* udp,
   return c == 0 ? 0xFFFF : c;
 }
 
-void BuildUdpHeaders(const FrameAddrs& a, std::span<const uint8_t> payload, uint8_t* out) {
+void BuildUdpHeaders(const FrameAddrs& a, std::span<const uint8_t> payload, uint8_t* out,
+                     bool udp_checksum) {
   std::memcpy(out, a.dst_mac, 6);
   std::memcpy(out + 6, a.src_mac, 6);
   Put16(out + 12, kEtherTypeIpv4);
@@ -89,7 +90,7 @@ void BuildUdpHeaders(const FrameAddrs& a, std::span<const uint8_t> payload, uint
   PutRaw16(udp, a.src_port);
   PutRaw16(udp + 2, a.dst_port);
   Put16(udp + 4, static_cast<uint16_t>(kUdpBytes + payload.size()));
-  Put16(udp + 6, UdpChecksum(a.src_ip, a.dst_ip, udp, payload));
+  Put16(udp + 6, udp_checksum ? UdpChecksum(a.src_ip, a.dst_ip, udp, payload) : 0);
 }
 
 std::string_view FrameErrorName(FrameError e) {

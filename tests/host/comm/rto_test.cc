@@ -42,6 +42,32 @@ TEST(RtoEstimator, LaterSamplesUseGainsOneEighthAndOneQuarter) {
   EXPECT_EQ(e.rto_us(), 1250 + 2625);
 }
 
+TEST(RtoEstimator, GainsAreDividedBySamplesPerRoundTrip) {
+  RtoConfig c = Cfg(1, 5000, 1000000);
+  c.samples_per_rtt = 4;
+  RtoEstimator e(c);
+  ASSERT_TRUE(e.OnSample(microseconds(1000), false));  // first: srtt 1000, rttvar 500 as ever
+  ASSERT_TRUE(e.OnSample(microseconds(3000), false));
+  // rttvar = (1 - 1/16) * 500 + 1/16 * 2000 = 593.75; srtt = (1 - 1/32) * 1000 + 1/32 * 3000.
+  EXPECT_DOUBLE_EQ(e.rttvar_us(), 593.75);
+  EXPECT_DOUBLE_EQ(e.srtt_us(), 1062.5);
+  // A window of 64 slots: a round trip of fast results, one of results delayed by a 6 ms stall,
+  // one of fast results again. Divided gains still cover the stall (RTO 6192 us); undivided
+  // ones forgot it within the last round trip (1009 us), so the next stall would time out every
+  // slot again.
+  RtoConfig w = Cfg(1, 5000, 1000000);
+  w.samples_per_rtt = 64;
+  RtoEstimator slow(w);
+  RtoEstimator fast(Cfg(1, 5000, 1000000));
+  for (RtoEstimator* x : {&fast, &slow}) {
+    for (int i = 0; i < 64; ++i) ASSERT_TRUE(x->OnSample(microseconds(1000), false));
+    for (int i = 0; i < 64; ++i) ASSERT_TRUE(x->OnSample(microseconds(6000), false));
+    for (int i = 0; i < 64; ++i) ASSERT_TRUE(x->OnSample(microseconds(1000), false));
+  }
+  EXPECT_GT(slow.rto_us(), 6000);
+  EXPECT_LT(fast.rto_us(), 1100);
+}
+
 TEST(RtoEstimator, ClampedToMinAndMax) {
   RtoEstimator lo(Cfg(500, 5000, 200000));
   ASSERT_TRUE(lo.OnSample(microseconds(10), false));  // 10 + 4 * 5 = 30 < 500

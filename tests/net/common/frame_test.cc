@@ -144,6 +144,18 @@ TEST(Frame, ZeroUdpChecksumMeansNone) {
   EXPECT_EQ(ParseUdpFrame(b.frame, &pf), FrameError::kOk);
 }
 
+TEST(Frame, BuildWithoutUdpChecksumWritesZeroAndTheRestUnchanged) {
+  Built with = Make(30);
+  Built without = Make(30);
+  BuildUdpHeaders(without.a, {without.frame.data() + kFrameHeaderBytes, 30}, without.frame.data(),
+                  /*udp_checksum=*/false);
+  EXPECT_EQ(without.frame[40] | without.frame[41], 0);
+  with.frame[40] = with.frame[41] = 0;
+  EXPECT_EQ(with.frame, without.frame);  // IPv4 header checksum and everything else as before
+  ParsedFrame pf;
+  EXPECT_EQ(ParseUdpFrame(without.frame, &pf), FrameError::kOk);
+}
+
 TEST(Frame, MalformedFramesAreNamed) {
   ParsedFrame pf;
   {

@@ -73,6 +73,12 @@ TEST(BenchOptions, CrossChecks) {
   EXPECT_FALSE(Parse({"--workers", "2", "--worker-switch", "h:1,h"}).ok());
   EXPECT_FALSE(Parse({"--transport", "dpdk", "--dpdk-eal", "x"}).ok()) << "no --dpdk-local";
   EXPECT_FALSE(Parse({"--role", "worker", "--rank", "0"}).ok()) << "no --shm/--store/--switch";
+  // memif: ina-bench starts the switch and every rank on this host.
+  EXPECT_TRUE(Parse({"--transport", "memif"}).ok());
+  EXPECT_FALSE(Parse({"--transport", "memif", "--switch", "h:1"}).ok());
+  EXPECT_FALSE(Parse({"--transport", "memif", "--workers", "2", "--worker-netns", "a,b",
+                      "--worker-switch", "h:1,h:1"})
+                   .ok());
   EXPECT_TRUE(Parse({"--workers", "2", "--worker-netns", "a,b", "--switch", "h:1"}).ok());
 }
 

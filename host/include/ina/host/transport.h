@@ -1,7 +1,7 @@
 // The packet transport under the communicator: bursts of datagrams to and from the fabric.
 //
 // Implementations live in host/src/transport/<name>/ (udp, dpdk, verbs) and are made by
-// MakeTransport(config). udp and dpdk are thin adapters over one connected ina::net port (net/:
+// MakeTransport(config). udp and dpdk are one connected ina::net port as a PortTransport (net/:
 // the burst port interface, the frame codec, EAL start-up, idle back-off and fault injection
 // shared with ina-switchd); verbs is one UD QP of libibverbs (docs/rdma.md). A packet is one ina
 // message (header + payload), what the fabric sees as the UDP payload. The DPDK transport attaches
@@ -27,9 +27,13 @@ struct TxPacket {
   size_t len = 0;  // bytes
 };
 
+// One received packet. The caller sets data/cap (its buffer); RecvBurst sets len and may point
+// data at memory of the transport's own (an mbuf, a GRO buffer) instead of copying, valid until
+// the next RecvBurst: read data after the call and set it again before the next one. A packet
+// longer than cap comes with len 0.
 struct RxPacket {
-  uint8_t* data = nullptr;  // caller's buffer
-  size_t cap = 0;           // its size in bytes
+  uint8_t* data = nullptr;  // caller's buffer, or the transport's (see above)
+  size_t cap = 0;           // the caller's buffer size in bytes
   size_t len = 0;           // set by RecvBurst
 };
 

@@ -9,8 +9,8 @@
 // SendBurst sends each run of consecutive equal-length packets as one UDP_SEGMENT message,
 // gathering the caller's buffers without a copy; the wire still carries one datagram per packet
 // and the count returned is exact. Received GRO trains are split into consecutive RxPackets
-// (copied from the port's buffer); segments the caller had no room for come first on the next
-// RecvBurst.
+// pointing into the port's buffer (no copy, PortTransport); segments the caller had no room for
+// come first on the next RecvBurst.
 #pragma once
 
 #include <memory>

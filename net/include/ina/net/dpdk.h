@@ -53,6 +53,7 @@ struct DpdkPortConfig {
   uint16_t peer_port = 0;
   std::string peer_mac;       // the peer's MAC; empty: broadcast until learnt from its frames
   bool zero_copy = false;     // TX payload as external buffers (see above)
+  bool udp_checksum = true;   // false: send UDP checksum 0 (none; RX still checks non-zero ones)
   int backoff_max_us = 1000;  // idle RX back-off ceiling
   unsigned rx_mbufs = 4095;   // mbuf pool sizes (a power of two minus one suits the ring)
   unsigned tx_mbufs = 4095;

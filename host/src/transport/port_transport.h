@@ -1,0 +1,37 @@
+// PortTransport: the Transport over one connected ina::net port, shared by the udp and dpdk
+// backends (their folders only open the port). Sends in chunks of kChunk packets; receives
+// without a copy: RxPackets point into the port's memory (a GRO buffer, an mbuf), valid until the
+// next RecvBurst (transport.h). A truncated datagram is reported with len 0.
+#pragma once
+
+#include <array>
+#include <memory>
+#include <string_view>
+
+#include "ina/host/transport.h"
+#include "ina/net/port.h"
+
+namespace ina::host {
+
+class PortTransport final : public Transport {
+ public:
+  // `name` must outlive the transport (a literal).
+  PortTransport(std::unique_ptr<net::Port> port, std::string_view name)
+      : port_(std::move(port)), name_(name) {}
+
+  Result<size_t> SendBurst(std::span<const TxPacket> packets) override;
+  Result<size_t> RecvBurst(std::span<RxPacket> packets, std::chrono::microseconds timeout) override;
+  std::string_view name() const override { return name_; }
+
+ private:
+  static constexpr size_t kChunk = 256;  // packets converted per port call (GSO trains: <= 64)
+
+  Result<size_t> RecvNow(std::span<RxPacket> packets);
+
+  std::unique_ptr<net::Port> port_;
+  std::string_view name_;
+  std::array<net::TxPacket, kChunk> tx_{};
+  std::array<net::Packet, net::kBurst> rx_{};
+};
+
+}  // namespace ina::host
