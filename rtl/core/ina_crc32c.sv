@@ -16,8 +16,9 @@
 //
 // How: a beat taken whole from register r leaves A^64 r ^ D(beat), A the register's step over one
 // zero byte and D linear in the beat's 512 bits (ina_proto_pkg::CrcAdvMat, CrcBeatMat, generated
-// by proto/gen.py). Uncovered bytes (before StartByte, beyond tkeep) are zeroed; a first beat starts
-// from CrcFirstState, the initial register carried over StartByte zero bytes. A last beat of n
+// by proto/gen.py). Uncovered bytes (before StartByte, beyond tkeep) are zeroed; a first beat leaves
+// CrcFirstState ^ D(beat), CrcFirstState being the initial register carried over the 64 - StartByte
+// bytes the beat covers (it stands for A^64 r, with nothing before the frame). A last beat of n
 // bytes was taken as if 64 - n zero bytes followed: Check compares with A^(64-n) residue (a table,
 // CrcResidueAt), Check = 0 undoes them with A^-(64-n) (CrcRewindMat, in two stages of 4 choices).
 //
