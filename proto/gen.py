@@ -3,8 +3,10 @@
 
 Usage: gen.py SPEC OUTDIR
 Writes OUTDIR/ina/proto/wire.h, OUTDIR/ina_proto_pkg.sv, OUTDIR/protocol_table.md and
-OUTDIR/kat.txt, plus the RoCEv2 view: OUTDIR/ina/proto/roce_wire.h and OUTDIR/roce_kat.txt
-(whole IPv4 packets, ICRC by zlib.crc32). Standard library only, so that CMake can run it on a bare machine.
+OUTDIR/kat.txt (messages with their CRC32C trailers), OUTDIR/crc32c_kat.txt (CRC32C known answers,
+computed here by a plain table-driven CRC), plus the RoCEv2 view: OUTDIR/ina/proto/roce_wire.h and
+OUTDIR/roce_kat.txt (whole IPv4 packets, ICRC by zlib.crc32). Standard library only, so that CMake
+can run it on a bare machine.
 """
 import pathlib
 import struct
@@ -15,6 +17,57 @@ import zlib
 
 FMT = {1: "B", 2: "H", 4: "I"}
 CTYPE = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t"}
+
+
+# ---- CRC32C ([crc]) ---------------------------------------------------------------------------
+# The reflected (LSB-first) register: a byte b is taken as reg = T[(reg ^ b) & 0xFF] ^ (reg >> 8).
+# The CRC of a message is ~reg after the message from reg = 0xFFFFFFFF.
+
+def reflect32(x):
+    return int(f"{x:032b}"[::-1], 2)
+
+
+def crc_table(poly_reflected):
+    t = []
+    for i in range(256):
+        c = i
+        for _ in range(8):
+            c = (c >> 1) ^ (poly_reflected if c & 1 else 0)
+        t.append(c)
+    return t
+
+
+class Crc:
+    def __init__(self, spec):
+        c = spec["crc"]
+        self.poly = reflect32(c["poly"])
+        self.init = c["init"]
+        self.xorout = c["xorout"]
+        self.table = crc_table(self.poly)
+        # The top byte of T[i] is a bijection of i (the polynomial's x^32 term): it undoes a step.
+        self.untop = {self.table[i] >> 24: i for i in range(256)}
+        if len(self.untop) != 256:
+            sys.exit("gen.py: [crc] table top bytes are not a bijection")
+
+    def reg(self, data, reg):
+        """The raw register after `data` from `reg` (no init, no xorout)."""
+        t = self.table
+        for b in data:
+            reg = t[(reg ^ b) & 0xFF] ^ (reg >> 8)
+        return reg
+
+    def __call__(self, data):
+        return self.reg(data, self.init) ^ self.xorout
+
+    def unstep(self, reg):
+        """The register one zero byte earlier: the inverse of reg -> reg(b"\0", reg)."""
+        i = self.untop[reg >> 24]
+        return (((reg ^ self.table[i]) << 8) | i) & 0xFFFFFFFF
+
+
+def crc_trailer(crc, message):
+    """The 4 trailer bytes of `message`: its CRC, little-endian."""
+    return struct.pack("<I", crc(message))
 
 
 def camel(name):
@@ -35,6 +88,17 @@ def check(spec):
         sys.exit(f"gen.py: fields cover {end} bytes, header_bytes says {p['header_bytes']}")
     if p["frame_prefix_bytes"] + p["header_bytes"] != p["payload_offset"]:
         sys.exit("gen.py: payload_offset != frame_prefix_bytes + header_bytes")
+    c = spec["crc"]
+    crc = Crc(spec)
+    if p["crc_bytes"] != 4 or c["name"] != "crc32c":
+        sys.exit("gen.py: the trailer is a 4-byte CRC32C")
+    if crc(b"123456789") != c["check"]:
+        sys.exit(f"gen.py: [crc] check 0x{c['check']:08X} != 0x{crc(b'123456789'):08X}")
+    for m in (b"", b"ina", bytes(range(256)) * 5):
+        if crc.reg(m + crc_trailer(crc, m), crc.init) != c["residue"]:
+            sys.exit("gen.py: [crc] residue does not hold")
+    if c["beat_bytes"] != 64 or p["frame_prefix_bytes"] >= c["beat_bytes"]:
+        sys.exit("gen.py: [crc] beat_bytes must be 64 and hold the frame prefix")
     for kind in ("msg_type", "flag", "error_code", "counter", "register"):
         names = [x["name"] for x in spec[kind]]
         if len(set(names)) != len(names):
@@ -65,12 +129,13 @@ def bits(f):
 
 
 def encode_kat(spec, kat):
+    """The whole message: header, payload, CRC32C trailer."""
     out = b""
     for f in spec["field"]:
         out += struct.pack(">" + FMT[f["bytes"]], kat[f["name"]])
     for v in kat["payload"]:
         out += struct.pack(">i", v)
-    return out
+    return out + crc_trailer(Crc(spec), out)
 
 
 def gen_cpp(spec):
@@ -97,10 +162,11 @@ def gen_cpp(spec):
     w(f"inline constexpr size_t kFramePrefixBytes = {p['frame_prefix_bytes']};")
     w(f"inline constexpr size_t kPayloadOffset = {p['payload_offset']};")
     w(f"inline constexpr size_t kElemBytes = {p['elem_bytes']};")
+    w(f"inline constexpr size_t kCrcBytes = {p['crc_bytes']};  // the CRC32C trailer of every message")
     ks = ", ".join(str(k) for k in p["k_values"])
     w(f"inline constexpr std::array<uint16_t, {len(p['k_values'])}> kKValues = {{{ks}}};")
     w(f"inline constexpr uint16_t kMaxK = {max(p['k_values'])};")
-    w(f"inline constexpr size_t kMaxPacketBytes = kHeaderBytes + kMaxK * kElemBytes;")
+    w("inline constexpr size_t kMaxPacketBytes = kHeaderBytes + kMaxK * kElemBytes + kCrcBytes;")
     w(f"inline constexpr uint16_t kMaxWorkers = {p['max_workers']};")
     w(f"inline constexpr uint16_t kMaxLanes = {p['max_lanes']};  // peers per rank (JOIN gen)")
     w(f"inline constexpr int kExpBias = {p['exp_bias']};")
@@ -110,6 +176,24 @@ def gen_cpp(spec):
     w(f"inline constexpr uint16_t kGenWindow = {p['gen_window']};")
     w(f"inline constexpr uint16_t kAllocJobMin = {p['alloc_job_min']};  // fabric-allocated job ids: kAllocJobMin .. 65535")
     w("inline constexpr uint16_t kRankAll = 0xFFFF;  // result destination: every rank")
+    w("")
+    c = spec["crc"]
+    w("")
+    w("// The CRC32C trailer ([crc] in proto/ina.toml): the CRC32C of every byte of the message before")
+    w("// it, stored little-endian in the message's last kCrcBytes bytes. ina/proto/crc32c.h computes it.")
+    w(f"inline constexpr uint32_t kCrc32cPolyReflected = 0x{reflect32(c['poly']):08X};")
+    w(f"inline constexpr uint32_t kCrc32cCheck = 0x{c['check']:08X};  // CRC32C(\"123456789\")")
+    w(f"inline constexpr uint32_t kCrc32cResidue = 0x{c['residue']:08X};  // register after message + trailer")
+    w("// Bytes of a message with `count` payload elements, trailer included.")
+    w("inline constexpr size_t MessageBytes(size_t count) {")
+    w("  return kHeaderBytes + count * kElemBytes + kCrcBytes;")
+    w("}")
+    w("inline constexpr uint32_t LoadCrc(const uint8_t* p) {")
+    w("  return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);")
+    w("}")
+    w("inline constexpr void StoreCrc(uint8_t* p, uint32_t v) {")
+    w("  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (8 * i));")
+    w("}")
     w("")
     w("inline constexpr bool IsValidK(uint32_t k) {")
     w("  for (uint16_t v : kKValues) if (v == k) return true;")
@@ -225,6 +309,61 @@ def gen_cpp(spec):
     return "\n".join(L) + "\n"
 
 
+def crc_beat_maps(spec):
+    """The CRC32C's linear maps over one beat of B bytes (B = [crc] beat_bytes), for
+    rtl/core/ina_crc32c.sv. A beat taken whole from register r gives A^B r xor D(beat); D is linear
+    in the beat's bits (bit j = byte j // 8, bit j % 8, as tdata holds them). Returns rows: a
+    matrix is a list of 32 ints, row o = the mask of input bits that XOR into output bit o."""
+    crc = Crc(spec)
+    nb = spec["crc"]["beat_bytes"]
+    start = spec["protocol"]["frame_prefix_bytes"]
+
+    def rows(columns):
+        return [sum(((col >> o) & 1) << j for j, col in enumerate(columns)) for o in range(32)]
+
+    def zeros(reg, n):
+        return crc.reg(bytes(n), reg)
+
+    def back(reg, n):
+        for _ in range(n):
+            reg = crc.unstep(reg)
+        return reg
+
+    beat = []
+    for j in range(8 * nb):
+        data = bytearray(nb)
+        data[j // 8] = 1 << (j % 8)
+        beat.append(crc.reg(bytes(data), 0))
+    adv = [zeros(1 << m, nb) for m in range(32)]
+    # Rewinding by n bytes (n = 0, 4, ..., B-4): a beat whose data ends at byte hi was taken whole,
+    # as if followed by B-hi zero bytes; A^-(B-hi) undoes them.
+    rewind = [rows([back(1 << m, 4 * k) for m in range(32)]) for k in range(nb // 4)]
+    res = spec["crc"]["residue"]
+    return {
+        "beat": rows(beat),
+        "adv": rows(adv),
+        # Register after the first beat's bytes 0 .. start-1 taken as zeros from a zero register
+        # and the header bytes from init: A^(B-start) init, xored with D(the beat, bytes < start
+        # zeroed).
+        "first": zeros(crc.init, nb - start),
+        # A frame ending at byte hi of its last beat is good iff the register, taken whole,
+        # equals A^(B-hi) residue: entry n = A^n residue.
+        "residue_at": [zeros(res, n) for n in range(nb)],
+        "rewind": rewind,
+        "nb": nb,
+        "start": start,
+    }
+
+
+def sv_flat(rows_list, width):
+    """A flat vector: row i at [i*width +: width]."""
+    v = 0
+    for i, r in enumerate(rows_list):
+        v |= r << (i * width)
+    bits = width * len(rows_list)
+    return f"{bits}'h{v:0{bits // 4}X}"
+
+
 def gen_sv(spec):
     p = spec["protocol"]
     L = []
@@ -246,6 +385,30 @@ def gen_sv(spec):
     w(f"  localparam int unsigned ExpBias = {p['exp_bias']};")
     w(f"  localparam int unsigned GenWindow = {p['gen_window']};")
     w("  localparam logic [15:0] RankAll = 16'hFFFF;")
+    w("")
+    m = crc_beat_maps(spec)
+    nb = m["nb"]
+    w("  // CRC32C trailer ([crc]): little-endian, after the payload; its linear maps over one")
+    w(f"  // {nb}-byte beat for rtl/core/ina_crc32c.sv. A matrix is flat, row o (the mask of input bits")
+    w("  // that XOR into output bit o) at [o*W +: W]; tdata bit j is byte j/8, bit j%8.")
+    w(f"  localparam int unsigned CrcBytes = {p['crc_bytes']};")
+    w(f"  localparam int unsigned CrcBeatBytes = {nb};")
+    w(f"  localparam int unsigned CrcStartByte = {m['start']};  // first covered byte of a frame")
+    w(f"  localparam logic [31:0] CrcResidue = 32'h{spec['crc']['residue']:08X};")
+    w(f"  // D: a whole beat's contribution to the register (32 rows of {8 * nb} bits).")
+    w(f"  localparam logic [32*{8 * nb}-1:0] CrcBeatMat = {sv_flat(m['beat'], 8 * nb)};")
+    w(f"  // A^{nb}: the register carried over a whole beat (32 rows of 32 bits).")
+    w(f"  localparam logic [32*32-1:0] CrcAdvMat = {sv_flat(m['adv'], 32)};")
+    w(f"  // A frame's first beat leaves CrcFirstState ^ D(beat, bytes < CrcStartByte zeroed): the")
+    w(f"  // initial register carried over the {nb} - CrcStartByte bytes it covers.")
+    w(f"  localparam logic [31:0] CrcFirstState = 32'h{m['first']:08X};")
+    w(f"  // Entry n ([32n +: 32]) = A^n residue: a frame whose last beat holds {nb}-n bytes is good iff")
+    w("  // the register after that beat taken whole equals it.")
+    w(f"  localparam logic [{nb}*32-1:0] CrcResidueAt = {sv_flat(m['residue_at'], 32)};")
+    w(f"  // Entry k ([1024k +: 1024]) = A^-4k, the register {nb}-4k bytes into a beat from the register")
+    w("  // after the beat taken whole with those last 4k bytes zero.")
+    w(f"  localparam logic [{nb // 4}*1024-1:0] CrcRewindMat = "
+      f"{sv_flat([sum(r << (32 * o) for o, r in enumerate(mat)) for mat in m['rewind']], 1024)};")
     w("")
     w("  // Field byte offsets within the ina header, and widths in bytes.")
     for f in spec["field"]:
@@ -297,6 +460,10 @@ def gen_md(spec):
         lo, hi = f["offset"], f["offset"] + f["bytes"] - 1
         rng = str(lo) if lo == hi else f"{lo}-{hi}"
         w(f"| {rng} | `{f['name']}` | {f['doc']} |")
+    h, c = p["header_bytes"], spec["crc"]
+    w(f"| {h}+4n .. {h}+4n+3 | `crc` | Trailer after the n = count payload elements: CRC32C "
+      f"(poly 0x{c['poly']:08X}, reflected, init 0x{c['init']:08X}, xorout 0x{c['xorout']:08X}, "
+      f"check 0x{c['check']:08X}) of bytes 0 .. {h}+4n-1, **little-endian**; every message type. |")
     w("")
     for kind, title in (("msg_type", "type"), ("error_code", "error code")):
         w(f"| {title} | name | meaning |")
@@ -323,11 +490,32 @@ def gen_md(spec):
 
 
 def gen_kat(spec):
-    L = ["# GENERATED by proto/gen.py: name hex-bytes field=value... payload=v,v,..."]
+    L = ["# GENERATED by proto/gen.py: name hex-bytes(message with trailer) field=value... "
+         "payload=v,v,... crc=0x... (the trailer's value)"]
     for kat in spec["kat"]:
         fields = " ".join(f"{f['name']}={kat[f['name']]}" for f in spec["field"])
         payload = ",".join(str(v) for v in kat["payload"])
-        L.append(f"{kat['name']} {encode_kat(spec, kat).hex()} {fields} payload={payload}")
+        msg = encode_kat(spec, kat)
+        crc = struct.unpack("<I", msg[-4:])[0]
+        L.append(f"{kat['name']} {msg.hex()} {fields} payload={payload} crc=0x{crc:08x}")
+    return "\n".join(L) + "\n"
+
+
+def gen_crc_kat(spec):
+    """CRC32C known answers: the standard check string, RFC 3720's vectors, and pseudo-random
+    buffers of every length 0..300 plus a few long ones (a fixed LCG, so the file never changes)."""
+    crc = Crc(spec)
+    cases = [b"123456789", bytes(32), b"\xff" * 32, bytes(range(32)), bytes(range(31, -1, -1))]
+    x = 0x1234567
+    for n in list(range(301)) + [1046, 1050, 4096, 4099, 9001]:
+        buf = bytearray()
+        for _ in range(n):
+            x = (x * 6364136223846793005 + 1442695040888963407) % (1 << 64)
+            buf.append(x >> 56)
+        cases.append(bytes(buf))
+    L = ["# GENERATED by proto/gen.py: hex-bytes (- for none) crc32c (the CRC, as a number)"]
+    for b in cases:
+        L.append(f"{b.hex() or '-'} 0x{crc(b):08x}")
     return "\n".join(L) + "\n"
 
 
@@ -479,6 +667,7 @@ def main():
     write_if_changed(out / "ina_proto_pkg.sv", gen_sv(spec))
     write_if_changed(out / "protocol_table.md", gen_md(spec))
     write_if_changed(out / "kat.txt", gen_kat(spec))
+    write_if_changed(out / "crc32c_kat.txt", gen_crc_kat(spec))
     write_if_changed(out / "ina" / "proto" / "roce_wire.h", gen_roce_cpp(spec))
     write_if_changed(out / "roce_kat.txt", gen_roce_kat(spec))
 

@@ -22,7 +22,7 @@ out=$build/synth
 mkdir -p "$out"
 cp "$pkg" "$out/ina_proto_pkg.sv"
 srcs="$out/ina_proto_pkg.sv $root/rtl/pkg/ina_rtl_pkg.sv $root/rtl/lib/ina_fifo.sv \
-$root/rtl/core/ina_ingress.sv $root/rtl/core/ina_slot_mem.sv $root/rtl/core/ina_lane_adder.sv \
+$root/rtl/core/ina_crc32c.sv $root/rtl/core/ina_egress.sv $root/rtl/core/ina_ingress.sv $root/rtl/core/ina_slot_mem.sv $root/rtl/core/ina_lane_adder.sv \
 $root/rtl/core/ina_regs.sv $root/rtl/core/ina_agg.sv $root/rtl/top/ina_core.sv"
 for flow in "${flows[@]}"; do
   case $flow in

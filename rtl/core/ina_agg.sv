@@ -4,7 +4,11 @@
 //
 // Rules: exactly those of dataplane/include/ina/dp/engine.h (drop causes in that order, duplicate
 // and re-send, generation reset of a copy, first contribution / add / complete), plus: a frame
-// whose MAC error bit was set is malformed; a job slot outside the pool is bad_slot.
+// whose MAC error bit was set is malformed; a job slot outside the pool is bad_slot. The CRC32C
+// trailer was checked while the frame streamed in (ina_core: ina_crc32c beside ingress), so its
+// verdict comes with the descriptor (desc_crc_ok_i) and a damaged frame is dropped at the header op,
+// before any metadata or slot memory is written. Result frames leave without their trailer, which
+// ina_egress appends; their IPv4 and UDP lengths already count it.
 //
 // Pipeline, one op per cycle:
 //   S0 issue: a packet's header op (decision, metadata update, counters, result header beat) and
@@ -32,6 +36,7 @@ module ina_agg
   input  logic                desc_valid_i,
   output logic                desc_ready_o,
   input  ina_rtl_pkg::desc_t               desc_i,
+  input  logic                desc_crc_ok_i,  // the frame's CRC32C trailer matched
   input  logic                pay_valid_i,
   output logic                pay_ready_o,
   input  logic [ina_rtl_pkg::BeatBits-1:0] pay_data_i,
@@ -262,14 +267,17 @@ module ina_agg
     beats_of_count = beats_of(desc_i.count);
 
     inc[ina_proto_pkg::CntRxPackets] = 1'b1;
-    if (desc_i.frame_bytes < ina_rtl_pkg::FrameBytesBits'(ina_proto_pkg::PayloadOffset) || desc_i.mac_err) begin
+    if (desc_i.frame_bytes < ina_rtl_pkg::FrameBytesBits'(ina_proto_pkg::PayloadOffset + ina_proto_pkg::CrcBytes) ||
+        desc_i.mac_err) begin
       inc[ina_proto_pkg::CntDropMalformed] = 1'b1;
     end else if (desc_i.version != 8'(ina_proto_pkg::Version)) begin
       inc[ina_proto_pkg::CntDropBadVersion] = 1'b1;
+    end else if (!desc_crc_ok_i) begin
+      inc[ina_proto_pkg::CntDropBadCrc] = 1'b1;
     end else if (desc_i.mtype != ina_proto_pkg::MsgTypeData) begin
       inc[ina_proto_pkg::CntDropMalformed] = 1'b1;
-    end else if ({2'b0, desc_i.frame_bytes} !=
-                 22'(ina_proto_pkg::PayloadOffset) + {4'b0, desc_i.count, 2'b00}) begin
+    end else if ({2'b0, desc_i.frame_bytes} != 22'(ina_proto_pkg::PayloadOffset + ina_proto_pkg::CrcBytes) +
+                                               {4'b0, desc_i.count, 2'b00}) begin
       inc[ina_proto_pkg::CntDropMalformed] = 1'b1;
     end else if (!found) begin
       inc[ina_proto_pkg::CntDropUnknownJob] = 1'b1;
@@ -338,7 +346,7 @@ module ina_agg
   // destination) and the ina header of the copy after this packet.
   always_comb begin
     logic [15:0] udp_len;
-    udp_len  = 16'(8 + ina_proto_pkg::HeaderBytes) + {cnt_elems_d[13:0], 2'b00};
+    udp_len  = 16'(8 + ina_proto_pkg::HeaderBytes + ina_proto_pkg::CrcBytes) + {cnt_elems_d[13:0], 2'b00};
     hdr_beat = '0;
     hdr_beat = put(hdr_beat, 12, 2, 32'h0800);           // ethertype IPv4
     hdr_beat = put(hdr_beat, 14, 1, 32'h45);             // IPv4, 20-byte header

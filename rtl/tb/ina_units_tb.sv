@@ -7,6 +7,9 @@
 //   add_*  ina_lane_adder
 //   regs_* ina_regs (RegsJobs entries, RegsSlots pool slots)
 //   agg_*  ina_agg (AggJobs entries, AggSlots pool slots, output FIFO free count AggFreeW bits)
+//   crck_* ina_crc32c, Check = 1 (trailer check)
+//   crcv_* ina_crc32c, Check = 0 (trailer value)
+//   egr_*  ina_egress (EgrDepth beats)
 // Parameters are small so that the model verilates and simulates fast.
 module ina_units_tb
 #(
@@ -16,7 +19,8 @@ module ina_units_tb
   parameter int unsigned RegsSlots = 64,
   parameter int unsigned AggJobs   = 2,
   parameter int unsigned AggSlots  = 4,
-  parameter int unsigned AggFreeW  = 6
+  parameter int unsigned AggFreeW  = 6,
+  parameter int unsigned EgrDepth  = 32
 ) (
   input  logic                                  clk_i,
   input  logic                                  rst_ni,
@@ -81,7 +85,38 @@ module ina_units_tb
   output logic [ina_rtl_pkg::OutUserBits-1:0]   agg_out_user_o,
   input  logic [AggFreeW-1:0]                   agg_out_free_i,
   output logic [ina_proto_pkg::NumCounters-1:0] agg_cnt_inc_o,
-  output logic                                  agg_busy_o
+  output logic                                  agg_busy_o,
+  input  logic                                  agg_desc_crc_ok_i,
+  // ina_crc32c, Check = 1.
+  input  logic                                  crck_s_axis_tvalid_i,
+  input  logic [ina_rtl_pkg::BeatBits-1:0]      crck_s_axis_tdata_i,
+  input  logic [ina_rtl_pkg::BeatBytes-1:0]     crck_s_axis_tkeep_i,
+  input  logic                                  crck_s_axis_tlast_i,
+  output logic                                  crck_valid_o,
+  output logic                                  crck_ok_o,
+  output logic                                  crck_busy_o,
+  // ina_crc32c, Check = 0.
+  input  logic                                  crcv_s_axis_tvalid_i,
+  input  logic [ina_rtl_pkg::BeatBits-1:0]      crcv_s_axis_tdata_i,
+  input  logic [ina_rtl_pkg::BeatBytes-1:0]     crcv_s_axis_tkeep_i,
+  input  logic                                  crcv_s_axis_tlast_i,
+  output logic                                  crcv_valid_o,
+  output logic [31:0]                           crcv_crc_o,
+  output logic                                  crcv_busy_o,
+  // ina_egress.
+  input  logic                                  egr_in_valid_i,
+  input  logic [ina_rtl_pkg::BeatBits-1:0]      egr_in_data_i,
+  input  logic [ina_rtl_pkg::BeatBytes-1:0]     egr_in_keep_i,
+  input  logic                                  egr_in_last_i,
+  input  logic [ina_rtl_pkg::OutUserBits-1:0]   egr_in_user_i,
+  output logic [$clog2(EgrDepth):0]             egr_free_o,
+  output logic                                  egr_m_axis_tvalid_o,
+  input  logic                                  egr_m_axis_tready_i,
+  output logic [ina_rtl_pkg::BeatBits-1:0]      egr_m_axis_tdata_o,
+  output logic [ina_rtl_pkg::BeatBytes-1:0]     egr_m_axis_tkeep_o,
+  output logic                                  egr_m_axis_tlast_o,
+  output logic [ina_rtl_pkg::OutUserBits-1:0]   egr_m_axis_tuser_o,
+  output logic                                  egr_busy_o
 );
   ina_rtl_pkg::desc_t ing_desc, agg_desc;
 
@@ -161,6 +196,7 @@ module ina_units_tb
     .desc_valid_i  (agg_desc_valid_i),
     .desc_ready_o  (agg_desc_ready_o),
     .desc_i        (agg_desc),
+    .desc_crc_ok_i (agg_desc_crc_ok_i),
     .pay_valid_i   (agg_pay_valid_i),
     .pay_ready_o   (agg_pay_ready_o),
     .pay_data_i    (agg_pay_data_i),
@@ -180,5 +216,55 @@ module ina_units_tb
     .cnt_inc_o     (agg_cnt_inc_o),
     .busy_o        (agg_busy_o)
   );
+
+  logic [31:0] crck_crc_unused;
+  logic        crcv_ok_unused;
+
+  ina_crc32c #(.Check(1'b1)) u_crc_check (
+    .clk_i,
+    .rst_ni,
+    .s_axis_tvalid_i(crck_s_axis_tvalid_i),
+    .s_axis_tdata_i (crck_s_axis_tdata_i),
+    .s_axis_tkeep_i (crck_s_axis_tkeep_i),
+    .s_axis_tlast_i (crck_s_axis_tlast_i),
+    .crc_valid_o    (crck_valid_o),
+    .crc_o          (crck_crc_unused),
+    .crc_ok_o       (crck_ok_o),
+    .busy_o         (crck_busy_o)
+  );
+
+  ina_crc32c #(.Check(1'b0)) u_crc_value (
+    .clk_i,
+    .rst_ni,
+    .s_axis_tvalid_i(crcv_s_axis_tvalid_i),
+    .s_axis_tdata_i (crcv_s_axis_tdata_i),
+    .s_axis_tkeep_i (crcv_s_axis_tkeep_i),
+    .s_axis_tlast_i (crcv_s_axis_tlast_i),
+    .crc_valid_o    (crcv_valid_o),
+    .crc_o          (crcv_crc_o),
+    .crc_ok_o       (crcv_ok_unused),
+    .busy_o         (crcv_busy_o)
+  );
+
+  ina_egress #(.Depth(EgrDepth)) u_egress (
+    .clk_i,
+    .rst_ni,
+    .in_valid_i     (egr_in_valid_i),
+    .in_data_i      (egr_in_data_i),
+    .in_keep_i      (egr_in_keep_i),
+    .in_last_i      (egr_in_last_i),
+    .in_user_i      (egr_in_user_i),
+    .free_o         (egr_free_o),
+    .m_axis_tvalid_o(egr_m_axis_tvalid_o),
+    .m_axis_tready_i(egr_m_axis_tready_i),
+    .m_axis_tdata_o (egr_m_axis_tdata_o),
+    .m_axis_tkeep_o (egr_m_axis_tkeep_o),
+    .m_axis_tlast_o (egr_m_axis_tlast_o),
+    .m_axis_tuser_o (egr_m_axis_tuser_o),
+    .busy_o         (egr_busy_o)
+  );
+
+  logic unused_tb;
+  assign unused_tb = ^{crck_crc_unused, crcv_ok_unused};
 
 endmodule

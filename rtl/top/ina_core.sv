@@ -1,18 +1,25 @@
 // ina aggregation core: the dataplane an FPGA SmartNIC runs between its MAC and its multicast
 // replication logic.
 //
-//   s_axis -> ina_ingress -> payload FIFO / descriptor FIFO -> ina_agg -> output FIFO -> m_axis
+//   s_axis -+-> ina_ingress -> payload FIFO / descriptor FIFO -+-> ina_agg -> ina_egress -> m_axis
+//           +-> ina_crc32c (check) ----------> CRC-ok FIFO ----+   (output FIFO, CRC32C trailer)
 //                                                   ina_regs (job table, counters) <-> reg bus
 //
 // s_axis: frames (Ethernet + IPv4 + UDP + ina header in the first 64-byte beat, then payload
-//   beats; tdata byte 0 = frame byte 0; tkeep contiguous; tuser = MAC error).
-// m_axis: result frames, same layout; tuser [15:0] = the job's multicast group, [31:16] =
-//   destination rank (0xFFFF: every rank of the group; else re-send to that rank only). The L2-L4
-//   addresses, ports and checksums of result frames are zero: the shell fills them per destination.
+//   beats, then the ina message's 4-byte CRC32C trailer; tdata byte 0 = frame byte 0; tkeep
+//   contiguous; tuser = MAC error). The trailer is checked as the frame streams in; the verdict
+//   joins the frame's descriptor (a frame's descriptor goes to ina_agg only with it), and a frame
+//   whose trailer does not match is dropped (drop_bad_crc) before it touches any slot.
+// m_axis: result frames, same layout, trailer appended by ina_egress; tuser [15:0] = the job's
+//   multicast group, [31:16] = destination rank (0xFFFF: every rank of the group; else re-send to
+//   that rank only). The L2-L4 addresses, ports and checksums of result frames are zero: the shell
+//   fills them per destination (the CRC32C covers the ina message only, so it needs no update).
 // reg bus: see ina_regs.
-// Throughput: one beat per cycle in and out; a frame of n payload beats costs n + 1 cycles.
+// Throughput: one beat per cycle in and out; a frame of n payload beats (its trailer included)
+// costs n + 1 cycles.
 // Latency: store-and-forward; a result's first beat leaves 5 cycles after the completing frame's
-// last beat (ingress, descriptor FIFO, issue, S1, S2, output FIFO).
+// CRC verdict (4 cycles after its last beat: ingress, descriptor FIFO, issue, S1, S2, output FIFO),
+// its last beat once its own CRC is known (ina_egress).
 // Backpressure: m_axis_tready low fills the output FIFO; the aggregation stage then waits between
 // packets and the input FIFOs fill; s_axis_tready_o falls when they are full.
 module ina_core
@@ -48,7 +55,6 @@ module ina_core
   output logic                   idle_o
 );
   localparam int unsigned OutFreeW = $clog2(OutDepth) + 1;
-  localparam int unsigned OutW = ina_rtl_pkg::BeatBits + ina_rtl_pkg::BeatBytes + 1 + ina_rtl_pkg::OutUserBits;
 
   if (ina_rtl_pkg::InaHdrByte != ina_proto_pkg::FramePrefixBytes ||
       ina_rtl_pkg::Lanes * ina_proto_pkg::ElemBytes != ina_rtl_pkg::BeatBytes) begin : gen_bad_pkg
@@ -68,8 +74,7 @@ module ina_core
   logic [ina_rtl_pkg::BeatBits-1:0] pay_in_data, pay_out_data;
   logic                desc_in_valid, desc_in_ready, desc_out_valid, desc_out_ready;
   ina_rtl_pkg::desc_t               desc_in, desc_out;
-  logic                out_valid, out_ready_unused;
-  logic [OutW-1:0]     out_word, m_word;
+  logic                out_valid;
   logic [ina_rtl_pkg::BeatBits-1:0] out_data;
   logic [ina_rtl_pkg::BeatBytes-1:0] out_keep;
   logic                out_last;
@@ -84,7 +89,39 @@ module ina_core
   logic        commit, commit_valid;
   logic [31:0] commit_slots;
   logic [ina_proto_pkg::NumCounters-1:0] cnt_inc;
-  logic        agg_busy, in_frame;
+  logic        agg_busy, in_frame, egress_busy;
+  // The trailer check beside ingress, and its verdicts in frame order.
+  logic        crc_valid, crc_ok, crc_busy, crc_unused_ready;
+  logic [31:0] crc_unused_value;
+  logic        ok_valid, ok_ready, ok_data;
+  logic [$clog2(DescDepth):0] unused_ok_free;
+
+  ina_crc32c #(.Check(1'b1)) u_crc_rx (
+    .clk_i,
+    .rst_ni,
+    .s_axis_tvalid_i(s_axis_tvalid_i && s_axis_tready_o),
+    .s_axis_tdata_i,
+    .s_axis_tkeep_i,
+    .s_axis_tlast_i,
+    .crc_valid_o    (crc_valid),
+    .crc_o          (crc_unused_value),
+    .crc_ok_o       (crc_ok),
+    .busy_o         (crc_busy)
+  );
+
+  // One verdict per descriptor, pushed a few cycles after it and popped with it, so it holds no
+  // more than the descriptor FIFO does.
+  ina_fifo #(.Width(1), .Depth(DescDepth)) u_ok_fifo (
+    .clk_i,
+    .rst_ni,
+    .in_valid_i (crc_valid),
+    .in_ready_o (crc_unused_ready),
+    .in_data_i  (crc_ok),
+    .out_valid_o(ok_valid),
+    .out_ready_i(ok_ready),
+    .out_data_o (ok_data),
+    .free_o     (unused_ok_free)
+  );
 
   ina_ingress u_ingress (
     .clk_i,
@@ -128,6 +165,10 @@ module ina_core
     .free_o     (unused_desc_free)
   );
 
+  logic agg_desc_ready;
+  assign desc_out_ready = agg_desc_ready;
+  assign ok_ready       = agg_desc_ready;
+
   ina_agg #(
     .NumJobs  (NumJobs),
     .PoolSlots(PoolSlots),
@@ -135,9 +176,10 @@ module ina_core
   ) u_agg (
     .clk_i,
     .rst_ni,
-    .desc_valid_i  (desc_out_valid),
-    .desc_ready_o  (desc_out_ready),
+    .desc_valid_i  (desc_out_valid && ok_valid),
+    .desc_ready_o  (agg_desc_ready),
     .desc_i        (desc_out),
+    .desc_crc_ok_i (ok_data),
     .pay_valid_i   (pay_out_valid),
     .pay_ready_o   (pay_out_ready),
     .pay_data_i    (pay_out_data),
@@ -158,24 +200,30 @@ module ina_core
     .busy_o        (agg_busy)
   );
 
-  assign out_word = {out_user, out_last, out_keep, out_data};
-
-  // The aggregation stage reserves room before each packet, so in_ready is always high on a push.
-  ina_fifo #(.Width(OutW), .Depth(OutDepth)) u_out_fifo (
+  // The aggregation stage reserves room before each packet, so the output FIFO always takes a push.
+  ina_egress #(.Depth(OutDepth)) u_egress (
     .clk_i,
     .rst_ni,
-    .in_valid_i (out_valid),
-    .in_ready_o (out_ready_unused),
-    .in_data_i  (out_word),
-    .out_valid_o(m_axis_tvalid_o),
-    .out_ready_i(m_axis_tready_i),
-    .out_data_o (m_word),
-    .free_o     (out_free)
+    .in_valid_i     (out_valid),
+    .in_data_i      (out_data),
+    .in_keep_i      (out_keep),
+    .in_last_i      (out_last),
+    .in_user_i      (out_user),
+    .free_o         (out_free),
+    .m_axis_tvalid_o,
+    .m_axis_tready_i,
+    .m_axis_tdata_o,
+    .m_axis_tkeep_o,
+    .m_axis_tlast_o,
+    .m_axis_tuser_o,
+    .busy_o         (egress_busy)
   );
 
-  assign {m_axis_tuser_o, m_axis_tlast_o, m_axis_tkeep_o, m_axis_tdata_o} = m_word;
+  assign idle_o = !in_frame && !desc_out_valid && !pay_out_valid && !agg_busy && !crc_busy &&
+                  !ok_valid && !egress_busy;
 
-  assign idle_o = !in_frame && !desc_out_valid && !pay_out_valid && !agg_busy && !m_axis_tvalid_o;
+  logic unused_crc;
+  assign unused_crc = ^{crc_unused_ready, crc_unused_value, unused_ok_free};
 
   ina_regs #(
     .NumJobs  (NumJobs),

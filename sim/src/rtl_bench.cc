@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ina/drv/job_table.h"
+#include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 #include "ina/sim/core_sim.h"
 
@@ -19,7 +20,7 @@ int RunK(uint16_t k, int packets) {
   ina::dp::JobConfig job{1, 4, k, 0, 8};
   if (!ina::drv::ProgramJob(sim, 0, job, 1).ok()) return 1;
   uint64_t start_cycle = sim.cycles();
-  std::vector<uint8_t> pkt(p::kHeaderBytes + 4 * size_t{k});
+  std::vector<uint8_t> pkt(p::MessageBytes(k));
   for (int i = 0; i < packets; ++i) {
     p::Header h;
     h.version = p::kVersion;
@@ -31,6 +32,7 @@ int RunK(uint16_t k, int packets) {
     h.count = k;
     p::EncodeHeader(h, pkt.data());
     for (size_t e = 0; e < k; ++e) p::Store32(&pkt[p::kHeaderBytes + 4 * e], uint32_t(i + e));
+    p::SealMessage(pkt.data(), pkt.size() - p::kCrcBytes);
     sim.SendFrame(ina::sim::MakeFrame(pkt));
   }
   auto t0 = std::chrono::steady_clock::now();
@@ -44,7 +46,7 @@ int RunK(uint16_t k, int packets) {
   uint64_t in_cycles = sim.last_in_cycle() - start_cycle;
   double eff = double(sim.in_beats()) / double(in_cycles);
   double cpp = double(in_cycles) / packets;
-  double gbps = 250e6 / cpp * (p::kPayloadOffset + 4.0 * k) * 8 / 1e9;
+  double gbps = 250e6 / cpp * (p::kPayloadOffset + 4.0 * k + p::kCrcBytes) * 8 / 1e9;
   std::printf(
       "K=%-3u packets=%d in_beats=%llu cycles=%llu beat_efficiency=%.4f cycles/packet=%.3f "
       "line_rate@250MHz=%.1f Gbit/s results=%zu sim_speed=%.0f cycles/s\n",

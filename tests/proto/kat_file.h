@@ -1,6 +1,7 @@
 // Reads the known-answer vectors gen.py writes (kat.txt): one line per vector, its bytes as hex
 // (encoded by Python's struct, independently of the C++ and SystemVerilog views) and its field
-// values. Shared by the C++ decoder test and the RTL ingress test.
+// values; each message ends with its CRC32C trailer (crc=). Shared by the C++ decoder test and the
+// RTL ingress test.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -19,6 +20,7 @@ struct Kat {
   std::vector<uint8_t> bytes;
   std::map<std::string, int64_t> fields;
   std::vector<int32_t> payload;
+  uint32_t crc = 0;  // the trailer's value (the message's last 4 bytes, little-endian)
 };
 
 inline std::vector<uint8_t> FromHex(const std::string& hex) {
@@ -49,6 +51,8 @@ inline std::vector<Kat> LoadKats(const char* path = INA_KAT_FILE) {
         std::istringstream vs(val);
         std::string v;
         while (std::getline(vs, v, ',')) k.payload.push_back(static_cast<int32_t>(std::stoll(v)));
+      } else if (key == "crc") {
+        k.crc = static_cast<uint32_t>(std::stoul(val, nullptr, 16));
       } else {
         k.fields[key] = std::stoll(val);
       }

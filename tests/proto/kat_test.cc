@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 #include "kat_file.h"
 
@@ -42,8 +43,10 @@ TEST(ProtoKat, VectorsExist) {
 TEST(ProtoKat, DecodeMatchesFields) {
   for (const auto& k : LoadKats()) {
     SCOPED_TRACE(k.name);
-    ASSERT_EQ(k.bytes.size(), kHeaderBytes + k.payload.size() * kElemBytes);
+    ASSERT_EQ(k.bytes.size(), MessageBytes(k.payload.size()));
     EXPECT_EQ(DecodeHeader(k.bytes.data()), FromFields(k.fields));
+    EXPECT_EQ(LoadCrc(k.bytes.data() + k.bytes.size() - kCrcBytes), k.crc);
+    EXPECT_TRUE(MessageCrcOk(k.bytes));
     for (size_t i = 0; i < k.payload.size(); ++i) {
       EXPECT_EQ(static_cast<int32_t>(Load32(k.bytes.data() + kHeaderBytes + 4 * i)), k.payload[i]);
     }
@@ -53,11 +56,12 @@ TEST(ProtoKat, DecodeMatchesFields) {
 TEST(ProtoKat, EncodeMatchesBytes) {
   for (const auto& k : LoadKats()) {
     SCOPED_TRACE(k.name);
-    std::vector<uint8_t> out(kHeaderBytes + k.payload.size() * kElemBytes, 0xEE);
+    std::vector<uint8_t> out(MessageBytes(k.payload.size()), 0xEE);
     EncodeHeader(FromFields(k.fields), out.data());
     for (size_t i = 0; i < k.payload.size(); ++i) {
       Store32(out.data() + kHeaderBytes + 4 * i, static_cast<uint32_t>(k.payload[i]));
     }
+    EXPECT_EQ(SealMessage(out.data(), out.size() - kCrcBytes), out.size());
     EXPECT_EQ(out, k.bytes);
   }
 }
@@ -74,6 +78,16 @@ TEST(ProtoKat, SingleFieldAccessorsTouchOnlyTheirBytes) {
       EXPECT_EQ(h[i], 0) << "byte " << i;
   }
   EXPECT_EQ(GetSlot(h), 0xA1B2);
+}
+
+TEST(ProtoKat, TrailerIsLittleEndian) {
+  uint8_t b[4];
+  StoreCrc(b, 0x11223344u);
+  EXPECT_EQ(b[0], 0x44);
+  EXPECT_EQ(b[3], 0x11);
+  EXPECT_EQ(LoadCrc(b), 0x11223344u);
+  EXPECT_EQ(MessageBytes(0), kHeaderBytes + kCrcBytes);
+  EXPECT_EQ(kMaxPacketBytes, MessageBytes(kMaxK));
 }
 
 TEST(ProtoKat, LayoutPutsPayloadAtFrameByte64) {

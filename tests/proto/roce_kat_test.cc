@@ -121,7 +121,8 @@ TEST(RoceKat, BuildReproducesThePacketAndItsIcrc) {
 }
 
 // Packets rxe (the kernel's soft-RoCE) sent, captured in the VM by roce_reflector: its ICRC is
-// checked by the C++ codec here and by Python's zlib in gen.py, and the ina message is intact.
+// checked by the C++ codec here and by Python's zlib in gen.py, and the ina message is intact. The
+// capture predates the CRC32C trailer: its message is protocol version 1 (header and payload only).
 TEST(RoceKat, CapturedFromRxeParseAndCheck) {
   int captured = 0;
   for (const auto& k : LoadRoceKats()) {
@@ -133,7 +134,7 @@ TEST(RoceKat, CapturedFromRxeParseAndCheck) {
     ASSERT_EQ(ParseUdSend(std::span(k.packet).subspan(kIpv4Bytes + kUdpBytes), &s),
               ParseError::kOk);
     ASSERT_GE(s.message.size(), kHeaderBytes);
-    EXPECT_EQ(GetVersion(s.message.data()), kVersion);
+    EXPECT_EQ(GetVersion(s.message.data()), 1);
     EXPECT_EQ(s.message.size(), kHeaderBytes + size_t{GetCount(s.message.data())} * kElemBytes);
   }
   EXPECT_GE(captured, 1);

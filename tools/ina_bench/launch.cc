@@ -121,7 +121,7 @@ Result<Fabric> StartFabric(const Options& o) {
   }
   for (const auto& [flag, p] :
        {std::pair{"--drop-rate", o.drop_rate}, std::pair{"--dup-rate", o.dup_rate},
-        std::pair{"--reorder-rate", o.reorder_rate}}) {
+        std::pair{"--reorder-rate", o.reorder_rate}, std::pair{"--corrupt-rate", o.corrupt_rate}}) {
     if (p > 0) {
       args.push_back(flag);
       args.push_back(std::to_string(p));

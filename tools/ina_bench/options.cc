@@ -162,6 +162,10 @@ const std::vector<Flag>& Flags() {
        Rate(&Options::dup_rate), kParent, Get(&Options::dup_rate)},
       {"--reorder-rate", "p", "", "switch delays packets behind later ones with probability p",
        Rate(&Options::reorder_rate), kParent, Get(&Options::reorder_rate)},
+      {"--corrupt-rate", "p", "",
+       "switch damages one byte of each packet in and out with probability p (the CRC32C "
+       "trailer catches it)",
+       Rate(&Options::corrupt_rate), kParent, Get(&Options::corrupt_rate)},
       {"--seed", "S", "", "input data and fault-injection seed (default 1)",
        Int(&Options::seed, 0, INT64_MAX), kShared, Get(&Options::seed)},
       {"--k", "K", "", "elements per packet, 64 or 256 (default 256)",

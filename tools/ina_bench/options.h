@@ -24,7 +24,7 @@ struct Options {
   int workers = 4;
   size_t elements = 1 << 20;
   int iters = 5;
-  double drop_rate = 0, dup_rate = 0, reorder_rate = 0;
+  double drop_rate = 0, dup_rate = 0, reorder_rate = 0, corrupt_rate = 0;
   uint64_t seed = 1;
   int k = 256;
   int window = 256;

@@ -143,10 +143,11 @@ int ReportRun(const Options& o, const SharedView& view, const Reaped& reaped,
   const Shared* sh = view.shared;
   const bool ok = AllRanksOk(o, sh, reaped);
   const Verdict v = Verify(o, view, ok);
-  uint64_t retx = 0, sent = 0;
+  uint64_t retx = 0, sent = 0, bad_crc = 0;
   for (int r = 0; r < o.workers; ++r) {
     retx += sh->ranks[r].retransmissions;
     sent += sh->ranks[r].packets_sent;
+    bad_crc += sh->ranks[r].bad_crc;
   }
   const size_t bytes = o.elements * 4;
   const bool gloo_ran = ok && o.gloo && !o.int32;
@@ -156,10 +157,11 @@ int ReportRun(const Options& o, const SharedView& view, const Reaped& reaped,
   const double gbps = ina_ms > 0 ? bytes * 8 / (ina_ms * 1e6) : 0;
   const bool verified = ok && v.bit_identical && v.exact && v.within_bound;
   // Bytes each worker sends (and receives) per all-reduce as a link shaper counts them: every
-  // frame's Ethernet, IPv4, UDP and ina headers, the payload, and for floats the exponent round
-  // (one header-only frame per slot used; assumes the switch granted the window asked for).
+  // frame's Ethernet, IPv4, UDP and ina headers and CRC32C trailer, the payload, and for floats the
+  // exponent round (one header-only frame per slot used; assumes the switch granted the window
+  // asked for).
   const uint64_t blocks = (o.elements + o.k - 1) / o.k;
-  const uint64_t frame_headers = 14 + 20 + 8 + proto::kHeaderBytes;
+  const uint64_t frame_headers = 14 + 20 + 8 + proto::kHeaderBytes + proto::kCrcBytes;
   const uint64_t exp_frames = o.int32 ? 0 : std::min<uint64_t>(blocks, o.window);
   const uint64_t wire_bytes = bytes + (blocks + exp_frames) * frame_headers;
   if (!v.detail.empty()) Say(o, "  first difference: %s\n", v.detail.c_str());
@@ -186,6 +188,7 @@ int ReportRun(const Options& o, const SharedView& view, const Reaped& reaped,
       .Int("window", o.window)
       .Int("iters", o.iters)
       .Num("drop_rate", o.drop_rate)
+      .Num("corrupt_rate", o.corrupt_rate)
       .Num("ina_ms_median", ina_ms, "%.4f")
       .Num("gloo_ms_median", gloo_ms, "%.4f")
       .Num("speedup_vs_gloo", speedup, "%.3f")
@@ -197,6 +200,7 @@ int ReportRun(const Options& o, const SharedView& view, const Reaped& reaped,
       .Num("gloo_max_rel_err", v.gloo_rel_err, "%.4g")
       .Uint("retransmissions", retx)
       .Uint("packets_sent", sent)
+      .Uint("worker_bad_crc", bad_crc)
       .Bool("verified", verified)
       .Str("dataplane", o.dataplane)
       .Str("transport", o.transport)

@@ -19,7 +19,7 @@ struct RankSlot {
   double ina_ms[kMaxIters];
   double error_ms;  // with --kill-rank: time from the call's start to its error
   uint64_t fingerprint;
-  uint64_t retransmissions, packets_sent;
+  uint64_t retransmissions, packets_sent, bad_crc;
   int gloo_code;
   char gloo_error[256];
   double gloo_ms[kMaxIters];

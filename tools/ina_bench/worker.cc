@@ -196,6 +196,7 @@ int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
   auto st = (*comm)->stats();
   me.retransmissions = st.retransmissions;
   me.packets_sent = st.packets_sent;
+  me.bad_crc = st.bad_crc;
   comm->reset();
 
   if (!o.gloo || o.int32) return 0;

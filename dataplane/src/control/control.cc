@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <string>
 
+#include "ina/proto/crc32c.h"
+
 namespace ina::dp {
 
 namespace p = ::ina::proto;
@@ -62,8 +64,16 @@ ControlPlane::ControlPlane(Engine& engine, const ControlConfig& config)
 void ControlPlane::HandleControl(std::span<const uint8_t> packet, const Peer& from, TimePoint now,
                                  ReplySink& out) {
   Bump(ControlCounter::kControlRx);
+  if (packet.size() < p::MessageBytes(0)) {
+    Bump(ControlCounter::kControlMalformed);
+    return;
+  }
+  if (!p::MessageCrcOk(packet)) {
+    Bump(ControlCounter::kControlBadCrc);
+    return;
+  }
   const p::Header h = p::DecodeHeader(packet.data());
-  if (packet.size() != p::kHeaderBytes) {
+  if (packet.size() != p::MessageBytes(0)) {
     Bump(ControlCounter::kControlMalformed);
     return;
   }
@@ -305,7 +315,7 @@ void ControlPlane::FreeJob(JobEntry& j, uint16_t except_rank, ReplySink& out) {
 void ControlPlane::SendReply(const Peer& to, p::MsgType type, uint16_t job, uint16_t rank,
                              uint16_t count, uint32_t offset, uint16_t aux, ReplySink& out,
                              uint16_t gen) {
-  uint8_t buf[p::kHeaderBytes];
+  uint8_t buf[p::MessageBytes(0)];
   p::Header h;
   h.version = p::kVersion;
   h.type = static_cast<uint8_t>(type);
@@ -316,6 +326,7 @@ void ControlPlane::SendReply(const Peer& to, p::MsgType type, uint16_t job, uint
   h.aux = aux;
   h.gen = gen;
   p::EncodeHeader(h, buf);
+  p::SealMessage(buf, p::kHeaderBytes);
   out.Send(to, buf);
 }
 

@@ -6,6 +6,7 @@
 
 #include "add.h"
 #include "fast_engine_internal.h"
+#include "ina/proto/crc32c.h"
 
 namespace ina::dp::fast {
 namespace {
@@ -49,8 +50,10 @@ std::unique_ptr<T[], FreeDeleter> AllocAligned(size_t n) {
 
 class FastEngine final : public Engine {
  public:
-  FastEngine(const EngineLimits& limits, const AddKernels& kernels)
+  FastEngine(const EngineLimits& limits, const AddKernels& kernels, const FastOptions& options)
       : limits_(limits),
+        check_crc_(options.check_crc),
+        crc_(options.crc != nullptr ? options.crc : proto::Crc32cBest().fn),
         swap_copy_(kernels.swap_copy),
         swap_add_(kernels.swap_add),
         data_(AllocAligned<uint32_t>(size_t{limits.pool_slots} * 2 * kCopyElems)),
@@ -166,15 +169,18 @@ class FastEngine final : public Engine {
 
   inline void ProcessOne(const uint8_t* p, size_t size, Emitter& out) {
     Count(Counter::kRxPackets);
-    if (size < proto::kHeaderBytes) [[unlikely]] {
+    if (size < proto::kHeaderBytes + proto::kCrcBytes) [[unlikely]] {
       return Count(Counter::kDropMalformed);
     }
     if (proto::GetVersion(p) != proto::kVersion) [[unlikely]] {
       return Count(Counter::kDropBadVersion);
     }
+    if (check_crc_ && crc_(0, p, size - proto::kCrcBytes) !=
+                          proto::LoadCrc(p + size - proto::kCrcBytes)) [[unlikely]] {
+      return Count(Counter::kDropBadCrc);
+    }
     const uint16_t count = proto::GetCount(p);
-    if (proto::GetType(p) != kTypeData || size != proto::kHeaderBytes + size_t{count} * 4)
-        [[unlikely]] {
+    if (proto::GetType(p) != kTypeData || size != proto::MessageBytes(count)) [[unlikely]] {
       return Count(Counter::kDropMalformed);
     }
     const uint16_t idx = job_index_[proto::GetJob(p)];
@@ -267,11 +273,18 @@ class FastEngine final : public Engine {
     proto::SetOffset(h, m.offset);
     proto::SetAux(h, 0);
     swap_copy_(h + proto::kHeaderBytes, elems, m.count);
-    out.OnResult(job.job_id, dest,
-                 std::span<const uint8_t>(h, proto::kHeaderBytes + size_t{m.count} * 4));
+    const size_t len = proto::kHeaderBytes + size_t{m.count} * 4;
+    if (check_crc_) {
+      proto::StoreCrc(h + len, crc_(0, h, len));
+    } else {
+      proto::StoreCrc(h + len, 0);
+    }
+    out.OnResult(job.job_id, dest, std::span<const uint8_t>(h, len + proto::kCrcBytes));
   }
 
   const EngineLimits limits_;
+  const bool check_crc_;
+  const proto::Crc32cFn crc_;
   void (*const swap_copy_)(void*, const void*, size_t);
   void (*const swap_add_)(uint32_t*, const void*, size_t);
   uint64_t counters_[proto::kNumCounters];
@@ -287,8 +300,9 @@ class FastEngine final : public Engine {
 }  // namespace
 
 std::unique_ptr<Engine> MakeFastEngineWithKernels(const EngineLimits& limits,
-                                                  const AddKernels& kernels) {
-  auto engine = std::make_unique<FastEngine>(limits, kernels);
+                                                  const AddKernels& kernels,
+                                                  const FastOptions& options) {
+  auto engine = std::make_unique<FastEngine>(limits, kernels, options);
   if (!engine->ok()) return nullptr;
   return engine;
 }

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "ina/proto/crc32c.h"
+
 namespace ina::dp {
 namespace {
 
@@ -87,15 +89,17 @@ class ReferenceEngine final : public Engine {
 
   void Process(std::span<const uint8_t> packet, Emitter& out) override {
     Count(Counter::kRxPackets);
-    if (packet.size() < proto::kHeaderBytes) return Count(Counter::kDropMalformed);
+    if (packet.size() < proto::kHeaderBytes + proto::kCrcBytes) {
+      return Count(Counter::kDropMalformed);
+    }
     const proto::Header h = proto::DecodeHeader(packet.data());
     if (h.version != proto::kVersion) return Count(Counter::kDropBadVersion);
+    // The scalar twin: the oracle shares no CRC code with the fast engine's SIMD variant.
+    if (!proto::MessageCrcOk(packet, proto::Crc32cScalar)) return Count(Counter::kDropBadCrc);
     if (h.type != static_cast<uint8_t>(proto::MsgType::kData)) {
       return Count(Counter::kDropMalformed);
     }
-    if (packet.size() != proto::kHeaderBytes + proto::kElemBytes * size_t{h.count}) {
-      return Count(Counter::kDropMalformed);
-    }
+    if (packet.size() != proto::MessageBytes(h.count)) return Count(Counter::kDropMalformed);
     auto it = jobs_.find(h.job);
     if (it == jobs_.end()) return Count(Counter::kDropUnknownJob);
     Job& job = it->second;
@@ -166,7 +170,7 @@ class ReferenceEngine final : public Engine {
   void Count(Counter which) { ++counters_[static_cast<size_t>(which)]; }
 
   static void Emit(const Job& job, uint16_t slot, const Copy& copy, uint16_t dest, Emitter& out) {
-    std::vector<uint8_t> packet(proto::kHeaderBytes + proto::kElemBytes * copy.sum.size());
+    std::vector<uint8_t> packet(proto::MessageBytes(copy.sum.size()));
     proto::Header h;
     h.version = proto::kVersion;
     h.type = static_cast<uint8_t>(proto::MsgType::kResult);
@@ -186,6 +190,7 @@ class ReferenceEngine final : public Engine {
       proto::Store32(packet.data() + proto::kHeaderBytes + proto::kElemBytes * i,
                      static_cast<uint32_t>(copy.sum[i]));
     }
+    proto::SealMessage(packet.data(), packet.size() - proto::kCrcBytes, proto::Crc32cScalar);
     out.OnResult(job.config.job_id, dest, packet);
   }
 

@@ -14,6 +14,7 @@
 #include "ina/net/dpdk.h"
 #include "ina/net/fault.h"
 #include "ina/net/udp.h"
+#include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 
 namespace ina::dp::switchd {
@@ -292,7 +293,9 @@ class Switch::Core final : private Emitter, private ReplySink {
         if (type == static_cast<uint8_t>(p::MsgType::kData)) {
           const SourceCheck sc = control_->CheckDataSource(p::GetJob(it.data), p::GetRank(it.data),
                                                            p::GetSlot(it.data), *it.from, now);
-          if (sc == SourceCheck::kForeign) {
+          // A damaged header can name another rank or slot: such a packet goes on to the engine,
+          // which counts it as drop_bad_crc (the check runs twice only on this rare path).
+          if (sc == SourceCheck::kForeign && p::MessageCrcOk(pkt)) {
             Bump(SwitchCounter::kDropForeignSrc);
             continue;
           }

@@ -95,6 +95,7 @@ typedef struct ina_stats {
   uint64_t stale_results_ignored; /* results for an old generation, another job, malformed */
   uint64_t ops_completed;
   uint64_t ops_failed;
+  uint64_t bad_crc; /* packets dropped: CRC32C trailer not matching (the second layout) */
   /* New fields go here, at the end. */
 } ina_stats;
 

@@ -25,6 +25,7 @@
 #include "exchange.h"
 #include "ina/host/quant.h"
 #include "ina/host/transport.h"
+#include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 #include "progress.h"
 #include "slot_window.h"
@@ -190,6 +191,7 @@ class Communicator::Impl {
       s.retransmissions += w.retransmissions.Get();
       s.results += w.results.Get();
       s.stale_results_ignored += w.stale.Get();
+      s.bad_crc += w.bad_crc.Get();
     }
     s.ops_completed = ops_completed_.Get();
     s.ops_failed = ops_failed_.Get();
@@ -352,7 +354,7 @@ Result<uint16_t> Join(const CommConfig& cfg, Transport& t, uint16_t lane,
                                                           std::to_string(cfg.progress_threads)
                                                     : std::string()) +
                           " at " + cfg.switch_host + ":" + std::to_string(cfg.switch_port);
-  uint8_t join[proto::kHeaderBytes] = {};
+  uint8_t join[proto::MessageBytes(0)] = {};
   proto::Header h;
   h.version = proto::kVersion;
   h.type = static_cast<uint8_t>(proto::MsgType::kJoin);
@@ -366,6 +368,7 @@ Result<uint16_t> Join(const CommConfig& cfg, Transport& t, uint16_t lane,
     h.gen = static_cast<uint16_t>(cfg.progress_threads);
   }
   proto::EncodeHeader(h, join);
+  proto::SealMessage(join, proto::kHeaderBytes);
   internal::ExchangeSpec spec;
   spec.request = join;
   spec.resend = kJoinResend;

@@ -6,6 +6,7 @@
 #include <thread>
 #include <vector>
 
+#include "ina/proto/crc32c.h"
 #include "progress.h"
 
 namespace ina::host::internal {
@@ -50,6 +51,7 @@ Result<proto::Header> Exchange(Transport& t, const ExchangeSpec& spec) {
     }
     for (size_t i = 0; i < *r; ++i) {
       if (rx[i].len < proto::kHeaderBytes) continue;
+      if (!proto::MessageCrcOk({rx[i].data, rx[i].len})) continue;  // damaged: the resend fixes it
       const proto::Header a = proto::DecodeHeader(rx[i].data);
       if (a.version == proto::kVersion && spec.is_reply(a)) return a;
     }

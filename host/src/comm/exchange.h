@@ -15,10 +15,11 @@
 namespace ina::host::internal {
 
 struct ExchangeSpec {
-  std::span<const uint8_t> request;  // one header-only packet, sent as is
+  std::span<const uint8_t> request;  // one header-only message with its trailer, sent as is
   std::chrono::milliseconds resend{100};
   std::chrono::milliseconds timeout{10000};
-  // True for the reply that ends the exchange (only well-formed headers of this version reach it).
+  // True for the reply that ends the exchange (only headers of this version whose CRC32C trailer
+  // matches reach it; a damaged reply is ignored and the next resend gets another).
   std::function<bool(const proto::Header&)> is_reply;
   std::string who;        // context for every error ("join job 7 as rank 0 of 2 at ...")
   std::string no_answer;  // the DeadlineExceeded text after `who` ("no join_ack within ... ms")

@@ -7,6 +7,7 @@
 
 #include "exchange.h"
 #include "ina/host/transport.h"
+#include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 
 namespace ina::host {
@@ -33,7 +34,7 @@ Result<uint16_t> AllocateJobId(const CommConfig& config) {
 
   std::random_device rd;
   const auto nonce = static_cast<uint16_t>(rd());
-  uint8_t req[proto::kHeaderBytes] = {};
+  uint8_t req[proto::MessageBytes(0)] = {};
   proto::Header h;
   h.version = proto::kVersion;
   h.type = static_cast<uint8_t>(proto::MsgType::kAllocJob);
@@ -42,6 +43,7 @@ Result<uint16_t> AllocateJobId(const CommConfig& config) {
   // cores; the same value in every resend keeps them on one.
   h.job = static_cast<uint16_t>(rd());
   proto::EncodeHeader(h, req);
+  proto::SealMessage(req, proto::kHeaderBytes);
   internal::ExchangeSpec spec;
   spec.request = req;
   spec.timeout = milliseconds(c.join_timeout_ms);

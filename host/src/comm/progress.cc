@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "ina/proto/crc32c.h"
+
 namespace ina::host::internal {
 
 using std::chrono::microseconds;
@@ -115,7 +117,7 @@ Result<size_t> Progress::Receive(microseconds timeout) {
 }
 
 void Progress::SendLeave(proto::ErrorCode reason, uint64_t calls) {
-  uint8_t buf[proto::kHeaderBytes] = {};
+  uint8_t buf[proto::MessageBytes(0)] = {};
   proto::Header h;
   h.version = proto::kVersion;
   h.type = static_cast<uint8_t>(proto::MsgType::kLeave);
@@ -124,6 +126,7 @@ void Progress::SendLeave(proto::ErrorCode reason, uint64_t calls) {
   h.aux = static_cast<uint16_t>(reason);
   h.offset = static_cast<uint32_t>(calls);
   proto::EncodeHeader(h, buf);
+  proto::SealMessage(buf, proto::kHeaderBytes);
   const TxPacket tx[3] = {{buf, sizeof(buf)}, {buf, sizeof(buf)}, {buf, sizeof(buf)}};
   (void)transport_.SendBurst(std::span(tx));
 }

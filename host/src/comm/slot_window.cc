@@ -4,6 +4,8 @@
 #include <cstring>
 #include <limits>
 
+#include "ina/proto/crc32c.h"
+
 namespace ina::host::internal {
 
 using std::chrono::microseconds;
@@ -76,7 +78,8 @@ void SlotWindow::PutHeader(uint16_t s, uint8_t flags, uint8_t exp, uint8_t next_
   sl.sent = false;
   sl.retries = 0;
   sl.rto_us = rto_.rto_us();
-  sl.len = proto::kHeaderBytes + size_t{count} * proto::kElemBytes;
+  // Sealed last: after the payload was quantized into the buffer and the header written.
+  sl.len = proto::SealMessage(Buf(s), proto::kHeaderBytes + size_t{count} * proto::kElemBytes);
   Enqueue(s);
 }
 
@@ -230,7 +233,11 @@ void SlotWindow::OnTimers(TimePoint now) {
     if (!sl.busy || sl.queued) continue;
     const TimePoint due = Due(sl);
     if (due <= now) {
-      proto::SetFlags(Buf(s), proto::GetFlags(Buf(s)) | proto::flags::kRetx);
+      const uint8_t flags = proto::GetFlags(Buf(s));
+      if ((flags & proto::flags::kRetx) == 0) {  // the first retransmission: flag it, seal again
+        proto::SetFlags(Buf(s), flags | proto::flags::kRetx);
+        proto::SealMessage(Buf(s), sl.len - proto::kCrcBytes);
+      }
       ++sl.retries;
       sl.rto_us = rto_.Backoff(sl.rto_us);
       Enqueue(s);
@@ -255,6 +262,13 @@ TimePoint SlotWindow::NextDeadline() const {
 Status SlotWindow::OnPacket(std::span<const uint8_t> packet, TimePoint now) {
   const uint8_t* p = packet.data();
   const size_t len = packet.size();
+  // Nothing but the version is read before the trailer is checked: a damaged packet is dropped
+  // whatever it claims to be (a lost result is fetched again by the retransmission timer).
+  if (len >= proto::kHeaderBytes && proto::GetVersion(p) == proto::kVersion &&
+      !proto::MessageCrcOk(packet)) {
+    counters_.bad_crc.Inc();
+    return Status::Ok();
+  }
   if (active_ && len >= proto::kHeaderBytes && proto::GetVersion(p) == proto::kVersion &&
       proto::GetJob(p) == cfg_.job_id &&
       proto::GetType(p) == static_cast<uint8_t>(proto::MsgType::kResult)) {
@@ -299,8 +313,7 @@ Status SlotWindow::HandleResult(const uint8_t* p, size_t len, TimePoint now) {
   }
   Slot& sl = slots_[h.slot];
   const uint8_t* mine = Buf(h.slot);
-  if (!sl.busy || !sl.sent || h.gen != sl.gen ||
-      len != proto::kHeaderBytes + size_t{h.count} * proto::kElemBytes ||
+  if (!sl.busy || !sl.sent || h.gen != sl.gen || len != proto::MessageBytes(h.count) ||
       h.count != proto::GetCount(mine) || h.offset != proto::GetOffset(mine)) {
     counters_.stale.Inc();
     return Status::Ok();

@@ -17,6 +17,10 @@
 //    exponent of block s); each later use sends block b with the agreed exponent and next_exp =
 //    local exponent of block b+W. Inf/NaN blocks are sent as zeros with `nonfinite`; a result
 //    with `nonfinite` makes the block all-NaN. int32 ops: flag int32, no exponent round.
+//  - Every packet sent ends with its CRC32C trailer (ina/proto/crc32c.h), sealed after the payload
+//    was quantized and again when the retx flag is first set. A received packet of this version
+//    whose trailer does not match is dropped (bad_crc) before any other field is read; a lost
+//    result is fetched again by the retransmission timer, as after a loss.
 //  - A result is accepted only if type, version, job, destination (own rank or all), slot < W,
 //    gen, length, count and offset match the packet in flight; anything else counts as stale.
 //  - Loss: per-slot timers with the RTO of RtoEstimator (Karn, per-slot backoff); a slot past its
@@ -30,10 +34,11 @@
 //    whose message names the oldest waiting slot, its generation, block, retries and the last
 //    transport error.
 //
-// Buffers: W packet buffers (proto::kMaxPacketBytes each) allocated at construction; nothing is
-// allocated per packet. A float op quantizes into the slot's buffer and dequantizes results into
-// the caller's tensor in place (block b+W's exponent is read when block b is sent, before b+W's
-// result can exist; retransmissions resend the stored buffer).
+// Buffers: W packet buffers (proto::kMaxPacketBytes each: header, payload, trailer) allocated at
+// construction; nothing is allocated per packet. A float op quantizes into the slot's buffer and
+// dequantizes results into the caller's tensor in place (block b+W's exponent is read when block b
+// is sent, before b+W's result can exist; retransmissions resend the stored buffer, resealed once
+// when the retx flag is set).
 //
 // Threading: one thread at a time. The counters may be read from any thread.
 #pragma once
@@ -86,6 +91,7 @@ struct WindowCounters {
   Counter retransmissions;  // of those, retransmissions
   Counter results;          // results accepted
   Counter stale;            // packets ignored (old generation, another job, malformed, ...)
+  Counter bad_crc;          // packets dropped: CRC32C trailer not matching (damaged in flight)
 };
 
 class SlotWindow {

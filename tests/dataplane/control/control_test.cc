@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "ina/dp/ref_engine.h"
+#include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 #include "support/seed.h"
 
@@ -37,7 +38,8 @@ struct Reply {
 class Collector : public ReplySink {
  public:
   void Send(const Peer& to, std::span<const uint8_t> packet) override {
-    ASSERT_EQ(packet.size(), p::kHeaderBytes);
+    ASSERT_EQ(packet.size(), p::MessageBytes(0));
+    ASSERT_TRUE(p::MessageCrcOk(packet)) << "every reply carries its CRC32C trailer";
     replies.push_back({to, p::DecodeHeader(packet.data())});
   }
   std::vector<Reply> replies;
@@ -57,7 +59,7 @@ class ResultCollector : public Emitter {
 
 std::vector<uint8_t> Control(p::MsgType type, uint16_t job, uint16_t rank, uint16_t world = 0,
                              uint16_t k = 0, uint32_t window = 0) {
-  std::vector<uint8_t> b(p::kHeaderBytes);
+  std::vector<uint8_t> b(p::MessageBytes(0));
   p::Header h;
   h.version = p::kVersion;
   h.type = static_cast<uint8_t>(type);
@@ -67,6 +69,7 @@ std::vector<uint8_t> Control(p::MsgType type, uint16_t job, uint16_t rank, uint1
   h.count = k;
   h.offset = window;
   p::EncodeHeader(h, b.data());
+  p::SealMessage(b.data(), p::kHeaderBytes);
   return b;
 }
 
@@ -83,6 +86,7 @@ std::vector<uint8_t> LaneJoin(uint16_t job, uint16_t rank, uint16_t world, uint1
   h.slot = lane;
   h.gen = lanes;
   p::EncodeHeader(h, b.data());
+  p::SealMessage(b.data(), p::kHeaderBytes);
   return b;
 }
 
@@ -101,7 +105,7 @@ std::vector<uint8_t> DoneLeave(uint16_t job, uint16_t rank, uint32_t calls) {
 
 std::vector<uint8_t> Data(uint16_t job, uint16_t rank, uint16_t slot, uint16_t gen,
                           const std::vector<int32_t>& elems) {
-  std::vector<uint8_t> b(p::kHeaderBytes + elems.size() * 4);
+  std::vector<uint8_t> b(p::MessageBytes(elems.size()));
   p::Header h;
   h.version = p::kVersion;
   h.type = static_cast<uint8_t>(p::MsgType::kData);
@@ -115,6 +119,7 @@ std::vector<uint8_t> Data(uint16_t job, uint16_t rank, uint16_t slot, uint16_t g
   for (size_t i = 0; i < elems.size(); ++i) {
     p::Store32(b.data() + p::kHeaderBytes + 4 * i, static_cast<uint32_t>(elems[i]));
   }
+  p::SealMessage(b.data(), b.size() - p::kCrcBytes);
   return b;
 }
 
@@ -734,12 +739,45 @@ TEST_F(ControlTest, LanesNoSlotsGoesToEveryLane) {
 TEST_F(ControlTest, MalformedControlIsCountedAndIgnored) {
   Make();
   auto j = Join(1, 0, 1, 64, 1);
-  j.push_back(0);  // a body
+  j.insert(j.end() - p::kCrcBytes, 0);  // a body, sealed with it
+  p::SealMessage(j.data(), j.size() - p::kCrcBytes);
   Send(j, MakePeer(5000));
   Send(Control(p::MsgType::kJoinAck, 1, 0), MakePeer(5000));
+  const auto whole = Join(1, 0, 1, 64, 1);
+  Send(std::vector<uint8_t>(whole.begin(), whole.end() - 1), MakePeer(5000));  // too short
   EXPECT_TRUE(out_.replies.empty());
-  EXPECT_EQ(Ctr(ControlCounter::kControlMalformed), 2u);
+  EXPECT_EQ(Ctr(ControlCounter::kControlMalformed), 3u);
+  EXPECT_EQ(Ctr(ControlCounter::kControlBadCrc), 0u);
   EXPECT_EQ(cp_->num_jobs(), 0u);
+}
+
+TEST_F(ControlTest, DamagedControlIsDroppedBeforeItsFieldsAreRead) {
+  Make();
+  // A JOIN with any single bit flipped (but the version's) would otherwise be a JOIN of another
+  // job, rank, world size, K or window, or another type (a LEAVE that aborts): dropped, counted.
+  const auto good = Join(7, 0, 2, 64, 4);
+  uint64_t n = 0;
+  for (size_t i = 0; i < good.size(); ++i) {
+    if (i == p::kVersionOffset) continue;
+    for (int bit = 0; bit < 8; ++bit) {
+      auto b = good;
+      b[i] ^= static_cast<uint8_t>(1u << bit);
+      Send(b, MakePeer(5000));
+      ++n;
+    }
+  }
+  EXPECT_TRUE(out_.replies.empty());
+  EXPECT_EQ(cp_->num_jobs(), 0u);
+  EXPECT_EQ(Ctr(ControlCounter::kControlBadCrc), n);
+  EXPECT_EQ(Ctr(ControlCounter::kJoins), 0u);
+  // The genuine JOINs still make the job; a damaged LEAVE of an active job does not abort it.
+  ASSERT_EQ(JoinAll(7, 2, 64, 4, 5000).size(), 2u);
+  auto leave = AbortLeave(7, 1);
+  leave[p::kAuxOffset] ^= 0x80;  // damaged in flight: an abort reason that is not the one sent
+  Send(leave, MakePeer(5001));
+  EXPECT_EQ(cp_->num_jobs(), 1u);
+  EXPECT_TRUE(cp_->Jobs()[0].active);
+  EXPECT_EQ(Ctr(ControlCounter::kControlBadCrc), n + 1);
 }
 
 TEST_F(ControlTest, AdmittedJobAggregatesThroughTheEngine) {
@@ -755,7 +793,7 @@ TEST_F(ControlTest, AdmittedJobAggregatesThroughTheEngine) {
   EXPECT_EQ(rc.items[0].dest, p::kRankAll);
   EXPECT_EQ(cp_->Destinations(42, rc.items[0].dest, 0).size(), 3u);
   const uint8_t* b = rc.items[0].bytes.data();
-  ASSERT_EQ(rc.items[0].bytes.size(), p::kHeaderBytes + 12);
+  ASSERT_EQ(rc.items[0].bytes.size(), p::MessageBytes(3));
   EXPECT_EQ(p::GetType(b), static_cast<uint8_t>(p::MsgType::kResult));
   EXPECT_EQ(static_cast<int32_t>(p::Load32(b + p::kHeaderBytes)), 6);
   EXPECT_EQ(static_cast<int32_t>(p::Load32(b + p::kHeaderBytes + 4)), -30);
@@ -767,12 +805,13 @@ TEST_F(ControlTest, AdmittedJobAggregatesThroughTheEngine) {
 // the pool, the largest free extent never exceeds the pool less the granted windows, and with
 // no job the whole pool is one free extent again.
 std::vector<uint8_t> Alloc(uint16_t nonce) {
-  std::vector<uint8_t> b(p::kHeaderBytes);
+  std::vector<uint8_t> b(p::MessageBytes(0));
   p::Header h;
   h.version = p::kVersion;
   h.type = static_cast<uint8_t>(p::MsgType::kAllocJob);
   h.gen = nonce;
   p::EncodeHeader(h, b.data());
+  p::SealMessage(b.data(), p::kHeaderBytes);
   return b;
 }
 

@@ -129,6 +129,7 @@ struct JobModel {
     Bytes b = DataPacket(sum);
     proto::SetType(b.data(), static_cast<uint8_t>(proto::MsgType::kResult));
     proto::SetRank(b.data(), proto::kRankAll);
+    Reseal(b);
     return b;
   }
 };
@@ -231,13 +232,15 @@ void RunSimulation(uint64_t seed, const NetParams& net, size_t jobs, uint16_t ro
         if (what == 2) d.flags ^= proto::flags::kInt32;
         return DataPacket(d);
       }
-      case 3: {  // a bit-flipped real packet, job kept
+      case 3: {  // a bit-flipped real packet, job kept: damage in flight (the trailer no longer
+                 // matches) or, half the time, a sender's bug (sealed after the flip)
         b = DataPacket(m.Packet(static_cast<uint16_t>(pick(m.cfg.world_size)),
                                 static_cast<uint16_t>(pick(m.cfg.window)),
                                 static_cast<uint16_t>(pick(rounds))));
-        const size_t bit = pick(b.size() * 8);
+        const size_t bit = pick((b.size() - proto::kCrcBytes) * 8);
         b[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
         proto::SetJob(b.data(), m.cfg.job_id);
+        if (chance(0.5)) Reseal(b);
         return b;
       }
       default: {  // stale generations
@@ -278,6 +281,7 @@ void RunSimulation(uint64_t seed, const NetParams& net, size_t jobs, uint16_t ro
       if (models[j].clean) {
         Bytes want = models[j].Expected(slot, gen);
         proto::SetRank(want.data(), e.dest);
+        Reseal(want);
         ASSERT_EQ(e.bytes, want) << "job " << e.job << " slot " << slot << " gen " << gen;
         ++clean_results_checked;
       }
@@ -419,14 +423,17 @@ TEST(Properties, JobsIsolatedFromGarbage) {
           for (int k = 0; k < 3; ++k) {
             Bytes junk(g() % (proto::kMaxPacketBytes + 4));
             for (auto& x : junk) x = static_cast<uint8_t>(g());
-            if (junk.size() >= proto::kHeaderBytes && g() % 2) {
-              // Make it a plausible data packet for A (any rank/slot/gen/count).
+            const bool plausible = junk.size() >= proto::kHeaderBytes && g() % 2;
+            if (plausible) {
+              // Make it a plausible, sealed data packet for A (any rank/slot/gen/count).
               junk[0] = proto::kVersion;
               junk[1] = static_cast<uint8_t>(proto::MsgType::kData);
-              junk.resize(proto::kHeaderBytes + 4 * (g() % 300));
-              proto::SetCount(junk.data(), static_cast<uint16_t>((junk.size() - 22) / 4));
+              junk.resize(proto::MessageBytes(g() % 300));
+              proto::SetCount(junk.data(),
+                              static_cast<uint16_t>((junk.size() - proto::MessageBytes(0)) / 4));
             }
             if (junk.size() >= 8) proto::SetJob(junk.data(), a.job_id);
+            if (plausible) Reseal(junk);
             for (const Emitted& e : engines.Feed(junk)) EXPECT_EQ(e.job, a.job_id);
           }
         }

@@ -4,8 +4,10 @@
 //
 // Input format: byte 0/1: world size of job 0/1 (1 + b % 8); byte 2: bit 0/1 = job 0/1 uses
 // K=256 (else 64); byte 3: windows (1 + (b & 3), 1 + ((b >> 4) & 3)); job ids 0 and 1, slot bases
-// 0 and 4 of an 8-slot pool. Then packets, each a 2-byte big-endian length (mod 1100) and that
-// many bytes (the last one truncated at the end of the input).
+// 0 and 4 of an 8-slot pool. Then packets, each a 2-byte big-endian word and (word & 0x7FFF) %
+// 1100 bytes (the last one truncated at the end of the input); with bit 15 of the word set the
+// harness appends the bytes' CRC32C trailer (otherwise nearly every input would stop at
+// drop_bad_crc).
 #pragma once
 
 #include <cstddef>

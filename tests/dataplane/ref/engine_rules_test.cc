@@ -62,7 +62,7 @@ TEST_P(EngineRulesTest, ShortPacketsAreMalformed) {
 TEST_P(EngineRulesTest, BadVersionBeforeTypeAndLength) {
   Install(2);
   std::vector<uint8_t> p = DataPacket({.elems = {1}});
-  p[proto::kVersionOffset] = 2;
+  p[proto::kVersionOffset] = 1;  // version 1 had no trailer: not checked against one
   SendBytes(p);
   p[proto::kTypeOffset] = static_cast<uint8_t>(proto::MsgType::kJoin);
   p.push_back(0);
@@ -70,11 +70,45 @@ TEST_P(EngineRulesTest, BadVersionBeforeTypeAndLength) {
   ExpectCounters({{Counter::kRxPackets, 2}, {Counter::kDropBadVersion, 2}});
 }
 
+TEST_P(EngineRulesTest, BadCrcIsDroppedAfterVersionBeforeEverythingElse) {
+  Install(2);
+  const std::vector<uint8_t> good = DataPacket({.rank = 0, .elems = {7, 8}});
+  // Every single-bit error of every byte but the version's: drop_bad_crc, nothing else counted.
+  uint64_t sent = 0;
+  for (size_t i = 0; i < good.size(); ++i) {
+    if (i == proto::kVersionOffset) continue;
+    for (int bit = 0; bit < 8; ++bit) {
+      std::vector<uint8_t> p = good;
+      p[i] ^= static_cast<uint8_t>(1u << bit);
+      SendBytes(p);
+      ++sent;
+    }
+  }
+  // A trailer of zeros, a packet of another job or slot with the original trailer, a truncated
+  // packet with a trailer that fits: all bad CRC, none reaches the job table.
+  std::vector<uint8_t> zero = good;
+  proto::StoreCrc(zero.data() + zero.size() - proto::kCrcBytes, 0);
+  std::vector<uint8_t> other_job = good;
+  proto::SetJob(other_job.data(), 99);
+  std::vector<uint8_t> cut(good.begin(), good.end() - 4);
+  for (const auto& q : {zero, other_job, cut}) SendBytes(q);
+  sent += 3;
+  ExpectCounters({{Counter::kRxPackets, sent}, {Counter::kDropBadCrc, sent}});
+  EXPECT_TRUE(out_.got.empty());
+  // Nothing of the slot changed: the genuine packets still complete it with the right sum.
+  SendBytes(good);
+  Send({.rank = 1, .elems = {1, 1}});
+  ASSERT_EQ(out_.got.size(), 1u);
+  EXPECT_EQ(Elements(out_.got[0].bytes), (std::vector<int32_t>{8, 9}));
+  EXPECT_TRUE(proto::MessageCrcOk(out_.got[0].bytes));
+}
+
 TEST_P(EngineRulesTest, NonDataTypesAreMalformed) {
   Install(1);
   for (uint8_t type : {0, 2, 3, 4, 5, 6, 7, 255}) {
     std::vector<uint8_t> p = DataPacket({.elems = {1}});
     p[proto::kTypeOffset] = type;
+    Reseal(p);
     SendBytes(p);
   }
   ExpectCounters({{Counter::kRxPackets, 8}, {Counter::kDropMalformed, 8}});
@@ -84,14 +118,19 @@ TEST_P(EngineRulesTest, NonDataTypesAreMalformed) {
 TEST_P(EngineRulesTest, LengthMustMatchCount) {
   Install(1);
   std::vector<uint8_t> p = DataPacket({.elems = {1, 2}});
-  std::vector<uint8_t> longer = p;
-  longer.push_back(0);
-  std::vector<uint8_t> shorter(p.begin(), p.end() - 1);
+  std::vector<uint8_t> longer = p;  // one more byte before the trailer, sealed: only the length
+  longer.insert(longer.end() - proto::kCrcBytes, 0);
+  Reseal(longer);
+  std::vector<uint8_t> shorter = p;
+  shorter.erase(shorter.end() - proto::kCrcBytes - 1);
+  Reseal(shorter);
   std::vector<uint8_t> count_high = p;
   proto::SetCount(count_high.data(), 3);
+  Reseal(count_high);
   // Length is checked before the job (rule 5 before 6).
   std::vector<uint8_t> unknown_job = longer;
   proto::SetJob(unknown_job.data(), 99);
+  Reseal(unknown_job);
   for (const auto& q : {longer, shorter, count_high, unknown_job}) SendBytes(q);
   ExpectCounters({{Counter::kRxPackets, 4}, {Counter::kDropMalformed, 4}});
 }
@@ -137,7 +176,8 @@ TEST_P(EngineRulesTest, AggregatesAndEmitsOneResultToAll) {
   const Emitted& e = out_.got[0];
   EXPECT_EQ(e.job, kJob);
   EXPECT_EQ(e.dest, proto::kRankAll);
-  ASSERT_EQ(e.bytes.size(), proto::kHeaderBytes + 3 * proto::kElemBytes);
+  ASSERT_EQ(e.bytes.size(), proto::MessageBytes(3));
+  EXPECT_TRUE(proto::MessageCrcOk(e.bytes)) << "the result carries its CRC32C trailer";
   const proto::Header h = proto::DecodeHeader(e.bytes.data());
   proto::Header want;
   want.version = proto::kVersion;
@@ -173,7 +213,8 @@ TEST_P(EngineRulesTest, EmptyBlockForExponentRound) {
   Send({.rank = 0, .next_exp = 140, .elems = {}});
   Send({.rank = 1, .next_exp = 120, .elems = {}});
   ASSERT_EQ(out_.got.size(), 1u);
-  EXPECT_EQ(out_.got[0].bytes.size(), proto::kHeaderBytes);
+  EXPECT_EQ(out_.got[0].bytes.size(), proto::MessageBytes(0));
+  EXPECT_TRUE(proto::MessageCrcOk(out_.got[0].bytes));
   EXPECT_EQ(proto::GetNextExp(out_.got[0].bytes.data()), 140);
   EXPECT_EQ(proto::GetCount(out_.got[0].bytes.data()), 0);
 }
@@ -210,6 +251,7 @@ TEST_P(EngineRulesTest, DuplicateOfCompleteCopyResendsToThatRank) {
     EXPECT_EQ(e.job, kJob);
     std::vector<uint8_t> want = out_.got[0].bytes;
     proto::SetRank(want.data(), rank);
+    Reseal(want);  // a re-send is sealed for its own destination
     EXPECT_EQ(e.bytes, want);
   }
   ExpectCounters({{Counter::kRxPackets, 4},

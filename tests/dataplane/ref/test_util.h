@@ -11,6 +11,7 @@
 
 #include "ina/dp/engine.h"
 #include "ina/dp/ref_engine.h"
+#include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 
 namespace ina::dp::testing {
@@ -27,9 +28,10 @@ struct DataSpec {
   std::vector<int32_t> elems;
 };
 
-// Encodes a data packet: header (count = elems.size()) then the elements, big-endian.
+// Encodes a data packet: header (count = elems.size()), the elements, big-endian, then the CRC32C
+// trailer.
 inline std::vector<uint8_t> DataPacket(const DataSpec& d) {
-  std::vector<uint8_t> p(proto::kHeaderBytes + proto::kElemBytes * d.elems.size());
+  std::vector<uint8_t> p(proto::MessageBytes(d.elems.size()));
   proto::Header h;
   h.version = proto::kVersion;
   h.type = static_cast<uint8_t>(proto::MsgType::kData);
@@ -47,13 +49,19 @@ inline std::vector<uint8_t> DataPacket(const DataSpec& d) {
     proto::Store32(p.data() + proto::kHeaderBytes + proto::kElemBytes * i,
                    static_cast<uint32_t>(d.elems[i]));
   }
+  proto::SealMessage(p.data(), p.size() - proto::kCrcBytes);
   return p;
 }
 
-// Decodes the elements of a result packet.
+// Seals `packet` again after a test edited it (the trailer is its last kCrcBytes bytes).
+inline void Reseal(std::vector<uint8_t>& packet) {
+  proto::SealMessage(packet.data(), packet.size() - proto::kCrcBytes);
+}
+
+// Decodes the elements of a result packet (between the header and the trailer).
 inline std::vector<int32_t> Elements(const std::vector<uint8_t>& packet) {
   std::vector<int32_t> v;
-  for (size_t i = proto::kHeaderBytes; i + proto::kElemBytes <= packet.size();
+  for (size_t i = proto::kHeaderBytes; i + proto::kElemBytes + proto::kCrcBytes <= packet.size();
        i += proto::kElemBytes) {
     v.push_back(static_cast<int32_t>(proto::Load32(packet.data() + i)));
   }

@@ -27,6 +27,7 @@
 #include <thread>
 #include <vector>
 
+#include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 
 namespace ina::test {
@@ -169,6 +170,14 @@ class Worker {
   int fd_ = -1;
 };
 
+// Appends the CRC32C trailer to a message of header and payload (ina/proto/crc32c.h).
+inline Bytes Sealed(Bytes b) {
+  b.resize(b.size() + p::kCrcBytes);
+  p::SealMessage(b.data(), b.size() - p::kCrcBytes);
+  return b;
+}
+
+// A header alone, without its trailer (the builders below seal what they build).
 inline Bytes Header(p::MsgType type, uint16_t job, uint16_t rank) {
   Bytes b(p::kHeaderBytes);
   p::Header h;
@@ -185,14 +194,14 @@ inline Bytes Join(uint16_t job, uint16_t rank, uint16_t world, uint16_t k, uint3
   p::SetAux(b.data(), world);
   p::SetCount(b.data(), k);
   p::SetOffset(b.data(), window);
-  return b;
+  return Sealed(std::move(b));
 }
 
 // An aborting LEAVE (aux = job_aborted): the switch tears the job down for every rank.
 inline Bytes Leave(uint16_t job, uint16_t rank) {
   Bytes b = Header(p::MsgType::kLeave, job, rank);
   p::SetAux(b.data(), static_cast<uint16_t>(p::ErrorCode::kJobAborted));
-  return b;
+  return Sealed(std::move(b));
 }
 
 inline Bytes Data(uint16_t job, uint16_t rank, uint16_t slot, uint16_t gen,
@@ -206,12 +215,16 @@ inline Bytes Data(uint16_t job, uint16_t rank, uint16_t slot, uint16_t gen,
   for (size_t i = 0; i < elems.size(); ++i) {
     p::Store32(b.data() + p::kHeaderBytes + 4 * i, static_cast<uint32_t>(elems[i]));
   }
-  return b;
+  return Sealed(std::move(b));
 }
 
+// The elements of a received result, between its header and its trailer; none (and a test
+// failure) if the trailer does not match.
 inline std::vector<int32_t> Payload(const Bytes& b) {
   std::vector<int32_t> v;
-  for (size_t i = p::kHeaderBytes; i + 4 <= b.size(); i += 4) {
+  EXPECT_TRUE(p::MessageCrcOk(b)) << "a result without a good CRC32C trailer";
+  if (!p::MessageCrcOk(b)) return v;
+  for (size_t i = p::kHeaderBytes; i + 4 + p::kCrcBytes <= b.size(); i += 4) {
     v.push_back(static_cast<int32_t>(p::Load32(b.data() + i)));
   }
   return v;

@@ -213,25 +213,38 @@ TEST(Switchd, BadInputIsCountedByCauseAndResultsStayRight) {
     w[i % 2]->Send(b);
     ++malformed;
   }
-  for (int i = 0; i < 10; ++i) {  // random bytes with a good version and an unknown type
+  for (int i = 0; i < 10; ++i) {  // random bytes, sealed, a good version and a type no one takes
     Bytes b(p::kHeaderBytes + rng() % 300);
     for (auto& x : b) x = static_cast<uint8_t>(rng());
     b[0] = p::kVersion;
-    b[1] = static_cast<uint8_t>(7 + rng() % 249);
-    w[i % 2]->Send(b);
+    b[1] = static_cast<uint8_t>(8 + rng() % 248);
+    w[i % 2]->Send(Sealed(b));
     ++malformed;
   }
   Bytes truncated = Data(300, 1, 0, 0, Elems(300, 1, 0, 0, n));
-  truncated.resize(p::kHeaderBytes + 4 * n - 3);  // length does not match count
-  w[1]->Send(truncated);
+  truncated.resize(p::kHeaderBytes + 4 * n - 3);  // length does not match count (sealed again)
+  w[1]->Send(Sealed(truncated));
   ++malformed;
   Bytes short_header = Data(300, 1, 0, 0, {});
   short_header.resize(10);  // a truncated header
   w[1]->Send(short_header);
   ++malformed;
   Bytes wrong_version = Data(300, 1, 0, 0, Elems(300, 1, 0, 0, n));
-  p::SetVersion(wrong_version.data(), 2);
+  p::SetVersion(wrong_version.data(), 1);  // version 1: no trailer, not checked for one
   w[1]->Send(wrong_version);
+  // Damaged in flight: a real rank's packets with one byte changed (not version or type: those
+  // would be another protocol or a control message), which would otherwise complete slot 0 with a
+  // wrong sum, and a damaged JOIN for another job.
+  uint64_t damaged = 0;
+  for (int i = 0; i < 12; ++i) {
+    Bytes d = Data(300, 1, 0, 0, Elems(300, 1, 0, 0, n));
+    d[2 + rng() % (d.size() - 2)] ^= static_cast<uint8_t>(1 + rng() % 255);
+    w[1]->Send(d);
+    ++damaged;
+  }
+  Bytes bad_join = Join(302, 0, 2, 64, 2);
+  bad_join[p::kAuxOffset + 1] ^= 0x04;
+  w[0]->Send(bad_join);
   w[1]->Send(Data(301, 1, 0, 0, Elems(300, 1, 0, 0, n)));  // unknown job
   w[1]->Send(Data(300, 2, 0, 0, Elems(300, 1, 0, 0, n)));  // rank out of range
   w[1]->Send(Data(300, 1, 2, 0, Elems(300, 1, 0, 0, n)));  // slot out of range
@@ -263,6 +276,8 @@ TEST(Switchd, BadInputIsCountedByCauseAndResultsStayRight) {
   auto c = sw.Stop();
   EXPECT_EQ(c["drop_malformed"], malformed);
   EXPECT_EQ(c["drop_bad_version"], 1u);
+  EXPECT_EQ(c["drop_bad_crc"], damaged);
+  EXPECT_EQ(c["control_bad_crc"], 1u);
   EXPECT_EQ(c["drop_unknown_job"], 1u);
   EXPECT_EQ(c["drop_bad_rank"], 1u);
   EXPECT_EQ(c["drop_bad_slot"], 1u);

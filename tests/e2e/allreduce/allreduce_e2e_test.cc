@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 #include "json_line.h"
 #include "process.h"
@@ -124,6 +125,37 @@ TEST(AllReduceE2eLanes, ProgressThreadsGiveTheOneLaneResultBitForBit) {
   }
 }
 
+// Damage in both directions: the switch's fault port changes one byte of a share of the packets
+// it receives and of those it sends (above the UDP checksum: damage no checksum caught, as a bad
+// NIC or switch buffer would do). The CRC32C trailer catches every damaged data packet, result and
+// control message; each is counted (switch: drop_bad_crc / control_bad_crc, workers: bad_crc) and
+// fetched again by the retransmission timer or the join's resend. Every call succeeds, bit-
+// identical on every rank and exact. (Before the trailer, 1% of damaged results gave ranks
+// different sums and 1-5% damaged headers wedged slots until the progress timeout.)
+TEST(AllReduceE2eIntegrity, DamageBothWaysIsCaughtCountedAndRecovered) {
+  const uint64_t seed = ina::tests::Seed(ina::tests::kDefaultSeed, "integrity");
+  for (const char* dtype : {"float", "int32"}) {
+    for (const char* rate : {"0.01", "0.05"}) {
+      SCOPED_TRACE(std::string(dtype) + " corrupt-rate " + rate);
+      int code = -1;
+      std::string json =
+          RunBench({"--workers", "4", "--iters", "3", "--elements", "300007", "--corrupt-rate",
+                    rate, "--dtype", dtype, "--seed", std::to_string(seed)},
+                   &code);
+      ASSERT_FALSE(json.empty()) << "no JSON from ina-bench";
+      EXPECT_EQ(code, 0) << json;
+      EXPECT_TRUE(JsonTrue(json, "bit_identical")) << json;
+      EXPECT_TRUE(JsonTrue(json, "exact")) << json;
+      EXPECT_TRUE(JsonTrue(json, "verified")) << json;
+      // About 14000 data packets in and as many results out per run: at 1% some 140 damaged each
+      // way, so far more than one on each side.
+      EXPECT_GT(JsonNumber(json, "drop_bad_crc"), 10) << json;
+      EXPECT_GT(JsonNumber(json, "worker_bad_crc"), 10) << json;
+      EXPECT_GT(JsonNumber(json, "retransmissions"), 0) << json;
+    }
+  }
+}
+
 // Garbage and forgeries sent to a running switch while a job all-reduces: counted, dropped,
 // and the job's result unchanged (still verified bit for bit).
 TEST(AllReduceE2eBadInput, GarbageIsCountedAndDropped) {
@@ -157,8 +189,9 @@ TEST(AllReduceE2eBadInput, GarbageIsCountedAndDropped) {
       h.count = 256;
       proto::EncodeHeader(h, pkt);
       for (size_t i = proto::kHeaderBytes; i < proto::kHeaderBytes + 1024; ++i) pkt[i] = 0x7F;
+      proto::SealMessage(pkt, proto::kHeaderBytes + 1024);
     };
-    const size_t full = proto::kHeaderBytes + 1024;
+    const size_t full = proto::MessageBytes(256);
     while (!stop.load()) {
       // Random bytes.
       for (auto& b : pkt) b = static_cast<uint8_t>(rng());
@@ -169,6 +202,10 @@ TEST(AllReduceE2eBadInput, GarbageIsCountedAndDropped) {
       // Wrong version.
       data_header(job, 0, 0, 0, 0);
       pkt[0] = proto::kVersion + 1;
+      sendto(fd, pkt, full, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
+      // Damaged: a real rank's packet (a sealed one, then one byte changed).
+      data_header(job, 1, static_cast<uint16_t>(rng() % 64), static_cast<uint16_t>(rng() % 4), 0);
+      pkt[2 + rng() % (full - 2)] ^= static_cast<uint8_t>(1 + rng() % 255);
       sendto(fd, pkt, full, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
       // Foreign job id.
       data_header(job + 1, 0, 0, 0, 0);
@@ -182,7 +219,7 @@ TEST(AllReduceE2eBadInput, GarbageIsCountedAndDropped) {
       data_header(job, 2, static_cast<uint16_t>(rng() % 64), static_cast<uint16_t>(rng() % 4),
                   proto::flags::kRetx);
       sendto(fd, pkt, full, 0, reinterpret_cast<sockaddr*>(&to), sizeof(to));
-      sent += 7;
+      sent += 8;
       std::this_thread::sleep_for(200us);
     }
     close(fd);
@@ -206,8 +243,8 @@ TEST(AllReduceE2eBadInput, GarbageIsCountedAndDropped) {
     if (l.rfind("{\"switch_counters\"", 0) == 0) counters = l;
   }
   ASSERT_FALSE(counters.empty()) << "switch printed no counters";
-  for (const char* c : {"drop_malformed", "drop_bad_version", "drop_unknown_job", "drop_bad_rank",
-                        "drop_foreign_src"}) {
+  for (const char* c : {"drop_malformed", "drop_bad_version", "drop_bad_crc", "drop_unknown_job",
+                        "drop_bad_rank", "drop_foreign_src"}) {
     EXPECT_GT(JsonNumber(counters, c), 0) << c << " in " << counters;
   }
 }

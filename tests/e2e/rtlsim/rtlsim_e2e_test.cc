@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 #include "json_line.h"
 #include "process.h"
@@ -135,15 +136,18 @@ TEST(RtlsimProcess, CountsBadInputAndPrintsCountersOnSigterm) {
     ASSERT_EQ(sendto(fd, b.data(), b.size(), 0, reinterpret_cast<sockaddr*>(&to), sizeof(to)),
               static_cast<ssize_t>(b.size()));
   };
-  std::vector<uint8_t> data(proto::kHeaderBytes + 4 * 3, 0);
+  std::vector<uint8_t> data(proto::MessageBytes(3), 0);
   proto::Header h{};
   h.version = proto::kVersion;
   h.type = static_cast<uint8_t>(proto::MsgType::kData);
   h.job = 77;
   h.count = 3;
   proto::EncodeHeader(h, data.data());
+  proto::SealMessage(data.data(), data.size() - proto::kCrcBytes);
   send(std::vector<uint8_t>(5, 0xAB));  // short: drop_malformed
   send(data);                           // no such job: drop_unknown_job
+  data[proto::kHeaderBytes + 5] ^= 0x20;
+  send(data);  // damaged: drop_bad_crc (the RTL's ina_crc32c)
   data[0] = static_cast<uint8_t>(proto::kVersion + 1);
   send(data);  // drop_bad_version
   close(fd);
@@ -157,7 +161,8 @@ TEST(RtlsimProcess, CountsBadInputAndPrintsCountersOnSigterm) {
     if (l.rfind("{\"switch_counters\": {", 0) == 0) json = l;
   }
   ASSERT_FALSE(json.empty()) << "no {\"switch_counters\": ...} line";
-  EXPECT_EQ(JsonNumber(json, "rx_packets"), 3) << json;
+  EXPECT_EQ(JsonNumber(json, "rx_packets"), 4) << json;
+  EXPECT_EQ(JsonNumber(json, "drop_bad_crc"), 1) << json;
   EXPECT_EQ(JsonNumber(json, "drop_malformed"), 1) << json;
   EXPECT_EQ(JsonNumber(json, "drop_unknown_job"), 1) << json;
   EXPECT_EQ(JsonNumber(json, "drop_bad_version"), 1) << json;

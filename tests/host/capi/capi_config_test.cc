@@ -235,8 +235,8 @@ TEST(CApiConfig, InvalidConfigNamesTheField) {
 
 TEST(CApiStats, EveryCounterReachesC) {
   CommStats s;
-  const auto& [a, b, c, d, e, f, g] = s;  // a field added to CommStats breaks this line
-  (void)a, (void)b, (void)c, (void)d, (void)e, (void)f, (void)g;
+  const auto& [a, b, c, d, e, f, g, h] = s;  // a field added to CommStats breaks this line
+  (void)a, (void)b, (void)c, (void)d, (void)e, (void)f, (void)g, (void)h;
   s.packets_sent = 11;
   s.packets_received = 12;
   s.retransmissions = 13;
@@ -244,6 +244,7 @@ TEST(CApiStats, EveryCounterReachesC) {
   s.stale_results_ignored = 15;
   s.ops_completed = 16;
   s.ops_failed = 17;
+  s.bad_crc = 18;
   ina_stats out;
   std::memset(&out, 0xA5, sizeof(out));
   ASSERT_TRUE(capi::StatsToC(s, &out, sizeof(out)).ok());
@@ -255,6 +256,15 @@ TEST(CApiStats, EveryCounterReachesC) {
   EXPECT_EQ(out.stale_results_ignored, 15u);
   EXPECT_EQ(out.ops_completed, 16u);
   EXPECT_EQ(out.ops_failed, 17u);
+  EXPECT_EQ(out.bad_crc, 18u);
+
+  // The 0.1 layout (up to ops_failed, 64 bytes) is still served, bad_crc untouched.
+  ina_stats old;
+  std::memset(&old, 0xA5, sizeof(old));
+  ASSERT_TRUE(capi::StatsToC(s, &old, 64).ok());
+  EXPECT_EQ(old.struct_size, 64u);
+  EXPECT_EQ(old.ops_failed, 17u);
+  EXPECT_EQ(old.bad_crc, 0xA5A5A5A5A5A5A5A5u);
 
   auto bad = capi::StatsToC(s, &out, sizeof(out) + 8);
   ASSERT_FALSE(bad.ok());

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +20,7 @@
 #include "expected.h"
 #include "fake_net.h"
 #include "ina/host/quant.h"
+#include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 #include "progress.h"
 
@@ -32,6 +34,7 @@ using ::ina::testing::NetPacket;
 using ::ina::testing::Verdict;
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
+using std::chrono::seconds;
 using testutil::ExpectedFloat;
 using testutil::ExpectedInt;
 using testutil::RandomFloats;
@@ -76,6 +79,9 @@ std::vector<std::vector<uint8_t>> SendAll(SlotWindow& w, TimePoint now) {
   return out;
 }
 
+// Seals a packet again after a test changed it (its last kCrcBytes are the trailer).
+void Reseal(std::vector<uint8_t>& p) { proto::SealMessage(p.data(), p.size() - proto::kCrcBytes); }
+
 // World 1's result for `pkt`: the same header as type result to all ranks, the same payload.
 std::vector<uint8_t> ResultOf(std::vector<uint8_t> pkt) {
   proto::Header h = proto::DecodeHeader(pkt.data());
@@ -83,6 +89,7 @@ std::vector<uint8_t> ResultOf(std::vector<uint8_t> pkt) {
   h.rank = proto::kRankAll;
   h.flags &= static_cast<uint8_t>(~proto::flags::kRetx);
   proto::EncodeHeader(h, pkt.data());
+  Reseal(pkt);
   return pkt;
 }
 
@@ -109,13 +116,15 @@ TEST_F(SlotWindowTest, FloatOpStartsWithExponentRounds) {
     EXPECT_EQ(h.exp, proto::kExpNone);
     bool nf = false;
     EXPECT_EQ(h.next_exp, quant::ActiveKernels().block_exp(x.data() + s * 64, 64, &nf));
-    EXPECT_EQ(pkts[s].size(), proto::kHeaderBytes);
+    EXPECT_EQ(pkts[s].size(), proto::MessageBytes(0));
+    EXPECT_TRUE(proto::MessageCrcOk(pkts[s]));
   }
   // Exponent result for slot 1 with an agreed exponent above the local one: block 1 goes out
   // with it, announcing block 5's local exponent.
   const uint8_t agreed = proto::DecodeHeader(pkts[1].data()).next_exp + 3;
   auto r = ResultOf(pkts[1]);
   proto::SetNextExp(r.data(), agreed);
+  Reseal(r);
   ASSERT_TRUE(w.OnPacket(r, t0_).ok());
   const auto b1 = SendAll(w, t0_);
   ASSERT_EQ(b1.size(), 1u);
@@ -130,6 +139,7 @@ TEST_F(SlotWindowTest, FloatOpStartsWithExponentRounds) {
   // An agreed exponent below the local one is a fabric bug, reported as Internal.
   auto bad = ResultOf(pkts[2]);
   proto::SetNextExp(bad.data(), 1);
+  Reseal(bad);
   EXPECT_EQ(w.OnPacket(bad, t0_).code(), StatusCode::kInternal);
 }
 
@@ -160,9 +170,10 @@ TEST_F(SlotWindowTest, MismatchedResultsAreStaleAndIgnored) {
   ASSERT_EQ(pkts.size(), 2u);
   const auto good = ResultOf(pkts[0]);
   std::vector<std::vector<uint8_t>> bad;
-  auto mutate = [&](auto fn) {
+  auto mutate = [&](auto fn) {  // well-formed, sealed, but not this slot's result
     auto p = good;
     fn(p);
+    if (p.size() >= proto::MessageBytes(0)) Reseal(p);
     bad.push_back(p);
   };
   mutate([](auto& p) { proto::SetGen(p.data(), 1); });
@@ -171,7 +182,7 @@ TEST_F(SlotWindowTest, MismatchedResultsAreStaleAndIgnored) {
   mutate([](auto& p) { proto::SetSlot(p.data(), 2); });
   mutate([](auto& p) { proto::SetCount(p.data(), 63); });
   mutate([](auto& p) { proto::SetOffset(p.data(), 64); });
-  mutate([](auto& p) { p.pop_back(); });
+  mutate([](auto& p) { p.erase(p.end() - proto::kCrcBytes - 1); });
   mutate([](auto& p) { proto::SetVersion(p.data(), proto::kVersion + 1); });
   mutate([](auto& p) { p.resize(10); });
   for (const auto& p : bad) ASSERT_TRUE(w.OnPacket(p, t0_).ok());
@@ -183,6 +194,75 @@ TEST_F(SlotWindowTest, MismatchedResultsAreStaleAndIgnored) {
   EXPECT_EQ(w.counters().results.Get(), 1u);
   EXPECT_EQ(w.counters().stale.Get(), bad.size() + 1);
   EXPECT_EQ(w.blocks_remaining(), 1);
+  EXPECT_EQ(w.counters().bad_crc.Get(), 0u);
+}
+
+TEST_F(SlotWindowTest, EveryPacketSentIsSealedAndARetransmissionResealed) {
+  SlotWindow w(Config(1, 64, 2), quant::ActiveKernels());
+  std::vector<float> x(64 * 2, 1.5f);
+  ASSERT_TRUE(w.Begin(OpDesc{true, x.data(), nullptr, x.size(), 0}, t0_).ok());
+  auto exp_round = SendAll(w, t0_);
+  ASSERT_EQ(exp_round.size(), 2u);
+  for (const auto& p : exp_round) EXPECT_TRUE(proto::MessageCrcOk(p));
+  // The blocks, quantized into the buffers: sealed after the payload was written.
+  for (const auto& p : exp_round) ASSERT_TRUE(w.OnPacket(ResultOf(p), t0_).ok());
+  const auto blocks = SendAll(w, t0_);
+  ASSERT_EQ(blocks.size(), 2u);
+  for (const auto& p : blocks) {
+    EXPECT_EQ(p.size(), proto::MessageBytes(64));
+    EXPECT_TRUE(proto::MessageCrcOk(p));
+  }
+  // Retransmissions carry the retx flag under a trailer that covers it.
+  w.OnTimers(t0_ + seconds(10));
+  const auto again = SendAll(w, t0_ + seconds(10));
+  ASSERT_EQ(again.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_TRUE(proto::GetFlags(again[i].data()) & proto::flags::kRetx);
+    EXPECT_TRUE(proto::MessageCrcOk(again[i]));
+    EXPECT_TRUE(std::equal(again[i].begin() + proto::kHeaderBytes,
+                           again[i].end() - proto::kCrcBytes,
+                           blocks[i].begin() + proto::kHeaderBytes))
+        << "a retransmission resends the stored payload";
+  }
+}
+
+TEST_F(SlotWindowTest, DamagedResultsAreDroppedAndTheTimerFetchesThemAgain) {
+  SlotWindow w(Config(1, 64, 1), quant::ActiveKernels());
+  std::vector<int32_t> v(64);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(i * 3 + 1);
+  const std::vector<int32_t> want = v;
+  ASSERT_TRUE(w.Begin(OpDesc{false, nullptr, v.data(), v.size(), 0}, t0_).ok());
+  const auto sent = SendAll(w, t0_);
+  ASSERT_EQ(sent.size(), 1u);
+  const auto good = ResultOf(sent[0]);
+  // Every single-bit error, header, payload or trailer (the version byte aside, which makes it
+  // another protocol's packet): dropped, counted, nothing written into the tensor.
+  uint64_t damaged = 0;
+  for (size_t i = 0; i < good.size(); ++i) {
+    if (i == proto::kVersionOffset) continue;
+    for (int bit = 0; bit < 8; ++bit) {
+      auto b = good;
+      b[i] ^= static_cast<uint8_t>(1u << bit);
+      // A damaged payload would change the sum: make v show it if it got through.
+      ASSERT_TRUE(w.OnPacket(b, t0_).ok());
+      ++damaged;
+    }
+  }
+  EXPECT_EQ(w.counters().bad_crc.Get(), damaged);
+  EXPECT_EQ(w.counters().results.Get(), 0u);
+  EXPECT_EQ(w.counters().stale.Get(), 0u);
+  EXPECT_FALSE(w.done());
+  // Loss recovery: the slot's timer resends the block; the fabric's answer is accepted.
+  ASSERT_LT(w.NextDeadline(), TimePoint::max());
+  const TimePoint later = w.NextDeadline();
+  w.OnTimers(later);
+  const auto retx = SendAll(w, later);
+  ASSERT_EQ(retx.size(), 1u);
+  EXPECT_TRUE(proto::GetFlags(retx[0].data()) & proto::flags::kRetx);
+  ASSERT_TRUE(w.OnPacket(ResultOf(retx[0]), later).ok());
+  EXPECT_TRUE(w.done());
+  EXPECT_EQ(v, want);  // world 1: the result is the rank's own block
+  EXPECT_EQ(w.counters().results.Get(), 1u);
 }
 
 TEST_F(SlotWindowTest, TailLossRetransmitsWithBackoffAndKarnSkipsTheSample) {
@@ -278,7 +358,7 @@ TEST_F(SlotWindowTest, ProgressTimeoutAtExactlyTheConfiguredTime) {
 
 TEST_F(SlotWindowTest, JobAbortedAndRankLeft) {
   auto control = [](proto::ErrorCode code, uint16_t leaver, uint32_t calls) {
-    std::vector<uint8_t> b(proto::kHeaderBytes);
+    std::vector<uint8_t> b(proto::MessageBytes(0));
     proto::Header h;
     h.version = proto::kVersion;
     h.type = static_cast<uint8_t>(proto::MsgType::kError);
@@ -287,6 +367,7 @@ TEST_F(SlotWindowTest, JobAbortedAndRankLeft) {
     h.offset = calls;
     h.aux = static_cast<uint16_t>(code);
     proto::EncodeHeader(h, b.data());
+    Reseal(b);
     return b;
   };
   SlotWindow w(Config(2, 64, 2), quant::ActiveKernels());
@@ -308,6 +389,7 @@ TEST_F(SlotWindowTest, JobAbortedAndRankLeft) {
   SlotWindow x(Config(2, 64, 2), quant::ActiveKernels());
   auto other = control(proto::ErrorCode::kJobAborted, 0, 0);
   proto::SetJob(other.data(), 8);
+  Reseal(other);
   EXPECT_TRUE(x.OnPacket(other, t0_).ok());
   EXPECT_EQ(x.counters().stale.Get(), 1u);
   EXPECT_EQ(x.OnPacket(control(proto::ErrorCode::kJobAborted, 0, 0), t0_).code(),
@@ -473,7 +555,7 @@ class Sim {
 
  private:
   void SendJoin(int e, uint16_t world, uint16_t k, uint16_t window, uint16_t lanes) {
-    uint8_t b[proto::kHeaderBytes] = {};
+    uint8_t b[proto::MessageBytes(0)] = {};
     proto::Header h;
     h.version = proto::kVersion;
     h.type = static_cast<uint8_t>(proto::MsgType::kJoin);
@@ -487,6 +569,7 @@ class Sim {
     h.count = k;
     h.offset = window;
     proto::EncodeHeader(h, b);
+    proto::SealMessage(b, proto::kHeaderBytes);
     const TxPacket tx{b, sizeof(b)};
     ASSERT_TRUE(ranks_[e].t->SendBurst(std::span(&tx, 1)).ok());
   }

@@ -71,15 +71,22 @@ class TestFabric::Out final : public dp::ReplySink {
       ++f_->dropped_;
       return;
     }
-    f_->SendTo(to, packet);
+    Send1(to, packet);
     if (result && f_->Chance(f_->options_.dup)) {
       ++f_->duplicated_;
-      f_->SendTo(to, packet);
+      Send1(to, packet);
     }
   }
 
  private:
+  void Send1(const dp::Peer& to, std::span<const uint8_t> packet) {
+    copy_.assign(packet.begin(), packet.end());
+    f_->MaybeCorrupt(copy_);
+    f_->SendTo(to, copy_);
+  }
+
   TestFabric* f_;
+  std::vector<uint8_t> copy_;
 };
 
 Result<std::unique_ptr<TestFabric>> TestFabric::Start(const FabricOptions& options) {
@@ -136,6 +143,13 @@ bool TestFabric::Chance(double prob) {
   return std::uniform_real_distribution<double>(0, 1)(rng_) < prob;
 }
 
+void TestFabric::MaybeCorrupt(std::span<uint8_t> packet) {
+  if (packet.empty() || !Chance(options_.corrupt)) return;
+  const uint64_t r = rng_();
+  packet[r % packet.size()] ^= static_cast<uint8_t>(1 + (r >> 32) % 255);
+  ++corrupted_;
+}
+
 void TestFabric::SendTo(const dp::Peer& to, std::span<const uint8_t> packet) {
   // Blocking socket: loopback sends only fail when the receiver is gone; that is a loss.
   (void)sendto(fd_, packet.data(), packet.size(), 0, reinterpret_cast<const sockaddr*>(&to.addr),
@@ -162,6 +176,7 @@ void TestFabric::Run() {
       const ssize_t n = recvfrom(fd_, buf.data(), buf.size(), MSG_DONTWAIT,
                                  reinterpret_cast<sockaddr*>(&from), &fl);
       if (n < 0) break;
+      MaybeCorrupt(std::span(buf.data(), static_cast<size_t>(n)));
       const std::span<const uint8_t> pkt(buf.data(), static_cast<size_t>(n));
       const bool control =
           pkt.size() >= p::kHeaderBytes && dp::ControlPlane::IsControlType(p::GetType(pkt.data()));

@@ -11,8 +11,9 @@
 // TestFabric: one thread with a UDP socket on 127.0.0.1:<ephemeral> running a Fabric, for the
 // end-to-end tests of communicators in threads (comm_test, capi_test). Optional seeded loss and
 // duplication, applied independently to every data packet in and every result copy out; control
-// packets (JOIN, LEAVE, join_ack, errors) are never dropped. Threading: the accessors may be
-// called from any thread.
+// packets (JOIN, LEAVE, join_ack, errors) are never dropped. Optional seeded damage: one byte of
+// any packet in or out, control included, XORed with a non-zero value (what the CRC32C trailer
+// must catch). Threading: the accessors may be called from any thread.
 #pragma once
 
 #include <netinet/in.h>
@@ -69,8 +70,9 @@ class Fabric {
 };
 
 struct FabricOptions {
-  double drop = 0.0;  // probability of dropping a data packet in / a result copy out
-  double dup = 0.0;   // probability of delivering one twice
+  double drop = 0.0;     // probability of dropping a data packet in / a result copy out
+  double dup = 0.0;      // probability of delivering one twice
+  double corrupt = 0.0;  // probability of damaging one byte of any packet in or out
   uint64_t seed = 1;
   uint32_t pool_slots = 4096;  // a JOIN asking for more gets at most this many slots
 };
@@ -86,6 +88,7 @@ class TestFabric {
   std::vector<proto::Header> leaves();
   uint64_t dropped() const { return dropped_.load(); }
   uint64_t duplicated() const { return duplicated_.load(); }
+  uint64_t corrupted() const { return corrupted_.load(); }
 
  private:
   class Out;
@@ -93,6 +96,8 @@ class TestFabric {
   TestFabric(int fd, uint16_t port, const FabricOptions& options, std::unique_ptr<Fabric> f);
   void Run();
   bool Chance(double p);
+  // Damages one byte of `packet` (in place) with probability options_.corrupt.
+  void MaybeCorrupt(std::span<uint8_t> packet);
   void SendTo(const dp::Peer& to, std::span<const uint8_t> packet);
 
   int fd_;
@@ -102,7 +107,7 @@ class TestFabric {
   std::mutex mu_;        // guards fabric_
   std::unique_ptr<Fabric> fabric_;
   std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> dropped_{0}, duplicated_{0};
+  std::atomic<uint64_t> dropped_{0}, duplicated_{0}, corrupted_{0};
   std::thread thread_;
 };
 

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "ina/drv/job_table.h"
+#include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 #include "ina/sim/core_sim.h"
 #include "support/seed.h"
@@ -26,11 +27,12 @@ struct Pkt {
 };
 
 std::vector<uint8_t> Encode(const Pkt& x) {
-  std::vector<uint8_t> b(p::kHeaderBytes + 4 * x.elems.size());
+  std::vector<uint8_t> b(p::MessageBytes(x.elems.size()));
   p::EncodeHeader(x.h, b.data());
   for (size_t i = 0; i < x.elems.size(); ++i) {
     p::Store32(&b[p::kHeaderBytes + 4 * i], static_cast<uint32_t>(x.elems[i]));
   }
+  p::SealMessage(b.data(), b.size() - p::kCrcBytes);
   return b;
 }
 
@@ -80,10 +82,12 @@ class CoreTest : public ::testing::TestWithParam<std::pair<double, double>> {
 
 void ExpectResult(const OutFrame& f, const p::Header& want, const std::vector<int32_t>& sum,
                   uint16_t group, uint16_t dest) {
-  ASSERT_EQ(f.bytes.size(), p::kPayloadOffset + 4 * sum.size());
+  ASSERT_EQ(f.bytes.size(), p::kFramePrefixBytes + p::MessageBytes(sum.size()));
   EXPECT_EQ(f.group, group);
   EXPECT_EQ(f.dest_rank, dest);
-  EXPECT_EQ(p::Load16(&f.bytes[38]), 8 + p::kHeaderBytes + 4 * sum.size());  // UDP length
+  EXPECT_EQ(p::Load16(&f.bytes[38]), 8 + p::MessageBytes(sum.size()));  // UDP length
+  EXPECT_TRUE(p::MessageCrcOk(std::span(f.bytes).subspan(p::kFramePrefixBytes)))
+      << "the CRC32C trailer ina_egress appends";
   p::Header h = p::DecodeHeader(&f.bytes[p::kFramePrefixBytes]);
   EXPECT_EQ(h, want);
   for (size_t i = 0; i < sum.size(); ++i) {
@@ -209,10 +213,18 @@ TEST_P(CoreTest, EveryDropCauseIsCounted) {
   mi.h.rank = 1;
   mi.h.flags = p::flags::kInt32;
   Send(mi);  // mismatch (int32)
+  // Damaged in flight (rank 1's completing packet, one bit of each part): bad CRC, no result.
+  const auto good1 = Encode(Data(1, 1, 0, 0, {5}));
+  for (size_t at : {size_t{p::kRankOffset + 1}, p::kHeaderBytes + 2, good1.size() - 1}) {
+    auto d = good1;
+    d[at] ^= 0x10;
+    sim_->SendFrame(MakeFrame(d));
+  }
   auto out = RunAndTake();
   EXPECT_TRUE(out.empty());
   auto c = Counters();
-  EXPECT_EQ(dp::Get(c, p::Counter::kRxPackets), 13u);
+  EXPECT_EQ(dp::Get(c, p::Counter::kRxPackets), 16u);
+  EXPECT_EQ(dp::Get(c, p::Counter::kDropBadCrc), 3u);
   EXPECT_EQ(dp::Get(c, p::Counter::kDropMalformed), 5u);
   EXPECT_EQ(dp::Get(c, p::Counter::kDropBadVersion), 1u);
   EXPECT_EQ(dp::Get(c, p::Counter::kDropUnknownJob), 1u);

@@ -13,6 +13,9 @@
 //   a committed job's window (window cycles after the commit pulse); a removed job's slots are not
 //   reset.
 // MAC-error descriptors have no reference packet: they count rx_packets and drop_malformed.
+// Packets carry their CRC32C trailer; the verdict ina_crc32c would give rides on desc_crc_ok_i
+// (computed here), and some packets are damaged after sealing (drop_bad_crc). Result frames leave
+// without their trailer (ina_egress adds it): they match the reference's less its last 4 bytes.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,6 +31,7 @@
 #include <vector>
 
 #include "ina/dp/ref_engine.h"
+#include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 #include "units_tb.h"
 
@@ -55,8 +59,9 @@ struct JobEntry {
 };
 
 struct Pkt {
-  std::vector<uint8_t> bytes;  // the UDP payload (ina header + elements), as the reference sees it
+  std::vector<uint8_t> bytes;  // the UDP payload (header, elements, trailer) as the ref sees it
   Desc desc;
+  bool crc_ok = false;                         // what ina_crc32c says of the frame
   std::vector<std::array<uint8_t, 64>> beats;  // payload beats as ingress would store them
 };
 
@@ -90,6 +95,7 @@ Pkt Frame(std::vector<uint8_t> bytes, std::mt19937_64& rng) {
   size_t pay = bytes.size() > p::kHeaderBytes ? bytes.size() - p::kHeaderBytes : 0;
   size_t beats = std::min<size_t>((pay + 63) / 64, 16);
   x.desc.stored_beats = static_cast<uint8_t>(beats);
+  x.crc_ok = p::MessageCrcOk(bytes);
   for (size_t b = 0; b < beats; ++b) {
     std::array<uint8_t, 64> beat;
     for (size_t i = 0; i < 64; ++i) {
@@ -184,19 +190,21 @@ class Traffic {
       case 8:
         *mac_err = true;
         break;
-      case 9: {  // shorter than the header
-        std::vector<uint8_t> b(rng_() % p::kHeaderBytes);
+      case 9: {  // shorter than the header and trailer
+        std::vector<uint8_t> b(rng_() % p::MessageBytes(0));
         for (auto& x : b) x = static_cast<uint8_t>(rng_());
         return Frame(std::move(b), rng_);
       }
       default:
         break;
     }
-    std::vector<uint8_t> b(p::kHeaderBytes + 4 * n);
+    std::vector<uint8_t> b(p::MessageBytes(n));
     p::EncodeHeader(h, b.data());
     for (size_t i = 0; i < n; ++i) {
       p::Store32(&b[p::kHeaderBytes + 4 * i], static_cast<uint32_t>(rng_()));
     }
+    p::SealMessage(b.data(), b.size() - p::kCrcBytes);
+    if (rng_() % 25 == 0) b[rng_() % b.size()] ^= static_cast<uint8_t>(1 + rng_() % 255);
     return Frame(std::move(b), rng_);
   }
 
@@ -306,6 +314,7 @@ TEST_P(RtlAggTest, MatchesReferenceUnderIdleAndBackpressure) {
     }
     tb->agg_desc_valid_i = presenting;
     PackDesc(cur.desc, tb->agg_desc_i);
+    tb->agg_desc_crc_ok_i = cur.crc_ok;
     tb->agg_pay_valid_i = !pay.empty();
     uint8_t junk[64];
     for (uint8_t& x : junk) x = static_cast<uint8_t>(rng());
@@ -371,7 +380,7 @@ TEST_P(RtlAggTest, MatchesReferenceUnderIdleAndBackpressure) {
       if (frame.empty()) {
         ASSERT_EQ(cyc, w.header_cycle) << "header beat latency";
         ASSERT_EQ(tb->agg_out_keep_o, ~0ull);
-        ASSERT_EQ(p::Load16(&beat[38]), 8 + p::kHeaderBytes + 4 * elems) << "UDP length";
+        ASSERT_EQ(p::Load16(&beat[38]), 8 + p::MessageBytes(elems)) << "UDP length";
         frame.assign(beat + p::kFramePrefixBytes, beat + 64);
         ASSERT_EQ(tb->agg_out_user_o, uint32_t{w.dest} << 16 | w.group);
       } else {
@@ -384,10 +393,11 @@ TEST_P(RtlAggTest, MatchesReferenceUnderIdleAndBackpressure) {
         ASSERT_EQ(tb->agg_out_user_o, uint32_t{w.dest} << 16 | w.group);
       }
       next_beat_cycle = cyc + 1;
-      bool last = frame.size() == w.pkt.size();
+      const std::vector<uint8_t> untrailed(w.pkt.begin(), w.pkt.end() - p::kCrcBytes);
+      bool last = frame.size() == untrailed.size();
       ASSERT_EQ(tb->agg_out_last_o, last) << "cycle " << cyc;
       if (last) {
-        ASSERT_EQ(frame, w.pkt) << "result " << results << " differs from the reference";
+        ASSERT_EQ(frame, untrailed) << "result " << results << " differs from the reference";
         frame.clear();
         want.pop_front();
         ++results;
@@ -409,6 +419,7 @@ TEST_P(RtlAggTest, MatchesReferenceUnderIdleAndBackpressure) {
   EXPECT_GT(seen[static_cast<size_t>(p::Counter::kResultResends)], 0u);
   EXPECT_GT(seen[static_cast<size_t>(p::Counter::kDropMismatch)], 0u);
   EXPECT_GT(seen[static_cast<size_t>(p::Counter::kDropStale)], 0u);
+  EXPECT_GT(seen[static_cast<size_t>(p::Counter::kDropBadCrc)], 0u);
   if (stall >= 0.5) {
     EXPECT_GT(full_waits, 0) << "backpressure never held a descriptor";
   }

@@ -2,8 +2,11 @@
 // engine (ina::dp_ref); the result frames must be identical and in the same order (hence the same
 // per-slot order), with the job's multicast group / destination rank in tuser, and every counter
 // must match. Traffic: several jobs (K 64 and 256, world 1..8, windows 1..4), loss then
-// retransmission, duplicates, reordering, stale generations, mismatches, malformed frames; random
-// input idle cycles and output backpressure. INA_SEED replays a run.
+// retransmission, duplicates, reordering, stale generations, mismatches, malformed frames, frames
+// damaged after their CRC32C trailer was computed (bit flips anywhere, a wrong trailer: dropped as
+// bad CRC before they touch a slot, by ina_crc32c in the RTL and the scalar CRC in the reference);
+// random input idle cycles and output backpressure. Result frames carry the trailer ina_egress
+// appends; it must equal the reference's byte for byte. INA_SEED replays a run.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +17,7 @@
 
 #include "ina/dp/ref_engine.h"
 #include "ina/drv/job_table.h"
+#include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 #include "ina/sim/core_sim.h"
 #include "support/seed.h"
@@ -50,9 +54,11 @@ struct Traffic {
   std::vector<std::vector<uint8_t>> packets;
 };
 
+void Reseal(std::vector<uint8_t>& b) { p::SealMessage(b.data(), b.size() - p::kCrcBytes); }
+
 std::vector<uint8_t> DataPacket(std::mt19937_64& rng, const Job& j, uint16_t rank, uint16_t slot,
                                 uint16_t gen, uint16_t count, uint32_t offset, uint8_t flags) {
-  std::vector<uint8_t> b(p::kHeaderBytes + 4 * size_t{count});
+  std::vector<uint8_t> b(p::MessageBytes(count));
   p::Header h;
   h.version = p::kVersion;
   h.type = 1;
@@ -71,22 +77,23 @@ std::vector<uint8_t> DataPacket(std::mt19937_64& rng, const Job& j, uint16_t ran
         (rng() % 4 == 0) ? static_cast<uint32_t>(rng()) : static_cast<uint32_t>(rng() % 64);
     p::Store32(&b[p::kHeaderBytes + 4 * i], v);
   }
+  Reseal(b);
   return b;
 }
 
 void Mutate(std::mt19937_64& rng, std::vector<uint8_t>& b) {
-  switch (rng() % 8) {
+  switch (rng() % 11) {
     case 0:
-      b.resize(rng() % p::kHeaderBytes);
-      break;  // short
+      b.resize(rng() % p::MessageBytes(0));
+      return;  // short
     case 1:
-      b[0] = static_cast<uint8_t>(2 + rng() % 250);
-      break;  // version
+      b[0] = static_cast<uint8_t>(3 + rng() % 250);
+      return;  // version
     case 2:
       b[1] = static_cast<uint8_t>(rng() % 7);
       break;  // type
     case 3:
-      b.resize(b.size() + 4 * (1 + rng() % 3));
+      b.insert(b.end() - p::kCrcBytes, 4 * (1 + rng() % 3), 0);
       break;  // too long
     case 4:
       p::Store16(&b[6], static_cast<uint16_t>(rng()));
@@ -100,7 +107,19 @@ void Mutate(std::mt19937_64& rng, std::vector<uint8_t>& b) {
     case 7:
       p::Store16(&b[12], static_cast<uint16_t>(p::Load16(&b[12]) + rng() % 5));
       break;
+    case 8:  // damaged in flight: one bit anywhere after the version byte
+      b[1 + rng() % (b.size() - 1)] ^= static_cast<uint8_t>(1u << (rng() % 8));
+      return;
+    case 9:  // damaged in flight: a burst of bytes in the payload or header
+      for (size_t i = 0, at = 1 + rng() % (b.size() - 1); i < 4 && at + i < b.size(); ++i) {
+        b[at + i] = static_cast<uint8_t>(rng());
+      }
+      return;
+    default:  // a trailer that belongs to another message
+      p::StoreCrc(&b[b.size() - p::kCrcBytes], static_cast<uint32_t>(rng()));
+      return;
   }
+  Reseal(b);  // a well-formed (sealed) packet that breaks one of the other rules
 }
 
 Traffic MakeTraffic(std::mt19937_64& rng, const std::vector<Job>& jobs, int rounds) {
@@ -116,14 +135,18 @@ Traffic MakeTraffic(std::mt19937_64& rng, const std::vector<Job>& jobs, int roun
         for (uint16_t rank = 0; rank < j.cfg.world_size; ++rank) {
           uint8_t f = base_flags | ((rng() % 16 == 0) ? p::flags::kNonfinite : 0);
           auto pkt = DataPacket(rng, j, rank, s, gen, count, offset, f);
-          if (rng() % 40 == 0) p::Store32(&pkt[16], offset + 1);  // mismatch
+          if (rng() % 40 == 0) {  // mismatch
+            p::Store32(&pkt[16], offset + 1);
+            Reseal(pkt);
+          }
           bool lost = rng() % 10 == 0;
           if (!lost) round.push_back(pkt);
           if (lost || rng() % 10 == 0) {  // retransmission (of a lost or a delivered packet)
             pkt[2] |= p::flags::kRetx;
+            Reseal(pkt);
             round.push_back(pkt);
           }
-          if (rng() % 30 == 0) {
+          if (rng() % 15 == 0) {
             auto bad = pkt;
             Mutate(rng, bad);
             round.push_back(bad);
@@ -163,6 +186,7 @@ class CosimTest : public ::testing::TestWithParam<std::pair<double, double>> {};
 TEST_P(CosimTest, RtlMatchesReferencePacketForPacket) {
   uint64_t seed = Seed();
   std::mt19937_64 rng(seed);
+  uint64_t bad_crc = 0;
   for (int iter = 0; iter < 16; ++iter) {
     SCOPED_TRACE("iteration " + std::to_string(iter));
     auto ref = dp::MakeReferenceEngine(dp::EngineLimits{kRtlPoolSlots, kRtlJobs});
@@ -200,9 +224,12 @@ TEST_P(CosimTest, RtlMatchesReferencePacketForPacket) {
       EXPECT_EQ((*rc)[c], wc[c] & 0xFFFFFFFFu) << p::kCounterNames[c];
     }
     EXPECT_GT(dp::Get(wc, p::Counter::kResults), 0u);
+    bad_crc += dp::Get(wc, p::Counter::kDropBadCrc);
     std::printf("iteration %d: %zu packets, %zu results, %llu cycles\n", iter, t.packets.size(),
                 got.size(), static_cast<unsigned long long>(rtl.cycles()));
   }
+  // About 1 packet in 15 is mutated, 4 mutations in 11 damage it: dozens per run of 16.
+  EXPECT_GT(bad_crc, 10u) << "the traffic damaged (almost) no frame";
 }
 
 INSTANTIATE_TEST_SUITE_P(Traffic, CosimTest,

@@ -42,8 +42,12 @@
 //   Tick(now): every job (pending or active) that received nothing from any of its ranks for
 //     job_timeout (activity on any lane counts) is freed the same way; every joined lane of every
 //     rank gets error(job_aborted).
+// Every control message is a header and the CRC32C trailer, no payload (ina/proto/crc32c.h). One
+// whose trailer does not match is dropped before any field but the version is read
+// (control_bad_crc); one of another length is control_malformed.
 // Error and join_ack packets are header-only: version, type, job, rank = the receiver's rank (for
-// errors answering a request: the request's rank), count/offset as above, aux = error code.
+// errors answering a request: the request's rank), count/offset as above, aux = error code; the
+// control plane seals each with its trailer.
 //
 // Data path helpers, O(1), no allocation: CheckDataSource (is this peer the one that joined as
 // (job, rank, the lane of the packet's slot)? also records activity for the timeout) and
@@ -138,7 +142,8 @@ enum class ControlCounter : uint16_t {
   kErrNoSlots,        // error(no_slots) sent
   kErrJobAborted,     // error(job_aborted) sent
   kLeaveIgnored,      // LEAVE for an unknown job or from a peer that is not that rank
-  kControlMalformed,  // control message with a body (length != header) or a type not join/leave
+  kControlMalformed,  // control message with a body (length != header + trailer) or a type not
+                      // join/leave/alloc_job
   kJobsAdmitted,      // jobs installed in the engine
   kJobsLeft,          // jobs freed by a LEAVE
   kJobsTimedOut,      // jobs (pending or active) freed by the timeout
@@ -148,16 +153,17 @@ enum class ControlCounter : uint16_t {
   kAllocs,            // ALLOC_JOB requests
   kAllocAcks,         // alloc_ack packets sent
   kAllocsExpired,     // reservations dropped by Tick (no JOIN within job_timeout)
+  kControlBadCrc,     // control message whose CRC32C trailer does not match (dropped)
   kCount,
 };
 inline constexpr size_t kNumControlCounters = static_cast<size_t>(ControlCounter::kCount);
 inline constexpr std::array<std::string_view, kNumControlCounters> kControlCounterNames = {
-    "control_rx",    "joins",           "leaves",         "join_acks",
-    "errors_sent",   "err_bad_params",  "err_rank_taken", "err_too_many_jobs",
-    "err_no_slots",  "err_job_aborted", "leave_ignored",  "control_malformed",
-    "jobs_admitted", "jobs_left",       "jobs_timed_out", "leaves_done",
-    "jobs_done",     "err_rank_left",   "allocs",         "alloc_acks",
-    "allocs_expired"};
+    "control_rx",     "joins",           "leaves",         "join_acks",
+    "errors_sent",    "err_bad_params",  "err_rank_taken", "err_too_many_jobs",
+    "err_no_slots",   "err_job_aborted", "leave_ignored",  "control_malformed",
+    "jobs_admitted",  "jobs_left",       "jobs_timed_out", "leaves_done",
+    "jobs_done",      "err_rank_left",   "allocs",         "alloc_acks",
+    "allocs_expired", "control_bad_crc"};
 using ControlCounters = std::array<uint64_t, kNumControlCounters>;
 
 inline uint64_t Get(const ControlCounters& c, ControlCounter which) {
@@ -192,8 +198,8 @@ class ControlPlane {
   // InvalidArgument for max_jobs == 0 or a non-positive timeout.
   static Result<std::unique_ptr<ControlPlane>> Create(Engine& engine, const ControlConfig& config);
 
-  // Handles one control message (the whole UDP payload, header included) received from `from`.
-  // REQUIRES: packet.size() >= proto::kHeaderBytes, version == proto::kVersion (the caller
+  // Handles one control message (the whole UDP payload, header and trailer included) received from
+  // `from`. REQUIRES: packet.size() >= proto::kHeaderBytes, version == proto::kVersion (the caller
   // classifies; other packets go to the engine, which counts them).
   void HandleControl(std::span<const uint8_t> packet, const Peer& from, TimePoint now,
                      ReplySink& out);

@@ -2,11 +2,15 @@
 // RTL through the simulator) does with data packets. The control plane (join handshake, slot
 // allocation) lives outside and programs an Engine through AddJob/RemoveJob.
 //
-// Packets are the UDP payload: the ina header (proto::kHeaderBytes) then count int32 elements,
-// big-endian. Processing rules, identical in every implementation, in this order:
+// Packets are the UDP payload: the ina header (proto::kHeaderBytes), count int32 elements,
+// big-endian, then the CRC32C trailer (proto::kCrcBytes, ina/proto/crc32c.h) over everything before
+// it. Processing rules, identical in every implementation, in this order:
 //   1. rx_packets++.
-//   2. Shorter than the header: drop_malformed.   3. version != kVersion: drop_bad_version.
-//   4. type != data: drop_malformed.               5. length != header + 4*count: drop_malformed.
+//   2. Shorter than header + trailer: drop_malformed.
+//   3. version != kVersion: drop_bad_version.
+//   4. The trailer is not the CRC32C of the bytes before it: drop_bad_crc. (Nothing but the
+//      version is read before this check, so a damaged packet never touches a job's state.)
+//   5. type != data, or length != proto::MessageBytes(count): drop_malformed.
 //   6. job not installed: drop_unknown_job.        7. count > job K: drop_malformed.
 //   8. rank >= world size: drop_bad_rank.          9. slot >= window: drop_bad_slot.
 //  10. retx flag set: retransmissions++ (the packet goes on).
@@ -28,7 +32,8 @@
 //      emit its result to all ranks (results++).
 //  Result packet: version, type=result, flags, exp, next_exp, reserved 0, job, rank = destination
 //      (proto::kRankAll for the all-ranks result), slot, gen, count, offset, aux 0, then count
-//      elements of the sum, big-endian.
+//      elements of the sum, big-endian, then the CRC32C trailer of all that (the engine computes
+//      it over every result it emits, re-sends included).
 // Jobs are isolated: a packet can only touch the slots of the job it names, and only through the
 // checks above.
 //

@@ -7,7 +7,8 @@
 // index, 65536 x uint16) in front of max_jobs job entries; counters as a plain uint64 array; one
 // preallocated result buffer. Per packet: no allocation, locks, exceptions or logging. The
 // big-endian payload is byte-swapped and added with the best SIMD kernel the CPU has (AVX-512BW,
-// AVX2 or scalar), chosen once when the engine is made.
+// AVX2 or scalar), chosen once when the engine is made; the CRC32C trailer of each packet is
+// checked, and computed for each result, with the best ina/proto/crc32c.h variant.
 //
 // Threading: single-threaded like every Engine; run one per core.
 #pragma once

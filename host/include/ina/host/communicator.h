@@ -46,6 +46,7 @@ struct CommStats {
   uint64_t stale_results_ignored = 0;  // results for an old generation, another job, malformed
   uint64_t ops_completed = 0;          // calls that succeeded, empty ones included
   uint64_t ops_failed = 0;
+  uint64_t bad_crc = 0;  // packets dropped because their CRC32C trailer did not match
 };
 
 namespace internal {

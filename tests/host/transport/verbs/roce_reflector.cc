@@ -24,6 +24,7 @@
 #include <string>
 #include <vector>
 
+#include "ina/proto/crc32c.h"
 #include "ina/proto/roce.h"
 #include "ina/proto/wire.h"
 
@@ -112,14 +113,15 @@ int main(int argc, char** argv) {
     }
     const auto& m = req.message;
     if (m.size() < kHeaderBytes || GetVersion(m.data()) != kVersion ||
-        m.size() != kHeaderBytes + size_t{GetCount(m.data())} * kElemBytes) {
+        m.size() != MessageBytes(GetCount(m.data())) || !MessageCrcOk(m)) {
       ++c.bad_ina;
       continue;
     }
     std::vector<uint8_t> reply(m.begin(), m.end());
-    for (size_t o = kHeaderBytes; o + 4 <= reply.size(); o += 4) {
+    for (size_t o = kHeaderBytes; o + 4 + kCrcBytes <= reply.size(); o += 4) {
       Store32(reply.data() + o, Load32(reply.data() + o) + 1);
     }
+    SealMessage(reply.data(), reply.size() - kCrcBytes);
     roce::UdSend rep;
     rep.dest_qp = mode == "wrongqpn" ? (req.src_qp + 0x100) & 0xFFFFFF : req.src_qp;
     rep.src_qp = qpn;

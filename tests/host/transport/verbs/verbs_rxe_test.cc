@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ina/host/transport.h"
+#include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 #include "verbs/verbs_transport.h"
 
@@ -25,7 +26,7 @@ using proto::kHeaderBytes;
 
 constexpr int kPackets = 200;
 constexpr uint16_t kK = 256;
-constexpr size_t kBytes = kHeaderBytes + kK * proto::kElemBytes;
+constexpr size_t kBytes = proto::MessageBytes(kK);
 
 std::string Env(const char* v) { return std::getenv(v) ? std::getenv(v) : ""; }
 
@@ -62,9 +63,10 @@ class VerbsRxe : public ::testing::Test {
     h.offset = static_cast<uint32_t>(i) * kK;
     proto::EncodeHeader(h, p.data());
     std::mt19937 rng(seed + static_cast<uint32_t>(i));
-    for (size_t o = kHeaderBytes; o < kBytes; o += 4) {
+    for (size_t o = kHeaderBytes; o < kBytes - proto::kCrcBytes; o += 4) {
       proto::Store32(p.data() + o, static_cast<uint32_t>(rng()));
     }
+    proto::SealMessage(p.data(), kBytes - proto::kCrcBytes);
     return p;
   }
 
@@ -115,7 +117,8 @@ TEST_F(VerbsRxe, RepliesComeBackIntact) {
       seen[slot] = true;
       const auto want = Packet(slot, seed);
       ASSERT_EQ(0, std::memcmp(rx[j].data, want.data(), kHeaderBytes)) << "header, slot " << slot;
-      for (size_t o = kHeaderBytes; o < kBytes; o += 4) {
+      ASSERT_TRUE(proto::MessageCrcOk({rx[j].data, rx[j].len})) << "trailer, slot " << slot;
+      for (size_t o = kHeaderBytes; o < kBytes - proto::kCrcBytes; o += 4) {
         ASSERT_EQ(proto::Load32(rx[j].data + o), proto::Load32(want.data() + o) + 1)
             << "slot " << slot << " byte " << o;
       }

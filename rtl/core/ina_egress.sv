@@ -1,0 +1,166 @@
+// Egress: buffers the result frames of the aggregation stage and appends each one's CRC32C
+// trailer (proto/ina.toml [crc]); datasheet docs/rtl/ina_egress.md.
+//
+//   in_* --+--> output FIFO (Depth beats) --> append --> m_axis
+//          +--> ina_crc32c (Check = 0) --> CRC FIFO (Depth) --^
+//
+// in_*: result beats (the ina_core frame layout: L2-L4 template and ina header in the first beat,
+//   payload beats after it, tkeep contiguous, a multiple of 4 bytes in the last beat), pushed
+//   without backpressure: the producer keeps at least one frame's room, reading free_o.
+// m_axis: the same frames with 4 more bytes, the little-endian CRC32C of each frame's bytes from
+//   byte 42 on: in the last beat after its data when that beat has room (60 bytes or fewer), else in
+//   one more beat of 4 bytes (tlast moves to it; tuser is the frame's). Nothing else changes (the
+//   producer already counts the trailer in the IPv4 and UDP lengths).
+// Latency: a frame's last beat leaves once its CRC is known, 5 cycles after that beat came in; a
+//   frame that waited in the FIFO for that long (under backpressure, or behind other frames) leaves
+//   at once.
+// Throughput: one beat per cycle in and out, plus the added beat of frames whose last beat is full;
+//   the FIFO absorbs the CRC's latency when the output is the bottleneck, so no cycle is lost then.
+// Backpressure: m_axis_tvalid_o depends on registered state only (the FIFOs, the added-beat flag),
+//   never on m_axis_tready_i; while stalled, valid and data hold.
+module ina_egress
+#(
+  parameter int unsigned Depth = 32  // output FIFO beats (power of two)
+) (
+  input  logic                                clk_i,
+  input  logic                                rst_ni,
+  input  logic                                in_valid_i,
+  input  logic [ina_rtl_pkg::BeatBits-1:0]    in_data_i,
+  input  logic [ina_rtl_pkg::BeatBytes-1:0]   in_keep_i,
+  input  logic                                in_last_i,
+  input  logic [ina_rtl_pkg::OutUserBits-1:0] in_user_i,
+  output logic [$clog2(Depth):0]              free_o,
+  output logic                                m_axis_tvalid_o,
+  input  logic                                m_axis_tready_i,
+  output logic [ina_rtl_pkg::BeatBits-1:0]    m_axis_tdata_o,
+  output logic [ina_rtl_pkg::BeatBytes-1:0]   m_axis_tkeep_o,
+  output logic                                m_axis_tlast_o,
+  output logic [ina_rtl_pkg::OutUserBits-1:0] m_axis_tuser_o,
+  // A beat or a CRC in flight (registered state only).
+  output logic                                busy_o
+);
+  localparam int unsigned NB = ina_rtl_pkg::BeatBytes;
+  localparam int unsigned W = ina_rtl_pkg::BeatBits + NB + 1 + ina_rtl_pkg::OutUserBits;
+
+  logic          fifo_ready_unused, head_valid, head_pop;
+  logic [W-1:0]  head;
+  logic [ina_rtl_pkg::BeatBits-1:0]    h_data;
+  logic [NB-1:0]                       h_keep;
+  logic                                h_last;
+  logic [ina_rtl_pkg::OutUserBits-1:0] h_user;
+
+  ina_fifo #(.Width(W), .Depth(Depth)) u_fifo (
+    .clk_i,
+    .rst_ni,
+    .in_valid_i (in_valid_i),
+    .in_ready_o (fifo_ready_unused),
+    .in_data_i  ({in_user_i, in_last_i, in_keep_i, in_data_i}),
+    .out_valid_o(head_valid),
+    .out_ready_i(head_pop),
+    .out_data_o (head),
+    .free_o     (free_o)
+  );
+  assign {h_user, h_last, h_keep, h_data} = head;
+
+  logic        crc_valid, crc_ok_unused, crc_busy;
+  logic [31:0] crc;
+
+  ina_crc32c #(.Check(1'b0)) u_crc (
+    .clk_i,
+    .rst_ni,
+    .s_axis_tvalid_i(in_valid_i),
+    .s_axis_tdata_i (in_data_i),
+    .s_axis_tkeep_i (in_keep_i),
+    .s_axis_tlast_i (in_last_i),
+    .crc_valid_o    (crc_valid),
+    .crc_o          (crc),
+    .crc_ok_o       (crc_ok_unused),
+    .busy_o         (crc_busy)
+  );
+
+  // One CRC per frame whose last beat is in the FIFO (at most Depth), so it never overflows.
+  logic        cf_ready_unused, cf_valid, cf_pop;
+  logic [31:0] cf_crc;
+  logic [$clog2(Depth):0] cf_free_unused;
+
+  ina_fifo #(.Width(32), .Depth(Depth)) u_crc_fifo (
+    .clk_i,
+    .rst_ni,
+    .in_valid_i (crc_valid),
+    .in_ready_o (cf_ready_unused),
+    .in_data_i  (crc),
+    .out_valid_o(cf_valid),
+    .out_ready_i(cf_pop),
+    .out_data_o (cf_crc),
+    .free_o     (cf_free_unused)
+  );
+
+  // The append.
+  logic                                extra_q, extra_d;  // presenting the added trailer beat
+  logic [ina_rtl_pkg::OutUserBits-1:0] user_q;
+  logic [6:0]                          n;                 // bytes in the head beat
+  logic                                take;
+
+  always_comb begin
+    n = '0;
+    for (int unsigned i = 0; i < NB; i++) n += {6'b0, h_keep[i]};
+  end
+
+  // The beat presented (registered state only: the FIFO heads and extra_q).
+  always_comb begin
+    m_axis_tvalid_o = 1'b0;
+    m_axis_tdata_o  = h_data;
+    m_axis_tkeep_o  = h_keep;
+    m_axis_tlast_o  = h_last;
+    m_axis_tuser_o  = h_user;
+    if (extra_q) begin
+      m_axis_tvalid_o      = 1'b1;
+      m_axis_tdata_o       = '0;
+      m_axis_tdata_o[31:0] = cf_crc;
+      m_axis_tkeep_o       = {{(NB - 4){1'b0}}, 4'hF};
+      m_axis_tlast_o       = 1'b1;
+      m_axis_tuser_o       = user_q;
+    end else if (!h_last) begin
+      m_axis_tvalid_o = head_valid;
+    end else begin
+      m_axis_tvalid_o = head_valid && cf_valid;
+      if (n <= 7'(NB - 4)) begin
+        for (int unsigned i = 0; i < NB; i++) begin
+          if (7'(i) >= n && 7'(i) < n + 7'd4) begin
+            m_axis_tdata_o[8*i +: 8] = cf_crc[8*(i % 4) +: 8];  // n is a multiple of 4
+            m_axis_tkeep_o[i]        = 1'b1;
+          end
+        end
+      end else begin
+        m_axis_tlast_o = 1'b0;  // a full last beat: the trailer goes in a beat of its own
+      end
+    end
+  end
+
+  assign take = m_axis_tvalid_o && m_axis_tready_i;
+
+  always_comb begin
+    head_pop = take && !extra_q;
+    cf_pop   = take && (extra_q || (h_last && n <= 7'(NB - 4)));
+    extra_d  = extra_q;
+    if (take) extra_d = !extra_q && h_last && n > 7'(NB - 4);
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      extra_q <= 1'b0;
+    end else begin
+      extra_q <= extra_d;
+    end
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (take && !extra_q) user_q <= h_user;
+  end
+
+  assign busy_o = head_valid || cf_valid || crc_busy || extra_q;
+
+  logic unused;
+  assign unused = ^{fifo_ready_unused, crc_ok_unused, cf_ready_unused, cf_free_unused};
+
+endmodule
