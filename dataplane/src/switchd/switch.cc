@@ -234,6 +234,7 @@ class Switch::Core final : private Emitter, private ReplySink {
   struct TxSlot {
     uint32_t buf;
     uint32_t len;
+    uint32_t flags;  // net::kTxPayloadChecked for results (their trailer covers them)
     net::Endpoint to;
   };
 
@@ -328,12 +329,12 @@ class Switch::Core final : private Emitter, private ReplySink {
     if (peers.empty()) return;
     if (tx_n_ + peers.size() > tx_q_.size()) FlushTx();
     const uint32_t len = Stage(packet);
-    for (const Peer& peer : peers) Enqueue(peer, tx_bufs_used_ - 1, len);
+    for (const Peer& peer : peers) Enqueue(peer, tx_bufs_used_ - 1, len, net::kTxPayloadChecked);
   }
   void Send(const Peer& to, std::span<const uint8_t> packet) override {
     if (tx_n_ == tx_q_.size()) FlushTx();
     const uint32_t len = Stage(packet);
-    Enqueue(to, tx_bufs_used_ - 1, len);
+    Enqueue(to, tx_bufs_used_ - 1, len, 0);  // control: the UDP checksum guards its address
   }
 
   // Copies a packet into the next send buffer (tx_bufs_used_ - 1 afterwards); returns its length.
@@ -344,10 +345,11 @@ class Switch::Core final : private Emitter, private ReplySink {
     std::memcpy(b.data(), packet.data(), len);
     return static_cast<uint32_t>(len);
   }
-  void Enqueue(const Peer& to, uint32_t buf, uint32_t len) {
+  void Enqueue(const Peer& to, uint32_t buf, uint32_t len, uint32_t flags) {
     TxSlot& s = tx_q_[tx_n_++];
     s.buf = buf;
     s.len = len;
+    s.flags = flags;
     CopyTo(&s.to, to);
   }
 
@@ -364,7 +366,7 @@ class Switch::Core final : private Emitter, private ReplySink {
       size_t k = 0;
       for (size_t i = 0; i < tx_n_; ++i) {
         const TxSlot& s = tx_q_[tx_order_[i]];
-        tx_desc_[k++] = {tx_bufs_[s.buf].data(), s.len, &s.to};
+        tx_desc_[k++] = {tx_bufs_[s.buf].data(), s.len, &s.to, s.flags};
       }
       SendDescs(*ports_[0], k);
     } else {
@@ -372,7 +374,8 @@ class Switch::Core final : private Emitter, private ReplySink {
         size_t k = 0;
         for (size_t i = 0; i < tx_n_; ++i) {
           const TxSlot& s = tx_q_[i];
-          if (net::GetVia(s.to) == pi) tx_desc_[k++] = {tx_bufs_[s.buf].data(), s.len, &s.to};
+          if (net::GetVia(s.to) == pi)
+            tx_desc_[k++] = {tx_bufs_[s.buf].data(), s.len, &s.to, s.flags};
         }
         if (k > 0) SendDescs(*ports_[pi], k);
       }

@@ -190,7 +190,7 @@ size_t SlotWindow::PeekTx(std::span<TxPacket> out) const {
   const size_t n = std::min(out.size(), ring_size_);
   for (size_t i = 0; i < n; ++i) {
     const uint16_t s = send_ring_[(ring_head_ + i) % window_];
-    out[i] = {Buf(s), slots_[s].len};
+    out[i] = {Buf(s), slots_[s].len, /*payload_checked=*/true};  // data: the trailer covers it
   }
   return n;
 }

@@ -9,7 +9,9 @@ Result<size_t> PortTransport::SendBurst(std::span<const TxPacket> packets) {
   while (sent < packets.size()) {
     const size_t n = std::min(kChunk, packets.size() - sent);
     for (size_t i = 0; i < n; ++i) {
-      tx_[i] = {packets[sent + i].data, static_cast<uint32_t>(packets[sent + i].len), nullptr};
+      const TxPacket& p = packets[sent + i];
+      tx_[i] = {p.data, static_cast<uint32_t>(p.len), nullptr,
+                p.payload_checked ? net::kTxPayloadChecked : 0u};
     }
     auto r = port_->TxBurst({tx_.data(), n});
     if (!r.ok()) {

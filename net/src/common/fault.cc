@@ -152,7 +152,7 @@ class FaultPort final : public Port {
         if (d.reorder && !tx_held_.full()) {
           ++inj_.inj_tx_reorders;
           Held& h = tx_held_.Push();
-          CopyInto(h, s.data, s.len, 0);
+          CopyInto(h, s.data, s.len, s.flags);
           h.tag = tx_call_;
           h.has_peer = p.to != nullptr;
           if (p.to != nullptr) h.peer = *p.to;
@@ -172,7 +172,7 @@ class FaultPort final : public Port {
         while (tx_held_.size() > popped && k < staged_.size()) {
           Held& h = tx_held_.Peek(popped);
           if (h.tag >= tx_call_ && !pkts.empty()) break;
-          staged_[k++] = {h.buf.data(), h.len, h.has_peer ? &h.peer : nullptr};
+          staged_[k++] = {h.buf.data(), h.len, h.has_peer ? &h.peer : nullptr, h.flags};
           ++popped;
         }
       }

@@ -90,7 +90,6 @@ class DpdkPort final : public Port {
     if (c.backoff_max_us < 0) return InvalidArgument("dpdk: backoff_max_us < 0");
     INA_ASSIGN_OR_RETURN(ip_, ParseIp(c.ip, "local ip"));
     udp_port_ = htons(c.udp_port);
-    udp_checksum_ = c.udp_checksum;
     connected_ = !c.peer_ip.empty();
     if (connected_) {
       INA_ASSIGN_OR_RETURN(peer_ip_, ParseIp(c.peer_ip, "peer ip"));
@@ -370,11 +369,11 @@ class DpdkPort final : public Port {
     if (ext == nullptr) {
       auto* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, kFrameHeaderBytes + p.len));
       std::memcpy(h + kFrameHeaderBytes, p.data, p.len);
-      BuildUdpHeaders(a, {h + kFrameHeaderBytes, p.len}, h, udp_checksum_);
+      BuildUdpHeaders(a, {h + kFrameHeaderBytes, p.len}, h, (p.flags & kTxPayloadChecked) == 0);
       return;
     }
     auto* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, kFrameHeaderBytes));
-    BuildUdpHeaders(a, payload, h, udp_checksum_);
+    BuildUdpHeaders(a, payload, h, (p.flags & kTxPayloadChecked) == 0);
     void* buf = const_cast<uint8_t*>(p.data);
     auto* shinfo = static_cast<rte_mbuf_ext_shared_info*>(rte_mbuf_to_priv(ext));
     shinfo->free_cb = &NoFree;
@@ -391,7 +390,6 @@ class DpdkPort final : public Port {
   std::string name_;
   bool claimed_ = false, configured_ = false, started_ = false;
   bool zero_copy_ = false;
-  bool udp_checksum_ = true;
   bool connected_ = false;
   rte_mempool* rx_pool_ = nullptr;
   rte_mempool* tx_pool_ = nullptr;

@@ -25,6 +25,8 @@ namespace ina::host {
 struct TxPacket {
   const uint8_t* data = nullptr;
   size_t len = 0;  // bytes
+  bool payload_checked =
+      false;  // a data packet: its CRC32C trailer covers it (net::kTxPayloadChecked)
 };
 
 // One received packet. The caller sets data/cap (its buffer); RecvBurst sets len and may point

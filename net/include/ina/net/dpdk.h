@@ -14,13 +14,13 @@
 // port.h), so a reply needs no ARP; connected without peer_mac, the peer's MAC is learnt from its
 // first frame (broadcast until then).
 // TX: a header mbuf per packet (IPv4 header checksum and UDP checksum in software: the virtual
-// PMDs offload neither) and the payload copied after it, or with zero_copy (when the port takes
-// multi-segment mbufs and IOVA is VA; the caller then keeps a buffer unchanged until its peer has
-// answered it, which outlives any NIC DMA of it) attached as an external buffer, no copy. A full
-// ring returns a short count; WaitTx pauses (DPDK has no TX wake-up).
-// Idle: WaitRx polls with a pause, then sleeps doubling up to backoff_max_us (backoff.h).
-// Threads: the thread that first uses the port (not an EAL thread) is registered with
-// rte_thread_register so it has an lcore id (net_af_xdp's TX stalls without one).
+// PMDs offload neither; UDP checksum 0 for packets marked kTxPayloadChecked, port.h) and the
+// payload copied after it, or with zero_copy (when the port takes multi-segment mbufs and IOVA is
+// VA; the caller then keeps a buffer unchanged until its peer has answered it, which outlives any
+// NIC DMA of it) attached as an external buffer, no copy. A full ring returns a short count; WaitTx
+// pauses (DPDK has no TX wake-up). Idle: WaitRx polls with a pause, then sleeps doubling up to
+// backoff_max_us (backoff.h). Threads: the thread that first uses the port (not an EAL thread) is
+// registered with rte_thread_register so it has an lcore id (net_af_xdp's TX stalls without one).
 // Built only when pkg-config finds libdpdk; otherwise every call answers Unimplemented.
 #pragma once
 
@@ -53,7 +53,6 @@ struct DpdkPortConfig {
   uint16_t peer_port = 0;
   std::string peer_mac;       // the peer's MAC; empty: broadcast until learnt from its frames
   bool zero_copy = false;     // TX payload as external buffers (see above)
-  bool udp_checksum = true;   // false: send UDP checksum 0 (none; RX still checks non-zero ones)
   int backoff_max_us = 1000;  // idle RX back-off ceiling
   unsigned rx_mbufs = 4095;   // mbuf pool sizes (a power of two minus one suits the ring)
   unsigned tx_mbufs = 4095;

@@ -68,7 +68,15 @@ struct TxPacket {
   const uint8_t* data = nullptr;
   uint32_t len = 0;
   const Endpoint* to = nullptr;
+  uint32_t flags = 0;  // kTxPayloadChecked
 };
+// The payload carries an end-to-end check of its own (an ina message's CRC32C trailer, which
+// covers more than a UDP checksum: from the sender's buffer to the receiver's): a port that
+// computes UDP checksums in software (DPDK) sends 0 ("none", as IPv4 allows) instead. Set it only
+// where a damaged UDP port or address is harmless too (a frame that goes astray is lost and
+// resent); ina marks data and result packets, not control messages, whose source address the
+// fabric records.
+inline constexpr uint32_t kTxPayloadChecked = 1u << 0;
 
 // Per-port counters; a port fills the ones it has. Packets are UDP datagrams (ina messages).
 struct PortStats {
