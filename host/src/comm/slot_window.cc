@@ -43,11 +43,6 @@ SlotWindow::SlotView SlotWindow::slot(uint16_t s) const {
                   sl.block, sl.retries,  sl.rto_us, sl.deadline};
 }
 
-size_t SlotWindow::BlockCount(int64_t b) const {
-  const size_t start = static_cast<size_t>(b) * cfg_.k;
-  return std::min<size_t>(cfg_.k, op_.n - start);
-}
-
 void SlotWindow::Enqueue(uint16_t s) {
   Slot& sl = slots_[s];
   sl.queued = true;

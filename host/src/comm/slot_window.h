@@ -43,6 +43,7 @@
 // Threading: one thread at a time. The counters may be read from any thread.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -179,7 +180,9 @@ class SlotWindow {
 
   uint8_t* Buf(uint16_t s) { return tx_bufs_.data() + size_t{s} * kBufBytes; }
   const uint8_t* Buf(uint16_t s) const { return tx_bufs_.data() + size_t{s} * kBufBytes; }
-  size_t BlockCount(int64_t b) const;
+  size_t BlockCount(int64_t b) const {
+    return std::min<size_t>(cfg_.k, op_.n - static_cast<size_t>(b) * cfg_.k);
+  }
   void Enqueue(uint16_t s);
   void PutHeader(uint16_t s, uint8_t flags, uint8_t exp, uint8_t next_exp, uint16_t count,
                  uint32_t offset);

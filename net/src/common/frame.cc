@@ -53,9 +53,13 @@ uint32_t ChecksumAdd(std::span<const uint8_t> data, uint32_t sum) {
 
 uint16_t ChecksumFinish(uint32_t sum) { return static_cast<uint16_t>(~Fold(sum) & 0xFFFF); }
 
+// Ten big-endian words summed directly: the generic path (NativeSum over pieces of 10 and 8
+// bytes) was a few percent of a DPDK worker's time per packet.
 uint16_t Ipv4HeaderChecksum(const uint8_t* ip) {
-  uint32_t s = ChecksumAdd({ip, 10});
-  s = ChecksumAdd({ip + 12, kIpv4Bytes - 12}, s);
+  uint32_t s = 0;
+  for (size_t i = 0; i < kIpv4Bytes; i += 2) {
+    if (i != 10) s += Get16(ip + i);  // the checksum field counts as zero
+  }
   return ChecksumFinish(s);
 }
 
