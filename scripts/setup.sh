@@ -4,6 +4,7 @@ set -euo pipefail
 
 PKGS=(
   build-essential cmake ninja-build ccache python3 pkg-config clang-format
+  clang-14 libclang-rt-14-dev   # libFuzzer targets (scripts/fuzz.sh, the `fuzz` preset)
   googletest libgtest-dev libgmock-dev libbenchmark-dev
   libgloo-dev            # ring all-reduce baseline in ina-bench
   iproute2               # network namespaces for e2e tests
