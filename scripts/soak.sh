@@ -168,6 +168,24 @@ if late: bad.append(f"{len(late)} failures later than {bound:.0f} ms, worst {max
 if max_gap > hang_bound or hung: bad.append("a worker hung")
 if last > base * 1.10 and last - base > 2048: bad.append(f"switch RSS grew {base} -> {last} KiB")
 if ok == 0: bad.append("no call succeeded")
+# Recovery: from each kill to the first call 0 (a fresh communicator) that succeeded on all ranks
+# of that job.
+rec = []
+kills_path = os.path.join(out, "kills.txt")
+for k in (l.split() for l in open(kills_path)) if os.path.exists(kills_path) else []:
+    t, job = int(k[1]), k[3]
+    firsts = []
+    for path in glob.glob(os.path.join(out, f"job{job}_rank*.log")):
+        for line in open(path):
+            f = line.split()
+            if f[0] == "ok" and int(f[1]) > t and f[2] == "0":
+                firsts.append(int(f[1]))
+                break
+    if len(firsts) == 4:
+        rec.append((max(firsts) - t) / 1000)
+if rec:
+    print(f"  after a kill, every rank of the job back (call 0 ok): max {max(rec):.2f} s, " +
+          "each: " + " ".join(f"{r:.2f}" for r in rec))
 for b in bad:
     print("FAIL:", b)
 sys.exit(1 if bad else 0)
