@@ -60,7 +60,8 @@ Result<double> ParseReal(std::string_view what, std::string_view text, double lo
   errno = 0;
   char* end = nullptr;
   const double x = s.empty() || s[0] == ' ' ? NAN : std::strtod(s.c_str(), &end);
-  if (s.empty() || errno != 0 || *end != '\0' || !std::isfinite(x) || x < lo || x > hi) {
+  // end stays null when strtod was not called (empty, or a leading space strtod would skip).
+  if (end == nullptr || errno != 0 || *end != '\0' || !std::isfinite(x) || x < lo || x > hi) {
     char range[64];
     std::snprintf(range, sizeof(range), "a number in [%g, %g]", lo, hi);
     return Bad(what, text, range);
