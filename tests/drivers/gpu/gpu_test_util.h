@@ -164,7 +164,8 @@ inline std::vector<uint8_t> RandomDequantExps(std::mt19937_64& rng, size_t block
 
 // Index of the first differing byte, or -1.
 inline long FirstDiff(const void* a, const void* b, size_t bytes) {
-  if (std::memcmp(a, b, bytes) == 0) return -1;
+  // An empty vector's data() may be null, which memcmp must not get even for 0 bytes.
+  if (bytes == 0 || std::memcmp(a, b, bytes) == 0) return -1;
   const auto* x = static_cast<const uint8_t*>(a);
   const auto* y = static_cast<const uint8_t*>(b);
   for (size_t i = 0; i < bytes; ++i) {
