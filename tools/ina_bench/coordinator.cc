@@ -265,8 +265,9 @@ bool Coordinator::Handle(Conn& c, Msg type, std::string_view body) {
         break;
       }
       if (c.rank == 0) {
-        std::memcpy(view_.result0, result.data(), result.size());
-        std::memcpy(view_.gloo0, gloo.data(), gloo.size());
+        // (empty vectors' data() may be null, which memcpy must not get)
+        if (!result.empty()) std::memcpy(view_.result0, result.data(), result.size());
+        if (!gloo.empty()) std::memcpy(view_.gloo0, gloo.data(), gloo.size());
       }
       o.state = State::kReported;
       o.exit_code = code;

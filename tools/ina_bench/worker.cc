@@ -135,12 +135,13 @@ int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
     SetError(me.ina_error, comm.status());
     return 1;
   }
+  // An empty input's data() is null, which memcpy must not get even for 0 bytes.
   auto run_once = [&]() -> Status {
     if (o.int32) {
-      std::memcpy(buf.data(), iin.data(), bytes);
+      if (bytes > 0) std::memcpy(buf.data(), iin.data(), bytes);
       return (*comm)->AllReduce(std::span<int32_t>(reinterpret_cast<int32_t*>(buf.data()), n));
     }
-    std::memcpy(buf.data(), fin.data(), bytes);
+    if (bytes > 0) std::memcpy(buf.data(), fin.data(), bytes);
     return (*comm)->AllReduce(std::span<float>(reinterpret_cast<float*>(buf.data()), n));
   };
 
@@ -207,10 +208,10 @@ int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
     return 1;
   }
   std::span<float> f(reinterpret_cast<float*>(buf.data()), n);
-  std::memcpy(buf.data(), fin.data(), bytes);
+  if (bytes > 0) std::memcpy(buf.data(), fin.data(), bytes);
   Status g = (*ring)->AllReduce(f);  // warm-up
   for (int it = 0; it < o.iters && g.ok(); ++it) {
-    std::memcpy(buf.data(), fin.data(), bytes);
+    if (bytes > 0) std::memcpy(buf.data(), fin.data(), bytes);
     if (!barrier(me.gloo_error, &me.gloo_code)) return 1;
     auto t0 = Clock::now();
     g = (*ring)->AllReduce(f);
