@@ -50,6 +50,17 @@ std::unique_ptr<TestFabric> StartFabric(double drop = 0, double dup = 0) {
   return f.ok() ? std::move(f).value() : nullptr;
 }
 
+// Waits (up to 10 s) until the fabric has handled n JOIN messages: a test that needs one rank's
+// JOIN to reach the fabric first waits for it instead of sleeping (a 100 ms sleep lost that race
+// under the sanitizers on a loaded machine).
+void WaitForJoins(TestFabric& f, uint64_t n) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (dp::Get(f.control_counters(), dp::ControlCounter::kJoins) < n &&
+         std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 CommConfig BaseConfig(const TestFabric& f, uint16_t world, uint16_t k = 256,
                       uint16_t window = 256) {
   CommConfig c;
@@ -453,7 +464,7 @@ TEST(Join, MismatchedParamsAreRejected) {
   c1.k = 64;  // differs from rank 0's K
   Result<std::unique_ptr<Communicator>> r0 = Status(StatusCode::kInternal, "unset");
   std::thread t([&] { r0 = Communicator::Create(c0); });
-  std::this_thread::sleep_for(milliseconds(100));  // rank 0 registers the job first
+  WaitForJoins(*fabric, 1);  // rank 0 registers the job first
   auto r1 = Communicator::Create(c1);
   t.join();
   ASSERT_FALSE(r1.ok());
@@ -582,7 +593,7 @@ TEST(Lanes, RanksWithDifferentLaneCountsAreRejected) {
     CommConfig rc = c;
     rc.rank = static_cast<uint16_t>(r);
     rc.progress_threads = r == 0 ? 2 : 3;
-    if (r == 1) std::this_thread::sleep_for(milliseconds(100));  // rank 0 fixes L = 2
+    if (r == 1) WaitForJoins(*fabric, 1);  // rank 0 fixes L = 2
     errs[r] = Communicator::Create(rc).status();
   });
   EXPECT_EQ(errs[1].code(), StatusCode::kInvalidArgument) << errs[1].ToString();  // bad_params
