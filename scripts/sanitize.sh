@@ -38,7 +38,8 @@ ASAN_TARGETS=(
   # prop
   dp_fast_differential_test host_quant_prop_test
   # fuzz (corpus replays)
-  dp_fuzz_replay_test fuzz_corpus_replay_test
+  dp_fuzz_replay_test proto_roce_fuzzer_replay_test host_result_fuzzer_replay_test
+  dp_switch_fuzzer_replay_test
   # e2e on loopback
   switchd_e2e_test host_capi_test host_comm_test host_job_alloc_test e2e_allreduce_test
   e2e_multihost_test tools_gloo_ring_test nccl_core_test

@@ -1,0 +1,260 @@
+// libFuzzer target: the switch's parsers and the control plane as a state machine. A ControlPlane
+// (dataplane/include/ina/dp/control.h) drives a fast engine, and packets are classified as
+// ina-switchd's loop does (switch.h): control types to HandleControl, data through the source
+// check (CheckDataSource) to the engine, everything else to the engine, which counts it.
+//
+// Input: records, each an op byte and its operands, from one of 6 peers (IPv4 and IPv6):
+//   op%4 0: a control message: type (join, leave, alloc_job; 1 in 8 any), job (0..3 or an
+//           alloc-range id), rank, world, K, window, lane, lanes, aux, sometimes a body; sealed
+//           unless a flag says raw (so most get past the CRC check).
+//   op%4 1: a data packet: job, rank, slot, gen, count (<= K mostly), offset, flags, a payload;
+//           sealed unless a flag says raw.
+//   op%4 2: time passes (0..2.5 s) and Tick runs (job_timeout 1 s).
+//   op%4 3: raw bytes (sealed or not).
+// Checked after every record: every reply and result is a whole message with a good CRC32C
+// trailer; replies are join_ack, error or alloc_ack; a result is for a job the control plane has
+// active and goes to at least one peer; the control plane's job table is consistent (Jobs() has
+// num_jobs() entries, each active job's slots lie in the pool, no two overlap, the largest free
+// extent fits in what is left), and between inputs every job's teardown gives the whole pool back.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "ina/dp/control.h"
+#include "ina/dp/fast_engine.h"
+#include "ina/dp/ref_engine.h"
+#include "ina/proto/crc32c.h"
+#include "ina/proto/wire.h"
+#include "support/fuzz_check.h"
+
+namespace {
+
+using namespace ina::dp;
+namespace proto = ina::proto;
+
+constexpr uint32_t kPoolSlots = 16;
+constexpr size_t kPeers = 6;
+
+class Reader {
+ public:
+  Reader(const uint8_t* d, size_t n) : d_(d), n_(n) {}
+  bool empty() const { return pos_ >= n_; }
+  uint8_t Byte() { return pos_ < n_ ? d_[pos_++] : 0; }
+
+ private:
+  const uint8_t* d_;
+  size_t n_;
+  size_t pos_ = 0;
+};
+
+void CheckMessage(std::span<const uint8_t> p, const char* what) {
+  FUZZ_CHECK(p.size() >= proto::MessageBytes(0) && p.size() <= proto::kMaxPacketBytes,
+             "%s of %zu bytes", what, p.size());
+  FUZZ_CHECK(proto::MessageCrcOk(p), "%s with a bad trailer", what);
+  FUZZ_CHECK(proto::GetVersion(p.data()) == proto::kVersion, "%s of version %u", what,
+             proto::GetVersion(p.data()));
+  FUZZ_CHECK(p.size() == proto::MessageBytes(proto::GetCount(p.data())) ||
+                 proto::GetType(p.data()) != static_cast<uint8_t>(proto::MsgType::kResult),
+             "result length %zu for count %u", p.size(), proto::GetCount(p.data()));
+}
+
+class Replies final : public ReplySink {
+ public:
+  void Send(const Peer& to, std::span<const uint8_t> p) override {
+    CheckMessage(p, "reply");
+    FUZZ_CHECK(p.size() == proto::MessageBytes(0), "reply with a body");
+    const auto t = static_cast<proto::MsgType>(proto::GetType(p.data()));
+    FUZZ_CHECK(t == proto::MsgType::kJoinAck || t == proto::MsgType::kError ||
+                   t == proto::MsgType::kAllocAck,
+               "reply of type %u", proto::GetType(p.data()));
+    ++sent;
+  }
+  size_t sent = 0;
+};
+
+class Results final : public Emitter {
+ public:
+  explicit Results(ControlPlane*& cp) : cp_(cp) {}
+  void OnResult(uint16_t job, uint16_t dest, std::span<const uint8_t> p) override {
+    CheckMessage(p, "result");
+    FUZZ_CHECK(proto::GetJob(p.data()) == job && proto::GetRank(p.data()) == dest,
+               "result header names job %u rank %u, emitted for %u / %u", proto::GetJob(p.data()),
+               proto::GetRank(p.data()), job, dest);
+    FUZZ_CHECK(!cp_->Destinations(job, dest, proto::GetSlot(p.data())).empty(),
+               "result for job %u rank %u slot %u that the control plane has no peer for", job,
+               dest, proto::GetSlot(p.data()));
+  }
+
+ private:
+  ControlPlane*& cp_;
+};
+
+void CheckJobs(const ControlPlane& cp) {
+  const std::vector<JobInfo> jobs = cp.Jobs();
+  FUZZ_CHECK(jobs.size() == cp.num_jobs(), "Jobs() %zu, num_jobs %zu", jobs.size(), cp.num_jobs());
+  uint32_t used = 0;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const JobInfo& a = jobs[i];
+    if (!a.active) continue;
+    FUZZ_CHECK(a.window >= 1 && a.slot_base + a.window <= cp.pool_slots(), "job %u slots [%u,+%u)",
+               a.job_id, a.slot_base, a.window);
+    FUZZ_CHECK(a.joined == a.world_size, "active job %u with %u of %u ranks", a.job_id, a.joined,
+               a.world_size);
+    used += a.window;
+    for (size_t k = i + 1; k < jobs.size(); ++k) {
+      const JobInfo& b = jobs[k];
+      FUZZ_CHECK(a.job_id != b.job_id, "job %u twice", a.job_id);
+      if (!b.active) continue;
+      FUZZ_CHECK(a.slot_base + a.window <= b.slot_base || b.slot_base + b.window <= a.slot_base,
+                 "jobs %u and %u overlap", a.job_id, b.job_id);
+    }
+  }
+  FUZZ_CHECK(cp.LargestFreeExtent() <= cp.pool_slots() - used, "free extent %u, %u of %u used",
+             cp.LargestFreeExtent(), used, cp.pool_slots());
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  static const std::vector<Peer> peers = [] {
+    std::vector<Peer> v;
+    for (size_t i = 0; i < kPeers; ++i) {
+      if (i < kPeers - 1) {
+        sockaddr_in a{};
+        a.sin_family = AF_INET;
+        a.sin_port = htons(static_cast<uint16_t>(40000 + i));
+        a.sin_addr.s_addr = htonl(0x7f000001);
+        v.push_back(Peer::From(reinterpret_cast<const sockaddr*>(&a), sizeof a));
+      } else {
+        sockaddr_in6 a{};
+        a.sin6_family = AF_INET6;
+        a.sin6_port = htons(40000);
+        a.sin6_addr = in6addr_loopback;
+        v.push_back(Peer::From(reinterpret_cast<const sockaddr*>(&a), sizeof a));
+      }
+    }
+    return v;
+  }();
+
+  // One engine and control plane for the whole run (a fresh pair per input would spend nearly all
+  // the time mapping and zeroing their job tables). Each input starts after a Tick past the job
+  // timeout, which must have freed every job and reservation and given the whole pool back: the
+  // teardown is checked as well.
+  static std::unique_ptr<Engine> engine = MakeFastEngine(EngineLimits{kPoolSlots, 4});
+  static std::unique_ptr<ControlPlane> owner = [] {
+    ControlConfig cc;
+    cc.max_jobs = 3;
+    cc.job_timeout = std::chrono::seconds(1);
+    auto created = ControlPlane::Create(*engine, cc);
+    FUZZ_CHECK(created.ok(), "Create: %s", created.status().ToString().c_str());
+    return std::move(*created);
+  }();
+  static ControlPlane::TimePoint now{};
+  ControlPlane* cp = owner.get();
+  Replies replies;
+  Results results(cp);
+  now += std::chrono::seconds(3);
+  cp->Tick(now, replies);
+  FUZZ_CHECK(cp->num_jobs() == 0 && cp->num_reserved() == 0, "%zu jobs, %zu reservations left",
+             cp->num_jobs(), cp->num_reserved());
+  FUZZ_CHECK(cp->LargestFreeExtent() == cp->pool_slots(), "free extent %u of %u after teardown",
+             cp->LargestFreeExtent(), cp->pool_slots());
+  now += std::chrono::seconds(3);  // nothing of the last input is within a timeout any more
+  Reader in(data, size);
+  std::vector<uint8_t> pkt;
+
+  while (!in.empty()) {
+    const uint8_t op = in.Byte();
+    const Peer& from = peers[(op >> 2) % kPeers];
+    bool sealed = true;
+    switch (op % 4) {
+      case 0: {  // control message
+        proto::Header h;
+        h.version = proto::kVersion;
+        const uint8_t t = in.Byte();
+        static constexpr proto::MsgType kTypes[] = {proto::MsgType::kJoin, proto::MsgType::kJoin,
+                                                    proto::MsgType::kLeave,
+                                                    proto::MsgType::kAllocJob};
+        h.type = (t & 0x80) ? t % 10 : static_cast<uint8_t>(kTypes[t % 4]);
+        const uint8_t j = in.Byte();
+        h.job = (j & 0x80) ? static_cast<uint16_t>(proto::kAllocJobMin + (j & 3)) : j % 4;
+        const uint8_t r = in.Byte();
+        h.rank = r % 4;
+        h.aux = static_cast<uint16_t>((r & 0x80) ? in.Byte() : 1 + (r >> 2) % 3);  // world
+        const uint8_t kw = in.Byte();
+        h.count = (kw & 0x80) ? in.Byte() : ((kw & 1) ? 256 : 64);  // K
+        h.offset = (kw >> 1) % 6;                                   // window
+        const uint8_t lanes = in.Byte();
+        h.slot = lanes % 3;        // lane
+        h.gen = (lanes >> 2) % 3;  // lanes (JOIN), nonce (ALLOC_JOB)
+        sealed = !(lanes & 0x80);
+        const size_t body = (lanes & 0x40) ? in.Byte() % 9 : 0;
+        pkt.assign(proto::kHeaderBytes + body + proto::kCrcBytes, 0);
+        proto::EncodeHeader(h, pkt.data());
+        break;
+      }
+      case 1: {  // data packet
+        proto::Header h;
+        h.version = proto::kVersion;
+        h.type = static_cast<uint8_t>(proto::MsgType::kData);
+        const uint8_t a = in.Byte();
+        h.job = a % 4;
+        h.rank = (a >> 2) % 4;
+        h.slot = (a >> 4) % 4;
+        sealed = !(a & 0x40);
+        const uint8_t g = in.Byte();
+        h.gen = static_cast<uint16_t>(g % 6 - 2);
+        h.flags = (g >> 3) % 8;
+        h.exp = in.Byte();
+        h.next_exp = in.Byte();
+        const uint8_t cnt = in.Byte();
+        h.count = (cnt & 0x80) ? static_cast<uint16_t>(cnt * 3) : cnt % 65;
+        h.offset = in.Byte();
+        const size_t payload = (cnt & 0x40) ? in.Byte() : size_t{h.count} * proto::kElemBytes;
+        pkt.assign(proto::kHeaderBytes + payload + proto::kCrcBytes, 0);
+        proto::EncodeHeader(h, pkt.data());
+        for (size_t i = 0; i < payload; i += 4) pkt[proto::kHeaderBytes + i + 3] = in.Byte();
+        break;
+      }
+      case 2: {  // time
+        now += std::chrono::milliseconds(size_t{in.Byte()} * 10);
+        cp->Tick(now, replies);
+        CheckJobs(*cp);
+        continue;
+      }
+      default: {  // raw bytes
+        const size_t len = in.Byte() % 64;
+        sealed = in.Byte() & 1;
+        pkt.assign(len + proto::kCrcBytes, 0);
+        for (size_t i = 0; i < len; ++i) pkt[i] = in.Byte();
+        break;
+      }
+    }
+    if (sealed) {
+      proto::SealMessage(pkt.data(), pkt.size() - proto::kCrcBytes);
+    } else {
+      pkt.resize(pkt.size() - proto::kCrcBytes);
+    }
+    // ina-switchd's classification (switch.h).
+    const std::span<const uint8_t> p(pkt);
+    if (p.size() >= proto::kHeaderBytes && proto::GetVersion(p.data()) == proto::kVersion &&
+        ControlPlane::IsControlType(proto::GetType(p.data()))) {
+      cp->HandleControl(p, from, now, replies);
+    } else if (p.size() >= proto::kHeaderBytes && proto::GetVersion(p.data()) == proto::kVersion &&
+               proto::GetType(p.data()) == static_cast<uint8_t>(proto::MsgType::kData) &&
+               cp->CheckDataSource(proto::GetJob(p.data()), proto::GetRank(p.data()),
+                                   proto::GetSlot(p.data()), from, now) == SourceCheck::kForeign) {
+      // drop_foreign_src: the engine never sees it
+    } else {
+      engine->Process(p, results);
+    }
+    CheckJobs(*cp);
+  }
+  return 0;
+}

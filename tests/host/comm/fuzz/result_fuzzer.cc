@@ -1,0 +1,204 @@
+// libFuzzer target: a worker's acceptance of what the fabric sends (results, errors, join_ack),
+// through the progress state machine SlotWindow (host/src/comm/slot_window.h) with a fake clock.
+//
+// Input: byte 0 = config (world 1 + b%4; K 256 if bit 2 else 64; window 1 + (b>>3)%4; int32 op
+// if bit 5; two lanes if bit 6, this window lane b>>7), byte 1 = tensor size, then records, each
+// an op byte and its operands:
+//   op%4 0: echo: (slot, dest, edits, sealed) a result built from the packet last sent on slot
+//           `slot`: type result, rank = own or all (dest bit 0), then `edits` (pos, xor) byte
+//           edits, then sealed unless `sealed` bit 0 is set (so most pass the CRC check and reach
+//           the field checks; some exercise bad_crc).
+//   op%4 1: raw: (len, sealed, bytes...) a packet of the input's bytes, sealed or not.
+//   op%4 2: control: (type, aux, count, offset, sealed) a header-only message for this job.
+//   op%4 3: time: advance the clock by b ms (b = next byte), then timers and the progress check.
+// After each record the queued packets are "sent" (remembered per slot for echo). OnPacket must
+// return OK, Aborted or Internal (slot_window.h); a failed or finished op ends and the next op
+// begins (its Begin may be Aborted once a peer left; then the input ends).
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "ina/host/quant.h"
+#include "ina/proto/crc32c.h"
+#include "ina/proto/wire.h"
+#include "slot_window.h"
+#include "support/fuzz_check.h"
+
+namespace {
+
+using ina::Status;
+using ina::StatusCode;
+using ina::host::internal::OpDesc;
+using ina::host::internal::SlotWindow;
+using ina::host::internal::TimePoint;
+using ina::host::internal::WindowConfig;
+namespace proto = ina::proto;
+
+class Reader {
+ public:
+  Reader(const uint8_t* d, size_t n) : d_(d), n_(n) {}
+  bool empty() const { return pos_ >= n_; }
+  uint8_t Byte() { return pos_ < n_ ? d_[pos_++] : 0; }
+
+ private:
+  const uint8_t* d_;
+  size_t n_;
+  size_t pos_ = 0;
+};
+
+struct Harness {
+  explicit Harness(const WindowConfig& cfg)
+      : window(cfg, ina::host::quant::ActiveKernels()), last(cfg.window) {}
+
+  void Drain(TimePoint now) {
+    std::array<ina::host::TxPacket, 64> tx;
+    while (window.tx_queued() > 0) {
+      const size_t n = window.PeekTx(tx);
+      FUZZ_CHECK(n > 0 && n <= window.tx_queued(), "PeekTx %zu of %zu", n, window.tx_queued());
+      for (size_t i = 0; i < n; ++i) {
+        FUZZ_CHECK(tx[i].len >= proto::kHeaderBytes + proto::kCrcBytes &&
+                       tx[i].len <= proto::kMaxPacketBytes,
+                   "sent %zu bytes", tx[i].len);
+        FUZZ_CHECK(proto::MessageCrcOk({tx[i].data, tx[i].len}), "sent an unsealed packet");
+        const uint16_t slot = proto::GetSlot(tx[i].data);
+        FUZZ_CHECK(slot < last.size(), "sent slot %u", slot);
+        last[slot].assign(tx[i].data, tx[i].data + tx[i].len);
+      }
+      window.OnSent(n, now);
+    }
+  }
+
+  SlotWindow window;
+  std::vector<std::vector<uint8_t>> last;  // per slot: the last packet sent
+};
+
+void CheckStatus(const Status& s) {
+  FUZZ_CHECK(s.ok() || s.code() == StatusCode::kAborted || s.code() == StatusCode::kInternal,
+             "OnPacket returned %s", s.ToString().c_str());
+}
+
+}  // namespace
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  if (size < 2) return 0;
+  Reader in(data, size);
+  const uint8_t c = in.Byte();
+  WindowConfig cfg;
+  cfg.job_id = 7;
+  cfg.world_size = static_cast<uint16_t>(1 + c % 4);
+  cfg.rank = static_cast<uint16_t>(cfg.world_size - 1);
+  cfg.k = (c & 4) ? 256 : 64;
+  cfg.window = static_cast<uint16_t>(1 + (c >> 3) % 4);
+  cfg.lanes = (c & 0x40) ? 2 : 1;
+  cfg.lane = static_cast<uint16_t>(cfg.lanes == 2 ? c >> 7 : 0);
+  const bool is_int = c & 0x20;
+  const size_t n = 1 + (size_t{in.Byte()} * 37) % (size_t{cfg.k} * 6);
+
+  Harness h(cfg);
+  std::vector<float> f(n);
+  std::vector<int32_t> iv(n);
+  uint64_t seq = 0;
+  TimePoint now{};
+  auto begin = [&]() -> bool {
+    for (size_t i = 0; i < n; ++i) {
+      f[i] = static_cast<float>(static_cast<int>((i * 2654435761u + seq) % 2001) - 1000) / 8.0f;
+      iv[i] = static_cast<int32_t>((i * 40503u + seq) % 100001) - 50000;
+    }
+    OpDesc op;
+    op.is_float = !is_int;
+    op.f = f.data();
+    op.i = iv.data();
+    op.n = n;
+    op.seq = seq++;
+    const Status s = h.window.Begin(op, now);
+    if (!s.ok()) {
+      FUZZ_CHECK(s.code() == StatusCode::kAborted, "Begin returned %s", s.ToString().c_str());
+      return false;
+    }
+    h.Drain(now);
+    return true;
+  };
+  if (!begin()) return 0;
+
+  std::vector<uint8_t> pkt;
+  while (!in.empty()) {
+    const uint8_t op = in.Byte();
+    Status s;
+    bool packet = true;
+    switch (op % 4) {
+      case 0: {  // echo of a sent packet as a result
+        const uint16_t slot = in.Byte() % cfg.window;
+        const uint8_t dest = in.Byte();
+        const uint8_t edits = in.Byte() % 8;
+        if (h.last[slot].empty()) {
+          packet = false;
+          break;
+        }
+        pkt = h.last[slot];
+        proto::SetType(pkt.data(), static_cast<uint8_t>(proto::MsgType::kResult));
+        proto::SetRank(pkt.data(), (dest & 1) ? proto::kRankAll : cfg.rank);
+        proto::SetFlags(pkt.data(), proto::GetFlags(pkt.data()) & ~proto::flags::kRetx);
+        for (uint8_t e = 0; e < edits; ++e) {
+          const uint8_t pos = in.Byte();
+          pkt[pos % (pkt.size() - proto::kCrcBytes)] ^= in.Byte();
+        }
+        if (!(in.Byte() & 1)) proto::SealMessage(pkt.data(), pkt.size() - proto::kCrcBytes);
+        break;
+      }
+      case 1: {  // raw bytes
+        const size_t len = std::min<size_t>(in.Byte() * 5, 1100);
+        const bool sealed = in.Byte() & 1;
+        pkt.assign(len + proto::kCrcBytes, 0);
+        for (size_t i = 0; i < len; ++i) pkt[i] = in.Byte();
+        if (sealed) {
+          proto::SealMessage(pkt.data(), len);
+        } else {
+          pkt.resize(len);
+        }
+        break;
+      }
+      case 2: {  // a control message for this job
+        pkt.assign(proto::MessageBytes(0), 0);
+        proto::Header hd;
+        hd.version = proto::kVersion;
+        hd.type = in.Byte() % 10;
+        hd.job = cfg.job_id;
+        hd.rank = cfg.rank;
+        hd.aux = in.Byte() % 10;
+        hd.count = in.Byte();
+        hd.offset = in.Byte();
+        proto::EncodeHeader(hd, pkt.data());
+        if (!(in.Byte() & 1)) proto::SealMessage(pkt.data(), proto::kHeaderBytes);
+        break;
+      }
+      default: {  // time passes
+        packet = false;
+        now += std::chrono::milliseconds(in.Byte());
+        h.window.OnTimers(now);
+        const TimePoint next = h.window.NextDeadline();
+        FUZZ_CHECK(!h.window.active() || next != TimePoint::max() || h.window.done(),
+                   "active op without a deadline");
+        s = h.window.CheckProgress(now);
+        FUZZ_CHECK(s.ok() || s.code() == StatusCode::kDeadlineExceeded, "CheckProgress: %s",
+                   s.ToString().c_str());
+        break;
+      }
+    }
+    if (packet) {
+      s = h.window.OnPacket(pkt, now);
+      CheckStatus(s);
+    }
+    h.Drain(now);
+    FUZZ_CHECK(h.window.blocks_remaining() >= 0, "remaining %lld",
+               static_cast<long long>(h.window.blocks_remaining()));
+    if (!s.ok() || h.window.done()) {
+      h.window.End();
+      if (!begin()) return 0;
+    }
+  }
+  h.window.End();
+  return 0;
+}
