@@ -116,7 +116,9 @@ TEST(AllReduceE2eLanes, ProgressThreadsGiveTheOneLaneResultBitForBit) {
       EXPECT_EQ(code, 0) << json;
       EXPECT_TRUE(JsonTrue(json, "verified")) << json;
       EXPECT_GT(JsonNumber(json, "retransmissions"), 0) << json;
-      EXPECT_EQ(JsonNumber(json, "join_acks"), 4 * lanes) << json;
+      // At least one per lane: a JOIN resent before its join_ack arrived (1% loss, or a slow
+      // machine: under ASan 17 for 12 lanes) is answered again.
+      EXPECT_GE(JsonNumber(json, "join_acks"), 4 * lanes) << json;
       EXPECT_EQ(JsonNumber(json, "drop_foreign_src"), 0) << json;
       EXPECT_EQ(JsonNumber(json, "jobs_done"), 1) << json;
       if (fingerprint.empty()) fingerprint = JsonString(json, "fingerprint");
