@@ -78,26 +78,35 @@ run_one() {
   fi
   # Only targets this configuration defines (a part that is skipped here has none).
   local have=() defined
-  defined=$(cmake --build "$dir" --target help)
+  defined=$(cmake --build "$dir" --target help) || return 1
   for t in "${targets[@]}"; do
     if grep -q "^$t:" <<<"$defined"; then have+=("$t"); fi
   done
   echo "sanitize.sh: $preset: building ${#have[@]} targets in $dir"
-  cmake --build "$dir" -j "$JOBS" --target "${have[@]}"
+  # (explicit checks: set -e does not apply inside a function called with ||)
+  cmake --build "$dir" -j "$JOBS" --target "${have[@]}" || return 1
   local t1=$SECONDS
   echo "sanitize.sh: $preset: build $((t1 - t0)) s"
-  (cd "$dir" && ctest --output-on-failure -j "$JOBS" -L "$labels" -E "$EXCLUDE" ${CTEST_ARGS:-})
+  local rc=0
+  (cd "$dir" && ctest --output-on-failure -j "$JOBS" -L "$labels" -E "$EXCLUDE" ${CTEST_ARGS:-}) ||
+    rc=$?
   echo "sanitize.sh: $preset: build $((t1 - t0)) s, tests $((SECONDS - t1)) s"
+  return $rc
 }
 
 presets=("$@")
 [ ${#presets[@]} -gt 0 ] || presets=(asan tsan)
+failed=()
 for p in "${presets[@]}"; do
   case "$p" in
-    asan | tsan) run_one "$p" ;;
+    asan | tsan) run_one "$p" || failed+=("$p") ;;
     *)
       echo "usage: scripts/sanitize.sh [asan|tsan]..." >&2
       exit 2
       ;;
   esac
 done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "sanitize.sh: failed under: ${failed[*]}" >&2
+  exit 1
+fi
