@@ -311,6 +311,11 @@ TEST(AllReduce, AsyncRequestsCompleteInOrder) {
   EXPECT_EQ(empty.Wait().code(), StatusCode::kFailedPrecondition);
 }
 
+// What the tests allow above a documented error time for the OS to run the progress thread and
+// then the caller (docs/host.md, "Failure semantics and bounded error times"): on an idle machine
+// it is under a millisecond; 2 s keeps a loaded 2-core CI machine from failing them.
+constexpr double kSchedulingAllowance = 2.0;
+
 TEST(AllReduce, SilentRankMakesOthersFailWithinProgressTimeout) {
   auto fabric = StartFabric();
   ASSERT_NE(fabric, nullptr);
@@ -330,9 +335,19 @@ TEST(AllReduce, SilentRankMakesOthersFailWithinProgressTimeout) {
   EXPECT_EQ(st[0].code(), StatusCode::kDeadlineExceeded) << st[0].ToString();
   EXPECT_NE(st[0].message().find("slot"), std::string::npos) << st[0].message();
   EXPECT_EQ(st[1].code(), StatusCode::kAborted) << st[1].ToString();
+  // docs/host.md, "Failure semantics and bounded error times": never before the timeout, counted
+  // from the op's start on the progress thread (after t0), so rank 0's lower bound is exact; rank
+  // 1 started its call up to a few ms after rank 0 did. Above it only scheduling delay, which a
+  // loaded machine stretches: kSchedulingAllowance, not a promise of the library.
+  std::printf(
+      "rank 0: DEADLINE_EXCEEDED %.1f ms after its call (progress_timeout_ms 600): "
+      "%.1f ms late; rank 1: ABORTED after %.1f ms\n",
+      took[0] * 1e3, (took[0] - 0.6) * 1e3, took[1] * 1e3);
+  std::printf("rank 0: %s\n", st[0].ToString().c_str());
+  EXPECT_GE(took[0], 0.6);
+  EXPECT_GE(took[1], 0.55);
   for (int r = 0; r < 2; ++r) {
-    EXPECT_GE(took[r], 0.55) << "rank " << r;
-    EXPECT_LT(took[r], 0.6 + 3.0) << "rank " << r;  // rank 0's timeout + slack, both ranks
+    EXPECT_LT(took[r], 0.6 + kSchedulingAllowance) << "rank " << r;
     // The communicator is failed now: later calls say so at once, with the original error.
     std::vector<float> more(10);
     Status again = comms[r]->AllReduce(std::span(more));
