@@ -96,25 +96,22 @@ void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint no
   const uint16_t lanes = h.gen == 0 ? 1 : h.gen;
   const uint16_t lane = h.slot;
   int32_t idx = index_[h.job];
-  // Out of range: the first JoinParam at fault, in the order of the table in proto/ina.toml.
-  p::JoinParam bad = p::JoinParam::kNone;
-  uint32_t bad_value = 0;
-  if (!p::IsValidK(k)) {
-    bad = p::JoinParam::kK, bad_value = k;
-  } else if (world < 1 || world > p::kMaxWorkers) {
-    bad = p::JoinParam::kWorldSize, bad_value = world;
-  } else if (window < 1) {
-    bad = p::JoinParam::kWindow, bad_value = window;
-  } else if (h.rank >= world) {
-    bad = p::JoinParam::kRank, bad_value = h.rank;
-  } else if (lanes > p::kMaxLanes) {
-    bad = p::JoinParam::kLanes, bad_value = lanes;
-  } else if (lane >= lanes) {
-    bad = p::JoinParam::kLane, bad_value = lane;
-  }
-  if (bad != p::JoinParam::kNone) {
+  // Out of range: the first JoinParam at fault, in the order of the table in proto/ina.toml, and
+  // the value the JOIN sent for it.
+  struct Bad {
+    p::JoinParam param;
+    uint32_t value;
+  };
+  const Bad bad = !p::IsValidK(k)                       ? Bad{p::JoinParam::kK, k}
+                  : world < 1 || world > p::kMaxWorkers ? Bad{p::JoinParam::kWorldSize, world}
+                  : window < 1                          ? Bad{p::JoinParam::kWindow, window}
+                  : h.rank >= world                     ? Bad{p::JoinParam::kRank, h.rank}
+                  : lanes > p::kMaxLanes                ? Bad{p::JoinParam::kLanes, lanes}
+                  : lane >= lanes                       ? Bad{p::JoinParam::kLane, lane}
+                                                        : Bad{p::JoinParam::kNone, 0};
+  if (bad.param != p::JoinParam::kNone) {
     Refuse(idx < 0 ? nullptr : &jobs_[static_cast<size_t>(idx)], h, from, p::ErrorCode::kBadParams,
-           bad, p::kJoinValueNone, bad_value, out);
+           bad.param, p::kJoinValueNone, bad.value, out);
     return;
   }
   if (idx < 0) {

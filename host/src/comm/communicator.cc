@@ -149,7 +149,9 @@ Status JoinError(const proto::Header& e, const CommConfig& cfg, uint16_t lane,
                            std::to_string(cfg.rank) + " lane " + std::to_string(lane));
     case proto::ErrorCode::kPeerRefused: {
       const std::string peer = "rank " + std::to_string(e.count);
-      m += ": " + peer + "'s JOIN was refused, so the job cannot start: ";
+      m += ": " + peer + "'s JOIN was refused, so the job cannot start";
+      if (param == proto::JoinParam::kNone) return Aborted(m);
+      m += ": ";
       if (param == proto::JoinParam::kRankTaken) {
         return Aborted(m + "another process had already joined as " + peer + " lane " +
                        std::to_string(e.offset) + " (two processes with the same rank?)");

@@ -59,8 +59,8 @@
 // whose trailer does not match is dropped before any field but the version is read
 // (control_bad_crc); one of another length is control_malformed.
 // Error and join_ack packets are header-only: version, type, job, rank = the receiver's rank (for
-// errors answering a request: the request's rank), count/offset as above, aux = error code; the
-// control plane seals each with its trailer.
+// errors answering a request: the request's rank), count/slot/offset as above (0 where not
+// given), aux = error code; the control plane seals each with its trailer.
 //
 // Data path helpers, O(1), no allocation: CheckDataSource (is this peer the one that joined as
 // (job, rank, the lane of the packet's slot)? also records activity for the timeout) and
