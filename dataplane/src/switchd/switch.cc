@@ -2,6 +2,8 @@
 #include "ina/dp/switchd/switch.h"
 
 #include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
 
 #include <algorithm>
 #include <atomic>
@@ -572,12 +574,21 @@ Status Switch::Run(const volatile std::sig_atomic_t* stop, const StatsCallback& 
   std::vector<std::thread> threads;
   std::vector<Status> results(cores_.size());
   std::atomic<bool> abort{false};
+  // Only core 0 (this thread) reads *stop: a sig_atomic_t set by a signal handler is safe for the
+  // thread the handler interrupted, not across threads (TSan reported the race with --cores 2).
+  // The other cores are created with every signal blocked, so the handler always runs here, and
+  // they stop on `abort`, which core 0 sets when it returns for any reason.
+  static const volatile std::sig_atomic_t kNeverStop = 0;
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
   for (size_t c = 1; c < cores_.size(); ++c) {
-    threads.emplace_back([this, c, stop, &results, &abort] {
-      results[c] = cores_[c]->Run(stop, &abort, {});
+    threads.emplace_back([this, c, &results, &abort] {
+      results[c] = cores_[c]->Run(&kNeverStop, &abort, {});
       if (!results[c].ok()) abort = true;
     });
   }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   auto next_stats = start_ + std::chrono::milliseconds(config_.stats_interval_ms);
   auto every_tick = [&] {
     if (config_.stats_interval_ms == 0) return;
@@ -593,7 +604,7 @@ Status Switch::Run(const volatile std::sig_atomic_t* stop, const StatsCallback& 
     next_stats = now + std::chrono::milliseconds(config_.stats_interval_ms);
   };
   results[0] = cores_[0]->Run(stop, &abort, every_tick);
-  if (!results[0].ok()) abort = true;
+  abort = true;  // stopped or failed: the other cores stop too
   for (auto& t : threads) t.join();
   for (const Status& st : results) {
     if (!st.ok()) return st;
