@@ -190,10 +190,11 @@ class Switch::Core final : private Emitter, private ReplySink {
     set(SwitchCounter::kTxPackets, sum.tx_packets);
     set(SwitchCounter::kTxErrors,
         counters_[static_cast<size_t>(SwitchCounter::kTxErrors)] + sum.tx_dropped);
-    // Every way a job is freed: an aborting LEAVE, the last graceful LEAVE, the timeout.
-    set(SwitchCounter::kJobsFreed, Get(c, ControlCounter::kJobsLeft) +
-                                       Get(c, ControlCounter::kJobsDone) +
-                                       Get(c, ControlCounter::kJobsTimedOut));
+    // Every way a job is freed: an aborting LEAVE, the last graceful LEAVE, the timeout, the
+    // engine ending it (ranks disagree).
+    set(SwitchCounter::kJobsFreed,
+        Get(c, ControlCounter::kJobsLeft) + Get(c, ControlCounter::kJobsDone) +
+            Get(c, ControlCounter::kJobsTimedOut) + Get(c, ControlCounter::kJobsFailed));
     for (size_t i = 0; i < kNumSwitchCounters; ++i) {
       pub_[k++].store(sw[i], std::memory_order_relaxed);
     }
@@ -313,6 +314,8 @@ class Switch::Core final : private Emitter, private ReplySink {
     if (data_n_ == 0) return;
     engine_->ProcessBurst({data_burst_.data(), data_n_}, *this);
     data_n_ = 0;
+    // A job the engine ended (its ranks disagree): every rank hears at once, not at a timeout.
+    (void)control_->HandleEngineFailures(*this);
   }
 
   void Tick(Clock::time_point now) {

@@ -787,7 +787,7 @@ TEST_F(ControlTest, AdmittedJobAggregatesThroughTheEngine) {
   for (uint16_t r = 0; r < 3; ++r) {
     ASSERT_EQ(cp_->CheckDataSource(42, r, 0, MakePeer(static_cast<uint16_t>(5000 + r)), {}),
               SourceCheck::kOk);
-    engine_->Process(Data(42, r, 1, 0, {r + 1, -10 * r, 1 << 30}), rc);
+    engine_->Process(Data(42, r, 0, 0, {r + 1, -10 * r, 1 << 30}), rc);
   }
   ASSERT_EQ(rc.items.size(), 1u);
   EXPECT_EQ(rc.items[0].dest, p::kRankAll);
