@@ -396,6 +396,34 @@ TEST_F(SlotWindowTest, JobAbortedAndRankLeft) {
             StatusCode::kAborted);
 }
 
+// error(rank_mismatch): the fabric ended the job because two ranks' blocks disagree; the op fails
+// at once (idle too) with Aborted naming the slot, generation and rank the fabric reported.
+TEST_F(SlotWindowTest, RankMismatchFailsAtOnceNamingWhere) {
+  std::vector<uint8_t> b(proto::MessageBytes(0));
+  proto::Header h;
+  h.version = proto::kVersion;
+  h.type = static_cast<uint8_t>(proto::MsgType::kError);
+  h.job = 7;
+  h.rank = 0;
+  h.slot = 3;
+  h.gen = 12;
+  h.count = 2;
+  h.aux = static_cast<uint16_t>(proto::ErrorCode::kRankMismatch);
+  proto::EncodeHeader(h, b.data());
+  Reseal(b);
+  SlotWindow w(Config(2, 64, 4), quant::ActiveKernels());
+  std::vector<int32_t> v(1000, 1);
+  ASSERT_TRUE(w.Begin(OpDesc{false, nullptr, v.data(), v.size(), 0}, t0_).ok());
+  const Status s = w.OnPacket(b, t0_);
+  EXPECT_EQ(s.code(), StatusCode::kAborted);
+  EXPECT_NE(s.message().find("ranks disagree (rank 2's block for slot 3 generation 12"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("same all-reduce calls"), std::string::npos) << s.message();
+  w.End();
+  EXPECT_EQ(w.OnPacket(b, t0_).code(), StatusCode::kAborted);
+}
+
 // Lanes: two windows, lane 0 and lane 1 of 2, split one op's slots (even / odd) between them.
 TEST_F(SlotWindowTest, TwoLanesSplitTheSlotsAndEachIsDoneWithItsOwnBlocks) {
   constexpr uint16_t kW = 5;
