@@ -277,6 +277,9 @@ module ina_agg
                         int32_new == mo.flags[ina_proto_pkg::FlagInt32Bit]));
     end
   end
+  // The other copy's bitmap and exponents play no part in the rules.
+  logic unused_mo;
+  assign unused_mo = ^{mo.bitmap, mo.exp, mo.next_exp};
   // Rule 13: a block that fits the history but differs from another rank's: the ranks disagree.
   assign differs = desc_i.offset != m.offset || desc_i.count != m.count || int32_new != int32_old;
 
