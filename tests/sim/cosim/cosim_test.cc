@@ -25,6 +25,7 @@
 #include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 #include "ina/sim/core_sim.h"
+#include "ina/sim/rtl_engine.h"
 #include "support/seed.h"
 
 namespace ina::sim {
@@ -406,6 +407,33 @@ TEST(CosimDirected, WindowHistoryAndDisagreeingRanks) {
   wc = Lockstep(*ref, rtl, jobs, pk, &failed, /*fresh=*/false);
   EXPECT_TRUE(failed.empty());
   EXPECT_EQ(dp::Get(wc, p::Counter::kResults), 8u);
+}
+
+// RtlEngine (the engine behind ina-rtlsim) reports a job the RTL ended through PollFailures, with
+// where and who from fail_where / fail_who, and has removed it: RemoveJob is NotFound, and the job
+// id can be installed again.
+TEST(RtlEngine, PollFailuresReportsAndRemovesTheEndedJob) {
+  std::mt19937_64 rng(Seed());
+  RtlEngine engine;
+  Job a;
+  a.cfg = {500, 2, 64, 8, 4};
+  ASSERT_TRUE(engine.AddJob(a.cfg).ok());
+  Collect out;
+  dp::JobFailure f[2];
+  EXPECT_EQ(engine.PollFailures(f), 0u);
+  engine.Process(DataPacket(rng, a, 0, 3, 0, 64, 192, 0), out);
+  engine.Process(DataPacket(rng, a, 1, 3, 0, 5, 192, 0), out);  // a shorter tensor: disagrees
+  ASSERT_EQ(engine.PollFailures(f), 1u);
+  EXPECT_EQ(f[0], (dp::JobFailure{500, p::ErrorCode::kRankMismatch, 3, 0, 1}));
+  EXPECT_EQ(engine.PollFailures(f), 0u);
+  EXPECT_EQ(engine.RemoveJob(500).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(engine.AddJob(a.cfg).ok());
+  engine.Process(DataPacket(rng, a, 0, 3, 0, 5, 192, 0), out);
+  engine.Process(DataPacket(rng, a, 1, 3, 0, 5, 192, 0), out);
+  EXPECT_EQ(out.out.size(), 1u);
+  const auto c = engine.counters();
+  EXPECT_EQ(dp::Get(c, p::Counter::kDropMismatch), 1u);
+  EXPECT_EQ(dp::Get(c, p::Counter::kResults), 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Traffic, CosimTest,
