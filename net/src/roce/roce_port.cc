@@ -24,7 +24,9 @@ namespace {
 constexpr uint32_t kEmptyQp = 0xFFFFFFFFu;
 constexpr size_t kRxBufBytes = 9216;  // a jumbo frame's datagram (active MTU 4096 and more)
 constexpr size_t kRxCap = 2 * kBurst;
-constexpr size_t kTxBufBytes = r::kUdOverheadBytes + proto::kMaxPacketBytes + 4;
+// IPv4 + UDP headers (built for the ICRC, not sent), BTH .. ICRC around the largest message, pad.
+constexpr size_t kTxBufBytes =
+    r::kIpv4Bytes + r::kUdpBytes + r::kUdOverheadBytes + proto::kMaxPacketBytes + 3;
 constexpr size_t kTxCap = 4 * kBurst;
 
 uint16_t Load16Be(const uint8_t* p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
@@ -204,6 +206,7 @@ class RocePort final : public Port {
       std::array<mmsghdr, kTxCap> msgs{};
       std::array<iovec, kTxCap> iov{};
       std::array<sockaddr_in, kTxCap> to{};
+      std::array<RocePsnTable::Entry*, kTxCap> entry{};
       size_t k = 0;
       for (size_t i = 0; i < n; ++i) {
         const TxPacket& p = pkts[done + i];
@@ -227,6 +230,7 @@ class RocePort final : public Port {
           break;
         }
         if (e != nullptr) e->psn = (psn + 1) & 0xFFFFFF;
+        entry[k] = e;
         iov[k] = {buf + r::kIpv4Bytes + r::kUdpBytes, len};
         to[k].sin_family = AF_INET;
         to[k].sin_port = htons(r::kUdpPort);
@@ -250,16 +254,13 @@ class RocePort final : public Port {
         }
         sent += static_cast<size_t>(rc);
       }
-      // PSNs were taken for the whole batch: a packet not sent is one lost on the way (the
-      // receiver sees a gap, as UD allows), never a PSN sent twice.
+      // The packets not sent give their PSNs back (last first), so a retry sends the same ones.
+      for (size_t j = k; j-- > sent;) {
+        if (entry[j] != nullptr) entry[j]->psn = (entry[j]->psn - 1) & 0xFFFFFF;
+      }
       stats_.tx_packets += sent;
       done += sent;
-      if (sent < k) {
-        stats_.tx_dropped += k - sent;
-        done += k - sent;
-        break;
-      }
-      if (k < n) break;
+      if (sent < k || k < n) break;
     }
     return done;
   }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "ina/net/roce.h"
+#include "ina/proto/wire.h"
 
 namespace ina::net {
 namespace {
@@ -305,8 +306,13 @@ TEST_F(RocePortLoopback, ReceivesGoodDropsBadRepliesPerQp) {
 
   // Replies: to each QP its own PSN sequence from 0, ICRC of the datagram the kernel emits.
   std::vector<TxPacket> tx;
+  // The largest ina message (K=256, 1050 bytes) and a small one.
+  const auto big = Message(proto::kMaxPacketBytes, 5);
+  const std::vector<const std::vector<uint8_t>*> body = {&big, &m2, &big, &m2};
+  size_t bi = 0;
   for (const Endpoint* to : {&from[0], &from[1], &from[2], &from[0]}) {
-    tx.push_back({m2.data(), static_cast<uint32_t>(m2.size()), to, 0});
+    const auto& b = *body[bi++];
+    tx.push_back({b.data(), static_cast<uint32_t>(b.size()), to, 0});
   }
   auto sent = port_->TxBurst(tx);
   ASSERT_TRUE(sent.ok()) << sent.status().ToString();
@@ -331,7 +337,7 @@ TEST_F(RocePortLoopback, ReceivesGoodDropsBadRepliesPerQp) {
     ASSERT_EQ(r::ParseUdSend(std::span(dg).subspan(kL3L4), &u), r::ParseError::kOk);
     EXPECT_EQ(u.src_qp, sw_.qpn);
     EXPECT_EQ(u.qkey, sw_.qkey);
-    EXPECT_EQ(std::vector<uint8_t>(u.message.begin(), u.message.end()), m2);
+    EXPECT_EQ(std::vector<uint8_t>(u.message.begin(), u.message.end()), *body[size_t(i)]);
     qpn_psn.emplace_back(u.dest_qp, u.psn);
   }
   const std::vector<std::pair<uint32_t, uint32_t>> want = {

@@ -20,7 +20,9 @@
 // Send (RoceTx): BTH SEND_ONLY to the peer's QP with the next PSN of that destination QP (one
 // sequence per destination, from 0), DETH with the port's Q_Key and QP number, and the ICRC of
 // the datagram the kernel will emit: the port's address to the peer's, 4791 -> 4791, IP ID 0
-// (an unconnected socket with IP_PMTUDISC_DO, which the kernel sends with ID 0).
+// (an unconnected socket with IP_PMTUDISC_DO, which the kernel sends with ID 0). TxBurst returns
+// the prefix the kernel took (a full send buffer: fewer; the packets not sent give their PSNs
+// back, so the caller's retry sends them with the same ones).
 //
 // Sockets (OpenRocePort): the IP header is covered by the ICRC and a UDP socket does not show it
 // (the IP ID), so packets are received on a raw IPv4/UDP socket (CAP_NET_RAW) with a classic BPF
