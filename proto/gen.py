@@ -99,7 +99,7 @@ def check(spec):
             sys.exit("gen.py: [crc] residue does not hold")
     if c["beat_bytes"] != 64 or p["frame_prefix_bytes"] >= c["beat_bytes"]:
         sys.exit("gen.py: [crc] beat_bytes must be 64 and hold the frame prefix")
-    for kind in ("msg_type", "flag", "error_code", "counter", "register"):
+    for kind in ("msg_type", "flag", "error_code", "join_param", "counter", "register"):
         names = [x["name"] for x in spec[kind]]
         if len(set(names)) != len(names):
             sys.exit(f"gen.py: duplicate {kind} names")
@@ -176,6 +176,7 @@ def gen_cpp(spec):
     w(f"inline constexpr uint16_t kGenWindow = {p['gen_window']};")
     w(f"inline constexpr uint16_t kAllocJobMin = {p['alloc_job_min']};  // fabric-allocated job ids: kAllocJobMin .. 65535")
     w("inline constexpr uint16_t kRankAll = 0xFFFF;  // result destination: every rank")
+    w(f"inline constexpr uint32_t kJoinValueNone = 0x{p['join_value_none']:08X};  // ERROR offset: no value")
     w("")
     c = spec["crc"]
     w("")
@@ -200,7 +201,8 @@ def gen_cpp(spec):
     w("  return false;")
     w("}")
     w("")
-    for kind, enum, typ in (("msg_type", "MsgType", "uint8_t"), ("error_code", "ErrorCode", "uint16_t")):
+    for kind, enum, typ in (("msg_type", "MsgType", "uint8_t"), ("error_code", "ErrorCode", "uint16_t"),
+                            ("join_param", "JoinParam", "uint16_t")):
         w(f"enum class {enum} : {typ} {{")
         for m in spec[kind]:
             w(f"  k{camel(m['name'])} = {m['value']},  // {m['doc']}")
@@ -465,7 +467,8 @@ def gen_md(spec):
       f"(poly 0x{c['poly']:08X}, reflected, init 0x{c['init']:08X}, xorout 0x{c['xorout']:08X}, "
       f"check 0x{c['check']:08X}) of bytes 0 .. {h}+4n-1, **little-endian**; every message type. |")
     w("")
-    for kind, title in (("msg_type", "type"), ("error_code", "error code")):
+    for kind, title in (("msg_type", "type"), ("error_code", "error code"),
+                        ("join_param", "join_param (ERROR slot)")):
         w(f"| {title} | name | meaning |")
         w("|---|---|---|")
         for m in spec[kind]:

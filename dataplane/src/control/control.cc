@@ -95,12 +95,25 @@ void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint no
   const uint32_t window = h.offset;
   const uint16_t lanes = h.gen == 0 ? 1 : h.gen;
   const uint16_t lane = h.slot;
-  if (!p::IsValidK(k) || world < 1 || world > p::kMaxWorkers || window < 1 || h.rank >= world ||
-      lanes > p::kMaxLanes || lane >= lanes) {
-    SendError(from, h.job, h.rank, p::ErrorCode::kBadParams, out);
+  int32_t idx = index_[h.job];
+  // Out of range: the first JoinParam at fault, in the order of the table in proto/ina.toml, and
+  // the value the JOIN sent for it.
+  struct Bad {
+    p::JoinParam param;
+    uint32_t value;
+  };
+  const Bad bad = !p::IsValidK(k)                       ? Bad{p::JoinParam::kK, k}
+                  : world < 1 || world > p::kMaxWorkers ? Bad{p::JoinParam::kWorldSize, world}
+                  : window < 1                          ? Bad{p::JoinParam::kWindow, window}
+                  : h.rank >= world                     ? Bad{p::JoinParam::kRank, h.rank}
+                  : lanes > p::kMaxLanes                ? Bad{p::JoinParam::kLanes, lanes}
+                  : lane >= lanes                       ? Bad{p::JoinParam::kLane, lane}
+                                                        : Bad{p::JoinParam::kNone, 0};
+  if (bad.param != p::JoinParam::kNone) {
+    Refuse(idx < 0 ? nullptr : &jobs_[static_cast<size_t>(idx)], h, from, p::ErrorCode::kBadParams,
+           bad.param, p::kJoinValueNone, bad.value, out);
     return;
   }
-  int32_t idx = index_[h.job];
   if (idx < 0) {
     if (num_jobs_ == jobs_.size()) {
       SendError(from, h.job, h.rank, p::ErrorCode::kTooManyJobs, out);
@@ -123,22 +136,44 @@ void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint no
     DropReservation(h.job);  // the id is in use now
   }
   JobEntry& j = jobs_[static_cast<size_t>(idx)];
-  if (j.world_size != world || j.k != k || j.window_asked != window || j.lanes != lanes) {
-    SendError(from, h.job, h.rank, p::ErrorCode::kBadParams, out);
+  if (j.k != k) {
+    Refuse(&j, h, from, p::ErrorCode::kBadParams, p::JoinParam::kK, j.k, k, out);
+    return;
+  }
+  if (j.world_size != world) {
+    Refuse(&j, h, from, p::ErrorCode::kBadParams, p::JoinParam::kWorldSize, j.world_size, world,
+           out);
+    return;
+  }
+  if (j.window_asked != window) {
+    Refuse(&j, h, from, p::ErrorCode::kBadParams, p::JoinParam::kWindow, j.window_asked, window,
+           out);
+    return;
+  }
+  if (j.lanes != lanes) {
+    Refuse(&j, h, from, p::ErrorCode::kBadParams, p::JoinParam::kLanes, j.lanes, lanes, out);
     return;
   }
   Peer& slot_peer = j.peers[PeerIndex(j, h.rank, lane)];
   const auto lane_bit = static_cast<uint16_t>(1u << lane);
   if (j.lane_mask[h.rank] & lane_bit) {
     if (!(slot_peer == from)) {
-      SendError(from, h.job, h.rank, p::ErrorCode::kRankTaken, out);
+      Refuse(&j, h, from, p::ErrorCode::kRankTaken, p::JoinParam::kRankTaken, p::kJoinValueNone,
+             lane, out);
       return;
     }
     j.last_activity = now;
     if (j.active) {
       SendReply(from, p::MsgType::kJoinAck, j.job_id, h.rank, j.k, j.window, 0, out);
       Bump(ControlCounter::kJoinAcks);
+    } else if (j.refused) {
+      SendPeerRefused(j, from, h.rank, out);  // a resend: the first copy may have been lost
     }
+    return;
+  }
+  if (j.refused) {  // the job cannot start: tell the newcomer, do not record it
+    j.last_activity = now;
+    SendPeerRefused(j, from, h.rank, out);
     return;
   }
   j.lane_mask[h.rank] |= lane_bit;
@@ -148,6 +183,30 @@ void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint no
   if (j.lane_mask[h.rank] == all_lanes) ++j.joined;
   j.last_activity = now;
   if (j.joined == j.world_size) Admit(j, out);
+}
+
+void ControlPlane::Refuse(JobEntry* j, const p::Header& h, const Peer& from, p::ErrorCode code,
+                          p::JoinParam param, uint32_t job_value, uint32_t its_value,
+                          ReplySink& out) {
+  SendError(from, h.job, h.rank, code, out, 0, static_cast<uint16_t>(param), job_value);
+  if (j == nullptr || j->active || j->refused) return;
+  // The first refusal of a pending job: every joined lane hears it now; later JOINs (resends and
+  // newcomers) hear it in answer, so a lost copy is made good by the next resend.
+  j->refused = true;
+  j->refused_rank = h.rank;
+  j->refused_param = param;
+  j->refused_value = its_value;
+  for (uint16_t r = 0; r < j->world_size; ++r) {
+    for (uint16_t l = 0; l < j->lanes; ++l) {
+      if (j->lane_mask[r] & (1u << l)) SendPeerRefused(*j, j->peers[PeerIndex(*j, r, l)], r, out);
+    }
+  }
+}
+
+void ControlPlane::SendPeerRefused(const JobEntry& j, const Peer& to, uint16_t rank,
+                                   ReplySink& out) {
+  SendError(to, j.job_id, rank, p::ErrorCode::kPeerRefused, out, j.refused_rank,
+            static_cast<uint16_t>(j.refused_param), j.refused_value);
 }
 
 void ControlPlane::SendToRank(const JobEntry& j, uint16_t rank, p::MsgType type, uint16_t count,
@@ -314,7 +373,7 @@ void ControlPlane::FreeJob(JobEntry& j, uint16_t except_rank, ReplySink& out) {
 
 void ControlPlane::SendReply(const Peer& to, p::MsgType type, uint16_t job, uint16_t rank,
                              uint16_t count, uint32_t offset, uint16_t aux, ReplySink& out,
-                             uint16_t gen) {
+                             uint16_t gen, uint16_t slot) {
   uint8_t buf[p::MessageBytes(0)];
   p::Header h;
   h.version = p::kVersion;
@@ -325,14 +384,16 @@ void ControlPlane::SendReply(const Peer& to, p::MsgType type, uint16_t job, uint
   h.offset = offset;
   h.aux = aux;
   h.gen = gen;
+  h.slot = slot;
   p::EncodeHeader(h, buf);
   p::SealMessage(buf, p::kHeaderBytes);
   out.Send(to, buf);
 }
 
 void ControlPlane::SendError(const Peer& to, uint16_t job, uint16_t rank, p::ErrorCode code,
-                             ReplySink& out) {
-  SendReply(to, p::MsgType::kError, job, rank, 0, 0, static_cast<uint16_t>(code), out);
+                             ReplySink& out, uint16_t count, uint16_t slot, uint32_t offset) {
+  SendReply(to, p::MsgType::kError, job, rank, count, offset, static_cast<uint16_t>(code), out, 0,
+            slot);
   Bump(ControlCounter::kErrorsSent);
   switch (code) {
     case p::ErrorCode::kBadParams:
@@ -352,6 +413,9 @@ void ControlPlane::SendError(const Peer& to, uint16_t job, uint16_t rank, p::Err
       break;
     case p::ErrorCode::kRankLeft:
       Bump(ControlCounter::kErrRankLeft);
+      break;
+    case p::ErrorCode::kPeerRefused:
+      Bump(ControlCounter::kErrPeerRefused);
       break;
     case p::ErrorCode::kNone:
       break;

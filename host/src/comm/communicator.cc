@@ -75,18 +75,93 @@ namespace {
 constexpr std::chrono::milliseconds kJoinResend{100};
 constexpr std::chrono::milliseconds kIdlePoll{5};
 
-Status JoinError(uint16_t code, const std::string& who) {
-  std::string m = who + ": fabric answered error(" + std::string(proto::ErrorCodeName(code)) + ")";
-  switch (static_cast<proto::ErrorCode>(code)) {
+// The words for a JoinParam in messages ("K", "world size", ...).
+std::string ParamWords(proto::JoinParam param) {
+  switch (param) {
+    case proto::JoinParam::kK:
+      return "K";
+    case proto::JoinParam::kWorldSize:
+      return "world size";
+    case proto::JoinParam::kWindow:
+      return "window";
+    case proto::JoinParam::kRank:
+      return "rank";
+    case proto::JoinParam::kLanes:
+      return "lane count (progress_threads)";
+    case proto::JoinParam::kLane:
+      return "lane";
+    case proto::JoinParam::kRankTaken:
+    case proto::JoinParam::kNone:
+      break;
+  }
+  return "parameter " + std::string(proto::JoinParamName(static_cast<uint16_t>(param)));
+}
+
+// What this rank's JOIN on `lane` said for `param`.
+uint32_t OwnValue(const CommConfig& cfg, proto::JoinParam param, uint16_t lane) {
+  switch (param) {
+    case proto::JoinParam::kK:
+      return cfg.k;
+    case proto::JoinParam::kWorldSize:
+      return cfg.world_size;
+    case proto::JoinParam::kWindow:
+      return cfg.window;
+    case proto::JoinParam::kRank:
+      return cfg.rank;
+    case proto::JoinParam::kLanes:
+      return static_cast<uint32_t>(cfg.progress_threads);
+    case proto::JoinParam::kLane:
+      return lane;
+    case proto::JoinParam::kRankTaken:
+    case proto::JoinParam::kNone:
+      break;
+  }
+  return 0;
+}
+
+// The Status for error `e` answering this rank's JOIN on `lane`. bad_params and peer_refused name
+// the parameter and both values (the fabric's error fields, proto/ina.toml); peer_refused names
+// the refused rank.
+Status JoinError(const proto::Header& e, const CommConfig& cfg, uint16_t lane,
+                 const std::string& who) {
+  std::string m = who + ": fabric answered error(" + std::string(proto::ErrorCodeName(e.aux)) + ")";
+  const auto param = static_cast<proto::JoinParam>(e.slot);
+  const std::string words = ParamWords(param);
+  const std::string own = std::to_string(OwnValue(cfg, param, lane));
+  switch (static_cast<proto::ErrorCode>(e.aux)) {
     case proto::ErrorCode::kBadParams:
-      return InvalidArgument(m +
-                             ": K, world size or window differ from the other ranks' or are "
-                             "out of range");
+      if (param == proto::JoinParam::kNone) {  // a fabric that does not name it
+        return InvalidArgument(m +
+                               ": K, world size or window differ from the other ranks' or are "
+                               "out of range");
+      }
+      if (e.offset == proto::kJoinValueNone) {
+        return InvalidArgument(m + ": this rank's " + words + " " + own +
+                               " is out of the fabric's range");
+      }
+      return InvalidArgument(m + ": this rank's " + words + " " + own + " differs from " +
+                             std::to_string(e.offset) + ", what the ranks that joined first sent");
     case proto::ErrorCode::kNoSlots:
     case proto::ErrorCode::kTooManyJobs:
       return ResourceExhausted(m);
     case proto::ErrorCode::kRankTaken:
-      return AlreadyExists(m);
+      return AlreadyExists(m + ": another process already joined as rank " +
+                           std::to_string(cfg.rank) + " lane " + std::to_string(lane));
+    case proto::ErrorCode::kPeerRefused: {
+      const std::string peer = "rank " + std::to_string(e.count);
+      m += ": " + peer + "'s JOIN was refused, so the job cannot start";
+      if (param == proto::JoinParam::kNone) return Aborted(m);
+      m += ": ";
+      if (param == proto::JoinParam::kRankTaken) {
+        return Aborted(m + "another process had already joined as " + peer + " lane " +
+                       std::to_string(e.offset) + " (two processes with the same rank?)");
+      }
+      if (param == proto::JoinParam::kRank || param == proto::JoinParam::kLane) {
+        return Aborted(m + "its " + words + " " + std::to_string(e.offset) + " is out of range");
+      }
+      return Aborted(m + "its " + words + " " + std::to_string(e.offset) + " differs from " + own +
+                     ", this rank's");
+    }
     case proto::ErrorCode::kJobAborted:
       return Aborted(m);
     default:
@@ -392,7 +467,7 @@ Result<uint16_t> Join(const CommConfig& cfg, Transport& t, uint16_t lane,
       "no join_ack within " + std::to_string(cfg.join_timeout_ms) + " ms (did every rank start?)";
   spec.cancel = &cancel;
   INA_ASSIGN_OR_RETURN(const proto::Header a, internal::Exchange(t, spec));
-  if (a.type == static_cast<uint8_t>(proto::MsgType::kError)) return JoinError(a.aux, who);
+  if (a.type == static_cast<uint8_t>(proto::MsgType::kError)) return JoinError(a, cfg, lane, who);
   if (a.count != cfg.k || a.offset < 1 || a.offset > cfg.window) {
     return Internal(who + ": join_ack with k " + std::to_string(a.count) + " window " +
                     std::to_string(a.offset) + " (asked k " + std::to_string(cfg.k) + " window " +

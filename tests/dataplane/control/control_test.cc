@@ -168,6 +168,17 @@ void ExpectError(const Reply& r, const Peer& to, uint16_t job, p::ErrorCode code
   EXPECT_EQ(r.h.aux, static_cast<uint16_t>(code)) << p::ErrorCodeName(r.h.aux);
 }
 
+// An error that names a JoinParam (slot) and a value (offset); `count` is the refused rank for
+// peer_refused, else 0.
+void ExpectParamError(const Reply& r, const Peer& to, uint16_t job, uint16_t rank,
+                      p::ErrorCode code, p::JoinParam param, uint32_t value, uint16_t count = 0) {
+  ExpectError(r, to, job, code);
+  EXPECT_EQ(r.h.rank, rank);
+  EXPECT_EQ(r.h.slot, static_cast<uint16_t>(param)) << p::JoinParamName(r.h.slot);
+  EXPECT_EQ(r.h.offset, value);
+  EXPECT_EQ(r.h.count, count);
+}
+
 TEST(PeerTest, EqualityIgnoresPaddingAndComparesPortAndAddress) {
   EXPECT_EQ(MakePeer(1000), MakePeer(1000));
   EXPECT_FALSE(MakePeer(1000) == MakePeer(1001));
@@ -246,23 +257,25 @@ TEST_F(ControlTest, OutOfRangeParamsAreBadParams) {
   struct Case {
     uint16_t rank, world, k;
     uint32_t window;
+    p::JoinParam param;  // the first parameter at fault
   } cases[] = {
-      {0, 2, 100, 4},  // K not in kKValues
-      {0, 2, 0, 4},    // K = 0
-      {0, 0, 64, 4},   // world 0
-      {0, 65, 64, 4},  // world > kMaxWorkers
-      {0, 2, 64, 0},   // window 0
-      {2, 2, 64, 4},   // rank >= world
+      {0, 2, 100, 4, p::JoinParam::kK},          // K not in kKValues
+      {0, 2, 0, 4, p::JoinParam::kK},            // K = 0
+      {0, 0, 64, 4, p::JoinParam::kWorldSize},   // world 0
+      {0, 65, 64, 4, p::JoinParam::kWorldSize},  // world > kMaxWorkers
+      {0, 2, 64, 0, p::JoinParam::kWindow},      // window 0
+      {2, 2, 64, 4, p::JoinParam::kRank},        // rank >= world
+      {3, 2, 100, 0, p::JoinParam::kK},          // all wrong: K is named first
   };
   for (const Case& c : cases) {
     out_.replies.clear();
     Send(Join(3, c.rank, c.world, c.k, c.window), a);
     ASSERT_EQ(out_.replies.size(), 1u);
-    ExpectError(out_.replies[0], a, 3, p::ErrorCode::kBadParams);
-    EXPECT_EQ(out_.replies[0].h.rank, c.rank);
+    ExpectParamError(out_.replies[0], a, 3, c.rank, p::ErrorCode::kBadParams, c.param,
+                     p::kJoinValueNone);
   }
   EXPECT_EQ(cp_->num_jobs(), 0u);
-  EXPECT_EQ(Ctr(ControlCounter::kErrBadParams), 6u);
+  EXPECT_EQ(Ctr(ControlCounter::kErrBadParams), 7u);
   // The extremes that are allowed.
   out_.replies.clear();
   Send(Join(4, 0, 1, 64, 1), a);
@@ -273,49 +286,175 @@ TEST_F(ControlTest, OutOfRangeParamsAreBadParams) {
   EXPECT_TRUE(out_.replies.empty());  // pending, 1 of 64
 }
 
-TEST_F(ControlTest, DifferingParamsAreBadParamsAndLeaveTheJobAlone) {
+TEST_F(ControlTest, DifferingParamsNameTheParamAndTheJobsValue) {
   Make();
-  Send(Join(9, 0, 3, 64, 8), MakePeer(5000));
-  const std::vector<uint8_t> bad[] = {Join(9, 1, 2, 64, 8), Join(9, 1, 3, 256, 8),
-                                      Join(9, 1, 3, 64, 9)};
-  for (const auto& b : bad) {
+  // Each JOIN differs from the job (K 64, world 3, window 8) in one parameter; a pending job would
+  // be doomed by the first refusal, so every case gets a job of its own.
+  struct Case {
+    std::vector<uint8_t> join;
+    p::JoinParam param;
+    uint32_t job_value, its_value;
+  } cases[] = {
+      {Join(9, 1, 3, 256, 8), p::JoinParam::kK, 64, 256},
+      {Join(9, 1, 2, 64, 8), p::JoinParam::kWorldSize, 3, 2},
+      {Join(9, 1, 3, 64, 9), p::JoinParam::kWindow, 8, 9},
+      {LaneJoin(9, 1, 3, 64, 8, 0, 2), p::JoinParam::kLanes, 1, 2},
+      {Join(9, 1, 2, 256, 9), p::JoinParam::kK, 64, 256},  // several differ: K is named first
+  };
+  uint16_t job = 30;
+  for (auto& c : cases) {
+    SCOPED_TRACE(p::JoinParamName(static_cast<uint16_t>(c.param)));
+    p::Header h = p::DecodeHeader(c.join.data());
+    h.job = ++job;
+    p::EncodeHeader(h, c.join.data());
+    p::SealMessage(c.join.data(), p::kHeaderBytes);
+    Send(Join(job, 0, 3, 64, 8), MakePeer(5000));
     out_.replies.clear();
-    Send(b, MakePeer(5001));
-    ASSERT_EQ(out_.replies.size(), 1u);
-    ExpectError(out_.replies[0], MakePeer(5001), 9, p::ErrorCode::kBadParams);
+    Send(c.join, MakePeer(5001));
+    ASSERT_EQ(out_.replies.size(), 2u);
+    ExpectParamError(out_.replies[0], MakePeer(5001), job, 1, p::ErrorCode::kBadParams, c.param,
+                     c.job_value);
+    // Rank 0, pending, hears at once who was refused and what it sent.
+    ExpectParamError(out_.replies[1], MakePeer(5000), job, 0, p::ErrorCode::kPeerRefused, c.param,
+                     c.its_value, 1);
   }
-  EXPECT_EQ(cp_->Jobs()[0].joined, 1);
-  auto r = JoinAll(9, 3, 64, 8, 5000);  // rank 0 again (same peer) then 1, 2
+  EXPECT_EQ(Ctr(ControlCounter::kErrPeerRefused), 5u);
+}
+
+// A refused JOIN for an active job answers the refused peer only: the job runs on.
+TEST_F(ControlTest, RefusalsOfAnActiveJobLeaveItAlone) {
+  Make();
+  auto r = JoinAll(9, 3, 64, 8, 5000);
   ASSERT_EQ(r.size(), 3u);
   for (const auto& x : r) EXPECT_EQ(x.h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
-  // Mismatch against an active job too.
-  out_.replies.clear();
   Send(Join(9, 0, 3, 64, 7), MakePeer(5000));
-  ASSERT_EQ(out_.replies.size(), 1u);
-  ExpectError(out_.replies[0], MakePeer(5000), 9, p::ErrorCode::kBadParams);
+  Send(Join(9, 2, 3, 64, 8), MakePeer(6002));
+  ASSERT_EQ(out_.replies.size(), 2u);
+  ExpectParamError(out_.replies[0], MakePeer(5000), 9, 0, p::ErrorCode::kBadParams,
+                   p::JoinParam::kWindow, 8);
+  ExpectParamError(out_.replies[1], MakePeer(6002), 9, 2, p::ErrorCode::kRankTaken,
+                   p::JoinParam::kRankTaken, p::kJoinValueNone);
   EXPECT_TRUE(cp_->Jobs()[0].active);
+  EXPECT_EQ(Ctr(ControlCounter::kErrPeerRefused), 0u);
+  out_.replies.clear();
+  Send(Join(9, 1, 3, 64, 8), MakePeer(5001));  // a resend still gets join_ack
+  ASSERT_EQ(out_.replies.size(), 1u);
+  EXPECT_EQ(out_.replies[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+}
+
+// Ranks 0, 1 and 3 of 5 joined; rank 2's JOIN with another K is refused: every joined rank hears
+// peer_refused naming rank 2, K and its value at once; a resend of a joined rank's JOIN hears it
+// again (a lost copy is made good), and so does a rank joining later. The job never becomes active
+// and goes at the job timeout.
+TEST_F(ControlTest, RefusedRankIsToldToEveryJoinedRankAndToLaterJoins) {
+  Make(64, 8, milliseconds(1000));
+  const TimePoint t0{};
+  Send(Join(40, 0, 5, 256, 16), MakePeer(5000), t0);
+  Send(Join(40, 1, 5, 256, 16), MakePeer(5001), t0);
+  Send(Join(40, 3, 5, 256, 16), MakePeer(5003), t0);
+  EXPECT_TRUE(out_.replies.empty());
+  Send(Join(40, 2, 5, 64, 16), MakePeer(5002), t0 + milliseconds(10));
+  ASSERT_EQ(out_.replies.size(), 4u);
+  ExpectParamError(out_.replies[0], MakePeer(5002), 40, 2, p::ErrorCode::kBadParams,
+                   p::JoinParam::kK, 256);
+  const uint16_t joined[] = {0, 1, 3};
+  for (size_t i = 0; i < 3; ++i) {
+    const uint16_t r = joined[i];
+    ExpectParamError(out_.replies[1 + i], MakePeer(static_cast<uint16_t>(5000 + r)), 40, r,
+                     p::ErrorCode::kPeerRefused, p::JoinParam::kK, 64, 2);
+  }
+  // A resend from rank 1, rank 4 joining late, and rank 2's own resend.
+  out_.replies.clear();
+  Send(Join(40, 1, 5, 256, 16), MakePeer(5001), t0 + milliseconds(100));
+  Send(Join(40, 4, 5, 256, 16), MakePeer(5004), t0 + milliseconds(900));
+  Send(Join(40, 2, 5, 64, 16), MakePeer(5002), t0 + milliseconds(900));
+  ASSERT_EQ(out_.replies.size(), 3u);
+  ExpectParamError(out_.replies[0], MakePeer(5001), 40, 1, p::ErrorCode::kPeerRefused,
+                   p::JoinParam::kK, 64, 2);
+  ExpectParamError(out_.replies[1], MakePeer(5004), 40, 4, p::ErrorCode::kPeerRefused,
+                   p::JoinParam::kK, 64, 2);
+  ExpectParamError(out_.replies[2], MakePeer(5002), 40, 2, p::ErrorCode::kBadParams,
+                   p::JoinParam::kK, 256);
+  // Rank 4 was not recorded: the job is still pending with 3 ranks, never admitted.
+  ASSERT_EQ(cp_->Jobs().size(), 1u);
+  EXPECT_FALSE(cp_->Jobs()[0].active);
+  EXPECT_EQ(cp_->Jobs()[0].joined, 3);
+  EXPECT_EQ(Ctr(ControlCounter::kErrPeerRefused), 5u);
+  EXPECT_EQ(Ctr(ControlCounter::kJobsAdmitted), 0u);
+  // The job timeout frees it (counted from the last JOIN), and the id is free again.
+  out_.replies.clear();
+  EXPECT_EQ(cp_->Tick(t0 + milliseconds(1800), out_), 0u);
+  EXPECT_EQ(cp_->Tick(t0 + milliseconds(1901), out_), 1u);
+  EXPECT_EQ(cp_->num_jobs(), 0u);
+  auto again = JoinAll(40, 2, 64, 4, 7000, t0 + milliseconds(2000));
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(again[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+}
+
+// A second peer claiming a joined (rank, lane) of a pending job: rank_taken to it, peer_refused
+// (rank_taken, its lane) to every joined lane, the first claimant's included; with lanes.
+TEST_F(ControlTest, RankTakenOfAPendingJobIsToldToEveryJoinedLane) {
+  Make(64);
+  Send(LaneJoin(41, 0, 2, 64, 8, 0, 2), MakePeer(LanePort(0, 0)));
+  Send(LaneJoin(41, 0, 2, 64, 8, 1, 2), MakePeer(LanePort(0, 1)));
+  Send(LaneJoin(41, 1, 2, 64, 8, 0, 2), MakePeer(LanePort(1, 0)));
+  EXPECT_TRUE(out_.replies.empty());
+  Send(LaneJoin(41, 0, 2, 64, 8, 1, 2), MakePeer(9999));
+  ASSERT_EQ(out_.replies.size(), 4u);
+  ExpectParamError(out_.replies[0], MakePeer(9999), 41, 0, p::ErrorCode::kRankTaken,
+                   p::JoinParam::kRankTaken, p::kJoinValueNone);
+  std::vector<Peer> want = {MakePeer(LanePort(0, 0)), MakePeer(LanePort(1, 0)),
+                            MakePeer(LanePort(0, 1))};
+  std::vector<Peer> got;
+  for (size_t i = 1; i < 4; ++i) {
+    const Reply& r = out_.replies[i];
+    got.push_back(r.to);
+    ExpectError(r, r.to, 41, p::ErrorCode::kPeerRefused);
+    EXPECT_EQ(r.h.count, 0);  // the refused rank
+    EXPECT_EQ(r.h.slot, static_cast<uint16_t>(p::JoinParam::kRankTaken));
+    EXPECT_EQ(r.h.offset, 1u);  // its lane
+  }
+  for (const Peer& w : want) EXPECT_NE(std::find(got.begin(), got.end(), w), got.end());
+  // The lane still missing (rank 1 lane 1) joining now hears it too.
+  out_.replies.clear();
+  Send(LaneJoin(41, 1, 2, 64, 8, 1, 2), MakePeer(LanePort(1, 1)));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  ExpectParamError(out_.replies[0], MakePeer(LanePort(1, 1)), 41, 1, p::ErrorCode::kPeerRefused,
+                   p::JoinParam::kRankTaken, 1, 0);
+  EXPECT_FALSE(cp_->Jobs()[0].active);
+}
+
+// An out-of-range JOIN (a lane >= L here) for a pending job dooms it like a mismatch.
+TEST_F(ControlTest, OutOfRangeJoinForAPendingJobIsToldToThePeers) {
+  Make(64);
+  Send(Join(42, 0, 2, 64, 8), MakePeer(5000));
+  Send(LaneJoin(42, 1, 2, 64, 8, 3, 2), MakePeer(5001));
+  ASSERT_EQ(out_.replies.size(), 2u);
+  ExpectParamError(out_.replies[0], MakePeer(5001), 42, 1, p::ErrorCode::kBadParams,
+                   p::JoinParam::kLane, p::kJoinValueNone);
+  ExpectParamError(out_.replies[1], MakePeer(5000), 42, 0, p::ErrorCode::kPeerRefused,
+                   p::JoinParam::kLane, 3, 1);
 }
 
 TEST_F(ControlTest, RankTakenByAnotherPeer) {
   Make();
   Send(Join(2, 0, 2, 64, 4), MakePeer(5000));
   Send(Join(2, 0, 2, 64, 4), MakePeer(6000));
-  ASSERT_EQ(out_.replies.size(), 1u);
+  ASSERT_EQ(out_.replies.size(), 2u);  // and peer_refused to rank 0 (the job is pending)
   ExpectError(out_.replies[0], MakePeer(6000), 2, p::ErrorCode::kRankTaken);
   EXPECT_EQ(out_.replies[0].h.rank, 0);
+  ExpectError(out_.replies[1], MakePeer(5000), 2, p::ErrorCode::kPeerRefused);
   // Same port on another address is another peer too.
   out_.replies.clear();
   Send(Join(2, 0, 2, 64, 4), MakePeer(5000, "127.0.0.2"));
-  ASSERT_EQ(out_.replies.size(), 1u);
+  ASSERT_EQ(out_.replies.size(), 1u);  // the job heard of a refusal already
   ExpectError(out_.replies[0], MakePeer(5000, "127.0.0.2"), 2, p::ErrorCode::kRankTaken);
-  // After activation as well.
-  out_.replies.clear();
-  Send(Join(2, 1, 2, 64, 4), MakePeer(5001));
-  ASSERT_EQ(out_.replies.size(), 2u);
-  out_.replies.clear();
-  Send(Join(2, 1, 2, 64, 4), MakePeer(6001));
+  // After activation as well (another job: job 2 cannot start now).
+  auto r = JoinAll(3, 2, 64, 4, 5000);
+  ASSERT_EQ(r.size(), 2u);
+  Send(Join(3, 1, 2, 64, 4), MakePeer(6001));
   ASSERT_EQ(out_.replies.size(), 1u);
-  ExpectError(out_.replies[0], MakePeer(6001), 2, p::ErrorCode::kRankTaken);
+  ExpectError(out_.replies[0], MakePeer(6001), 3, p::ErrorCode::kRankTaken);
   EXPECT_EQ(Ctr(ControlCounter::kErrRankTaken), 3u);
 }
 
@@ -594,22 +733,30 @@ TEST_F(ControlTest, LanesBadParamsAndRankTaken) {
   ExpectError(out_.replies[0], MakePeer(7000), 21, p::ErrorCode::kBadParams);
   ExpectError(out_.replies[1], MakePeer(7001), 21, p::ErrorCode::kBadParams);
   EXPECT_EQ(cp_->num_jobs(), 0u);
-  // The first JOIN fixes L = 2; a rank with another L (1 or 3, also the old 0 = 1) is refused.
+  // The first JOIN fixes L = 2; a rank with another L (1 or 3, also the old 0 = 1) is refused
+  // (and rank 0, pending, hears of the first refusal).
   out_.replies.clear();
   Send(LaneJoin(21, 0, 2, 64, 8, 0, 2), MakePeer(7010));
   Send(LaneJoin(21, 1, 2, 64, 8, 0, 3), MakePeer(7011));
   Send(Join(21, 1, 2, 64, 8), MakePeer(7012));
-  ASSERT_EQ(out_.replies.size(), 2u);
-  ExpectError(out_.replies[0], MakePeer(7011), 21, p::ErrorCode::kBadParams);
-  ExpectError(out_.replies[1], MakePeer(7012), 21, p::ErrorCode::kBadParams);
+  ASSERT_EQ(out_.replies.size(), 3u);
+  ExpectParamError(out_.replies[0], MakePeer(7011), 21, 1, p::ErrorCode::kBadParams,
+                   p::JoinParam::kLanes, 2);
+  ExpectParamError(out_.replies[1], MakePeer(7010), 21, 0, p::ErrorCode::kPeerRefused,
+                   p::JoinParam::kLanes, 3, 1);
+  ExpectParamError(out_.replies[2], MakePeer(7012), 21, 1, p::ErrorCode::kBadParams,
+                   p::JoinParam::kLanes, 2);
   // The same (rank, lane) from another peer: rank_taken; another lane of that rank is fine.
+  Send(LaneJoin(23, 0, 2, 64, 8, 0, 2), MakePeer(7010));
   out_.replies.clear();
-  Send(LaneJoin(21, 0, 2, 64, 8, 0, 2), MakePeer(7020));
-  ASSERT_EQ(out_.replies.size(), 1u);
-  ExpectError(out_.replies[0], MakePeer(7020), 21, p::ErrorCode::kRankTaken);
-  out_.replies.clear();
-  Send(LaneJoin(21, 0, 2, 64, 8, 1, 2), MakePeer(7020));
+  Send(LaneJoin(23, 0, 2, 64, 8, 1, 2), MakePeer(7020));
   EXPECT_TRUE(out_.replies.empty());
+  auto r = JoinAll(24, 1, 64, 1, 7040);  // an active job: no peer_refused, only rank_taken
+  ASSERT_EQ(r.size(), 1u);
+  Send(Join(24, 0, 1, 64, 1), MakePeer(7041));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  ExpectError(out_.replies[0], MakePeer(7041), 24, p::ErrorCode::kRankTaken);
+  out_.replies.clear();
   // gen 1 and gen 0 both mean one lane: they agree.
   Send(LaneJoin(22, 0, 2, 64, 8, 0, 1), MakePeer(7030));
   Send(Join(22, 1, 2, 64, 8), MakePeer(7031));

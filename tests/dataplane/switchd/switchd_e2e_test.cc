@@ -118,31 +118,57 @@ TEST(Switchd, RetransmissionGetsTheStoredResultUnicast) {
   EXPECT_EQ(c["retransmissions"], 1u);
 }
 
-TEST(Switchd, JoinParamMismatchAndRankTaken) {
-  SwitchProcess sw({"--port", "0"});
+// A refused JOIN names the parameter; the joined rank of the pending job hears of it at once
+// (peer_refused: the refused rank, the parameter, its value), and so does a later JOIN; a rank
+// taken in an active job answers the claimant only. With --cores 2 the jobs (8 and 9) live on
+// different cores, each with its own control plane.
+class SwitchdRefused : public ::testing::TestWithParam<int> {};
+
+TEST_P(SwitchdRefused, JoinParamMismatchIsToldToThePeersAndRankTakenToTheClaimant) {
+  const std::string cores = std::to_string(GetParam());
+  SwitchProcess sw({"--port", "0", "--cores", cores});
   ASSERT_TRUE(sw.ok());
-  Workers w = MakeWorkers(sw.port(), 3);
-  w[0]->Send(Join(9, 0, 2, 64, 4));
-  w[1]->Send(Join(9, 1, 2, 256, 4));  // other K
-  auto b = w[1]->Recv();
-  ASSERT_TRUE(b.has_value());
-  EXPECT_EQ(p::GetType(b->data()), static_cast<uint8_t>(p::MsgType::kError));
-  EXPECT_EQ(p::GetAux(b->data()), static_cast<uint16_t>(p::ErrorCode::kBadParams));
-  w[2]->Send(Join(9, 0, 2, 64, 4));  // rank 0 from another socket
-  b = w[2]->Recv();
+  Workers w = MakeWorkers(sw.port(), 4);
+  for (uint16_t job : {8, 9}) {
+    SCOPED_TRACE("job " + std::to_string(job));
+    w[0]->Send(Join(job, 0, 2, 64, 4));
+    EXPECT_FALSE(w[0]->Recv(milliseconds(50)).has_value());  // pending: JOIN is not answered
+    w[1]->Send(Join(job, 1, 2, 256, 4));                     // other K
+    auto b = w[1]->Recv();
+    ASSERT_TRUE(b.has_value());
+    p::Header h = p::DecodeHeader(b->data());
+    EXPECT_EQ(h.type, static_cast<uint8_t>(p::MsgType::kError));
+    EXPECT_EQ(h.aux, static_cast<uint16_t>(p::ErrorCode::kBadParams));
+    EXPECT_EQ(h.slot, static_cast<uint16_t>(p::JoinParam::kK));
+    EXPECT_EQ(h.offset, 64u);  // the job's K
+    b = w[0]->Recv();
+    ASSERT_TRUE(b.has_value());
+    h = p::DecodeHeader(b->data());
+    EXPECT_EQ(h.aux, static_cast<uint16_t>(p::ErrorCode::kPeerRefused));
+    EXPECT_EQ(h.count, 1);  // the refused rank
+    EXPECT_EQ(h.slot, static_cast<uint16_t>(p::JoinParam::kK));
+    EXPECT_EQ(h.offset, 256u);           // what it sent
+    w[1]->Send(Join(job, 1, 2, 64, 4));  // right params now: too late, the job cannot start
+    b = w[1]->Recv();
+    ASSERT_TRUE(b.has_value());
+    EXPECT_EQ(p::GetAux(b->data()), static_cast<uint16_t>(p::ErrorCode::kPeerRefused));
+  }
+  // An active job (10): a second claimant of rank 0 gets rank_taken, nobody else hears.
+  EXPECT_EQ(JoinAll(w, 10, 64, 4), 4u);
+  w[2]->Send(Join(10, 0, 4, 64, 4));
+  auto b = w[2]->Recv();
   ASSERT_TRUE(b.has_value());
   EXPECT_EQ(p::GetAux(b->data()), static_cast<uint16_t>(p::ErrorCode::kRankTaken));
-  w[1]->Send(Join(9, 1, 2, 64, 4));  // right params: the job starts
-  for (int r = 0; r < 2; ++r) {
-    b = w[r]->Recv();
-    ASSERT_TRUE(b.has_value());
-    EXPECT_EQ(p::GetType(b->data()), static_cast<uint8_t>(p::MsgType::kJoinAck));
-  }
+  EXPECT_EQ(p::GetSlot(b->data()), static_cast<uint16_t>(p::JoinParam::kRankTaken));
+  EXPECT_FALSE(w[0]->Recv(milliseconds(50)).has_value());
   auto c = sw.Stop();
-  EXPECT_EQ(c["err_bad_params"], 1u);
+  EXPECT_EQ(c["err_bad_params"], 2u);
+  EXPECT_EQ(c["err_peer_refused"], 4u);
   EXPECT_EQ(c["err_rank_taken"], 1u);
   EXPECT_EQ(c["jobs_admitted"], 1u);
 }
+
+INSTANTIATE_TEST_SUITE_P(Cores, SwitchdRefused, ::testing::Values(1, 2));
 
 TEST(Switchd, LeaveAbortsTheOtherRanks) {
   SwitchProcess sw({"--port", "0"});

@@ -261,7 +261,9 @@ TEST(AllReduceE2eFailure, KilledWorkerMakesOthersFail) {
   ASSERT_FALSE(json.empty());
   EXPECT_EQ(code, 0) << json;
   EXPECT_TRUE(JsonTrue(json, "survivors_failed")) << json;
-  // Bound stated in docs/host.md: progress timeout + one RTO + scheduling slack.
+  // docs/host.md, "What the error time is made of": the progress timeout after the last accepted
+  // result (which came before the kill, 30 ms into the call), then only wake-ups, which a loaded
+  // machine stretches; 1.5 s is this test's allowance for them, not a promise of the library.
   EXPECT_LE(JsonNumber(json, "max_error_ms"), kProgressMs + 1500) << json;
   EXPECT_GE(JsonNumber(json, "jobs_freed"), 1) << json;
 }

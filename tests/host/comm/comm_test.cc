@@ -8,6 +8,7 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <functional>
@@ -310,6 +311,11 @@ TEST(AllReduce, AsyncRequestsCompleteInOrder) {
   EXPECT_EQ(empty.Wait().code(), StatusCode::kFailedPrecondition);
 }
 
+// What the tests allow above a documented error time for the OS to run the progress thread and
+// then the caller (docs/host.md, "Failure semantics and bounded error times"): on an idle machine
+// it is under a millisecond; 2 s keeps a loaded 2-core CI machine from failing them.
+constexpr double kSchedulingAllowance = 2.0;
+
 TEST(AllReduce, SilentRankMakesOthersFailWithinProgressTimeout) {
   auto fabric = StartFabric();
   ASSERT_NE(fabric, nullptr);
@@ -329,9 +335,19 @@ TEST(AllReduce, SilentRankMakesOthersFailWithinProgressTimeout) {
   EXPECT_EQ(st[0].code(), StatusCode::kDeadlineExceeded) << st[0].ToString();
   EXPECT_NE(st[0].message().find("slot"), std::string::npos) << st[0].message();
   EXPECT_EQ(st[1].code(), StatusCode::kAborted) << st[1].ToString();
+  // docs/host.md, "Failure semantics and bounded error times": never before the timeout, counted
+  // from the op's start on the progress thread (after t0), so rank 0's lower bound is exact; rank
+  // 1 started its call up to a few ms after rank 0 did. Above it only scheduling delay, which a
+  // loaded machine stretches: kSchedulingAllowance, not a promise of the library.
+  std::printf(
+      "rank 0: DEADLINE_EXCEEDED %.1f ms after its call (progress_timeout_ms 600): "
+      "%.1f ms late; rank 1: ABORTED after %.1f ms\n",
+      took[0] * 1e3, (took[0] - 0.6) * 1e3, took[1] * 1e3);
+  std::printf("rank 0: %s\n", st[0].ToString().c_str());
+  EXPECT_GE(took[0], 0.6);
+  EXPECT_GE(took[1], 0.55);
   for (int r = 0; r < 2; ++r) {
-    EXPECT_GE(took[r], 0.55) << "rank " << r;
-    EXPECT_LT(took[r], 0.6 + 3.0) << "rank " << r;  // rank 0's timeout + slack, both ranks
+    EXPECT_LT(took[r], 0.6 + kSchedulingAllowance) << "rank " << r;
     // The communicator is failed now: later calls say so at once, with the original error.
     std::vector<float> more(10);
     Status again = comms[r]->AllReduce(std::span(more));
@@ -459,7 +475,117 @@ TEST(Join, MismatchedParamsAreRejected) {
   ASSERT_FALSE(r1.ok());
   EXPECT_EQ(r1.status().code(), StatusCode::kInvalidArgument) << r1.status().ToString();
   EXPECT_NE(r1.status().message().find("bad_params"), std::string::npos);
-  EXPECT_FALSE(r0.ok());  // rank 1 never joined properly
+  EXPECT_NE(r1.status().message().find("K 64 differs from 256"), std::string::npos)
+      << r1.status().message();
+  ASSERT_FALSE(r0.ok());  // rank 1 never joined properly, and the fabric said so
+  EXPECT_EQ(r0.status().code(), StatusCode::kAborted) << r0.status().ToString();
+  EXPECT_NE(r0.status().message().find("rank 1's JOIN was refused"), std::string::npos)
+      << r0.status().message();
+}
+
+// Rank 2 of 4 joins with one parameter unlike the others' (who joined first, with a join timeout
+// of 30 s): it fails with INVALID_ARGUMENT naming the parameter and both values, and every other
+// rank fails with ABORTED (error peer_refused) naming rank 2, the parameter and rank 2's value,
+// within 1 s of rank 2's start (the fabric tells them as soon as it refuses rank 2's JOIN), far
+// from its join timeout.
+struct RefusedCase {
+  const char* name;
+  std::function<void(CommConfig&)> change;  // rank 2's difference
+  const char* refused_says;                 // in rank 2's message
+  const char* peers_say;                    // in every other rank's message
+};
+
+class RefusedRank : public ::testing::TestWithParam<RefusedCase> {};
+
+TEST_P(RefusedRank, PeersHearWithinASecondWhichRankAndParameter) {
+  const RefusedCase& tc = GetParam();
+  auto fabric = StartFabric();
+  ASSERT_NE(fabric, nullptr);
+  CommConfig base = BaseConfig(*fabric, 4, 256, 16);
+  base.join_timeout_ms = 30000;
+  std::vector<Status> st(4);
+  std::vector<Clock::time_point> end(4);
+  std::vector<std::thread> ts;
+  for (uint16_t r : {0, 1, 3}) {
+    ts.emplace_back([&, r] {
+      CommConfig c = base;
+      c.rank = r;
+      st[r] = Communicator::Create(c).status();
+      end[r] = Clock::now();
+    });
+  }
+  // The others' JOINs come first (they fix the job's parameters), then rank 2's.
+  const auto wait_until = Clock::now() + std::chrono::seconds(10);
+  while (dp::Get(fabric->control_counters(), dp::ControlCounter::kJoins) < 3 &&
+         Clock::now() < wait_until) {
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  CommConfig c2 = base;
+  c2.rank = 2;
+  tc.change(c2);
+  const auto start2 = Clock::now();
+  st[2] = Communicator::Create(c2).status();
+  end[2] = Clock::now();
+  for (auto& t : ts) t.join();
+  EXPECT_EQ(st[2].code(), StatusCode::kInvalidArgument) << st[2].ToString();
+  EXPECT_NE(st[2].message().find("error(bad_params)"), std::string::npos) << st[2].message();
+  EXPECT_NE(st[2].message().find(tc.refused_says), std::string::npos) << st[2].message();
+  std::printf("rank 2: %s\nrank 0: %s\n", st[2].ToString().c_str(), st[0].ToString().c_str());
+  for (int r : {0, 1, 3}) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    const double after = std::chrono::duration<double>(end[r] - start2).count();
+    std::printf("%s: rank %d failed %.1f ms after rank 2 started joining\n", tc.name, r,
+                after * 1e3);
+    EXPECT_EQ(st[r].code(), StatusCode::kAborted) << st[r].ToString();
+    EXPECT_NE(st[r].message().find("error(peer_refused): rank 2's JOIN was refused"),
+              std::string::npos)
+        << st[r].message();
+    EXPECT_NE(st[r].message().find(tc.peers_say), std::string::npos) << st[r].message();
+    EXPECT_LT(after, 1.0);
+  }
+  EXPECT_EQ(dp::Get(fabric->control_counters(), dp::ControlCounter::kJobsAdmitted), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Join, RefusedRank,
+    ::testing::Values(RefusedCase{"K", [](CommConfig& c) { c.k = 64; }, "K 64 differs from 256",
+                                  "its K 64 differs from 256, this rank's"},
+                      RefusedCase{"Window", [](CommConfig& c) { c.window = 32; },
+                                  "window 32 differs from 16", "its window 32 differs from 16"},
+                      RefusedCase{"WorldSize", [](CommConfig& c) { c.world_size = 5; },
+                                  "world size 5 differs from 4", "its world size 5 differs from 4"},
+                      RefusedCase{"Lanes", [](CommConfig& c) { c.progress_threads = 2; },
+                                  "lane count (progress_threads) 2 differs from 1",
+                                  "its lane count (progress_threads) 2 differs from 1"}),
+    [](const ::testing::TestParamInfo<RefusedCase>& i) { return std::string(i.param.name); });
+
+// A rank that joins after the refusal (within the others' join window) hears it at once too.
+TEST(Join, RankJoiningAfterARefusalHearsItAtOnce) {
+  auto fabric = StartFabric();
+  ASSERT_NE(fabric, nullptr);
+  CommConfig c0 = BaseConfig(*fabric, 3, 256, 16);
+  c0.join_timeout_ms = 30000;
+  Status s0;
+  std::thread t([&] { s0 = Communicator::Create(c0).status(); });
+  const auto wait_until = Clock::now() + std::chrono::seconds(10);
+  while (dp::Get(fabric->control_counters(), dp::ControlCounter::kJoins) < 1 &&
+         Clock::now() < wait_until) {
+    std::this_thread::sleep_for(milliseconds(2));
+  }
+  CommConfig c1 = c0;
+  c1.rank = 1;
+  c1.window = 8;
+  EXPECT_EQ(Communicator::Create(c1).status().code(), StatusCode::kInvalidArgument);
+  t.join();
+  EXPECT_EQ(s0.code(), StatusCode::kAborted) << s0.ToString();
+  CommConfig c2 = c0;
+  c2.rank = 2;
+  const auto t2 = Clock::now();
+  Status s2 = Communicator::Create(c2).status();
+  EXPECT_EQ(s2.code(), StatusCode::kAborted) << s2.ToString();
+  EXPECT_NE(s2.message().find("rank 1's JOIN was refused"), std::string::npos) << s2.message();
+  EXPECT_NE(s2.message().find("its window 8 differs from 16"), std::string::npos) << s2.message();
+  EXPECT_LT(Clock::now() - t2, std::chrono::seconds(1));
 }
 
 TEST(Join, InvalidConfigIsRejectedBeforeAnyPacket) {
@@ -586,8 +712,14 @@ TEST(Lanes, RanksWithDifferentLaneCountsAreRejected) {
     errs[r] = Communicator::Create(rc).status();
   });
   EXPECT_EQ(errs[1].code(), StatusCode::kInvalidArgument) << errs[1].ToString();  // bad_params
-  EXPECT_EQ(errs[0].code(), StatusCode::kDeadlineExceeded) << errs[0].ToString();
-  EXPECT_NE(errs[0].message().find("lane"), std::string::npos) << errs[0].ToString();
+  EXPECT_NE(errs[1].message().find("lane count (progress_threads) 3 differs from 2"),
+            std::string::npos)
+      << errs[1].ToString();
+  // Rank 0 (both lanes) hears of it from the fabric (peer_refused), not from its join timeout.
+  EXPECT_EQ(errs[0].code(), StatusCode::kAborted) << errs[0].ToString();
+  EXPECT_NE(errs[0].message().find("its lane count (progress_threads) 3 differs from 2"),
+            std::string::npos)
+      << errs[0].ToString();
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(4));
 }
 

@@ -16,9 +16,22 @@
 //   joins from L peers (one socket per progress thread), lane l carrying the job's slots s with
 //   s mod L == l:
 //     - K not in proto::kKValues, N not in 1..kMaxWorkers, W == 0, rank >= N, L > kMaxLanes or
-//       l >= L: error(bad_params).
-//     - job pending or active with other (N, K, W, L): error(bad_params) (the job is not touched).
-//     - (rank, lane) already joined by another peer: error(rank_taken).
+//       l >= L: error(bad_params), slot = the proto::JoinParam at fault (checked in that order),
+//       offset = proto::kJoinValueNone.
+//     - job pending or active with other (K, N, W, L): error(bad_params), slot = the first
+//       JoinParam that differs, offset = the job's value of it (what the ranks already joined
+//       sent); the job's entry is not changed.
+//     - (rank, lane) already joined by another peer: error(rank_taken), slot = JoinParam
+//       kRankTaken, offset = kJoinValueNone.
+//     A JOIN refused by either rule for a job that is pending (not yet active) dooms the job: no
+//       rank can take the refused one's place in time. The refusal is remembered (the first one:
+//       rank, JoinParam, the value it sent; rank_taken: its lane) and every joined lane of every
+//       rank gets error(peer_refused) at once (count = the refused rank, slot = the JoinParam,
+//       offset = its value); so does every later JOIN to the job whose own parameters are right,
+//       from a new peer or a joined one (a resend), which is not recorded: the job never becomes
+//       active and is freed by the job timeout like any idle job. A refusal for an active job
+//       answers the refused peer only (the job runs on). An out-of-range JOIN for a job id no job
+//       has creates nothing, so there is nothing to remember it by.
 //     - (rank, lane) already joined by P: join_ack again if the job is active; nothing while
 //       pending.
 //     - job unknown and the job table full (max_jobs jobs pending or active): error(too_many_jobs).
@@ -46,8 +59,8 @@
 // whose trailer does not match is dropped before any field but the version is read
 // (control_bad_crc); one of another length is control_malformed.
 // Error and join_ack packets are header-only: version, type, job, rank = the receiver's rank (for
-// errors answering a request: the request's rank), count/offset as above, aux = error code; the
-// control plane seals each with its trailer.
+// errors answering a request: the request's rank), count/slot/offset as above (0 where not
+// given), aux = error code; the control plane seals each with its trailer.
 //
 // Data path helpers, O(1), no allocation: CheckDataSource (is this peer the one that joined as
 // (job, rank, the lane of the packet's slot)? also records activity for the timeout) and
@@ -154,16 +167,17 @@ enum class ControlCounter : uint16_t {
   kAllocAcks,         // alloc_ack packets sent
   kAllocsExpired,     // reservations dropped by Tick (no JOIN within job_timeout)
   kControlBadCrc,     // control message whose CRC32C trailer does not match (dropped)
+  kErrPeerRefused,    // error(peer_refused) sent (to joined lanes, and to later JOINs)
   kCount,
 };
 inline constexpr size_t kNumControlCounters = static_cast<size_t>(ControlCounter::kCount);
 inline constexpr std::array<std::string_view, kNumControlCounters> kControlCounterNames = {
-    "control_rx",     "joins",           "leaves",         "join_acks",
-    "errors_sent",    "err_bad_params",  "err_rank_taken", "err_too_many_jobs",
-    "err_no_slots",   "err_job_aborted", "leave_ignored",  "control_malformed",
-    "jobs_admitted",  "jobs_left",       "jobs_timed_out", "leaves_done",
-    "jobs_done",      "err_rank_left",   "allocs",         "alloc_acks",
-    "allocs_expired", "control_bad_crc"};
+    "control_rx",     "joins",           "leaves",          "join_acks",
+    "errors_sent",    "err_bad_params",  "err_rank_taken",  "err_too_many_jobs",
+    "err_no_slots",   "err_job_aborted", "leave_ignored",   "control_malformed",
+    "jobs_admitted",  "jobs_left",       "jobs_timed_out",  "leaves_done",
+    "jobs_done",      "err_rank_left",   "allocs",          "alloc_acks",
+    "allocs_expired", "control_bad_crc", "err_peer_refused"};
 using ControlCounters = std::array<uint64_t, kNumControlCounters>;
 
 inline uint64_t Get(const ControlCounters& c, ControlCounter which) {
@@ -267,6 +281,11 @@ class ControlPlane {
     uint64_t joined_mask = 0;  // bit r: some lane of rank r joined
     uint64_t left_mask = 0;    // bit r: rank r left gracefully (done); it gets no errors
     TimePoint last_activity{};
+    // The first JOIN refused while the job was pending (see the header comment).
+    bool refused = false;
+    uint16_t refused_rank = 0;
+    proto::JoinParam refused_param = proto::JoinParam::kNone;
+    uint32_t refused_value = 0;  // the value the refused rank sent (rank_taken: its lane)
     std::array<uint16_t, proto::kMaxWorkers> lane_mask{};  // rank r: bit l, lane l joined
     std::vector<Peer> peers;  // lanes x world_size, lane-major: a lane's ranks are contiguous
   };
@@ -289,6 +308,12 @@ class ControlPlane {
                   uint32_t offset, uint16_t aux, ReplySink& out);
 
   void HandleJoin(const proto::Header& h, const Peer& from, TimePoint now, ReplySink& out);
+  // Answers a refused JOIN (h, from) with error(code, param, job_value); for a pending job also
+  // remembers the refusal (the first) and sends error(peer_refused) to every joined lane.
+  void Refuse(JobEntry* j, const proto::Header& h, const Peer& from, proto::ErrorCode code,
+              proto::JoinParam param, uint32_t job_value, uint32_t its_value, ReplySink& out);
+  // error(peer_refused) for j's remembered refusal, to one peer (`rank` is its rank).
+  void SendPeerRefused(const JobEntry& j, const Peer& to, uint16_t rank, ReplySink& out);
   void HandleLeave(const proto::Header& h, const Peer& from, ReplySink& out);
   void HandleAlloc(const proto::Header& h, const Peer& from, TimePoint now, ReplySink& out);
   bool Reserved(uint16_t job_id) const;
@@ -299,9 +324,11 @@ class ControlPlane {
   // excepted) and the ranks that left gracefully.
   void FreeJob(JobEntry& j, uint16_t except_rank, ReplySink& out);
   void SendReply(const Peer& to, proto::MsgType type, uint16_t job, uint16_t rank, uint16_t count,
-                 uint32_t offset, uint16_t aux, ReplySink& out, uint16_t gen = 0);
-  void SendError(const Peer& to, uint16_t job, uint16_t rank, proto::ErrorCode code,
-                 ReplySink& out);
+                 uint32_t offset, uint16_t aux, ReplySink& out, uint16_t gen = 0,
+                 uint16_t slot = 0);
+  // error(code) with count/slot/offset as the code defines them (proto/ina.toml); counted.
+  void SendError(const Peer& to, uint16_t job, uint16_t rank, proto::ErrorCode code, ReplySink& out,
+                 uint16_t count = 0, uint16_t slot = 0, uint32_t offset = 0);
   // First-fit allocation of min(want, largest extent) slots; false if the pool is full.
   bool Allocate(uint32_t want, uint32_t& base, uint32_t& got);
   void Release(uint32_t base, uint32_t len);

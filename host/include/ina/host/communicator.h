@@ -76,10 +76,14 @@ class Communicator {
   // world, count = K, offset = window; with lanes, slot = lane and gen = progress_threads) every
   // 100 ms until JOIN_ACK (which gives the granted window) or ERROR or join_timeout_ms, on every
   // lane at once. Then starts the progress threads. Blocks up to join_timeout_ms.
-  // Errors: InvalidArgument (config, or ERROR(bad_params): K/world/window differ from the other
-  // ranks'), the transport's error, DeadlineExceeded (not every rank joined in time),
-  // ResourceExhausted (ERROR no_slots / too_many_jobs), AlreadyExists (ERROR rank_taken), Aborted
-  // (ERROR job_aborted). A fabric that is not up yet (Unavailable) is retried until the timeout.
+  // Errors: InvalidArgument (config, or ERROR(bad_params): K/world/window/lanes differ from the
+  // other ranks' or are out of range; the message names the parameter and both values), the
+  // transport's error, DeadlineExceeded (not every rank joined in time), ResourceExhausted (ERROR
+  // no_slots / too_many_jobs), AlreadyExists (ERROR rank_taken), Aborted (ERROR job_aborted, or
+  // ERROR peer_refused: another rank's JOIN was refused, so the job cannot start; the message
+  // names that rank, the parameter and its value; it comes as soon as the fabric refuses that
+  // JOIN, not at the join timeout). A fabric that is not up yet (Unavailable) is retried until the
+  // timeout.
   static Result<std::unique_ptr<Communicator>> Create(const CommConfig& config);
   // Fails the op in progress and the queued ones with Aborted, joins the progress threads and sends
   // LEAVE: aux 0 with the number of completed calls when every call succeeded and none was

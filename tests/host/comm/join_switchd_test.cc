@@ -1,0 +1,75 @@
+// Communicators joining through the real ina-switchd on loopback: a rank refused by the fabric
+// (another K) makes the others fail at once with peer_refused, naming it, on one core and on two
+// (each job on the core its id steers to, with its own control plane).
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../../dataplane/switchd/harness.h"
+#include "ina/host/communicator.h"
+
+namespace ina::host {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+class JoinSwitchd : public ::testing::TestWithParam<int> {};
+
+TEST_P(JoinSwitchd, RefusedRankFailsThePeersAtOnceNamingRankAndParameter) {
+  test::SwitchProcess sw({"--port", "0", "--cores", std::to_string(GetParam())});
+  ASSERT_NE(sw.port(), 0);
+  for (uint16_t job : {11, 12}) {  // cores 1 and 0 of two
+    SCOPED_TRACE("job " + std::to_string(job));
+    CommConfig base;
+    base.switch_port = sw.port();
+    base.job_id = job;
+    base.world_size = 3;
+    base.k = 256;
+    base.join_timeout_ms = 30000;
+    std::vector<Status> st(3);
+    std::vector<Clock::time_point> end(3);
+    std::vector<std::thread> ts;
+    for (uint16_t r : {0, 1}) {
+      ts.emplace_back([&, r] {
+        CommConfig c = base;
+        c.rank = r;
+        st[r] = Communicator::Create(c).status();
+        end[r] = Clock::now();
+      });
+    }
+    // Ranks 0 and 1 send their first JOIN at once (and every 100 ms): they fix the job's K.
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    CommConfig c2 = base;
+    c2.rank = 2;
+    c2.k = 64;
+    const auto start2 = Clock::now();
+    st[2] = Communicator::Create(c2).status();
+    for (auto& t : ts) t.join();
+    EXPECT_EQ(st[2].code(), StatusCode::kInvalidArgument) << st[2].ToString();
+    EXPECT_NE(st[2].message().find("K 64 differs from 256"), std::string::npos) << st[2].message();
+    for (int r : {0, 1}) {
+      const double ms = std::chrono::duration<double, std::milli>(end[r] - start2).count();
+      std::printf("--cores %d job %u: rank %d failed %.1f ms after rank 2 started joining\n",
+                  GetParam(), job, r, ms);
+      EXPECT_EQ(st[r].code(), StatusCode::kAborted) << st[r].ToString();
+      EXPECT_NE(st[r].message().find("rank 2's JOIN was refused"), std::string::npos)
+          << st[r].message();
+      EXPECT_NE(st[r].message().find("its K 64 differs from 256"), std::string::npos)
+          << st[r].message();
+      EXPECT_LT(ms, 1000.0);
+    }
+  }
+  const auto counters = sw.Stop();
+  EXPECT_EQ(counters.at("err_bad_params"), 2u);
+  EXPECT_EQ(counters.at("err_peer_refused"), 4u);
+  EXPECT_EQ(counters.at("jobs_admitted"), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cores, JoinSwitchd, ::testing::Values(1, 2));
+
+}  // namespace
+}  // namespace ina::host
