@@ -144,6 +144,9 @@ class SlotWindow {
   void NoteTransportError(const Status& s) { last_transport_error_ = s; }
 
   uint16_t window() const { return window_; }
+  // Every slot's TX buffer: one allocation made at construction that lives as long as the window
+  // (packets are quantized into it and sent from it: Transport::RegisterTxMemory).
+  std::span<const uint8_t> tx_memory() const { return tx_bufs_; }
   const WindowConfig& config() const { return cfg_; }
   const RtoEstimator& rto() const { return rto_; }
   const WindowCounters& counters() const { return counters_; }

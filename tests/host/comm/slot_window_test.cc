@@ -197,6 +197,34 @@ TEST_F(SlotWindowTest, MismatchedResultsAreStaleAndIgnored) {
   EXPECT_EQ(w.counters().bad_crc.Get(), 0u);
 }
 
+// Transport::RegisterTxMemory gets tx_memory(): every packet must be sent from inside it (the
+// verbs transport posts those without a copy), quantized there, exponent rounds and blocks alike.
+TEST_F(SlotWindowTest, EveryPacketIsSentFromTheTxMemory) {
+  SlotWindow w(Config(1, 64, 4), quant::ActiveKernels());
+  const std::span<const uint8_t> mem = w.tx_memory();
+  ASSERT_GE(mem.size(), size_t{4} * proto::MessageBytes(64));
+  std::vector<float> x(64 * 6, 0.25f);
+  ASSERT_TRUE(w.Begin(OpDesc{true, x.data(), nullptr, x.size(), 0}, t0_).ok());
+  size_t packets = 0;
+  for (int round = 0; round < 10 && w.blocks_remaining() > 0; ++round) {
+    TxPacket tx[64];
+    std::vector<std::vector<uint8_t>> sent;
+    while (w.tx_queued() > 0) {
+      const size_t n = w.PeekTx(tx);
+      for (size_t i = 0; i < n; ++i) {
+        EXPECT_GE(tx[i].data, mem.data());
+        EXPECT_LE(tx[i].data + tx[i].len, mem.data() + mem.size());
+        sent.emplace_back(tx[i].data, tx[i].data + tx[i].len);
+      }
+      w.OnSent(n, t0_);
+      packets += n;
+    }
+    for (const auto& p : sent) ASSERT_TRUE(w.OnPacket(ResultOf(p), t0_).ok());
+  }
+  EXPECT_EQ(w.blocks_remaining(), 0);
+  EXPECT_GE(packets, 6u + 4u);  // 6 blocks and at least one exponent round per slot used
+}
+
 TEST_F(SlotWindowTest, EveryPacketSentIsSealedAndARetransmissionResealed) {
   SlotWindow w(Config(1, 64, 2), quant::ActiveKernels());
   std::vector<float> x(64 * 2, 1.5f);
