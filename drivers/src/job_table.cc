@@ -39,6 +39,24 @@ Status ClearJob(RegisterAccess& regs, uint32_t entry) {
   return regs.Write32(r::kJobCommit, r::job_commit::SetGo(0, 1));
 }
 
+Result<bool> EntryFailed(RegisterAccess& regs, uint32_t entry) {
+  INA_RETURN_IF_ERROR(regs.Write32(r::kJobSel, entry));
+  INA_ASSIGN_OR_RETURN(uint32_t id, regs.Read32(r::kJobId));
+  return r::job_id::GetFailed(id) != 0;
+}
+
+Result<LastFailure> ReadLastFailure(RegisterAccess& regs) {
+  INA_ASSIGN_OR_RETURN(uint32_t where, regs.Read32(r::kFailWhere));
+  INA_ASSIGN_OR_RETURN(uint32_t who, regs.Read32(r::kFailWho));
+  LastFailure f;
+  f.any = r::fail_who::GetValid(who) != 0;
+  f.entry = r::fail_who::GetEntry(who);
+  f.slot = static_cast<uint16_t>(r::fail_where::GetSlot(where));
+  f.gen = static_cast<uint16_t>(r::fail_where::GetGen(where));
+  f.rank = static_cast<uint16_t>(r::fail_who::GetRank(who));
+  return f;
+}
+
 Result<dp::CounterSnapshot> ReadCounters(RegisterAccess& regs) {
   dp::CounterSnapshot c{};
   for (size_t i = 0; i < proto::kNumCounters; ++i) {

@@ -3,7 +3,12 @@
 // slot memory; completed slots and result re-sends leave as result frames.
 //
 // Rules: exactly those of dataplane/include/ina/dp/engine.h (drop causes in that order, duplicate
-// and re-send, generation reset of a copy, first contribution / add / complete), plus: a frame
+// and re-send, the generation window (both copies of the slot are read: the copy of the packet's
+// generation and the other, which holds the previous generation), the slot-history check, the
+// disagreement of two ranks, generation reset of a copy, first contribution / add / complete).
+// When two ranks disagree (rule 13) the stage pulses fail_o with the job's entry and where (slot,
+// generation, rank): ina_regs marks the entry failed, so its later packets are unknown_job, as
+// the reference engine removes the job. Also: a frame
 // whose MAC error bit was set is malformed; a job slot outside the pool is bad_slot. The CRC32C
 // trailer was checked while the frame streamed in (ina_core: ina_crc32c beside ingress), so its
 // verdict comes with the descriptor (desc_crc_ok_i) and a damaged frame is dropped at the header op,
@@ -57,6 +62,12 @@ module ina_agg
   input  logic [OutFreeW-1:0] out_free_i,
   // Counter increments.
   output logic [ina_proto_pkg::NumCounters-1:0] cnt_inc_o,
+  // Rule 13 of engine.h: the ranks of job entry fail_entry_o disagree (one-cycle pulse).
+  output logic                fail_o,
+  output logic [7:0]          fail_entry_o,
+  output logic [15:0]         fail_slot_o,
+  output logic [15:0]         fail_gen_o,
+  output logic [15:0]         fail_rank_o,
   // A packet, a result beat or a slot reset is in flight (registered state only).
   output logic                busy_o
 );
@@ -187,10 +198,14 @@ module ina_agg
   logic [NumJobs-1:0] hit;
   logic found;
   logic [15:0] j_base, j_window, j_group;
-  logic [7:0]  j_world, j_kq;
+  logic [7:0]  j_world, j_kq, j_idx;
   logic [16:0] j_k;
   logic [16:0] pslot;
-  meta_t       m;
+  meta_t       m, mo;  // the copy of the packet's generation, and the other one
+  logic        in_progress, next_use, early, fits, differs, fail;
+  logic [15:0] cur_gen, ahead;
+  logic [32:0] first_off, stride;
+  logic [33:0] next_off;
   logic [ina_proto_pkg::NumCounters-1:0] inc;
   logic        hdr_emit;
   logic [ina_rtl_pkg::BeatBits-1:0] hdr_beat;
@@ -210,12 +225,14 @@ module ina_agg
     j_group = '0;
     j_world = '0;
     j_kq = '0;
+    j_idx = '0;
     for (int unsigned j = 0; j < NumJobs; j++) begin
       hit[j] = job_valid_i[j] && job_id_i[16*j +: 16] == desc_i.job;
     end
     for (int j = NumJobs - 1; j >= 0; j--) begin
       if (hit[j]) begin
         found    = 1'b1;
+        j_idx    = 8'(j);
         // Register fields from proto/ina.toml (ina_proto_pkg::Reg<Register><Field>Lsb/Width).
         j_base   = job_slots_i[32*j + ina_proto_pkg::RegJobSlotsBaseLsb +: ina_proto_pkg::RegJobSlotsBaseWidth];
         j_window = job_slots_i[32*j + ina_proto_pkg::RegJobSlotsWindowLsb +: ina_proto_pkg::RegJobSlotsWindowWidth];
@@ -229,9 +246,42 @@ module ina_agg
   assign j_k   = (j_kq == 8'd0) ? 17'(ina_rtl_pkg::MaxK) : {3'b0, j_kq, 6'b0};
   assign pslot = {1'b0, j_base} + {1'b0, desc_i.slot};
   assign m     = desc_i.gen[0] ? meta1_q[pslot[SW-1:0]] : meta0_q[pslot[SW-1:0]];
+  assign mo    = desc_i.gen[0] ? meta0_q[pslot[SW-1:0]] : meta1_q[pslot[SW-1:0]];
   assign retx  = desc_i.flags[ina_proto_pkg::FlagRetxBit];
   assign int32_new = desc_i.flags[ina_proto_pkg::FlagInt32Bit];
   assign int32_old = m.flags[ina_proto_pkg::FlagInt32Bit];
+
+  // Rule 11, the generation window: the copies hold consecutive generations (cur - 1, cur).
+  assign in_progress = desc_i.gen == m.gen && m.cnt != '0;
+  assign next_use    = desc_i.gen == m.gen + 16'd2 && mo.gen == desc_i.gen - 16'd1 &&
+                       (mo.cnt == '0 || mo.cnt == j_world[6:0]);
+  assign cur_gen     = (mo.gen == m.gen + 16'd1) ? mo.gen : m.gen;
+  assign ahead       = desc_i.gen - cur_gen;
+  assign early       = ahead != '0 && !ahead[15];
+  // Rule 12, the slot's history: block s (offset s*K) starts a call; otherwise the block W*K after
+  // the previous generation's full block, of the same type.
+  assign first_off   = 33'(desc_i.slot) * 33'(j_k);
+  assign stride      = 33'(j_window) * 33'(j_k);
+  assign next_off    = {2'b0, mo.offset} + {1'b0, stride};
+  always_comb begin
+    logic known;
+    known = (desc_i.flags & ~((8'd1 << ina_proto_pkg::FlagRetxBit) |
+                              (8'd1 << ina_proto_pkg::FlagNonfiniteBit) |
+                              (8'd1 << ina_proto_pkg::FlagInt32Bit))) == '0;
+    if (desc_i.count == '0) begin
+      fits = known && {1'b0, desc_i.offset} == first_off && !int32_new;
+    end else begin
+      fits = known && ({1'b0, desc_i.offset} == first_off ||
+                       (mo.cnt != '0 && {1'b0, mo.count} == j_k &&
+                        {2'b0, desc_i.offset} == next_off &&
+                        int32_new == mo.flags[ina_proto_pkg::FlagInt32Bit]));
+    end
+  end
+  // The other copy's bitmap and exponents play no part in the rules.
+  logic unused_mo;
+  assign unused_mo = ^{mo.bitmap, mo.exp, mo.next_exp};
+  // Rule 13: a block that fits the history but differs from another rank's: the ranks disagree.
+  assign differs = desc_i.offset != m.offset || desc_i.count != m.count || int32_new != int32_old;
 
   // Payload beats of `count` elements.
   function automatic logic [4:0] beats_of(input logic [15:0] count);
@@ -253,6 +303,7 @@ module ina_agg
 
   always_comb begin
     inc       = '0;
+    fail      = 1'b0;
     meta_we   = 1'b0;
     meta_slot = pslot[SW-1:0];
     meta_copy = desc_i.gen[0];
@@ -289,7 +340,7 @@ module ina_agg
       inc[ina_proto_pkg::CntDropBadSlot] = 1'b1;
     end else begin
       inc[ina_proto_pkg::CntRetransmissions] = retx;
-      if (desc_i.gen == m.gen && m.bitmap[desc_i.rank[5:0]]) begin
+      if (in_progress && m.bitmap[desc_i.rank[5:0]]) begin
         if (m.cnt == j_world[6:0]) begin
           inc[ina_proto_pkg::CntResultResends] = 1'b1;
           mode_d      = ModeResend;
@@ -301,14 +352,21 @@ module ina_agg
         end else begin
           inc[ina_proto_pkg::CntDuplicates] = 1'b1;
         end
-      end else if (desc_i.gen == m.gen && m.cnt != '0 &&
-                   (desc_i.offset != m.offset || desc_i.count != m.count ||
-                    int32_new != int32_old)) begin
+      end else if (!in_progress && !next_use) begin
+        if (early) begin
+          inc[ina_proto_pkg::CntDropEarly] = 1'b1;
+        end else begin
+          inc[ina_proto_pkg::CntDropStale] = 1'b1;
+        end
+      end else if (!fits) begin
+        inc[ina_proto_pkg::CntDropHistory] = 1'b1;
+      end else if (in_progress && differs) begin
         inc[ina_proto_pkg::CntDropMismatch] = 1'b1;
-      end else if (desc_i.gen == m.gen || desc_i.gen == m.gen + 16'd2) begin
+        fail = 1'b1;
+      end else begin
         inc[ina_proto_pkg::CntRxData] = 1'b1;
         meta_we = 1'b1;
-        if (desc_i.gen != m.gen || m.cnt == '0) begin
+        if (next_use) begin
           mode_d = ModeFirst;
           meta_new = '0;
           meta_new.gen      = desc_i.gen;
@@ -332,13 +390,12 @@ module ina_agg
           emit_d   = 1'b1;
           hdr_emit = 1'b1;
         end
-      end else begin
-        inc[ina_proto_pkg::CntDropStale] = 1'b1;
       end
     end
     if (!start) begin
       inc = '0;
       meta_we = 1'b0;
+      fail = 1'b0;
     end
   end
 
@@ -432,7 +489,12 @@ module ina_agg
     end
   end
 
-  assign cnt_inc_o = inc;
+  assign cnt_inc_o    = inc;
+  assign fail_o       = fail;
+  assign fail_entry_o = j_idx;
+  assign fail_slot_o  = desc_i.slot;
+  assign fail_gen_o   = desc_i.gen;
+  assign fail_rank_o  = desc_i.rank;
 
   // ---------------------------------------------------------------------------------------------
   // S1 / S2.

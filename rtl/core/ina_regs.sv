@@ -2,6 +2,7 @@
 //
 // Map (byte addresses, 32-bit registers) from proto/ina.toml [[register]] via ina_proto_pkg:
 //   id, version, params (ro); job_sel, job_id, job_slots, job_world (rw); job_commit (wo);
+//   fail_where, fail_who (ro);
 //   counters (ro) from counter_base, one per ina_proto_pkg::counter_e.
 // Writes to job_id/job_slots/job_world go to staging registers; writing 1 to job_commit copies
 // them into entry job_sel (ignored when job_sel >= NumJobs) and pulses commit_o so the aggregation
@@ -13,6 +14,9 @@
 // Bus: one request per cycle (req_i, we_i, addr_i, wdata_i); a read's data is in rdata_o with
 // rvalid_o the next cycle. Unknown addresses read 0; writes to read-only registers are ignored.
 // Counters wrap at 2^32; cnt_inc_i[i] adds one to counter i in that cycle.
+// fail_i marks entry fail_entry_i failed: job_valid_o drops it (its packets are unknown_job) and
+// job_id reads its failed bit until the next commit to the entry; fail_where / fail_who hold the
+// latest failure.
 module ina_regs
 #(
   parameter int unsigned NumJobs   = 8,
@@ -37,7 +41,13 @@ module ina_regs
   output logic [31:0] commit_slots_o,
   output logic        commit_valid_o,
   // Counters.
-  input  logic [ina_proto_pkg::NumCounters-1:0] cnt_inc_i
+  input  logic [ina_proto_pkg::NumCounters-1:0] cnt_inc_i,
+  // The aggregation stage ended a job (ranks disagree): entry, slot, generation, rank.
+  input  logic        fail_i,
+  input  logic [7:0]  fail_entry_i,
+  input  logic [15:0] fail_slot_i,
+  input  logic [15:0] fail_gen_i,
+  input  logic [15:0] fail_rank_i
 );
 
   if (NumJobs < 1 || NumJobs > 256) begin : gen_bad_jobs
@@ -52,7 +62,8 @@ module ina_regs
   logic [31:0] sel_q, slots_q, world_q;
   logic        id_valid_q;
   logic [15:0] id_q;
-  logic [NumJobs-1:0]       valid_q;
+  logic [NumJobs-1:0]       valid_q, failed_q;
+  logic [31:0] fail_where_q, fail_who_q;
   // Flat vectors (yosys 0.23 reads no multi-dimensional packed arrays): entry j at [16j +: 16] /
   // [32j +: 32], counter i at [32i +: 32].
   logic [NumJobs*16-1:0]    jid_q;
@@ -107,6 +118,24 @@ module ina_regs
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
+      failed_q     <= '0;
+      fail_where_q <= ina_proto_pkg::RegFailWhereReset;
+      fail_who_q   <= ina_proto_pkg::RegFailWhoReset;
+    end else begin
+      if (do_commit) failed_q[sel] <= 1'b0;
+      if (fail_i && fail_entry_i < 8'(NumJobs)) begin
+        failed_q[fail_entry_i[JW-1:0]] <= 1'b1;
+        fail_where_q <= (32'(fail_slot_i) << ina_proto_pkg::RegFailWhereSlotLsb) |
+                        (32'(fail_gen_i) << ina_proto_pkg::RegFailWhereGenLsb);
+        fail_who_q   <= (32'(fail_rank_i) << ina_proto_pkg::RegFailWhoRankLsb) |
+                        (32'(fail_entry_i) << ina_proto_pkg::RegFailWhoEntryLsb) |
+                        (32'd1 << ina_proto_pkg::RegFailWhoValidLsb);
+      end
+    end
+  end
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
       cnt_q <= '0;
     end else begin
       for (int unsigned i = 0; i < ina_proto_pkg::NumCounters; i++) begin
@@ -121,6 +150,7 @@ module ina_regs
                      (32'(ina_proto_pkg::MaxWorkers) << ina_proto_pkg::RegParamsMaxWorkersLsb) |
                      (32'(ina_rtl_pkg::MaxK / 64) << ina_proto_pkg::RegParamsK64Lsb);
   assign job_id_rd = (32'(valid_q[sel]) << ina_proto_pkg::RegJobIdValidLsb) |
+                     (32'(failed_q[sel]) << ina_proto_pkg::RegJobIdFailedLsb) |
                      (32'(jid_q[16*sel +: 16]) << ina_proto_pkg::RegJobIdIdLsb);
 
   always_comb begin
@@ -133,10 +163,12 @@ module ina_regs
       ina_proto_pkg::RegJobIdAddr:    rdata_d = sel_ok ? job_id_rd : '0;
       ina_proto_pkg::RegJobSlotsAddr: rdata_d = sel_ok ? jslots_q[32*sel +: 32] : '0;
       ina_proto_pkg::RegJobWorldAddr: rdata_d = sel_ok ? jworld_q[32*sel +: 32] : '0;
+      ina_proto_pkg::RegFailWhereAddr: rdata_d = fail_where_q;
+      ina_proto_pkg::RegFailWhoAddr:   rdata_d = fail_who_q;
       default: begin
         if (addr_i >= ina_proto_pkg::RegCounterBaseAddr && addr_i < ina_proto_pkg::RegCounterBaseAddr + 12'(4 * ina_proto_pkg::NumCounters)
             && addr_i[1:0] == 2'b00) begin
-          rdata_d = cnt_q[32*(4'((addr_i - ina_proto_pkg::RegCounterBaseAddr) >> 2)) +: 32];
+          rdata_d = cnt_q[32*(6'((addr_i - ina_proto_pkg::RegCounterBaseAddr) >> 2)) +: 32];
         end
       end
     endcase
@@ -152,7 +184,7 @@ module ina_regs
     end
   end
 
-  assign job_valid_o    = valid_q;
+  assign job_valid_o    = valid_q & ~failed_q;
   assign job_id_o       = jid_q;
   assign job_slots_o    = jslots_q;
   assign job_world_o    = jworld_q;

@@ -64,6 +64,11 @@ module ina_units_tb
   output logic [31:0]                           regs_commit_slots_o,
   output logic                                  regs_commit_valid_o,
   input  logic [ina_proto_pkg::NumCounters-1:0] regs_cnt_inc_i,
+  input  logic                                  regs_fail_i,
+  input  logic [7:0]                            regs_fail_entry_i,
+  input  logic [15:0]                           regs_fail_slot_i,
+  input  logic [15:0]                           regs_fail_gen_i,
+  input  logic [15:0]                           regs_fail_rank_i,
   // ina_agg.
   input  logic                                  agg_desc_valid_i,
   output logic                                  agg_desc_ready_o,
@@ -87,6 +92,11 @@ module ina_units_tb
   output logic [ina_proto_pkg::NumCounters-1:0] agg_cnt_inc_o,
   output logic                                  agg_busy_o,
   input  logic                                  agg_desc_crc_ok_i,
+  output logic                                  agg_fail_o,
+  output logic [7:0]                            agg_fail_entry_o,
+  output logic [15:0]                           agg_fail_slot_o,
+  output logic [15:0]                           agg_fail_gen_o,
+  output logic [15:0]                           agg_fail_rank_o,
   // ina_crc32c, Check = 1.
   input  logic                                  crck_s_axis_tvalid_i,
   input  logic [ina_rtl_pkg::BeatBits-1:0]      crck_s_axis_tdata_i,
@@ -181,7 +191,12 @@ module ina_units_tb
     .commit_o      (regs_commit_o),
     .commit_slots_o(regs_commit_slots_o),
     .commit_valid_o(regs_commit_valid_o),
-    .cnt_inc_i     (regs_cnt_inc_i)
+    .cnt_inc_i     (regs_cnt_inc_i),
+    .fail_i        (regs_fail_i),
+    .fail_entry_i  (regs_fail_entry_i),
+    .fail_slot_i   (regs_fail_slot_i),
+    .fail_gen_i    (regs_fail_gen_i),
+    .fail_rank_i   (regs_fail_rank_i)
   );
 
   assign agg_desc = agg_desc_i;
@@ -214,6 +229,11 @@ module ina_units_tb
     .out_user_o    (agg_out_user_o),
     .out_free_i    (agg_out_free_i),
     .cnt_inc_o     (agg_cnt_inc_o),
+    .fail_o        (agg_fail_o),
+    .fail_entry_o  (agg_fail_entry_o),
+    .fail_slot_o   (agg_fail_slot_o),
+    .fail_gen_o    (agg_fail_gen_o),
+    .fail_rank_o   (agg_fail_rank_o),
     .busy_o        (agg_busy_o)
   );
 

@@ -88,6 +88,9 @@ module ina_core
   logic [NumJobs*32-1:0]    job_slots, job_world;  // entry j at [32j +: 32]
   logic        commit, commit_valid;
   logic [31:0] commit_slots;
+  logic        fail;  // ina_agg ended a job (ranks disagree): ina_regs marks its entry failed
+  logic [7:0]  fail_entry;
+  logic [15:0] fail_slot, fail_gen, fail_rank;
   logic [ina_proto_pkg::NumCounters-1:0] cnt_inc;
   logic        agg_busy, in_frame, egress_busy;
   // The trailer check beside ingress, and its verdicts in frame order.
@@ -197,6 +200,11 @@ module ina_core
     .out_user_o    (out_user),
     .out_free_i    (out_free),
     .cnt_inc_o     (cnt_inc),
+    .fail_o        (fail),
+    .fail_entry_o  (fail_entry),
+    .fail_slot_o   (fail_slot),
+    .fail_gen_o    (fail_gen),
+    .fail_rank_o   (fail_rank),
     .busy_o        (agg_busy)
   );
 
@@ -244,7 +252,12 @@ module ina_core
     .commit_o      (commit),
     .commit_slots_o(commit_slots),
     .commit_valid_o(commit_valid),
-    .cnt_inc_i     (cnt_inc)
+    .cnt_inc_i     (cnt_inc),
+    .fail_i        (fail),
+    .fail_entry_i  (fail_entry),
+    .fail_slot_i   (fail_slot),
+    .fail_gen_i    (fail_gen),
+    .fail_rank_i   (fail_rank)
   );
 
 endmodule

@@ -55,7 +55,7 @@ for t in /share/tests/[0-9]*.sh; do
   name=$(basename $t .sh)
   if [ -n "$ONLY" ] && ! echo "$name" | grep -qE "$ONLY"; then continue; fi
   t0=$(T)
-  timeout -k 5 ${GUEST_TEST_TIMEOUT:-150} bash $t > $R/$name.log 2>&1
+  timeout -k 5 ${GUEST_TEST_TIMEOUT:-240} bash $t > $R/$name.log 2>&1
   rc=$?
   echo $rc > $R/$name.rc
   if [ $rc = 0 ]; then r=PASS; else r="FAIL(rc=$rc)"; FAILS=$((FAILS + 1)); fi

@@ -29,7 +29,9 @@ done
 OUT=${OUT:-$BUILD/vm}
 skip() { echo "run-vm: SKIP: $*"; exit 77; }
 command -v qemu-system-x86_64 >/dev/null || skip "qemu-system-x86_64 not found (scripts/setup.sh installs qemu-system-x86)"
-[ -x /bin/busybox ] && /bin/busybox --list | grep -qx insmod || skip "/bin/busybox (static, with insmod) not found (busybox-static)"
+# grep without -q: it reads the whole list (-q exits at the match, busybox may then die of SIGPIPE,
+# which pipefail turned into a spurious skip).
+[ -x /bin/busybox ] && /bin/busybox --list | grep -x insmod > /dev/null || skip "/bin/busybox (static, with insmod) not found (busybox-static)"
 
 CACHE=${INA_VM_CACHE:-$HOME/.cache/ina-vm}
 mkdir -p "$CACHE" "$OUT"

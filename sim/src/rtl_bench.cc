@@ -30,6 +30,7 @@ int RunK(uint16_t k, int packets) {
     h.slot = static_cast<uint16_t>((i / 4) % 8);
     h.gen = static_cast<uint16_t>(i / 32);
     h.count = k;
+    h.offset = uint32_t{h.slot} * k;  // block `slot`: each gen a call's first use of the slot
     p::EncodeHeader(h, pkt.data());
     for (size_t e = 0; e < k; ++e) p::Store32(&pkt[p::kHeaderBytes + 4 * e], uint32_t(i + e));
     p::SealMessage(pkt.data(), pkt.size() - p::kCrcBytes);

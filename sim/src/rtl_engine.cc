@@ -1,5 +1,6 @@
 #include "ina/sim/rtl_engine.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -99,6 +100,36 @@ void RtlEngine::Drain(size_t beats, dp::Emitter& out) {
     const uint16_t job = p::Load16(pkt.data() + p::kJobOffset);
     out.OnResult(job, f.dest_rank, pkt);
   }
+}
+
+size_t RtlEngine::PollFailures(std::span<dp::JobFailure> out) {
+  const uint32_t addr = p::reg::kCounterBase + 4 * static_cast<uint32_t>(p::Counter::kDropMismatch);
+  auto seen = sim_->Read32(addr);
+  if (seen.ok() && *seen != mismatches_seen_) {
+    mismatches_seen_ = *seen;
+    auto last = drv::ReadLastFailure(*sim_);
+    for (Entry& e : entries_) {
+      if (!e.used) continue;
+      const auto index = static_cast<uint32_t>(&e - entries_.data());
+      auto failed = drv::EntryFailed(*sim_, index);
+      if (!failed.ok() || !*failed) continue;
+      dp::JobFailure f{e.job.job_id, p::ErrorCode::kRankMismatch, 0xFFFF, 0xFFFF, 0xFFFF};
+      if (last.ok() && last->any && last->entry == index) {
+        f.slot = last->slot;
+        f.gen = last->gen;
+        f.rank = last->rank;
+      }
+      if (Status s = drv::ClearJob(*sim_, index); !s.ok() && sim_errors_++ == 0) {
+        std::fprintf(stderr, "rtl engine: %s\n", s.ToString().c_str());
+      }
+      e.used = false;
+      failures_.push_back(f);
+    }
+  }
+  const size_t n = std::min(out.size(), failures_.size());
+  std::copy_n(failures_.begin(), n, out.begin());
+  failures_.erase(failures_.begin(), failures_.begin() + static_cast<ptrdiff_t>(n));
+  return n;
 }
 
 dp::CounterSnapshot RtlEngine::counters() const {

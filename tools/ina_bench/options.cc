@@ -247,10 +247,13 @@ const std::vector<Flag>& Flags() {
        "parent: every worker connected within S s; worker: the parent\n"
        "reached within S s (default 60)",
        Int(&Options::join_timeout_s, 1, 86400), kBoth, Get(&Options::join_timeout_s)},
-      {"--transport", "udp|dpdk|memif", "worker transport:",
+      {"--transport", "udp|dpdk|memif|verbs", "worker transport:",
        "the communicators' transport (default udp); memif: DPDK over net_memif,\n"
-       "the switch with one memif port per rank, set up by ina-bench (root)",
-       Choice(&Options::transport, {"udp", "dpdk", "memif"}), kShared, Get(&Options::transport)},
+       "the switch with one memif port per rank, set up by ina-bench (root);\n"
+       "verbs: RoCEv2 UD SENDs to --switch IP:4791 (ina-switchd --io roce),\n"
+       "each worker's device from its INA_VERBS_* (docs/rdma.md)",
+       Choice(&Options::transport, {"udp", "dpdk", "memif", "verbs"}), kShared,
+       Get(&Options::transport)},
       {"--dpdk-eal", "ARGS", "", "EAL arguments per rank; {rank} becomes the rank (dpdk only)",
        Text(&Options::dpdk_eal, /*allow_empty=*/false), kBoth | kDefault, Get(&Options::dpdk_eal)},
       {"--dpdk-local", "IP:PORT", "", "each rank's own address on the fabric; {rank} as above",
@@ -346,6 +349,10 @@ Status Validate(Options& o, bool complete) {
     return InvalidArgument(
         "--transport memif starts its own switch on this host (not with --switch, "
         "--worker-switch or --worker-netns)");
+  }
+  if (complete && o.transport == "verbs" && o.switch_addr.empty() && o.worker_switch.empty()) {
+    return InvalidArgument(
+        "--transport verbs needs --switch IP:4791 (a running ina-switchd --io roce)");
   }
   if (o.role_worker && (o.coordinator.empty() || o.rank < 0)) {
     return InvalidArgument("--role worker needs --coordinator HOST:PORT and --rank");

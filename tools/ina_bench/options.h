@@ -58,7 +58,8 @@ struct Options {
   std::vector<std::string> given;  // the flags the command line gave, in order
   // Worker transport: "udp", "dpdk" (templates with {rank}, see SubstRank) or "memif" (DPDK over
   // net_memif: ina-bench gives the switch one memif port per rank and each rank its EAL, see
-  // MemifEal in launch.h).
+  // MemifEal in launch.h) or "verbs" (UD SENDs to ina-switchd --io roce; each worker's device,
+  // GID and QPN from its INA_VERBS_* environment, applied by the transport).
   std::string transport = "udp";
   std::string dpdk_eal;
   std::string dpdk_local;

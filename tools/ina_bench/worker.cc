@@ -53,6 +53,8 @@ host::CommConfig MakeConfig(const Options& o, int rank, const std::string& host,
     cfg.dpdk.local_ip = local.host;
     cfg.dpdk.local_port = local.port;
     cfg.dpdk.backoff_max_us = o.dpdk_backoff_us;
+  } else if (o.transport == "verbs") {
+    cfg.transport = "verbs";  // the fabric is switch_host (its port is 4791, not switch_port)
   } else if (o.transport == "dpdk") {
     cfg.transport = "dpdk";
     cfg.dpdk.eal_args = SubstRank(o.dpdk_eal, rank);

@@ -350,6 +350,35 @@ size_t ControlPlane::Tick(TimePoint now, ReplySink& out) {
   return freed;
 }
 
+size_t ControlPlane::HandleEngineFailures(ReplySink& out) {
+  size_t freed = 0;
+  JobFailure f[8];
+  for (size_t n; (n = engine_.PollFailures(f)) != 0;) {
+    for (size_t i = 0; i < n; ++i) {
+      const int32_t idx = index_[f[i].job_id];
+      if (idx < 0) continue;  // freed meanwhile (cannot happen: one thread)
+      JobEntry& j = jobs_[static_cast<size_t>(idx)];
+      for (uint16_t r = 0; r < j.world_size; ++r) {
+        if (!(j.joined_mask & (uint64_t{1} << r)) || (j.left_mask & (uint64_t{1} << r))) continue;
+        for (uint16_t l = 0; l < j.lanes; ++l) {
+          if (!(j.lane_mask[r] & (1u << l))) continue;
+          SendReply(j.peers[PeerIndex(j, r, l)], p::MsgType::kError, j.job_id, r, f[i].rank, 0,
+                    static_cast<uint16_t>(f[i].code), out, f[i].gen, f[i].slot);
+          Bump(ControlCounter::kErrorsSent);
+          Bump(ControlCounter::kErrRankMismatch);
+        }
+      }
+      Bump(ControlCounter::kJobsFailed);
+      // The engine removed the job already (RemoveJob in FreeJob is NotFound): free the rest,
+      // telling nobody else.
+      j.joined_mask = 0;
+      FreeJob(j, p::kRankAll, out);
+      ++freed;
+    }
+  }
+  return freed;
+}
+
 void ControlPlane::FreeJob(JobEntry& j, uint16_t except_rank, ReplySink& out) {
   if (j.active) {
     // Cannot fail: the job was installed by Admit and only removed here.
@@ -413,6 +442,9 @@ void ControlPlane::SendError(const Peer& to, uint16_t job, uint16_t rank, p::Err
       break;
     case p::ErrorCode::kRankLeft:
       Bump(ControlCounter::kErrRankLeft);
+      break;
+    case p::ErrorCode::kRankMismatch:
+      Bump(ControlCounter::kErrRankMismatch);
       break;
     case p::ErrorCode::kPeerRefused:
       Bump(ControlCounter::kErrPeerRefused);

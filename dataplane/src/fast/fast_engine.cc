@@ -1,4 +1,5 @@
 // The fast engine. Same rules as engine.h, in the same order; see fast_engine.h for the layout.
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -17,6 +18,8 @@ constexpr size_t kCopyElems = proto::kMaxK;                   // 256 int32 per c
 constexpr size_t kCopyBytes = kCopyElems * sizeof(uint32_t);  // 1 KiB
 constexpr uint8_t kTypeData = static_cast<uint8_t>(proto::MsgType::kData);
 constexpr uint8_t kTypeResult = static_cast<uint8_t>(proto::MsgType::kResult);
+constexpr uint8_t kKnownFlags =
+    proto::flags::kRetx | proto::flags::kNonfinite | proto::flags::kInt32;
 
 // State of one slot copy besides its elements. Index: (pool slot) * 2 + (gen % 2).
 struct CopyMeta {
@@ -31,6 +34,7 @@ struct CopyMeta {
 };
 
 struct JobEntry {
+  uint64_t stride;  // window * K: from one block of a slot to its next
   uint32_t slot_base;
   uint16_t window;
   uint16_t k;
@@ -101,7 +105,8 @@ class FastEngine final : public Engine {
     }
     const uint16_t idx = free_entries_.back();
     free_entries_.pop_back();
-    jobs_[idx] = {job.slot_base, job.window, job.k, job.world_size, job.job_id};
+    jobs_[idx] = {
+        uint64_t{job.window} * job.k, job.slot_base, job.window, job.k, job.world_size, job.job_id};
     for (uint64_t s = job.slot_base; s < end; ++s) {
       for (uint16_t c = 0; c < 2; ++c) {
         CopyMeta& m = meta_[s * 2 + c];
@@ -140,6 +145,14 @@ class FastEngine final : public Engine {
       if (i + 1 < n) Prefetch(packets[i + 1]);
       ProcessOne(packets[i].data(), packets[i].size(), out);
     }
+  }
+
+  size_t PollFailures(std::span<JobFailure> out) override {
+    if (failures_.empty()) return 0;
+    const size_t n = std::min(out.size(), failures_.size());
+    std::copy_n(failures_.begin(), n, out.begin());
+    failures_.erase(failures_.begin(), failures_.begin() + static_cast<ptrdiff_t>(n));
+    return n;
   }
 
   CounterSnapshot counters() const override {
@@ -202,32 +215,54 @@ class FastEngine final : public Engine {
     const uint8_t flags = proto::GetFlags(p);
     if (flags & proto::flags::kRetx) Count(Counter::kRetransmissions);
 
+    // Rules 11-13 of engine.h: the generation window, the slot's history, disagreeing ranks.
     const uint16_t gen = proto::GetGen(p);
     const size_t c = (size_t{job.slot_base} + slot) * 2 + (gen & 1);
     CopyMeta& m = meta_[c];
+    const CopyMeta& prev = meta_[c ^ 1];  // generation gen - 1, when in the window
     uint32_t* elems = &data_[c * kCopyElems];
     const uint64_t bit = uint64_t{1} << rank;
     const uint32_t offset = proto::GetOffset(p);
-    if (gen == m.gen) {
-      if (m.ranks & bit) {
-        if (m.contributions == job.world) {
-          Count(Counter::kResultResends);
-          Emit(job, slot, m, elems, rank, out);
-        } else {
-          Count(Counter::kDuplicates);
-        }
-        return;
+    const bool in_progress = gen == m.gen && m.contributions != 0;
+    if (in_progress && (m.ranks & bit)) {
+      if (m.contributions == job.world) {
+        Count(Counter::kResultResends);
+        Emit(job, slot, m, elems, rank, out);
+      } else {
+        Count(Counter::kDuplicates);
       }
-      if (m.contributions != 0 && (m.offset != offset || m.count != count ||
-                                   ((m.flags ^ flags) & proto::flags::kInt32) != 0)) {
-        return Count(Counter::kDropMismatch);
-      }
-    } else if (gen == static_cast<uint16_t>(m.gen + 2)) {
+      return;
+    }
+    const bool next_use = gen == static_cast<uint16_t>(m.gen + 2) &&
+                          prev.gen == static_cast<uint16_t>(gen - 1) &&
+                          (prev.contributions == 0 || prev.contributions == job.world);
+    if (!in_progress && !next_use) [[unlikely]] {
+      const uint16_t cur = prev.gen == static_cast<uint16_t>(m.gen + 1) ? prev.gen : m.gen;
+      const auto ahead = static_cast<uint16_t>(gen - cur);
+      return Count(ahead - 1u < 0x7FFFu ? Counter::kDropEarly : Counter::kDropStale);
+    }
+    // History: block s (offset s*K) starts a call; else the block W after gen-1's full block.
+    const uint32_t first = uint32_t{slot} * job.k;
+    const bool fits =
+        (flags & ~kKnownFlags) == 0 &&
+        (count == 0 ? offset == first && (flags & proto::flags::kInt32) == 0
+                    : offset == first || (prev.contributions != 0 && prev.count == job.k &&
+                                          offset == uint64_t{prev.offset} + job.stride &&
+                                          ((prev.flags ^ flags) & proto::flags::kInt32) == 0));
+    if (!fits) [[unlikely]] {
+      return Count(Counter::kDropHistory);
+    }
+    if (in_progress && (m.offset != offset || m.count != count ||
+                        ((m.flags ^ flags) & proto::flags::kInt32) != 0)) [[unlikely]] {
+      Count(Counter::kDropMismatch);
+      failures_.push_back({job.job_id, proto::ErrorCode::kRankMismatch, slot, gen, rank});
+      RemoveJob(job.job_id).IgnoreError();  // control path, once per failed job
+      return;
+    }
+    if (next_use) {
       m.gen = gen;
       m.ranks = 0;
       m.contributions = 0;
-    } else {
-      return Count(Counter::kDropStale);
     }
 
     const uint8_t* payload = p + proto::kHeaderBytes;
@@ -295,6 +330,7 @@ class FastEngine final : public Engine {
   std::unique_ptr<uint8_t[], FreeDeleter> result_;
   std::vector<uint16_t> free_entries_;  // control path only
   std::vector<uint16_t> installed_;
+  std::vector<JobFailure> failures_;  // ended by rule 13, not yet polled (control path)
 };
 
 }  // namespace

@@ -2,6 +2,7 @@
 #include "ina/dp/ref_engine.h"
 
 #include <algorithm>
+#include <deque>
 #include <map>
 #include <set>
 #include <string>
@@ -108,27 +109,41 @@ class ReferenceEngine final : public Engine {
     if (h.slot >= job.config.window) return Count(Counter::kDropBadSlot);
     if (h.flags & proto::flags::kRetx) Count(Counter::kRetransmissions);
 
-    Copy& copy = job.slots[h.slot].copy[h.gen % 2];
-    if (h.gen == copy.gen) {
-      if (copy.ranks.count(h.rank) != 0) {
-        if (copy.ranks.size() == job.config.world_size) {
-          Count(Counter::kResultResends);
-          Emit(job, h.slot, copy, h.rank, out);
-        } else {
-          Count(Counter::kDuplicates);
-        }
-        return;
+    // Rule 11: the generation window.
+    Slot& slot = job.slots[h.slot];
+    Copy& copy = slot.copy[h.gen % 2];
+    const Copy& prev = slot.copy[(h.gen + 1) % 2];  // generation gen - 1, when in the window
+    const bool in_progress = h.gen == copy.gen && !copy.ranks.empty();
+    if (in_progress && copy.ranks.count(h.rank) != 0) {
+      if (copy.ranks.size() == job.config.world_size) {
+        Count(Counter::kResultResends);
+        Emit(job, h.slot, copy, h.rank, out);
+      } else {
+        Count(Counter::kDuplicates);
       }
-      if (!copy.ranks.empty() &&
-          (copy.offset != h.offset || copy.count != h.count ||
-           (copy.flags & proto::flags::kInt32) != (h.flags & proto::flags::kInt32))) {
-        return Count(Counter::kDropMismatch);
-      }
-    } else if (h.gen == static_cast<uint16_t>(copy.gen + 2)) {
+      return;
+    }
+    const bool next_use = h.gen == static_cast<uint16_t>(copy.gen + 2) &&
+                          prev.gen == static_cast<uint16_t>(h.gen - 1) &&
+                          (prev.ranks.empty() || prev.ranks.size() == job.config.world_size);
+    if (!in_progress && !next_use) {
+      const uint16_t cur = prev.gen == static_cast<uint16_t>(copy.gen + 1) ? prev.gen : copy.gen;
+      const uint16_t ahead = static_cast<uint16_t>(h.gen - cur);
+      return Count(ahead >= 1 && ahead <= 0x7FFF ? Counter::kDropEarly : Counter::kDropStale);
+    }
+    // Rule 12: the slot's history.
+    if (!FitsHistory(job.config, h, prev)) return Count(Counter::kDropHistory);
+    // Rule 13: two ranks' blocks that each fit the history but differ: the ranks disagree.
+    if (in_progress && (copy.offset != h.offset || copy.count != h.count ||
+                        (copy.flags & proto::flags::kInt32) != (h.flags & proto::flags::kInt32))) {
+      Count(Counter::kDropMismatch);
+      failures_.push_back({h.job, proto::ErrorCode::kRankMismatch, h.slot, h.gen, h.rank});
+      jobs_.erase(it);
+      return;
+    }
+    if (next_use) {
       copy = Copy();
       copy.gen = h.gen;
-    } else {
-      return Count(Counter::kDropStale);
     }
 
     // Add.
@@ -163,11 +178,34 @@ class ReferenceEngine final : public Engine {
     }
   }
 
+  size_t PollFailures(std::span<JobFailure> out) override {
+    size_t n = 0;
+    while (n < out.size() && !failures_.empty()) {
+      out[n++] = failures_.front();
+      failures_.pop_front();
+    }
+    return n;
+  }
+
   CounterSnapshot counters() const override { return counters_; }
   uint32_t pool_slots() const override { return limits_.pool_slots; }
 
  private:
   void Count(Counter which) { ++counters_[static_cast<size_t>(which)]; }
+
+  // Rule 12 of engine.h: can slot h.slot carry this block after generation gen - 1 (`prev`)?
+  static bool FitsHistory(const JobConfig& job, const proto::Header& h, const Copy& prev) {
+    constexpr uint8_t kKnown =
+        proto::flags::kRetx | proto::flags::kNonfinite | proto::flags::kInt32;
+    if ((h.flags & ~kKnown) != 0) return false;
+    const bool int32 = (h.flags & proto::flags::kInt32) != 0;
+    const uint64_t first = uint64_t{h.slot} * job.k;       // block s: where the slot starts a call
+    if (h.count == 0) return h.offset == first && !int32;  // the exponent round
+    if (h.offset == first) return true;
+    const bool prev_int32 = (prev.flags & proto::flags::kInt32) != 0;
+    return !prev.ranks.empty() && prev.count == job.k &&
+           h.offset == uint64_t{prev.offset} + uint64_t{job.window} * job.k && int32 == prev_int32;
+  }
 
   static void Emit(const Job& job, uint16_t slot, const Copy& copy, uint16_t dest, Emitter& out) {
     std::vector<uint8_t> packet(proto::MessageBytes(copy.sum.size()));
@@ -196,6 +234,7 @@ class ReferenceEngine final : public Engine {
 
   EngineLimits limits_;
   std::map<uint16_t, Job> jobs_;
+  std::deque<JobFailure> failures_;  // ended by rule 13, not yet polled
   CounterSnapshot counters_;
 };
 

@@ -132,13 +132,20 @@ std::vector<Flag> Flags(const EngineMenu& engines) {
                "loop threads (default 1; > 1 needs --io udp): each owns a\nsocket on the address "
                "and the jobs steered to it (job % N)",
                "cores", &Config::cores, 1, kMaxCores),
-      {"--io", "udp|dpdk", "packet I/O (default udp; dpdk when built)", "io", nullptr, false,
+      {"--io", "udp|dpdk|roce",
+       "packet I/O (default udp; dpdk when built); roce: RoCEv2 UD\nSENDs on --bind:4791 (a raw "
+       "socket: CAP_NET_RAW), docs/rdma.md",
+       "io", nullptr, false,
        [](Config& c, std::string_view what, const std::string& v) -> Status {
-         if (v != "udp" && v != "dpdk") return Bad(what, "udp or dpdk", v);
+         if (v != "udp" && v != "dpdk" && v != "roce") return Bad(what, "udp, dpdk or roce", v);
          c.io = v;
          return Status::Ok();
        },
        [](const Config& c) { return c.io; }},
+      UintFlag("--roce-qpn", "N", "--io roce: the switch's QP number (default 256 = 0x100)",
+               "roce_qpn", &Config::roce_qpn, 2, 0xFFFFFF),
+      UintFlag("--roce-qkey", "N", "--io roce: the Q_Key (default 1229865216 = 0x494E4100)",
+               "roce_qkey", &Config::roce_qkey, 0, 0xFFFFFFFF),
       UintFlag("--socket-buffer-bytes", "B",
                "--io udp: SO_RCVBUF/SO_SNDBUF request (default 8388608; 0:\nthe kernel's)",
                "socket_buffer_bytes", &Config::socket_buffer_bytes, 0, 1u << 30),
@@ -188,6 +195,14 @@ Status Validate(Config& c, const EngineMenu& engines) {
       return Bad("--cores", "1 with --io dpdk (one RSS queue per core is a follow-up)",
                  std::to_string(c.cores));
     }
+  }
+  if (c.io == "roce") {
+    in_addr a4;
+    if (inet_pton(AF_INET, c.bind.c_str(), &a4) != 1 || a4.s_addr == 0) {
+      return Bad("--bind", "the switch's IPv4 address with --io roce (it is in every ICRC)",
+                 c.bind);
+    }
+    if (c.cores != 1) return Bad("--cores", "1 with --io roce", std::to_string(c.cores));
   }
   if (engines.fixed_slots != 0 && c.slots != engines.fixed_slots) {
     return Bad("--slots",
@@ -277,6 +292,7 @@ void PrintConfig(const Config& c, std::string_view engine_description, std::FILE
   for (const Flag& f : Flags(engines)) {
     if (std::string_view(f.key) == "dpdk" && c.io != "dpdk") continue;
     if (std::string_view(f.key) == "dpdk_backoff_us" && c.io != "dpdk") continue;
+    if (std::string_view(f.key).starts_with("roce_") && c.io != "roce") continue;
     const std::string v = f.show(c);
     if (std::string_view(f.key) == "engine") {
       std::fprintf(out, "  engine = %s [%.*s]\n", v.c_str(),

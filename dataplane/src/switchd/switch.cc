@@ -15,6 +15,7 @@
 #include "ina/net/backoff.h"
 #include "ina/net/dpdk.h"
 #include "ina/net/fault.h"
+#include "ina/net/roce.h"
 #include "ina/net/udp.h"
 #include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
@@ -179,6 +180,13 @@ class Switch::Core final : private Emitter, private ReplySink {
       sum.inj_tx_drops += s.inj_tx_drops;
       sum.inj_tx_dups += s.inj_tx_dups;
       sum.inj_tx_reorders += s.inj_tx_reorders;
+      sum.rx_roce_short += s.rx_roce_short;
+      sum.rx_roce_bad_icrc += s.rx_roce_bad_icrc;
+      sum.rx_roce_bad_opcode += s.rx_roce_bad_opcode;
+      sum.rx_roce_wrong_qpn += s.rx_roce_wrong_qpn;
+      sum.rx_roce_bad_key += s.rx_roce_bad_key;
+      sum.rx_roce_bad_psn += s.rx_roce_bad_psn;
+      sum.rx_roce_psn_gaps += s.rx_roce_psn_gaps;
     }
     std::array<uint64_t, kNumSwitchCounters> sw = counters_;
     auto set = [&](SwitchCounter x, uint64_t v) { sw[static_cast<size_t>(x)] = v; };
@@ -190,12 +198,20 @@ class Switch::Core final : private Emitter, private ReplySink {
     set(SwitchCounter::kInjTxDups, sum.inj_tx_dups);
     set(SwitchCounter::kInjTxReorders, sum.inj_tx_reorders);
     set(SwitchCounter::kTxPackets, sum.tx_packets);
+    set(SwitchCounter::kRoceShort, sum.rx_roce_short);
+    set(SwitchCounter::kRoceBadIcrc, sum.rx_roce_bad_icrc);
+    set(SwitchCounter::kRoceBadOpcode, sum.rx_roce_bad_opcode);
+    set(SwitchCounter::kRoceWrongQpn, sum.rx_roce_wrong_qpn);
+    set(SwitchCounter::kRoceBadKey, sum.rx_roce_bad_key);
+    set(SwitchCounter::kRoceBadPsn, sum.rx_roce_bad_psn);
+    set(SwitchCounter::kRocePsnGaps, sum.rx_roce_psn_gaps);
     set(SwitchCounter::kTxErrors,
         counters_[static_cast<size_t>(SwitchCounter::kTxErrors)] + sum.tx_dropped);
-    // Every way a job is freed: an aborting LEAVE, the last graceful LEAVE, the timeout.
-    set(SwitchCounter::kJobsFreed, Get(c, ControlCounter::kJobsLeft) +
-                                       Get(c, ControlCounter::kJobsDone) +
-                                       Get(c, ControlCounter::kJobsTimedOut));
+    // Every way a job is freed: an aborting LEAVE, the last graceful LEAVE, the timeout, the
+    // engine ending it (ranks disagree).
+    set(SwitchCounter::kJobsFreed,
+        Get(c, ControlCounter::kJobsLeft) + Get(c, ControlCounter::kJobsDone) +
+            Get(c, ControlCounter::kJobsTimedOut) + Get(c, ControlCounter::kJobsFailed));
     for (size_t i = 0; i < kNumSwitchCounters; ++i) {
       pub_[k++].store(sw[i], std::memory_order_relaxed);
     }
@@ -315,6 +331,8 @@ class Switch::Core final : private Emitter, private ReplySink {
     if (data_n_ == 0) return;
     engine_->ProcessBurst({data_burst_.data(), data_n_}, *this);
     data_n_ = 0;
+    // A job the engine ended (its ranks disagree): every rank hears at once, not at a timeout.
+    (void)control_->HandleEngineFailures(*this);
   }
 
   void Tick(Clock::time_point now) {
@@ -532,6 +550,15 @@ Result<std::unique_ptr<Switch>> Switch::Create(const Config& config,
       INA_ASSIGN_OR_RETURN(std::unique_ptr<net::Port> port, net::OpenDpdkPort(pc));
       ports[0].push_back(std::move(port));
     }
+  } else if (config.io == "roce") {
+    net::RocePortConfig rc;
+    rc.bind_ip = config.bind;
+    rc.qpn = config.roce_qpn;
+    rc.qkey = config.roce_qkey;
+    rc.socket_buffer_bytes = static_cast<int>(config.socket_buffer_bytes);
+    auto port = net::OpenRocePort(rc);
+    if (!port.ok()) return port.status().WithContext("--io roce --bind " + config.bind);
+    ports[0].push_back(std::move(*port));
   } else {
     net::UdpPortConfig pc;
     pc.bind_ip = config.bind;

@@ -195,6 +195,16 @@ class Communicator::Impl {
     }
   }
 
+  // Hands each lane's TX buffers (the slot window quantizes into them) to its transport, so a
+  // transport that sends from registered memory (verbs) posts them without a copy.
+  Status RegisterTxMemory() {
+    for (Lane& lane : lanes_) {
+      const std::span<const uint8_t> m = lane.progress->window().tx_memory();
+      INA_RETURN_IF_ERROR(lane.transport->RegisterTxMemory(m.data(), m.size()));
+    }
+    return Status::Ok();
+  }
+
   void Start() {
     lanes_[0].thread = std::thread([this] { Run(); });
     for (size_t l = 1; l < lanes_.size(); ++l) {
@@ -519,6 +529,7 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const CommConfig& con
   tc.socket_buffer_bytes = config.socket_buffer_bytes;
   tc.udp_gso = config.udp_gso;
   tc.dpdk = config.dpdk;
+  tc.verbs = config.verbs;
   std::vector<std::unique_ptr<Transport>> transports;
   for (int l = 0; l < config.progress_threads; ++l) {  // one socket per lane
     INA_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, MakeTransport(tc));
@@ -526,6 +537,7 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const CommConfig& con
   }
   INA_ASSIGN_OR_RETURN(uint16_t window, JoinLanes(config, transports));
   auto impl = std::make_unique<Impl>(config, *kernels, std::move(transports), window);
+  INA_RETURN_IF_ERROR(impl->RegisterTxMemory());
   impl->Start();
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }

@@ -57,6 +57,9 @@ Status CommConfig::Validate() const {
                " needs transport udp (one socket per lane), not " + transport);
   }
   if (socket_buffer_bytes < 0) return bad("socket_buffer_bytes < 0");
+  if (transport == "verbs") {
+    if (Status s = ValidateVerbsConfig(verbs); !s.ok()) return s.WithContext("config: verbs");
+  }
   if (quant != "auto" && quant != "scalar" && quant != "avx2" && quant != "avx512") {
     return bad("quant '" + quant + "' is not auto, scalar, avx2 or avx512");
   }
@@ -76,6 +79,13 @@ std::string CommConfig::ToString() const {
     o << " dpdk_eal='" << dpdk.eal_args << "' dpdk_port=" << dpdk.port
       << " dpdk_local=" << dpdk.local_ip << ":" << dpdk.local_port
       << " dpdk_backoff_us=" << dpdk.backoff_max_us << " dpdk_zero_copy=" << dpdk.zero_copy;
+  }
+  if (transport == "verbs") {
+    o << " verbs_device=" << (verbs.device.empty() ? "(first)" : verbs.device)
+      << " verbs_port=" << verbs.port << " verbs_gid_index=" << verbs.gid_index
+      << " verbs_mtu=" << verbs.mtu << " verbs_qpn=" << verbs.remote_qpn
+      << " verbs_qkey=" << verbs.qkey << " verbs_send_depth=" << verbs.send_depth
+      << " verbs_recv_depth=" << verbs.recv_depth;
   }
   return o.str();
 }
@@ -119,6 +129,7 @@ Result<CommConfig> CommConfig::FromEnv(CommConfig c) {
     c.quant = q;
   }
   if (c.transport == "dpdk") INA_RETURN_IF_ERROR(ApplyDpdkEnv(&c.dpdk));
+  if (c.transport == "verbs") INA_RETURN_IF_ERROR(ApplyVerbsEnv(&c.verbs));
   return c;
 }
 

@@ -28,6 +28,7 @@ Result<uint16_t> AllocateJobId(const CommConfig& config) {
   tc.fabric_port = c.switch_port;
   tc.socket_buffer_bytes = 0;  // a handful of header-only packets
   tc.dpdk = c.dpdk;
+  tc.verbs = c.verbs;
   auto made = MakeTransport(tc);
   if (!made.ok()) return made.status().WithContext(who);
   Transport& t = **made;

@@ -286,6 +286,15 @@ Status SlotWindow::HandleControl(const uint8_t* p, size_t len) {
                    " aborted by the fabric (another rank left or timed out)");
   }
   if (type == proto::MsgType::kError &&
+      proto::GetAux(p) == static_cast<uint16_t>(proto::ErrorCode::kRankMismatch)) {
+    return Aborted(
+        "job " + std::to_string(cfg_.job_id) + " ended by the fabric: the ranks disagree (rank " +
+        std::to_string(proto::GetCount(p)) + "'s block for slot " +
+        std::to_string(proto::GetSlot(p)) + " generation " + std::to_string(proto::GetGen(p)) +
+        " differs from another rank's in offset, count or type); did every rank make "
+        "the same all-reduce calls, with the same element count and type?");
+  }
+  if (type == proto::MsgType::kError &&
       proto::GetAux(p) == static_cast<uint16_t>(proto::ErrorCode::kRankLeft)) {
     // Another rank finished after `offset` calls: calls from that number on cannot complete.
     if (proto::GetOffset(p) < peer_left_after_) {

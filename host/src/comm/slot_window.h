@@ -27,8 +27,10 @@
 //    timer is resent (retx flag) only when a first transmission sent at least one RTO after it
 //    already got its result (RACK-like time-ordering evidence) or no result at all was accepted
 //    for its RTO.
-//  - error(job_aborted): Aborted. error(rank_left, offset N): the current op fails with Aborted if
-//    it is call N or later, as does every later Begin; earlier ops carry on.
+//  - error(job_aborted): Aborted. error(rank_mismatch): Aborted, naming the slot, generation and
+//    rank the fabric reported (the ranks made different calls). error(rank_left, offset N): the
+//    current op fails with Aborted if it is call N or later, as does every later Begin; earlier
+//    ops carry on.
 //  - No accepted result for progress_timeout while an op is active: DeadlineExceeded
 //  (CheckProgress)
 //    whose message names the oldest waiting slot, its generation, block, retries and the last
@@ -115,8 +117,9 @@ class SlotWindow {
   bool done() const { return active_ && remaining_ == 0; }
 
   // One received packet (whole ina message). Results of the active op are accepted or counted
-  // stale; control: error(job_aborted) -> Aborted (also when idle); error(rank_left) -> recorded,
-  // Aborted if it concerns the active op; join_ack duplicates are ignored; the rest is stale.
+  // stale; control: error(job_aborted), error(rank_mismatch) -> Aborted (also when idle);
+  // error(rank_left) -> recorded, Aborted if it concerns the active op; join_ack duplicates are
+  // ignored; the rest is stale.
   // Errors: Aborted as above, Internal when the fabric's agreed exponent is below this rank's
   // local one (a fabric that does not max-reduce next_exp).
   Status OnPacket(std::span<const uint8_t> packet, TimePoint now);
@@ -141,6 +144,9 @@ class SlotWindow {
   void NoteTransportError(const Status& s) { last_transport_error_ = s; }
 
   uint16_t window() const { return window_; }
+  // Every slot's TX buffer: one allocation made at construction that lives as long as the window
+  // (packets are quantized into it and sent from it: Transport::RegisterTxMemory).
+  std::span<const uint8_t> tx_memory() const { return tx_bufs_; }
   const WindowConfig& config() const { return cfg_; }
   const RtoEstimator& rto() const { return rto_; }
   const WindowCounters& counters() const { return counters_; }

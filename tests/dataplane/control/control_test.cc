@@ -851,6 +851,44 @@ TEST_F(ControlTest, LanesErrorsGoToEveryLaneAndLeaveFromAnyLaneCounts) {
   EXPECT_EQ(cp_->num_jobs(), 0u);
 }
 
+// The engine ends a job whose ranks disagree: HandleEngineFailures sends error(rank_mismatch)
+// (slot, gen, count = the rank whose block proved it) to every lane of every rank still in the
+// job, not to one that left gracefully, frees its slots and forgets it.
+TEST_F(ControlTest, LanesRankMismatchGoesToEveryLaneAndFreesTheJob) {
+  Make(64);
+  constexpr uint16_t kLanes = 2, kWorld = 3;
+  for (uint16_t r = 0; r < kWorld; ++r) {
+    for (uint16_t l = 0; l < kLanes; ++l) {
+      Send(LaneJoin(26, r, kWorld, 64, 8, l, kLanes), MakePeer(LanePort(r, l)));
+    }
+  }
+  ASSERT_EQ(out_.replies.size(), size_t{kWorld} * kLanes);
+  Send(DoneLeave(26, 1, 0), MakePeer(LanePort(1, 0)));
+  out_.replies.clear();
+  EXPECT_EQ(cp_->HandleEngineFailures(out_), 0u);
+  ResultCollector rc;
+  engine_->Process(Data(26, 0, 0, 0, {1, 2, 3}), rc);
+  engine_->Process(Data(26, 2, 0, 0, {1, 2}), rc);  // block 0 too, but shorter: the ranks disagree
+  EXPECT_TRUE(rc.items.empty());
+  EXPECT_EQ(cp_->HandleEngineFailures(out_), 1u);
+  ASSERT_EQ(out_.replies.size(), 4u);
+  for (const Reply& r : out_.replies) {
+    ExpectError(r, r.to, 26, p::ErrorCode::kRankMismatch);
+    EXPECT_NE(r.h.rank, 1) << "rank 1 left gracefully";
+    EXPECT_TRUE(r.to == MakePeer(LanePort(r.h.rank, 0)) || r.to == MakePeer(LanePort(r.h.rank, 1)));
+    EXPECT_EQ(r.h.slot, 0);
+    EXPECT_EQ(r.h.gen, 0);
+    EXPECT_EQ(r.h.count, 2);
+  }
+  EXPECT_EQ(Ctr(ControlCounter::kErrRankMismatch), 4u);
+  EXPECT_EQ(Ctr(ControlCounter::kJobsFailed), 1u);
+  EXPECT_EQ(cp_->num_jobs(), 0u);
+  EXPECT_EQ(cp_->LargestFreeExtent(), 64u);
+  out_.replies.clear();
+  EXPECT_EQ(cp_->HandleEngineFailures(out_), 0u);
+  EXPECT_TRUE(out_.replies.empty());
+}
+
 TEST_F(ControlTest, LanesTimeoutCountsActivityOnAnyLaneAndAbortsEveryLane) {
   Make(64, 8, milliseconds(100));
   const TimePoint t0{};
@@ -934,7 +972,7 @@ TEST_F(ControlTest, AdmittedJobAggregatesThroughTheEngine) {
   for (uint16_t r = 0; r < 3; ++r) {
     ASSERT_EQ(cp_->CheckDataSource(42, r, 0, MakePeer(static_cast<uint16_t>(5000 + r)), {}),
               SourceCheck::kOk);
-    engine_->Process(Data(42, r, 1, 0, {r + 1, -10 * r, 1 << 30}), rc);
+    engine_->Process(Data(42, r, 0, 0, {r + 1, -10 * r, 1 << 30}), rc);
   }
   ASSERT_EQ(rc.items.size(), 1u);
   EXPECT_EQ(rc.items[0].dest, p::kRankAll);

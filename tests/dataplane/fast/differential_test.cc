@@ -49,19 +49,28 @@ class Lockstep {
     for (auto& f : fast_) ASSERT_EQ(f->AddJob(j).code(), want);
   }
 
-  // Feeds one packet to every engine; returns the reference's emitted results.
+  // Feeds one packet to every engine; returns the reference's emitted results. The jobs the
+  // engines ended (rank_mismatch) must agree too; they are collected in failures().
   std::vector<Emitted> Feed(const Bytes& p) {
     RecordingEmitter want;
     ref_->Process(p, want);
+    JobFailure f[4];
+    const size_t n = ref_->PollFailures(f);
     for (size_t i = 0; i < fast_.size(); ++i) {
       RecordingEmitter got;
       fast_[i]->Process(p, got);
       EXPECT_EQ(got.got, want.got) << "emitted results differ, fast_" << names_[i];
       EXPECT_EQ(fast_[i]->counters(), ref_->counters()) << "counters differ, fast_" << names_[i];
+      JobFailure g[4];
+      const size_t m = fast_[i]->PollFailures(g);
+      EXPECT_EQ(std::vector<JobFailure>(g, g + m), std::vector<JobFailure>(f, f + n))
+          << "failed jobs differ, fast_" << names_[i];
     }
+    failures_.insert(failures_.end(), f, f + n);
     ++packets_;
     return want.got;
   }
+  const std::vector<JobFailure>& failures() const { return failures_; }
 
   const Engine& ref() const { return *ref_; }
   uint64_t packets() const { return packets_; }
@@ -70,25 +79,48 @@ class Lockstep {
   std::unique_ptr<Engine> ref_;
   std::vector<std::unique_ptr<Engine>> fast_;
   std::vector<const char*> names_;
+  std::vector<JobFailure> failures_;
   uint64_t packets_ = 0;
 };
 
-// One job's traffic model: what rank r sends for (slot, gen), deterministic from the seed.
+// One job's traffic model: what rank r sends for (slot, gen), deterministic from the seed. The
+// shapes are a worker's (docs/protocol.md, "Slot history"): each slot runs a series of calls of
+// 1-4 blocks on that slot, float (an exponent round, then the blocks) or int32, the last block
+// sometimes short; block j of a call on slot s is block s + j*W of the tensor.
 struct JobModel {
   JobConfig cfg;
   uint64_t seed;
   bool clean;  // no forged packets aimed at it: its results must be exactly the model's
 
-  uint16_t Count(uint16_t slot, uint16_t gen) const {
-    const uint64_t h = Hash(seed, 1, slot, gen);
-    if (h % 8 == 0) return 0;                                        // exponent round
-    if (h % 8 == 1) return static_cast<uint16_t>((h >> 8) % cfg.k);  // short last block
-    return cfg.k;
+  struct Shape {
+    uint32_t offset;
+    uint16_t count;
+    bool int32;
+  };
+  Shape ShapeOf(uint16_t slot, uint16_t gen) const {
+    const uint32_t g = gen > 4096 ? gen % 64u : gen;  // far generations: forged packets only
+    uint32_t start = 0;
+    while (true) {
+      const uint64_t h = Hash(seed, 5, slot, start);
+      const bool int32 = (h & 1) != 0;
+      const uint32_t blocks = 1 + static_cast<uint32_t>((h >> 8) % 4);
+      const uint32_t uses = blocks + (int32 ? 0 : 1);
+      if (g < start + uses) {
+        const uint32_t j = g - start;
+        if (!int32 && j == 0) return {uint32_t{slot} * cfg.k, 0, false};  // exponent round
+        const uint32_t b = int32 ? j : j - 1;
+        uint16_t count = cfg.k;
+        if (b + 1 == blocks && (h >> 16) % 3 == 0) {
+          count = static_cast<uint16_t>(1 + (h >> 24) % cfg.k);  // short last block
+        }
+        return {(slot + b * cfg.window) * uint32_t{cfg.k}, count, int32};
+      }
+      start += uses;
+    }
   }
-  bool Int32(uint16_t slot, uint16_t gen) const { return Hash(seed, 2, slot, gen) & 1; }
-  uint32_t Offset(uint16_t slot, uint16_t gen) const {
-    return (uint32_t{gen} * cfg.window + slot) * cfg.k;
-  }
+  uint16_t Count(uint16_t slot, uint16_t gen) const { return ShapeOf(slot, gen).count; }
+  bool Int32(uint16_t slot, uint16_t gen) const { return ShapeOf(slot, gen).int32; }
+  uint32_t Offset(uint16_t slot, uint16_t gen) const { return ShapeOf(slot, gen).offset; }
   DataSpec Packet(uint16_t rank, uint16_t slot, uint16_t gen) const {
     DataSpec d;
     d.job = cfg.job_id;
@@ -222,7 +254,8 @@ void RunSimulation(uint64_t seed, const NetParams& net, size_t jobs, uint16_t ro
         d.rank = std::min<uint16_t>(d.rank, 0xFFFF);
         return DataPacket(d);
       }
-      case 2: {  // mismatched offset / count / int32 flag for a live generation
+      case 2: {  // mismatched offset / count / int32 flag for a live generation: against the
+                 // slot's history (drop_history) or, when it fits, a disagreement that ends the job
         DataSpec d = m.Packet(static_cast<uint16_t>(pick(m.cfg.world_size)),
                               static_cast<uint16_t>(pick(m.cfg.window)),
                               static_cast<uint16_t>(pick(rounds)));
@@ -297,6 +330,12 @@ void RunSimulation(uint64_t seed, const NetParams& net, size_t jobs, uint16_t ro
       }
     }
   }
+  // Only forged packets end a job, and never a clean one.
+  for (const JobFailure& f : engines.failures()) {
+    const size_t j = job_of(f.job_id);
+    ASSERT_LT(j, jobs);
+    EXPECT_FALSE(models[j].clean) << "clean job " << f.job_id << " ended";
+  }
   // Clean jobs must finish: retransmission recovers every loss.
   for (const Worker& w : workers) {
     if (models[w.job].clean) {
@@ -307,13 +346,15 @@ void RunSimulation(uint64_t seed, const NetParams& net, size_t jobs, uint16_t ro
   EXPECT_GT(clean_results_checked, 0u);
   const CounterSnapshot c = engines.ref().counters();
   std::printf(
-      "  packets %llu results %llu resends %llu dups %llu retx %llu stale %llu "
-      "mismatch %llu malformed %llu checked %llu\n",
+      "  packets %llu results %llu resends %llu dups %llu retx %llu stale %llu early %llu "
+      "history %llu mismatch %llu malformed %llu checked %llu\n",
       (unsigned long long)c[0], (unsigned long long)Get(c, Counter::kResults),
       (unsigned long long)Get(c, Counter::kResultResends),
       (unsigned long long)Get(c, Counter::kDuplicates),
       (unsigned long long)Get(c, Counter::kRetransmissions),
       (unsigned long long)Get(c, Counter::kDropStale),
+      (unsigned long long)Get(c, Counter::kDropEarly),
+      (unsigned long long)Get(c, Counter::kDropHistory),
       (unsigned long long)Get(c, Counter::kDropMismatch),
       (unsigned long long)Get(c, Counter::kDropMalformed),
       (unsigned long long)clean_results_checked);

@@ -1,5 +1,6 @@
 #include "differential.h"
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -101,9 +102,16 @@ std::string Check(Engines& shared, const uint8_t* data, size_t size) {
     }
     Recorder want;
     engines[0]->Process(packet, want);
+    JobFailure f[2], g[2];
+    const size_t nf = engines[0]->PollFailures(f);
     for (size_t i = 1; i < engines.size(); ++i) {
       Recorder got;
       engines[i]->Process(packet, got);
+      const size_t ng = engines[i]->PollFailures(g);
+      if (ng != nf || !std::equal(f, f + nf, g)) {
+        return "packet " + std::to_string(index) + ": jobs ended by " + names[i] +
+               " differ from ref";
+      }
       if (!(got.got == want.got)) {
         return "packet " + std::to_string(index) + ": results of " + names[i] + " differ from ref";
       }

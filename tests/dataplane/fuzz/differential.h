@@ -1,6 +1,6 @@
 // The differential fuzz check: one input -> two small jobs installed in the reference engine and
 // in the fast engine on every kernel set, then a stream of packets fed to all of them; after each
-// packet the emitted results and counters must agree.
+// packet the emitted results, counters and jobs ended (PollFailures) must agree.
 //
 // Input format: byte 0/1: world size of job 0/1 (1 + b % 8); byte 2: bit 0/1 = job 0/1 uses
 // K=256 (else 64); byte 3: windows (1 + (b & 3), 1 + ((b >> 4) & 3)); job ids 0 and 1, slot bases

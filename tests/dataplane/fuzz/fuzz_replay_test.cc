@@ -40,7 +40,9 @@ void AppendPacket(std::vector<uint8_t>& in, std::mt19937_64& rng) {
   proto::SetSlot(p.data(), rng() % 5);
   proto::SetGen(p.data(), static_cast<uint16_t>(rng() % 6 - 2));
   proto::SetCount(p.data(), rng() % 16 ? count : rng() % 300);
-  proto::SetOffset(p.data(), rng() % 3);
+  // Mostly offsets a slot's history can carry: block slot + j*W with W 1..4 and K 64 or 256.
+  const uint32_t block = proto::GetSlot(p.data()) + (rng() % 3) * (1 + rng() % 4);
+  proto::SetOffset(p.data(), rng() % 4 == 0 ? rng() % 3 : block * (rng() % 2 ? 64 : 256));
   if (rng() % 8 == 0) p.resize(rng() % (p.size() + 4));
   if (rng() % 8 == 0 && !p.empty()) p[rng() % p.size()] ^= 1u << (rng() % 8);
   // Mostly sealed by the harness (the rules after the CRC run); some left to drop_bad_crc.

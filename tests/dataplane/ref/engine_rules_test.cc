@@ -2,9 +2,11 @@
 // links (the reference engine here; the fast engine reuses this file in tests/dataplane/fast).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <random>
 #include <vector>
 
 #include "test_util.h"
@@ -167,7 +169,7 @@ TEST_P(EngineRulesTest, BadRankThenBadSlot) {
 }
 
 TEST_P(EngineRulesTest, AggregatesAndEmitsOneResultToAll) {
-  Install(3, 64, 4);
+  Install(3, 256, 4);  // slot 2 starts a call at block 2: offset 512
   Send({.rank = 0, .slot = 2, .offset = 512, .exp = 130, .next_exp = 1, .elems = {1, 2, 3}});
   Send({.rank = 2, .slot = 2, .offset = 512, .exp = 128, .next_exp = 7, .elems = {10, 20, 30}});
   EXPECT_TRUE(out_.got.empty());
@@ -237,12 +239,12 @@ TEST_P(EngineRulesTest, DuplicateOfIncompleteCopyCountsOnce) {
 
 TEST_P(EngineRulesTest, DuplicateOfCompleteCopyResendsToThatRank) {
   Install(2);
-  Send({.rank = 0, .slot = 1, .exp = 3, .elems = {5, 6}});
-  Send({.rank = 1, .slot = 1, .exp = 4, .elems = {1, 1}});
+  Send({.rank = 0, .slot = 1, .offset = 64, .exp = 3, .elems = {5, 6}});
+  Send({.rank = 1, .slot = 1, .offset = 64, .exp = 4, .elems = {1, 1}});
   ASSERT_EQ(out_.got.size(), 1u);
-  Send({.rank = 1, .slot = 1, .flags = proto::flags::kRetx, .elems = {1, 1}});
+  Send({.rank = 1, .slot = 1, .offset = 64, .flags = proto::flags::kRetx, .elems = {1, 1}});
   // A duplicate without the retx flag gets the result too.
-  Send({.rank = 0, .slot = 1, .elems = {9, 9}});
+  Send({.rank = 0, .slot = 1, .offset = 64, .elems = {9, 9}});
   ASSERT_EQ(out_.got.size(), 3u);
   for (int i : {1, 2}) {
     const Emitted& e = out_.got[i];
@@ -281,15 +283,12 @@ TEST_P(EngineRulesTest, FlagsOrWithRetxClearedAndExponentsMax) {
   const uint8_t nf = proto::flags::kNonfinite;
   const uint8_t rx = proto::flags::kRetx;
   Send({.rank = 0, .flags = 0, .exp = 200, .next_exp = 0, .elems = {1}});
-  Send({.rank = 1,
-        .flags = static_cast<uint8_t>(nf | rx | 0x80),
-        .exp = 100,
-        .next_exp = 5,
-        .elems = {1}});
+  Send(
+      {.rank = 1, .flags = static_cast<uint8_t>(nf | rx), .exp = 100, .next_exp = 5, .elems = {1}});
   Send({.rank = 2, .flags = rx, .exp = 255, .next_exp = 0, .elems = {1}});
   ASSERT_EQ(out_.got.size(), 1u);
   const proto::Header h = proto::DecodeHeader(out_.got[0].bytes.data());
-  EXPECT_EQ(h.flags, nf | 0x80);
+  EXPECT_EQ(h.flags, nf);
   EXPECT_EQ(h.exp, 255);
   EXPECT_EQ(h.next_exp, 5);
 }
@@ -312,47 +311,39 @@ TEST_P(EngineRulesTest, Int32WrapAround) {
   EXPECT_EQ(Elements(out_.got[0].bytes), (std::vector<int32_t>{kMin, kMax, kMax, 0}));
 }
 
-TEST_P(EngineRulesTest, MismatchOnOffsetCountOrInt32Flag) {
-  Install(3);
-  Send({.rank = 0, .offset = 64, .elems = {1, 2}});
-  Send({.rank = 1, .offset = 128, .elems = {1, 2}});                                // offset
-  Send({.rank = 1, .offset = 64, .elems = {1}});                                    // count
-  Send({.rank = 1, .offset = 64, .flags = proto::flags::kInt32, .elems = {1, 2}});  // int32
-  EXPECT_TRUE(out_.got.empty());
-  // Nonfinite and retx differences are not mismatches; the mismatched ranks can still join.
-  Send({.rank = 1, .offset = 64, .flags = proto::flags::kNonfinite, .elems = {1, 2}});
-  Send({.rank = 2, .offset = 64, .flags = proto::flags::kRetx, .elems = {1, 2}});
-  ASSERT_EQ(out_.got.size(), 1u);
-  EXPECT_EQ(Elements(out_.got[0].bytes), (std::vector<int32_t>{3, 6}));
-  ExpectCounters({{Counter::kRxPackets, 6},
-                  {Counter::kRxData, 3},
-                  {Counter::kResults, 1},
-                  {Counter::kRetransmissions, 1},
-                  {Counter::kDropMismatch, 3}});
-}
-
-TEST_P(EngineRulesTest, MismatchIsPerGenerationNotAcrossReset) {
+TEST_P(EngineRulesTest, DifferentCallsOnASlotAreNotMismatches) {
   Install(1);
   Send({.gen = 0, .offset = 0, .elems = {1, 2}});
-  // Generation 2 resets copy 0: a different offset, count and flag are fine.
+  // Each generation is a new use: the exponent round of a float call, then an int32 call's block.
   Send({.gen = 1, .elems = {}});
-  Send({.gen = 2, .offset = 99, .flags = proto::flags::kInt32, .elems = {4}});
+  Send({.gen = 2, .offset = 0, .flags = proto::flags::kInt32, .elems = {4}});
   ASSERT_EQ(out_.got.size(), 3u);
-  EXPECT_EQ(proto::GetOffset(out_.got[2].bytes.data()), 99u);
+  EXPECT_EQ(proto::GetFlags(out_.got[2].bytes.data()), proto::flags::kInt32);
   EXPECT_EQ(Elements(out_.got[2].bytes), std::vector<int32_t>{4});
   ExpectCounters({{Counter::kRxPackets, 3}, {Counter::kRxData, 3}, {Counter::kResults, 3}});
 }
 
 TEST_P(EngineRulesTest, FirstUseAndStaleGenerations) {
   Install(2);
-  // Fresh copies hold 0xFFFE / 0xFFFF: gens 0 and 1 are their next use; 2 and 3 are too far ahead.
+  // Fresh copies hold 0xFFFE / 0xFFFF: gen 0 is the first use; 1 waits for 0 to complete, 2 and 3
+  // are further ahead; 0x8000 and the initial generations themselves are behind.
+  Send({.rank = 0, .gen = 1, .elems = {1}});
   Send({.rank = 0, .gen = 2, .elems = {1}});
   Send({.rank = 0, .gen = 3, .elems = {1}});
   Send({.rank = 0, .gen = 0x8000, .elems = {1}});
-  ExpectCounters({{Counter::kRxPackets, 3}, {Counter::kDropStale, 3}});
+  Send({.rank = 0, .gen = 0xFFFF, .elems = {1}});
+  Send({.rank = 0, .gen = 0xFFFE, .elems = {1}});
+  ExpectCounters({{Counter::kRxPackets, 6}, {Counter::kDropEarly, 3}, {Counter::kDropStale, 3}});
   Send({.rank = 0, .gen = 0, .elems = {1}});
+  Send({.rank = 1, .gen = 1, .elems = {1}});  // gen 0 still waits for rank 1
+  Send({.rank = 1, .gen = 0, .elems = {1}});
   Send({.rank = 1, .gen = 1, .elems = {1}});
-  ExpectCounters({{Counter::kRxPackets, 5}, {Counter::kDropStale, 3}, {Counter::kRxData, 2}});
+  ASSERT_EQ(out_.got.size(), 1u);
+  ExpectCounters({{Counter::kRxPackets, 10},
+                  {Counter::kDropEarly, 4},
+                  {Counter::kDropStale, 3},
+                  {Counter::kRxData, 3},
+                  {Counter::kResults, 1}});
 }
 
 TEST_P(EngineRulesTest, NextGenerationResetsCopyAndOldOneGoesStale) {
@@ -367,7 +358,7 @@ TEST_P(EngineRulesTest, NextGenerationResetsCopyAndOldOneGoesStale) {
   EXPECT_EQ(out_.got[2].dest, 1);
   EXPECT_EQ(Elements(out_.got[2].bytes), std::vector<int32_t>{40});
   EXPECT_EQ(proto::GetGen(out_.got[2].bytes.data()), 1);
-  // Gen 0 is gone: stale. Gen 6 is two uses ahead of copy 0 (at 2): stale.
+  // Gen 0 is gone: stale. Gen 6 is four uses ahead of the slot (at 2): early.
   Send({.rank = 1, .gen = 0, .elems = {10}});
   Send({.rank = 1, .gen = 6, .elems = {10}});
   Send({.rank = 1, .gen = 2, .elems = {5}});
@@ -379,7 +370,8 @@ TEST_P(EngineRulesTest, NextGenerationResetsCopyAndOldOneGoesStale) {
                   {Counter::kResults, 3},
                   {Counter::kResultResends, 1},
                   {Counter::kRetransmissions, 1},
-                  {Counter::kDropStale, 2}});
+                  {Counter::kDropStale, 1},
+                  {Counter::kDropEarly, 1}});
 }
 
 TEST_P(EngineRulesTest, GenerationsWrapAround) {
@@ -392,6 +384,270 @@ TEST_P(EngineRulesTest, GenerationsWrapAround) {
   EXPECT_EQ(proto::GetGen(out_.got.back().bytes.data()), static_cast<uint16_t>(69999));
   EXPECT_EQ(Elements(out_.got.back().bytes), std::vector<int32_t>{69999});
   ExpectCounters({{Counter::kRxPackets, n}, {Counter::kRxData, n}, {Counter::kResults, n}});
+}
+
+// ---- Rules 11-13: the generation window, the slot's history, disagreeing ranks. Each bad packet
+// below is sealed (its CRC32C trailer is valid): only the rules can keep it from the slot.
+
+// Sends `world` ranks' genuine blocks of (slot, gen) and expects their exact sum as one result.
+// Elements: rank r contributes base + r at each position.
+#define EXPECT_SLOT_COMPLETES(world, spec, base)                           \
+  do {                                                                     \
+    const size_t before = out_.got.size();                                 \
+    for (uint16_t r = 0; r < (world); ++r) {                               \
+      DataSpec d = (spec);                                                 \
+      d.rank = r;                                                          \
+      for (auto& e : d.elems) e = (base) + r;                              \
+      Send(d);                                                             \
+    }                                                                      \
+    ASSERT_EQ(out_.got.size(), before + 1) << "the slot did not complete"; \
+    const Emitted& got = out_.got.back();                                  \
+    EXPECT_EQ(got.dest, proto::kRankAll);                                  \
+    EXPECT_EQ(proto::GetGen(got.bytes.data()), (spec).gen);                \
+    EXPECT_EQ(proto::GetOffset(got.bytes.data()), (spec).offset);          \
+    std::vector<int32_t> want((spec).elems.size(), 0);                     \
+    for (uint16_t r = 0; r < (world); ++r) {                               \
+      for (auto& e : want) e += (base) + r;                                \
+    }                                                                      \
+    EXPECT_EQ(Elements(got.bytes), want);                                  \
+  } while (0)
+
+TEST_P(EngineRulesTest, GenerationAheadOfTheWindowNeverWedgesTheSlot) {
+  Install(2, 64, 4);
+  const std::vector<int32_t> four(4, 0);
+  // Before the first use: gen 1 and 2 are ahead (gen 0 has not even started).
+  Send({.rank = 0, .slot = 1, .gen = 1, .offset = 64, .elems = four});
+  Send({.rank = 1, .slot = 1, .gen = 2, .offset = 64, .elems = four});
+  EXPECT_SLOT_COMPLETES(2, (DataSpec{.slot = 1, .gen = 0, .offset = 64, .elems = four}), 10);
+  // Gen 1 in progress (rank 0 in): gen 2 (its next use) and gen 3 are ahead, gen 0 is re-sent.
+  Send({.rank = 0, .slot = 1, .gen = 1, .offset = 64, .elems = {1, 1, 1, 1}});
+  Send({.rank = 1, .slot = 1, .gen = 2, .offset = 64, .elems = four});
+  Send({.rank = 0, .slot = 1, .gen = 3, .offset = 64, .elems = four});
+  Send({.rank = 1, .slot = 1, .gen = 0x7FF0, .offset = 64, .elems = four});
+  Send({.rank = 1, .slot = 1, .gen = 1, .offset = 64, .elems = {2, 2, 2, 2}});
+  ASSERT_EQ(out_.got.size(), 2u);
+  EXPECT_EQ(Elements(out_.got.back().bytes), (std::vector<int32_t>{3, 3, 3, 3}));
+  EXPECT_EQ(proto::GetGen(out_.got.back().bytes.data()), 1);
+  // The slot carries on, and a retransmission of the last generation is still answered.
+  EXPECT_SLOT_COMPLETES(2, (DataSpec{.slot = 1, .gen = 2, .offset = 64, .elems = four}), 7);
+  Send({.rank = 1, .slot = 1, .gen = 2, .offset = 64, .flags = proto::flags::kRetx, .elems = four});
+  ASSERT_EQ(out_.got.size(), 4u);
+  EXPECT_EQ(out_.got.back().dest, 1);
+  const CounterSnapshot c = engine_->counters();
+  EXPECT_EQ(Get(c, Counter::kDropEarly), 5u);
+  EXPECT_EQ(Get(c, Counter::kDropStale), 0u);
+  EXPECT_EQ(Get(c, Counter::kRxData), 6u);
+  EXPECT_EQ(Get(c, Counter::kResults), 3u);
+  EXPECT_EQ(Get(c, Counter::kResultResends), 1u);
+}
+
+TEST_P(EngineRulesTest, WrongOffsetCountOrFlagsFirstNeverWedgeTheSlot) {
+  Install(3, 64, 4);  // slot 2 starts a call at offset 128 (block 2) and goes on by 256
+  const std::vector<int32_t> full(64, 0);
+  const uint8_t i32 = proto::flags::kInt32;
+  // First packets to reach the slot, each impossible for it: the wrong block, an offset inside a
+  // block, an exponent round (count 0) away from block 2 or flagged int32, a flag bit no sender
+  // uses, a block of the next call step while the previous generation is no full block.
+  Send({.rank = 0, .slot = 2, .offset = 0, .elems = full});
+  Send({.rank = 1, .slot = 2, .offset = 129, .elems = full});
+  Send({.rank = 2, .slot = 2, .offset = 384, .elems = full});
+  Send({.rank = 0, .slot = 2, .offset = 0, .elems = {}});
+  Send({.rank = 0, .slot = 2, .offset = 128, .flags = i32, .elems = {}});
+  Send({.rank = 1, .slot = 2, .offset = 128, .flags = 0x10, .elems = full});
+  EXPECT_EQ(Get(engine_->counters(), Counter::kDropHistory), 6u);
+  EXPECT_TRUE(out_.got.empty());
+  // The genuine exponent round and blocks 2 and 6 (one call), then block 2 of an int32 call.
+  EXPECT_SLOT_COMPLETES(3, (DataSpec{.slot = 2, .gen = 0, .offset = 128, .elems = {}}), 0);
+  // After an exponent round only block 2 itself can follow.
+  Send({.rank = 0, .slot = 2, .gen = 1, .offset = 384, .elems = full});
+  EXPECT_SLOT_COMPLETES(3, (DataSpec{.slot = 2, .gen = 1, .offset = 128, .elems = full}), 5);
+  // After a full block 2: block 6 (offset 384) of the same type, or a new call at block 2.
+  Send({.rank = 0, .slot = 2, .gen = 2, .offset = 384, .flags = i32, .elems = full});  // type
+  Send({.rank = 0, .slot = 2, .gen = 2, .offset = 640, .elems = full});  // skips block 6
+  Send({.rank = 0, .slot = 2, .gen = 2, .offset = 384, .elems = {}});    // count 0 mid-call
+  EXPECT_SLOT_COMPLETES(3, (DataSpec{.slot = 2, .gen = 2, .offset = 384, .elems = {1, 2, 3}}), 9);
+  // After a short block (the call's last): only a new call at block 2.
+  Send({.rank = 1, .slot = 2, .gen = 3, .offset = 640, .elems = full});
+  EXPECT_SLOT_COMPLETES(
+      3, (DataSpec{.slot = 2, .gen = 3, .offset = 128, .flags = i32, .elems = full}), -4);
+  const CounterSnapshot c = engine_->counters();
+  EXPECT_EQ(Get(c, Counter::kDropHistory), 11u);
+  EXPECT_EQ(Get(c, Counter::kDropMismatch), 0u);
+  EXPECT_EQ(Get(c, Counter::kResults), 4u);
+  JobFailure f[1];
+  EXPECT_EQ(engine_->PollFailures(f), 0u);
+}
+
+TEST_P(EngineRulesTest, BadPacketAmongGenuineOnesIsDroppedNotAMismatch) {
+  Install(2, 256, 2);
+  const std::vector<int32_t> full(256, 1);
+  Send({.rank = 0, .slot = 1, .offset = 256, .elems = full});
+  // Rank 1's packet with a wrong offset / count-0 offset arrives before its genuine one.
+  Send({.rank = 1, .slot = 1, .offset = 257, .elems = full});
+  Send({.rank = 1, .slot = 1, .offset = 768, .elems = full});
+  Send({.rank = 1, .slot = 1, .offset = 256, .elems = full});
+  ASSERT_EQ(out_.got.size(), 1u);
+  EXPECT_EQ(Elements(out_.got[0].bytes), std::vector<int32_t>(256, 2));
+  ExpectCounters({{Counter::kRxPackets, 4},
+                  {Counter::kRxData, 2},
+                  {Counter::kResults, 1},
+                  {Counter::kDropHistory, 2}});
+}
+
+TEST_P(EngineRulesTest, RanksThatDisagreeEndTheJob) {
+  Install(3, 64, 4, 0, /*id=*/1);
+  Install(2, 64, 4, 8, /*id=*/2);
+  JobFailure f[4];
+  EXPECT_EQ(engine_->PollFailures(f), 0u);
+  // Slot 3: rank 0 sends a full block 3, rank 2 a short block 3 (a different tensor size): both fit
+  // the slot's history, so the ranks disagree.
+  Send({.job = 1, .rank = 0, .slot = 3, .offset = 192, .elems = std::vector<int32_t>(64, 1)});
+  Send({.job = 2, .rank = 0, .elems = {5}});
+  Send({.job = 1, .rank = 2, .slot = 3, .offset = 192, .elems = {1, 2}});
+  ASSERT_EQ(engine_->PollFailures(f), 1u);
+  EXPECT_EQ(f[0], (JobFailure{1, proto::ErrorCode::kRankMismatch, 3, 0, 2}));
+  EXPECT_EQ(engine_->PollFailures(f), 0u) << "reported once";
+  // The job is gone: its packets are unknown, RemoveJob finds nothing, its slots are free.
+  Send({.job = 1, .rank = 1, .slot = 3, .offset = 192, .elems = std::vector<int32_t>(64, 1)});
+  EXPECT_EQ(engine_->RemoveJob(1).code(), StatusCode::kNotFound);
+  EXPECT_TRUE(out_.got.empty());
+  // The other job goes on.
+  Send({.job = 2, .rank = 1, .elems = {6}});
+  ASSERT_EQ(out_.got.size(), 1u);
+  EXPECT_EQ(Elements(out_.got[0].bytes), std::vector<int32_t>{11});
+  ExpectCounters({{Counter::kRxPackets, 5},
+                  {Counter::kRxData, 3},
+                  {Counter::kResults, 1},
+                  {Counter::kDropMismatch, 1},
+                  {Counter::kDropUnknownJob, 1}});
+  // A reinstalled job (job id reuse) starts afresh at generation 0.
+  Install(3, 64, 4, 0, /*id=*/1);
+  EXPECT_SLOT_COMPLETES(3, (DataSpec{.job = 1, .slot = 3, .offset = 192, .elems = {0, 0}}), 1);
+}
+
+TEST_P(EngineRulesTest, DisagreementOnTypeOrCallEndsTheJob) {
+  // One float rank (exponent round) and one int32 rank (block 0) at the start of a call.
+  Install(2, 64, 2);
+  Send({.rank = 0, .elems = {}});
+  Send({.rank = 1, .flags = proto::flags::kInt32, .elems = {1}});
+  JobFailure f[2];
+  ASSERT_EQ(engine_->PollFailures(f), 1u);
+  EXPECT_EQ(f[0], (JobFailure{kJob, proto::ErrorCode::kRankMismatch, 0, 0, 1}));
+  // A rank that goes on to block 2 while another starts a new call (one more block than it).
+  Install(2, 64, 2);
+  const std::vector<int32_t> full(64, 0);
+  const uint8_t i32 = proto::flags::kInt32;
+  EXPECT_SLOT_COMPLETES(2, (DataSpec{.gen = 0, .flags = i32, .elems = full}), 1);
+  Send({.rank = 0, .gen = 1, .offset = 128, .flags = i32, .elems = full});
+  Send({.rank = 1, .gen = 1, .offset = 0, .flags = i32, .elems = full});
+  ASSERT_EQ(engine_->PollFailures(f), 1u);
+  EXPECT_EQ(f[0], (JobFailure{kJob, proto::ErrorCode::kRankMismatch, 0, 1, 1}));
+  EXPECT_EQ(Get(engine_->counters(), Counter::kDropMismatch), 2u);
+}
+
+// A worker's traffic (host/src/comm/slot_window.cc) in many calls of random size and type, with
+// duplicates, retransmissions and per-slot interleaving, on windows and K that leave short and
+// unused slots: every packet fits the rules, every block completes exactly once.
+TEST_P(EngineRulesTest, EveryGenuineWorkerPacketIsAccepted) {
+  const uint64_t seed = TestSeed("EveryGenuineWorkerPacketIsAccepted");
+  std::mt19937_64 rng(seed);
+  for (int iter = 0; iter < 20 && !HasFailure(); ++iter) {
+    SetUp();
+    out_.got.clear();
+    const uint16_t world = static_cast<uint16_t>(1 + rng() % 5);
+    const uint16_t k = rng() % 2 ? 64 : 256;
+    const uint16_t window = static_cast<uint16_t>(1 + rng() % 6);
+    Install(world, k, window);
+    std::vector<uint16_t> next_gen(window, static_cast<uint16_t>(0));
+    uint64_t uses = 0, sent = 0, extra = 0;
+    for (int call = 0; call < 12; ++call) {
+      const bool is_float = rng() % 2;
+      const size_t n = 1 + rng() % (size_t{k} * window * 3);
+      const size_t blocks = (n + k - 1) / k;
+      // Per slot, the list of (offset, count, flags) uses of this call.
+      struct Use {
+        uint32_t offset;
+        uint16_t count;
+        uint8_t flags;
+      };
+      std::vector<std::vector<Use>> per_slot(window);
+      for (size_t s = 0; s < std::min<size_t>(window, blocks); ++s) {
+        if (is_float) per_slot[s].push_back({static_cast<uint32_t>(s * k), 0, 0});
+        for (size_t b = s; b < blocks; b += window) {
+          per_slot[s].push_back({static_cast<uint32_t>(b * k),
+                                 static_cast<uint16_t>(std::min<size_t>(k, n - b * k)),
+                                 is_float ? uint8_t{0} : proto::flags::kInt32});
+        }
+      }
+      // Run the slots' uses interleaved: each step, a random slot with work left runs one use.
+      std::vector<size_t> at(window, 0);
+      while (true) {
+        std::vector<uint16_t> ready;
+        for (uint16_t s = 0; s < window; ++s) {
+          if (at[s] < per_slot[s].size()) ready.push_back(s);
+        }
+        if (ready.empty()) break;
+        const uint16_t s = ready[rng() % ready.size()];
+        const Use u = per_slot[s][at[s]++];
+        const uint16_t gen = next_gen[s]++;
+        std::vector<std::vector<uint8_t>> pkts;
+        std::vector<int32_t> want(u.count, 0);
+        for (uint16_t r = 0; r < world; ++r) {
+          DataSpec d{.job = kJob,
+                     .rank = r,
+                     .slot = s,
+                     .gen = gen,
+                     .offset = u.offset,
+                     .flags = u.flags,
+                     .elems = {}};
+          d.elems.resize(u.count);
+          for (size_t i = 0; i < u.count; ++i) {
+            d.elems[i] = static_cast<int32_t>(rng() % 1000) - 500;
+            want[i] += d.elems[i];
+          }
+          pkts.push_back(DataPacket(d));
+          if (rng() % 4 == 0) {  // a retransmission too
+            d.flags |= proto::flags::kRetx;
+            pkts.push_back(DataPacket(d));
+          }
+        }
+        std::shuffle(pkts.begin(), pkts.end(), rng);
+        const size_t before = out_.got.size();
+        for (const auto& p : pkts) SendBytes(p);
+        sent += pkts.size();
+        extra += pkts.size() - world;
+        ++uses;
+        ASSERT_GE(out_.got.size(), before + 1) << "slot " << s << " gen " << gen;
+        const auto all =
+            std::find_if(out_.got.begin() + static_cast<ptrdiff_t>(before), out_.got.end(),
+                         [](const Emitted& e) { return e.dest == proto::kRankAll; });
+        ASSERT_NE(all, out_.got.end());
+        EXPECT_EQ(proto::GetOffset(all->bytes.data()), u.offset);
+        EXPECT_EQ(Elements(all->bytes), want);
+        // A retransmission after the result (lost on its way) is answered with a re-send.
+        if (gen > 0 && rng() % 8 == 0) {
+          const size_t before2 = out_.got.size();
+          Send({.job = kJob,
+                .rank = 0,
+                .slot = s,
+                .gen = gen,
+                .offset = u.offset,
+                .flags = static_cast<uint8_t>(u.flags | proto::flags::kRetx),
+                .elems = std::vector<int32_t>(u.count, 0)});
+          ++sent;
+          ++extra;
+          ASSERT_EQ(out_.got.size(), before2 + 1);
+        }
+      }
+    }
+    const CounterSnapshot c = engine_->counters();
+    EXPECT_EQ(Get(c, Counter::kRxPackets), sent);
+    EXPECT_EQ(Get(c, Counter::kResults), uses);
+    EXPECT_EQ(Get(c, Counter::kRxData), uses * world);
+    EXPECT_EQ(Get(c, Counter::kDuplicates) + Get(c, Counter::kResultResends), extra);
+    JobFailure f[1];
+    EXPECT_EQ(engine_->PollFailures(f), 0u);
+  }
 }
 
 TEST_P(EngineRulesTest, AddJobRejectsBadShapes) {
@@ -439,7 +695,7 @@ TEST_P(EngineRulesTest, RemoveJob) {
 TEST_P(EngineRulesTest, ReinstalledJobStartsEmpty) {
   Install(2, 64, 1, 5);
   Send({.rank = 0, .gen = 0, .elems = {100}});
-  Send({.rank = 0, .gen = 1, .elems = {100}});
+  Send({.rank = 0, .gen = 1, .elems = {100}});  // early: gen 0 waits for rank 1
   ASSERT_TRUE(engine_->RemoveJob(kJob).ok());
   Install(2, 64, 1, 5);
   // The old rank-0 contributions are gone: rank 1 alone does not complete, rank 0 is not a dup.
@@ -448,7 +704,10 @@ TEST_P(EngineRulesTest, ReinstalledJobStartsEmpty) {
   Send({.rank = 0, .gen = 0, .elems = {2}});
   ASSERT_EQ(out_.got.size(), 1u);
   EXPECT_EQ(Elements(out_.got[0].bytes), std::vector<int32_t>{3});
-  ExpectCounters({{Counter::kRxPackets, 4}, {Counter::kRxData, 4}, {Counter::kResults, 1}});
+  ExpectCounters({{Counter::kRxPackets, 4},
+                  {Counter::kRxData, 3},
+                  {Counter::kDropEarly, 1},
+                  {Counter::kResults, 1}});
 }
 
 TEST_P(EngineRulesTest, JobsAreIsolated) {

@@ -52,6 +52,24 @@ TEST(SwitchdConfig, DefaultsAndValues) {
   EXPECT_EQ(c->engine, "ref");
 }
 
+TEST(SwitchdConfig, RoceNeedsAConcreteIpv4AddressAndOneCore) {
+  auto c = Parse({"--io", "roce", "--bind", "10.0.1.2", "--roce-qpn", "0x200"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->io, "roce");
+  EXPECT_EQ(c->roce_qpn, 0x200u);
+  EXPECT_EQ(c->roce_qkey, 0x494E4100u);
+  EXPECT_TRUE(Parse({"--io", "roce"}).ok());  // --bind 127.0.0.1; not 0.0.0.0, not IPv6
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--io", "roce", "--bind", "0.0.0.0"},
+           {"--io", "roce", "--bind", "::1"},
+           {"--io", "roce", "--bind", "10.0.1.2", "--cores", "2"},
+           {"--io", "roce", "--bind", "10.0.1.2", "--roce-qpn", "1"},
+           {"--io", "roce", "--bind", "10.0.1.2", "--roce-qpn", "0x1000000"},
+           {"--io", "rdma"}}) {
+    EXPECT_FALSE(Parse(args).ok()) << args.back();
+  }
+}
+
 TEST(SwitchdConfig, BadValuesNameTheFlagAndTheValue) {
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"--slots", "0"},

@@ -204,10 +204,14 @@ inline Bytes Leave(uint16_t job, uint16_t rank) {
   return Sealed(std::move(b));
 }
 
+// A data packet as a worker's call sends it on its first use of `slot`: block `slot` at offset
+// slot * k (docs/protocol.md, "Slot history"; a job of K = k).
 inline Bytes Data(uint16_t job, uint16_t rank, uint16_t slot, uint16_t gen,
-                  const std::vector<int32_t>& elems, uint8_t flags = p::flags::kInt32) {
+                  const std::vector<int32_t>& elems, uint8_t flags = p::flags::kInt32,
+                  uint16_t k = 64) {
   Bytes b = Header(p::MsgType::kData, job, rank);
   p::SetSlot(b.data(), slot);
+  p::SetOffset(b.data(), uint32_t{slot} * k);
   p::SetGen(b.data(), gen);
   p::SetCount(b.data(), static_cast<uint16_t>(elems.size()));
   p::SetFlags(b.data(), flags);

@@ -192,6 +192,50 @@ TEST(Switchd, LeaveAbortsTheOtherRanks) {
   EXPECT_EQ(c["drop_unknown_job"], 1u);
 }
 
+// Two ranks send different blocks for the same slot and generation, each one a block the slot
+// can carry (rank 1 a shorter tensor): the switch ends the job at once, and every rank gets
+// error(rank_mismatch) naming the slot and generation, within the receive timeout (2 s), not at a
+// worker's 5 s progress timeout. With --cores 2 the job's core does it.
+class SwitchdMismatch : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(SwitchdMismatch, DisagreeingRanksGetEveryRankAnErrorAtOnce) {
+  SwitchProcess sw({"--port", "0", "--cores", GetParam()});
+  ASSERT_TRUE(sw.ok());
+  Workers w = MakeWorkers(sw.port(), 3);
+  ASSERT_EQ(JoinAll(w, 41, 64, 2), 2u);
+  w[0]->Send(Data(41, 0, 1, 0, Elems(41, 0, 1, 0, 64)));
+  w[2]->Send(Data(41, 2, 1, 0, Elems(41, 2, 1, 0, 64)));
+  ASSERT_FALSE(w[0]->Recv(milliseconds(100)).has_value());
+  w[1]->Send(Data(41, 1, 1, 0, Elems(41, 1, 1, 0, 10)));  // block 1, but 10 elements
+  for (uint16_t r = 0; r < 3; ++r) {
+    auto b = w[r]->Recv();
+    ASSERT_TRUE(b.has_value()) << "rank " << r << " heard nothing";
+    ASSERT_TRUE(p::MessageCrcOk(*b));
+    const p::Header h = p::DecodeHeader(b->data());
+    EXPECT_EQ(h.type, static_cast<uint8_t>(p::MsgType::kError));
+    EXPECT_EQ(h.aux, static_cast<uint16_t>(p::ErrorCode::kRankMismatch));
+    EXPECT_EQ(h.job, 41);
+    EXPECT_EQ(h.rank, r);
+    EXPECT_EQ(h.slot, 1);
+    EXPECT_EQ(h.gen, 0);
+    EXPECT_EQ(h.count, 1) << "the rank whose block proved it";
+  }
+  // The job is gone: its data is an unknown job now, and its id can be joined afresh.
+  w[0]->Send(Data(41, 0, 0, 0, Elems(41, 0, 0, 0, 64)));
+  EXPECT_FALSE(w[0]->Recv(milliseconds(100)).has_value());
+  ASSERT_EQ(JoinAll(w, 41, 64, 2), 2u);
+  RunRound(w, 41, 2, 0, 64);
+  auto c = sw.Stop();
+  EXPECT_EQ(c["drop_mismatch"], 1u);
+  EXPECT_EQ(c["err_rank_mismatch"], 3u);
+  EXPECT_EQ(c["jobs_failed"], 1u);
+  EXPECT_EQ(c["jobs_freed"], 1u);
+  EXPECT_EQ(c["drop_unknown_job"], 1u);
+  EXPECT_EQ(c["results"], 2u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Cores, SwitchdMismatch, ::testing::Values("1", "2"));
+
 TEST(Switchd, JobTimeoutFreesTheSlots) {
   SwitchProcess sw({"--port", "0", "--slots", "16", "--job-timeout-ms", "300"});
   ASSERT_TRUE(sw.ok());

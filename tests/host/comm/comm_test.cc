@@ -390,6 +390,30 @@ TEST(AllReduce, LeavingRankAbortsOthersAtOnce) {
   EXPECT_EQ(again.status().code(), StatusCode::kFailedPrecondition);
 }
 
+// Ranks that make different calls (here: different element counts, so block 11's count differs):
+// the fabric ends the job at its first disagreeing block and both ranks fail at once with ABORTED
+// naming it, long before the progress timeout.
+TEST(AllReduce, RanksWithDifferentSizesFailAtOnceWithRankMismatch) {
+  auto fabric = StartFabric();
+  ASSERT_NE(fabric, nullptr);
+  CommConfig c = BaseConfig(*fabric, 2, 256, 16);
+  c.progress_timeout_ms = 20000;  // the error must come long before this
+  auto comms = CreateAll(c);
+  for (auto& x : comms) ASSERT_NE(x, nullptr);
+  std::vector<float> a(3000, 1.0f), b(2900, 1.0f);
+  const auto t0 = Clock::now();
+  auto ra = comms[0]->AllReduceAsync(std::span(a));
+  auto rb = comms[1]->AllReduceAsync(std::span(b));
+  ASSERT_TRUE(ra.ok());
+  ASSERT_TRUE(rb.ok());
+  for (Status s : {ra->Wait(), rb->Wait()}) {
+    EXPECT_EQ(s.code(), StatusCode::kAborted) << s.ToString();
+    EXPECT_NE(s.message().find("the ranks disagree"), std::string::npos) << s.message();
+    EXPECT_NE(s.message().find("slot 11 generation 1"), std::string::npos) << s.message();
+  }
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(3));
+}
+
 TEST(AllReduce, DestroyFailsQueuedRequestsWithAborted) {
   auto fabric = StartFabric();
   ASSERT_NE(fabric, nullptr);

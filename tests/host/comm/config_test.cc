@@ -178,6 +178,41 @@ TEST(CommConfig, QuantGsoAndSocketBufferFromEnv) {
       << r->ToString();
 }
 
+TEST(CommConfig, VerbsSettingsFromTheConfigAndTheEnvironment) {
+  CommConfig c;
+  c.transport = "verbs";
+  c.switch_host = "10.0.1.2";
+  c.verbs.device = "rxe0";
+  c.verbs.gid_index = 1;
+  c.verbs.mtu = 4096;
+  ASSERT_TRUE(c.Validate().ok()) << c.Validate().ToString();
+  EXPECT_NE(c.ToString().find("verbs_device=rxe0 verbs_port=1 verbs_gid_index=1 verbs_mtu=4096"),
+            std::string::npos)
+      << c.ToString();
+  c.verbs.mtu = 1000;  // not a verbs MTU
+  EXPECT_EQ(c.Validate().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.Validate().message().find("verbs"), std::string::npos) << c.Validate().ToString();
+  c.verbs.mtu = 0;
+  c.verbs.remote_qpn = 1;  // the GSI QP
+  EXPECT_FALSE(c.Validate().ok());
+  // udp ignores the verbs fields (and prints none).
+  c.transport = "udp";
+  EXPECT_TRUE(c.Validate().ok());
+  EXPECT_EQ(c.ToString().find("verbs_"), std::string::npos);
+
+  EnvVar t("INA_TRANSPORT", "verbs");
+  EnvVar d("INA_VERBS_DEVICE", "rxe1");
+  EnvVar m("INA_VERBS_MTU", "2048");
+  auto r = CommConfig::FromEnv(CommConfig{});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->transport, "verbs");
+  EXPECT_EQ(r->verbs.device, "rxe1");
+  EXPECT_EQ(r->verbs.mtu, 2048);
+  EXPECT_TRUE(r->Validate().ok()) << r->Validate().ToString();
+  EnvVar bad("INA_VERBS_PORT", "x");
+  EXPECT_EQ(CommConfig::FromEnv(CommConfig{}).status().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(CommConfig, MalformedEnvNamesTheVariable) {
   const std::pair<const char*, const char*> bad[] = {
       {"INA_RANK", "x1"},

@@ -197,6 +197,34 @@ TEST_F(SlotWindowTest, MismatchedResultsAreStaleAndIgnored) {
   EXPECT_EQ(w.counters().bad_crc.Get(), 0u);
 }
 
+// Transport::RegisterTxMemory gets tx_memory(): every packet must be sent from inside it (the
+// verbs transport posts those without a copy), quantized there, exponent rounds and blocks alike.
+TEST_F(SlotWindowTest, EveryPacketIsSentFromTheTxMemory) {
+  SlotWindow w(Config(1, 64, 4), quant::ActiveKernels());
+  const std::span<const uint8_t> mem = w.tx_memory();
+  ASSERT_GE(mem.size(), size_t{4} * proto::MessageBytes(64));
+  std::vector<float> x(64 * 6, 0.25f);
+  ASSERT_TRUE(w.Begin(OpDesc{true, x.data(), nullptr, x.size(), 0}, t0_).ok());
+  size_t packets = 0;
+  for (int round = 0; round < 10 && w.blocks_remaining() > 0; ++round) {
+    TxPacket tx[64];
+    std::vector<std::vector<uint8_t>> sent;
+    while (w.tx_queued() > 0) {
+      const size_t n = w.PeekTx(tx);
+      for (size_t i = 0; i < n; ++i) {
+        EXPECT_GE(tx[i].data, mem.data());
+        EXPECT_LE(tx[i].data + tx[i].len, mem.data() + mem.size());
+        sent.emplace_back(tx[i].data, tx[i].data + tx[i].len);
+      }
+      w.OnSent(n, t0_);
+      packets += n;
+    }
+    for (const auto& p : sent) ASSERT_TRUE(w.OnPacket(ResultOf(p), t0_).ok());
+  }
+  EXPECT_EQ(w.blocks_remaining(), 0);
+  EXPECT_GE(packets, 6u + 4u);  // 6 blocks and at least one exponent round per slot used
+}
+
 TEST_F(SlotWindowTest, EveryPacketSentIsSealedAndARetransmissionResealed) {
   SlotWindow w(Config(1, 64, 2), quant::ActiveKernels());
   std::vector<float> x(64 * 2, 1.5f);
@@ -394,6 +422,34 @@ TEST_F(SlotWindowTest, JobAbortedAndRankLeft) {
   EXPECT_EQ(x.counters().stale.Get(), 1u);
   EXPECT_EQ(x.OnPacket(control(proto::ErrorCode::kJobAborted, 0, 0), t0_).code(),
             StatusCode::kAborted);
+}
+
+// error(rank_mismatch): the fabric ended the job because two ranks' blocks disagree; the op fails
+// at once (idle too) with Aborted naming the slot, generation and rank the fabric reported.
+TEST_F(SlotWindowTest, RankMismatchFailsAtOnceNamingWhere) {
+  std::vector<uint8_t> b(proto::MessageBytes(0));
+  proto::Header h;
+  h.version = proto::kVersion;
+  h.type = static_cast<uint8_t>(proto::MsgType::kError);
+  h.job = 7;
+  h.rank = 0;
+  h.slot = 3;
+  h.gen = 12;
+  h.count = 2;
+  h.aux = static_cast<uint16_t>(proto::ErrorCode::kRankMismatch);
+  proto::EncodeHeader(h, b.data());
+  Reseal(b);
+  SlotWindow w(Config(2, 64, 4), quant::ActiveKernels());
+  std::vector<int32_t> v(1000, 1);
+  ASSERT_TRUE(w.Begin(OpDesc{false, nullptr, v.data(), v.size(), 0}, t0_).ok());
+  const Status s = w.OnPacket(b, t0_);
+  EXPECT_EQ(s.code(), StatusCode::kAborted);
+  EXPECT_NE(s.message().find("ranks disagree (rank 2's block for slot 3 generation 12"),
+            std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find("same all-reduce calls"), std::string::npos) << s.message();
+  w.End();
+  EXPECT_EQ(w.OnPacket(b, t0_).code(), StatusCode::kAborted);
 }
 
 // Lanes: two windows, lane 0 and lane 1 of 2, split one op's slots (even / odd) between them.

@@ -58,6 +58,7 @@ void Fabric::Receive(std::span<const uint8_t> packet, const dp::Peer& from, Time
   }
   Results results(*control_, out);
   engine_->Process(packet, results);
+  control_->HandleEngineFailures(out);  // as ina-switchd after each burst: error(rank_mismatch)
 }
 
 // Replies and results of the fabric, out of the UDP socket (results subject to loss/dup).

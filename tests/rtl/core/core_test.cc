@@ -116,11 +116,12 @@ TEST_P(CoreTest, RegistersIdentifyAndReadBack) {
 TEST_P(CoreTest, SumsAllRanksAndEmitsOnce) {
   Install(0, 7, 3, 64, 0, 4, 0x0042);
   std::mt19937 rng(static_cast<uint32_t>(seed_));
-  // (count, slot, gen): first uses of both copies of both slots, then the reuse of a copy.
+  // (count, slot, gen): first uses of both copies of both slots, then the reuse of a copy; each a
+  // call's first use of the slot (offset slot * K; docs/protocol.md, "Slot history").
   struct Case {
     uint16_t count, slot, gen;
   };
-  for (Case cs : {Case{64, 0, 0}, Case{17, 1, 1}, Case{16, 0, 1}, Case{1, 1, 0}, Case{0, 0, 2}}) {
+  for (Case cs : {Case{64, 0, 0}, Case{17, 1, 0}, Case{16, 0, 1}, Case{1, 1, 1}, Case{0, 0, 2}}) {
     uint16_t count = cs.count, slot = cs.slot, gen = cs.gen;
     std::vector<int32_t> sum(count, 0);
     uint8_t flags = 0, exp = 0, nexp = 0;
@@ -136,11 +137,11 @@ TEST_P(CoreTest, SumsAllRanksAndEmitsOnce) {
       exp = std::max(exp, x);
       nexp = std::max(nexp, nx);
       Send(Data(7, r, slot, gen, e, static_cast<uint8_t>(f | (r == 2 ? p::flags::kRetx : 0)), x, nx,
-                4096));
+                slot * 64u));
     }
     auto out = RunAndTake();
     ASSERT_EQ(out.size(), 1u) << "count " << count;
-    p::Header want = Data(7, p::kRankAll, slot, gen, {}, flags, exp, nexp, 4096).h;
+    p::Header want = Data(7, p::kRankAll, slot, gen, {}, flags, exp, nexp, slot * 64u).h;
     want.type = 2;
     want.count = count;
     ExpectResult(out[0], want, sum, 0x0042, p::kRankAll);
@@ -154,17 +155,17 @@ TEST_P(CoreTest, SumsAllRanksAndEmitsOnce) {
 
 TEST_P(CoreTest, DuplicatesDropOrResend) {
   Install(1, 9, 2, 64, 8, 2, 5);
-  Send(Data(9, 0, 1, 0, {1, 2, 3}));
-  Send(Data(9, 0, 1, 0, {1, 2, 3}, p::flags::kRetx));  // duplicate, incomplete copy
+  Send(Data(9, 0, 1, 0, {1, 2, 3}, 0, 127, 0, 64));  // slot 1 starts a call at block 1
+  Send(Data(9, 0, 1, 0, {1, 2, 3}, p::flags::kRetx, 127, 0, 64));  // duplicate, incomplete copy
   auto out = RunAndTake();
   EXPECT_TRUE(out.empty());
-  Send(Data(9, 1, 1, 0, {10, 20, 30}));
+  Send(Data(9, 1, 1, 0, {10, 20, 30}, 0, 127, 0, 64));
   out = RunAndTake();
   ASSERT_EQ(out.size(), 1u);
-  Send(Data(9, 1, 1, 0, {10, 20, 30}, p::flags::kRetx));  // complete: re-send to rank 1
+  Send(Data(9, 1, 1, 0, {10, 20, 30}, p::flags::kRetx, 127, 0, 64));  // complete: re-send
   out = RunAndTake();
   ASSERT_EQ(out.size(), 1u);
-  p::Header want = Data(9, 1, 1, 0, {}).h;
+  p::Header want = Data(9, 1, 1, 0, {}, 0, 127, 0, 64).h;
   want.type = 2;
   want.count = 3;
   ExpectResult(out[0], want, {11, 22, 33}, 5, 1);
@@ -204,15 +205,19 @@ TEST_P(CoreTest, EveryDropCauseIsCounted) {
   Pkt st = ok;
   st.h.gen = 4;
   st.h.rank = 1;
-  Send(st);  // stale (copy 0 at gen 0)
+  Send(st);  // early (gen 0 waits for rank 1)
+  Pkt sb = ok;
+  sb.h.gen = 0xFFFE;
+  sb.h.rank = 1;
+  Send(sb);  // stale (behind the window)
   Pkt mm = ok;
   mm.h.rank = 1;
   mm.h.offset = 64;
-  Send(mm);  // mismatch (offset)
+  Send(mm);  // not slot 0's history (offset)
   Pkt mi = ok;
   mi.h.rank = 1;
   mi.h.flags = p::flags::kInt32;
-  Send(mi);  // mismatch (int32)
+  Send(mi);  // fits the history, differs (int32): the ranks disagree, the job ends
   // Damaged in flight (rank 1's completing packet, one bit of each part): bad CRC, no result.
   const auto good1 = Encode(Data(1, 1, 0, 0, {5}));
   for (size_t at : {size_t{p::kRankOffset + 1}, p::kHeaderBytes + 2, good1.size() - 1}) {
@@ -223,7 +228,7 @@ TEST_P(CoreTest, EveryDropCauseIsCounted) {
   auto out = RunAndTake();
   EXPECT_TRUE(out.empty());
   auto c = Counters();
-  EXPECT_EQ(dp::Get(c, p::Counter::kRxPackets), 16u);
+  EXPECT_EQ(dp::Get(c, p::Counter::kRxPackets), 17u);
   EXPECT_EQ(dp::Get(c, p::Counter::kDropBadCrc), 3u);
   EXPECT_EQ(dp::Get(c, p::Counter::kDropMalformed), 5u);
   EXPECT_EQ(dp::Get(c, p::Counter::kDropBadVersion), 1u);
@@ -231,8 +236,27 @@ TEST_P(CoreTest, EveryDropCauseIsCounted) {
   EXPECT_EQ(dp::Get(c, p::Counter::kDropBadRank), 1u);
   EXPECT_EQ(dp::Get(c, p::Counter::kDropBadSlot), 1u);
   EXPECT_EQ(dp::Get(c, p::Counter::kDropStale), 1u);
-  EXPECT_EQ(dp::Get(c, p::Counter::kDropMismatch), 2u);
+  EXPECT_EQ(dp::Get(c, p::Counter::kDropEarly), 1u);
+  EXPECT_EQ(dp::Get(c, p::Counter::kDropHistory), 1u);
+  EXPECT_EQ(dp::Get(c, p::Counter::kDropMismatch), 1u);
   EXPECT_EQ(dp::Get(c, p::Counter::kRxData), 1u);
+  // The job's entry is failed (its packets unknown_job) until it is committed again.
+  EXPECT_EQ(*sim_->Read32(p::reg::kJobSel), 0u);
+  EXPECT_EQ(*sim_->Read32(p::reg::kJobId), 0x80000001u | (1u << p::reg::job_id::kFailedLsb));
+  const uint32_t who = *sim_->Read32(p::reg::kFailWho);
+  EXPECT_EQ(p::reg::fail_who::GetValid(who), 1u);
+  EXPECT_EQ(p::reg::fail_who::GetEntry(who), 0u);
+  EXPECT_EQ(p::reg::fail_who::GetRank(who), 1u);
+  EXPECT_EQ(*sim_->Read32(p::reg::kFailWhere), 0u);  // slot 0, gen 0
+  Send(Data(1, 1, 0, 0, {5}));
+  RunAndTake();
+  EXPECT_EQ(dp::Get(Counters(), p::Counter::kDropUnknownJob), 2u);
+  Install(0, 1, 2, 64, 0, 2, 0);
+  EXPECT_EQ(*sim_->Read32(p::reg::kJobId), 0x80000001u);
+  Send(Data(1, 0, 0, 0, {5}));
+  Send(Data(1, 1, 0, 0, {6}));
+  auto again = RunAndTake();
+  ASSERT_EQ(again.size(), 1u);
 }
 
 // Back-to-back packets to the same slot: the read-modify-write forwarding must make each add see
@@ -265,17 +289,17 @@ TEST_P(CoreTest, ClearJobRemovesOnlyThatJob) {
   namespace r = p::reg;
   Install(0, 10, 2, 64, 0, 2, 1);
   Install(1, 11, 2, 64, 2, 2, 2);
-  Send(Data(11, 0, 1, 0, {4, 5, 6}));  // job 11: rank 0 of 2, slot 1
-  Send(Data(10, 0, 0, 0, {1}));        // job 10: rank 0 of 2, slot 0
+  Send(Data(11, 0, 1, 0, {4, 5, 6}, 0, 127, 0, 64));  // job 11: rank 0 of 2, slot 1
+  Send(Data(10, 0, 0, 0, {1}));                       // job 10: rank 0 of 2, slot 0
   EXPECT_TRUE(RunAndTake().empty());
   ASSERT_TRUE(drv::ClearJob(*sim_, 0).ok());
   ASSERT_TRUE(sim_->Write32(r::kJobSel, 0).ok());
-  EXPECT_EQ(*sim_->Read32(r::kJobId) >> 31, 0u);  // entry 0 invalid
-  Send(Data(10, 1, 0, 0, {2}));                   // job 10 is gone: unknown job, no result
-  Send(Data(11, 1, 1, 0, {40, 50, 60}));          // job 11 completes with both contributions
+  EXPECT_EQ(*sim_->Read32(r::kJobId) >> 31, 0u);         // entry 0 invalid
+  Send(Data(10, 1, 0, 0, {2}));                          // job 10 is gone: unknown job, no result
+  Send(Data(11, 1, 1, 0, {40, 50, 60}, 0, 127, 0, 64));  // job 11 completes
   auto out = RunAndTake();
   ASSERT_EQ(out.size(), 1u);
-  p::Header want = Data(11, p::kRankAll, 1, 0, {}).h;
+  p::Header want = Data(11, p::kRankAll, 1, 0, {}, 0, 127, 0, 64).h;
   want.type = 2;
   want.count = 3;
   ExpectResult(out[0], want, {44, 55, 66}, 2, p::kRankAll);
@@ -291,14 +315,15 @@ TEST_P(CoreTest, CommitResetsTheJobsSlotsOnly) {
   Install(0, 20, 2, 64, 0, 2, 1);
   Install(1, 21, 2, 64, 2, 2, 2);
   Send(Data(20, 0, 0, 0, {100}));  // job 20 slot 0 copy 0: partial
-  Send(Data(20, 0, 1, 1, {7}));    // job 20 slot 1 copy 1: complete below
-  Send(Data(20, 1, 1, 1, {8}));
+  // Job 20 slot 1 (block 1: offset 64) copy 0: complete below.
+  Send(Data(20, 0, 1, 0, {7}, 0, 127, 0, 64));
+  Send(Data(20, 1, 1, 0, {8}, 0, 127, 0, 64));
   Send(Data(21, 0, 0, 0, {3}));  // job 21: partial
   auto out = RunAndTake();
-  ASSERT_EQ(out.size(), 1u);       // job 20 slot 1 gen 1
-  Install(0, 20, 2, 64, 0, 2, 1);  // re-commit job 20 over the same slots
-  Send(Data(20, 1, 1, 1, {8}));    // was a duplicate of a complete copy; now a first add
-  Send(Data(20, 1, 0, 0, {5}));    // the partial 100 is gone: this is the first contribution
+  ASSERT_EQ(out.size(), 1u);                    // job 20 slot 1 gen 0
+  Install(0, 20, 2, 64, 0, 2, 1);               // re-commit job 20 over the same slots
+  Send(Data(20, 1, 1, 0, {8}, 0, 127, 0, 64));  // was a duplicate of a complete copy; now first
+  Send(Data(20, 1, 0, 0, {5}));  // the partial 100 is gone: this is the first contribution
   EXPECT_TRUE(RunAndTake().empty());
   Send(Data(20, 0, 0, 0, {6}));   // completes slot 0 gen 0 with 5 + 6
   Send(Data(21, 1, 0, 0, {30}));  // job 21 completes with 3 + 30

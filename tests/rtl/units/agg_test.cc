@@ -140,11 +140,18 @@ class Traffic {
         break;
     }
     auto& use = use_[{j.id, slot, gen}];
-    if (!use.set) {
+    if (!use.set) {  // a worker's shape (docs/protocol.md, "Slot history")
       use.set = true;
-      use.count = rng_() % 50 == 0 ? 0 : (rng_() % 2 ? j.k : 1 + rng_() % j.k);
-      use.offset = static_cast<uint32_t>(rng_());
-      use.flags = rng_() % 4 == 0 ? p::flags::kInt32 : 0;
+      auto prev = use_.find({j.id, slot, static_cast<uint16_t>(gen - 1)});
+      if (prev != use_.end() && prev->second.count == j.k && rng_() % 2) {  // the next block
+        use.offset = prev->second.offset + uint32_t{j.window} * j.k;
+        use.flags = prev->second.flags;
+        use.count = rng_() % 4 == 0 ? 1 + rng_() % j.k : j.k;
+      } else {  // a new call: its exponent round or its first block
+        use.offset = uint32_t{slot} * j.k;
+        use.flags = rng_() % 4 == 0 ? p::flags::kInt32 : 0;
+        use.count = use.flags == 0 && rng_() % 8 == 0 ? 0 : (rng_() % 2 ? j.k : 1 + rng_() % j.k);
+      }
     }
     p::Header h;
     h.version = p::kVersion;
@@ -163,14 +170,16 @@ class Traffic {
     switch (rng_() % 40) {
       case 0:
         h.offset ^= 1;
-        break;  // mismatch
+        break;  // not the slot's history
       case 1:
+        if (rng_() % 8 != 0) break;
         h.count = h.count == 0 ? 1 : h.count - 1;
         n = h.count;
-        break;  // mismatch
+        break;  // usually fits the history: the ranks disagree, the job ends
       case 2:
+        if (rng_() % 8 != 0) break;
         h.flags ^= p::flags::kInt32;
-        break;  // mismatch
+        break;  // mismatch or not the history
       case 3:
         h.version ^= 0x10;
         break;  // bad version
@@ -260,7 +269,10 @@ TEST_P(RtlAggTest, MatchesReferenceUnderIdleAndBackpressure) {
   Traffic traffic({ja, jb}, rng);
 
   Tb tb;
-  auto set_table = [&](bool a_valid, bool b_valid) {
+  bool a_valid = true, b_valid = true;  // what ina_regs would give: committed and not failed
+  auto set_table = [&](bool a, bool b) {
+    a_valid = a;
+    b_valid = b;
     tb->agg_job_valid_i = (a_valid ? 1 : 0) | (b_valid ? 2 : 0);
     tb->agg_job_id_i = uint32_t{jb.id} << 16 | ja.id;
     tb->agg_job_slots_i = uint64_t{jb.SlotsReg()} << 32 | ja.SlotsReg();
@@ -277,6 +289,8 @@ TEST_P(RtlAggTest, MatchesReferenceUnderIdleAndBackpressure) {
   int out_occ = 0;                           // the output FIFO
   uint64_t no_start_until = kPoolSlots - 1;  // power-on walk
   bool job_b_removed = false, recommitted = false;
+  int failed_entry = -1;  // a job the stage ended (ranks disagree), to install again
+  int failures = 0;
   std::deque<Expect> want;
   std::vector<uint8_t> frame;  // result frame being received (bytes from 42 on)
   uint64_t next_beat_cycle = 0;
@@ -290,7 +304,16 @@ TEST_P(RtlAggTest, MatchesReferenceUnderIdleAndBackpressure) {
     // Job table changes between packets: re-commit job A (its slots reset), later remove job B.
     bool commit = false, commit_valid = false;
     uint32_t commit_slots = 0;
-    if (!presenting && !recommitted && sent == kPackets / 3) {
+    if (!presenting && failed_entry >= 0) {  // install the ended job again (job id reuse)
+      const JobEntry& jf = failed_entry == 0 ? ja : jb;
+      commit = commit_valid = true;
+      commit_slots = jf.SlotsReg();
+      set_table(failed_entry == 0 ? true : a_valid, failed_entry == 1 ? true : b_valid);
+      ASSERT_TRUE(ref->AddJob(jf.Config()).ok());
+      traffic.Reset(jf.id);
+      no_start_until = cyc + jf.window;
+      failed_entry = -1;
+    } else if (!presenting && !recommitted && sent == kPackets / 3) {
       recommitted = commit = commit_valid = true;
       commit_slots = ja.SlotsReg();
       ASSERT_TRUE(ref->RemoveJob(ja.id).ok());
@@ -300,7 +323,7 @@ TEST_P(RtlAggTest, MatchesReferenceUnderIdleAndBackpressure) {
     } else if (!presenting && !job_b_removed && sent == 2 * kPackets / 3) {
       job_b_removed = commit = true;
       commit_slots = jb.SlotsReg();
-      set_table(true, false);
+      set_table(a_valid, false);
       ASSERT_TRUE(ref->RemoveJob(jb.id).ok());
     }
     tb->agg_commit_i = commit;
@@ -355,6 +378,20 @@ TEST_P(RtlAggTest, MatchesReferenceUnderIdleAndBackpressure) {
         seen[i] += delta[i];
       }
       ASSERT_LE(results_now.out.size(), 1u);
+      dp::JobFailure f[2];
+      const size_t nf = mac_err ? 0 : ref->PollFailures(f);
+      ASSERT_EQ(tb->agg_fail_o, nf) << "packet " << sent << ": fail_o";
+      if (nf == 1) {
+        const int entry = f[0].job_id == ja.id ? 0 : 1;
+        EXPECT_EQ(tb->agg_fail_entry_o, entry);
+        EXPECT_EQ(tb->agg_fail_slot_o, f[0].slot);
+        EXPECT_EQ(tb->agg_fail_gen_o, f[0].gen);
+        EXPECT_EQ(tb->agg_fail_rank_o, f[0].rank);
+        // ina_regs drops the entry from the table at once; reinstall it between packets.
+        set_table(entry == 0 ? false : a_valid, entry == 1 ? false : b_valid);
+        if (!(entry == 1 && job_b_removed)) failed_entry = entry;
+        ++failures;
+      }
       if (delta[static_cast<size_t>(p::Counter::kDropStale)]) {
         traffic.Stale(cur.desc.job, cur.desc.slot, cur.desc.gen);
       }
@@ -418,7 +455,10 @@ TEST_P(RtlAggTest, MatchesReferenceUnderIdleAndBackpressure) {
   EXPECT_GT(results, 200);
   EXPECT_GT(seen[static_cast<size_t>(p::Counter::kResultResends)], 0u);
   EXPECT_GT(seen[static_cast<size_t>(p::Counter::kDropMismatch)], 0u);
+  EXPECT_EQ(seen[static_cast<size_t>(p::Counter::kDropMismatch)], static_cast<uint64_t>(failures));
   EXPECT_GT(seen[static_cast<size_t>(p::Counter::kDropStale)], 0u);
+  EXPECT_GT(seen[static_cast<size_t>(p::Counter::kDropEarly)], 0u);
+  EXPECT_GT(seen[static_cast<size_t>(p::Counter::kDropHistory)], 0u);
   EXPECT_GT(seen[static_cast<size_t>(p::Counter::kDropBadCrc)], 0u);
   if (stall >= 0.5) {
     EXPECT_GT(full_waits, 0) << "backpressure never held a descriptor";

@@ -1,8 +1,12 @@
 // Lockstep co-simulation: the same random traffic into the RTL core (Verilator) and the reference
 // engine (ina::dp_ref); the result frames must be identical and in the same order (hence the same
-// per-slot order), with the job's multicast group / destination rank in tuser, and every counter
-// must match. Traffic: several jobs (K 64 and 256, world 1..8, windows 1..4), loss then
-// retransmission, duplicates, reordering, stale generations, mismatches, malformed frames, frames
+// per-slot order), with the job's multicast group / destination rank in tuser, every counter must
+// match, and so must the jobs each ended (ranks disagree: the reference's PollFailures, the RTL's
+// job_id failed bits and fail_where / fail_who). Traffic: several jobs (K 64 and 256, world 1..8,
+// windows 1..4) whose slots carry a worker's blocks (calls of exponent rounds and blocks s, s+W,
+// ..., float or int32, short last blocks), loss then retransmission, duplicates, reordering,
+// generations behind and ahead of the window, offsets the slot's history cannot carry, rare
+// disagreeing ranks (which end their job), malformed frames, frames
 // damaged after their CRC32C trailer was computed (bit flips anywhere, a wrong trailer: dropped as
 // bad CRC before they touch a slot, by ina_crc32c in the RTL and the scalar CRC in the reference);
 // random input idle cycles and output backpressure. Result frames carry the trailer ina_egress
@@ -12,6 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstdlib>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -20,6 +25,7 @@
 #include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 #include "ina/sim/core_sim.h"
+#include "ina/sim/rtl_engine.h"
 #include "support/seed.h"
 
 namespace ina::sim {
@@ -122,22 +128,56 @@ void Mutate(std::mt19937_64& rng, std::vector<uint8_t>& b) {
   Reseal(b);  // a well-formed (sealed) packet that breaks one of the other rules
 }
 
-Traffic MakeTraffic(std::mt19937_64& rng, const std::vector<Job>& jobs, int rounds) {
+// The shape of one use of a slot, as a worker sends it (docs/protocol.md, "Slot history").
+struct Shape {
+  uint32_t offset = 0;
+  uint16_t count = 0;
+  uint8_t flags = 0;  // int32 or 0
+};
+
+// The next use of slot s after `prev` (nullptr: the slot's first): the next block of the call
+// (W blocks on) when `prev` was a full block, else a new call (its exponent round or block s).
+Shape NextShape(std::mt19937_64& rng, const Job& j, uint16_t s, const Shape* prev) {
+  Shape n;
+  if (prev != nullptr && prev->count == j.cfg.k && rng() % 2) {
+    n.offset = prev->offset + uint32_t{j.cfg.window} * j.cfg.k;
+    n.flags = prev->flags;
+  } else {
+    n.offset = uint32_t{s} * j.cfg.k;
+    n.flags = (rng() % 4 == 0) ? p::flags::kInt32 : 0;
+    if (n.flags == 0 && rng() % 4 == 0) return n;  // exponent round
+  }
+  n.count = static_cast<uint16_t>(rng() % 3 == 0 ? 1 + rng() % j.cfg.k : j.cfg.k);
+  return n;
+}
+
+// disagree: about one data packet in 300 is a rank's different block (a short one) at the same
+// offset, which ends its job when it and a genuine block both reach the slot.
+Traffic MakeTraffic(std::mt19937_64& rng, const std::vector<Job>& jobs, int rounds, bool disagree) {
   Traffic t;
+  std::map<std::pair<size_t, uint16_t>, Shape> last;  // (job, slot) -> its latest use
+  std::vector<std::vector<uint8_t>> previous;         // the last round's packets
   for (int r = 0; r < rounds; ++r) {
-    for (const Job& j : jobs) {
+    std::vector<std::vector<uint8_t>> this_round;
+    for (size_t ji = 0; ji < jobs.size(); ++ji) {
+      const Job& j = jobs[ji];
       for (uint16_t s = 0; s < j.cfg.window; ++s) {
         uint16_t gen = static_cast<uint16_t>(r);
-        uint16_t count = static_cast<uint16_t>(rng() % 3 == 0 ? j.cfg.k : rng() % (j.cfg.k + 1));
-        uint32_t offset = static_cast<uint32_t>(r * 1000 + s);
-        uint8_t base_flags = (rng() % 4 == 0) ? p::flags::kInt32 : 0;
+        auto it = last.find({ji, s});
+        const Shape sh = NextShape(rng, j, s, it == last.end() ? nullptr : &it->second);
+        last[{ji, s}] = sh;
+        const uint16_t count = sh.count;
+        const uint32_t offset = sh.offset;
+        const uint8_t base_flags = sh.flags;
         std::vector<std::vector<uint8_t>> round;
         for (uint16_t rank = 0; rank < j.cfg.world_size; ++rank) {
-          uint8_t f = base_flags | ((rng() % 16 == 0) ? p::flags::kNonfinite : 0);
+          uint8_t f = base_flags | ((count != 0 && rng() % 16 == 0) ? p::flags::kNonfinite : 0);
           auto pkt = DataPacket(rng, j, rank, s, gen, count, offset, f);
-          if (rng() % 40 == 0) {  // mismatch
+          if (rng() % 40 == 0) {  // an offset the slot's history cannot carry
             p::Store32(&pkt[16], offset + 1);
             Reseal(pkt);
+          } else if (disagree && count > 1 && rng() % 300 == 0) {  // this rank disagrees
+            pkt = DataPacket(rng, j, rank, s, gen, static_cast<uint16_t>(count - 1), offset, f);
           }
           bool lost = rng() % 10 == 0;
           if (!lost) round.push_back(pkt);
@@ -153,9 +193,19 @@ Traffic MakeTraffic(std::mt19937_64& rng, const std::vector<Job>& jobs, int roun
           }
         }
         std::shuffle(round.begin(), round.end(), rng);
-        for (auto& x : round) t.packets.push_back(std::move(x));
+        for (auto& x : round) this_round.push_back(std::move(x));
       }
     }
+    // Retransmissions of last round's packets (some of which the reordering below made arrive
+    // ahead of the window), so that most slots keep going.
+    for (auto& x : previous) {
+      if (rng() % 4 != 0 || x.size() < p::kHeaderBytes + p::kCrcBytes) continue;
+      x[2] |= p::flags::kRetx;
+      Reseal(x);
+      this_round.push_back(std::move(x));
+    }
+    previous = this_round;
+    for (auto& x : this_round) t.packets.push_back(std::move(x));
   }
   // Local reordering across rounds: swap neighbours now and then.
   for (size_t i = 1; i < t.packets.size(); ++i) {
@@ -181,13 +231,79 @@ std::vector<Job> MakeJobs(std::mt19937_64& rng) {
   return jobs;
 }
 
+// Feeds `packets` to both fabrics and checks results, counters and ended jobs agree. Returns the
+// reference's counters (all packets so far) and appends the jobs it ended to *failed (which must
+// hold every job ended since the entries were last programmed; fresh: and since reset).
+dp::CounterSnapshot Lockstep(dp::Engine& ref, CoreSim& rtl, const std::vector<Job>& jobs,
+                             const std::vector<std::vector<uint8_t>>& packets,
+                             std::vector<dp::JobFailure>* failed, bool fresh = true) {
+  Collect want;
+  for (const auto& pkt : packets) {
+    ref.Process(pkt, want);
+    rtl.SendFrame(MakeFrame(pkt));
+    dp::JobFailure f[2];
+    for (size_t n = ref.PollFailures(f), i = 0; i < n; ++i) failed->push_back(f[i]);
+  }
+  Status s = rtl.Run(50'000'000);
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  auto got = rtl.TakeOutput();
+  EXPECT_EQ(got.size(), want.out.size());
+  for (size_t i = 0; i < std::min(got.size(), want.out.size()); ++i) {
+    const RefOut& w = want.out[i];
+    EXPECT_GE(got[i].bytes.size(), p::kFramePrefixBytes);
+    if (got[i].bytes.size() < p::kFramePrefixBytes) break;
+    std::vector<uint8_t> payload(got[i].bytes.begin() + p::kFramePrefixBytes, got[i].bytes.end());
+    EXPECT_EQ(payload, w.bytes) << "result " << i;
+    EXPECT_EQ(got[i].dest_rank, w.dest) << "result " << i;
+    auto it =
+        std::find_if(jobs.begin(), jobs.end(), [&](const Job& j) { return j.cfg.job_id == w.job; });
+    EXPECT_NE(it, jobs.end());
+    if (it != jobs.end()) {
+      EXPECT_EQ(got[i].group, it->group) << "result " << i;
+    }
+  }
+  auto rc = drv::ReadCounters(rtl);
+  EXPECT_TRUE(rc.ok());
+  const auto wc = ref.counters();
+  for (size_t c = 0; rc.ok() && c < p::kNumCounters; ++c) {
+    EXPECT_EQ((*rc)[c], wc[c] & 0xFFFFFFFFu) << p::kCounterNames[c];
+  }
+  // The jobs ended: entry i is failed iff the reference ended jobs[i]; the latest is in
+  // fail_where / fail_who.
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    const bool ended = std::any_of(failed->begin(), failed->end(), [&](const dp::JobFailure& f) {
+      return f.job_id == jobs[i].cfg.job_id;
+    });
+    auto rtl_failed = drv::EntryFailed(rtl, static_cast<uint32_t>(i));
+    EXPECT_TRUE(rtl_failed.ok());
+    if (rtl_failed.ok()) {
+      EXPECT_EQ(*rtl_failed, ended) << "job entry " << i;
+    }
+  }
+  auto last = drv::ReadLastFailure(rtl);
+  EXPECT_TRUE(last.ok());
+  if (last.ok()) {
+    if (fresh) {
+      EXPECT_EQ(last->any, !failed->empty());
+    }
+    if (!failed->empty()) {
+      const dp::JobFailure& f = failed->back();
+      EXPECT_EQ(jobs[last->entry].cfg.job_id, f.job_id);
+      EXPECT_EQ(last->slot, f.slot);
+      EXPECT_EQ(last->gen, f.gen);
+      EXPECT_EQ(last->rank, f.rank);
+    }
+  }
+  return wc;
+}
+
 class CosimTest : public ::testing::TestWithParam<std::pair<double, double>> {};
 
 TEST_P(CosimTest, RtlMatchesReferencePacketForPacket) {
   uint64_t seed = Seed();
   std::mt19937_64 rng(seed);
-  uint64_t bad_crc = 0;
-  for (int iter = 0; iter < 16; ++iter) {
+  uint64_t bad_crc = 0, ended = 0, early = 0, history = 0;
+  for (int iter = 0; iter < 16 && !HasFailure(); ++iter) {
     SCOPED_TRACE("iteration " + std::to_string(iter));
     auto ref = dp::MakeReferenceEngine(dp::EngineLimits{kRtlPoolSlots, kRtlJobs});
     CoreSim rtl(CoreSim::Options{GetParam().first, GetParam().second, rng()});
@@ -196,40 +312,128 @@ TEST_P(CosimTest, RtlMatchesReferencePacketForPacket) {
       ASSERT_TRUE(ref->AddJob(jobs[i].cfg).ok());
       ASSERT_TRUE(drv::ProgramJob(rtl, static_cast<uint32_t>(i), jobs[i].cfg, jobs[i].group).ok());
     }
-    Traffic t = MakeTraffic(rng, jobs, 12);
-    Collect want;
-    for (const auto& pkt : t.packets) {
-      ref->Process(pkt, want);
-      rtl.SendFrame(MakeFrame(pkt));
-    }
-    Status s = rtl.Run(50'000'000);
-    ASSERT_TRUE(s.ok()) << s.ToString();
-    auto got = rtl.TakeOutput();
-    ASSERT_EQ(got.size(), want.out.size());
-    for (size_t i = 0; i < got.size(); ++i) {
-      const RefOut& w = want.out[i];
-      ASSERT_GE(got[i].bytes.size(), p::kFramePrefixBytes);
-      std::vector<uint8_t> payload(got[i].bytes.begin() + p::kFramePrefixBytes, got[i].bytes.end());
-      ASSERT_EQ(payload, w.bytes) << "result " << i;
-      EXPECT_EQ(got[i].dest_rank, w.dest) << "result " << i;
-      auto it = std::find_if(jobs.begin(), jobs.end(),
-                             [&](const Job& j) { return j.cfg.job_id == w.job; });
-      ASSERT_NE(it, jobs.end());
-      EXPECT_EQ(got[i].group, it->group) << "result " << i;
-    }
-    auto rc = drv::ReadCounters(rtl);
-    ASSERT_TRUE(rc.ok());
-    auto wc = ref->counters();
-    for (size_t c = 0; c < p::kNumCounters; ++c) {
-      EXPECT_EQ((*rc)[c], wc[c] & 0xFFFFFFFFu) << p::kCounterNames[c];
-    }
+    Traffic t = MakeTraffic(rng, jobs, 12, /*disagree=*/iter % 2 == 1);
+    std::vector<dp::JobFailure> failed;
+    const auto wc = Lockstep(*ref, rtl, jobs, t.packets, &failed);
     EXPECT_GT(dp::Get(wc, p::Counter::kResults), 0u);
     bad_crc += dp::Get(wc, p::Counter::kDropBadCrc);
-    std::printf("iteration %d: %zu packets, %zu results, %llu cycles\n", iter, t.packets.size(),
-                got.size(), static_cast<unsigned long long>(rtl.cycles()));
+    early += dp::Get(wc, p::Counter::kDropEarly);
+    history += dp::Get(wc, p::Counter::kDropHistory);
+    ended += failed.size();
+    std::printf("iteration %d: %zu packets, %llu results, %zu jobs ended, %llu cycles\n", iter,
+                t.packets.size(),
+                static_cast<unsigned long long>(dp::Get(wc, p::Counter::kResults)), failed.size(),
+                static_cast<unsigned long long>(rtl.cycles()));
   }
   // About 1 packet in 15 is mutated, 4 mutations in 11 damage it: dozens per run of 16.
   EXPECT_GT(bad_crc, 10u) << "the traffic damaged (almost) no frame";
+  EXPECT_GT(early, 0u);
+  EXPECT_GT(history, 10u);
+  std::printf("ended %llu early %llu history %llu\n", static_cast<unsigned long long>(ended),
+              static_cast<unsigned long long>(early), static_cast<unsigned long long>(history));
+}
+
+// Directed cases of rules 11-13, each packet sealed: generations ahead of the window, a wrong
+// offset / count / flag as the first packet of a slot, then disagreeing ranks ending the job, its
+// entry failed until it is programmed again (job id reuse), and the other job untouched.
+TEST(CosimDirected, WindowHistoryAndDisagreeingRanks) {
+  uint64_t seed = Seed();
+  std::mt19937_64 rng(seed);
+  auto ref = dp::MakeReferenceEngine(dp::EngineLimits{kRtlPoolSlots, kRtlJobs});
+  CoreSim rtl(CoreSim::Options{0.2, 0.3, rng()});
+  std::vector<Job> jobs(2);
+  jobs[0].cfg = {300, 3, 64, 0, 2};
+  jobs[0].group = 0x1111;
+  jobs[1].cfg = {301, 2, 256, 4, 1};
+  jobs[1].group = 0x2222;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    ASSERT_TRUE(ref->AddJob(jobs[i].cfg).ok());
+    ASSERT_TRUE(drv::ProgramJob(rtl, static_cast<uint32_t>(i), jobs[i].cfg, jobs[i].group).ok());
+  }
+  const Job& a = jobs[0];
+  const Job& b = jobs[1];
+  const uint8_t i32 = p::flags::kInt32;
+  std::vector<std::vector<uint8_t>> pk;
+  auto all = [&](const Job& j, uint16_t slot, uint16_t gen, uint16_t count, uint32_t off,
+                 uint8_t flags) {
+    for (uint16_t r = 0; r < j.cfg.world_size; ++r) {
+      pk.push_back(DataPacket(rng, j, r, slot, gen, count, off, flags));
+    }
+  };
+  // Ahead of the window: gen 1 and 2 before gen 0 starts; gen 2 while gen 1 waits for ranks.
+  pk.push_back(DataPacket(rng, a, 0, 1, 1, 64, 64, 0));
+  pk.push_back(DataPacket(rng, a, 1, 1, 2, 64, 64, 0));
+  all(a, 1, 0, 64, 64, 0);
+  pk.push_back(DataPacket(rng, a, 0, 1, 1, 64, 192, 0));  // block 3 = 1 + W
+  pk.push_back(DataPacket(rng, a, 1, 1, 2, 64, 320, 0));
+  pk.push_back(DataPacket(rng, a, 2, 1, 0x7000, 64, 64, 0));
+  pk.push_back(DataPacket(rng, a, 1, 1, 1, 64, 192, 0));
+  pk.push_back(DataPacket(rng, a, 2, 1, 1, 64, 192, 0));
+  // Wrong first packets of slot 0: another block, inside a block, an int32 exponent round, an
+  // unknown flag; then its genuine exponent round and block 0.
+  pk.push_back(DataPacket(rng, a, 0, 0, 0, 64, 64, 0));
+  pk.push_back(DataPacket(rng, a, 1, 0, 0, 64, 3, 0));
+  pk.push_back(DataPacket(rng, a, 2, 0, 0, 0, 0, i32));
+  pk.push_back(DataPacket(rng, a, 0, 0, 0, 64, 0, 0x20));
+  all(a, 0, 0, 0, 0, 0);
+  pk.push_back(DataPacket(rng, a, 0, 0, 1, 64, 128, 0));  // after an exponent round: block 0 only
+  all(a, 0, 1, 64, 0, 0);
+  // Job b alongside.
+  all(b, 0, 0, 200, 0, i32);
+  // Disagreeing ranks on slot 0 gen 2: ranks 0 and 2 go on to block 2, rank 1 starts a new call.
+  pk.push_back(DataPacket(rng, a, 0, 0, 2, 64, 128, 0));
+  pk.push_back(DataPacket(rng, a, 1, 0, 2, 64, 0, i32));
+  pk.push_back(DataPacket(rng, a, 2, 0, 2, 64, 128, 0));  // unknown job from here on
+  all(a, 1, 2, 64, 320, 0);
+  all(b, 0, 1, 0, 0, 0);
+  std::vector<dp::JobFailure> failed;
+  auto wc = Lockstep(*ref, rtl, jobs, pk, &failed);
+  ASSERT_FALSE(HasFailure());
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0], (dp::JobFailure{300, p::ErrorCode::kRankMismatch, 0, 2, 1}));
+  EXPECT_EQ(dp::Get(wc, p::Counter::kDropEarly), 4u);
+  EXPECT_EQ(dp::Get(wc, p::Counter::kDropHistory), 5u);
+  EXPECT_EQ(dp::Get(wc, p::Counter::kDropMismatch), 1u);
+  EXPECT_EQ(dp::Get(wc, p::Counter::kResults), 6u);
+  EXPECT_EQ(dp::Get(wc, p::Counter::kDropUnknownJob), 4u);
+  // The job is installed again under the same id: it starts afresh, and its entry is no longer
+  // failed.
+  ASSERT_TRUE(ref->AddJob(a.cfg).ok());
+  ASSERT_TRUE(drv::ProgramJob(rtl, 0, a.cfg, a.group).ok());
+  failed.clear();
+  pk.clear();
+  all(a, 0, 0, 10, 0, i32);
+  all(a, 1, 0, 0, 64, 0);
+  wc = Lockstep(*ref, rtl, jobs, pk, &failed, /*fresh=*/false);
+  EXPECT_TRUE(failed.empty());
+  EXPECT_EQ(dp::Get(wc, p::Counter::kResults), 8u);
+}
+
+// RtlEngine (the engine behind ina-rtlsim) reports a job the RTL ended through PollFailures, with
+// where and who from fail_where / fail_who, and has removed it: RemoveJob is NotFound, and the job
+// id can be installed again.
+TEST(RtlEngine, PollFailuresReportsAndRemovesTheEndedJob) {
+  std::mt19937_64 rng(Seed());
+  RtlEngine engine;
+  Job a;
+  a.cfg = {500, 2, 64, 8, 4};
+  ASSERT_TRUE(engine.AddJob(a.cfg).ok());
+  Collect out;
+  dp::JobFailure f[2];
+  EXPECT_EQ(engine.PollFailures(f), 0u);
+  engine.Process(DataPacket(rng, a, 0, 3, 0, 64, 192, 0), out);
+  engine.Process(DataPacket(rng, a, 1, 3, 0, 5, 192, 0), out);  // a shorter tensor: disagrees
+  ASSERT_EQ(engine.PollFailures(f), 1u);
+  EXPECT_EQ(f[0], (dp::JobFailure{500, p::ErrorCode::kRankMismatch, 3, 0, 1}));
+  EXPECT_EQ(engine.PollFailures(f), 0u);
+  EXPECT_EQ(engine.RemoveJob(500).code(), StatusCode::kNotFound);
+  ASSERT_TRUE(engine.AddJob(a.cfg).ok());
+  engine.Process(DataPacket(rng, a, 0, 3, 0, 5, 192, 0), out);
+  engine.Process(DataPacket(rng, a, 1, 3, 0, 5, 192, 0), out);
+  EXPECT_EQ(out.out.size(), 1u);
+  const auto c = engine.counters();
+  EXPECT_EQ(dp::Get(c, p::Counter::kDropMismatch), 1u);
+  EXPECT_EQ(dp::Get(c, p::Counter::kResults), 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Traffic, CosimTest,

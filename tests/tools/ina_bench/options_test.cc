@@ -84,6 +84,8 @@ TEST(BenchOptions, CrossChecks) {
   EXPECT_FALSE(Parse({"--listen", "h"}).ok());
   // memif: ina-bench starts the switch and every rank on this host.
   EXPECT_TRUE(Parse({"--transport", "memif"}).ok());
+  EXPECT_FALSE(Parse({"--transport", "verbs"}).ok());  // needs the RoCE switch
+  EXPECT_TRUE(Parse({"--transport", "verbs", "--switch", "10.0.1.2:4791"}).ok());
   EXPECT_FALSE(Parse({"--transport", "memif", "--switch", "h:1"}).ok());
   EXPECT_FALSE(Parse({"--transport", "memif", "--workers", "2", "--worker-netns", "a,b",
                       "--worker-switch", "h:1,h:1"})

@@ -52,6 +52,10 @@
 //     - any other aux (abort), or aux 0 on a pending job: the job is removed from the engine, its
 //       slots freed, and every joined lane of every other rank gets error(job_aborted).
 //     A LEAVE from any other peer, or for an unknown job, is ignored (counted).
+//   HandleEngineFailures: a job the engine ended (Engine::PollFailures: two ranks sent blocks that
+//   disagree, rule 13 of engine.h) is freed: its slots are released and every joined lane of every
+//   rank not done gets error(rank_mismatch) with slot and gen of the disagreement and count = the
+//   rank whose block proved it.
 //   Tick(now): every job (pending or active) that received nothing from any of its ranks for
 //     job_timeout (activity on any lane counts) is freed the same way; every joined lane of every
 //     rank gets error(job_aborted).
@@ -168,16 +172,19 @@ enum class ControlCounter : uint16_t {
   kAllocsExpired,     // reservations dropped by Tick (no JOIN within job_timeout)
   kControlBadCrc,     // control message whose CRC32C trailer does not match (dropped)
   kErrPeerRefused,    // error(peer_refused) sent (to joined lanes, and to later JOINs)
+  kErrRankMismatch,   // error(rank_mismatch) sent (the engine ended the job: ranks disagree)
+  kJobsFailed,        // jobs freed because the engine ended them (HandleEngineFailures)
   kCount,
 };
 inline constexpr size_t kNumControlCounters = static_cast<size_t>(ControlCounter::kCount);
 inline constexpr std::array<std::string_view, kNumControlCounters> kControlCounterNames = {
-    "control_rx",     "joins",           "leaves",          "join_acks",
-    "errors_sent",    "err_bad_params",  "err_rank_taken",  "err_too_many_jobs",
-    "err_no_slots",   "err_job_aborted", "leave_ignored",   "control_malformed",
-    "jobs_admitted",  "jobs_left",       "jobs_timed_out",  "leaves_done",
-    "jobs_done",      "err_rank_left",   "allocs",          "alloc_acks",
-    "allocs_expired", "control_bad_crc", "err_peer_refused"};
+    "control_rx",     "joins",           "leaves",           "join_acks",
+    "errors_sent",    "err_bad_params",  "err_rank_taken",   "err_too_many_jobs",
+    "err_no_slots",   "err_job_aborted", "leave_ignored",    "control_malformed",
+    "jobs_admitted",  "jobs_left",       "jobs_timed_out",   "leaves_done",
+    "jobs_done",      "err_rank_left",   "allocs",           "alloc_acks",
+    "allocs_expired", "control_bad_crc", "err_peer_refused", "err_rank_mismatch",
+    "jobs_failed"};
 using ControlCounters = std::array<uint64_t, kNumControlCounters>;
 
 inline uint64_t Get(const ControlCounters& c, ControlCounter which) {
@@ -228,6 +235,10 @@ class ControlPlane {
   // Frees every job idle (no control or accepted data packet) for longer than job_timeout, and
   // every job-id reservation older than job_timeout. Returns how many jobs were freed.
   size_t Tick(TimePoint now, ReplySink& out);
+
+  // Frees the jobs the engine ended since the last call (see above); returns how many. Call it
+  // after every burst the engine processed (it costs one PollFailures call when nothing failed).
+  size_t HandleEngineFailures(ReplySink& out);
 
   // Data packet check by header fields (job, rank, slot): `from` must be the peer of the lane that
   // owns the slot (slot mod lanes). Records activity on kOk. O(1), no allocation.

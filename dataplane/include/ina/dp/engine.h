@@ -14,18 +14,34 @@
 //   6. job not installed: drop_unknown_job.        7. count > job K: drop_malformed.
 //   8. rank >= world size: drop_bad_rank.          9. slot >= window: drop_bad_slot.
 //  10. retx flag set: retransmissions++ (the packet goes on).
-//  11. Copy c = gen % 2 of the slot, holding generation cg:
-//      - gen == cg and rank's bit set: duplicate. If the copy is complete (all ranks in), re-send
-//        its result to that rank alone (result_resends++); else duplicates++.
-//      - gen == cg, bit clear: if the copy already has a contribution whose offset, count or
-//        int32 flag differ: drop_mismatch. Else add (below).
-//      - gen == cg + 2 (mod 2^16): the next use of this copy. Reset it to generation gen (no
-//        contributions), then add. (A rank only sends gen after receiving gen-1's result, which
-//        needed every rank's gen-1, which each sent only after receiving gen-2's result; so the
-//        copy being reset is no longer needed by anyone.)
-//      - otherwise: drop_stale.
-//      A job's slot copies start at generations 0xFFFE (copy 0) and 0xFFFF (copy 1), empty, so the
-//      first use (gen 0 / gen 1) resets them.
+//  11. The generation window. Slot copy X = gen % 2 holds generation xg, the other copy Y holds
+//      yg; the two always hold consecutive generations (cur - 1 and cur, the slot's current one).
+//      A job's slot copies start at 0xFFFE (copy 0) and 0xFFFF (copy 1), empty: "no history".
+//      - gen == xg and X has the rank's contribution: duplicate. If X is complete (all ranks in),
+//        re-send its result to that rank alone (result_resends++); else duplicates++.
+//      - gen == xg, X not empty (so X is the slot's current generation, in progress): go on to 12.
+//      - gen == xg + 2 (mod 2^16), Y holds gen - 1 and Y is complete or empty (the first use):
+//        the next use of this copy; go on to 12 (the copy is reset only at the add).
+//        (A rank only sends gen after receiving gen-1's result, which needed every rank's gen-1,
+//        which each sent only after receiving gen-2's result; so the copy being reset is no
+//        longer needed by anyone.)
+//      - otherwise, with d = gen - cur (mod 2^16), cur = the newer of xg, yg: d in 1..0x7FFF is
+//        drop_early (the next use while cur still waits for ranks, or further ahead); else
+//        drop_stale (behind the window, or an empty copy's initial generation).
+//  12. The slot's history (docs/protocol.md, "Slot history"): slot s of a job with window W and
+//      K elements per packet carries, in each call, the exponent round (float: count 0) and then
+//      blocks s, s+W, s+2W, ...; so a packet of generation gen is consistent with the history
+//      iff (a) offset == s*K (the first use of the slot in a call: the exponent round or block
+//      s), or (b) Y (generation gen-1) holds a full block (count K) at offset O, offset ==
+//      O + W*K (the slot's next block in the same call), count >= 1 and the int32 flag equals
+//      Y's; and in both, count 0 only with offset s*K and the int32 flag clear, and no flag bit
+//      other than retx, nonfinite and int32. Otherwise drop_history.
+//  13. gen == xg (X in progress) and X's offset, count or int32 flag differ from the packet's:
+//      both are consistent with the history, so the ranks disagree: drop_mismatch, and the engine
+//      ends the job: it is removed as by RemoveJob (its later packets are drop_unknown_job) and
+//      reported by PollFailures (JobFailure: job, slot, gen, this packet's rank); the control
+//      plane sends error(rank_mismatch) to every rank.
+//      Otherwise add (for gen == xg + 2: reset X to generation gen, no contributions, first).
 //  Add: the first contribution sets the copy's offset, count, flags (less retx), exp, next_exp and
 //      elements; later ones add elements with wrapping int32 arithmetic, OR flags, max exp and
 //      next_exp (as unsigned biased values). rx_data++. When the copy has world-size contributions,
@@ -50,6 +66,16 @@
 namespace ina::dp {
 
 using CounterSnapshot = std::array<uint64_t, proto::kNumCounters>;
+
+// A job the engine ended on its own (rule 13): it is no longer installed.
+struct JobFailure {
+  uint16_t job_id = 0;
+  proto::ErrorCode code = proto::ErrorCode::kRankMismatch;
+  uint16_t slot = 0;  // where the ranks disagreed (slot in the job's window, generation)
+  uint16_t gen = 0;
+  uint16_t rank = 0;  // the rank whose packet proved it
+  friend bool operator==(const JobFailure&, const JobFailure&) = default;
+};
 
 inline uint64_t Get(const CounterSnapshot& c, proto::Counter which) {
   return c[static_cast<size_t>(which)];
@@ -88,6 +114,11 @@ class Engine {
   virtual void ProcessBurst(std::span<const std::span<const uint8_t>> packets, Emitter& out) {
     for (auto p : packets) Process(p, out);
   }
+
+  // Moves the jobs this engine ended since the last call (rule 13), oldest first, into `out`;
+  // returns how many (at most out.size(); the rest stay queued). Each job is reported once; it
+  // was already removed (RemoveJob on it is NotFound). No allocation when nothing failed.
+  virtual size_t PollFailures(std::span<JobFailure> out) = 0;
 
   virtual CounterSnapshot counters() const = 0;
   // Slots in the pool.

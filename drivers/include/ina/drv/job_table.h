@@ -27,6 +27,21 @@ namespace ina::drv {
 // Marks entry `entry` invalid (its packets become unknown_job); its slots are not reset.
 [[nodiscard]] Status ClearJob(RegisterAccess& regs, uint32_t entry);
 
+// Whether the fabric ended entry `entry`'s job (ranks disagree, rule 13 of ina/dp/engine.h):
+// job_id's failed bit. The entry stays failed (its packets unknown_job) until ProgramJob or
+// ClearJob commits it again.
+[[nodiscard]] Result<bool> EntryFailed(RegisterAccess& regs, uint32_t entry);
+
+// The latest job the fabric ended (fail_where, fail_who). any: some job was ended since reset.
+struct LastFailure {
+  bool any = false;
+  uint32_t entry = 0;
+  uint16_t slot = 0;
+  uint16_t gen = 0;
+  uint16_t rank = 0;
+};
+[[nodiscard]] Result<LastFailure> ReadLastFailure(RegisterAccess& regs);
+
 // Reads every per-cause counter (32-bit registers from counter_base, wrapping at 2^32, widened).
 [[nodiscard]] Result<dp::CounterSnapshot> ReadCounters(RegisterAccess& regs);
 

@@ -2,10 +2,11 @@
 //
 // Environment (FromEnv): INA_SWITCH=host:port, INA_JOB, INA_RANK, INA_WORLD, INA_K, INA_WINDOW,
 // INA_JOIN_TIMEOUT_MS, INA_PROGRESS_TIMEOUT_MS, INA_RTO_MIN_US, INA_RTO_INITIAL_US, INA_RTO_MAX_US,
-// INA_PROGRESS_THREADS, INA_TRANSPORT (udp | dpdk), INA_SOCKET_BUFFER_BYTES, INA_UDP_GSO (0 | 1),
-// INA_QUANT (auto | scalar | avx2 | avx512), and with dpdk the INA_DPDK_* variables of
-// transport.h (ApplyDpdkEnv). docs/host.md has the table. The library reads no environment
-// variable anywhere else: a program that builds its CommConfig itself gets exactly what it set.
+// INA_PROGRESS_THREADS, INA_TRANSPORT (udp | dpdk | verbs), INA_SOCKET_BUFFER_BYTES, INA_UDP_GSO
+// (0 | 1), INA_QUANT (auto | scalar | avx2 | avx512), with dpdk the INA_DPDK_* variables of
+// transport.h (ApplyDpdkEnv), with verbs the INA_VERBS_* ones (ApplyVerbsEnv). docs/host.md has the
+// table. The library reads no environment variable anywhere else: a program that builds its
+// CommConfig itself gets exactly what it set.
 #pragma once
 
 #include <cstdint>
@@ -37,6 +38,10 @@ struct CommConfig {
   std::string transport = "udp";
   int socket_buffer_bytes = 8 << 20;  // SO_RCVBUF / SO_SNDBUF request
   DpdkConfig dpdk;                    // transport "dpdk" only
+  // transport "verbs" only (RoCEv2 UD SENDs to ina-switchd --io roce at switch_host:4791;
+  // switch_port is not used): device, port, GID index, MTU, the fabric's QPN and Q_Key, queue
+  // depths (transport.h, docs/rdma.md). Validated by ValidateVerbsConfig.
+  VerbsConfig verbs;
   // Quantization kernels: "auto" (the fastest this CPU runs, quant::ActiveKernels) or one of
   // "scalar", "avx2", "avx512" (Communicator::Create fails if this CPU or build lacks it).
   std::string quant = "auto";

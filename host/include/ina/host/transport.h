@@ -50,6 +50,17 @@ class Transport {
   virtual Result<size_t> RecvBurst(std::span<RxPacket> packets,
                                    std::chrono::microseconds timeout) = 0;
   virtual std::string_view name() const = 0;
+  // Registers [data, data + len) as memory packets will be sent from, so a transport that can
+  // send from registered memory (verbs: ibv_reg_mr) posts them from where they lie instead of
+  // copying; the caller keeps the region alive (and a packet's bytes unchanged until the fabric
+  // answered it) for the transport's life. Called once per region, before the first send (the
+  // communicator: its slot window's TX buffers, which it quantizes into). Default: nothing to do
+  // (udp copies into the kernel, dpdk attaches buffers per packet). Errors: the transport's
+  // (verbs: the ibv_reg_mr failure, naming the device).
+  virtual Status RegisterTxMemory(const void* data, size_t len) {
+    (void)data, (void)len;
+    return Status::Ok();
+  }
 };
 
 // The DPDK transport's settings (kind "dpdk"; see host/src/transport/dpdk/dpdk_transport.h).

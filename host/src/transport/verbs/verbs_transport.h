@@ -44,7 +44,7 @@ class VerbsTransport : public Transport {
   // Registers [data, data + len) for zero-copy sends (ibv_reg_mr, local read). The region must
   // outlive the transport or be released first with UnregisterTxMemory. This is the hook a
   // communicator needs to quantize straight into NIC-readable memory (docs/rdma.md).
-  virtual Status RegisterTxMemory(const void* data, size_t len) = 0;
+  Status RegisterTxMemory(const void* data, size_t len) override = 0;
   virtual Status UnregisterTxMemory(const void* data) = 0;
   // Registers device memory exported as a dma-buf (ibv_reg_dmabuf_mr) for zero-copy sends from
   // `iova` .. iova + len (for GPU memory: its device virtual address). Unimplemented when the

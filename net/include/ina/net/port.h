@@ -1,5 +1,6 @@
-// ina::net: packet I/O in bursts, one interface for every backend (kernel UDP, DPDK ethdev; verbs
-// next). The worker transports (host/src/transport) and ina-switchd are both thin users of it.
+// ina::net: packet I/O in bursts, one interface for every backend (kernel UDP, DPDK ethdev, RoCEv2
+// UD SENDs over sockets: roce.h). The worker transports (host/src/transport) and ina-switchd are
+// both thin users of it.
 //
 // A Port moves UDP datagrams: what a user sends and receives is the UDP payload (one ina
 // message); framing (Ethernet/IPv4/UDP, checksums, frame.h) is the port's business. Every call is
@@ -92,6 +93,10 @@ struct PortStats {
   // Fault injection (FaultPort, fault.h).
   uint64_t inj_rx_drops = 0, inj_rx_dups = 0, inj_rx_reorders = 0, inj_rx_corrupts = 0;
   uint64_t inj_tx_drops = 0, inj_tx_dups = 0, inj_tx_reorders = 0, inj_tx_corrupts = 0;
+  // The RoCE port (roce.h): datagrams dropped, by reason, and PSN gaps (accepted).
+  uint64_t rx_roce_short = 0, rx_roce_bad_icrc = 0, rx_roce_bad_opcode = 0;
+  uint64_t rx_roce_wrong_qpn = 0, rx_roce_bad_key = 0, rx_roce_bad_psn = 0;
+  uint64_t rx_roce_psn_gaps = 0;  // PSNs skipped by the packets of a source QP (lost upstream)
 };
 
 class Port {

@@ -10,6 +10,10 @@
 // frames on s_axis, clock the model until it is idle (every result frame out), strip the 42-byte
 // prefix of each result frame and emit it: m_axis tuser[31:16] is the destination rank
 // (proto::kRankAll for the whole multicast group), the job id comes from the result's header.
+// PollFailures: when the core's drop_mismatch counter moved, every used entry's failed bit is read
+// (job_id); a failed entry is cleared (ClearJob: its job is removed, as the reference engine
+// removes it) and reported with the slot, generation and rank of fail_where / fail_who when the
+// entry is the latest failure's (else 0xFFFF: several jobs failed within one burst).
 // counters() reads the core's counter registers (32-bit, wrapping) and extends them to 64 bits in
 // software (deltas mod 2^32 between reads; each read costs kNumCounters bus cycles).
 //
@@ -46,6 +50,8 @@ class RtlEngine final : public dp::Engine {
   void Process(std::span<const uint8_t> packet, dp::Emitter& out) override;
   void ProcessBurst(std::span<const std::span<const uint8_t>> packets, dp::Emitter& out) override;
 
+  size_t PollFailures(std::span<dp::JobFailure> out) override;
+
   dp::CounterSnapshot counters() const override;
   uint32_t pool_slots() const override { return kRtlPoolSlots; }
 
@@ -67,6 +73,8 @@ class RtlEngine final : public dp::Engine {
   std::array<Entry, kRtlJobs> entries_{};
   std::vector<uint8_t> frame_;  // reused frame buffer
   uint64_t sim_errors_ = 0;
+  uint32_t mismatches_seen_ = 0;  // the core's drop_mismatch counter at the last PollFailures
+  std::vector<dp::JobFailure> failures_;  // found, not yet polled
   // counters(): the last 32-bit readings and their 64-bit extensions (const reads mutate the sim).
   mutable std::array<uint32_t, proto::kNumCounters> last_raw_{};
   mutable dp::CounterSnapshot wide_{};

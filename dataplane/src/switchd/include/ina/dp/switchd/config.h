@@ -31,7 +31,10 @@ struct Config {
   double reorder_rate = 0;
   double corrupt_rate = 0;          // flip one byte of a packet (each direction) with this p
   uint64_t seed = 1;                // fault injection RNG seed
-  std::string io = "udp";           // packet I/O: "udp" (kernel socket) or "dpdk" (ethdev ports)
+  std::string io = "udp";           // packet I/O: "udp" (kernel socket), "dpdk" (ethdev ports) or
+                                    // "roce" (RoCEv2 UD SENDs on --bind:4791, net/roce.h)
+  uint32_t roce_qpn = 0x000100;     // --io roce: the switch's QP number (workers' remote_qpn)
+  uint32_t roce_qkey = 0x494E4100;  // --io roce: the Q_Key of every QP ("INA\0")
   std::string dpdk_eal;             // --dpdk: EAL arguments (implies --io dpdk); every port probed
                                     // (e.g. by --vdev) is a switch port
   uint32_t dpdk_backoff_us = 1000;  // idle back-off ceiling of the DPDK poll loop

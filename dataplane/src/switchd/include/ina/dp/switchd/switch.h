@@ -5,8 +5,9 @@
 //
 // I/O is ina::net's (net/include/ina/net/port.h): with --io udp one kernel UDP port per core
 // (GSO/GRO unless Config::udp_gso is off), with --io dpdk one DPDK port per ethdev the EAL probed
-// (a peer's MAC and port travel in its Peer, see net/port.h). Fault injection (--drop-rate ...)
-// is net's FaultPort around each port, so it acts per ina packet on either path.
+// (a peer's MAC and port travel in its Peer, see net/port.h), with --io roce one RoCE port (UD
+// SENDs on --bind:4791; a peer is a worker's GID and QP number, see net/roce.h). Fault injection
+// (--drop-rate ...) is net's FaultPort around each port, so it acts per ina packet on either path.
 //
 // One core's loop: wait (bounded: 100 ms, 1 ms while a port holds reordered packets; never a busy
 // spin) -> RxBurst bursts of kBurst, up to 64 before looking at the clock -> classify in arrival
@@ -68,13 +69,23 @@ enum class SwitchCounter : uint16_t {
   kTxErrors,   // packets that could not be sent (dropped after retries, or an error)
   kTxWaits,    // times a send found the queue full and the loop waited for room
   kJobsFreed,  // jobs freed: aborting LEAVE, every rank's graceful LEAVE, or timeout
+  // --io roce (net/roce.h): RoCE packets dropped before classification, by reason, and the PSNs
+  // skipped by accepted ones (packets lost between a worker and the switch).
+  kRoceShort,      // shorter than its headers, IP options, inconsistent lengths, pad too long
+  kRoceBadIcrc,    // ICRC wrong
+  kRoceBadOpcode,  // not UD SEND_ONLY (or transport version != 0)
+  kRoceWrongQpn,   // destination QP not the switch's
+  kRoceBadKey,     // Q_Key or P_Key not the switch's
+  kRoceBadPsn,     // PSN behind the last one from that source QP (duplicate or replay)
+  kRocePsnGaps,    // PSNs skipped (accepted; counted, not dropped)
   kCount,
 };
 inline constexpr size_t kNumSwitchCounters = static_cast<size_t>(SwitchCounter::kCount);
 inline constexpr std::array<std::string_view, kNumSwitchCounters> kSwitchCounterNames = {
-    "rx_datagrams",    "rx_truncated", "drop_foreign_src", "inj_rx_drops",    "inj_rx_dups",
-    "inj_rx_reorders", "inj_tx_drops", "inj_tx_dups",      "inj_tx_reorders", "tx_packets",
-    "tx_errors",       "tx_waits",     "jobs_freed"};
+    "rx_datagrams",    "rx_truncated",   "drop_foreign_src", "inj_rx_drops",    "inj_rx_dups",
+    "inj_rx_reorders", "inj_tx_drops",   "inj_tx_dups",      "inj_tx_reorders", "tx_packets",
+    "tx_errors",       "tx_waits",       "jobs_freed",       "roce_short",      "roce_bad_icrc",
+    "roce_bad_opcode", "roce_wrong_qpn", "roce_bad_key",     "roce_bad_psn",    "roce_psn_gaps"};
 
 using NamedCounters = std::vector<std::pair<std::string_view, uint64_t>>;
 
