@@ -116,4 +116,9 @@ fails=$(grep -c '^FAIL' "$SHARE/results/summary.txt" || true)
 n=$(grep -c '' "$SHARE/results/summary.txt" || true)
 echo "[vm] $((n - fails))/$n guest tests passed; logs in $SHARE/results/"
 [ "$n" -gt 0 ] || { echo "[vm] FAIL: no guest test ran"; exit 1; }
+# A failed guest test's own log goes into this output too (CI keeps only what is printed).
+for t in $(sed -n 's/^FAIL[^ ]* \([^ ]*\) .*/\1/p' "$SHARE/results/summary.txt"); do
+  echo "[vm] ---- $t.log (last 80 lines) ----"
+  tail -80 "$SHARE/results/$t.log" 2>/dev/null || echo "[vm] (no log)"
+done
 [ "$fails" -eq 0 ]

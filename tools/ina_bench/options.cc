@@ -199,7 +199,8 @@ const std::vector<Flag>& Flags() {
       {"--no-gloo", nullptr, "", "skip the Gloo ring baseline", Switch(&Options::gloo, false),
        kShared, [](const Options& o) { return std::string(o.gloo ? "false" : "true"); }},
       {"--kill-rank", "R", "",
-       "rank R kills itself --kill-after-ms into its first all-reduce;\n"
+       "rank R kills itself --kill-after-ms into the drill, every rank calling\n"
+       "all-reduce until it does;\n"
        "checks that every other rank returns an error in bounded time",
        Int(&Options::kill_rank, 0, kMaxWorkers - 1), kShared,
        [](const Options& o) { return o.kill_rank < 0 ? "" : std::to_string(o.kill_rank); }},

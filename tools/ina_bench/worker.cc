@@ -165,10 +165,14 @@ int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
         raise(SIGKILL);
       }).detach();
     }
+    // Every rank keeps calling until the kill lands (a fast machine may finish the first call
+    // before it does); a survivor's error time runs from the start of the call that failed.
+    // If the kill never lands, the parent's reaping timeout ends the drill.
     auto t0 = Clock::now();
     Status s = run_once();
-    if (rank == o.kill_rank) {  // finished before the kill: keep going until it lands
-      for (;;) s = run_once();
+    while (s.ok()) {
+      t0 = Clock::now();
+      s = run_once();
     }
     me.error_ms = Ms(t0, Clock::now());
     me.ina_code = static_cast<int>(s.code());
