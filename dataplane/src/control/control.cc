@@ -1,4 +1,4 @@
-// The control plane: join handshake, first-fit slot allocation, teardown (see control.h).
+// The control plane: join handshake, fair-share slot grants with leases, teardown (control.h).
 #include "ina/dp/control.h"
 
 #include <arpa/inet.h>
@@ -43,6 +43,7 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::Create(Engine& engine,
       config.alloc_residue >= config.alloc_stride) {
     return InvalidArgument("control: alloc_stride must be in [1, 256] and alloc_residue below it");
   }
+  if (config.min_window < 1) return InvalidArgument("control: min_window must be >= 1");
   return std::unique_ptr<ControlPlane>(new ControlPlane(engine, config));
 }
 
@@ -163,11 +164,30 @@ void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint no
       return;
     }
     j.last_activity = now;
-    if (j.active) {
-      SendReply(from, p::MsgType::kJoinAck, j.job_id, h.rank, j.k, j.window, 0, out);
-      Bump(ControlCounter::kJoinAcks);
-    } else if (j.refused) {
+    if (j.refused) {
       SendPeerRefused(j, from, h.rank, out);  // a resend: the first copy may have been lost
+      return;
+    }
+    if (j.active && j.epoch != 0 && h.exp == j.epoch) {  // a re-JOIN at the lease's end
+      if (j.rejoin_mask[h.rank] & lane_bit) return;      // a resend: the others are not in yet
+      j.rejoin_mask[h.rank] |= lane_bit;
+      Bump(ControlCounter::kRejoins);
+      if (!RejoinComplete(j)) return;
+      // Every rank finished the grant's calls: nothing of it is needed any more.
+      engine_.RemoveJob(j.job_id).IgnoreError();  // cannot fail: installed by Grant
+      Release(j.slot_base, j.window);
+      j.active = false;
+      j.window = 0;
+      Enqueue(j, out);
+      if (j.queued) SendJoinWait(j, from, h.rank, out);
+      return;
+    }
+    if (j.active) {  // a resent first JOIN or re-JOIN whose join_ack was lost
+      SendReply(from, p::MsgType::kJoinAck, j.job_id, h.rank, j.k, j.window,
+                static_cast<uint16_t>(config_.lease_calls), out, j.epoch);
+      Bump(ControlCounter::kJoinAcks);
+    } else if (j.queued) {
+      SendJoinWait(j, from, h.rank, out);
     }
     return;
   }
@@ -182,7 +202,10 @@ void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint no
   const auto all_lanes = static_cast<uint16_t>((1u << j.lanes) - 1);
   if (j.lane_mask[h.rank] == all_lanes) ++j.joined;
   j.last_activity = now;
-  if (j.joined == j.world_size) Admit(j, out);
+  if (j.joined == j.world_size) {
+    Enqueue(j, out);
+    if (j.queued) SendJoinWait(j, from, h.rank, out);
+  }
 }
 
 void ControlPlane::Refuse(JobEntry* j, const p::Header& h, const Peer& from, p::ErrorCode code,
@@ -217,41 +240,115 @@ void ControlPlane::SendToRank(const JobEntry& j, uint16_t rank, p::MsgType type,
   }
 }
 
-void ControlPlane::Admit(JobEntry& j, ReplySink& out) {
-  uint32_t base = 0, got = 0;
-  bool ok = Allocate(std::min<uint32_t>(j.window_asked, 0xFFFF), base, got);
-  if (ok) {
-    JobConfig cfg;
-    cfg.job_id = j.job_id;
-    cfg.world_size = j.world_size;
-    cfg.k = j.k;
-    cfg.slot_base = base;
-    cfg.window = static_cast<uint16_t>(got);
-    if (!engine_.AddJob(cfg).ok()) {
-      // The engine refused (its own table is smaller, say): report it like a full pool.
-      Release(base, got);
-      ok = false;
-    }
+std::vector<uint32_t> FairShares(std::span<const uint32_t> demands, uint32_t pool) {
+  std::vector<uint32_t> share(demands.size(), 0);
+  std::vector<size_t> order(demands.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return demands[a] < demands[b]; });
+  uint64_t left = pool;
+  for (size_t n = 0; n < order.size(); ++n) {
+    const uint64_t equal = left / (order.size() - n);  // what each of the rest may take
+    const uint32_t give = static_cast<uint32_t>(std::min<uint64_t>(demands[order[n]], equal));
+    share[order[n]] = give;
+    left -= give;
   }
-  if (!ok) {
+  return share;
+}
+
+void ControlPlane::Enqueue(JobEntry& j, ReplySink& out) {
+  j.queued = true;
+  j.queued_seq = next_queue_seq_++;
+  j.rejoin_mask = {};
+  AdmitQueued(out);
+  if (j.used && j.queued) Bump(ControlCounter::kJobsQueued);
+}
+
+void ControlPlane::AdmitQueued(ReplySink& out) {
+  // Everyone with a claim on the pool: active and queued jobs.
+  std::vector<size_t> claim;
+  std::vector<uint32_t> demand;
+  for (size_t i = 0; i < jobs_.size(); ++i) {
+    const JobEntry& j = jobs_[i];
+    if (!j.used || (!j.active && !j.queued)) continue;
+    claim.push_back(i);
+    demand.push_back(std::min<uint32_t>(j.window_asked, 0xFFFF));
+  }
+  const std::vector<uint32_t> share = FairShares(demand, pool_slots_);
+  std::vector<size_t> queue;  // indices into claim, oldest first
+  for (size_t c = 0; c < claim.size(); ++c) {
+    if (jobs_[claim[c]].queued) queue.push_back(c);
+  }
+  std::sort(queue.begin(), queue.end(), [&](size_t a, size_t b) {
+    return jobs_[claim[a]].queued_seq < jobs_[claim[b]].queued_seq;
+  });
+  for (size_t c : queue) {
+    JobEntry& j = jobs_[claim[c]];
+    const uint32_t least = std::min<uint32_t>(demand[c], config_.min_window);
+    const uint32_t want = std::max(share[c], least);
+    if (LargestFreeExtent() < least) continue;
+    uint32_t base = 0, got = 0;
+    if (!Allocate(want, base, got)) continue;  // cannot happen: an extent of >= least is free
+    Grant(j, base, got, out);
+  }
+}
+
+bool ControlPlane::Grant(JobEntry& j, uint32_t base, uint32_t got, ReplySink& out) {
+  JobConfig cfg;
+  cfg.job_id = j.job_id;
+  cfg.world_size = j.world_size;
+  cfg.k = j.k;
+  cfg.slot_base = base;
+  cfg.window = static_cast<uint16_t>(got);
+  if (!engine_.AddJob(cfg).ok()) {
+    // The engine refused (its own table is smaller, say).
+    Release(base, got);
     for (uint16_t r = 0; r < j.world_size; ++r) {
       for (uint16_t l = 0; l < j.lanes; ++l) {
+        if (j.left_mask & (uint64_t{1} << r)) continue;
         SendError(j.peers[PeerIndex(j, r, l)], j.job_id, r, p::ErrorCode::kNoSlots, out);
       }
     }
     index_[j.job_id] = -1;
     j = JobEntry{};
     --num_jobs_;
-    return;
+    return false;
   }
+  Bump(j.epoch == 0 ? ControlCounter::kJobsAdmitted : ControlCounter::kRegrants);
   j.active = true;
+  j.queued = false;
   j.slot_base = base;
   j.window = static_cast<uint16_t>(got);
-  Bump(ControlCounter::kJobsAdmitted);
+  j.epoch = static_cast<uint8_t>(j.epoch % 255 + 1);
+  j.rejoin_mask = {};
   for (uint16_t r = 0; r < j.world_size; ++r) {
-    SendToRank(j, r, p::MsgType::kJoinAck, j.k, j.window, 0, out);
-    counters_[static_cast<size_t>(ControlCounter::kJoinAcks)] += j.lanes;
+    if (j.left_mask & (uint64_t{1} << r)) continue;
+    for (uint16_t l = 0; l < j.lanes; ++l) {
+      if (!(j.lane_mask[r] & (1u << l))) continue;
+      SendReply(j.peers[PeerIndex(j, r, l)], p::MsgType::kJoinAck, j.job_id, r, j.k, j.window,
+                static_cast<uint16_t>(config_.lease_calls), out, j.epoch);
+      Bump(ControlCounter::kJoinAcks);
+    }
   }
+  return true;
+}
+
+bool ControlPlane::RejoinComplete(const JobEntry& j) {
+  const auto all_lanes = static_cast<uint16_t>((1u << j.lanes) - 1);
+  for (uint16_t r = 0; r < j.world_size; ++r) {
+    if (j.left_mask & (uint64_t{1} << r)) continue;
+    if (j.rejoin_mask[r] != all_lanes) return false;
+  }
+  return true;
+}
+
+void ControlPlane::SendJoinWait(const JobEntry& j, const Peer& to, uint16_t rank, ReplySink& out) {
+  uint16_t ahead = 0;
+  for (const JobEntry& o : jobs_) {
+    if (o.used && o.queued && o.queued_seq < j.queued_seq) ++ahead;
+  }
+  SendReply(to, p::MsgType::kJoinWait, j.job_id, rank, j.k, 0, ahead, out);
+  Bump(ControlCounter::kJoinWaits);
 }
 
 void ControlPlane::HandleLeave(const p::Header& h, const Peer& from, ReplySink& out) {
@@ -276,7 +373,7 @@ void ControlPlane::HandleLeave(const p::Header& h, const Peer& from, ReplySink& 
   // A graceful leave (aux 0) from an active job only marks the rank done: ranks still waiting for
   // a lost result keep retransmitting and get it re-sent from the engine. The job is freed when
   // every rank is done. Any other leave aborts the job for everyone.
-  if (h.aux == 0 && j.active) {
+  if (h.aux == 0 && j.epoch != 0) {
     if (j.left_mask & (uint64_t{1} << h.rank)) return;  // a copy (workers send LEAVE thrice)
     Bump(ControlCounter::kLeavesDone);
     j.left_mask |= uint64_t{1} << h.rank;
@@ -284,6 +381,14 @@ void ControlPlane::HandleLeave(const p::Header& h, const Peer& from, ReplySink& 
       Bump(ControlCounter::kJobsDone);
       FreeJob(j, h.rank, out);
       return;
+    }
+    if (j.active && j.rejoin_mask != decltype(j.rejoin_mask){} && RejoinComplete(j)) {
+      // The others re-joined already: the leaver was the last one the grant waited for.
+      engine_.RemoveJob(j.job_id).IgnoreError();
+      Release(j.slot_base, j.window);
+      j.active = false;
+      j.window = 0;
+      Enqueue(j, out);
     }
     // Tell the others how many calls the leaver completed: a rank inside a later call fails at
     // once (rank_left) instead of waiting out its progress timeout.
@@ -380,8 +485,9 @@ size_t ControlPlane::HandleEngineFailures(ReplySink& out) {
 }
 
 void ControlPlane::FreeJob(JobEntry& j, uint16_t except_rank, ReplySink& out) {
+  const bool had_slots = j.active;
   if (j.active) {
-    // Cannot fail: the job was installed by Admit and only removed here.
+    // Cannot fail: the job was installed by Grant and only removed here.
     engine_.RemoveJob(j.job_id).IgnoreError();
     Release(j.slot_base, j.window);
   }
@@ -398,6 +504,8 @@ void ControlPlane::FreeJob(JobEntry& j, uint16_t except_rank, ReplySink& out) {
   index_[j.job_id] = -1;
   j = JobEntry{};
   --num_jobs_;
+  // Freed slots, or one claimant fewer (fair shares grow): admit who can be now.
+  if (had_slots || queued_jobs() > 0) AdmitQueued(out);
 }
 
 void ControlPlane::SendReply(const Peer& to, p::MsgType type, uint16_t job, uint16_t rank,
@@ -502,7 +610,7 @@ std::vector<JobInfo> ControlPlane::Jobs() const {
   for (const JobEntry& j : jobs_) {
     if (!j.used) continue;
     v.push_back(JobInfo{j.job_id, j.active, j.world_size, j.k, j.window_asked, j.window,
-                        j.slot_base, j.joined, j.lanes});
+                        j.slot_base, j.joined, j.lanes, j.queued, j.epoch});
   }
   return v;
 }

@@ -114,6 +114,14 @@ std::vector<Flag> Flags(const EngineMenu& engines) {
                &Config::max_jobs, 1, kMaxJobs),
       UintFlag("--job-timeout-ms", "T", "free a job idle this long (default 30000)",
                "job_timeout_ms", &Config::job_timeout_ms, 1, 86400000),
+      UintFlag("--min-window", "N",
+               "least window a job is admitted with when the pool is shared\n(default 8; a job "
+               "asking fewer gets what it asks)",
+               "min_window", &Config::min_window, 1, 65535),
+      UintFlag("--lease-calls", "N",
+               "all-reduce calls a grant lasts before the ranks re-join for\na new fair share "
+               "(default 64; 0 = until the job ends)",
+               "lease_calls", &Config::lease_calls, 0, 65535),
       UintFlag("--stats-interval-ms", "T", "print a stats line every T ms (default 0 = off)",
                "stats_interval_ms", &Config::stats_interval_ms, 0, 86400000),
       RateFlag("--drop-rate", "drop each received and each sent packet with probability p",

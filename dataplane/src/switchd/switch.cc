@@ -83,6 +83,8 @@ class Switch::Core final : private Emitter, private ReplySink {
     ControlConfig cc;
     cc.max_jobs = config_.max_jobs;
     cc.job_timeout = std::chrono::milliseconds(config_.job_timeout_ms);
+    cc.min_window = static_cast<uint16_t>(config_.min_window);
+    cc.lease_calls = config_.lease_calls;
     // Packets reach core (job % cores): hand out only ids this core owns.
     cc.alloc_stride = static_cast<uint16_t>(config_.cores);
     cc.alloc_residue = static_cast<uint16_t>(index_);

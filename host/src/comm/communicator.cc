@@ -174,6 +174,16 @@ struct Op {
   std::shared_ptr<internal::OpState> state;
 };
 
+// What a join_ack grants (docs/protocol.md, "Sharing the slot pool").
+struct Grant {
+  uint16_t window = 0;
+  uint8_t epoch = 0;   // 1 .. 255
+  uint16_t lease = 0;  // calls; 0: unlimited
+};
+
+Result<Grant> Join(const CommConfig& cfg, Transport& t, uint16_t lane,
+                   const std::atomic<bool>& cancel, uint8_t finished_epoch);
+
 }  // namespace
 
 // The op queue and the progress threads, one per lane (CommConfig::progress_threads). Lane 0's
@@ -181,11 +191,15 @@ struct Op {
 // other lanes' threads, runs its own part (the slots s with s mod L == 0) and waits for theirs.
 // The op's status is the first failure of any lane, which cancels the others' parts. Between ops
 // every lane polls its transport, so a job_aborted is noticed before the next call.
+// A grant with a lease of N calls is renewed before the call that would be its N+1st: every lane
+// re-joins (JOIN with exp = the grant's epoch, handed to each lane's thread like an op) and its
+// window takes the new grant (SlotWindow::Regrant).
 class Communicator::Impl {
  public:
   Impl(const CommConfig& cfg, const quant::Kernels& kernels,
-       std::vector<std::unique_ptr<Transport>> transports, uint16_t window)
-      : cfg_(cfg) {
+       std::vector<std::unique_ptr<Transport>> transports, const Grant& grant)
+      : cfg_(cfg), grant_(grant), window_(grant.window), lane_grants_(transports.size()) {
+    const uint16_t window = grant.window;
     lanes_.resize(transports.size());
     for (size_t l = 0; l < lanes_.size(); ++l) {
       lanes_[l].transport = std::move(transports[l]);
@@ -283,7 +297,7 @@ class Communicator::Impl {
     return s;
   }
 
-  uint16_t window() const { return lanes_[0].progress->window().window(); }
+  uint16_t window() const { return window_.load(std::memory_order_relaxed); }
   const CommConfig& config() const { return cfg_; }
 
  private:
@@ -311,7 +325,15 @@ class Communicator::Impl {
         if (!s.ok()) Fail(s, nullptr, 0);
         continue;
       }
+      if (grant_.lease != 0 && calls_in_grant_ >= grant_.lease) {
+        Status r = RunOnAllLanes(op.desc, /*regrant=*/true);
+        if (!r.ok()) {
+          Fail(r, &op, 0);
+          continue;
+        }
+      }
       Status s = RunOnAllLanes(op.desc);
+      ++calls_in_grant_;
       if (s.ok()) {
         ops_completed_.Inc();
         op.state->Finish(Status::Ok());
@@ -321,22 +343,56 @@ class Communicator::Impl {
     }
   }
 
-  // Lane 0's thread: runs `op` on every lane; the first failure of any lane.
-  Status RunOnAllLanes(const internal::OpDesc& op) {
-    if (lanes_.size() == 1) return lanes_[0].progress->RunOp(op, stop_flag_);
+  // Lane 0's thread: runs `op` on every lane (or with `regrant`, re-joins every lane and takes the
+  // new grant); the first failure of any lane.
+  Status RunOnAllLanes(const internal::OpDesc& op, bool regrant = false) {
+    if (lanes_.size() == 1) {
+      return regrant ? TakeGrant(RegrantLane(0, stop_flag_))
+                     : lanes_[0].progress->RunOp(op, stop_flag_);
+    }
     {
       std::lock_guard<std::mutex> lk(lane_mu_);
       lane_op_ = op;
+      lane_regrant_ = regrant;
       op_error_ = Status::Ok();
       op_cancel_.store(false, std::memory_order_relaxed);
       lanes_pending_ = lanes_.size() - 1;
       ++op_epoch_;
     }
     lane_cv_.notify_all();
-    LaneFinished(lanes_[0].progress->RunOp(op, stop_flag_, &op_cancel_), false);
+    LaneFinished(regrant ? RegrantLane(0, op_cancel_)
+                         : lanes_[0].progress->RunOp(op, stop_flag_, &op_cancel_),
+                 false);
     std::unique_lock<std::mutex> lk(lane_mu_);
     lane_cv_.wait(lk, [&] { return lanes_pending_ == 0; });
-    return op_error_;
+    if (!op_error_.ok() || !regrant) return op_error_;
+    lk.unlock();
+    return TakeGrant(Status::Ok());
+  }
+
+  // Lane l's thread, between ops: re-joins at the end of the current grant's lease and resizes
+  // the lane's window to the new grant (recorded in lane_grants_[l]).
+  Status RegrantLane(size_t l, const std::atomic<bool>& cancel) {
+    Result<Grant> g =
+        Join(cfg_, *lanes_[l].transport, static_cast<uint16_t>(l), cancel, grant_.epoch);
+    if (!g.ok()) return g.status().WithContext("re-join at the end of a lease");
+    lanes_[l].progress->window().Regrant(g->window);
+    lane_grants_[l] = *g;
+    return Status::Ok();
+  }
+
+  // Lane 0's thread, after every lane re-joined: the lanes' grants must agree.
+  Status TakeGrant(const Status& s) {
+    if (!s.ok()) return s;
+    for (const Grant& g : lane_grants_) {
+      if (g.window != lane_grants_[0].window || g.epoch != lane_grants_[0].epoch) {
+        return Internal("re-join: lanes granted different windows or epochs");
+      }
+    }
+    grant_ = lane_grants_[0];
+    calls_in_grant_ = 0;
+    window_.store(grant_.window, std::memory_order_relaxed);
+    return Status::Ok();
   }
 
   // Records a lane's part of the op. The first failure wins and cancels the other lanes (whose
@@ -357,19 +413,23 @@ class Communicator::Impl {
     while (true) {
       internal::OpDesc op;
       bool have_op = false;
+      bool regrant = false;
       {
         std::unique_lock<std::mutex> lk(lane_mu_);
         lane_cv_.wait_for(lk, kIdlePoll, [&] { return lane_stop_ || op_epoch_ != seen; });
         if (op_epoch_ != seen) {  // before the stop check: lane 0 waits for this lane's part
           seen = op_epoch_;
           op = lane_op_;
+          regrant = lane_regrant_;
           have_op = true;
         } else if (lane_stop_) {
           return;
         }
       }
       if (have_op) {
-        LaneFinished(lanes_[l].progress->RunOp(op, stop_flag_, &op_cancel_), true);
+        LaneFinished(regrant ? RegrantLane(l, op_cancel_)
+                             : lanes_[l].progress->RunOp(op, stop_flag_, &op_cancel_),
+                     true);
       } else if (!idle_failed) {
         Status s = lanes_[l].progress->PollIdle();
         if (!s.ok()) {
@@ -404,7 +464,11 @@ class Communicator::Impl {
 
   const CommConfig cfg_;
   internal::SteadyClock clock_;
-  std::vector<Lane> lanes_;  // fixed after construction
+  std::vector<Lane> lanes_;         // fixed after construction
+  Grant grant_;                     // lane 0's thread
+  uint64_t calls_in_grant_ = 0;     // lane 0's thread: calls run under grant_
+  std::atomic<uint16_t> window_;    // grant_.window, for window() from any thread
+  std::vector<Grant> lane_grants_;  // [l]: lane l's thread during a re-join
 
   std::atomic<bool> stop_flag_{false};  // polled by RunOp
   std::mutex mu_;
@@ -420,6 +484,7 @@ class Communicator::Impl {
   bool lane_stop_ = false;              // guarded by lane_mu_
   uint64_t op_epoch_ = 0;               // guarded by lane_mu_: bumped for every op handed over
   internal::OpDesc lane_op_;            // guarded by lane_mu_
+  bool lane_regrant_ = false;           // guarded by lane_mu_: the hand-off is a re-join
   size_t lanes_pending_ = 0;            // guarded by lane_mu_: lanes 1.. still running their part
   Status op_error_;                     // guarded by lane_mu_: the op's first failure
   std::atomic<bool> op_cancel_{false};  // set with op_error_; polled by the lanes' RunOp
@@ -429,16 +494,35 @@ class Communicator::Impl {
 
 namespace {
 
-// Sends JOIN for lane `lane` every kJoinResend until JOIN_ACK, ERROR, the join timeout or
-// `cancel` (another lane's join failed). Returns the window.
-Result<uint16_t> Join(const CommConfig& cfg, Transport& t, uint16_t lane,
-                      const std::atomic<bool>& cancel) {
-  const std::string who = "join job " + std::to_string(cfg.job_id) + " as rank " +
-                          std::to_string(cfg.rank) + " of " + std::to_string(cfg.world_size) +
-                          (cfg.progress_threads > 1 ? " lane " + std::to_string(lane) + " of " +
-                                                          std::to_string(cfg.progress_threads)
-                                                    : std::string()) +
-                          " at " + cfg.switch_host + ":" + std::to_string(cfg.switch_port);
+// LEAVE (abort) for this rank, three times (nothing acknowledges it), best effort.
+void SendAbortLeave(const CommConfig& cfg, Transport& t) {
+  uint8_t leave[proto::MessageBytes(0)] = {};
+  proto::Header h;
+  h.version = proto::kVersion;
+  h.type = static_cast<uint8_t>(proto::MsgType::kLeave);
+  h.job = cfg.job_id;
+  h.rank = cfg.rank;
+  h.aux = static_cast<uint16_t>(proto::ErrorCode::kJobAborted);
+  proto::EncodeHeader(h, leave);
+  proto::SealMessage(leave, proto::kHeaderBytes);
+  const TxPacket tx{leave, sizeof(leave)};
+  for (int i = 0; i < 3; ++i) t.SendBurst(std::span(&tx, 1)).status().IgnoreError();
+}
+
+// Sends JOIN for lane `lane` (exp = finished_epoch: 0 for the first JOIN, the grant's epoch for a
+// re-join at a lease's end) every kJoinResend until JOIN_ACK of a new grant, ERROR, a timeout or
+// `cancel` (another lane's join failed). While the fabric answers join_wait (every rank joined,
+// the job is queued for slots) the deadline is slot_wait_timeout_ms from the first join_wait;
+// before that, join_timeout_ms.
+Result<Grant> Join(const CommConfig& cfg, Transport& t, uint16_t lane,
+                   const std::atomic<bool>& cancel, uint8_t finished_epoch) {
+  const std::string who =
+      std::string(finished_epoch == 0 ? "join" : "re-join") + " job " + std::to_string(cfg.job_id) +
+      " as rank " + std::to_string(cfg.rank) + " of " + std::to_string(cfg.world_size) +
+      (cfg.progress_threads > 1
+           ? " lane " + std::to_string(lane) + " of " + std::to_string(cfg.progress_threads)
+           : std::string()) +
+      " at " + cfg.switch_host + ":" + std::to_string(cfg.switch_port);
   uint8_t join[proto::MessageBytes(0)] = {};
   proto::Header h;
   h.version = proto::kVersion;
@@ -448,6 +532,7 @@ Result<uint16_t> Join(const CommConfig& cfg, Transport& t, uint16_t lane,
   h.count = cfg.k;
   h.offset = cfg.window;
   h.aux = cfg.world_size;
+  h.exp = finished_epoch;
   if (cfg.progress_threads > 1) {  // one lane: slot and gen stay 0, as for workers before lanes
     h.slot = lane;
     h.gen = static_cast<uint16_t>(cfg.progress_threads);
@@ -457,40 +542,79 @@ Result<uint16_t> Join(const CommConfig& cfg, Transport& t, uint16_t lane,
   internal::ExchangeSpec spec;
   spec.request = join;
   spec.resend = kJoinResend;
-  spec.timeout = milliseconds(cfg.join_timeout_ms);
   spec.is_reply = [&](const proto::Header& a) {
-    return a.job == cfg.job_id && (a.type == static_cast<uint8_t>(proto::MsgType::kError) ||
-                                   a.type == static_cast<uint8_t>(proto::MsgType::kJoinAck));
+    if (a.job != cfg.job_id) return false;
+    if (a.type == static_cast<uint8_t>(proto::MsgType::kJoinAck)) {
+      return finished_epoch == 0 || a.gen != finished_epoch;  // not the old grant's duplicate
+    }
+    return a.type == static_cast<uint8_t>(proto::MsgType::kError) ||
+           a.type == static_cast<uint8_t>(proto::MsgType::kJoinWait);
   };
   spec.who = who;
-  spec.no_answer =
-      "no join_ack within " + std::to_string(cfg.join_timeout_ms) + " ms (did every rank start?)";
   spec.cancel = &cancel;
-  INA_ASSIGN_OR_RETURN(const proto::Header a, internal::Exchange(t, spec));
-  if (a.type == static_cast<uint8_t>(proto::MsgType::kError)) return JoinError(a, cfg, lane, who);
-  if (a.count != cfg.k || a.offset < 1 || a.offset > cfg.window) {
-    return Internal(who + ": join_ack with k " + std::to_string(a.count) + " window " +
-                    std::to_string(a.offset) + " (asked k " + std::to_string(cfg.k) + " window " +
-                    std::to_string(cfg.window) + ")");
+  const Clock::time_point start = Clock::now();
+  Clock::time_point wait_start{};
+  bool waiting = false;
+  uint16_t ahead = 0;
+  proto::Header a;
+  while (true) {
+    const Clock::time_point deadline = waiting ? wait_start + milliseconds(cfg.slot_wait_timeout_ms)
+                                               : start + milliseconds(cfg.join_timeout_ms);
+    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
+    spec.no_answer =
+        waiting ? "waited " + std::to_string(cfg.slot_wait_timeout_ms) +
+                      " ms for slots (slot_wait_timeout_ms, INA_SLOT_WAIT_MS): every rank joined "
+                      "but the switch's slot pool is busy; it queued the job behind " +
+                      std::to_string(ahead) + " other job(s)"
+                : "no join_ack within " + std::to_string(cfg.join_timeout_ms) +
+                      " ms (did every rank " + (finished_epoch == 0 ? "start?)" : "re-join?)");
+    Result<proto::Header> got =
+        left.count() <= 0 ? Result<proto::Header>(DeadlineExceeded(who + ": " + spec.no_answer))
+                          : internal::Exchange(t, spec.WithTimeout(left));
+    if (!got.ok()) {
+      // Giving up a queued job: tell the fabric, so it neither keeps the job in the queue nor
+      // grants it slots nobody will use.
+      if (waiting) SendAbortLeave(cfg, t);
+      return got.status();
+    }
+    a = *got;
+    if (a.type != static_cast<uint8_t>(proto::MsgType::kJoinWait)) break;
+    if (!waiting) {
+      waiting = true;
+      wait_start = Clock::now();
+    }
+    ahead = a.aux;
+    // The fabric answers every JOIN while the job is queued: resend at the usual pace, not at
+    // once (a join_ack arriving meanwhile waits in the socket for the next exchange).
+    const Clock::time_point resume = Clock::now() + kJoinResend;
+    while (Clock::now() < resume && !cancel.load(std::memory_order_relaxed)) {
+      std::this_thread::sleep_for(milliseconds(5));
+    }
   }
-  return static_cast<uint16_t>(a.offset);
+  if (a.type == static_cast<uint8_t>(proto::MsgType::kError)) return JoinError(a, cfg, lane, who);
+  if (a.count != cfg.k || a.offset < 1 || a.offset > cfg.window || a.gen == 0 || a.gen > 255) {
+    return Internal(who + ": join_ack with k " + std::to_string(a.count) + " window " +
+                    std::to_string(a.offset) + " epoch " + std::to_string(a.gen) + " (asked k " +
+                    std::to_string(cfg.k) + " window " + std::to_string(cfg.window) + ")");
+  }
+  return Grant{static_cast<uint16_t>(a.offset), static_cast<uint8_t>(a.gen), a.aux};
 }
 
 // Joins every lane at once (the fabric admits the job only when all lanes of all ranks joined),
-// one thread per lane. Returns the window, the same for every lane.
-Result<uint16_t> JoinLanes(const CommConfig& cfg,
-                           const std::vector<std::unique_ptr<Transport>>& transports) {
+// one thread per lane. Returns the grant, the same for every lane.
+Result<Grant> JoinLanes(const CommConfig& cfg,
+                        const std::vector<std::unique_ptr<Transport>>& transports) {
   if (transports.size() == 1) {
     std::atomic<bool> never{false};
-    return Join(cfg, *transports[0], 0, never);
+    return Join(cfg, *transports[0], 0, never, 0);
   }
   std::atomic<bool> cancel{false};
   std::atomic<int> first_failed{-1};  // the first real failure, not a lane cancelled by it
-  std::vector<Result<uint16_t>> got(transports.size(), Internal("join not run"));
+  std::vector<Result<Grant>> got(transports.size(), Internal("join not run"));
   std::vector<std::thread> threads;
   for (size_t l = 0; l < transports.size(); ++l) {
     threads.emplace_back([&, l] {
-      got[l] = Join(cfg, *transports[l], static_cast<uint16_t>(l), cancel);
+      got[l] = Join(cfg, *transports[l], static_cast<uint16_t>(l), cancel, 0);
       int none = -1;
       if (!got[l].ok() && first_failed.compare_exchange_strong(none, static_cast<int>(l))) {
         cancel.store(true, std::memory_order_relaxed);
@@ -501,9 +625,9 @@ Result<uint16_t> JoinLanes(const CommConfig& cfg,
   if (first_failed.load() >= 0) return got[static_cast<size_t>(first_failed.load())].status();
   for (const auto& r : got) {
     if (!r.ok()) return r.status();
-    if (*r != *got[0]) {
-      return Internal("join: lanes granted different windows (" + std::to_string(*got[0]) +
-                      " and " + std::to_string(*r) + ")");
+    if (r->window != got[0]->window || r->epoch != got[0]->epoch) {
+      return Internal("join: lanes granted different windows (" + std::to_string(got[0]->window) +
+                      " and " + std::to_string(r->window) + ")");
     }
   }
   return *got[0];
@@ -535,8 +659,8 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const CommConfig& con
     INA_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, MakeTransport(tc));
     transports.push_back(std::move(t));
   }
-  INA_ASSIGN_OR_RETURN(uint16_t window, JoinLanes(config, transports));
-  auto impl = std::make_unique<Impl>(config, *kernels, std::move(transports), window);
+  INA_ASSIGN_OR_RETURN(const Grant grant, JoinLanes(config, transports));
+  auto impl = std::make_unique<Impl>(config, *kernels, std::move(transports), grant);
   INA_RETURN_IF_ERROR(impl->RegisterTxMemory());
   impl->Start();
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));

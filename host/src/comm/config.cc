@@ -40,6 +40,7 @@ Status CommConfig::Validate() const {
                "]");
   }
   if (join_timeout_ms <= 0) return bad("join_timeout_ms must be > 0");
+  if (slot_wait_timeout_ms <= 0) return bad("slot_wait_timeout_ms must be > 0");
   if (progress_timeout_ms <= 0) return bad("progress_timeout_ms must be > 0");
   if (rto_min_us <= 0) return bad("rto_min_us must be > 0");
   if (rto_max_us < rto_min_us) return bad("rto_max_us < rto_min_us");
@@ -70,8 +71,9 @@ std::string CommConfig::ToString() const {
   std::ostringstream o;
   o << "switch=" << switch_host << ":" << switch_port << " job=" << job_id << " rank=" << rank
     << " world=" << world_size << " k=" << k << " window=" << window
-    << " join_timeout_ms=" << join_timeout_ms << " progress_timeout_ms=" << progress_timeout_ms
-    << " rto_us=[" << rto_min_us << "," << rto_initial_us << "," << rto_max_us << "]"
+    << " join_timeout_ms=" << join_timeout_ms << " slot_wait_timeout_ms=" << slot_wait_timeout_ms
+    << " progress_timeout_ms=" << progress_timeout_ms << " rto_us=[" << rto_min_us << ","
+    << rto_initial_us << "," << rto_max_us << "]"
     << " progress_threads=" << progress_threads << " transport=" << transport
     << " socket_buffer_bytes=" << socket_buffer_bytes << " udp_gso=" << udp_gso
     << " quant=" << quant;
@@ -108,6 +110,7 @@ Result<CommConfig> CommConfig::FromEnv(CommConfig c) {
   INA_RETURN_IF_ERROR(EnvInt("INA_K", 0, &c.k));
   INA_RETURN_IF_ERROR(EnvInt("INA_WINDOW", 0, &c.window));
   INA_RETURN_IF_ERROR(EnvInt("INA_JOIN_TIMEOUT_MS", 0, &c.join_timeout_ms));
+  INA_RETURN_IF_ERROR(EnvInt("INA_SLOT_WAIT_MS", 0, &c.slot_wait_timeout_ms));
   INA_RETURN_IF_ERROR(EnvInt("INA_PROGRESS_TIMEOUT_MS", 0, &c.progress_timeout_ms));
   INA_RETURN_IF_ERROR(EnvInt("INA_RTO_MIN_US", 0, &c.rto_min_us));
   INA_RETURN_IF_ERROR(EnvInt("INA_RTO_INITIAL_US", 0, &c.rto_initial_us));

@@ -24,6 +24,12 @@ struct ExchangeSpec {
   std::string who;        // context for every error ("join job 7 as rank 0 of 2 at ...")
   std::string no_answer;  // the DeadlineExceeded text after `who` ("no join_ack within ... ms")
   const std::atomic<bool>* cancel = nullptr;  // set: stop with Aborted
+
+  ExchangeSpec WithTimeout(std::chrono::milliseconds t) const {
+    ExchangeSpec s = *this;
+    s.timeout = t;
+    return s;
+  }
 };
 
 // Sends spec.request every spec.resend until a received header satisfies is_reply (returned),

@@ -20,6 +20,7 @@ WindowConfig WindowConfig::From(const CommConfig& c, uint16_t granted_window, ui
   w.world_size = c.world_size;
   w.k = c.k;
   w.window = granted_window;
+  w.capacity = c.window;  // a later grant is never above what was asked
   w.progress_timeout = milliseconds(c.progress_timeout_ms);
   // The lane's slots: that many results come back per round trip.
   const int64_t lane_slots = (granted_window + w.lanes - 1 - lane) / w.lanes;
@@ -33,9 +34,19 @@ SlotWindow::SlotWindow(const WindowConfig& config, const quant::Kernels& kernels
       kern_(kernels),
       precision_(quant::Precision(config.world_size)),
       rto_(config.rto),
-      slots_(config.window),
-      tx_bufs_(size_t{config.window} * kBufBytes),
-      send_ring_(config.window) {}
+      slots_(std::max(config.window, config.capacity)),
+      tx_bufs_(slots_.size() * kBufBytes),
+      send_ring_(slots_.size()) {}
+
+void SlotWindow::Regrant(uint16_t window) {
+  window_ = window;
+  cfg_.window = window;
+  std::fill(slots_.begin(), slots_.end(), Slot{});
+  ring_head_ = 0;
+  ring_size_ = 0;
+  deadline_floor_ = TimePoint::max();
+  due_floor_ = TimePoint::max();
+}
 
 SlotWindow::SlotView SlotWindow::slot(uint16_t s) const {
   const Slot& sl = slots_[s];

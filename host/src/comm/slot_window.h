@@ -70,8 +70,10 @@ struct WindowConfig {
   uint16_t world_size = 1;
   uint16_t k = 256;     // elements per packet
   uint16_t window = 1;  // slots granted by the fabric, >= 1
-  uint16_t lane = 0;    // this window runs the slots s with s % lanes == lane
-  uint16_t lanes = 1;   // >= 1, lane < lanes
+  // Slots the buffers are sized for: a later grant (Regrant) may use up to this many. 0: window.
+  uint16_t capacity = 0;
+  uint16_t lane = 0;   // this window runs the slots s with s % lanes == lane
+  uint16_t lanes = 1;  // >= 1, lane < lanes
   std::chrono::milliseconds progress_timeout{5000};
   RtoConfig rto;
 
@@ -111,6 +113,12 @@ class SlotWindow {
   Status Begin(const OpDesc& op, TimePoint now);
   // Ends the current op, done or failed. Generations carry on into the next op.
   void End();
+  // A new grant between ops (docs/protocol.md, "Sharing the slot pool"): the window becomes
+  // `window` slots and every slot starts again from generation 0, as the fabric's new grant does.
+  // The TX buffers, counters and the RTT estimate stay. REQUIRES: !active(),
+  // 1 <= window <= capacity().
+  void Regrant(uint16_t window);
+  uint16_t capacity() const { return static_cast<uint16_t>(slots_.size()); }
   bool active() const { return active_; }
   // Every block of this lane's slots has its result (in the tensor); at once if the lane's slots
   // carry no block of the op.
@@ -206,8 +214,8 @@ class SlotWindow {
   static constexpr size_t kBufBytes = proto::kMaxPacketBytes;
   static constexpr int64_t kPrefetchBlocks = 4;  // how far ahead of its first read a block is
 
-  const WindowConfig cfg_;
-  const uint16_t window_;
+  WindowConfig cfg_;
+  uint16_t window_;
   const quant::Kernels& kern_;
   const int precision_;
   RtoEstimator rto_;

@@ -125,8 +125,11 @@ std::vector<uint8_t> Data(uint16_t job, uint16_t rank, uint16_t slot, uint16_t g
 
 class ControlTest : public ::testing::Test {
  protected:
+  // min_window 1 and no lease: a job takes what is free (the tests before sharing); the sharing
+  // tests set both.
   void Make(uint32_t pool_slots = 64, uint16_t max_jobs = 8,
-            milliseconds timeout = milliseconds(1000), uint16_t engine_jobs = 0) {
+            milliseconds timeout = milliseconds(1000), uint16_t engine_jobs = 0,
+            uint16_t min_window = 1, uint32_t lease_calls = 0) {
     EngineLimits lim;
     lim.pool_slots = pool_slots;
     lim.max_jobs = engine_jobs ? engine_jobs : max_jobs;
@@ -134,6 +137,8 @@ class ControlTest : public ::testing::Test {
     ControlConfig cfg;
     cfg.max_jobs = max_jobs;
     cfg.job_timeout = timeout;
+    cfg.min_window = min_window;
+    cfg.lease_calls = lease_calls;
     auto cp = ControlPlane::Create(*engine_, cfg);
     ASSERT_TRUE(cp.ok()) << cp.status().ToString();
     cp_ = std::move(cp).value();
@@ -489,16 +494,16 @@ TEST_F(ControlTest, WindowShrinksToWhatFitsAndNoSlotsWhenPoolFull) {
   auto jobs = cp_->Jobs();
   ASSERT_EQ(jobs.size(), 2u);
   EXPECT_EQ(jobs[1].slot_base, 5u);
-  auto c = JoinAll(3, 3, 64, 1, 5200);  // nothing left
-  ASSERT_EQ(c.size(), 3u);
-  for (uint16_t r = 0; r < 3; ++r) {
-    ExpectError(c[r], MakePeer(static_cast<uint16_t>(5200 + r)), 3, p::ErrorCode::kNoSlots);
-    EXPECT_EQ(c[r].h.rank, r);
-  }
-  EXPECT_EQ(cp_->num_jobs(), 2u);  // job 3 forgotten
+  auto c = JoinAll(3, 3, 64, 1, 5200);  // nothing left: job 3 waits (the last JOIN hears it)
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinWait));
+  EXPECT_EQ(c[0].to, MakePeer(5202));
+  EXPECT_EQ(cp_->num_jobs(), 3u);
+  EXPECT_EQ(cp_->queued_jobs(), 1u);
   // A huge window is clamped to the engine's 16-bit window and then to the pool.
-  Send(AbortLeave(1, 0), MakePeer(5000));
+  Send(AbortLeave(1, 0), MakePeer(5000));  // job 3 gets 1 of the freed slots
   Send(AbortLeave(2, 0), MakePeer(5100));
+  Send(AbortLeave(3, 0), MakePeer(5200));
   auto d = JoinAll(4, 1, 64, 0xFFFFFFFF, 5300);
   ASSERT_EQ(d.size(), 1u);
   EXPECT_EQ(d[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
@@ -910,7 +915,7 @@ TEST_F(ControlTest, LanesTimeoutCountsActivityOnAnyLaneAndAbortsEveryLane) {
 }
 
 TEST_F(ControlTest, LanesNoSlotsGoesToEveryLane) {
-  Make(4, 8, milliseconds(1000), 1);
+  Make(8, 8, milliseconds(1000), 1);
   for (uint16_t l = 0; l < 2; ++l) Send(LaneJoin(27, 0, 1, 64, 4, l, 2), MakePeer(LanePort(0, l)));
   ASSERT_EQ(out_.replies.size(), 2u);
   out_.replies.clear();
@@ -1132,6 +1137,237 @@ TEST_F(ControlTest, RandomChurnKeepsThePoolConsistent) {
     ASSERT_LE(cp_->LargestFreeExtent(), 100u - used);
   }
   EXPECT_GT(Ctr(ControlCounter::kJobsAdmitted), 10u);
+}
+
+// ---- Sharing the slot pool (docs/protocol.md, "Sharing the slot pool") ----
+
+TEST(FairSharesTest, MaxMinFair) {
+  using V = std::vector<uint32_t>;
+  EXPECT_EQ(FairShares(V{}, 64), V{});
+  EXPECT_EQ(FairShares(V{100}, 64), V{64});
+  EXPECT_EQ(FairShares(V{10}, 64), V{10});
+  EXPECT_EQ(FairShares(V{64, 64}, 64), (V{32, 32}));
+  EXPECT_EQ(FairShares(V{64, 64, 64, 64}, 64), (V{16, 16, 16, 16}));
+  EXPECT_EQ(FairShares(V{64, 64, 64}, 64), (V{21, 21, 22}));  // the last takes the remainder
+  // A small demand gets what it asks, the others split the rest.
+  EXPECT_EQ(FairShares(V{100, 4, 100}, 64), (V{30, 4, 30}));
+  EXPECT_EQ(FairShares(V{8, 100, 20}, 64), (V{8, 36, 20}));
+  EXPECT_EQ(FairShares(V{5, 5}, 3), (V{1, 2}));
+}
+
+TEST(FairSharesTest, NeverAboveDemandOrPoolRandom) {
+  const uint64_t seed = tests::Seed(tests::kDefaultSeed, "FairSharesRandom");
+  std::mt19937 rng(seed);
+  for (int iter = 0; iter < 2000; ++iter) {
+    const size_t n = rng() % 12;
+    std::vector<uint32_t> d(n);
+    for (auto& x : d) x = rng() % 300;
+    const uint32_t pool = rng() % 1000;
+    const std::vector<uint32_t> s = FairShares(d, pool);
+    ASSERT_EQ(s.size(), n);
+    uint64_t sum = 0;
+    for (size_t i = 0; i < n; ++i) {
+      ASSERT_LE(s[i], d[i]) << "seed " << seed;
+      sum += s[i];
+    }
+    ASSERT_LE(sum, pool) << "seed " << seed;
+    // Max-min: a job below its demand gets at least as much as any other job (less one for the
+    // rounding), and the pool is used up to the rounding.
+    for (size_t i = 0; i < n; ++i) {
+      if (s[i] == d[i]) continue;
+      for (size_t j = 0; j < n; ++j) ASSERT_LE(s[j], s[i] + 1) << "seed " << seed;
+      ASSERT_GE(sum + n, pool) << "seed " << seed;
+    }
+  }
+}
+
+// A JOIN with exp = epoch: the re-JOIN at the end of a grant's lease.
+std::vector<uint8_t> ReJoin(uint16_t job, uint16_t rank, uint16_t world, uint16_t k,
+                            uint32_t window, uint8_t epoch) {
+  std::vector<uint8_t> b = Join(job, rank, world, k, window);
+  p::Header h = p::DecodeHeader(b.data());
+  h.exp = epoch;
+  p::EncodeHeader(h, b.data());
+  p::SealMessage(b.data(), p::kHeaderBytes);
+  return b;
+}
+
+void ExpectAck(const Reply& r, uint16_t job, uint16_t window, uint8_t epoch, uint16_t lease) {
+  EXPECT_EQ(r.h.type, static_cast<uint8_t>(p::MsgType::kJoinAck)) << p::MsgTypeName(r.h.type);
+  EXPECT_EQ(r.h.job, job);
+  EXPECT_EQ(r.h.offset, window);
+  EXPECT_EQ(r.h.gen, epoch);
+  EXPECT_EQ(r.h.aux, lease);
+}
+
+TEST_F(ControlTest, SecondJobWaitsForSlotsAndIsAdmittedWhenTheFirstLeaves) {
+  Make(16, 8, milliseconds(1000), 0, /*min_window=*/8);
+  auto a = JoinAll(1, 2, 64, 16, 5000);
+  ASSERT_EQ(a.size(), 2u);
+  ExpectAck(a[0], 1, 16, 1, 0);
+  auto b = JoinAll(2, 2, 64, 16, 5100);
+  ASSERT_EQ(b.size(), 1u);  // the JOIN that completed the job hears join_wait
+  EXPECT_EQ(b[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinWait));
+  EXPECT_EQ(b[0].h.aux, 0);  // nobody ahead
+  EXPECT_EQ(Ctr(ControlCounter::kJobsQueued), 1u);
+  EXPECT_EQ(Ctr(ControlCounter::kErrNoSlots), 0u);
+  // Each resend is answered with join_wait; data of a queued job is the engine's unknown job.
+  Send(Join(2, 0, 2, 64, 16), MakePeer(5100));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  EXPECT_EQ(out_.replies[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinWait));
+  EXPECT_EQ(out_.replies[0].to, MakePeer(5100));
+  EXPECT_EQ(cp_->CheckDataSource(2, 0, 0, MakePeer(5100), {}), SourceCheck::kPass);
+  // A third job queues behind it.
+  auto c = JoinAll(3, 1, 64, 16, 5200);
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinWait));
+  EXPECT_EQ(c[0].h.aux, 1);
+  out_.replies.clear();
+  // Job 1 ends: the oldest waiting job gets its fair share (16 / 2) and the next one the rest.
+  Send(DoneLeave(1, 0, 5), MakePeer(5000));
+  out_.replies.clear();
+  Send(DoneLeave(1, 1, 5), MakePeer(5001));
+  ASSERT_EQ(out_.replies.size(), 3u);
+  ExpectAck(out_.replies[0], 2, 8, 1, 0);
+  EXPECT_EQ(out_.replies[0].to, MakePeer(5100));
+  ExpectAck(out_.replies[1], 2, 8, 1, 0);
+  ExpectAck(out_.replies[2], 3, 8, 1, 0);
+  EXPECT_EQ(cp_->queued_jobs(), 0u);
+  EXPECT_EQ(cp_->CheckDataSource(2, 0, 0, MakePeer(5100), {}), SourceCheck::kOk);
+}
+
+TEST_F(ControlTest, NotAdmittedBelowTheMinimumWindow) {
+  Make(12, 8, milliseconds(1000), 0, /*min_window=*/8);
+  ExpectAck(JoinAll(1, 1, 64, 6, 5000)[0], 1, 6, 1, 0);
+  // Fair share 6, but at least 8: the 6 free slots are not enough.
+  auto b = JoinAll(2, 1, 64, 12, 5100);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(b[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinWait));
+  // A job asking fewer than the minimum needs only what it asks: admitted ahead of job 2.
+  ExpectAck(JoinAll(3, 1, 64, 4, 5200)[0], 3, 4, 1, 0);
+  EXPECT_EQ(cp_->queued_jobs(), 1u);
+}
+
+TEST_F(ControlTest, QueuedJobIdleIsFreedByTheTimeoutAndOneResendingIsNot) {
+  Make(8, 8, milliseconds(1000), 0, /*min_window=*/8);
+  const TimePoint t0{};
+  ExpectAck(JoinAll(1, 1, 64, 8, 5000, t0)[0], 1, 8, 1, 0);
+  ASSERT_EQ(JoinAll(2, 1, 64, 8, 5100, t0).size(), 1u);
+  ASSERT_EQ(JoinAll(3, 1, 64, 8, 5200, t0).size(), 1u);
+  // Job 1 and job 3 keep sending; job 2 went silent.
+  const TimePoint t1 = t0 + milliseconds(800);
+  ASSERT_EQ(cp_->CheckDataSource(1, 0, 0, MakePeer(5000), t1), SourceCheck::kOk);
+  Send(Join(3, 0, 1, 64, 8), MakePeer(5200), t1);
+  out_.replies.clear();
+  EXPECT_EQ(cp_->Tick(t0 + milliseconds(1500), out_), 1u);
+  ASSERT_EQ(out_.replies.size(), 1u);
+  ExpectError(out_.replies[0], MakePeer(5100), 2, p::ErrorCode::kJobAborted);
+  EXPECT_EQ(cp_->queued_jobs(), 1u);  // job 3 still waits
+}
+
+// Two jobs of two ranks each, lease 4: the first takes the pool, the second waits until the first
+// re-joins at the end of its lease, then both hold half.
+TEST_F(ControlTest, LeaseRejoinGivesAWaitingJobItsFairShare) {
+  Make(16, 8, milliseconds(1000), 0, /*min_window=*/4, /*lease_calls=*/4);
+  auto a = JoinAll(1, 2, 64, 16, 5000);
+  ASSERT_EQ(a.size(), 2u);
+  ExpectAck(a[0], 1, 16, 1, 4);
+  ASSERT_EQ(JoinAll(2, 2, 64, 16, 5100).size(), 1u);  // waits
+  // Rank 0 of job 1 re-joins after its 4 calls: nothing yet (rank 1 is still in its last call).
+  Send(ReJoin(1, 0, 2, 64, 16, 1), MakePeer(5000));
+  EXPECT_TRUE(out_.replies.empty());
+  EXPECT_EQ(cp_->CheckDataSource(1, 1, 0, MakePeer(5001), {}), SourceCheck::kOk);
+  Send(ReJoin(1, 0, 2, 64, 16, 1), MakePeer(5000));  // a resend changes nothing
+  EXPECT_TRUE(out_.replies.empty());
+  // Rank 1 re-joins: job 1's slots are taken back, job 2 (queued first) gets 8, job 1 gets 8
+  // with epoch 2.
+  Send(ReJoin(1, 1, 2, 64, 16, 1), MakePeer(5001));
+  ASSERT_EQ(out_.replies.size(), 4u);
+  ExpectAck(out_.replies[0], 2, 8, 1, 4);
+  ExpectAck(out_.replies[1], 2, 8, 1, 4);
+  ExpectAck(out_.replies[2], 1, 8, 2, 4);
+  EXPECT_EQ(out_.replies[2].to, MakePeer(5000));
+  ExpectAck(out_.replies[3], 1, 8, 2, 4);
+  EXPECT_EQ(Ctr(ControlCounter::kRejoins), 2u);
+  EXPECT_EQ(Ctr(ControlCounter::kRegrants), 1u);
+  EXPECT_EQ(Ctr(ControlCounter::kJobsAdmitted), 2u);
+  auto jobs = cp_->Jobs();
+  ASSERT_EQ(jobs.size(), 2u);
+  EXPECT_EQ(jobs[0].epoch, 2);
+  EXPECT_EQ(jobs[0].slot_base, 8u);
+  EXPECT_EQ(jobs[1].slot_base, 0u);
+  // A lost join_ack: the re-JOIN of epoch 1 resent is answered with the new grant again.
+  out_.replies.clear();
+  Send(ReJoin(1, 0, 2, 64, 16, 1), MakePeer(5000));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  ExpectAck(out_.replies[0], 1, 8, 2, 4);
+  // The new grant is installed afresh: generation 0 of its slot 0 aggregates.
+  ResultCollector res;
+  engine_->Process(Data(1, 0, 0, 0, {1, 2}), res);
+  engine_->Process(Data(1, 1, 0, 0, {3, 4}), res);
+  ASSERT_EQ(res.items.size(), 1u);
+  EXPECT_EQ(res.items[0].job, 1);
+}
+
+// Rebalancing as jobs go: when one of two jobs ends, the other gets the whole pool at its next
+// lease end.
+TEST_F(ControlTest, SlotsGoBackToTheOthersAtTheirNextLeaseAfterAJobLeaves) {
+  Make(16, 8, milliseconds(1000), 0, /*min_window=*/4, /*lease_calls=*/2);
+  ExpectAck(JoinAll(1, 1, 64, 16, 5000)[0], 1, 16, 1, 2);
+  ASSERT_EQ(JoinAll(2, 1, 64, 16, 5100).size(), 1u);  // waits
+  Send(ReJoin(1, 0, 1, 64, 16, 1), MakePeer(5000));
+  ASSERT_EQ(out_.replies.size(), 2u);
+  ExpectAck(out_.replies[0], 2, 8, 1, 2);
+  ExpectAck(out_.replies[1], 1, 8, 2, 2);
+  out_.replies.clear();
+  Send(DoneLeave(2, 0, 2), MakePeer(5100));  // job 2 ends
+  EXPECT_TRUE(out_.replies.empty());
+  EXPECT_EQ(cp_->LargestFreeExtent(), 8u);
+  Send(ReJoin(1, 0, 1, 64, 16, 2), MakePeer(5000));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  ExpectAck(out_.replies[0], 1, 16, 3, 2);
+}
+
+// Four equal jobs arriving one by one on a pool of 64 converge to 16 slots each within a lease
+// of every job, and every grant is at least the minimum.
+TEST_F(ControlTest, FourJobsConvergeToEqualShares) {
+  Make(64, 8, milliseconds(1000), 0, /*min_window=*/4, /*lease_calls=*/1);
+  std::array<uint8_t, 5> epoch{};
+  std::array<uint16_t, 5> window{};
+  auto record = [&] {
+    for (const Reply& r : out_.replies) {
+      if (r.h.type != static_cast<uint8_t>(p::MsgType::kJoinAck)) continue;
+      ASSERT_GE(r.h.offset, 4u);
+      epoch[r.h.job] = static_cast<uint8_t>(r.h.gen);
+      window[r.h.job] = static_cast<uint16_t>(r.h.offset);
+    }
+    out_.replies.clear();
+  };
+  for (uint16_t job = 1; job <= 4; ++job) {
+    out_.replies = JoinAll(job, 1, 64, 64, static_cast<uint16_t>(5000 + 100 * job));
+    record();
+    // Every active job re-joins once (its one-call lease ended), oldest first.
+    for (int round = 0; round < 2; ++round) {
+      for (uint16_t o = 1; o <= job; ++o) {
+        if (epoch[o] == 0) continue;
+        Send(ReJoin(o, 0, 1, 64, 64, epoch[o]), MakePeer(static_cast<uint16_t>(5000 + 100 * o)));
+        record();
+      }
+    }
+  }
+  for (uint16_t job = 1; job <= 4; ++job) EXPECT_EQ(window[job], 16) << "job " << job;
+  EXPECT_EQ(cp_->queued_jobs(), 0u);
+}
+
+TEST_F(ControlTest, GracefulLeaveOfTheLastRankCompletesARejoin) {
+  Make(16, 8, milliseconds(1000), 0, /*min_window=*/4, /*lease_calls=*/3);
+  ASSERT_EQ(JoinAll(1, 2, 64, 16, 5000).size(), 2u);
+  Send(ReJoin(1, 0, 2, 64, 16, 1), MakePeer(5000));
+  EXPECT_TRUE(out_.replies.empty());
+  Send(DoneLeave(1, 1, 3), MakePeer(5001));  // rank 1 ends after the grant's 3 calls
+  ASSERT_EQ(out_.replies.size(), 2u);
+  ExpectAck(out_.replies[0], 1, 16, 2, 3);  // the new grant first, then the news of rank 1
+  ExpectError(out_.replies[1], MakePeer(5000), 1, p::ErrorCode::kRankLeft);
 }
 
 }  // namespace

@@ -32,24 +32,44 @@
 //       active and is freed by the job timeout like any idle job. A refusal for an active job
 //       answers the refused peer only (the job runs on). An out-of-range JOIN for a job id no job
 //       has creates nothing, so there is nothing to remember it by.
-//     - (rank, lane) already joined by P: join_ack again if the job is active; nothing while
-//       pending.
+//     - (rank, lane) already joined by P, JOIN exp = 0 (a first JOIN resent) or the previous
+//       grant's epoch (a re-JOIN whose join_ack was lost): join_ack again if the job is active,
+//       join_wait if it is queued; nothing while pending.
+//     - (rank, lane) already joined by P, exp = the epoch of the job's current grant: a re-JOIN
+//       at the end of the grant's lease (below). While the job is queued: join_wait again.
 //     - job unknown and the job table full (max_jobs jobs pending or active): error(too_many_jobs).
-//     - otherwise P is recorded as (rank, lane). When every lane of all N ranks has joined,
-//       min(W, 65535, largest free extent) consecutive pool slots are taken first-fit from
-//       [0, pool_slots), the job is installed in the engine, and every lane of every rank gets
-//       join_ack (count = K, offset = granted window, rank = its rank). No free slot at all (or
-//       the engine refuses): error(no_slots) to every lane of every rank and the job is forgotten.
+//     - otherwise P is recorded as (rank, lane). When every lane of all N ranks has joined, the
+//       job is queued for slots (Sharing, below).
+//   Sharing the slot pool (docs/protocol.md, "Sharing the slot pool"). A job holds a grant: a
+//   contiguous run of pool slots, an epoch (1 .. 255, then 1 again) and a lease of lease_calls
+//   all-reduce calls (0: unlimited). Queued jobs (every lane joined, or every lane re-joined, no
+//   grant yet) are admitted oldest first whenever slots are freed or a job is queued: each job's
+//   fair share is the max-min fair division (FairShares) of the pool among the active and queued
+//   jobs by their asked windows (min(W, 65535)); a queued job gets min(max(share, least),
+//   largest free extent) slots, first-fit, where least = min(W, min_window), and is admitted if
+//   that is at least `least`; otherwise it stays queued (and answers its JOINs with join_wait,
+//   aux = queued jobs ahead of it) until slots are freed. An admitted job is installed in the
+//   engine and every lane of every rank gets join_ack (count = K, offset = granted window,
+//   gen = epoch, aux = lease, rank = its rank). The engine refusing: error(no_slots) to every
+//   lane of every rank and the job is forgotten.
+//   A grant's slots are taken back only at a safe point: after lease_calls calls every rank
+//   sends a re-JOIN (exp = the epoch) before its next call, from every lane; once every lane of
+//   every rank re-joined (ranks that left gracefully count as re-joined), no rank needs anything
+//   of the grant (each finished the same calls), so the job is removed from the engine, its slots
+//   freed and the job queued again, behind the jobs already waiting: it gets a new grant with
+//   the next epoch (its slot generations start again from 0) and its new fair share.
 //     Lanes are the control plane's business only: the engine sees N ranks, and a granted window
 //     smaller than L leaves some lanes without slots (they carry nothing).
 //   LEAVE (job, rank, aux, offset = calls completed) from a peer that joined as any lane of that
 //   rank (it is the rank's LEAVE: a worker sends it once, from lane 0; any lane would do):
-//     - aux 0 (graceful: the rank finished) on an active job: the rank is marked done and gets no
+//     - aux 0 (graceful: the rank finished) on a job that had a grant: the rank is marked done and
+//     gets no
 //       more errors on any lane; the job stays installed so the others can still fetch lost
 //       results; every other rank still in gets error(rank_left) on every lane (count = the leaver,
 //       offset = its calls). A copy of a graceful LEAVE changes nothing. When every rank is done
 //       the job is freed.
-//     - any other aux (abort), or aux 0 on a pending job: the job is removed from the engine, its
+//     - any other aux (abort), or aux 0 on a job that never had a grant: the job is removed from
+//     the engine, its
 //       slots freed, and every joined lane of every other rank gets error(job_aborted).
 //     A LEAVE from any other peer, or for an unknown job, is ignored (counted).
 //   HandleEngineFailures: a job the engine ended (Engine::PollFailures: two ranks sent blocks that
@@ -77,6 +97,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdint>
@@ -144,7 +165,18 @@ struct ControlConfig {
   // hands out is one its own job table owns. 1 <= alloc_stride <= 256, alloc_residue < stride.
   uint16_t alloc_stride = 1;
   uint16_t alloc_residue = 0;
+  // Sharing (see above): the least a job is admitted with (a job asking fewer slots gets what it
+  // asks), >= 1; and the calls a grant lasts before the ranks re-join (0: unlimited, the job
+  // keeps its slots until it ends, and queued jobs wait for jobs to end).
+  uint16_t min_window = 8;
+  uint32_t lease_calls = 0;
 };
+
+// Max-min fair division of `pool` slots among jobs asking `demands` slots (water-filling): a
+// job asking no more than an equal share of what is left gets what it asks, the rest split the
+// remainder equally (rounded down). The result has demands.size() entries, each <= its demand,
+// summing to at most pool. O(n log n).
+std::vector<uint32_t> FairShares(std::span<const uint32_t> demands, uint32_t pool);
 
 // Control-plane counters, in kControlCounterNames order.
 enum class ControlCounter : uint16_t {
@@ -174,6 +206,10 @@ enum class ControlCounter : uint16_t {
   kErrPeerRefused,    // error(peer_refused) sent (to joined lanes, and to later JOINs)
   kErrRankMismatch,   // error(rank_mismatch) sent (the engine ended the job: ranks disagree)
   kJobsFailed,        // jobs freed because the engine ended them (HandleEngineFailures)
+  kJobsQueued,        // jobs that had to wait for slots (queued and not admitted at once)
+  kJoinWaits,         // join_wait packets sent
+  kRejoins,           // re-JOINs recorded (one per lane at a lease's end)
+  kRegrants,          // grants after the first (leases renewed, possibly with another window)
   kCount,
 };
 inline constexpr size_t kNumControlCounters = static_cast<size_t>(ControlCounter::kCount);
@@ -184,7 +220,8 @@ inline constexpr std::array<std::string_view, kNumControlCounters> kControlCount
     "jobs_admitted",  "jobs_left",       "jobs_timed_out",   "leaves_done",
     "jobs_done",      "err_rank_left",   "allocs",           "alloc_acks",
     "allocs_expired", "control_bad_crc", "err_peer_refused", "err_rank_mismatch",
-    "jobs_failed"};
+    "jobs_failed",    "jobs_queued",     "join_waits",       "rejoins",
+    "regrants"};
 using ControlCounters = std::array<uint64_t, kNumControlCounters>;
 
 inline uint64_t Get(const ControlCounters& c, ControlCounter which) {
@@ -209,6 +246,8 @@ struct JobInfo {
   uint32_t slot_base = 0;  // first pool slot (active jobs)
   uint16_t joined = 0;     // ranks with every lane joined so far
   uint16_t lanes = 1;      // peers per rank (JOIN gen; 0 counts as 1)
+  bool queued = false;     // every lane (re-)joined, waiting for slots
+  uint8_t epoch = 0;       // the current (active) or last grant's epoch; 0: never granted
 };
 
 class ControlPlane {
@@ -271,6 +310,11 @@ class ControlPlane {
   // Jobs pending or active, in table order.
   std::vector<JobInfo> Jobs() const;
   size_t num_jobs() const { return num_jobs_; }
+  // Jobs waiting for slots.
+  size_t queued_jobs() const {
+    return static_cast<size_t>(
+        std::count_if(jobs_.begin(), jobs_.end(), [](const JobEntry& j) { return j.queued; }));
+  }
   // Job ids reserved by ALLOC_JOB and not yet joined.
   size_t num_reserved() const { return reservations_.size(); }
   // Largest run of consecutive free pool slots.
@@ -288,9 +332,13 @@ class ControlPlane {
     uint16_t window = 0;
     uint32_t slot_base = 0;
     uint16_t lanes = 1;
-    uint16_t joined = 0;       // ranks with every lane joined
-    uint64_t joined_mask = 0;  // bit r: some lane of rank r joined
-    uint64_t left_mask = 0;    // bit r: rank r left gracefully (done); it gets no errors
+    bool queued = false;      // waiting for slots (every lane joined or re-joined)
+    uint64_t queued_seq = 0;  // queue order
+    uint8_t epoch = 0;        // current or last grant; 0: none yet
+    std::array<uint16_t, proto::kMaxWorkers> rejoin_mask{};  // rank r: bit l, lane l re-joined
+    uint16_t joined = 0;                                     // ranks with every lane joined
+    uint64_t joined_mask = 0;                                // bit r: some lane of rank r joined
+    uint64_t left_mask = 0;  // bit r: rank r left gracefully (done); it gets no errors
     TimePoint last_activity{};
     // The first JOIN refused while the job was pending (see the header comment).
     bool refused = false;
@@ -329,7 +377,17 @@ class ControlPlane {
   void HandleAlloc(const proto::Header& h, const Peer& from, TimePoint now, ReplySink& out);
   bool Reserved(uint16_t job_id) const;
   void DropReservation(uint16_t job_id);
-  void Admit(JobEntry& j, ReplySink& out);
+  // Queues j for slots, then admits what can be (AdmitQueued).
+  void Enqueue(JobEntry& j, ReplySink& out);
+  // Admits queued jobs, oldest first, while slots allow (see the header comment).
+  void AdmitQueued(ReplySink& out);
+  // Installs j with pool slots [base, base + got) and acks every lane; false if the engine
+  // refused (then the slots are released and the job is forgotten with error(no_slots)).
+  bool Grant(JobEntry& j, uint32_t base, uint32_t got, ReplySink& out);
+  // Every lane of every rank not done re-joined for the current grant.
+  static bool RejoinComplete(const JobEntry& j);
+  // join_wait to one peer of a queued job.
+  void SendJoinWait(const JobEntry& j, const Peer& to, uint16_t rank, ReplySink& out);
   // Removes the job from the engine (if active), frees its slots and its entry; sends
   // error(job_aborted) to every joined lane of every rank except `except_rank` (kRankAll: none
   // excepted) and the ranks that left gracefully.
@@ -363,6 +421,7 @@ class ControlPlane {
   uint32_t alloc_ids_ = 0;                 // how many there are
   uint32_t next_alloc_ = 0;                // round-robin cursor over the ids this plane hands out
   size_t num_jobs_ = 0;
+  uint64_t next_queue_seq_ = 0;
   ControlCounters counters_{};
 };
 

@@ -74,8 +74,13 @@ class Communicator {
  public:
   // Validates `config`, opens the transport (one per lane) and joins the job: sends JOIN (aux =
   // world, count = K, offset = window; with lanes, slot = lane and gen = progress_threads) every
-  // 100 ms until JOIN_ACK (which gives the granted window) or ERROR or join_timeout_ms, on every
-  // lane at once. Then starts the progress threads. Blocks up to join_timeout_ms.
+  // 100 ms until JOIN_ACK (which gives the granted window, its epoch and lease) or ERROR or
+  // join_timeout_ms, on every lane at once. Once the fabric answers JOIN_WAIT (every rank joined,
+  // the job is queued for slots) it waits up to slot_wait_timeout_ms instead, then fails with
+  // DeadlineExceeded naming the wait (after an aborting LEAVE). Then starts the progress threads.
+  // Blocks up to join_timeout_ms + slot_wait_timeout_ms. With a lease of N calls the progress
+  // thread re-joins the same way before the call after every N-th and runs on the new grant's
+  // window (docs/protocol.md, "Sharing the slot pool"); a failed re-join fails that call.
   // Errors: InvalidArgument (config, or ERROR(bad_params): K/world/window/lanes differ from the
   // other ranks' or are out of range; the message names the parameter and both values), the
   // transport's error, DeadlineExceeded (not every rank joined in time), ResourceExhausted (ERROR
@@ -103,7 +108,7 @@ class Communicator {
   Result<Request> AllReduceAsync(std::span<int32_t> data);
 
   CommStats stats() const;  // a snapshot; thread-safe
-  uint16_t window() const;  // slots granted by the fabric
+  uint16_t window() const;  // slots granted by the fabric (the current grant's); thread-safe
   const CommConfig& config() const;
 
   class Impl;

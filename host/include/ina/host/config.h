@@ -1,12 +1,12 @@
 // CommConfig: every tunable of a Communicator, validated, with INA_* environment overrides.
 //
 // Environment (FromEnv): INA_SWITCH=host:port, INA_JOB, INA_RANK, INA_WORLD, INA_K, INA_WINDOW,
-// INA_JOIN_TIMEOUT_MS, INA_PROGRESS_TIMEOUT_MS, INA_RTO_MIN_US, INA_RTO_INITIAL_US, INA_RTO_MAX_US,
-// INA_PROGRESS_THREADS, INA_TRANSPORT (udp | dpdk | verbs), INA_SOCKET_BUFFER_BYTES, INA_UDP_GSO
-// (0 | 1), INA_QUANT (auto | scalar | avx2 | avx512), with dpdk the INA_DPDK_* variables of
-// transport.h (ApplyDpdkEnv), with verbs the INA_VERBS_* ones (ApplyVerbsEnv). docs/host.md has the
-// table. The library reads no environment variable anywhere else: a program that builds its
-// CommConfig itself gets exactly what it set.
+// INA_JOIN_TIMEOUT_MS, INA_SLOT_WAIT_MS, INA_PROGRESS_TIMEOUT_MS, INA_RTO_MIN_US,
+// INA_RTO_INITIAL_US, INA_RTO_MAX_US, INA_PROGRESS_THREADS, INA_TRANSPORT (udp | dpdk | verbs),
+// INA_SOCKET_BUFFER_BYTES, INA_UDP_GSO (0 | 1), INA_QUANT (auto | scalar | avx2 | avx512), with
+// dpdk the INA_DPDK_* variables of transport.h (ApplyDpdkEnv), with verbs the INA_VERBS_* ones
+// (ApplyVerbsEnv). docs/host.md has the table. The library reads no environment variable anywhere
+// else: a program that builds its CommConfig itself gets exactly what it set.
 #pragma once
 
 #include <cstdint>
@@ -25,7 +25,10 @@ struct CommConfig {
   uint16_t world_size = 1;  // 1 .. proto::kMaxWorkers
   uint16_t k = 256;         // elements per packet: one of proto::kKValues
   uint16_t window = 256;    // slots asked for in JOIN (the fabric may grant fewer): 1 .. kMaxWindow
-  int join_timeout_ms = 10000;     // every rank must have joined by then
+  int join_timeout_ms = 10000;  // every rank must have joined by then
+  // Once every rank joined, how long to wait for slots while the fabric queues the job behind
+  // others (join_wait; also at each re-join at a lease's end): DeadlineExceeded after that.
+  int slot_wait_timeout_ms = 60000;
   int progress_timeout_ms = 5000;  // no accepted result this long while an op is pending: fail
   int rto_min_us = 500;            // retransmission timeout clamp and first value
   int rto_max_us = 200000;

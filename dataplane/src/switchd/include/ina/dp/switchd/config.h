@@ -25,8 +25,12 @@ struct Config {
   uint32_t slots = 16384;           // slot pool size, 1 .. kMaxSlots
   uint16_t max_jobs = 256;          // jobs pending or active at once, 1 .. kMaxJobs
   uint32_t job_timeout_ms = 30000;  // idle time after which a job is freed, >= 1
-  uint32_t stats_interval_ms = 0;   // periodic stats line; 0: off
-  double drop_rate = 0;             // fault injection, probabilities in [0, 1]
+  // Sharing the pool (ControlConfig, docs/protocol.md "Sharing the slot pool"): the least window
+  // a job is admitted with, and the calls a grant lasts before the ranks re-join (0: unlimited).
+  uint32_t min_window = 8;
+  uint32_t lease_calls = 64;
+  uint32_t stats_interval_ms = 0;  // periodic stats line; 0: off
+  double drop_rate = 0;            // fault injection, probabilities in [0, 1]
   double dup_rate = 0;
   double reorder_rate = 0;
   double corrupt_rate = 0;          // flip one byte of a packet (each direction) with this p
