@@ -212,7 +212,8 @@ void ControlPlane::Refuse(JobEntry* j, const p::Header& h, const Peer& from, p::
                           p::JoinParam param, uint32_t job_value, uint32_t its_value,
                           ReplySink& out) {
   SendError(from, h.job, h.rank, code, out, 0, static_cast<uint16_t>(param), job_value);
-  if (j == nullptr || j->active || j->refused) return;
+  // Only a job that never had every rank in can be doomed: once queued or granted it runs on.
+  if (j == nullptr || j->active || j->queued || j->epoch != 0 || j->refused) return;
   // The first refusal of a pending job: every joined lane hears it now; later JOINs (resends and
   // newcomers) hear it in answer, so a lost copy is made good by the next resend.
   j->refused = true;

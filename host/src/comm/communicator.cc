@@ -164,6 +164,9 @@ Status JoinError(const proto::Header& e, const CommConfig& cfg, uint16_t lane,
     }
     case proto::ErrorCode::kJobAborted:
       return Aborted(m);
+    case proto::ErrorCode::kRankLeft:  // at a lease's re-join: a rank finished before this call
+      return Aborted(m + ": rank " + std::to_string(e.count) + " left after " +
+                     std::to_string(e.offset) + " calls");
     default:
       return Internal(m);
   }

@@ -1248,6 +1248,24 @@ TEST_F(ControlTest, NotAdmittedBelowTheMinimumWindow) {
   EXPECT_EQ(cp_->queued_jobs(), 1u);
 }
 
+TEST_F(ControlTest, RefusedJoinToAQueuedJobAnswersOnlyTheRefusedPeer) {
+  Make(8, 8, milliseconds(1000), 0, /*min_window=*/8);
+  ExpectAck(JoinAll(1, 1, 64, 8, 5000)[0], 1, 8, 1, 0);
+  ASSERT_EQ(JoinAll(2, 2, 64, 8, 5100).size(), 1u);  // every rank in, queued
+  out_.replies.clear();
+  Send(Join(2, 0, 2, 64, 8), MakePeer(5999));  // rank 0 from another address
+  ASSERT_EQ(out_.replies.size(), 1u);
+  ExpectError(out_.replies[0], MakePeer(5999), 2, p::ErrorCode::kRankTaken);
+  Send(Join(2, 1, 2, 256, 8), MakePeer(5998));  // another K
+  ASSERT_EQ(out_.replies.size(), 2u);
+  ExpectError(out_.replies[1], MakePeer(5998), 2, p::ErrorCode::kBadParams);
+  EXPECT_EQ(Ctr(ControlCounter::kErrPeerRefused), 0u);
+  out_.replies.clear();
+  Send(AbortLeave(1, 0), MakePeer(5000));  // the job still starts when slots free up
+  ASSERT_EQ(out_.replies.size(), 2u);
+  ExpectAck(out_.replies[0], 2, 8, 1, 0);
+}
+
 TEST_F(ControlTest, QueuedJobIdleIsFreedByTheTimeoutAndOneResendingIsNot) {
   Make(8, 8, milliseconds(1000), 0, /*min_window=*/8);
   const TimePoint t0{};

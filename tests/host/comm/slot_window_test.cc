@@ -162,6 +162,40 @@ TEST_F(SlotWindowTest, GenerationsCarryOnAcrossOpsAndSlotReuse) {
   EXPECT_EQ(w.counters().packets_sent.Get(), 9u);
 }
 
+// A new grant between ops (a lease's re-join): the window takes the new size within the buffers
+// sized for the window asked, and every slot starts again from generation 0, as the fabric's new
+// grant does; the counters carry on.
+TEST_F(SlotWindowTest, RegrantResizesAndRestartsGenerations) {
+  WindowConfig c = Config(1, 64, 2);
+  c.capacity = 4;
+  SlotWindow w(c, quant::ActiveKernels());
+  EXPECT_EQ(w.capacity(), 4);
+  std::vector<int32_t> v(64 * 6);
+  auto run = [&](uint64_t seq) {
+    ASSERT_TRUE(w.Begin(OpDesc{false, nullptr, v.data(), v.size(), seq}, t0_).ok());
+    while (!w.done()) {
+      for (auto& p : SendAll(w, t0_)) {
+        const proto::Header h = proto::DecodeHeader(p.data());
+        ASSERT_LT(h.slot, w.window());
+        ASSERT_TRUE(w.OnPacket(ResultOf(p), t0_).ok());
+      }
+    }
+    w.End();
+  };
+  run(0);
+  EXPECT_EQ(w.slot(0).next_gen, 3);  // 6 blocks on 2 slots
+  w.Regrant(4);
+  EXPECT_EQ(w.window(), 4);
+  EXPECT_EQ(w.slot(0).next_gen, 0);
+  run(1);
+  EXPECT_EQ(w.slot(0).next_gen, 2);  // 6 blocks on 4 slots: 0 and 1 twice, 2 and 3 once
+  EXPECT_EQ(w.slot(3).next_gen, 1);
+  w.Regrant(1);
+  run(2);
+  EXPECT_EQ(w.slot(0).next_gen, 6);
+  EXPECT_EQ(w.counters().results.Get(), 18u);
+}
+
 TEST_F(SlotWindowTest, MismatchedResultsAreStaleAndIgnored) {
   SlotWindow w(Config(1, 64, 2), quant::ActiveKernels());
   std::vector<int32_t> v(64 * 2, 5);

@@ -23,15 +23,16 @@
 //       sent); the job's entry is not changed.
 //     - (rank, lane) already joined by another peer: error(rank_taken), slot = JoinParam
 //       kRankTaken, offset = kJoinValueNone.
-//     A JOIN refused by either rule for a job that is pending (not yet active) dooms the job: no
-//       rank can take the refused one's place in time. The refusal is remembered (the first one:
-//       rank, JoinParam, the value it sent; rank_taken: its lane) and every joined lane of every
-//       rank gets error(peer_refused) at once (count = the refused rank, slot = the JoinParam,
-//       offset = its value); so does every later JOIN to the job whose own parameters are right,
-//       from a new peer or a joined one (a resend), which is not recorded: the job never becomes
-//       active and is freed by the job timeout like any idle job. A refusal for an active job
-//       answers the refused peer only (the job runs on). An out-of-range JOIN for a job id no job
-//       has creates nothing, so there is nothing to remember it by.
+//     A JOIN refused by either rule for a job that is pending (not every rank in yet) dooms the
+//       job: no rank can take the refused one's place in time. The refusal is remembered (the first
+//       one: rank, JoinParam, the value it sent; rank_taken: its lane) and every joined lane of
+//       every rank gets error(peer_refused) at once (count = the refused rank, slot = the
+//       JoinParam, offset = its value); so does every later JOIN to the job whose own parameters
+//       are right, from a new peer or a joined one (a resend), which is not recorded: the job never
+//       becomes active and is freed by the job timeout like any idle job. A refusal for a job every
+//       rank joined (queued or active) answers the refused peer only (the job runs on). An
+//       out-of-range JOIN for a job id no job has creates nothing, so there is nothing to remember
+//       it by.
 //     - (rank, lane) already joined by P, JOIN exp = 0 (a first JOIN resent) or the previous
 //       grant's epoch (a re-JOIN whose join_ack was lost): join_ack again if the job is active,
 //       join_wait if it is queued; nothing while pending.
