@@ -23,6 +23,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ina-ccache}
+# Paths relative to the checkout and no cwd in the hash: a cache filled in one checkout (or
+# worktree) serves another at a different path.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 JOBS=${JOBS:-$(nproc)}
 
 ASAN_TARGETS=(
