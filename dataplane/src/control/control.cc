@@ -285,7 +285,8 @@ void ControlPlane::AdmitQueued(ReplySink& out) {
   });
   for (size_t c : queue) {
     JobEntry& j = jobs_[claim[c]];
-    const uint32_t least = std::min<uint32_t>(demand[c], config_.min_window);
+    // A pool smaller than min_window still admits a job: the whole pool is its least.
+    const uint32_t least = std::min({demand[c], uint32_t{config_.min_window}, pool_slots_});
     const uint32_t want = std::max(share[c], least);
     if (LargestFreeExtent() < least) continue;
     uint32_t base = 0, got = 0;

@@ -1248,6 +1248,11 @@ TEST_F(ControlTest, NotAdmittedBelowTheMinimumWindow) {
   EXPECT_EQ(cp_->queued_jobs(), 1u);
 }
 
+TEST_F(ControlTest, APoolSmallerThanTheMinimumWindowStillAdmits) {
+  Make(5, 8, milliseconds(1000), 0, /*min_window=*/8);
+  ExpectAck(JoinAll(1, 2, 64, 100, 5000)[0], 1, 5, 1, 0);
+}
+
 TEST_F(ControlTest, RefusedJoinToAQueuedJobAnswersOnlyTheRefusedPeer) {
   Make(8, 8, milliseconds(1000), 0, /*min_window=*/8);
   ExpectAck(JoinAll(1, 1, 64, 8, 5000)[0], 1, 8, 1, 0);

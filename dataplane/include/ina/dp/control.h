@@ -47,8 +47,8 @@
 //   grant yet) are admitted oldest first whenever slots are freed or a job is queued: each job's
 //   fair share is the max-min fair division (FairShares) of the pool among the active and queued
 //   jobs by their asked windows (min(W, 65535)); a queued job gets min(max(share, least),
-//   largest free extent) slots, first-fit, where least = min(W, min_window), and is admitted if
-//   that is at least `least`; otherwise it stays queued (and answers its JOINs with join_wait,
+//   largest free extent) slots, first-fit, where least = min(W, min_window, pool), and is admitted
+//   if that is at least `least`; otherwise it stays queued (and answers its JOINs with join_wait,
 //   aux = queued jobs ahead of it) until slots are freed. An admitted job is installed in the
 //   engine and every lane of every rank gets join_ack (count = K, offset = granted window,
 //   gen = epoch, aux = lease, rank = its rank). The engine refusing: error(no_slots) to every

@@ -5,17 +5,19 @@
 //
 // Input: records, each an op byte and its operands, from one of 6 peers (IPv4 and IPv6):
 //   op%4 0: a control message: type (join, leave, alloc_job; 1 in 8 any), job (0..3 or an
-//           alloc-range id), rank, world, K, window, lane, lanes, aux, sometimes a body; sealed
-//           unless a flag says raw (so most get past the CRC check).
+//           alloc-range id), the grant epoch a JOIN re-joins after (0..3), rank, world, K,
+//           window (0..15 of a pool of 16: jobs share it and wait), lane, lanes, aux, sometimes
+//           a body; sealed unless a flag says raw (so most get past the CRC check).
 //   op%4 1: a data packet: job, rank, slot, gen, count (<= K mostly), offset, flags, a payload;
 //           sealed unless a flag says raw.
 //   op%4 2: time passes (0..2.5 s) and Tick runs (job_timeout 1 s).
 //   op%4 3: raw bytes (sealed or not).
 // Checked after every record: every reply and result is a whole message with a good CRC32C
-// trailer; replies are join_ack, error or alloc_ack; a result is for a job the control plane has
-// active and goes to at least one peer; the control plane's job table is consistent (Jobs() has
-// num_jobs() entries, each active job's slots lie in the pool, no two overlap, the largest free
-// extent fits in what is left), and between inputs every job's teardown gives the whole pool back.
+// trailer; replies are join_ack, join_wait, error or alloc_ack; a result is for a job the control
+// plane has active and goes to at least one peer; the control plane's job table is consistent
+// (Jobs() has num_jobs() entries, each active job's slots lie in the pool, no two overlap, the
+// largest free extent fits in what is left), and between inputs every job's teardown gives the
+// whole pool back.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -59,8 +61,8 @@ class Replies final : public ReplySink {
     CheckMessage(p, "reply");
     FUZZ_CHECK(p.size() == proto::MessageBytes(0), "reply with a body");
     const auto t = static_cast<proto::MsgType>(proto::GetType(p.data()));
-    FUZZ_CHECK(t == proto::MsgType::kJoinAck || t == proto::MsgType::kError ||
-                   t == proto::MsgType::kAllocAck,
+    FUZZ_CHECK(t == proto::MsgType::kJoinAck || t == proto::MsgType::kJoinWait ||
+                   t == proto::MsgType::kError || t == proto::MsgType::kAllocAck,
                "reply of type %u", proto::GetType(p.data()));
     ++sent;
   }
@@ -90,6 +92,9 @@ void CheckJobs(const ControlPlane& cp) {
   uint32_t used = 0;
   for (size_t i = 0; i < jobs.size(); ++i) {
     const JobInfo& a = jobs[i];
+    FUZZ_CHECK(!(a.active && a.queued), "job %u both active and queued", a.job_id);
+    FUZZ_CHECK(!a.queued || a.joined == a.world_size, "queued job %u with %u of %u ranks", a.job_id,
+               a.joined, a.world_size);
     if (!a.active) continue;
     FUZZ_CHECK(a.window >= 1 && a.slot_base + a.window <= cp.pool_slots(), "job %u slots [%u,+%u)",
                a.job_id, a.slot_base, a.window);
@@ -140,6 +145,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ControlConfig cc;
     cc.max_jobs = 3;
     cc.job_timeout = std::chrono::seconds(1);
+    cc.min_window = 2;
+    cc.lease_calls = 2;
     auto created = ControlPlane::Create(*engine, cc);
     FUZZ_CHECK(created.ok(), "Create: %s", created.status().ToString().c_str());
     return std::move(*created);
@@ -173,12 +180,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         h.type = (t & 0x80) ? t % 10 : static_cast<uint8_t>(kTypes[t % 4]);
         const uint8_t j = in.Byte();
         h.job = (j & 0x80) ? static_cast<uint16_t>(proto::kAllocJobMin + (j & 3)) : j % 4;
+        h.exp = (j >> 2) % 4;  // JOIN: the epoch a re-join finished
         const uint8_t r = in.Byte();
         h.rank = r % 4;
         h.aux = static_cast<uint16_t>((r & 0x80) ? in.Byte() : 1 + (r >> 2) % 3);  // world
         const uint8_t kw = in.Byte();
         h.count = (kw & 0x80) ? in.Byte() : ((kw & 1) ? 256 : 64);  // K
-        h.offset = (kw >> 1) % 6;                                   // window
+        h.offset = (kw >> 1) % 6 * 3;                               // window
         const uint8_t lanes = in.Byte();
         h.slot = lanes % 3;        // lane
         h.gen = (lanes >> 2) % 3;  // lanes (JOIN), nonce (ALLOC_JOB)
