@@ -125,6 +125,8 @@ int main(int argc, char** argv) {
       {"overhead", "wire bytes per frame besides it (default 24)", int_flag(&c.overhead)},
       {"hop-latency-us", "per link crossed (default 1)", us_flag(&c.hop_latency_s)},
       {"host-cost-us", "ina: per packet at a worker (default 0)", us_flag(&c.host_cost_s)},
+      {"switch-cost-us", "ina: per packet arriving at a switch, one CPU per switch (default 0)",
+       us_flag(&c.switch_cost_s)},
       {"ring-step-us", "ring: per step (default 0)", us_flag(&c.ring_step_s)},
       {"mss", "ring: TCP payload bytes per segment (default 1448)", int_flag(&c.mss)},
       {"tcp-header", "ring: header bytes per TCP segment (default 66)", int_flag(&c.tcp_header)},
@@ -171,15 +173,16 @@ int main(int argc, char** argv) {
   std::fprintf(stderr,
                "ina-scale-sim: algo=%s workers=%d jobs=%d leaf_size=%d placement=%s rate_bps=%.0f "
                "oversub=%g elements=%lld dtype=%s k=%d window=%d overhead=%d hop_latency_us=%g "
-               "host_cost_us=%g ring_step_us=%g mss=%d tcp_header=%d acks=%d tcp_efficiency=%g "
+               "host_cost_us=%g switch_cost_us=%g ring_step_us=%g mss=%d tcp_header=%d acks=%d "
+               "tcp_efficiency=%g "
                "max_chunks=%d "
                "data_frame_bytes=%zu\n",
                c.algo == Algo::kIna ? "ina" : "ring", c.workers, c.jobs, c.leaf_size,
                c.spread ? "spread" : "packed", c.rate_bps, c.oversub,
                static_cast<long long>(c.elements), c.int32 ? "int32" : "float", c.k, c.window,
-               c.overhead, c.hop_latency_s * 1e6, c.host_cost_s * 1e6, c.ring_step_s * 1e6, c.mss,
-               c.tcp_header, c.acks ? 1 : 0, c.tcp_efficiency, c.max_chunks,
-               ina::proto::kFramePrefixBytes + ina::proto::MessageBytes(c.k));
+               c.overhead, c.hop_latency_s * 1e6, c.host_cost_s * 1e6, c.switch_cost_s * 1e6,
+               c.ring_step_s * 1e6, c.mss, c.tcp_header, c.acks ? 1 : 0, c.tcp_efficiency,
+               c.max_chunks, ina::proto::kFramePrefixBytes + ina::proto::MessageBytes(c.k));
 
   const auto t0 = std::chrono::steady_clock::now();
   const ina::scalesim::Result r = ina::scalesim::RunModel(c);

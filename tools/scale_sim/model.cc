@@ -19,7 +19,9 @@ namespace {
 
 namespace sg = simgrid::s4u;
 
-constexpr int kMaxTotalWorkers = 2048;  // SimGrid's full routing table is (hosts)^2 entries
+constexpr int kMaxTotalWorkers = 2048;
+constexpr double kHostFlops = 1e9;  // every host's speed; costs are seconds * kHostFlops  //
+                                    // SimGrid's full routing table is (hosts)^2 entries
 
 // Wire bytes of one ina frame of `count` elements: Ethernet/IPv4/UDP + ina message + overhead.
 double FrameWireBytes(const Config& c, int count) {
@@ -129,6 +131,45 @@ class Port {
   std::deque<std::pair<int64_t, double>> queue_;
 };
 
+// A software switch's packet processing: what arrives on one port waits for `cost` seconds of the
+// switch host's one CPU per packet (SimGrid shares the CPU between all ports and jobs of that
+// switch) before `handler` sees it.
+class Ingress {
+ public:
+  Ingress(sg::Host* host, double cost, const std::vector<int>* packets, int64_t count,
+          Port::Deliver handler)
+      : host_(host),
+        cost_(cost),
+        packets_(packets),
+        count_(count),
+        handler_(std::move(handler)),
+        sem_(sg::Semaphore::create(0)) {}
+  void Push(int64_t i, double ready) {
+    queue_.emplace_back(i, ready);
+    sem_->release();
+  }
+  void Run() {
+    for (int64_t n = 0; n < count_; ++n) {
+      sem_->acquire();
+      const auto [i, ready] = queue_.front();
+      queue_.pop_front();
+      if (ready > sg::Engine::get_clock()) sg::this_actor::sleep_until(ready);
+      sg::this_actor::execute((*packets_)[i] * cost_ * kHostFlops);
+      handler_(i, sg::Engine::get_clock());
+    }
+  }
+  sg::Host* host() const { return host_; }
+
+ private:
+  sg::Host* host_;
+  double cost_;
+  const std::vector<int>* packets_;
+  int64_t count_;
+  Port::Deliver handler_;
+  sg::SemaphorePtr sem_;
+  std::deque<std::pair<int64_t, double>> queue_;
+};
+
 // A switch's share of one job: sums each chunk over its children, then sends the sum up (a leaf
 // under a spine) or multicasts it down (the root). A leaf multicasts what comes down.
 struct Node {
@@ -155,7 +196,7 @@ struct Node {
 struct InaWorker {
   sg::Host* host = nullptr;
   sg::Host* sw = nullptr;
-  Node* node = nullptr;
+  Port::Deliver to_switch;
   const InaPlan* plan = nullptr;
   const Config* cfg = nullptr;
   std::vector<double> result;
@@ -179,7 +220,7 @@ struct InaWorker {
       const double start = sg::Engine::get_clock();
       sg::Comm::sendto(host, sw, static_cast<uint64_t>(std::llround(plan->bytes[i])));
       const double arrive = sg::Engine::get_clock() + cfg->hop_latency_s;
-      node->FromChild(i, arrive);
+      to_switch(i, arrive);
       const double cpu = plan->packets[i] * cfg->host_cost_s;  // one packet per host_cost at most
       if (sg::Engine::get_clock() - start < cpu) sg::this_actor::sleep_until(start + cpu);
     }
@@ -222,7 +263,7 @@ class Platform {
   explicit Platform(const Config& c) : cfg_(c), zone_(sg::create_full_zone("world")) {}
   sg::Host* Host(const std::string& name) {
     auto& h = hosts_[name];
-    if (h == nullptr) h = zone_->create_host(name, 1e9)->seal();
+    if (h == nullptr) h = zone_->create_host(name, kHostFlops)->seal();
     return h;
   }
   sg::Link* Link(const std::string& name, double bps) {
@@ -263,7 +304,7 @@ std::string Validate(const Config& c) {
     return "--k wants one of the protocol's K values";
   if (c.window < 1) return "--window wants at least 1";
   if (c.overhead < 0) return "--overhead wants bytes >= 0";
-  if (c.hop_latency_s < 0 || c.host_cost_s < 0 || c.ring_step_s < 0) {
+  if (c.hop_latency_s < 0 || c.host_cost_s < 0 || c.ring_step_s < 0 || c.switch_cost_s < 0) {
     return "latencies and costs want >= 0";
   }
   if (c.mss < 1 || c.tcp_header < 0) return "--mss wants >= 1 and --tcp-header >= 0";
@@ -313,12 +354,21 @@ Result RunModel(const Config& c) {
   Result res;
   std::vector<std::unique_ptr<Port>> ports;
   std::vector<std::unique_ptr<Node>> nodes;
+  std::vector<std::unique_ptr<Ingress>> ingress;
   std::vector<std::unique_ptr<InaWorker>> ina;
   std::vector<std::unique_ptr<RingWorker>> ring;
   const InaPlan plan = MakeInaPlan(c);
   const RingStep step = MakeRingStep(c);
   const int64_t items = static_cast<int64_t>(plan.bytes.size());
   int ring_hops = 4;
+  // What arrives at switch `host` goes to `handler`, through the switch's CPU if it has a cost.
+  auto through = [&](sg::Host* host, Port::Deliver handler) -> Port::Deliver {
+    if (c.switch_cost_s <= 0) return handler;
+    ingress.push_back(
+        std::make_unique<Ingress>(host, c.switch_cost_s, &plan.packets, items, std::move(handler)));
+    Ingress* in = ingress.back().get();
+    return [in](int64_t i, double t) { in->Push(i, t); };
+  };
 
   for (int j = 0; j < c.jobs; ++j) {
     const int g0 = j * c.workers;
@@ -348,7 +398,7 @@ Result RunModel(const Config& c) {
         auto w = std::make_unique<InaWorker>();
         w->host = worker_host(g);
         w->sw = leaf_host(l);
-        w->node = node;
+        w->to_switch = through(w->sw, [node](int64_t i, double t) { node->FromChild(i, t); });
         w->plan = &plan;
         w->cfg = &c;
         w->result.assign(items, 0.0);
@@ -367,12 +417,12 @@ Result RunModel(const Config& c) {
           pf.Route(spine, leaf_host(l), {ldown(l)});
           ports.push_back(std::make_unique<Port>(
               leaf_host(l), spine, c.hop_latency_s, &plan.bytes, items,
-              [spine_node](int64_t i, double t) { spine_node->FromChild(i, t); }));
+              through(spine, [spine_node](int64_t i, double t) { spine_node->FromChild(i, t); })));
           node->up = ports.back().get();
           Node* leaf = node;
-          ports.push_back(
-              std::make_unique<Port>(spine, leaf_host(l), c.hop_latency_s, &plan.bytes, items,
-                                     [leaf](int64_t i, double t) { leaf->FromParent(i, t); }));
+          ports.push_back(std::make_unique<Port>(
+              spine, leaf_host(l), c.hop_latency_s, &plan.bytes, items,
+              through(leaf_host(l), [leaf](int64_t i, double t) { leaf->FromParent(i, t); })));
           spine_node->down.push_back(ports.back().get());
           spine_node->children++;
         }
@@ -414,6 +464,10 @@ Result RunModel(const Config& c) {
   for (auto& p : ports) {
     Port* pp = p.get();
     sg::Actor::create("port", pp->from(), [pp] { pp->Run(); });
+  }
+  for (auto& in : ingress) {
+    Ingress* ip = in.get();
+    sg::Actor::create("ingress", ip->host(), [ip] { ip->Run(); });
   }
   for (auto& w : ina) {
     InaWorker* wp = w.get();

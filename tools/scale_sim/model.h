@@ -25,7 +25,9 @@
 //   (fitted once on the testbed, docs/scale.md).
 // - Latency: `hop_latency_s` per link crossed (propagation and forwarding), `host_cost_s` per
 //   packet at a worker (ina: added to every result-to-next-send turn and a cap of one packet per
-//   host_cost_s), `ring_step_s` per ring step (Gloo's per-step synchronization).
+//   host_cost_s), `ring_step_s` per ring step (Gloo's per-step synchronization),
+//   `switch_cost_s` per packet arriving at a switch, all of a switch's ports and jobs sharing
+//   one CPU (a software switch such as ina-switchd on one core; 0 for an ASIC).
 // Threading: RunModel builds a SimGrid engine, which exists once per process: call it once.
 #pragma once
 
@@ -53,6 +55,7 @@ struct Config {
   int overhead = 24;           // wire bytes per frame besides the frame (preamble, FCS, gap)
   double hop_latency_s = 1e-6;
   double host_cost_s = 0;       // per packet at a worker (ina)
+  double switch_cost_s = 0;     // per packet arriving at a switch, on its one CPU (ina)
   double ring_step_s = 0;       // per ring step (ring)
   int mss = 1448;               // TCP payload bytes per segment (ring)
   int tcp_header = 66;          // Ethernet + IPv4 + TCP with timestamps (ring)

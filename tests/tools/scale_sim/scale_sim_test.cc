@@ -130,9 +130,25 @@ TEST(ScaleSim, OversubscribedUplinksSlowTheRingNotIna) {
   EXPECT_GT(ring, 1.5 * ring_alone);
 }
 
+TEST(ScaleSim, SoftwareSwitchCpuIsSharedByItsPorts) {
+  // 10 us per packet on one switch CPU at 1 Gbit/s (8.9 us per frame): the CPU binds, and twice
+  // the workers take twice as long; every frame (data and exponent) passes it once per worker.
+  const std::string common = " --rate 1gbit --elements 262144 --switch-cost-us 10";
+  const double t4 = TimeMs("--workers 4" + common);
+  const double t8 = TimeMs("--workers 8" + common);
+  const double cpu4_ms = 4 * (262144 / 256 + 256) * 10e-3;
+  EXPECT_GE(t4, cpu4_ms);
+  EXPECT_LE(t4, 1.05 * cpu4_ms);
+  EXPECT_NEAR(t8 / t4, 2.0, 0.1);
+  // Without the cost the same runs are at the line rate, the same for 4 and 8 workers.
+  EXPECT_NEAR(TimeMs("--workers 4 --rate 1gbit --elements 262144"),
+              TimeMs("--workers 8 --rate 1gbit --elements 262144"), 1e-6);
+}
+
 TEST(ScaleSim, BadInputIsRefused) {
-  for (const char* args : {"--workers 1", "--k 100", "--rate fast", "--algo tree",
-                           "--placement spread", "--tcp-efficiency 0", "--bogus 1"}) {
+  for (const char* args :
+       {"--workers 1", "--k 100", "--rate fast", "--algo tree", "--placement spread",
+        "--tcp-efficiency 0", "--switch-cost-us -1", "--bogus 1"}) {
     const SimRun r = Sim(args);
     EXPECT_EQ(r.status, 2) << args << ": " << r.out;
     EXPECT_NE(r.out.find("ina-scale-sim: "), std::string::npos) << r.out;
