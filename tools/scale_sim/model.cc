@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <deque>
 #include <functional>
 #include <map>
@@ -46,11 +47,13 @@ InaPlan MakeInaPlan(const Config& c) {
   while ((blocks + g - 1) / g > c.max_chunks) g *= 2;
   p.chunk_packets = g;
   const int64_t exp_chunks = c.int32 ? 0 : (slots + g - 1) / g;
-  // At least two chunks in flight where the tensor has more blocks than the window: a chunk
-  // larger than the window keeps the link busy as the real window does, which holds where the
-  // window covers the round trip (WindowLimited()).
+  // Chunks are forwarded whole (store and forward at each of the 2 or 4 stages), so a chunk's
+  // result comes back a few chunk times after it went: keep stages + 2 chunks in flight so that
+  // this artefact never stalls a worker. Where that exceeds W frames, only a window-limited
+  // network would tell the difference, and WindowLimited() flags it.
+  const int64_t stages = c.leaf_size > 0 ? 4 : 2;
   p.window_chunks = (slots + g - 1) / g;
-  if (blocks > slots) p.window_chunks = std::max<int64_t>(2, p.window_chunks);
+  if (blocks > slots) p.window_chunks = std::max<int64_t>(stages + 2, p.window_chunks);
   for (int64_t s = 0; s < exp_chunks; ++s) {
     const int n = static_cast<int>(std::min(g, slots - s * g));
     p.packets.push_back(n);
@@ -335,6 +338,9 @@ Result RunModel(const Config& c) {
   // no cross-traffic (the ring's ACKs are modelled as flows of their own).
   sg::Engine::set_config("network/model:CM02");
   sg::Engine::set_config("network/crosstraffic:0");
+  if (const char* extra = std::getenv("INA_SCALE_SIM_SIMGRID_CFG"); extra != nullptr) {
+    sg::Engine::set_config(extra);
+  }
 
   Platform pf(c);
   const int total = c.workers * c.jobs;

@@ -14,10 +14,11 @@
 //   multicasts the spine's result down). Frames are grouped into chunks of `chunk_packets` frames
 //   (the smallest power of two that keeps the chunk count <= max_chunks) so that 1024 workers
 //   simulate in seconds to minutes; the window is kept in chunks (W / chunk_packets, at least
-//   2). A switch forwards a chunk once all of it arrived (store and forward at chunk level), which
-//   adds about (stages - 1) / chunks of the time: 1 + 3 stages through two levels, so at most
-//   about 1.2% at 256 chunks. Where a chunk exceeds the window, the window's own limit (W frames
-//   per round trip) is not modelled: `window_limited` in the output says whether it would bind.
+//   stages + 2). A switch forwards a chunk once all of it arrived (store and forward at chunk
+//   level), which adds about (stages - 1) / chunks of the time: 1 + 3 stages through two levels, so
+//   at most about 1.2% at 256 chunks. Where a chunk exceeds the window, the window's own limit (W
+//   frames per round trip) is not modelled: `window_limited` in the output says whether it would
+//   bind.
 // - Ring (Gloo's allreduce RING): 2(n-1) steps; in each, every rank sends S/n bytes to the next
 //   rank over TCP (segments of `mss` payload bytes, `tcp_header` + `overhead` bytes each, a
 //   delayed ACK of the same header size every 2 segments going back), and starts the next step
