@@ -230,12 +230,10 @@ struct InaWorker {
   }
 };
 
-// A ring rank: step k sends to the next rank (ACKs for the previous rank's data go back to it),
-// then waits for the previous rank's step-k data.
+// A ring rank: step k sends to the next rank, then waits for the previous rank's step-k data.
 struct RingWorker {
   sg::Host* host = nullptr;
   sg::Host* next = nullptr;
-  sg::Host* prev = nullptr;
   RingWorker* next_worker = nullptr;
   double next_latency = 0;  // hops to the next rank * hop latency
   const RingStep* step = nullptr;
@@ -246,13 +244,12 @@ struct RingWorker {
   double done = 0;
   void Run() {
     for (int k = 0; k < steps; ++k) {
-      sg::CommPtr data = sg::Comm::sendto_async(host, next, std::llround(step->data));
-      sg::CommPtr ack;
-      if (step->ack > 0) ack = sg::Comm::sendto_async(host, prev, std::llround(step->ack));
-      data->wait();
+      // The ACKs' bytes ride with the data: in a ring every link carries one rank's data and
+      // the next rank's ACKs, so the bytes per link are the same, while separate ACK flows would
+      // chain all of a ring's flows into one max-min component (quadratic in n per step).
+      sg::Comm::sendto(host, next, std::llround(step->data + step->ack));
       next_worker->arrived[k] = sg::Engine::get_clock() + next_latency;
       next_worker->got->release();
-      if (ack) ack->wait();
       got->acquire();
       const double t = arrived[k] + cfg->ring_step_s;
       if (t > sg::Engine::get_clock()) sg::this_actor::sleep_until(t);
@@ -447,20 +444,16 @@ Result RunModel(const Config& c) {
       for (int r = 0; r < c.workers; ++r) {
         const int g = g0 + r;
         const int gn = g0 + (r + 1) % c.workers;
-        const int gp = g0 + (r + c.workers - 1) % c.workers;
         RingWorker* w = ring[first + r].get();
         w->next_worker = ring[first + (r + 1) % c.workers].get();
         w->next = w->next_worker->host;
-        w->prev = ring[first + (r + c.workers - 1) % c.workers]->host;
         w->next_latency = hops(g, gn) * c.hop_latency_s;
         if (j == 0) ring_hops = std::min(ring_hops, hops(g, gn));
-        for (int h : {gn, gp}) {
-          if (leaf_of(g) == leaf_of(h)) {
-            pf.Route(worker_host(g), worker_host(h), {up(g), down(h)});
-          } else {
-            pf.Route(worker_host(g), worker_host(h),
-                     {up(g), lup(leaf_of(g)), ldown(leaf_of(h)), down(h)});
-          }
+        if (leaf_of(g) == leaf_of(gn)) {
+          pf.Route(worker_host(g), worker_host(gn), {up(g), down(gn)});
+        } else {
+          pf.Route(worker_host(g), worker_host(gn),
+                   {up(g), lup(leaf_of(g)), ldown(leaf_of(gn)), down(gn)});
         }
       }
     }

@@ -21,8 +21,9 @@
 //   bind.
 // - Ring (Gloo's allreduce RING): 2(n-1) steps; in each, every rank sends S/n bytes to the next
 //   rank over TCP (segments of `mss` payload bytes, `tcp_header` + `overhead` bytes each, a
-//   delayed ACK of the same header size every 2 segments going back), and starts the next step
-//   once the previous rank's data arrived. Its TCP reaches `tcp_efficiency` of the line rate
+//   delayed ACK of the same header size every 2 segments going back, its bytes added to the
+//   step's data flow: each link carries one rank's data and another's ACKs), and starts the next
+//   step once the previous rank's data arrived. Its TCP reaches `tcp_efficiency` of the line rate
 //   (fitted once on the testbed, docs/scale.md).
 // - Latency: `hop_latency_s` per link crossed (propagation and forwarding), `host_cost_s` per
 //   packet at a worker (ina: added to every result-to-next-send turn and a cap of one packet per
@@ -60,7 +61,7 @@ struct Config {
   double ring_step_s = 0;       // per ring step (ring)
   int mss = 1448;               // TCP payload bytes per segment (ring)
   int tcp_header = 66;          // Ethernet + IPv4 + TCP with timestamps (ring)
-  bool acks = true;             // ring: model TCP's delayed ACKs on the reverse links
+  bool acks = true;             // ring: count TCP's delayed ACKs (their bytes ride with the data)
   double tcp_efficiency = 1.0;  // ring: goodput / line rate its TCP flows reach (calibrated)
   int max_chunks = 256;         // ina: most chunks per worker per call
 };
