@@ -89,8 +89,8 @@ std::string MemifEal(const Options& o, int rank) {
   }
   for (int r = 0; r < o.workers; ++r) {
     for (int l = 0; l < lanes; ++l) {
-      eal += " --vdev net_memif" + std::to_string(r * lanes + l) + ",role=server,id=0,socket=" +
-             sock(r, l);
+      eal += " --vdev net_memif" + std::to_string(r * lanes + l) +
+             ",role=server,id=0,socket=" + sock(r, l);
     }
   }
   return eal;

@@ -84,7 +84,8 @@ Status CommConfig::Validate() const {
     }
     if (dpdk.local_port + progress_threads - 1 > 65535) {
       return bad("dpdk.local_port " + std::to_string(dpdk.local_port) + " + lane " +
-                 std::to_string(progress_threads - 1) + " is past 65535 (lane l uses local_port + l)");
+                 std::to_string(progress_threads - 1) +
+                 " is past 65535 (lane l uses local_port + l)");
     }
   }
   if (socket_buffer_bytes < 0) return bad("socket_buffer_bytes < 0");
