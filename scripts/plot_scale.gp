@@ -41,7 +41,7 @@ if (fig eq 'contention') {
   set xlabel "concurrent jobs (256 / jobs workers each)"
   set ylabel "slowest job's all-reduce (ms)"
   set logscale x 2
-  set key top left
+  set key top right
   f = dir.'/contention.tsv'
   sel(o, v) = ($1 == o) ? v : NaN
   plot f using 2:(sel(1, $3)) with linespoints pt 7 lw 2 lc rgb "blue" title "ina, 1:1 uplinks", \

@@ -2,12 +2,14 @@
 # Runs ina-scale-sim (tools/scale_sim, SimGrid) over the sweeps in docs/scale.md, writes one JSON
 # line per point and a TSV per figure to --out, and plots them with gnuplot (scripts/plot_scale.gp).
 #
-#   scripts/scale-sim.sh [--build DIR] [--out DIR] [--jobs-parallel P] [--testbed DIR]... [SWEEP...]
+#   scripts/scale-sim.sh [--build DIR] [--out DIR] [--jobs-parallel P] [--testbed DIR]...
+#                        [--tables-only] [SWEEP...]
 #
 # Sweeps (all by default): size (time against tensor size, 64 and 1024 workers), workers (time
 # against workers at 16 MiB), contention (1 to 8 jobs sharing 256 workers' fat tree), calib (the
 # testbed points of the calibration table; with --testbed, each a scripts/testbed.sh --out folder,
-# calib.md puts the measured times next to the model's). Exit status: 0, 1 if a point failed, 2 on bad usage.
+# calib.md puts the measured times next to the model's). --tables-only remakes the tables and
+# plots from the JSON lines already in --out. Exit status: 0, 1 if a point failed, 2 on bad usage.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build
@@ -15,12 +17,14 @@ OUT=scale-out
 PAR=2
 SWEEPS=()
 TESTBED=()
+TABLES_ONLY=0
 while [[ $# -gt 0 ]]; do
   case $1 in
     --build) BUILD=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --jobs-parallel) PAR=$2; shift 2 ;;
     --testbed) TESTBED+=("$(cd "$2" && pwd)"); shift 2 ;;
+    --tables-only) TABLES_ONLY=1; shift ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
     size|workers|contention|calib) SWEEPS+=("$1"); shift ;;
     *) echo "scale-sim: unknown argument '$1' (see --help)" >&2; exit 2 ;;
@@ -49,6 +53,7 @@ run() {  # run NAME ARGS...: the points of one sweep, PAR at a time, into $OUT/N
 }
 
 rc=0
+[[ $TABLES_ONLY -eq 0 ]] || SWEEPS=()
 for s in "${SWEEPS[@]}"; do
   pts=()
   case $s in
@@ -98,6 +103,13 @@ if rows:
         for (n, e), v in sorted(key.items()):
             f.write(f"{n}\t{e}\t{v['ina']['time_ms']}\t{v['ina']['bound_ms']}\t{v['ring']['time_ms']}\t{v['ring']['bound_ms']}\n")
         f.write("\n")
+        with open(os.path.join(out, "size.md"), "w") as m:
+            m.write("| workers | floats | MiB | ina ms | ina bound ms | ring ms | ring closed form ms | ring / ina |\n"
+                    "|---|---|---|---|---|---|---|---|\n")
+            for (n, e), v in sorted(key.items()):
+                i, r = v["ina"]["time_ms"], v["ring"]["time_ms"]
+                m.write(f"| {n} | {e} | {e * 4 / 1048576:g} | {i:.4g} | {v['ina']['bound_ms']:.4g} | "
+                        f"{r:.4g} | {v['ring']['bound_ms']:.4g} | {r / i:.2f} |\n")
 rows = load("workers")
 if rows:
     with open(os.path.join(out, "workers.tsv"), "w") as f:
@@ -107,6 +119,14 @@ if rows:
         for n, v in sorted(key.items()):
             sb = v['ina']['bytes'] * 8 / v['ina']['rate_bps'] * 1e3
             f.write(f"{n}\t{v['ina']['time_ms']}\t{v['ring']['time_ms']}\t{v['ring']['bound_ms']}\t{sb}\t{v['ina']['sim_wall_s']}\t{v['ring']['sim_wall_s']}\n")
+    with open(os.path.join(out, "workers.md"), "w") as m:
+        m.write("| workers | ina ms | ina / (S/B) | ring ms | ring / (S/B) | 2(n-1)/n | ring closed form ms | "
+                "sim wall s (ina, ring) |\n|---|---|---|---|---|---|---|---|\n")
+        for n, v in sorted(key.items()):
+            sb = v['ina']['bytes'] * 8 / v['ina']['rate_bps'] * 1e3
+            i, r = v["ina"]["time_ms"], v["ring"]["time_ms"]
+            m.write(f"| {n} | {i:.4g} | {i / sb:.3f} | {r:.4g} | {r / sb:.3f} | {2 * (n - 1) / n:.3f} | "
+                    f"{v['ring']['bound_ms']:.4g} | {v['ina']['sim_wall_s']:.1f}, {v['ring']['sim_wall_s']:.1f} |\n")
 rows = load("contention")
 if rows:
     with open(os.path.join(out, "contention.tsv"), "w") as f:
@@ -116,6 +136,12 @@ if rows:
         for (o, j), v in sorted(key.items()):
             m = lambda d: sum(d["job_ms"]) / len(d["job_ms"])
             f.write(f"{o}\t{j}\t{v['ina']['time_ms']}\t{m(v['ina'])}\t{v['ring']['time_ms']}\t{m(v['ring'])}\n")
+    with open(os.path.join(out, "contention.md"), "w") as md:
+        md.write("| uplinks | jobs x workers | ina slowest job ms | ring slowest job ms | ring / ina |\n"
+                 "|---|---|---|---|---|\n")
+        for (o, j), v in sorted(key.items()):
+            i, r = v["ina"]["time_ms"], v["ring"]["time_ms"]
+            md.write(f"| {o:g}:1 | {j} x {v['ina']['workers']} | {i:.4g} | {r:.4g} | {r / i:.2f} |\n")
 rows = load("calib")
 if rows:
     with open(os.path.join(out, "calib.tsv"), "w") as f:
