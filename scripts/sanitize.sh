@@ -31,7 +31,7 @@ JOBS=${JOBS:-$(nproc)}
 ASAN_TARGETS=(
   # unit
   base_parse_test proto_kat_test proto_roce_kat_test proto_crc32c_test
-  net_frame_test net_fault_test net_udp_port_test
+  net_frame_test net_fault_test net_udp_port_test net_roce_port_test
   drv_job_table_test drv_pcie_bar_test drv_gpu_elem_test drv_gpu_map_test
   control_test dp_ref_rules_test dp_fast_kernels_test dp_fast_rules_test switchd_config_test
   ina_bench_verify_test ina_bench_options_test ina_bench_coordinator_test
