@@ -169,8 +169,6 @@ done
 kill -TERM "$SWITCH_PID" 2> /dev/null || true
 wait "$SWITCH_PID" 2> /dev/null || true
 SWITCH_PID=
-grep -E '"(jobs_admitted|jobs_queued|regrants|join_waits|err_no_slots)"' -o "$TMP/switchd.out" \
-  > /dev/null 2>&1 || true
 sed -n 's/.*\("jobs_queued": [0-9]*\).*\("regrants": [0-9]*\).*/switch: \1, \2/p' \
   "$TMP/switchd.out" | tail -1
 cat "$OUT/summary.tsv"
