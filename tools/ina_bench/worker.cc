@@ -15,6 +15,7 @@
 #include "coord_client.h"
 #include "gloo_ring.h"
 #include "ina/host/communicator.h"
+#include "ina/host/transport.h"
 #include "launch.h"
 #include "verify.h"
 
@@ -29,7 +30,8 @@ double Ms(Clock::time_point a, Clock::time_point b) {
   return std::chrono::duration<double, std::milli>(b - a).count();
 }
 
-host::CommConfig MakeConfig(const Options& o, int rank, const std::string& host, uint16_t port) {
+Result<host::CommConfig> MakeConfig(const Options& o, int rank, const std::string& host,
+                                    uint16_t port) {
   host::CommConfig cfg;
   cfg.switch_host = host;
   cfg.switch_port = port;
@@ -55,6 +57,7 @@ host::CommConfig MakeConfig(const Options& o, int rank, const std::string& host,
     cfg.dpdk.backoff_max_us = o.dpdk_backoff_us;
   } else if (o.transport == "verbs") {
     cfg.transport = "verbs";  // the fabric is switch_host (its port is 4791, not switch_port)
+    INA_RETURN_IF_ERROR(host::ApplyVerbsEnv(&cfg.verbs));  // each worker's own device
   } else if (o.transport == "dpdk") {
     cfg.transport = "dpdk";
     cfg.dpdk.eal_args = SubstRank(o.dpdk_eal, rank);
@@ -131,7 +134,10 @@ int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
     fin = MakeFloatInput(o.seed, rank, n);
   std::vector<uint8_t> buf(bytes + 1);
 
-  auto comm = host::Communicator::Create(MakeConfig(o, rank, host, port));
+  Result<host::CommConfig> cfg = MakeConfig(o, rank, host, port);
+  Result<std::unique_ptr<host::Communicator>> comm =
+      cfg.ok() ? host::Communicator::Create(*cfg)
+               : Result<std::unique_ptr<host::Communicator>>(cfg.status());
   if (!comm.ok()) {
     me.ina_code = static_cast<int>(comm.status().code());
     SetError(me.ina_error, comm.status());

@@ -82,6 +82,15 @@ typedef struct ina_config {
   /* 0.2 */
   char quant[16]; /* quantization kernels: "auto", "scalar", "avx2" or "avx512" */
   int udp_gso;    /* 0 or 1: transport "udp" sends UDP GSO trains and receives with GRO */
+  /* 0.3: transport "verbs" only (ina/host/transport.h, VerbsConfig; docs/rdma.md) */
+  char verbs_device[64];     /* RDMA device ("rxe0", "mlx5_0"); empty: the first one */
+  int verbs_port;            /* device port, 1..255 */
+  int verbs_gid_index;       /* source GID index; -1: the port's first RoCE v2 IPv4 GID */
+  int verbs_mtu;             /* path MTU 256..4096; 0: the port's active MTU */
+  uint32_t verbs_remote_qpn; /* the fabric's QP number (24 bits) */
+  uint32_t verbs_qkey;       /* Q_Key of both sides */
+  int verbs_send_depth;      /* send queue and TX bounce slots, 1..16384 */
+  int verbs_recv_depth;      /* posted receive buffers, 1..16384 */
   /* New fields go here, at the end (see the ABI rule above). */
 } ina_config;
 

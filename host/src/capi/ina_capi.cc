@@ -46,8 +46,10 @@ INA_SAME_CODE(INA_ERR_UNIMPLEMENTED, kUnimplemented);
 constexpr Layout kConfigLayouts[] = {
     // 0.1: struct_size .. progress_threads (sizeof 1568 on LP64).
     {1568, offsetof(ina_config, progress_threads) + sizeof(int)},
-    // 0.2: .. quant, udp_gso.
-    {sizeof(ina_config), offsetof(ina_config, udp_gso) + sizeof(int)},
+    // 0.2: .. quant, udp_gso (sizeof 1584 on LP64).
+    {1584, offsetof(ina_config, udp_gso) + sizeof(int)},
+    // 0.3: .. the verbs_* fields.
+    {sizeof(ina_config), offsetof(ina_config, verbs_recv_depth) + sizeof(int)},
 };
 constexpr Layout kStatsLayouts[] = {
     // 0.1: struct_size .. ops_failed.
@@ -59,7 +61,7 @@ constexpr Layout kStatsLayouts[] = {
 // struct without adding a layout fails here.
 static_assert(kConfigLayouts[std::size(kConfigLayouts) - 1].size == sizeof(ina_config));
 static_assert(kStatsLayouts[std::size(kStatsLayouts) - 1].size == sizeof(ina_stats));
-static_assert(sizeof(void*) != 8 || sizeof(ina_config) == 1584,
+static_assert(sizeof(void*) != 8 || sizeof(ina_config) == 1680,
               "ina_config changed: append fields only, add a Layout to kConfigLayouts");
 static_assert(sizeof(void*) != 8 || sizeof(ina_stats) == 72,
               "ina_stats changed: append fields only, add a Layout to kStatsLayouts");
@@ -103,9 +105,6 @@ Status FullToC(const CommConfig& c, ina_config* out) {
   const auto& [switch_host, switch_port, job_id, rank, world_size, k, window, join_timeout_ms,
                progress_timeout_ms, rto_min_us, rto_max_us, rto_initial_us, progress_threads,
                transport, socket_buffer_bytes, dpdk, verbs, quant, udp_gso] = c;
-  // TODO(#10): the verbs settings are not in the C ABI yet (a layout change); a C caller's
-  // transport "verbs" takes them from INA_VERBS_* (MakeTransport applies them).
-  (void)verbs;
   const auto& [eal_args, port, local_ip, local_port, local_mac, fabric_mac, backoff_max_us,
                zero_copy] = dpdk;
   std::memset(out, 0, sizeof(*out));
@@ -135,6 +134,15 @@ Status FullToC(const CommConfig& c, ina_config* out) {
   out->dpdk_zero_copy = zero_copy ? 1 : 0;
   INA_RETURN_IF_ERROR(WriteString(quant, "quant", out->quant));
   out->udp_gso = udp_gso ? 1 : 0;
+  const auto& [device, vport, gid_index, mtu, remote_qpn, qkey, send_depth, recv_depth] = verbs;
+  INA_RETURN_IF_ERROR(WriteString(device, "verbs_device", out->verbs_device));
+  out->verbs_port = vport;
+  out->verbs_gid_index = gid_index;
+  out->verbs_mtu = mtu;
+  out->verbs_remote_qpn = remote_qpn;
+  out->verbs_qkey = qkey;
+  out->verbs_send_depth = send_depth;
+  out->verbs_recv_depth = recv_depth;
   return Status::Ok();
 }
 
@@ -143,7 +151,6 @@ Result<CommConfig> FullFromC(const ina_config& in) {
   auto& [switch_host, switch_port, job_id, rank, world_size, k, window, join_timeout_ms,
          progress_timeout_ms, rto_min_us, rto_max_us, rto_initial_us, progress_threads, transport,
          socket_buffer_bytes, dpdk, verbs, quant, udp_gso] = c;
-  (void)verbs;  // defaults (see FullToC)
   auto& [eal_args, port, local_ip, local_port, local_mac, fabric_mac, backoff_max_us, zero_copy] =
       dpdk;
   INA_RETURN_IF_ERROR(ReadString(in.switch_host, "switch_host", &switch_host));
@@ -178,6 +185,15 @@ Result<CommConfig> FullFromC(const ina_config& in) {
     return InvalidArgument("ina_config.udp_gso: " + std::to_string(in.udp_gso) + " is not 0 or 1");
   }
   udp_gso = in.udp_gso == 1;
+  auto& [device, vport, gid_index, mtu, remote_qpn, qkey, send_depth, recv_depth] = verbs;
+  INA_RETURN_IF_ERROR(ReadString(in.verbs_device, "verbs_device", &device));
+  vport = in.verbs_port;
+  gid_index = in.verbs_gid_index;
+  mtu = in.verbs_mtu;
+  remote_qpn = in.verbs_remote_qpn;
+  qkey = in.verbs_qkey;
+  send_depth = in.verbs_send_depth;
+  recv_depth = in.verbs_recv_depth;
   return c;
 }
 

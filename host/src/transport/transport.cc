@@ -50,9 +50,10 @@ Result<std::unique_ptr<Transport>> MakeTransport(const TransportConfig& config) 
     if (f.drop != 0 || f.dup != 0 || f.reorder != 0 || f.corrupt != 0) {
       return Unimplemented("transport verbs: fault injection is not available (udp and dpdk only)");
     }
-    TransportConfig c = config;
-    INA_RETURN_IF_ERROR(ApplyVerbsEnv(&c.verbs));
-    INA_ASSIGN_OR_RETURN(std::unique_ptr<verbs::VerbsTransport> t, verbs::OpenVerbsTransport(c));
+    // The INA_VERBS_* variables are the config's business (CommConfig::FromEnv, ina_config_init):
+    // applied here too, they would override what a caller set on purpose.
+    INA_ASSIGN_OR_RETURN(std::unique_ptr<verbs::VerbsTransport> t,
+                         verbs::OpenVerbsTransport(config));
     return std::unique_ptr<Transport>(std::move(t));
   }
   return InvalidArgument("transport: unknown kind '" + config.kind + "' (available: udp" +

@@ -149,6 +149,7 @@ TEST(CApiConfig, OlderLayoutGetsDefaultsForTheFieldsItLacks) {
   tail_defaults.progress_threads = CommConfig{}.progress_threads;
   tail_defaults.quant = CommConfig{}.quant;
   tail_defaults.udp_gso = CommConfig{}.udp_gso;
+  tail_defaults.verbs = CommConfig{}.verbs;
   t::ExpectFields(*r, tail_defaults, /*same=*/true);
 
   // Writing for that caller touches nothing past its fields.
@@ -222,6 +223,57 @@ TEST(CApiConfig, Release01LayoutStillWorks) {
   EXPECT_EQ(out.struct_size, size01);
   const auto* bytes = reinterpret_cast<const unsigned char*>(&out);
   for (size_t i = used01; i < sizeof(out); ++i) ASSERT_EQ(bytes[i], 0x5A) << "byte " << i;
+}
+
+// The real 0.2 layout (up to udp_gso, 1584 bytes on LP64): its callers get the verbs fields'
+// defaults, and writing for them stops at udp_gso.
+TEST(CApiConfig, Release02LayoutStillWorks) {
+  const size_t used02 = offsetof(ina_config, udp_gso) + sizeof(int);
+  const size_t size02 =
+      (used02 + alignof(ina_config) - 1) / alignof(ina_config) * alignof(ina_config);
+  ina_config c = Filled(false);
+  c.struct_size = size02;
+  auto r = capi::ConfigFromC(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->quant, "scalar");
+  const auto& [d, p, g, m, q, k, sd, rd] = r->verbs;
+  const auto& [d0, p0, g0, m0, q0, k0, sd0, rd0] = CommConfig{}.verbs;
+  EXPECT_EQ(d, d0);
+  EXPECT_EQ(p, p0);
+  EXPECT_EQ(g, g0);
+  EXPECT_EQ(m, m0);
+  EXPECT_EQ(q, q0);
+  EXPECT_EQ(k, k0);
+  EXPECT_EQ(sd, sd0);
+  EXPECT_EQ(rd, rd0);
+  ina_config out;
+  std::memset(&out, 0x5A, sizeof(out));
+  ASSERT_EQ(ina_config_init_sized(&out, size02), INA_OK) << ina_last_error();
+  EXPECT_EQ(out.struct_size, size02);
+  const auto* bytes = reinterpret_cast<const unsigned char*>(&out);
+  for (size_t i = used02; i < sizeof(out); ++i) ASSERT_EQ(bytes[i], 0x5A) << "byte " << i;
+}
+
+// The verbs fields set from C are validated with the config (transport "verbs"), naming the
+// field, and a device name without its NUL is refused.
+TEST(CApiConfig, VerbsFieldsAreValidatedFromC) {
+  ina_config c = Filled(false);
+  std::strcpy(c.transport, "verbs");
+  c.progress_threads = 1;  // lanes are udp only
+  c.verbs_mtu = 1500;
+  ina_comm* comm = nullptr;
+  EXPECT_EQ(ina_comm_create(&c, &comm), INA_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ina_last_error()).find("mtu 1500"), std::string::npos) << ina_last_error();
+  c.verbs_mtu = 1024;
+  c.verbs_remote_qpn = 1;
+  EXPECT_EQ(ina_comm_create(&c, &comm), INA_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ina_last_error()).find("remote_qpn 1"), std::string::npos)
+      << ina_last_error();
+  c = Filled(false);
+  std::memset(c.verbs_device, 'r', sizeof(c.verbs_device));
+  auto r = capi::ConfigFromC(c);
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.status().message().find("verbs_device"), std::string::npos) << r.status().ToString();
 }
 
 TEST(CApiConfig, InvalidConfigNamesTheField) {

@@ -39,6 +39,14 @@ inline CommConfig EveryFieldConfig(uint16_t port, bool runnable) {
   c.progress_threads = 2;
   c.quant = "scalar";
   c.udp_gso = false;
+  c.verbs.device = "rxe1";
+  c.verbs.port = 2;
+  c.verbs.gid_index = 3;
+  c.verbs.mtu = 2048;
+  c.verbs.remote_qpn = 0x123;
+  c.verbs.qkey = 0x11223344;
+  c.verbs.send_depth = 64;
+  c.verbs.recv_depth = 128;
   return c;
 }
 
@@ -48,9 +56,10 @@ inline void ExpectFields(const CommConfig& got, const CommConfig& want, bool sam
       got;
   const auto& [w0, w1, w2, w3, w4, w5, w6, w7, w8, w9, w10, w11, wp, w12, w13, wd, wv, wq, wg] =
       want;
-  (void)gv, (void)wv;  // TODO(#10): CommConfig::verbs is not in the C ABI yet (ina_capi.cc)
   const auto& [gd0, gd1, gd2, gd3, gd4, gd5, gd6, gd7] = gd;
   const auto& [wd0, wd1, wd2, wd3, wd4, wd5, wd6, wd7] = wd;
+  const auto& [gv0, gv1, gv2, gv3, gv4, gv5, gv6, gv7] = gv;
+  const auto& [wv0, wv1, wv2, wv3, wv4, wv5, wv6, wv7] = wv;
   auto check = [&](std::string_view name, const auto& g, const auto& w) {
     if (same) {
       EXPECT_EQ(g, w) << name;
@@ -83,6 +92,14 @@ inline void ExpectFields(const CommConfig& got, const CommConfig& want, bool sam
   check("dpdk.zero_copy", gd7, wd7);
   check("quant", gq, wq);
   check("udp_gso", gg, wg);
+  check("verbs.device", gv0, wv0);
+  check("verbs.port", gv1, wv1);
+  check("verbs.gid_index", gv2, wv2);
+  check("verbs.mtu", gv3, wv3);
+  check("verbs.remote_qpn", gv4, wv4);
+  check("verbs.qkey", gv5, wv5);
+  check("verbs.send_depth", gv6, wv6);
+  check("verbs.recv_depth", gv7, wv7);
 }
 
 }  // namespace ina::host::testing

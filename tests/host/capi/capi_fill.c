@@ -29,4 +29,12 @@ void capi_fill_every_field(ina_config* c, uint16_t port, int runnable) {
   c->progress_threads = 2;
   strcpy(c->quant, "scalar");
   c->udp_gso = 0;
+  strcpy(c->verbs_device, "rxe1");
+  c->verbs_port = 2;
+  c->verbs_gid_index = 3;
+  c->verbs_mtu = 2048;
+  c->verbs_remote_qpn = 0x123;
+  c->verbs_qkey = 0x11223344;
+  c->verbs_send_depth = 64;
+  c->verbs_recv_depth = 128;
 }

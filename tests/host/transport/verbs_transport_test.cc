@@ -101,7 +101,10 @@ TEST(VerbsTransport, MissingDeviceIsACleanErrorNamingIt) {
   }
 }
 
-TEST(VerbsTransport, BadFabricHostAndBadEnvComeBeforeAnyDevice) {
+// MakeTransport takes the config as given: a bad field is InvalidArgument before any device is
+// looked at, and the INA_VERBS_* variables (the config's business: CommConfig::FromEnv) are not
+// applied again over what the caller set.
+TEST(VerbsTransport, BadFabricHostAndBadFieldComeBeforeAnyDeviceAndEnvIsNotReapplied) {
   TransportConfig c;
   c.kind = "verbs";
   c.fabric_host = "fabric.example";
@@ -111,12 +114,20 @@ TEST(VerbsTransport, BadFabricHostAndBadEnvComeBeforeAnyDevice) {
     EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument) << t.status().message();
     EXPECT_NE(t.status().message().find("fabric.example"), std::string::npos);
   }
-  EnvGuard e("INA_VERBS_MTU", "9000");
   c.fabric_host = "10.0.1.2";
+  c.verbs.mtu = 9000;
   t = MakeTransport(c);
   ASSERT_FALSE(t.ok());
-  EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument) << t.status().message();
-  EXPECT_NE(t.status().message().find("INA_VERBS_MTU"), std::string::npos);
+  if (t.status().code() != StatusCode::kUnimplemented) {
+    EXPECT_EQ(t.status().code(), StatusCode::kInvalidArgument) << t.status().message();
+    EXPECT_NE(t.status().message().find("mtu 9000"), std::string::npos) << t.status().message();
+  }
+  EnvGuard e("INA_VERBS_MTU", "9001");
+  c.verbs.mtu = 0;
+  t = MakeTransport(c);
+  ASSERT_FALSE(t.ok());
+  EXPECT_EQ(t.status().message().find("9001"), std::string::npos) << t.status().message();
+  EXPECT_NE(t.status().code(), StatusCode::kInvalidArgument) << t.status().message();
 }
 
 }  // namespace

@@ -32,6 +32,7 @@
 #include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 #include "support/fuzz_check.h"
+#include "support/fuzz_reader.h"
 
 namespace {
 
@@ -40,18 +41,6 @@ namespace proto = ina::proto;
 
 constexpr uint32_t kPoolSlots = 16;
 constexpr size_t kPeers = 6;
-
-class Reader {
- public:
-  Reader(const uint8_t* d, size_t n) : d_(d), n_(n) {}
-  bool empty() const { return pos_ >= n_; }
-  uint8_t Byte() { return pos_ < n_ ? d_[pos_++] : 0; }
-
- private:
-  const uint8_t* d_;
-  size_t n_;
-  size_t pos_ = 0;
-};
 
 void CheckMessage(std::span<const uint8_t> p, const char* what) {
   FUZZ_CHECK(p.size() >= proto::MessageBytes(0) && p.size() <= proto::kMaxPacketBytes,
@@ -166,7 +155,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(cp->LargestFreeExtent() == cp->pool_slots(), "free extent %u of %u after teardown",
              cp->LargestFreeExtent(), cp->pool_slots());
   now += std::chrono::seconds(3);  // nothing of the last input is within a timeout any more
-  Reader in(data, size);
+  FuzzReader in(data, size);
   std::vector<uint8_t> pkt;
 
   while (!in.empty()) {

@@ -26,6 +26,7 @@
 #include "ina/proto/wire.h"
 #include "slot_window.h"
 #include "support/fuzz_check.h"
+#include "support/fuzz_reader.h"
 
 namespace {
 
@@ -36,18 +37,6 @@ using ina::host::internal::SlotWindow;
 using ina::host::internal::TimePoint;
 using ina::host::internal::WindowConfig;
 namespace proto = ina::proto;
-
-class Reader {
- public:
-  Reader(const uint8_t* d, size_t n) : d_(d), n_(n) {}
-  bool empty() const { return pos_ >= n_; }
-  uint8_t Byte() { return pos_ < n_ ? d_[pos_++] : 0; }
-
- private:
-  const uint8_t* d_;
-  size_t n_;
-  size_t pos_ = 0;
-};
 
 struct Harness {
   explicit Harness(const WindowConfig& cfg)
@@ -84,7 +73,7 @@ void CheckStatus(const Status& s) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 2) return 0;
-  Reader in(data, size);
+  FuzzReader in(data, size);
   const uint8_t c = in.Byte();
   WindowConfig cfg;
   cfg.job_id = 7;
