@@ -7,6 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo}
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ina-ccache}
+# Paths relative to the checkout and no cwd in the hash: a cache filled in one checkout (or
+# worktree) serves another at a different path.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 mkdir -p build
 if ! cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "$@" >build/configure.log 2>&1; then
   cat build/configure.log

@@ -33,6 +33,9 @@ if [ -z "$committed" ]; then
 fi
 
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ina-ccache}
+# Paths relative to the checkout and no cwd in the hash: a cache filled in one checkout (or
+# worktree) serves another at a different path.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 if [ ! -f build-fuzz/build.ninja ]; then
   mkdir -p build-fuzz
   if ! cmake --preset fuzz >build-fuzz/configure.log 2>&1; then

@@ -23,12 +23,15 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ina-ccache}
+# Paths relative to the checkout and no cwd in the hash: a cache filled in one checkout (or
+# worktree) serves another at a different path.
+export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$PWD} CCACHE_NOHASHDIR=${CCACHE_NOHASHDIR:-1}
 JOBS=${JOBS:-$(nproc)}
 
 ASAN_TARGETS=(
   # unit
   base_parse_test proto_kat_test proto_roce_kat_test proto_crc32c_test
-  net_frame_test net_fault_test net_udp_port_test
+  net_frame_test net_fault_test net_udp_port_test net_roce_port_test
   drv_job_table_test drv_pcie_bar_test drv_gpu_elem_test drv_gpu_map_test
   control_test dp_ref_rules_test dp_fast_kernels_test dp_fast_rules_test switchd_config_test
   ina_bench_verify_test ina_bench_options_test ina_bench_coordinator_test

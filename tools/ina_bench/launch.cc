@@ -74,13 +74,24 @@ std::string MemifEal(const Options& o, int rank) {
       o.workers + 1 <= cpus ? std::to_string(rank + 1) : "(0-" + std::to_string(cpus - 1) + ")";
   std::string eal = "--no-huge -m 256 --no-pci --no-telemetry --log-level=*:warning --lcores 0@" +
                     cpuset + " --file-prefix " + MemifPrefix(o, rank);
+  // One memif link per lane of each rank: the worker's lane l opens its l-th port (net_memif<l>,
+  // DpdkLanePorts), the switch has a port per (rank, lane), all on its one core.
+  const int lanes = o.progress_threads;
+  auto sock = [&](int r, int l) {
+    return o.memif_dir + "/w" + std::to_string(r) + (l > 0 ? "l" + std::to_string(l) : "") +
+           ".sock";
+  };
   if (rank >= 0) {
-    return eal + " --vdev net_memif0,role=client,socket=" + o.memif_dir + "/w" +
-           std::to_string(rank) + ".sock";
+    for (int l = 0; l < lanes; ++l) {
+      eal += " --vdev net_memif" + std::to_string(l) + ",role=client,socket=" + sock(rank, l);
+    }
+    return eal;
   }
   for (int r = 0; r < o.workers; ++r) {
-    eal += " --vdev net_memif" + std::to_string(r) + ",role=server,id=0,socket=" + o.memif_dir +
-           "/w" + std::to_string(r) + ".sock";
+    for (int l = 0; l < lanes; ++l) {
+      eal += " --vdev net_memif" + std::to_string(r * lanes + l) +
+             ",role=server,id=0,socket=" + sock(r, l);
+    }
   }
   return eal;
 }

@@ -210,7 +210,7 @@ const std::vector<Flag>& Flags() {
        Int(&Options::progress_timeout_ms, 100, 600000), kShared,
        Get(&Options::progress_timeout_ms)},
       {"--progress-threads", "N", "",
-       "progress threads (lanes, one socket each) per worker (default 1)",
+       "progress threads (lanes, one socket or memif link each) per worker\n(default 1)",
        Int(&Options::progress_threads, 1, host::CommConfig::kMaxProgressThreads), kShared,
        Get(&Options::progress_threads)},
       {"--rto-min-us", "U", "", "retransmission timeout floor (default: CommConfig's, 500)",

@@ -568,8 +568,15 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const CommConfig& con
   tc.dpdk = config.dpdk;
   tc.verbs = config.verbs;
   std::vector<std::unique_ptr<Transport>> transports;
-  for (int l = 0; l < config.progress_threads; ++l) {  // one socket per lane
-    INA_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, MakeTransport(tc));
+  const std::vector<std::string> dpdk_ports =
+      DpdkLanePorts(config.dpdk.port, config.progress_threads);  // validated
+  for (int l = 0; l < config.progress_threads; ++l) {  // one socket (udp) or port (dpdk) per lane
+    TransportConfig lane = tc;
+    if (config.transport == "dpdk" && config.progress_threads > 1) {
+      lane.dpdk.port = dpdk_ports[l];
+      lane.dpdk.local_port = static_cast<uint16_t>(config.dpdk.local_port + l);
+    }
+    INA_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, MakeTransport(lane));
     transports.push_back(std::move(t));
   }
   INA_ASSIGN_OR_RETURN(uint16_t window, JoinLanes(config, transports));

@@ -1,5 +1,6 @@
 #include "ina/host/config.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <limits>
 #include <sstream>
@@ -22,6 +23,23 @@ Status EnvInt(const char* var, long long lo, T* field) {
 }
 
 }  // namespace
+
+std::vector<std::string> DpdkLanePorts(const std::string& port, int lanes) {
+  if (port.empty()) return std::vector<std::string>(static_cast<size_t>(std::max(lanes, 0)));
+  std::vector<std::string> names;
+  size_t at = 0;
+  for (;;) {
+    const size_t comma = port.find(',', at);
+    names.push_back(port.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+    if (comma == std::string::npos) break;
+    at = comma + 1;
+  }
+  for (const std::string& n : names) {
+    if (n.empty()) return {};
+  }
+  if (names.size() != static_cast<size_t>(lanes)) return {};
+  return names;
+}
 
 Status CommConfig::Validate() const {
   auto bad = [](const std::string& m) { return InvalidArgument("config: " + m); };
@@ -51,10 +69,24 @@ Status CommConfig::Validate() const {
                std::to_string(kMaxProgressThreads) + "]");
   }
   if (transport.empty()) return bad("transport is empty");
-  if (progress_threads > 1 && transport != "udp") {
-    // TODO(#8): a DPDK lane needs its own queue or local port.
+  if (progress_threads > 1 && transport != "udp" && transport != "dpdk") {
     return bad("progress_threads " + std::to_string(progress_threads) +
-               " needs transport udp (one socket per lane), not " + transport);
+               " needs transport udp (one socket per lane) or dpdk (one port per lane), not " +
+               transport);
+  }
+  if (progress_threads > 1 && transport == "dpdk") {
+    const std::vector<std::string> ports = DpdkLanePorts(dpdk.port, progress_threads);
+    if (ports.empty()) {
+      return bad("progress_threads " + std::to_string(progress_threads) +
+                 " over dpdk needs a port per lane: dpdk.port empty (lane l takes the l-th " +
+                 "unused port the EAL probed) or " + std::to_string(progress_threads) +
+                 " comma-separated names, not '" + dpdk.port + "'");
+    }
+    if (dpdk.local_port + progress_threads - 1 > 65535) {
+      return bad("dpdk.local_port " + std::to_string(dpdk.local_port) + " + lane " +
+                 std::to_string(progress_threads - 1) +
+                 " is past 65535 (lane l uses local_port + l)");
+    }
   }
   if (socket_buffer_bytes < 0) return bad("socket_buffer_bytes < 0");
   if (transport == "verbs") {

@@ -28,6 +28,9 @@ Result<uint16_t> AllocateJobId(const CommConfig& config) {
   tc.fabric_port = c.switch_port;
   tc.socket_buffer_bytes = 0;  // a handful of header-only packets
   tc.dpdk = c.dpdk;
+  if (c.transport == "dpdk" && c.progress_threads > 1) {  // lane 0's port (validated above)
+    tc.dpdk.port = DpdkLanePorts(c.dpdk.port, c.progress_threads)[0];
+  }
   tc.verbs = c.verbs;
   auto made = MakeTransport(tc);
   if (!made.ok()) return made.status().WithContext(who);

@@ -54,7 +54,25 @@ TEST(CommConfig, ValidateRejectsEachBadField) {
       {"progress_threads",
        [](CommConfig& c) {
          c.progress_threads = 2;
+         c.transport = "verbs";
+       }},
+      {"port per lane",  // dpdk lanes: one name is not a port per lane
+       [](CommConfig& c) {
+         c.progress_threads = 2;
          c.transport = "dpdk";
+         c.dpdk.port = "net_memif0";
+       }},
+      {"port per lane",
+       [](CommConfig& c) {
+         c.progress_threads = 3;
+         c.transport = "dpdk";
+         c.dpdk.port = "net_memif0,,net_memif2";
+       }},
+      {"past 65535",
+       [](CommConfig& c) {
+         c.progress_threads = 2;
+         c.transport = "dpdk";
+         c.dpdk.local_port = 65535;
        }},
       {"quant", [](CommConfig& c) { c.quant = "sse9"; }},
       {"socket_buffer_bytes", [](CommConfig& c) { c.socket_buffer_bytes = -1; }},
@@ -74,6 +92,22 @@ TEST(CommConfig, ValidateRejectsEachBadField) {
   ok.progress_threads = CommConfig::kMaxProgressThreads;
   EXPECT_TRUE(ok.Validate().ok()) << ok.Validate().ToString();
   EXPECT_NE(ok.ToString().find("progress_threads=16"), std::string::npos) << ok.ToString();
+}
+
+TEST(CommConfig, DpdkLanePortsAreEmptyOrOneNamePerLane) {
+  EXPECT_EQ(DpdkLanePorts("", 3), (std::vector<std::string>{"", "", ""}));
+  EXPECT_EQ(DpdkLanePorts("a,b", 2), (std::vector<std::string>{"a", "b"}));
+  EXPECT_EQ(DpdkLanePorts("net_memif0", 1), (std::vector<std::string>{"net_memif0"}));
+  EXPECT_TRUE(DpdkLanePorts("a,b", 3).empty());
+  EXPECT_TRUE(DpdkLanePorts("a,", 2).empty());
+  EXPECT_TRUE(DpdkLanePorts(",", 2).empty());
+  CommConfig c;
+  c.transport = "dpdk";
+  c.progress_threads = 2;
+  c.dpdk.local_port = 40000;
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate().ToString();  // port empty: probed order
+  c.dpdk.port = "net_memif3,net_memif5";
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate().ToString();
 }
 
 TEST(CommConfig, EnvOverridesApply) {

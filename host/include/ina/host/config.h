@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "ina/base/status.h"
 #include "ina/host/transport.h"
@@ -33,7 +34,9 @@ struct CommConfig {
   // Lanes: progress threads, each with its own transport (socket), joined as one lane of this
   // rank and carrying the window's slots s with s mod progress_threads == its lane
   // (docs/host.md, "Lanes"). 1 .. kMaxProgressThreads; every rank of a job must use the same
-  // number (the fabric answers bad_params otherwise); more than 1 needs transport "udp".
+  // number (the fabric answers bad_params otherwise); more than 1 needs transport "udp" or
+  // "dpdk" (lane l on its own ethdev: dpdk.port empty, or one name per lane, comma-separated, see
+  // DpdkLanePorts; UDP port dpdk.local_port + l).
   int progress_threads = 1;
   std::string transport = "udp";
   int socket_buffer_bytes = 8 << 20;  // SO_RCVBUF / SO_SNDBUF request
@@ -59,5 +62,10 @@ struct CommConfig {
   // the variable.
   static Result<CommConfig> FromEnv(CommConfig base);
 };
+
+// The ethdev name of each of `lanes` DPDK lanes from DpdkConfig::port: empty gives `lanes` empty
+// names (lane l opens the first port not in use, so lanes take the probed ports in order); else
+// exactly `lanes` non-empty comma-separated names. Empty result: `port` does not fit `lanes`.
+std::vector<std::string> DpdkLanePorts(const std::string& port, int lanes);
 
 }  // namespace ina::host
