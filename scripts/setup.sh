@@ -11,6 +11,7 @@ PKGS=(
   verilator yosys        # RTL simulation and synthesis figures
   dpdk-dev libdpdk-dev   # kernel-bypass transport and switch ports (memif, af_packet, af_xdp)
   openmpi-bin libopenmpi-dev gnuplot-nox   # testbed: MPI baseline and plots
+  libsimgrid-dev         # ina-scale-sim: flow-level model of 4 to 1024+ workers (docs/scale.md)
   python3-torch libtorch-dev pybind11-dev python3-pybind11 python3-sklearn  # PyTorch backend
   # RDMA: libibverbs for the verbs transport; qemu + busybox-static boot Debian's kernel (fetched
   # by scripts/vm/run-vm.sh with apt-get download, never installed) for the soft-RoCE guest tests

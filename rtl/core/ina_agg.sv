@@ -594,4 +594,43 @@ module ina_agg
   assign out_last_o  = s2_last_q;
   assign out_user_o  = s2_user_q;
 
+`ifndef SYNTHESIS
+  // Invariants (docs/rtl/assertions.md).
+  // A packet's payload beats are in the payload FIFO before its descriptor is (ingress order),
+  // so a payload op never pops an empty FIFO.
+  a_agg_pay_present: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      s0_pop |-> pay_valid_i)
+    else $error("ina_agg: payload op on an empty payload FIFO");
+  // The room reserved before a packet (OutReserve) covers every beat it emits: the output FIFO is
+  // never pushed while full, so the pipeline never stalls mid-packet.
+  a_agg_out_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      out_valid_o |-> out_free_i != '0)
+    else $error("ina_agg: result beat with no room in the output FIFO");
+  // A copy's contribution count is the number of ranks in its bitmap, never more than the world.
+  a_agg_count: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      meta_we |-> 7'($countones(meta_new.bitmap)) == meta_new.cnt &&
+                  meta_new.cnt <= j_world[6:0])
+    else $error("ina_agg: slot %0d copy %0d: count %0d, bitmap %h, world %0d", meta_slot,
+                meta_copy, meta_new.cnt, meta_new.bitmap, j_world);
+  // One result per completed copy: the contribution that completes it emits the result header,
+  // and a copy already complete is never completed again (later packets re-send or are dropped).
+  a_agg_result_once: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      start && inc[ina_proto_pkg::CntResults] |->
+        hdr_emit && emit_d && meta_new.cnt == j_world[6:0] && !(in_progress && m.cnt == j_world[6:0]))
+    else $error("ina_agg: slot %0d gen %0d completed twice or without its result", pslot,
+                desc_i.gen);
+  // A result header is emitted only for a completing contribution or a re-send to one rank.
+  a_agg_emit_cause: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      start && hdr_emit |-> inc[ina_proto_pkg::CntResults] || inc[ina_proto_pkg::CntResultResends])
+    else $error("ina_agg: result header without a cause");
+  // The slot-reset walk and packets never overlap, and a packet ends before the next starts.
+  a_agg_no_overlap: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      start |-> !rst_busy_q && !busy_q)
+    else $error("ina_agg: a packet started during a reset walk or another packet");
+  // Rule 13 fails a job only on a mismatch drop.
+  a_agg_fail_cause: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      fail_o |-> inc[ina_proto_pkg::CntDropMismatch])
+    else $error("ina_agg: fail_o without a mismatch");
+`endif
+
 endmodule

@@ -163,4 +163,19 @@ module ina_egress
   logic unused;
   assign unused = ^{fifo_ready_unused, crc_ok_unused, cf_ready_unused, cf_free_unused};
 
+`ifndef SYNTHESIS
+  // Invariants (docs/rtl/assertions.md). The producer reserves room (free_o), so neither FIFO
+  // is ever pushed while full; and m_axis holds a beat while the receiver stalls (AXI-Stream).
+  a_egress_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      in_valid_i |-> fifo_ready_unused)
+    else $error("ina_egress: a result beat pushed into the full output FIFO");
+  a_egress_crc_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      crc_valid |-> cf_ready_unused)
+    else $error("ina_egress: a trailer pushed into the full CRC FIFO");
+  a_egress_hold: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      m_axis_tvalid_o && !m_axis_tready_i |=> m_axis_tvalid_o &&
+      $stable({m_axis_tdata_o, m_axis_tkeep_o, m_axis_tlast_o, m_axis_tuser_o}))
+    else $error("ina_egress: m_axis changed while stalled");
+`endif
+
 endmodule

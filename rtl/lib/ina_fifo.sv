@@ -61,4 +61,13 @@ module ina_fifo #(
     if (push) mem_q[wptr_q[AW-1:0]] <= in_data_i;
   end
 
+`ifndef SYNTHESIS
+  // Invariants, checked in simulation (Verilator --assert; docs/rtl/assertions.md).
+  a_fifo_used: assert property (@(posedge clk_i) disable iff (!rst_ni) used <= Depth[AW:0])
+    else $error("ina_fifo: %0d words used of %0d", used, Depth);
+  a_fifo_hold: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      out_valid_o && !out_ready_i |=> out_valid_o && $stable(out_data_o))
+    else $error("ina_fifo: the head word changed while the reader stalled");
+`endif
+
 endmodule

@@ -260,4 +260,18 @@ module ina_core
     .fail_rank_i   (fail_rank)
   );
 
+`ifndef SYNTHESIS
+  // Invariants (docs/rtl/assertions.md).
+  // The shell's side of s_axis (AXI-Stream): a beat once presented holds until taken. Checked, so
+  // a shell or testbench that breaks it is named here rather than as a wrong sum later.
+  a_core_in_hold: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      s_axis_tvalid_i && !s_axis_tready_o |=> s_axis_tvalid_i &&
+      $stable({s_axis_tdata_i, s_axis_tkeep_i, s_axis_tlast_i, s_axis_tuser_i}))
+    else $error("ina_core: s_axis changed while stalled (the shell must hold a presented beat)");
+  // One CRC verdict per descriptor: never more verdicts than the descriptor FIFO can hold.
+  a_core_ok_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      crc_valid |-> crc_unused_ready)
+    else $error("ina_core: a CRC verdict pushed into the full verdict FIFO");
+`endif
+
 endmodule
