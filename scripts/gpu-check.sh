@@ -10,7 +10,7 @@
 #   script starts on loopback). From NCCL_DEBUG=INFO it reads whether the ina CollNet plugin
 #   loaded, connected and carried all-reduces (NCCL_TUNING "Algo CollNet..." lines).
 #   ina-nccl-allreduce checks the results against the host-computed sums (exact by construction).
-# check_gpu_quant: see the function below.
+# check_gpu_quant, check_gpu_allreduce: see the functions below.
 # --build-dir: where the binaries are (default build/; the hw ctest passes its own with
 # --no-build). Ends with one JSON line; exit 0 when every check ran and passed (CollNet used and results
 # right). Each check is one function that adds its fields to that line (later issues add more).
@@ -68,6 +68,8 @@ build() {
   export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ina-ccache}
   cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" >/dev/null
   cmake --build "$BUILD_DIR" -j "$(nproc)" --target ina-switchd nccl-net-ina ina-nccl-allreduce
+  cmake --build "$BUILD_DIR" -j "$(nproc)" --target ina-gpu-allreduce ||
+    echo "gpu-check: ina-gpu-allreduce did not build (check_gpu_allreduce will fail)" >&2
 }
 
 start_switch() {
@@ -149,6 +151,36 @@ check_gpu_quant() {
   [[ $rc -eq 0 ]] || fail "GPU quantization check failed (rc $rc)"
 }
 
+# check_gpu_allreduce: a device-memory all-reduce (the CUDA memory domain, docs/gpu.md) through
+#   the ina-switchd this script started, 2 ranks as 2 processes on GPU 0, each checking its
+#   result bit for bit against the host-memory call on the same values (ina-gpu-allreduce).
+check_gpu_allreduce() {
+  local bin=$BUILD_DIR/bin/ina-gpu-allreduce r pids=() rcs=() ok=true
+  if [[ ! -x $bin ]]; then
+    fail "$bin not built (CUDA toolkit not found by CMake)"
+    json_add gpu_allreduce_ok false
+    return 0
+  fi
+  for r in 0 1; do
+    env INA_SWITCH="127.0.0.1:$SW_PORT" INA_JOB=211 INA_RANK="$r" INA_WORLD=2 \
+      timeout 120 "$bin" --count "$COUNT" --iters "$ITERS" \
+      >"$OUT/gpu_allreduce$r.out" 2>"$OUT/gpu_allreduce$r.log" &
+    pids+=($!)
+  done
+  for r in 0 1; do
+    local rc=0
+    wait "${pids[$r]}" || rc=$?
+    rcs+=("$rc")
+    grep -q '"ok":true' "$OUT/gpu_allreduce$r.out" 2>/dev/null || ok=false
+  done
+  [[ ${rcs[0]} == 0 && ${rcs[1]} == 0 ]] || ok=false
+  [[ $ok == true ]] || fail "device all-reduce failed (exit ${rcs[0]}/${rcs[1]}): $(tail -q -n 2 "$OUT/gpu_allreduce0.log" "$OUT/gpu_allreduce1.log" | tr '\n' ' ')"
+  json_add gpu_allreduce_ok "$ok"
+  local line
+  line=$(head -1 "$OUT/gpu_allreduce0.out" 2>/dev/null || true)
+  json_add gpu_allreduce_rank0 "${line:-null}"
+}
+
 main() {
   check_gpu
   KEEP_OUT=1
@@ -158,6 +190,7 @@ main() {
   build
   check_gpu_quant
   if start_switch; then
+    check_gpu_allreduce
     check_nccl_collnet
   fi
   json_add passed "$([[ $FAILED == 0 ]] && echo true || echo false)"

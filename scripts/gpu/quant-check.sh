@@ -18,7 +18,10 @@ set -euo pipefail
 
 QC_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 QC_BUILD="${INA_BUILD_DIR:-$QC_ROOT/build}"
-QC_TESTS=(drv_gpu_elem_test drv_gpu_map_test drv_gpu_api_test drv_gpu_quant_hw_test)
+# With them the memory domain's tests (the CUDA domain's no-device unit test and its hw test: a
+# device all-reduce through the in-process fabric, bit for bit against the host path).
+QC_TESTS=(drv_gpu_elem_test drv_gpu_map_test drv_gpu_api_test drv_gpu_quant_hw_test
+  drv_gpu_domain_test drv_gpu_domain_hw_test)
 
 qc_log() { echo "quant-check: $*" >&2; }
 

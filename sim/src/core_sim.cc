@@ -1,16 +1,83 @@
 #include "ina/sim/core_sim.h"
 
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <map>
 
 #include "Vina_core.h"
+#include "gtkwave/fstapi.h"
 #include "ina/proto/wire.h"
 #include "verilated.h"
+#include "verilated_fst_c.h"
 
 namespace ina::sim {
 
+namespace {
+
+Result<uint64_t> EnvNumber(const char* name) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return uint64_t{0};
+  char* end = nullptr;
+  errno = 0;
+  const uint64_t x = std::strtoull(v, &end, 10);
+  if (errno != 0 || end == v || *end != '\0' || *v == '-') {
+    return InvalidArgument(std::string(name) + "='" + v + "': not a decimal cycle count");
+  }
+  return x;
+}
+
+bool EnvSet(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0';
+}
+
+// PATH for the first model of this process tracing to PATH, then PATH.1.fst, PATH.2.fst...
+std::string UniqueTracePath(const std::string& path) {
+  static std::map<std::string, int> uses;
+  const int n = uses[path]++;
+  if (n == 0) return path;
+  const size_t slash = path.find_last_of('/');
+  size_t dot = path.find_last_of('.');
+  if (dot == std::string::npos || (slash != std::string::npos && dot < slash)) dot = path.size();
+  return path.substr(0, dot) + "." + std::to_string(n) + path.substr(dot);
+}
+
+}  // namespace
+
+Result<TraceOptions> TraceOptionsFromEnv() {
+  TraceOptions t;
+  if (const char* p = std::getenv("INA_TRACE"); p != nullptr) t.path = p;
+  INA_ASSIGN_OR_RETURN(t.from, EnvNumber("INA_TRACE_FROM"));
+  INA_ASSIGN_OR_RETURN(t.cycles, EnvNumber("INA_TRACE_CYCLES"));
+  if (t.path.empty() && TraceWindowFromEnv()) {
+    return InvalidArgument("INA_TRACE_FROM / INA_TRACE_CYCLES need INA_TRACE=FILE.fst");
+  }
+  return t;
+}
+
+Result<TraceInfo> ReadTraceInfo(const std::string& path) {
+  if (std::FILE* f = std::fopen(path.c_str(), "rb"); f != nullptr) {
+    std::fclose(f);
+  } else {
+    return NotFound("trace " + path + ": " + std::strerror(errno));
+  }
+  void* r = fstReaderOpen(path.c_str());
+  if (r == nullptr) return InvalidArgument("trace " + path + ": not an FST file");
+  TraceInfo t{fstReaderGetStartTime(r), fstReaderGetEndTime(r), fstReaderGetVarCount(r)};
+  fstReaderClose(r);
+  return t;
+}
+
+bool TraceWindowFromEnv() { return EnvSet("INA_TRACE_FROM") || EnvSet("INA_TRACE_CYCLES"); }
+
 CoreSim::CoreSim(const Options& opt)
     : ctx_(std::make_unique<VerilatedContext>()), opt_(opt), rng_(opt.seed) {
+  // Allowed always: the model's cost is the same (its trace activity flags are compiled in).
+  ctx_->traceEverOn(true);
   top_ = std::make_unique<Vina_core>(ctx_.get());
+  if (!opt.trace.path.empty()) StartTrace(opt.trace);
   top_->clk_i = 0;
   top_->rst_ni = 0;
   top_->eval();
@@ -23,9 +90,70 @@ CoreSim::CoreSim(const Options& opt)
   for (uint64_t c = 0; c < 4 * uint64_t{kRtlPoolSlots} + 64 && !top_->idle_o; ++c) Tick();
 }
 
-CoreSim::~CoreSim() { top_->final(); }
+CoreSim::~CoreSim() {
+  if (fst_ != nullptr) fst_->close();
+  top_->final();
+}
+
+void CoreSim::StartTrace(const TraceOptions& trace) {
+  trace_path_ = UniqueTracePath(trace.path);
+  // VerilatedFstC aborts the process on a file it cannot create: check first.
+  if (std::FILE* f = std::fopen(trace_path_.c_str(), "wb"); f != nullptr) {
+    std::fclose(f);
+  } else {
+    violation_ = "cannot write the trace file " + trace_path_ + ": " + std::strerror(errno);
+    trace_path_.clear();
+    return;
+  }
+  trace_from_ = trace.from;
+  trace_end_ = trace.cycles == 0 ? UINT64_MAX : trace.from + trace.cycles;
+  fst_ = std::make_unique<VerilatedFstC>();
+  top_->trace(fst_.get(), 99);
+  fst_->open(trace_path_.c_str());
+  std::fprintf(stderr, "core sim: tracing cycles %llu..%s to %s\n",
+               static_cast<unsigned long long>(trace_from_),
+               trace.cycles == 0 ? "end" : std::to_string(trace_end_ - 1).c_str(),
+               trace_path_.c_str());
+}
+
+void CoreSim::Dump(uint64_t time) {
+  if (fst_ != nullptr && cycles_ >= trace_from_ && cycles_ < trace_end_) fst_->dump(time);
+}
+
+Result<std::vector<OutFrame>> CoreSim::Rerun(const TraceOptions& trace) const {
+  if (!opt_.record) return FailedPrecondition("core sim: Rerun needs Options::record");
+  Options o = opt_;
+  o.trace = trace;
+  o.record = false;
+  CoreSim again(o);
+  if (!again.violation_.empty()) return Internal("core sim: " + again.violation_);
+  std::vector<OutFrame> all;
+  for (const Call& c : calls_) {
+    switch (c.kind) {
+      case Call::kSend:
+        again.SendFrame(c.frame, c.a != 0);
+        break;
+      case Call::kRun:
+        (void)again.Run(c.a, c.b);
+        break;
+      case Call::kRunUntilIdle:
+        (void)again.RunUntilIdle(c.a);
+        break;
+      case Call::kRead:
+        (void)again.Read32(static_cast<uint32_t>(c.a));
+        break;
+      case Call::kWrite:
+        (void)again.Write32(static_cast<uint32_t>(c.a), static_cast<uint32_t>(c.b));
+        break;
+    }
+    for (OutFrame& f : again.TakeOutput()) all.push_back(std::move(f));
+  }
+  return all;
+}
 
 void CoreSim::SendFrame(std::span<const uint8_t> frame, bool mac_err) {
+  if (opt_.record)
+    calls_.push_back({Call::kSend, mac_err ? 1u : 0u, 0, {frame.begin(), frame.end()}});
   size_t n = frame.size();
   size_t off = 0;
   do {
@@ -66,6 +194,7 @@ void CoreSim::Tick() {
   t.reg_wdata_i = reg_wdata_;
   t.clk_i = 0;
   t.eval();
+  Dump(2 * cycles_);
 
   bool in_fire = t.s_axis_tvalid_i && t.s_axis_tready_o;
   bool out_valid = t.m_axis_tvalid_o;
@@ -92,6 +221,7 @@ void CoreSim::Tick() {
 
   t.clk_i = 1;
   t.eval();
+  Dump(2 * cycles_ + 1);
   ++cycles_;
   in_presenting_ = present && !in_fire;
   if (in_fire) {
@@ -106,13 +236,15 @@ void CoreSim::Tick() {
     }
     if (last) {
       out_.push_back(OutFrame{std::move(cur_out_), static_cast<uint16_t>(user & 0xFFFF),
-                              static_cast<uint16_t>(user >> 16)});
+                              static_cast<uint16_t>(user >> 16), cycles_ - 1});
       cur_out_.clear();
     }
   }
 }
 
 Status CoreSim::Run(uint64_t max_cycles, uint64_t quiet) {
+  if (opt_.record) calls_.push_back({Call::kRun, max_cycles, quiet, {}});
+  if (!violation_.empty()) return Internal("core sim: " + violation_);
   uint64_t idle = 0;
   for (uint64_t c = 0; c < max_cycles; ++c) {
     uint64_t before = out_beats_;
@@ -125,6 +257,8 @@ Status CoreSim::Run(uint64_t max_cycles, uint64_t quiet) {
 }
 
 Status CoreSim::RunUntilIdle(uint64_t max_cycles) {
+  if (opt_.record) calls_.push_back({Call::kRunUntilIdle, max_cycles, 0, {}});
+  if (!violation_.empty()) return Internal("core sim: " + violation_);
   for (uint64_t c = 0; c < max_cycles; ++c) {
     if (in_.empty() && !in_presenting_ && top_->idle_o) return Status::Ok();
     Tick();
@@ -137,6 +271,7 @@ std::vector<OutFrame> CoreSim::TakeOutput() { return std::exchange(out_, {}); }
 
 Result<uint32_t> CoreSim::Read32(uint32_t addr) {
   if (addr % 4 != 0 || addr >= 0x1000) return InvalidArgument("core sim: bad register address");
+  if (opt_.record) calls_.push_back({Call::kRead, addr, 0, {}});
   reg_req_ = true;
   reg_we_ = false;
   reg_addr_ = addr;
@@ -150,6 +285,7 @@ Result<uint32_t> CoreSim::Read32(uint32_t addr) {
 
 Status CoreSim::Write32(uint32_t addr, uint32_t v) {
   if (addr % 4 != 0 || addr >= 0x1000) return InvalidArgument("core sim: bad register address");
+  if (opt_.record) calls_.push_back({Call::kWrite, addr, v, {}});
   reg_req_ = true;
   reg_we_ = true;
   reg_addr_ = addr;

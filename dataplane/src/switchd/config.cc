@@ -48,6 +48,23 @@ Flag UintFlag(const char* name, const char* value, std::string help, const char*
           [=](const Config& c) { return std::to_string(c.*field); }};
 }
 
+// A file name (any non-empty string).
+Flag PathFlag(const char* name, std::string help, const char* key, std::string Config::*field,
+              bool rtl_only) {
+  return {name,
+          "FILE",
+          std::move(help),
+          key,
+          nullptr,
+          rtl_only,
+          [=](Config& c, std::string_view what, const std::string& v) -> Status {
+            if (v.empty()) return Bad(what, "a file name", v);
+            c.*field = v;
+            return Status::Ok();
+          },
+          [=](const Config& c) { return c.*field; }};
+}
+
 // A probability in [0, 1], or in [0, 1) for the rtl flags (`rtl_only`).
 Flag RateFlag(const char* name, std::string help, const char* key, double Config::*field,
               const char* env = nullptr, bool rtl_only = false) {
@@ -183,7 +200,27 @@ std::vector<Flag> Flags(const EngineMenu& engines) {
       RateFlag("--rtl-stall",
                "probability of a low output ready of the core (default 0;\nenv INA_RTLSIM_STALL)",
                "rtl_stall", &Config::rtl_stall, "INA_RTLSIM_STALL", true),
+      PathFlag("--record",
+               "write every datagram received to FILE (pcap, Ethernet/IPv4/UDP\nframes; --cores 1)",
+               "record", &Config::record, false),
+      PathFlag("--trace", "FST waveform of the core to FILE (docs/rtl/debugging.md)", "rtl_trace",
+               &Config::rtl_trace, true),
+      UintFlag("--trace-from", "CYCLE", "first traced cycle (default 0)", "rtl_trace_from",
+               &Config::rtl_trace_from, 0, UINT64_MAX),
+      UintFlag("--trace-cycles", "N", "cycles traced (default 0 = to the end)", "rtl_trace_cycles",
+               &Config::rtl_trace_cycles, 0, UINT64_MAX),
+      PathFlag("--replay",
+               "replay the frames of a pcap through the core and the reference\n"
+               "engine side by side (no serving), report any difference",
+               "replay", &Config::replay, true),
+      PathFlag("--out", "--replay: write the core's result frames to FILE (pcap)", "replay_out",
+               &Config::replay_out, true),
   };
+  for (const char* rtl : {"--trace-from", "--trace-cycles"}) {
+    for (Flag& flag : f) {
+      if (std::string_view(flag.name) == rtl) flag.rtl_only = true;
+    }
+  }
   std::vector<Flag> out;
   for (auto& flag : f) {
     if (!flag.rtl_only || engines.rtl) out.push_back(std::move(flag));
@@ -211,6 +248,15 @@ Status Validate(Config& c, const EngineMenu& engines) {
                  c.bind);
     }
     if (c.cores != 1) return Bad("--cores", "1 with --io roce", std::to_string(c.cores));
+  }
+  if (!c.record.empty() && c.cores != 1) {
+    return Bad("--cores", "1 with --record (one capture file, one loop)", std::to_string(c.cores));
+  }
+  if (c.rtl_trace.empty() && (c.rtl_trace_from != 0 || c.rtl_trace_cycles != 0)) {
+    return InvalidArgument("--trace-from / --trace-cycles need --trace FILE");
+  }
+  if (!c.replay_out.empty() && c.replay.empty()) {
+    return InvalidArgument("--out FILE goes with --replay IN.pcap");
   }
   if (engines.fixed_slots != 0 && c.slots != engines.fixed_slots) {
     return Bad("--slots",

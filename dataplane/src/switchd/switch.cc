@@ -1,6 +1,7 @@
 // The switch: cores of classify-and-dispatch over ina::net ports (see ina/dp/switchd/switch.h).
 #include "ina/dp/switchd/switch.h"
 
+#include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -15,6 +16,8 @@
 #include "ina/net/backoff.h"
 #include "ina/net/dpdk.h"
 #include "ina/net/fault.h"
+#include "ina/net/frame.h"
+#include "ina/net/pcap.h"
 #include "ina/net/roce.h"
 #include "ina/net/udp.h"
 #include "ina/proto/crc32c.h"
@@ -101,6 +104,7 @@ class Switch::Core final : private Emitter, private ReplySink {
                            net::WrapWithFaults(std::move(ports[pi]), fc));
       ports_.push_back(std::move(w));
     }
+    if (!config_.record.empty()) INA_RETURN_IF_ERROR(OpenRecord());
     pub_ports_ = std::vector<std::atomic<uint64_t>>(ports_.size() * kPortWords);
     rx_bufs_.resize(kRxCap);
     rx_from_.resize(kRxCap);
@@ -289,6 +293,7 @@ class Switch::Core final : private Emitter, private ReplySink {
       const bool via = ports_.size() > 1;
       for (size_t i = 0; i < n; ++i) {
         const net::Packet& pk = rx_pk_[i];
+        if (record_ != nullptr) Record(pk, rx_from_[i]);
         if (pk.flags & net::kPacketTruncated) Bump(SwitchCounter::kRxTruncated);
         if (via) net::SetVia(&rx_from_[i], static_cast<uint16_t>(pi));
         CopyTo(&rx_peers_[i], rx_from_[i]);
@@ -298,6 +303,61 @@ class Switch::Core final : private Emitter, private ReplySink {
     }
     return most;
   }
+
+  // --record: the pcap writer, and the switch's own address for the frames' destination.
+  Status OpenRecord() {
+    INA_ASSIGN_OR_RETURN(record_, net::PcapWriter::Create(config_.record));
+    const std::string local = ports_.empty() ? "" : ports_[0]->Describe();
+    const size_t colon = local.rfind(':');
+    in_addr a{};
+    if (colon != std::string::npos && inet_pton(AF_INET, local.substr(0, colon).c_str(), &a) == 1) {
+      record_addrs_.dst_ip = a.s_addr;
+      record_addrs_.dst_port = htons(static_cast<uint16_t>(std::atoi(local.c_str() + colon + 1)));
+    }
+    record_buf_.resize(net::kFrameHeaderBytes + kRxBufBytes);
+    return Status::Ok();
+  }
+
+  // One received datagram into the capture (IPv4 peers; others, and datagrams too long for one
+  // frame, are counted as skipped and reported when the switch stops).
+  void Record(const net::Packet& pk, const net::Endpoint& from) {
+    if (from.addr.ss_family != AF_INET || pk.len > net::kMaxUdpPayload) {
+      ++record_skipped_;
+      return;
+    }
+    const auto& sin = reinterpret_cast<const sockaddr_in&>(from.addr);
+    net::FrameAddrs a = record_addrs_;
+    a.src_ip = sin.sin_addr.s_addr;
+    a.src_port = sin.sin_port;
+    std::span<const uint8_t> payload(pk.data, pk.len);
+    net::BuildUdpHeaders(a, payload, record_buf_.data());
+    std::memcpy(record_buf_.data() + net::kFrameHeaderBytes, pk.data, pk.len);
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+    const Status st = record_->Write({record_buf_.data(), net::kFrameHeaderBytes + pk.len},
+                                     static_cast<uint64_t>(ns));
+    if (!st.ok() && record_errors_++ == 0) {
+      std::fprintf(stderr, "ina-switchd: --record: %s\n", st.ToString().c_str());
+    }
+  }
+
+ public:
+  // Closes the capture (when recording), saying what it holds.
+  void CloseRecord() {
+    if (record_ == nullptr) return;
+    (void)record_->Flush();
+    std::fprintf(stderr, "ina-switchd: --record %s: %llu frames, %llu skipped\n",
+                 config_.record.c_str(), static_cast<unsigned long long>(record_->records()),
+                 static_cast<unsigned long long>(record_skipped_));
+    record_.reset();
+  }
+
+ private:
+  std::unique_ptr<net::PcapWriter> record_;
+  net::FrameAddrs record_addrs_;
+  std::vector<uint8_t> record_buf_;
+  uint64_t record_skipped_ = 0, record_errors_ = 0;
 
   void HandleItems(size_t n, Clock::time_point now) {
     data_n_ = 0;
@@ -635,6 +695,7 @@ Status Switch::Run(const volatile std::sig_atomic_t* stop, const StatsCallback& 
   results[0] = cores_[0]->Run(stop, &abort, every_tick);
   abort = true;  // stopped or failed: the other cores stop too
   for (auto& t : threads) t.join();
+  for (auto& core : cores_) core->CloseRecord();
   for (const Status& st : results) {
     if (!st.ok()) return st;
   }

@@ -29,6 +29,7 @@
 #include "ina/proto/wire.h"
 #include "progress.h"
 #include "slot_window.h"
+#include "staged_op.h"
 
 namespace ina::host {
 
@@ -175,6 +176,7 @@ Status JoinError(const proto::Header& e, const CommConfig& cfg, uint16_t lane,
 struct Op {
   internal::OpDesc desc;
   std::shared_ptr<internal::OpState> state;
+  MemoryDomain* domain = nullptr;  // the tensor is in this domain's memory (staged)
 };
 
 // What a join_ack grants (docs/protocol.md, "Sharing the slot pool").
@@ -335,7 +337,7 @@ class Communicator::Impl {
           continue;
         }
       }
-      Status s = RunOnAllLanes(op.desc);
+      Status s = op.domain != nullptr ? RunStaged(op) : RunOnAllLanes(op.desc);
       ++calls_in_grant_;
       if (s.ok()) {
         ops_completed_.Inc();
@@ -344,6 +346,38 @@ class Communicator::Impl {
         Fail(s, &op, 0);
       }
     }
+  }
+
+  // Lane 0's thread: runs `op` on a tensor in op.domain's memory through the staging buffer
+  // (staged_op.h), which is kept for the next call while large enough. Returns after every copy
+  // the op enqueued completed, failed or not.
+  Status RunStaged(const Op& op) {
+    internal::OpDesc d = op.desc;
+    const size_t bytes = d.n * proto::kElemBytes;
+    if (staging_ == nullptr || staging_domain_ != op.domain || staging_->size() < bytes) {
+      staging_.reset();
+      auto st = op.domain->AllocStaging(bytes);
+      if (!st.ok()) {
+        return st.status().WithContext(op.domain->name() + ": staging of " + std::to_string(bytes) +
+                                       " bytes");
+      }
+      staging_ = std::move(st).value();
+      staging_domain_ = op.domain;
+    }
+    void* user = d.is_float ? static_cast<void*>(d.f) : static_cast<void*>(d.i);
+    internal::StagedOp staged(*op.domain, staging_->data(), user, d.n, proto::kElemBytes, cfg_.k,
+                              stop_flag_, lanes_.size() > 1 ? &op_cancel_ : nullptr);
+    Status s = staged.Start();
+    if (s.ok()) {
+      if (d.is_float) {
+        d.f = reinterpret_cast<float*>(staging_->data());
+      } else {
+        d.i = reinterpret_cast<int32_t*>(staging_->data());
+      }
+      d.stager = &staged;
+      s = RunOnAllLanes(d);
+    }
+    return staged.Finish(s);
   }
 
   // Lane 0's thread: runs `op` on every lane (or with `regrant`, re-joins every lane and takes the
@@ -467,6 +501,9 @@ class Communicator::Impl {
 
   const CommConfig cfg_;
   internal::SteadyClock clock_;
+  // Staging of the last staged op (lane 0's thread only), and the domain that allocated it.
+  std::unique_ptr<StagingBuffer> staging_;
+  const MemoryDomain* staging_domain_ = nullptr;
   std::vector<Lane> lanes_;         // fixed after construction
   Grant grant_;                     // lane 0's thread
   uint64_t calls_in_grant_ = 0;     // lane 0's thread: calls run under grant_
@@ -699,6 +736,49 @@ Result<Request> Communicator::AllReduceAsync(std::span<int32_t> data) {
   op.desc.is_float = false;
   op.desc.i = data.data();
   op.desc.n = data.size();
+  return impl_->Submit(std::move(op));
+}
+
+namespace {
+
+// The checks of a staged call made in the caller's thread, before the op is queued.
+Status PrepareStaged(MemoryDomain& domain, const void* data, size_t n, void* stream) {
+  if (n == 0) return Status::Ok();
+  INA_RETURN_IF_ERROR(domain.CheckPointer(data, n * proto::kElemBytes));
+  return domain.OrderAfter(stream);
+}
+
+}  // namespace
+
+Status Communicator::AllReduce(std::span<float> data, MemoryDomain& domain, void* stream) {
+  INA_ASSIGN_OR_RETURN(Request r, AllReduceAsync(data, domain, stream));
+  return r.Wait();
+}
+
+Status Communicator::AllReduce(std::span<int32_t> data, MemoryDomain& domain, void* stream) {
+  INA_ASSIGN_OR_RETURN(Request r, AllReduceAsync(data, domain, stream));
+  return r.Wait();
+}
+
+Result<Request> Communicator::AllReduceAsync(std::span<float> data, MemoryDomain& domain,
+                                             void* stream) {
+  INA_RETURN_IF_ERROR(PrepareStaged(domain, data.data(), data.size(), stream));
+  Op op;
+  op.desc.is_float = true;
+  op.desc.f = data.data();
+  op.desc.n = data.size();
+  op.domain = &domain;
+  return impl_->Submit(std::move(op));
+}
+
+Result<Request> Communicator::AllReduceAsync(std::span<int32_t> data, MemoryDomain& domain,
+                                             void* stream) {
+  INA_RETURN_IF_ERROR(PrepareStaged(domain, data.data(), data.size(), stream));
+  Op op;
+  op.desc.is_float = false;
+  op.desc.i = data.data();
+  op.desc.n = data.size();
+  op.domain = &domain;
   return impl_->Submit(std::move(op));
 }
 

@@ -105,11 +105,13 @@ uint8_t SlotWindow::LocalExp(int64_t b, bool* nonfinite) const {
   return kern_.block_exp(op_.f + static_cast<size_t>(b) * cfg_.k, BlockCount(b), nonfinite);
 }
 
-void SlotWindow::SendExpRound(uint16_t s) {
+Status SlotWindow::SendExpRound(uint16_t s) {
   Slot& sl = slots_[s];
   sl.block = -1;
+  if (op_.stager != nullptr) INA_RETURN_IF_ERROR(op_.stager->Acquire(s));
   sl.pending_exp = LocalExp(s, &sl.pending_nonfinite);
   PutHeader(s, 0, proto::kExpNone, sl.pending_exp, 0, static_cast<uint32_t>(s) * cfg_.k);
+  return Status::Ok();
 }
 
 // Block b on slot s with the agreed biased exponent `e` (float) or as int32.
@@ -120,6 +122,7 @@ Status SlotWindow::SendBlock(uint16_t s, int64_t b, uint8_t e) {
   const size_t off = static_cast<size_t>(b) * cfg_.k;
   uint8_t* payload = Buf(s) + proto::kHeaderBytes;
   if (!op_.is_float) {
+    if (op_.stager != nullptr) INA_RETURN_IF_ERROR(op_.stager->Acquire(b));
     Prefetch(b + kPrefetchBlocks);
     kern_.to_wire(op_.i + off, cnt, payload);
     PutHeader(s, proto::flags::kInt32, 0, 0, static_cast<uint16_t>(cnt),
@@ -135,6 +138,7 @@ Status SlotWindow::SendBlock(uint16_t s, int64_t b, uint8_t e) {
   uint8_t next_exp = proto::kExpNone;
   const int64_t nb = b + window_;
   if (nb < blocks_) {
+    if (op_.stager != nullptr) INA_RETURN_IF_ERROR(op_.stager->Acquire(nb));
     Prefetch(nb + kPrefetchBlocks);
     next_exp = LocalExp(nb, &sl.pending_nonfinite);
     sl.pending_exp = next_exp;
@@ -171,10 +175,11 @@ Status SlotWindow::Begin(const OpDesc& op, TimePoint now) {
     remaining_ += (blocks_ - s + window_ - 1) / window_;  // blocks s, s+W, ... < B
   }
   for (uint16_t s = cfg_.lane; s < used_; s = static_cast<uint16_t>(s + cfg_.lanes)) {
-    if (op.is_float) {
-      SendExpRound(s);
-    } else {
-      SendBlock(s, s, 0).IgnoreError();  // int32: cannot fail
+    // Fails only for a staged op (its copy into staging failed or was stopped).
+    Status st = op.is_float ? SendExpRound(s) : SendBlock(s, s, 0);
+    if (!st.ok()) {
+      End();
+      return st;
     }
   }
   last_progress_ = now;
@@ -359,6 +364,7 @@ Status SlotWindow::HandleResult(const uint8_t* p, size_t len, TimePoint now) {
     kern_.from_wire(payload, h.count, op_.i + off);
   }
   --remaining_;
+  if (op_.stager != nullptr) INA_RETURN_IF_ERROR(op_.stager->Release(b));
   const int64_t nb = b + window_;
   if (nb < blocks_) return SendBlock(s, nb, h.next_exp);
   return Status::Ok();

@@ -36,6 +36,10 @@
 //    whose message names the oldest waiting slot, its generation, block, retries and the last
 //    transport error.
 //
+// A staged op (OpDesc::stager) reads and writes the staging copy of the tensor and tells the
+// stager before its first read of a block (which may wait for that chunk's copy; its error fails
+// the op) and after a block's result was written.
+//
 // Buffers: W packet buffers (proto::kMaxPacketBytes each: header, payload, trailer) allocated at
 // construction; nothing is allocated per packet. A float op quantizes into the slot's buffer and
 // dequantizes results into the caller's tensor in place (block b+W's exponent is read when block b
@@ -61,6 +65,7 @@
 #include "ina/host/transport.h"
 #include "ina/proto/wire.h"
 #include "rto.h"
+#include "staged_op.h"
 
 namespace ina::host::internal {
 
@@ -89,6 +94,10 @@ struct OpDesc {
   int32_t* i = nullptr;  // !is_float
   size_t n = 0;          // elements, 1 .. 2^32-1
   uint64_t seq = 0;      // the call number on this communicator, from 0
+  // A tensor staged from a memory domain (staged_op.h): f / i point into its staging, Acquire(b)
+  // comes before block b is first read, Release(b) after its result was written. nullptr: plain
+  // host memory.
+  BlockStager* stager = nullptr;
 };
 
 struct WindowCounters {
@@ -202,7 +211,7 @@ class SlotWindow {
                  uint32_t offset);
   uint8_t LocalExp(int64_t b, bool* nonfinite) const;
   void Prefetch(int64_t b) const;  // block b's elements into the cache (no-op past the end)
-  void SendExpRound(uint16_t s);
+  Status SendExpRound(uint16_t s);
   Status SendBlock(uint16_t s, int64_t b, uint8_t e);
   Status HandleResult(const uint8_t* p, size_t len, TimePoint now);
   Status HandleControl(const uint8_t* p, size_t len);

@@ -3,8 +3,15 @@
 // line as ina-switchd (--engine accepted and ignored; --slots only the core's fixed pool, which is
 // its default), plus --rtl-idle / --rtl-stall (env INA_RTLSIM_IDLE / INA_RTLSIM_STALL).
 //
+// --trace FILE [--trace-from CYCLE --trace-cycles N]: an FST waveform of the core.
+// --replay IN.pcap [--out OUT.pcap]: instead of serving, replays a capture through the core and
+// the reference engine side by side (replay.h) and exits.
+//
 // Exit status: 0 after SIGINT/SIGTERM (summary and the JSON counters line printed), 2 for a bad
 // command line, 1 for a start-up or socket failure, or if the simulation harness failed.
+// --replay: 0 when both sides agreed on every record, 3 when some differed (the first difference
+// is printed), 2 for a capture that cannot be read (the error names the file and record).
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -13,6 +20,7 @@
 
 #include "ina/dp/switchd/config.h"
 #include "ina/dp/switchd/switch.h"
+#include "replay.h"
 #include "rtl_engines.h"
 
 namespace {
@@ -39,7 +47,27 @@ int main(int argc, char** argv) {
     std::fputs(sd::Usage(engines).c_str(), stdout);
     return 0;
   }
-  auto engine = rs::MakeEngine(config->rtl_idle, config->rtl_stall);
+  const ina::sim::TraceOptions trace{config->rtl_trace, config->rtl_trace_from,
+                                     config->rtl_trace_cycles};
+  if (!config->replay.empty()) {
+    rs::ReplayOptions ro;
+    ro.in = config->replay;
+    ro.out = config->replay_out;
+    ro.sim.idle = config->rtl_idle;
+    ro.sim.stall = config->rtl_stall;
+    ro.sim.seed = config->seed;
+    ro.sim.trace = trace;
+    ro.max_jobs = std::min<uint16_t>(config->max_jobs, ina::sim::kRtlJobs);
+    ro.job_timeout_ms = config->job_timeout_ms;
+    auto sum = rs::Replay(ro, stdout);
+    std::fflush(stdout);
+    if (!sum.ok()) {
+      std::fprintf(stderr, "ina-rtlsim: %s\n", sum.status().ToString().c_str());
+      return 2;
+    }
+    return sum->differing == 0 ? 0 : 3;
+  }
+  auto engine = rs::MakeEngine(config->rtl_idle, config->rtl_stall, trace);
   if (!engine.ok()) {
     std::fprintf(stderr, "ina-rtlsim: %s\n", engine.status().ToString().c_str());
     return engine.status().code() == ina::StatusCode::kInvalidArgument ? 2 : 1;

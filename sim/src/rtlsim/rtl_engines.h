@@ -26,7 +26,9 @@ dp::switchd::EngineMenu Menu();
 // A new core; `idle` and `stall` are probabilities in [0, 1) of an idle s_axis cycle / a low
 // m_axis_tready (Config::rtl_idle / rtl_stall; 0: the same results, only slower; for exercising
 // the core's backpressure end to end). The pool and job table are fixed when the core is
-// verilated. Errors: InvalidArgument for a probability outside [0, 1).
-Result<std::unique_ptr<RtlEngine>> MakeEngine(double idle, double stall);
+// verilated. `trace`: the core's FST waveform window (empty path: none). Errors: InvalidArgument
+// for a probability outside [0, 1), Unavailable for a trace file that cannot be written.
+Result<std::unique_ptr<RtlEngine>> MakeEngine(double idle, double stall,
+                                              const TraceOptions& trace = {});
 
 }  // namespace ina::sim::rtlsim

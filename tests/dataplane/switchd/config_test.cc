@@ -114,6 +114,31 @@ TEST(SwitchdConfig, EnvironmentOverridesAreReadHereAndLoseToFlags) {
   EXPECT_TRUE(Parse({}, kSwitchd, {{"INA_RTLSIM_IDLE", "junk"}}).ok());
 }
 
+TEST(SwitchdConfig, RecordTraceAndReplay) {
+  auto c = Parse({"--record", "cap.pcap"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->record, "cap.pcap");
+  EXPECT_NE(Parse({"--record", "c.pcap", "--cores", "2"}).status().message().find("--record"),
+            std::string::npos);
+  EXPECT_FALSE(Parse({"--record", ""}).ok());
+  EXPECT_FALSE(Parse({"--trace", "t.fst"}).ok()) << "ina-switchd has no core to trace";
+  EXPECT_FALSE(Parse({"--replay", "in.pcap"}).ok());
+  c = Parse({"--trace", "t.fst", "--trace-from", "100", "--trace-cycles", "50"}, kRtl);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->rtl_trace, "t.fst");
+  EXPECT_EQ(c->rtl_trace_from, 100u);
+  EXPECT_EQ(c->rtl_trace_cycles, 50u);
+  EXPECT_NE(Parse({"--trace-from", "100"}, kRtl).status().message().find("need --trace"),
+            std::string::npos);
+  EXPECT_FALSE(Parse({"--trace", "t.fst", "--trace-cycles", "x"}, kRtl).ok());
+  c = Parse({"--replay", "in.pcap", "--out", "out.pcap"}, kRtl);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->replay, "in.pcap");
+  EXPECT_EQ(c->replay_out, "out.pcap");
+  EXPECT_NE(Parse({"--out", "out.pcap"}, kRtl).status().message().find("--replay"),
+            std::string::npos);
+}
+
 TEST(SwitchdConfig, RtlsimFlagsAndItsFixedPool) {
   auto c = Parse({}, kRtl, {{"INA_RTLSIM_STALL", "0.25"}});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -166,7 +191,8 @@ TEST(SwitchdConfig, HelpPrintAndDocsListEveryFlag) {
     const std::string name = flag.substr(0, flag.find(' '));
     EXPECT_NE(doc.find("`" + name + " "), std::string::npos) << name << " not in docs/switchd.md";
   }
-  EXPECT_EQ(FlagNames(kSwitchd).size() + 2, FlagNames(kRtl).size());
+  // --rtl-idle, --rtl-stall, --trace, --trace-from, --trace-cycles, --replay, --out.
+  EXPECT_EQ(FlagNames(kSwitchd).size() + 7, FlagNames(kRtl).size());
 }
 
 }  // namespace

@@ -64,8 +64,10 @@ TEST_P(JoinSwitchd, RefusedRankFailsThePeersAtOnceNamingRankAndParameter) {
     }
   }
   const auto counters = sw.Stop();
-  EXPECT_EQ(counters.at("err_bad_params"), 2u);
-  EXPECT_EQ(counters.at("err_peer_refused"), 4u);
+  // At least once per refused JOIN and per peer told; a JOIN resent (every 100 ms) before its
+  // answer arrived, as on a loaded machine, is answered again and counted again.
+  EXPECT_GE(counters.at("err_bad_params"), 2u);
+  EXPECT_GE(counters.at("err_peer_refused"), 4u);
   EXPECT_EQ(counters.at("jobs_admitted"), 0u);
 }
 

@@ -58,7 +58,13 @@ class CoreTest : public ::testing::TestWithParam<std::pair<double, double>> {
  protected:
   void SetUp() override {
     seed_ = Seed();
-    sim_ = std::make_unique<CoreSim>(CoreSim::Options{GetParam().first, GetParam().second, seed_});
+    CoreSim::Options o{GetParam().first, GetParam().second, seed_};
+    // INA_TRACE=FILE.fst [INA_TRACE_FROM, INA_TRACE_CYCLES]: each test's model is traced (the
+    // second one to FILE.1.fst, ...; docs/rtl/debugging.md).
+    auto trace = TraceOptionsFromEnv();
+    ASSERT_TRUE(trace.ok()) << trace.status().ToString();
+    o.trace = *trace;
+    sim_ = std::make_unique<CoreSim>(o);
   }
   void Send(const Pkt& x, bool mac_err = false) { sim_->SendFrame(MakeFrame(Encode(x)), mac_err); }
   void Install(uint32_t entry, uint16_t job, uint16_t world, uint16_t k, uint32_t base,

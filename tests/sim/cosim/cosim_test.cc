@@ -25,6 +25,7 @@
 #include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 #include "ina/sim/core_sim.h"
+#include "ina/sim/frame_diff.h"
 #include "ina/sim/rtl_engine.h"
 #include "support/seed.h"
 
@@ -231,12 +232,70 @@ std::vector<Job> MakeJobs(std::mt19937_64& rng) {
   return jobs;
 }
 
+// The model's options for a test: the harness mix and seed, and the trace the environment asks
+// for (INA_TRACE, docs/rtl/debugging.md): with an explicit window (INA_TRACE_FROM /
+// INA_TRACE_CYCLES) the run is traced as it goes; INA_TRACE alone records the stimulus, and a
+// mismatch writes the window around the first differing result (TraceMismatch).
+CoreSim::Options SimOptions(double idle, double stall, uint64_t seed) {
+  CoreSim::Options o{idle, stall, seed};
+  auto t = TraceOptionsFromEnv();
+  EXPECT_TRUE(t.ok()) << t.status().ToString();
+  if (t.ok() && !t->path.empty()) {
+    if (TraceWindowFromEnv()) {
+      o.trace = *t;
+    } else {
+      o.record = true;
+    }
+  }
+  return o;
+}
+
+// Cycles of the window TraceMismatch writes: before the differing result's last beat, and after.
+constexpr uint64_t kTraceBefore = 2000, kTraceAfter = 200;
+
+// After a mismatch at `cycle`: reruns the recorded stimulus with the window around it.
+void TraceMismatch(const CoreSim& rtl, uint64_t cycle) {
+  auto t = TraceOptionsFromEnv();
+  if (!t.ok() || t->path.empty() || TraceWindowFromEnv()) return;
+  t->from = cycle > kTraceBefore ? cycle - kTraceBefore : 0;
+  t->cycles = cycle - t->from + kTraceAfter;
+  auto again = rtl.Rerun(*t);
+  EXPECT_TRUE(again.ok()) << again.status().ToString();
+}
+
+// The RTL's result frames and the reference's results as ResultFrames (the RTL's 42-byte frame
+// prefix stripped; the reference's group is its job's).
+std::vector<ResultFrame> RtlResults(const std::vector<OutFrame>& got) {
+  std::vector<ResultFrame> r;
+  for (const OutFrame& f : got) {
+    const size_t skip = std::min(f.bytes.size(), p::kFramePrefixBytes);
+    r.push_back({{f.bytes.begin() + static_cast<ptrdiff_t>(skip), f.bytes.end()},
+                 f.dest_rank,
+                 f.group,
+                 f.cycle});
+  }
+  return r;
+}
+
+std::vector<ResultFrame> RefResults(const std::vector<RefOut>& want, const std::vector<Job>& jobs) {
+  std::vector<ResultFrame> r;
+  for (const RefOut& w : want) {
+    auto it =
+        std::find_if(jobs.begin(), jobs.end(), [&](const Job& j) { return j.cfg.job_id == w.job; });
+    EXPECT_NE(it, jobs.end()) << "a result of job " << w.job << ", which is not installed";
+    r.push_back({w.bytes, w.dest, it != jobs.end() ? it->group : uint16_t{0}, 0});
+  }
+  return r;
+}
+
 // Feeds `packets` to both fabrics and checks results, counters and ended jobs agree. Returns the
 // reference's counters (all packets so far) and appends the jobs it ended to *failed (which must
-// hold every job ended since the entries were last programmed; fresh: and since reset).
+// hold every job ended since the entries were last programmed; fresh: and since reset). A result
+// stream that differs fails with the first difference's report (frame_diff.h).
 dp::CounterSnapshot Lockstep(dp::Engine& ref, CoreSim& rtl, const std::vector<Job>& jobs,
                              const std::vector<std::vector<uint8_t>>& packets,
-                             std::vector<dp::JobFailure>* failed, bool fresh = true) {
+                             std::vector<dp::JobFailure>* failed, uint64_t seed,
+                             bool fresh = true) {
   Collect want;
   for (const auto& pkt : packets) {
     ref.Process(pkt, want);
@@ -246,21 +305,11 @@ dp::CounterSnapshot Lockstep(dp::Engine& ref, CoreSim& rtl, const std::vector<Jo
   }
   Status s = rtl.Run(50'000'000);
   EXPECT_TRUE(s.ok()) << s.ToString();
-  auto got = rtl.TakeOutput();
-  EXPECT_EQ(got.size(), want.out.size());
-  for (size_t i = 0; i < std::min(got.size(), want.out.size()); ++i) {
-    const RefOut& w = want.out[i];
-    EXPECT_GE(got[i].bytes.size(), p::kFramePrefixBytes);
-    if (got[i].bytes.size() < p::kFramePrefixBytes) break;
-    std::vector<uint8_t> payload(got[i].bytes.begin() + p::kFramePrefixBytes, got[i].bytes.end());
-    EXPECT_EQ(payload, w.bytes) << "result " << i;
-    EXPECT_EQ(got[i].dest_rank, w.dest) << "result " << i;
-    auto it =
-        std::find_if(jobs.begin(), jobs.end(), [&](const Job& j) { return j.cfg.job_id == w.job; });
-    EXPECT_NE(it, jobs.end());
-    if (it != jobs.end()) {
-      EXPECT_EQ(got[i].group, it->group) << "result " << i;
-    }
+  const auto got = RtlResults(rtl.TakeOutput());
+  const auto mismatch = FirstMismatch(got, RefResults(want.out, jobs), DiffOptions{seed});
+  if (mismatch.has_value()) {
+    ADD_FAILURE() << mismatch->report;
+    TraceMismatch(rtl, mismatch->cycle);
   }
   auto rc = drv::ReadCounters(rtl);
   EXPECT_TRUE(rc.ok());
@@ -306,7 +355,7 @@ TEST_P(CosimTest, RtlMatchesReferencePacketForPacket) {
   for (int iter = 0; iter < 16 && !HasFailure(); ++iter) {
     SCOPED_TRACE("iteration " + std::to_string(iter));
     auto ref = dp::MakeReferenceEngine(dp::EngineLimits{kRtlPoolSlots, kRtlJobs});
-    CoreSim rtl(CoreSim::Options{GetParam().first, GetParam().second, rng()});
+    CoreSim rtl(SimOptions(GetParam().first, GetParam().second, rng()));
     auto jobs = MakeJobs(rng);
     for (size_t i = 0; i < jobs.size(); ++i) {
       ASSERT_TRUE(ref->AddJob(jobs[i].cfg).ok());
@@ -314,7 +363,7 @@ TEST_P(CosimTest, RtlMatchesReferencePacketForPacket) {
     }
     Traffic t = MakeTraffic(rng, jobs, 12, /*disagree=*/iter % 2 == 1);
     std::vector<dp::JobFailure> failed;
-    const auto wc = Lockstep(*ref, rtl, jobs, t.packets, &failed);
+    const auto wc = Lockstep(*ref, rtl, jobs, t.packets, &failed, seed);
     EXPECT_GT(dp::Get(wc, p::Counter::kResults), 0u);
     bad_crc += dp::Get(wc, p::Counter::kDropBadCrc);
     early += dp::Get(wc, p::Counter::kDropEarly);
@@ -340,7 +389,7 @@ TEST(CosimDirected, WindowHistoryAndDisagreeingRanks) {
   uint64_t seed = Seed();
   std::mt19937_64 rng(seed);
   auto ref = dp::MakeReferenceEngine(dp::EngineLimits{kRtlPoolSlots, kRtlJobs});
-  CoreSim rtl(CoreSim::Options{0.2, 0.3, rng()});
+  CoreSim rtl(SimOptions(0.2, 0.3, rng()));
   std::vector<Job> jobs(2);
   jobs[0].cfg = {300, 3, 64, 0, 2};
   jobs[0].group = 0x1111;
@@ -387,7 +436,7 @@ TEST(CosimDirected, WindowHistoryAndDisagreeingRanks) {
   all(a, 1, 2, 64, 320, 0);
   all(b, 0, 1, 0, 0, 0);
   std::vector<dp::JobFailure> failed;
-  auto wc = Lockstep(*ref, rtl, jobs, pk, &failed);
+  auto wc = Lockstep(*ref, rtl, jobs, pk, &failed, seed);
   ASSERT_FALSE(HasFailure());
   ASSERT_EQ(failed.size(), 1u);
   EXPECT_EQ(failed[0], (dp::JobFailure{300, p::ErrorCode::kRankMismatch, 0, 2, 1}));
@@ -404,7 +453,7 @@ TEST(CosimDirected, WindowHistoryAndDisagreeingRanks) {
   pk.clear();
   all(a, 0, 0, 10, 0, i32);
   all(a, 1, 0, 0, 64, 0);
-  wc = Lockstep(*ref, rtl, jobs, pk, &failed, /*fresh=*/false);
+  wc = Lockstep(*ref, rtl, jobs, pk, &failed, seed, /*fresh=*/false);
   EXPECT_TRUE(failed.empty());
   EXPECT_EQ(dp::Get(wc, p::Counter::kResults), 8u);
 }
@@ -434,6 +483,111 @@ TEST(RtlEngine, PollFailuresReportsAndRemovesTheEndedJob) {
   const auto c = engine.counters();
   EXPECT_EQ(dp::Get(c, p::Counter::kDropMismatch), 1u);
   EXPECT_EQ(dp::Get(c, p::Counter::kResults), 1u);
+}
+
+// The first-difference report on a real run. The RTL and the reference agree on directed
+// traffic; then a test hook perturbs one byte of one reference result (its gen), and the report
+// must name that result, the cycle the RTL emitted it, the byte and its header field, and the
+// seed. The recorded stimulus replays into a traced model: the same results at the same cycles,
+// and an FST file whose size follows the window asked for. Then an injected register setting (the
+// RTL's multicast group programmed wrong) must be reported as the group.
+TEST(CosimReport, NamesTheFirstDifferingResult) {
+  const uint64_t seed = Seed();
+  std::mt19937_64 rng(seed);
+  Job a;
+  a.cfg = {42, 3, 64, 0, 4};
+  a.group = 0x4242;
+  std::vector<std::vector<uint8_t>> pk;
+  for (uint16_t slot = 0; slot < 4; ++slot) {
+    for (uint16_t r = 0; r < 3; ++r) {
+      pk.push_back(DataPacket(rng, a, r, slot, 0, 64, uint32_t{slot} * 64, 0));
+    }
+  }
+  auto run = [&](uint16_t rtl_group, std::vector<ResultFrame>* got, std::vector<ResultFrame>* want,
+                 CoreSim::Options o) {
+    auto ref = dp::MakeReferenceEngine(dp::EngineLimits{kRtlPoolSlots, kRtlJobs});
+    auto rtl = std::make_unique<CoreSim>(o);
+    EXPECT_TRUE(ref->AddJob(a.cfg).ok());
+    EXPECT_TRUE(drv::ProgramJob(*rtl, 0, a.cfg, rtl_group).ok());
+    Collect c;
+    for (const auto& x : pk) {
+      ref->Process(x, c);
+      rtl->SendFrame(MakeFrame(x));
+    }
+    EXPECT_TRUE(rtl->Run(1'000'000).ok());
+    *got = RtlResults(rtl->TakeOutput());
+    *want = RefResults(c.out, {a});
+    return rtl;
+  };
+  CoreSim::Options o{0.2, 0.3, rng()};
+  o.record = true;
+  std::vector<ResultFrame> got, want;
+  auto rtl = run(a.group, &got, &want, o);
+  ASSERT_EQ(got.size(), 4u);
+  EXPECT_FALSE(FirstMismatch(got, want, DiffOptions{seed}).has_value());
+
+  want[2].packet[p::kGenOffset + 1] ^= 0x01;  // the hook: result #2's gen, low byte
+  auto m = FirstMismatch(got, want, DiffOptions{seed});
+  ASSERT_TRUE(m.has_value());
+  std::printf("%s\n", m->report.c_str());
+  EXPECT_EQ(m->index, 2u);
+  EXPECT_EQ(m->cycle, got[2].cycle);
+  EXPECT_GT(got[2].cycle, got[1].cycle);
+  const std::string& r = m->report;
+  EXPECT_NE(r.find("first differing result: #2 "), std::string::npos);
+  EXPECT_NE(r.find("cycle " + std::to_string(got[2].cycle)), std::string::npos);
+  EXPECT_NE(r.find("INA_SEED=" + std::to_string(seed)), std::string::npos);
+  EXPECT_NE(r.find("byte 13 (gen[1]): rtl 00 ref 01"), std::string::npos);
+  EXPECT_NE(r.find("job=42 rank=65535 slot=2 gen=0"), std::string::npos);  // the RTL's header
+  EXPECT_NE(r.find("slot=2 gen=1"), std::string::npos);                    // the reference's
+  EXPECT_EQ(r.find("byte 12"), std::string::npos);                         // the one byte only
+  EXPECT_EQ(r.find("group differs"), std::string::npos);
+
+  // The window around it, by replaying the recorded stimulus: a short one and a long one.
+  const std::string dir = ::testing::TempDir();
+  const std::string short_path = dir + "/cosim_report_short.fst";
+  const std::string long_path = dir + "/cosim_report_long.fst";
+  auto again = rtl->Rerun({short_path, m->cycle - 5, 10});
+  ASSERT_TRUE(again.ok()) << again.status().ToString();
+  ASSERT_EQ(again->size(), got.size());
+  EXPECT_EQ(RtlResults(*again).back().cycle, got.back().cycle);
+  EXPECT_EQ(RtlResults(*again)[2].packet, got[2].packet);
+  ASSERT_TRUE(rtl->Rerun({long_path, 0, 0}).ok());
+  const auto size = [](const std::string& path) {
+    std::FILE* f = std::fopen(path.c_str(), "rb");
+    if (f == nullptr) return long{-1};
+    std::fseek(f, 0, SEEK_END);
+    const long n = std::ftell(f);
+    std::fclose(f);
+    return n;
+  };
+  EXPECT_GT(size(short_path), 0);
+  EXPECT_GT(size(long_path), size(short_path));
+  auto info = ReadTraceInfo(short_path);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->start_time, 2 * (m->cycle - 5));
+  EXPECT_EQ(info->end_time, 2 * (m->cycle + 4) + 1);
+  EXPECT_GT(info->signals, 100u);  // the whole hierarchy, not the ports only
+  info = ReadTraceInfo(long_path);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  EXPECT_EQ(info->start_time, 0u);
+  EXPECT_GE(info->end_time, 2 * got.back().cycle + 1);
+  EXPECT_FALSE(ReadTraceInfo(dir + "/cosim_no_such.fst").ok());
+  std::remove(short_path.c_str());
+  std::remove(long_path.c_str());
+  // An unwritable trace path fails the run with a clear error instead of aborting the process.
+  auto bad = rtl->Rerun({dir + "/no/such/dir/x.fst", 0, 0});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("cannot write the trace file"), std::string::npos);
+
+  // The RTL's group programmed wrong.
+  o.record = false;
+  rtl = run(static_cast<uint16_t>(a.group ^ 1), &got, &want, o);
+  m = FirstMismatch(got, want, DiffOptions{seed});
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->index, 0u);
+  EXPECT_NE(m->report.find("group differs"), std::string::npos) << m->report;
+  EXPECT_EQ(m->report.find("bytes differ"), std::string::npos) << m->report;
 }
 
 INSTANTIATE_TEST_SUITE_P(Traffic, CosimTest,

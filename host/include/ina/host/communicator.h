@@ -35,6 +35,7 @@
 
 #include "ina/base/status.h"
 #include "ina/host/config.h"
+#include "ina/host/memory_domain.h"
 
 namespace ina::host {
 
@@ -106,6 +107,27 @@ class Communicator {
   // Queues the op and returns at once. Errors: FailedPrecondition when the communicator failed.
   Result<Request> AllReduceAsync(std::span<float> data);
   Result<Request> AllReduceAsync(std::span<int32_t> data);
+
+  // The same on a tensor in `domain`'s memory (ina/host/memory_domain.h), e.g. GPU memory with
+  // ina::gpu's CUDA domain (ina/gpu/memory_domain.h). The wire traffic and the result are the
+  // same, bit for bit, as the host-memory call on the same values: the tensor is staged through
+  // host memory in chunks (copies enqueued on the domain's engine, overlapping the network) and
+  // the result copied back chunk by chunk as the chunk's blocks complete. The copies start after
+  // the work enqueued on `stream` before this call (opaque: a cudaStream_t for CUDA, nullptr for
+  // the default stream / HostDomain). The request completes when the last copy back is done, so
+  // after Wait() the tensor holds the result for any stream. Staging (domain.AllocStaging) is
+  // allocated at the first call and reused while it is large enough and the domain the same.
+  // REQUIRES: `domain` outlives this communicator (the cached staging is freed by ~Communicator).
+  // Errors at the call: FailedPrecondition as above, InvalidArgument from
+  // domain.CheckPointer (not this domain's memory) or OrderAfter. A staging allocation or copy
+  // that fails fails the op and the communicator (the other ranks are aborted, as for a transport
+  // error): the ranks must make the same calls, so one rank cannot skip one.
+  Status AllReduce(std::span<float> data, MemoryDomain& domain, void* stream = nullptr);
+  Status AllReduce(std::span<int32_t> data, MemoryDomain& domain, void* stream = nullptr);
+  Result<Request> AllReduceAsync(std::span<float> data, MemoryDomain& domain,
+                                 void* stream = nullptr);
+  Result<Request> AllReduceAsync(std::span<int32_t> data, MemoryDomain& domain,
+                                 void* stream = nullptr);
 
   CommStats stats() const;  // a snapshot; thread-safe
   uint16_t window() const;  // slots granted by the fabric (the current grant's); thread-safe

@@ -52,6 +52,18 @@ struct Config {
   // env INA_RTLSIM_IDLE / INA_RTLSIM_STALL if no flag.
   double rtl_idle = 0;
   double rtl_stall = 0;
+  // ina-rtlsim only: an FST waveform of the core (docs/rtl/debugging.md), cycles [from, from +
+  // cycles) (cycles 0: to the end); empty: none.
+  std::string rtl_trace;
+  uint64_t rtl_trace_from = 0;
+  uint64_t rtl_trace_cycles = 0;
+  // ina-rtlsim only: replay a capture through the core and the reference engine instead of
+  // serving (--replay IN.pcap --out OUT.pcap; sim/src/rtlsim/replay.h).
+  std::string replay;
+  std::string replay_out;
+  // Every datagram received, written to this pcap file as Ethernet/IPv4/UDP frames (a capture
+  // ina-rtlsim --replay reads); empty: none. Needs --cores 1 and IPv4 peers (others are skipped).
+  std::string record;
   bool help = false;  // --help: print Usage() and exit 0
 };
 

@@ -1,0 +1,35 @@
+// The CUDA memory domain (ina/host/memory_domain.h): Communicator::AllReduce on tensors in GPU
+// memory (docs/gpu.md, "The memory domain").
+//
+// Copies between the device and page-locked host staging (cudaHostAlloc) run on one non-blocking
+// stream the domain owns, cudaMemcpyAsync each, with one CUDA event recorded after every copy as
+// its fence (no cudaDeviceSynchronize, no stream synchronisation: Wait queries or spins on the
+// events). OrderAfter(stream) records an event on the caller's stream and makes the copy stream
+// wait for it (cudaStreamWaitEvent: a device-side dependency, the host does not wait).
+// CheckPointer accepts device and managed memory of this domain's device
+// (cudaPointerGetAttributes) and names what anything else is.
+//
+// Built only with a CUDA compiler (target ina::gpu_domain, links ina::host and the CUDA runtime);
+// libina itself never depends on CUDA. Threading: thread-safe (one mutex around the fence queue;
+// every call makes the domain's device current on the calling thread first).
+// Not yet run on a device: see docs/gpu.md, "What is verified where".
+#pragma once
+
+#include <memory>
+
+#include "ina/base/status.h"
+#include "ina/host/memory_domain.h"
+
+namespace ina::gpu {
+
+struct CudaDomainOptions {
+  int device = 0;
+  size_t chunk_bytes = size_t{4} << 20;  // per copy: large enough for full PCIe bandwidth
+};
+
+// Errors: Unavailable without a driver or device (the reason from cudaGetDeviceCount),
+// InvalidArgument for a device index out of range or chunk_bytes < 4, the CUDA error of creating
+// the stream or events.
+Result<std::unique_ptr<host::MemoryDomain>> MakeCudaDomain(const CudaDomainOptions& options = {});
+
+}  // namespace ina::gpu

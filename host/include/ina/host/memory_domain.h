@@ -1,0 +1,91 @@
+// MemoryDomain: where a tensor lives, and the asynchronous copy engine between it and host
+// staging memory (docs/gpu.md, "The memory domain"; docs/host.md, "Device memory").
+//
+// Communicator::AllReduce(data, domain, stream) takes a tensor in `domain`'s memory (GPU memory
+// for the CUDA domain of drivers/gpu, ina/gpu/memory_domain.h). The communicator stages it
+// through host memory the domain allocates (page-locked for the CUDA domain), in chunks of
+// chunk_bytes(): every chunk's copy into staging is enqueued at the start of the op, the progress
+// engine waits for a chunk's fence only when it first reads a block of that chunk (so chunk i+1
+// is still copying while chunk i is on the wire), and a chunk's copy back is enqueued as soon as
+// its last block's result is in staging. The request completes when the last copy back is done.
+// Nothing synchronises the whole device: one fence (CUDA event) per copy.
+//
+// The interface is narrow on purpose: libina builds and runs without CUDA. This header has no
+// CUDA types (`stream` is an opaque cudaStream_t for the CUDA domain); HostDomain (below) is the
+// same pipeline over host memory, with a real asynchronous copy thread, so the staging and
+// pipelining logic is tested on every machine.
+//
+// Contract of every implementation:
+//  - Copies complete in the order they were enqueued: when fence f is complete, so is every
+//    fence below f. A failed copy fails its fence and every later one (sticky error).
+//  - Thread-safe: the communicator's lanes call Wait/Poll and enqueue copies from their threads.
+//  - Nothing here throws; errors are Status (the CUDA domain names the CUDA call).
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "ina/base/status.h"
+
+namespace ina::host {
+
+enum class MemoryKind { kHost, kCuda };
+
+// Host memory the domain's copy engine reads and writes (page-locked for CUDA: cudaHostAlloc).
+// Freed by the destructor; must not outlive its domain.
+class StagingBuffer {
+ public:
+  virtual ~StagingBuffer() = default;
+  virtual uint8_t* data() const = 0;
+  virtual size_t size() const = 0;  // bytes
+};
+
+class MemoryDomain {
+ public:
+  // A copy's completion ticket, from 1, increasing in enqueue order. 0: none (always complete).
+  using Fence = uint64_t;
+
+  virtual ~MemoryDomain() = default;
+
+  virtual MemoryKind kind() const = 0;
+  virtual std::string name() const = 0;  // for messages: "cuda:0", "host-async"
+  // The pipeline's copy granularity in bytes (the communicator rounds it to whole blocks).
+  virtual size_t chunk_bytes() const = 0;
+
+  // OK when [p, p + bytes) is memory of this domain; InvalidArgument naming what it is otherwise
+  // (the CUDA domain: cudaPointerGetAttributes; host memory passed as device memory is an
+  // error, not a silent slow path).
+  virtual Status CheckPointer(const void* p, size_t bytes) const = 0;
+
+  // Staging of at least `bytes` bytes. Errors: ResourceExhausted, the domain's error.
+  virtual Result<std::unique_ptr<StagingBuffer>> AllocStaging(size_t bytes) = 0;
+
+  // Copies enqueued after this call start after the work enqueued on `stream` so far (CUDA:
+  // an event recorded on it that the copy stream waits for; no host wait). nullptr: the legacy
+  // default stream for CUDA, nothing for HostDomain. Does not block.
+  virtual Status OrderAfter(void* stream) = 0;
+
+  // Enqueue a copy of `bytes` bytes: domain memory -> staging (CopyIn) or staging -> domain memory
+  // (CopyOut). Do not block on the copy; return its fence. Both buffers must stay alive and
+  // untouched (the source unchanged, the destination unread) until the fence completes.
+  virtual Result<Fence> CopyIn(uint8_t* staging, const void* src, size_t bytes) = 0;
+  virtual Result<Fence> CopyOut(void* dst, const uint8_t* staging, size_t bytes) = 0;
+
+  // Blocks up to `timeout` for fence `f`: true when it completed, false when the time ran out,
+  // the copy's error when it (or an earlier copy) failed. timeout 0 polls.
+  virtual Result<bool> Wait(Fence f, std::chrono::microseconds timeout) = 0;
+};
+
+// Host memory through the same pipeline: CopyIn/CopyOut are memcpy run by one copy thread in
+// FIFO order (fences complete in order), staging is plain heap memory. For tests of the staged
+// path on machines without a GPU, and as the reference the CUDA domain is compared with.
+// Threading: thread-safe. The destructor finishes the queued copies, then joins the thread.
+struct HostDomainOptions {
+  size_t chunk_bytes = size_t{1} << 20;  // >= 4
+};
+Result<std::unique_ptr<MemoryDomain>> MakeHostDomain(const HostDomainOptions& options = {});
+
+}  // namespace ina::host
