@@ -91,6 +91,7 @@ typedef struct ina_config {
   uint32_t verbs_qkey;       /* Q_Key of both sides */
   int verbs_send_depth;      /* send queue and TX bounce slots, 1..16384 */
   int verbs_recv_depth;      /* posted receive buffers, 1..16384 */
+  int slot_wait_timeout_ms;  /* how long a JOIN waits for slots in a shared pool (join_wait) */
   /* New fields go here, at the end (see the ABI rule above). */
 } ina_config;
 

@@ -48,8 +48,8 @@ constexpr Layout kConfigLayouts[] = {
     {1568, offsetof(ina_config, progress_threads) + sizeof(int)},
     // 0.2: .. quant, udp_gso (sizeof 1584 on LP64).
     {1584, offsetof(ina_config, udp_gso) + sizeof(int)},
-    // 0.3: .. the verbs_* fields.
-    {sizeof(ina_config), offsetof(ina_config, verbs_recv_depth) + sizeof(int)},
+    // 0.3: .. the verbs_* fields, slot_wait_timeout_ms.
+    {sizeof(ina_config), offsetof(ina_config, slot_wait_timeout_ms) + sizeof(int)},
 };
 constexpr Layout kStatsLayouts[] = {
     // 0.1: struct_size .. ops_failed.
@@ -105,9 +105,6 @@ Status FullToC(const CommConfig& c, ina_config* out) {
   const auto& [switch_host, switch_port, job_id, rank, world_size, k, window, join_timeout_ms,
                slot_wait_timeout_ms, progress_timeout_ms, rto_min_us, rto_max_us, rto_initial_us,
                progress_threads, transport, socket_buffer_bytes, dpdk, verbs, quant, udp_gso] = c;
-  // TODO(#12): slot_wait_timeout_ms is not in the C ABI yet (a layout change); a C caller gets
-  // CommConfig's default, 60 s.
-  (void)slot_wait_timeout_ms;
   const auto& [eal_args, port, local_ip, local_port, local_mac, fabric_mac, backoff_max_us,
                zero_copy] = dpdk;
   std::memset(out, 0, sizeof(*out));
@@ -146,6 +143,7 @@ Status FullToC(const CommConfig& c, ina_config* out) {
   out->verbs_qkey = qkey;
   out->verbs_send_depth = send_depth;
   out->verbs_recv_depth = recv_depth;
+  out->slot_wait_timeout_ms = slot_wait_timeout_ms;
   return Status::Ok();
 }
 
@@ -154,7 +152,6 @@ Result<CommConfig> FullFromC(const ina_config& in) {
   auto& [switch_host, switch_port, job_id, rank, world_size, k, window, join_timeout_ms,
          slot_wait_timeout_ms, progress_timeout_ms, rto_min_us, rto_max_us, rto_initial_us,
          progress_threads, transport, socket_buffer_bytes, dpdk, verbs, quant, udp_gso] = c;
-  (void)slot_wait_timeout_ms;  // the default (see FullToC)
   auto& [eal_args, port, local_ip, local_port, local_mac, fabric_mac, backoff_max_us, zero_copy] =
       dpdk;
   INA_RETURN_IF_ERROR(ReadString(in.switch_host, "switch_host", &switch_host));
@@ -198,6 +195,7 @@ Result<CommConfig> FullFromC(const ina_config& in) {
   qkey = in.verbs_qkey;
   send_depth = in.verbs_send_depth;
   recv_depth = in.verbs_recv_depth;
+  slot_wait_timeout_ms = in.slot_wait_timeout_ms;
   return c;
 }
 

@@ -47,18 +47,16 @@ inline CommConfig EveryFieldConfig(uint16_t port, bool runnable) {
   c.verbs.qkey = 0x11223344;
   c.verbs.send_depth = 64;
   c.verbs.recv_depth = 128;
+  c.slot_wait_timeout_ms = 9000;
   return c;
 }
 
 // EXPECTs every field of got == want (same == true) or != want (same == false).
 inline void ExpectFields(const CommConfig& got, const CommConfig& want, bool same) {
-  // gs/ws: slot_wait_timeout_ms, not in the C ABI yet (TODO(#12)): not compared.
   const auto& [g0, g1, g2, g3, g4, g5, g6, g7, gs, g8, g9, g10, g11, gp, g12, g13, gd, gv, gq, gg] =
       got;
   const auto& [w0, w1, w2, w3, w4, w5, w6, w7, ws, w8, w9, w10, w11, wp, w12, w13, wd, wv, wq, wg] =
       want;
-  (void)gs;
-  (void)ws;
   const auto& [gd0, gd1, gd2, gd3, gd4, gd5, gd6, gd7] = gd;
   const auto& [wd0, wd1, wd2, wd3, wd4, wd5, wd6, wd7] = wd;
   const auto& [gv0, gv1, gv2, gv3, gv4, gv5, gv6, gv7] = gv;
@@ -78,6 +76,7 @@ inline void ExpectFields(const CommConfig& got, const CommConfig& want, bool sam
   check("k", g5, w5);
   check("window", g6, w6);
   check("join_timeout_ms", g7, w7);
+  check("slot_wait_timeout_ms", gs, ws);
   check("progress_timeout_ms", g8, w8);
   check("rto_min_us", g9, w9);
   check("rto_max_us", g10, w10);
