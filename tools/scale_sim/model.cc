@@ -93,6 +93,27 @@ RingStep MakeRingStep(const Config& c) {
           c.acks ? std::ceil(segs / 2) * per_seg : 0.0};
 }
 
+// The items an actor serves in arrival order, each not before its ready time: Push from any
+// actor; Next blocks until one is queued, waits until it is ready and returns its index.
+class ReadyQueue {
+ public:
+  void Push(int64_t i, double ready) {
+    queue_.emplace_back(i, ready);
+    sem_->release();
+  }
+  int64_t Next() {
+    sem_->acquire();
+    const auto [i, ready] = queue_.front();
+    queue_.pop_front();
+    if (ready > sg::Engine::get_clock()) sg::this_actor::sleep_until(ready);
+    return i;
+  }
+
+ private:
+  sg::SemaphorePtr sem_ = sg::Semaphore::create(0);
+  std::deque<std::pair<int64_t, double>> queue_;
+};
+
 // One direction of one hop, FIFO: chunks go one at a time, each once its ready time has come; on
 // arrival (after the hop's latency) `deliver` runs with the chunk and its ready time there.
 class Port {
@@ -105,18 +126,11 @@ class Port {
         latency_(latency),
         bytes_(bytes),
         count_(count),
-        deliver_(std::move(deliver)),
-        sem_(sg::Semaphore::create(0)) {}
-  void Push(int64_t i, double ready) {
-    queue_.emplace_back(i, ready);
-    sem_->release();
-  }
+        deliver_(std::move(deliver)) {}
+  void Push(int64_t i, double ready) { queue_.Push(i, ready); }
   void Run() {
     for (int64_t n = 0; n < count_; ++n) {
-      sem_->acquire();
-      const auto [i, ready] = queue_.front();
-      queue_.pop_front();
-      if (ready > sg::Engine::get_clock()) sg::this_actor::sleep_until(ready);
+      const int64_t i = queue_.Next();
       sg::Comm::sendto(from_, to_, static_cast<uint64_t>(std::llround((*bytes_)[i])));
       deliver_(i, sg::Engine::get_clock() + latency_);
     }
@@ -130,8 +144,7 @@ class Port {
   const std::vector<double>* bytes_;
   int64_t count_;
   Deliver deliver_;
-  sg::SemaphorePtr sem_;
-  std::deque<std::pair<int64_t, double>> queue_;
+  ReadyQueue queue_;
 };
 
 // A software switch's packet processing: what arrives on one port waits for `cost` seconds of the
@@ -141,22 +154,11 @@ class Ingress {
  public:
   Ingress(sg::Host* host, double cost, const std::vector<int>* packets, int64_t count,
           Port::Deliver handler)
-      : host_(host),
-        cost_(cost),
-        packets_(packets),
-        count_(count),
-        handler_(std::move(handler)),
-        sem_(sg::Semaphore::create(0)) {}
-  void Push(int64_t i, double ready) {
-    queue_.emplace_back(i, ready);
-    sem_->release();
-  }
+      : host_(host), cost_(cost), packets_(packets), count_(count), handler_(std::move(handler)) {}
+  void Push(int64_t i, double ready) { queue_.Push(i, ready); }
   void Run() {
     for (int64_t n = 0; n < count_; ++n) {
-      sem_->acquire();
-      const auto [i, ready] = queue_.front();
-      queue_.pop_front();
-      if (ready > sg::Engine::get_clock()) sg::this_actor::sleep_until(ready);
+      const int64_t i = queue_.Next();
       sg::this_actor::execute((*packets_)[i] * cost_ * kHostFlops);
       handler_(i, sg::Engine::get_clock());
     }
@@ -169,8 +171,7 @@ class Ingress {
   const std::vector<int>* packets_;
   int64_t count_;
   Port::Deliver handler_;
-  sg::SemaphorePtr sem_;
-  std::deque<std::pair<int64_t, double>> queue_;
+  ReadyQueue queue_;
 };
 
 // A switch's share of one job: sums each chunk over its children, then sends the sum up (a leaf
