@@ -20,9 +20,14 @@
 //      then max(in_beats, out_beats) payload ops (pop payload FIFO; read slot memory).
 //   S1: slot memory data (forwarded from the writes of the two previous cycles), 16-lane add.
 //   S2: write back to slot memory; push result beats to the output FIFO.
-// Metadata lives in registers and is updated at the header op, so the next packet's decision
-// (at least one cycle later) sees it; payload data hazards between back-to-back packets on the same
-// slot are resolved by forwarding in S1, never by stalling.
+// Metadata lives in two RAMs with a synchronous read (block RAM / UltraRAM), read in the cycle
+// before the header op at the slot of the descriptor waiting at desc_i and updated at the header
+// op; the previous cycle's metadata write is forwarded over the RAM's read, so a packet's decision
+// sees every packet before it, back to back on one slot included. Payload data hazards between
+// back-to-back packets on the same slot are resolved by forwarding in S1. Neither ever stalls.
+// A descriptor is taken no earlier than the cycle after it first shows at desc_i (its metadata
+// read; in ina_core it waits there anyway for its CRC verdict, 4 cycles), or after the job table
+// changed under it; a one-beat frame (malformed, no rule reads its slot) is taken at once.
 // Throughput: 1 + payload beats cycles per packet = the input rate of the frame, so the stage keeps
 // up with a saturated input. A packet starts only when the output FIFO has room for a whole result
 // frame plus the ops in flight (out_free_i >= OutReserve), so the pipeline never stalls mid-packet.
@@ -32,7 +37,7 @@
 module ina_agg
 #(
   parameter int unsigned NumJobs   = 8,
-  parameter int unsigned PoolSlots = 64,
+  parameter int unsigned PoolSlots = 1024,
   parameter int unsigned OutFreeW  = 6
 ) (
   input  logic                clk_i,
@@ -107,12 +112,19 @@ module ina_agg
 
   // ---------------------------------------------------------------------------------------------
   // Slot metadata and the reset walk.
-  // Copy 0 / copy 1 of each pool slot, as plain vectors: yosys 0.23 reads an unpacked array of a
-  // struct type as a single struct. (MetaBits = $bits(meta_t), which yosys 0.23 cannot evaluate;
-  // the WIDTH lint of verilator checks the assignments below.)
+  // Copy 0 / copy 1 of each pool slot, each in its own simple-dual-port RAM (ina_slot_mem: one
+  // synchronous read-first read port, one write port; block RAM / UltraRAM on an FPGA), as plain
+  // vectors: yosys 0.23 reads an unpacked array of a struct type as a single struct.
+  // (MetaBits = $bits(meta_t), which yosys 0.23 cannot evaluate; the WIDTH lint of verilator checks
+  // the assignments below.)
+  // Read: every cycle both RAMs read the slot of the descriptor at desc_i (pslot, through the job
+  // table), so the header op in the next cycle finds its metadata read; a descriptor is taken only
+  // when the slot read last cycle is still its slot (meta_fresh: same descriptor, same job table).
+  // Forwarding: the RAM read in cycle t-1 returns the word before cycle t-1's write; that write
+  // (the previous header op's metadata, or the reset walk's) is kept one cycle and replaces the
+  // read data when it hit the same slot. Writes before t-1 are in the RAM. So the header op always
+  // sees the updates of every packet before it, back to back on one slot included.
   localparam int unsigned MetaBits = 16 + 64 + 7 + 32 + 16 + 8 + 8 + 8;
-  logic [MetaBits-1:0] meta0_q[PoolSlots];
-  logic [MetaBits-1:0] meta1_q[PoolSlots];
   logic meta_we;
   logic [SW-1:0] meta_slot;
   logic meta_copy;
@@ -163,20 +175,67 @@ module ina_agg
     empty1.gen = 16'hFFFF;
   end
 
-  // Datapath state: not reset (the walk above initialises it). One array per copy, one write port
-  // each, read asynchronously (distributed RAM or registers).
-  always_ff @(posedge clk_i) begin
-    if (rst_busy_q && rst_ptr_q < 17'(PoolSlots)) begin
-      meta0_q[rst_ptr_q[SW-1:0]] <= empty0;
-    end else if (meta_we && !meta_copy) begin
-      meta0_q[meta_slot] <= meta_new;
+  // The metadata write of this cycle: the reset walk (both copies) or the header op (one copy);
+  // they never coincide (no packet starts during a walk).
+  logic          mw_walk, mw_we0, mw_we1;
+  logic [SW-1:0] mw_slot;
+  logic [MetaBits-1:0] mw_data0, mw_data1;
+  assign mw_walk  = rst_busy_q && rst_ptr_q < 17'(PoolSlots);
+  assign mw_we0   = mw_walk || (meta_we && !meta_copy);
+  assign mw_we1   = mw_walk || (meta_we && meta_copy);
+  assign mw_slot  = mw_walk ? rst_ptr_q[SW-1:0] : meta_slot;
+  assign mw_data0 = mw_walk ? empty0 : meta_new;
+  assign mw_data1 = mw_walk ? empty1 : meta_new;
+
+  logic [16:0]   pslot;      // pool slot of the descriptor at desc_i (S0 below)
+  logic [SW-1:0] mrd_slot_q;  // the slot the RAMs read last cycle
+  logic [MetaBits-1:0] m0_rdata, m1_rdata, m0_fwd, m1_fwd;
+  // Last cycle's write, for forwarding (the walk's data are the constants empty0 / empty1).
+  logic          mw_we0_q, mw_we1_q, mw_walk_q;
+  logic [SW-1:0] mw_slot_q;
+  logic [MetaBits-1:0] mw_data_q;
+
+  ina_slot_mem #(.Words(PoolSlots), .Width(MetaBits)) u_meta0 (
+    .clk_i,
+    .re_i   (1'b1),
+    .raddr_i(pslot[SW-1:0]),
+    .rdata_o(m0_rdata),
+    .we_i   (mw_we0),
+    .waddr_i(mw_slot),
+    .wdata_i(mw_data0)
+  );
+  ina_slot_mem #(.Words(PoolSlots), .Width(MetaBits)) u_meta1 (
+    .clk_i,
+    .re_i   (1'b1),
+    .raddr_i(pslot[SW-1:0]),
+    .rdata_o(m1_rdata),
+    .we_i   (mw_we1),
+    .waddr_i(mw_slot),
+    .wdata_i(mw_data1)
+  );
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      mw_we0_q <= 1'b0;
+      mw_we1_q <= 1'b0;
+    end else begin
+      mw_we0_q <= mw_we0;
+      mw_we1_q <= mw_we1;
     end
   end
   always_ff @(posedge clk_i) begin
-    if (rst_busy_q && rst_ptr_q < 17'(PoolSlots)) begin
-      meta1_q[rst_ptr_q[SW-1:0]] <= empty1;
-    end else if (meta_we && meta_copy) begin
-      meta1_q[meta_slot] <= meta_new;
+    mrd_slot_q <= pslot[SW-1:0];
+    mw_walk_q  <= mw_walk;
+    mw_slot_q  <= mw_slot;
+    mw_data_q  <= meta_new;
+  end
+
+  always_comb begin
+    m0_fwd = m0_rdata;
+    m1_fwd = m1_rdata;
+    if (mw_slot_q == mrd_slot_q) begin
+      if (mw_we0_q) m0_fwd = mw_walk_q ? empty0 : mw_data_q;
+      if (mw_we1_q) m1_fwd = mw_walk_q ? empty1 : mw_data_q;
     end
   end
 
@@ -200,7 +259,6 @@ module ina_agg
   logic [15:0] j_base, j_window, j_group;
   logic [7:0]  j_world, j_kq, j_idx;
   logic [16:0] j_k;
-  logic [16:0] pslot;
   meta_t       m, mo;  // the copy of the packet's generation, and the other one
   logic        in_progress, next_use, early, fits, differs, fail;
   logic [15:0] cur_gen, ahead;
@@ -214,7 +272,14 @@ module ina_agg
   logic [4:0]  beats_of_stored;
   logic        retx, int32_new, int32_old;
 
-  assign start = !busy_q && !rst_busy_q && desc_valid_i && (out_free_i >= OutFreeW'(OutReserve));
+  // The metadata read last cycle is this descriptor's (see above), or the packet needs none: a frame
+  // with no beat after the first (shorter than the ina header and trailer) is dropped as malformed
+  // before any rule reads the slot, so back-to-back runts are taken one per cycle.
+  logic meta_fresh, meta_needed;
+  assign meta_fresh  = mrd_slot_q == pslot[SW-1:0];
+  assign meta_needed = desc_i.stored_beats != '0;
+  assign start = !busy_q && !rst_busy_q && desc_valid_i && (out_free_i >= OutFreeW'(OutReserve)) &&
+                 (meta_fresh || !meta_needed);
   assign desc_ready_o = start;
 
   always_comb begin
@@ -245,8 +310,8 @@ module ina_agg
 
   assign j_k   = (j_kq == 8'd0) ? 17'(ina_rtl_pkg::MaxK) : {3'b0, j_kq, 6'b0};
   assign pslot = {1'b0, j_base} + {1'b0, desc_i.slot};
-  assign m     = desc_i.gen[0] ? meta1_q[pslot[SW-1:0]] : meta0_q[pslot[SW-1:0]];
-  assign mo    = desc_i.gen[0] ? meta0_q[pslot[SW-1:0]] : meta1_q[pslot[SW-1:0]];
+  assign m     = desc_i.gen[0] ? m1_fwd : m0_fwd;
+  assign mo    = desc_i.gen[0] ? m0_fwd : m1_fwd;
   assign retx  = desc_i.flags[ina_proto_pkg::FlagRetxBit];
   assign int32_new = desc_i.flags[ina_proto_pkg::FlagInt32Bit];
   assign int32_old = m.flags[ina_proto_pkg::FlagInt32Bit];
@@ -627,6 +692,19 @@ module ina_agg
   a_agg_no_overlap: assert property (@(posedge clk_i) disable iff (!rst_ni)
       start |-> !rst_busy_q && !busy_q)
     else $error("ina_agg: a packet started during a reset walk or another packet");
+  // The metadata a header op decides on (last cycle's RAM read, forwarded) is the slot's current
+  // metadata: a shadow copy, written with the RAMs and read combinationally, must agree.
+  logic [MetaBits-1:0] sh0_q[PoolSlots];
+  logic [MetaBits-1:0] sh1_q[PoolSlots];
+  always_ff @(posedge clk_i) begin
+    if (mw_we0) sh0_q[mw_slot] <= mw_data0;
+    if (mw_we1) sh1_q[mw_slot] <= mw_data1;
+  end
+  logic meta_latest;  // (a signal: Verilator 5.006 cannot index an array inside a property)
+  assign meta_latest = m0_fwd == sh0_q[pslot[SW-1:0]] && m1_fwd == sh1_q[pslot[SW-1:0]];
+  a_agg_meta_fwd: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      start && meta_needed |-> meta_latest)
+    else $error("ina_agg: slot %0d: the metadata read (forwarded) is not the slot's latest", pslot);
   // Rule 13 fails a job only on a mismatch drop.
   a_agg_fail_cause: assert property (@(posedge clk_i) disable iff (!rst_ni)
       fail_o |-> inc[ina_proto_pkg::CntDropMismatch])

@@ -20,7 +20,7 @@
 module ina_regs
 #(
   parameter int unsigned NumJobs   = 8,
-  parameter int unsigned PoolSlots = 64
+  parameter int unsigned PoolSlots = 1024
 ) (
   input  logic        clk_i,
   input  logic        rst_ni,

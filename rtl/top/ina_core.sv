@@ -25,7 +25,7 @@
 module ina_core
 #(
   parameter int unsigned NumJobs   = 8,
-  parameter int unsigned PoolSlots = 64,
+  parameter int unsigned PoolSlots = 1024,
   parameter int unsigned PayDepth  = 64,  // payload FIFO beats (>= 2 * MaxPayloadBeats)
   parameter int unsigned DescDepth = 8,
   parameter int unsigned OutDepth  = 32   // output FIFO beats (> MaxPayloadBeats + 3)

@@ -279,6 +279,10 @@ TEST_P(RtlAggTest, MatchesReferenceUnderIdleAndBackpressure) {
     tb->agg_job_world_i = uint64_t{jb.WorldReg()} << 32 | ja.WorldReg();
   };
   set_table(true, true);
+  // A table change decided after this cycle's outputs were read (ina_regs failing an entry) takes
+  // effect from the next cycle, as ina_regs' registered table does: the stage's inputs must not
+  // change between Settle() and Edge() (its metadata read address follows the job table).
+  int drop_entry = -1;
 
   constexpr int kPackets = 8000;
   int sent = 0;  // descriptors taken
@@ -299,6 +303,10 @@ TEST_P(RtlAggTest, MatchesReferenceUnderIdleAndBackpressure) {
 
   for (uint64_t cyc = 0;; ++cyc) {
     ASSERT_LT(cyc, 400000u) << "stuck: " << sent << " packets taken";
+    if (drop_entry >= 0) {
+      set_table(drop_entry == 0 ? false : a_valid, drop_entry == 1 ? false : b_valid);
+      drop_entry = -1;
+    }
     bool done_sending = sent == kPackets && !presenting;
     if (done_sending && want.empty() && pay.empty() && out_occ == 0 && !tb->agg_busy_o) break;
     // Job table changes between packets: re-commit job A (its slots reset), later remove job B.
@@ -387,8 +395,9 @@ TEST_P(RtlAggTest, MatchesReferenceUnderIdleAndBackpressure) {
         EXPECT_EQ(tb->agg_fail_slot_o, f[0].slot);
         EXPECT_EQ(tb->agg_fail_gen_o, f[0].gen);
         EXPECT_EQ(tb->agg_fail_rank_o, f[0].rank);
-        // ina_regs drops the entry from the table at once; reinstall it between packets.
-        set_table(entry == 0 ? false : a_valid, entry == 1 ? false : b_valid);
+        // ina_regs drops the entry from the table from the next cycle; reinstall it between
+        // packets.
+        drop_entry = entry;
         if (!(entry == 1 && job_b_removed)) failed_entry = entry;
         ++failures;
       }

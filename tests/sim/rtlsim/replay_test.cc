@@ -48,10 +48,12 @@ TEST(RtlsimReplay, ReplaysWhatSwitchdRecorded) {
   const std::string dir = ::testing::TempDir();
   const std::string cap = dir + "/replay_test_in.pcap";
   const std::string out = dir + "/replay_test_out.pcap";
-  // The core's pool and job table, so that the replay grants what the recording switch granted.
-  auto sw = Process::Start({INA_SWITCHD_BIN, "--port", "0", "--engine", "ref", "--slots", "512",
-                            "--max-jobs", "8", "--record", cap, "--drop-rate", "0.02", "--dup-rate",
-                            "0.02", "--seed", std::to_string(seed)});
+  // The core's pool (the simulated model's PoolSlots) and job table, so that the replay grants what
+  // the recording switch granted.
+  auto sw =
+      Process::Start({INA_SWITCHD_BIN, "--port", "0", "--engine", "ref", "--slots",
+                      std::to_string(INA_RTL_POOL_SLOTS), "--max-jobs", "8", "--record", cap,
+                      "--drop-rate", "0.02", "--dup-rate", "0.02", "--seed", std::to_string(seed)});
   ASSERT_TRUE(sw.ok()) << sw.status().ToString();
   auto line = sw->WaitForLine("ina-switchd listening on ", 30s);
   ASSERT_TRUE(line.ok()) << line.status().ToString();
