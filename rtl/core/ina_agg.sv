@@ -712,6 +712,11 @@ module ina_agg
                     pslot);
     end
   end
+  // A descriptor taken without its metadata read (a one-beat frame) is dropped as malformed before
+  // any rule reads the slot, and writes no metadata.
+  a_agg_runt_no_meta: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      start && !meta_needed |-> inc[ina_proto_pkg::CntDropMalformed] && !meta_we)
+    else $error("ina_agg: a descriptor with no payload beat was taken without its metadata");
   // Rule 13 fails a job only on a mismatch drop.
   a_agg_fail_cause: assert property (@(posedge clk_i) disable iff (!rst_ni)
       fail_o |-> inc[ina_proto_pkg::CntDropMismatch])
