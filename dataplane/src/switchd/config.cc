@@ -182,13 +182,13 @@ std::vector<Flag> Flags(const EngineMenu& engines) {
        },
        [](const Config& c) { return std::string(c.udp_gso ? "1" : "0"); }},
       {"--dpdk", "\"EAL ARGS\"",
-       "DPDK EAL arguments; implies --io dpdk. Every probed port\n(--vdev net_memif..., "
-       "net_af_packet..., -a PCI) is a switch\nport; --bind must then be the switch's IPv4 "
-       "address, --port != 0",
+       "DPDK EAL arguments; implies --io dpdk (with --io roce: RoCE\nover DPDK). Every probed "
+       "port (--vdev net_memif...,\nnet_af_packet..., -a PCI) is a switch port; --bind must "
+       "then\nbe the switch's IPv4 address, --port != 0 (roce: 4791)",
        "dpdk", nullptr, false,
        [](Config& c, std::string_view, const std::string& v) -> Status {
          c.dpdk_eal = v;
-         c.io = "dpdk";
+         if (c.io != "roce") c.io = "dpdk";
          return Status::Ok();
        },
        [](const Config& c) { return c.dpdk_eal; }},
@@ -264,6 +264,7 @@ Status Validate(Config& c, const EngineMenu& engines) {
                  c.bind);
     }
     if (c.cores != 1) return Bad("--cores", "1 with --io roce", std::to_string(c.cores));
+    c.port = 4791;  // RoCEv2's port, whatever --port said
   }
   if (!c.upstream.empty()) {
     if (c.cores != 1) return Bad("--cores", "1 with --upstream (a leaf)", std::to_string(c.cores));
@@ -393,8 +394,8 @@ void PrintConfig(const Config& c, std::string_view engine_description, std::FILE
                  const EngineMenu& engines) {
   std::fprintf(out, "ina-switchd config:\n");
   for (const Flag& f : Flags(engines)) {
-    if (std::string_view(f.key) == "dpdk" && c.io != "dpdk") continue;
-    if (std::string_view(f.key) == "dpdk_backoff_us" && c.io != "dpdk") continue;
+    if (std::string_view(f.key) == "dpdk" && !c.uses_eal()) continue;
+    if (std::string_view(f.key) == "dpdk_backoff_us" && !c.uses_eal()) continue;
     if (std::string_view(f.key).starts_with("roce_") && c.io != "roce") continue;
     const std::string v = f.show(c);
     if (std::string_view(f.key) == "engine") {

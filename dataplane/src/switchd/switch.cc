@@ -47,12 +47,13 @@ net::PortStats FromWords(const uint64_t* w) {
 
 // Peer and Endpoint are both a sockaddr_storage and a length: copy the length's bytes only (no
 // zeroing of the rest per packet; nothing reads past len).
+// The address and its L2 extras (port.h: a DPDK port's MAC, the port index), not just len bytes.
 void CopyTo(Peer* p, const net::Endpoint& e) {
-  std::memcpy(&p->addr, &e.addr, e.len);
+  std::memcpy(&p->addr, &e.addr, net::kEndpointBytes);
   p->len = e.len;
 }
 void CopyTo(net::Endpoint* e, const Peer& p) {
-  std::memcpy(&e->addr, &p.addr, p.len);
+  std::memcpy(&e->addr, &p.addr, net::kEndpointBytes);
   e->len = p.len;
 }
 // Peer equality (control.h) on endpoints: family, address and port (IPv6: and scope).
@@ -659,7 +660,7 @@ class Switch::Core final : private Emitter, private ReplySink, private LeafSink 
 };
 
 Switch::~Switch() {
-  const bool dpdk = config_.io == "dpdk";
+  const bool dpdk = config_.uses_eal();
   cores_.clear();  // ports closed first
   if (dpdk) net::StopEal();
 }
@@ -692,7 +693,14 @@ Result<std::unique_ptr<Switch>> Switch::Create(const Config& config,
   s->start_ = std::chrono::steady_clock::now();
   // Ports, per core.
   std::vector<std::vector<std::unique_ptr<net::Port>>> ports(n);
-  if (config.io == "dpdk") {
+  if (config.uses_eal()) {
+    const bool roce = config.io == "roce";
+    net::RoceIdentity me;
+    me.qpn = config.roce_qpn;
+    me.qkey = config.roce_qkey;
+    if (roce && inet_pton(AF_INET, config.bind.c_str(), &me.ip_be) != 1) {
+      return InvalidArgument("--io roce --bind " + config.bind + ": not an IPv4 address");
+    }
     INA_RETURN_IF_ERROR(net::StartEal(config.dpdk_eal));
     const std::vector<std::string> names = net::DpdkPortNames();
     if (names.empty()) return FailedPrecondition("dpdk: no ethdev port (add them with --vdev)");
@@ -704,8 +712,9 @@ Result<std::unique_ptr<Switch>> Switch::Create(const Config& config,
       pc.backoff_max_us = static_cast<int>(config.dpdk_backoff_us);
       pc.zero_copy = false;  // the send queue is reused at once: copy into the mbufs
       pc.tx_mbufs = 2047;
+      pc.ipv4_datagrams = roce;  // RoCE over DPDK: the codec around a datagram port
       INA_ASSIGN_OR_RETURN(std::unique_ptr<net::Port> port, net::OpenDpdkPort(pc));
-      ports[0].push_back(std::move(port));
+      ports[0].push_back(roce ? net::WrapRoce(std::move(port), me) : std::move(port));
     }
   } else if (config.io == "roce") {
     net::RocePortConfig rc;
@@ -746,7 +755,7 @@ Result<std::unique_ptr<Switch>> Switch::Create(const Config& config,
 
 std::string Switch::local_address() const {
   const auto& ports = cores_[0]->ports();
-  if (config_.io == "dpdk") {
+  if (config_.uses_eal()) {
     std::string d;
     for (const auto& port : ports) d += (d.empty() ? "" : ", ") + port->Describe();
     return config_.bind + ":" + std::to_string(config_.port) + " (dpdk: " + d + ")";
@@ -801,7 +810,7 @@ SwitchStats Switch::Snapshot() const {
   SwitchStats s;
   s.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   s.engine = config_.engine;
-  s.dpdk = config_.io == "dpdk";
+  s.dpdk = config_.uses_eal();
   for (size_t c = 0; c < cores_.size(); ++c) {
     NamedCounters v = cores_[c]->Published();
     if (c == 0) {
