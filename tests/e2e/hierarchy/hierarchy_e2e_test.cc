@@ -3,7 +3,7 @@
 // 4-7 on leaf 1), with packet loss (and duplicates) injected by every switch on what it receives
 // and what it sends, so on every hop in both directions. Every rank's result, float and int32,
 // must be exact and bit-identical to the same inputs through one flat switch without loss. A leaf
-// killed mid-run must make every worker fail (exit 1) within a bound, never hang.
+// or the spine killed mid-run must make every worker fail (exit 1) within a bound, never hang.
 //
 // Two topologies: loopback (one namespace, every process on 127.0.0.1), and network namespaces
 // (spine, each leaf and each leaf's workers in their own namespace, joined by veth pairs; skipped
@@ -318,23 +318,23 @@ TEST_P(Hierarchy, FloatUnderLossIsBitIdenticalToFlat) { ExpectTreeEqualsFlat("fl
 
 TEST_P(Hierarchy, Int32UnderLossIsBitIdenticalToFlat) { ExpectTreeEqualsFlat("int32", 50000); }
 
-TEST_P(Hierarchy, KilledLeafFailsEveryWorkerInBoundedTime) {
-  Tree t;
-  ASSERT_TRUE(StartTree(topo_, {}, &t));
+// Starts the tree and 8 workers in calls that would last far longer than the test, kills
+// `victim` (a leaf or the spine) after 2 s, and expects every worker to exit 1 with an
+// all-reduce error within 20 s of the kill (their progress timeout is 2 s; one that hung would
+// be killed at ~31 s).
+void ExpectBoundedErrorsAfterKilling(const Topology& topo, Tree& t, Process& victim) {
   std::vector<Process> ws;
   for (int r = 0; r < kWorld; ++r) {
     const int leaf = r / kPerLeaf;
-    // Calls that last far longer than the test: it ends only by failing.
     auto argv = WorkerArgv(t.leaf_addr[leaf], r, "float", 4096, 1000000, 2000);
     argv.insert(argv.begin(), {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1"});
-    auto p = Process::Start(topo_.In("w" + std::to_string(leaf), argv));
+    auto p = Process::Start(topo.In("w" + std::to_string(leaf), argv));
     ASSERT_TRUE(p.ok());
     ws.push_back(std::move(*p));
   }
-  // Running: wait until the spine aggregated something, then kill leaf 0.
-  std::this_thread::sleep_for(2s);
+  std::this_thread::sleep_for(2s);  // joined and running
   const auto killed = Clock::now();
-  auto st = t.leaves[0].Stop(SIGKILL, 5s);
+  auto st = victim.Stop(SIGKILL, 5s);
   ASSERT_TRUE(st.ok());
   for (int r = 0; r < kWorld; ++r) {
     std::string all;
@@ -345,19 +345,36 @@ TEST_P(Hierarchy, KilledLeafFailsEveryWorkerInBoundedTime) {
     EXPECT_TRUE(WIFEXITED(*wst) && WEXITSTATUS(*wst) == 1)
         << "rank " << r << " did not fail with an error:\n"
         << all;
-    EXPECT_NE(all.find("all-reduce: "), std::string::npos) << "rank " << r << ":\n" << all;
-    // The workers' progress timeout is 2 s; a worker that hung would be killed at ~31 s.
+    const size_t at = all.find("all-reduce: ");
+    EXPECT_NE(at, std::string::npos) << "rank " << r << ":\n" << all;
     EXPECT_LT(s, 20.0) << "rank " << r;
-    std::printf(
-        "rank %d failed %.1f s after the kill: %s", r, s,
-        all.substr(all.find("all-reduce: ") == std::string::npos ? 0 : all.find("all-reduce: "))
-            .c_str());
+    std::printf("rank %d failed %.1f s after the kill: %s", r, s,
+                all.substr(at == std::string::npos ? 0 : at).c_str());
   }
+}
+
+TEST_P(Hierarchy, KilledLeafFailsEveryWorkerInBoundedTime) {
+  Tree t;
+  ASSERT_TRUE(StartTree(topo_, {}, &t));
+  ExpectBoundedErrorsAfterKilling(topo_, t, t.leaves[0]);
   // The surviving leaf told the spine (aborting LEAVE), which freed the job.
   auto spine = StopSwitch(*t.spine);
   auto leaf1 = StopSwitch(t.leaves[1]);
   EXPECT_GE(leaf1["leaf_up_leaves"], 1u);
+  EXPECT_EQ(leaf1["jobs_freed"], 1u);
   EXPECT_EQ(spine["jobs_freed"], 1u);
+}
+
+TEST_P(Hierarchy, KilledSpineFailsEveryWorkerInBoundedTime) {
+  Tree t;
+  ASSERT_TRUE(StartTree(topo_, {}, &t));
+  ExpectBoundedErrorsAfterKilling(topo_, t, *t.spine);
+  // Both leaves freed their jobs (their workers left) and said so upstream.
+  for (int i = 0; i < kLeaves; ++i) {
+    auto leaf = StopSwitch(t.leaves[i]);
+    EXPECT_EQ(leaf["jobs_freed"], 1u) << "leaf " << i;
+    EXPECT_GE(leaf["leaf_up_leaves"], 1u) << "leaf " << i;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Topologies, Hierarchy, ::testing::Values(false, true),
