@@ -136,8 +136,9 @@ std::string Address(Process& sw) {
 }
 
 std::vector<std::string> WorkerArgv(const std::string& sw, int rank, const std::string& type,
-                                    size_t elements, int repeats, int progress_ms) {
+                                    size_t elements, int repeats, int progress_ms, int lanes = 1) {
   return {"/usr/bin/env",
+          "INA_PROGRESS_THREADS=" + std::to_string(lanes),
           "INA_TRANSPORT=udp",
           "INA_SWITCH=" + sw,
           "INA_JOB=7",
@@ -172,7 +173,7 @@ void Collect(std::vector<Process>& ws, RunResult* out) {
   }
 }
 
-RunResult RunFlat(const std::string& type, size_t elements) {
+RunResult RunFlat(const std::string& type, size_t elements, int lanes) {
   RunResult out;
   auto sw = Process::Start({INA_SWITCHD_BIN, "--bind", "127.0.0.1", "--port", "0"});
   EXPECT_TRUE(sw.ok());
@@ -180,7 +181,7 @@ RunResult RunFlat(const std::string& type, size_t elements) {
   const std::string addr = Address(*sw);
   std::vector<Process> ws;
   for (int r = 0; r < kWorld; ++r) {
-    auto p = Process::Start(WorkerArgv(addr, r, type, elements, 2, 30000));
+    auto p = Process::Start(WorkerArgv(addr, r, type, elements, 2, 30000, lanes));
     EXPECT_TRUE(p.ok());
     if (!p.ok()) return out;
     ws.push_back(std::move(*p));
@@ -234,7 +235,7 @@ bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tre
 }
 
 RunResult RunTree(const Topology& topo, const std::string& type, size_t elements,
-                  const std::vector<std::string>& faults) {
+                  const std::vector<std::string>& faults, int lanes) {
   std::printf("tree (%s): %s, INA_SEED=%llu\n", topo.netns ? "netns" : "loopback", type.c_str(),
               static_cast<unsigned long long>(Seed()));
   RunResult out;
@@ -244,8 +245,9 @@ RunResult RunTree(const Topology& topo, const std::string& type, size_t elements
   std::vector<Process> ws;
   for (int r = 0; r < kWorld; ++r) {
     const int leaf = r / kPerLeaf;
-    auto p = Process::Start(topo.In("w" + std::to_string(leaf),
-                                    WorkerArgv(t.leaf_addr[leaf], r, type, elements, 2, 30000)));
+    auto p =
+        Process::Start(topo.In("w" + std::to_string(leaf),
+                               WorkerArgv(t.leaf_addr[leaf], r, type, elements, 2, 30000, lanes)));
     EXPECT_TRUE(p.ok());
     if (!p.ok()) return out;
     ws.push_back(std::move(*p));
@@ -270,10 +272,12 @@ class Hierarchy : public ::testing::TestWithParam<bool> {
   }
   void TearDown() override { topo_.Down(); }
 
-  void ExpectTreeEqualsFlat(const std::string& type, size_t elements) {
+  // `lanes`: progress threads per worker, each with its own socket (a rank joins the leaf from
+  // that many addresses; the leaf still joins the spine with one).
+  void ExpectTreeEqualsFlat(const std::string& type, size_t elements, int lanes = 1) {
     const std::vector<std::string> faults = {"--drop-rate", "0.02", "--dup-rate", "0.01"};
-    RunResult tree = RunTree(topo_, type, elements, faults);
-    RunResult flat = RunFlat(type, elements);
+    RunResult tree = RunTree(topo_, type, elements, faults, lanes);
+    RunResult flat = RunFlat(type, elements, lanes);
     ASSERT_EQ(tree.fingerprint.size(), static_cast<size_t>(kWorld));
     ASSERT_EQ(flat.fingerprint.size(), static_cast<size_t>(kWorld));
     EXPECT_TRUE(flat.all_exact);
@@ -317,6 +321,10 @@ class Hierarchy : public ::testing::TestWithParam<bool> {
 TEST_P(Hierarchy, FloatUnderLossIsBitIdenticalToFlat) { ExpectTreeEqualsFlat("float", 50000); }
 
 TEST_P(Hierarchy, Int32UnderLossIsBitIdenticalToFlat) { ExpectTreeEqualsFlat("int32", 50000); }
+
+TEST_P(Hierarchy, WorkersWithTwoLanesUnderLossAreBitIdenticalToFlat) {
+  ExpectTreeEqualsFlat("float", 50000, 2);
+}
 
 // Starts the tree and 8 workers in calls that would last far longer than the test, kills
 // `victim` (a leaf or the spine) after 2 s, and expects every worker to exit 1 with an
