@@ -166,8 +166,49 @@ void Leaf::HandleWorkerControl(std::span<const uint8_t> packet, const Peer& from
       return;
     }
   }
-  // ALLOC_JOB (ids are unique on this leaf only: docs/hierarchy.md), LEAVE of unknown jobs.
-  control_.HandleControl(packet, from, now, *this);
+  if (h.type == static_cast<uint8_t>(p::MsgType::kAllocJob)) {
+    HandleAlloc(packet, from, now);
+    return;
+  }
+  control_.HandleControl(packet, from, now, *this);  // LEAVE of an unknown job: counted there
+}
+
+void Leaf::HandleAlloc(std::span<const uint8_t> packet, const Peer& from, TimePoint now) {
+  const uint16_t worker_nonce = p::GetGen(packet.data());
+  Alloc* a = nullptr;
+  for (Alloc& x : allocs_) {
+    if (x.worker == from && x.worker_nonce == worker_nonce) a = &x;  // a resend: the same id
+  }
+  if (a == nullptr) {
+    constexpr size_t kMaxAllocs = 1024;  // the oldest request is forgotten first
+    if (allocs_.size() == kMaxAllocs) allocs_.erase(allocs_.begin());
+    allocs_.push_back({++next_nonce_, worker_nonce, from, now});
+    a = &allocs_.back();
+  }
+  std::array<uint8_t, kCtlBytes> b;
+  std::memcpy(b.data(), packet.data(), kCtlBytes);
+  p::SetGen(b.data(), a->nonce);
+  p::SealMessage(b.data(), p::kHeaderBytes);
+  Bump(LeafCounter::kUpAllocs);
+  SendUp(b, false);
+}
+
+bool Leaf::AllocReply(std::span<const uint8_t> packet) {
+  const uint8_t* h = packet.data();
+  const bool ack = IsType(h, p::MsgType::kAllocAck);
+  const bool refused = IsType(h, p::MsgType::kError) && p::GetJob(h) == 0 &&
+                       p::GetAux(h) == static_cast<uint16_t>(p::ErrorCode::kTooManyJobs);
+  if ((!ack && !refused) || packet.size() != kCtlBytes) return false;
+  for (const Alloc& a : allocs_) {
+    if (a.nonce != p::GetGen(h)) continue;
+    std::array<uint8_t, kCtlBytes> b;
+    std::memcpy(b.data(), h, kCtlBytes);
+    p::SetGen(b.data(), a.worker_nonce);
+    p::SealMessage(b.data(), p::kHeaderBytes);
+    out_.SendTo(a.worker, b, false);
+    return true;
+  }
+  return false;
 }
 
 void Leaf::HandleJoin(const p::Header& h, std::span<const uint8_t> packet, const Peer& from,
@@ -314,6 +355,7 @@ void Leaf::HandleUpstream(std::span<const uint8_t> packet, TimePoint now) {
     Bump(LeafCounter::kUpBadCrc);
     return;
   }
+  if (AllocReply(packet)) return;
   Job* j = Find(p::GetJob(packet.data()));
   if (j == nullptr) {
     Bump(LeafCounter::kUpStale);
@@ -439,6 +481,7 @@ void Leaf::Erase(uint16_t job_id) { jobs_.erase(job_id); }
 
 void Leaf::Tick(TimePoint now) {
   next_deadline_ = TimePoint::max();
+  std::erase_if(allocs_, [&](const Alloc& a) { return now - a.at > config_.job_timeout; });
   std::vector<uint16_t> gone;  // not per packet: Tick runs every few ms
   for (auto& [id, jp] : jobs_) {
     Job& j = *jp;

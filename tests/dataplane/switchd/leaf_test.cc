@@ -362,6 +362,44 @@ TEST(Leaf, APoolThatCannotGiveTheSpinesWindowEndsTheJob) {
   EXPECT_EQ(t.Count(LeafCounter::kNoSlots), 1u);
 }
 
+TEST(Leaf, AllocJobGoesToTheSpineWithTheLeafsOwnNonce) {
+  LeafHarness t;
+  auto alloc = [&](uint16_t local, uint16_t nonce) {
+    p::Header h = H(p::MsgType::kAllocJob, 0);
+    h.job = 77;  // hint
+    h.gen = nonce;
+    t.FromWorker(local, Message(h));
+  };
+  alloc(0, 5);
+  alloc(1, 5);  // the same random nonce from another worker
+  alloc(0, 5);  // a resend
+  auto up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 3u);
+  EXPECT_NE(up[0].h().gen, up[1].h().gen) << "two requests, two nonces on the spine";
+  EXPECT_EQ(up[2].h().gen, up[0].h().gen) << "a resend keeps its nonce (the spine's same id)";
+  EXPECT_EQ(up[0].h().type, static_cast<uint8_t>(p::MsgType::kAllocJob));
+  EXPECT_EQ(t.Count(LeafCounter::kUpAllocs), 3u);
+  EXPECT_TRUE(t.Take().empty());
+  p::Header a = H(p::MsgType::kAllocAck, 0);
+  a.job = 40000;
+  a.gen = up[1].h().gen;
+  t.FromSpine(Message(a));
+  p::Header e = H(p::MsgType::kError, 0);
+  e.job = 0;
+  e.aux = static_cast<uint16_t>(p::ErrorCode::kTooManyJobs);
+  e.gen = up[0].h().gen;
+  t.FromSpine(Message(e));
+  auto down = t.Take();
+  ASSERT_EQ(down.size(), 2u);
+  EXPECT_EQ(down[0].to, t.workers[1]);
+  EXPECT_EQ(down[0].h().type, static_cast<uint8_t>(p::MsgType::kAllocAck));
+  EXPECT_EQ(down[0].h().job, 40000);
+  EXPECT_EQ(down[0].h().gen, 5) << "the worker's own nonce";
+  EXPECT_EQ(down[1].to, t.workers[0]);
+  EXPECT_EQ(down[1].h().aux, static_cast<uint16_t>(p::ErrorCode::kTooManyJobs));
+  EXPECT_EQ(down[1].h().gen, 5);
+}
+
 TEST(Leaf, WorkerAbortIsALeaveUpstreamAndGracefulLeavesAreOne) {
   {
     LeafHarness t;

@@ -32,6 +32,10 @@
 // slot the engine has complete gets the final result if the leaf has it, nothing while the partial
 // is still upstream (the final goes to every worker when it comes).
 //
+// Job ids: ALLOC_JOB goes to the spine (which owns the tree's job ids) with a nonce of the
+// leaf's own (workers' random nonces could collide, and the spine tells requests apart by address
+// and nonce); its alloc_ack or error(too_many_jobs) goes back to the worker with the worker's.
+//
 // Failure: an error from the spine (job_aborted, rank_mismatch, peer_refused, ...) ends the local
 // job: every local worker gets the spine's error (ranks mapped to global ones) and later JOINs of
 // the job get it too, until the job timeout. A local job that ends (aborting LEAVE, timeout, the
@@ -91,6 +95,7 @@ enum class LeafCounter : uint16_t {
   kResendPending,  // worker retransmissions for a slot whose partial is still upstream
   kForeignRank,    // data or JOIN from a rank another leaf serves
   kNoSlots,        // jobs ended: the leaf's pool could not give the spine's window
+  kUpAllocs,       // ALLOC_JOBs passed to the spine (resends included)
   kCount,
 };
 inline constexpr size_t kNumLeafCounters = static_cast<size_t>(LeafCounter::kCount);
@@ -98,7 +103,7 @@ inline constexpr std::array<std::string_view, kNumLeafCounters> kLeafCounterName
     "leaf_up_joins",       "leaf_up_data",      "leaf_up_retx",      "leaf_up_results",
     "leaf_up_dup_results", "leaf_up_stale",     "leaf_up_bad_crc",   "leaf_up_errors",
     "leaf_up_leaves",      "leaf_down_results", "leaf_down_resends", "leaf_resend_pending",
-    "leaf_foreign_rank",   "leaf_no_slots"};
+    "leaf_foreign_rank",   "leaf_no_slots",     "leaf_up_allocs"};
 using LeafCounters = std::array<uint64_t, kNumLeafCounters>;
 
 // The ranks leaf `index` of `leaves` serves in a world of `world`: [lo, lo + n), the r with
@@ -200,6 +205,10 @@ class Leaf final : private ReplySink {
   // The local job of j was freed: tell the spine (the caller forgets j).
   void LocalGone(Job& j);
   void Erase(uint16_t job_id);
+  void HandleAlloc(std::span<const uint8_t> packet, const Peer& from, TimePoint now);
+  // alloc_ack or error(too_many_jobs) (job 0) from the spine: to the worker that asked; false if
+  // it answers no request of ours.
+  bool AllocReply(std::span<const uint8_t> packet);
   void Lower(TimePoint t) { next_deadline_ = std::min(next_deadline_, t); }
   void Bump(LeafCounter c, uint64_t n = 1) { counters_[static_cast<size_t>(c)] += n; }
 
@@ -207,6 +216,16 @@ class Leaf final : private ReplySink {
   ControlPlane& control_;
   LeafSink& out_;
   std::unordered_map<uint16_t, std::unique_ptr<Job>> jobs_;
+  // ALLOC_JOBs forwarded to the spine, by the leaf's nonce (kept for job_timeout, as the spine
+  // keeps the reservation).
+  struct Alloc {
+    uint16_t nonce = 0;         // the leaf's, on the spine
+    uint16_t worker_nonce = 0;  // the worker's
+    Peer worker;
+    TimePoint at{};
+  };
+  std::vector<Alloc> allocs_;
+  uint16_t next_nonce_ = 0;
   // While the leaf hands a spine error down through the control plane: counts are global already.
   bool passthrough_ = false;
   TimePoint next_deadline_ = TimePoint::max();
