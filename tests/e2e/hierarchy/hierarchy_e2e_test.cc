@@ -129,10 +129,12 @@ struct RunResult {
   std::vector<std::map<std::string, uint64_t>> leaves;
 };
 
-std::string Address(Process& sw) {
-  auto line = sw.WaitForLine("ina-switchd listening on ", 30s);
+// The address of "PROGRAM listening on ADDR" (ina-switchd, ina-rtlsim).
+std::string Address(Process& sw, const std::string& program = "ina-switchd") {
+  const std::string prefix = program + " listening on ";
+  auto line = sw.WaitForLine(prefix, 60s);
   EXPECT_TRUE(line.ok()) << line.status().ToString();
-  return line.ok() ? line->substr(std::string("ina-switchd listening on ").size()) : "";
+  return line.ok() ? line->substr(prefix.size()) : "";
 }
 
 std::vector<std::string> WorkerArgv(const std::string& sw, int rank, const std::string& type,
@@ -197,8 +199,10 @@ struct Tree {
   std::vector<std::string> leaf_addr;
 };
 
-// Starts the spine and the leaves, every switch with `faults` (flags).
-bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tree* t) {
+// Starts the spine and the leaves, every switch with `faults` (flags). Leaf 0 is `leaf0_bin`
+// (ina-switchd, or ina-rtlsim: the verilated core as the leaf's engine).
+bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tree* t,
+               const std::string& leaf0_bin = INA_SWITCHD_BIN) {
   const std::string seed = std::to_string(Seed());
   std::vector<std::string> sa = {
       INA_SWITCHD_BIN, "--bind", topo.SpineBind(), "--port", topo.netns ? "47000" : "0",
@@ -210,7 +214,8 @@ bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tre
   const std::string spine_addr = Address(*t->spine);
   if (spine_addr.empty()) return false;
   for (int i = 0; i < kLeaves; ++i) {
-    std::vector<std::string> la = {INA_SWITCHD_BIN,
+    const std::string bin = i == 0 ? leaf0_bin : INA_SWITCHD_BIN;
+    std::vector<std::string> la = {bin,
                                    "--bind",
                                    topo.LeafBind(),
                                    "--port",
@@ -227,7 +232,9 @@ bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tre
     auto lp = Process::Start(topo.In("l" + std::to_string(i), la));
     if (!lp.ok()) return false;
     t->leaves.push_back(std::move(*lp));
-    const std::string a = Address(t->leaves.back());
+    const std::string a = Address(
+        t->leaves.back(),
+        std::filesystem::path(bin).filename() == "ina-rtlsim" ? "ina-rtlsim" : "ina-switchd");
     if (a.empty()) return false;
     t->leaf_addr.push_back(topo.LeafAddrFor(i, a));
   }
@@ -235,12 +242,12 @@ bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tre
 }
 
 RunResult RunTree(const Topology& topo, const std::string& type, size_t elements,
-                  const std::vector<std::string>& faults, int lanes) {
+                  const std::vector<std::string>& faults, int lanes, const std::string& leaf0_bin) {
   std::printf("tree (%s): %s, INA_SEED=%llu\n", topo.netns ? "netns" : "loopback", type.c_str(),
               static_cast<unsigned long long>(Seed()));
   RunResult out;
   Tree t;
-  EXPECT_TRUE(StartTree(topo, faults, &t));
+  EXPECT_TRUE(StartTree(topo, faults, &t, leaf0_bin));
   if (t.leaves.size() != kLeaves) return out;
   std::vector<Process> ws;
   for (int r = 0; r < kWorld; ++r) {
@@ -274,9 +281,10 @@ class Hierarchy : public ::testing::TestWithParam<bool> {
 
   // `lanes`: progress threads per worker, each with its own socket (a rank joins the leaf from
   // that many addresses; the leaf still joins the spine with one).
-  void ExpectTreeEqualsFlat(const std::string& type, size_t elements, int lanes = 1) {
+  void ExpectTreeEqualsFlat(const std::string& type, size_t elements, int lanes = 1,
+                            const std::string& leaf0_bin = INA_SWITCHD_BIN) {
     const std::vector<std::string> faults = {"--drop-rate", "0.02", "--dup-rate", "0.01"};
-    RunResult tree = RunTree(topo_, type, elements, faults, lanes);
+    RunResult tree = RunTree(topo_, type, elements, faults, lanes, leaf0_bin);
     RunResult flat = RunFlat(type, elements, lanes);
     ASSERT_EQ(tree.fingerprint.size(), static_cast<size_t>(kWorld));
     ASSERT_EQ(flat.fingerprint.size(), static_cast<size_t>(kWorld));
@@ -324,6 +332,17 @@ TEST_P(Hierarchy, Int32UnderLossIsBitIdenticalToFlat) { ExpectTreeEqualsFlat("in
 
 TEST_P(Hierarchy, WorkersWithTwoLanesUnderLossAreBitIdenticalToFlat) {
   ExpectTreeEqualsFlat("float", 50000, 2);
+}
+
+// The leaf's work is outside its engine: ina-rtlsim (the verilated RTL core as the engine, the
+// same switch loop and leaf around it) serves as leaf 0 unchanged.
+TEST_P(Hierarchy, RtlCoreAsALeafsEngineIsBitIdenticalToFlat) {
+#ifdef INA_RTLSIM_BIN
+  if (topo_.netns) GTEST_SKIP() << "run on loopback only (the RTL model is slow)";
+  ExpectTreeEqualsFlat("float", 20000, 1, INA_RTLSIM_BIN);
+#else
+  GTEST_SKIP() << "ina-rtlsim not built (no verilator)";
+#endif
 }
 
 // Starts the tree and 8 workers in calls that would last far longer than the test, kills
