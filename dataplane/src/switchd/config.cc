@@ -154,8 +154,8 @@ std::vector<Flag> Flags(const EngineMenu& engines) {
       UintFlag("--seed", "s", "fault injection RNG seed (default 1)", "seed", &Config::seed, 0,
                UINT64_MAX),
       UintFlag("--cores", "N",
-               "loop threads (default 1; > 1 needs --io udp): each owns a\nsocket on the address "
-               "and the jobs steered to it (job % N)",
+               "loop threads (default 1): each owns the jobs j % N and a\nsocket on the address "
+               "(--io udp) or every N-th DPDK port",
                "cores", &Config::cores, 1, kMaxCores),
       {"--io", "udp|dpdk|roce",
        "packet I/O (default udp; dpdk when built); roce: RoCEv2 UD\nSENDs on --bind:4791 (a raw "
@@ -252,10 +252,6 @@ Status Validate(Config& c, const EngineMenu& engines) {
       return Bad("--bind", "the switch's IPv4 address with --io dpdk", c.bind);
     }
     if (c.port == 0) return Bad("--port", "a fixed port (not 0) with --io dpdk", "0");
-    if (c.cores != 1) {
-      return Bad("--cores", "1 with --io dpdk (one RSS queue per core is a follow-up)",
-                 std::to_string(c.cores));
-    }
   }
   if (c.io == "roce") {
     in_addr a4;
@@ -263,8 +259,15 @@ Status Validate(Config& c, const EngineMenu& engines) {
       return Bad("--bind", "the switch's IPv4 address with --io roce (it is in every ICRC)",
                  c.bind);
     }
-    if (c.cores != 1) return Bad("--cores", "1 with --io roce", std::to_string(c.cores));
+    if (c.cores != 1 && c.dpdk_eal.empty()) {
+      return Bad("--cores", "1 with --io roce over raw sockets (--dpdk: several)",
+                 std::to_string(c.cores));
+    }
     c.port = 4791;  // RoCEv2's port, whatever --port said
+  }
+  if (c.uses_eal() && c.cores > kMaxDpdkCores) {
+    return Bad("--cores", "at most " + std::to_string(kMaxDpdkCores) + " with DPDK ports",
+               std::to_string(c.cores));
   }
   if (!c.upstream.empty()) {
     if (c.cores != 1) return Bad("--cores", "1 with --upstream (a leaf)", std::to_string(c.cores));
