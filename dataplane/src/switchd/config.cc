@@ -315,8 +315,10 @@ Result<std::pair<std::string, uint16_t>> SplitHostPort(std::string_view v) {
   }
   in_addr a4;
   in6_addr a6;
-  if (inet_pton(AF_INET, host.c_str(), &a4) != 1 && inet_pton(AF_INET6, host.c_str(), &a6) != 1) {
-    return InvalidArgument("not an IPv4 or IPv6 address: " + host);
+  const bool v6 = v.starts_with("[");  // an IPv6 address only in brackets: "::1:9" is ambiguous
+  if (v6 ? inet_pton(AF_INET6, host.c_str(), &a6) != 1
+         : inet_pton(AF_INET, host.c_str(), &a4) != 1) {
+    return InvalidArgument(std::string("not an ") + (v6 ? "IPv6" : "IPv4") + " address: " + host);
   }
   INA_ASSIGN_OR_RETURN(uint64_t p, ParseUint("port", std::string(port), 1, 65535));
   return std::make_pair(host, static_cast<uint16_t>(p));
