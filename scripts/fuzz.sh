@@ -16,6 +16,7 @@ declare -A CORPUS=(
   [dp_switch_fuzzer]=tests/dataplane/control/fuzz/corpus
   [dp_differential_fuzzer]=tests/dataplane/fuzz/corpus
   [proto_roce_fuzzer]=tests/proto/fuzz/corpus
+  [net_roce_rx_fuzzer]=tests/net/roce/fuzz/corpus
 )
 if [ "${1:-}" = --list ] || [ $# -lt 2 ]; then
   echo "usage: scripts/fuzz.sh TARGET SECONDS [--merge | libFuzzer flags...]; targets:"

@@ -1,5 +1,6 @@
-# Sourced by scripts/testbed.sh and scripts/torch_testbed.sh: the rate-limited star of network
-# namespaces they both run on (the layout is described at the head of testbed.sh).
+# Sourced by scripts/testbed.sh, torch_testbed.sh and sharing_testbed.sh: the rate-limited star of
+# network namespaces they run on (the layout is described at the head of testbed.sh), the switch in
+# its middle, and the per-worker lists ina-bench takes.
 #
 #   star_up SW PREFIX WORKERS RATE OVERHEAD
 # makes namespace SW (forwarding on) and PREFIX-w0 .. PREFIX-w<WORKERS-1>; worker i has a veth
@@ -34,4 +35,38 @@ star_up() {
 star_shape() {
   tc -n "$1" qdisc add dev "$2" root tbf rate "$3" burst 64kb limit 2mb overhead "$4" \
     mpu $((60 + $4))
+}
+
+#   star_switch SW OUT SWITCHD [flags...]
+# starts SWITCHD --bind 0.0.0.0 --port 0 [flags] in namespace SW, output to OUT, and waits up to
+# 10 s for it to listen: sets SWITCH_PID (at once, for the caller's cleanup) and PORT (the UDP port
+# it got). Returns 1, with its output on stderr, when it did not come up.
+star_switch() {
+  local sw=$1 out=$2 switchd=$3
+  shift 3
+  ip netns exec "$sw" "$switchd" --bind 0.0.0.0 --port 0 "$@" > "$out" 2>&1 &
+  SWITCH_PID=$!
+  PORT=
+  for _ in $(seq 100); do
+    PORT=$(sed -n 's/.* listening on .*:\([0-9]*\)$/\1/p' "$out" || true)
+    [[ -n $PORT ]] && return 0
+    sleep 0.1
+  done
+  cat "$out" >&2
+  return 1
+}
+
+#   star_lists PREFIX WORKERS PORT
+# sets NSLIST (the workers' namespaces), SWLIST (the switch as each reaches it: its gateway
+# address, which is also the source of the replies its connected socket wants) and ADDRLIST (each
+# worker's own address), comma-separated, as ina-bench's --worker-netns / --worker-switch /
+# --worker-addr take them.
+star_lists() {
+  local prefix=$1 workers=$2 port=$3 i
+  NSLIST= SWLIST= ADDRLIST=
+  for ((i = 0; i < workers; i++)); do
+    NSLIST+=${NSLIST:+,}$prefix-w$i
+    SWLIST+=${SWLIST:+,}10.77.$i.1:$port
+    ADDRLIST+=${ADDRLIST:+,}10.77.$i.2
+  done
 }

@@ -105,22 +105,9 @@ trap 'exit 143' TERM
 # shellcheck source=scripts/netns_star.sh
 source "$ROOT/scripts/netns_star.sh"
 star_up "$SW" "$PREFIX" "$WORKERS" "$RATE" "$OVERHEAD" || die "ip netns add failed"
-ip netns exec "$SW" "$SWITCHD" --bind 0.0.0.0 --port 0 --slots "$SLOTS" --lease-calls "$LEASE" \
-  --min-window "$MIN_WINDOW" > "$TMP/switchd.out" 2>&1 &
-SWITCH_PID=$!
-PORT=
-for _ in $(seq 100); do
-  PORT=$(sed -n 's/.* listening on .*:\([0-9]*\)$/\1/p' "$TMP/switchd.out")
-  [[ -n $PORT ]] && break
-  sleep 0.1
-done
-[[ -n $PORT ]] || { cat "$TMP/switchd.out" >&2; die "ina-switchd did not come up"; }
-NSLIST= SWLIST= ADDRLIST=
-for ((i = 0; i < WORKERS; i++)); do
-  NSLIST+=${NSLIST:+,}$PREFIX-w$i
-  SWLIST+=${SWLIST:+,}10.77.$i.1:$PORT
-  ADDRLIST+=${ADDRLIST:+,}10.77.$i.2
-done
+star_switch "$SW" "$TMP/switchd.out" "$SWITCHD" --slots "$SLOTS" --lease-calls "$LEASE" \
+  --min-window "$MIN_WINDOW" || die "ina-switchd did not come up"
+star_lists "$PREFIX" "$WORKERS" "$PORT"
 echo "sharing_testbed: $WORKERS worker namespaces, $RATE links, switch --slots $SLOTS" \
      "--lease-calls $LEASE --min-window $MIN_WINDOW, window $WINDOW, $ELEMENTS floats"
 

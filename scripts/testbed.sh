@@ -186,22 +186,8 @@ echo "testbed: $WORKERS workers in $PREFIX-w*, switch in $SW, every link $RATE e
 
 # The switch: every worker reaches it at its own gateway address (10.77.i.1), which is also the
 # source of the replies it gets, as its connected UDP socket wants.
-ip netns exec "$SW" "$SWITCHD" --bind 0.0.0.0 --port 0 > "$TMP/switchd.out" 2>&1 &
-SWITCH_PID=$!
-PORT=
-for _ in $(seq 100); do
-  PORT=$(sed -n 's/.* listening on .*:\([0-9]*\)$/\1/p' "$TMP/switchd.out")
-  [[ -n $PORT ]] && break
-  sleep 0.1
-done
-[[ -n $PORT ]] || { cat "$TMP/switchd.out" >&2; die "ina-switchd did not come up"; }
-
-NSLIST= SWLIST= ADDRLIST=
-for ((i = 0; i < WORKERS; i++)); do
-  NSLIST+=${NSLIST:+,}$PREFIX-w$i
-  SWLIST+=${SWLIST:+,}10.77.$i.1:$PORT
-  ADDRLIST+=${ADDRLIST:+,}10.77.$i.2
-done
+star_switch "$SW" "$TMP/switchd.out" "$SWITCHD" || die "ina-switchd did not come up"
+star_lists "$PREFIX" "$WORKERS" "$PORT"
 
 RESULTS=$OUT/results.jsonl
 : > "$RESULTS"

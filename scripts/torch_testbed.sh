@@ -74,16 +74,7 @@ trap 'exit 143' TERM
 # shellcheck source=scripts/netns_star.sh
 source "$ROOT/scripts/netns_star.sh"
 star_up "$SW" "$PREFIX" "$WORKERS" "$RATE" "$OVERHEAD" || die "ip netns add failed"
-: > "$OUT/switchd.out"
-ip netns exec "$SW" "$SWITCHD" --bind 0.0.0.0 --port 0 > "$OUT/switchd.out" 2>&1 &
-SWITCH_PID=$!
-PORT=
-for _ in $(seq 100); do
-  PORT=$(sed -n 's/.* listening on .*:\([0-9]*\)$/\1/p' "$OUT/switchd.out" || true)
-  [[ -n $PORT ]] && break
-  sleep 0.1
-done
-[[ -n $PORT ]] || die "ina-switchd did not come up"
+star_switch "$SW" "$OUT/switchd.out" "$SWITCHD" || die "ina-switchd did not come up"
 echo "torch_testbed: $WORKERS workers, every link $RATE each way (+$OVERHEAD B/frame)," \
      "MLP 64-$HIDDEN x$LAYERS-10, $STEPS steps, rto_min ${RTO_MIN_US} us"
 

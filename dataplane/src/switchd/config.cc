@@ -154,8 +154,8 @@ std::vector<Flag> Flags(const EngineMenu& engines) {
       UintFlag("--seed", "s", "fault injection RNG seed (default 1)", "seed", &Config::seed, 0,
                UINT64_MAX),
       UintFlag("--cores", "N",
-               "loop threads (default 1; > 1 needs --io udp): each owns a\nsocket on the address "
-               "and the jobs steered to it (job % N)",
+               "loop threads (default 1): each owns the jobs j % N and a\nsocket on the address "
+               "(--io udp) or every N-th DPDK port",
                "cores", &Config::cores, 1, kMaxCores),
       {"--io", "udp|dpdk|roce",
        "packet I/O (default udp; dpdk when built); roce: RoCEv2 UD\nSENDs on --bind:4791 (a raw "
@@ -182,13 +182,13 @@ std::vector<Flag> Flags(const EngineMenu& engines) {
        },
        [](const Config& c) { return std::string(c.udp_gso ? "1" : "0"); }},
       {"--dpdk", "\"EAL ARGS\"",
-       "DPDK EAL arguments; implies --io dpdk. Every probed port\n(--vdev net_memif..., "
-       "net_af_packet..., -a PCI) is a switch\nport; --bind must then be the switch's IPv4 "
-       "address, --port != 0",
+       "DPDK EAL arguments; implies --io dpdk (with --io roce: RoCE\nover DPDK). Every probed "
+       "port (--vdev net_memif...,\nnet_af_packet..., -a PCI) is a switch port; --bind must "
+       "then\nbe the switch's IPv4 address, --port != 0 (roce: 4791)",
        "dpdk", nullptr, false,
        [](Config& c, std::string_view, const std::string& v) -> Status {
          c.dpdk_eal = v;
-         c.io = "dpdk";
+         if (c.io != "roce") c.io = "dpdk";
          return Status::Ok();
        },
        [](const Config& c) { return c.dpdk_eal; }},
@@ -236,10 +236,6 @@ Status Validate(Config& c, const EngineMenu& engines) {
       return Bad("--bind", "the switch's IPv4 address with --io dpdk", c.bind);
     }
     if (c.port == 0) return Bad("--port", "a fixed port (not 0) with --io dpdk", "0");
-    if (c.cores != 1) {
-      return Bad("--cores", "1 with --io dpdk (one RSS queue per core is a follow-up)",
-                 std::to_string(c.cores));
-    }
   }
   if (c.io == "roce") {
     in_addr a4;
@@ -247,7 +243,15 @@ Status Validate(Config& c, const EngineMenu& engines) {
       return Bad("--bind", "the switch's IPv4 address with --io roce (it is in every ICRC)",
                  c.bind);
     }
-    if (c.cores != 1) return Bad("--cores", "1 with --io roce", std::to_string(c.cores));
+    if (c.cores != 1 && c.dpdk_eal.empty()) {
+      return Bad("--cores", "1 with --io roce over raw sockets (--dpdk: several)",
+                 std::to_string(c.cores));
+    }
+    c.port = 4791;  // RoCEv2's port, whatever --port said
+  }
+  if (c.uses_eal() && c.cores > kMaxDpdkCores) {
+    return Bad("--cores", "at most " + std::to_string(kMaxDpdkCores) + " with DPDK ports",
+               std::to_string(c.cores));
   }
   if (!c.record.empty() && c.cores != 1) {
     return Bad("--cores", "1 with --record (one capture file, one loop)", std::to_string(c.cores));
@@ -344,8 +348,8 @@ void PrintConfig(const Config& c, std::string_view engine_description, std::FILE
                  const EngineMenu& engines) {
   std::fprintf(out, "ina-switchd config:\n");
   for (const Flag& f : Flags(engines)) {
-    if (std::string_view(f.key) == "dpdk" && c.io != "dpdk") continue;
-    if (std::string_view(f.key) == "dpdk_backoff_us" && c.io != "dpdk") continue;
+    if (std::string_view(f.key) == "dpdk" && !c.uses_eal()) continue;
+    if (std::string_view(f.key) == "dpdk_backoff_us" && !c.uses_eal()) continue;
     if (std::string_view(f.key).starts_with("roce_") && c.io != "roce") continue;
     const std::string v = f.show(c);
     if (std::string_view(f.key) == "engine") {

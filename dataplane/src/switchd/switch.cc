@@ -12,6 +12,7 @@
 #include <cstring>
 #include <thread>
 
+#include "handoff.h"
 #include "ina/dp/switchd/reporter.h"
 #include "ina/net/backoff.h"
 #include "ina/net/dpdk.h"
@@ -46,12 +47,13 @@ net::PortStats FromWords(const uint64_t* w) {
 
 // Peer and Endpoint are both a sockaddr_storage and a length: copy the length's bytes only (no
 // zeroing of the rest per packet; nothing reads past len).
+// The address and its L2 extras (port.h: a DPDK port's MAC, the port index), not just len bytes.
 void CopyTo(Peer* p, const net::Endpoint& e) {
-  std::memcpy(&p->addr, &e.addr, e.len);
+  std::memcpy(&p->addr, &e.addr, net::kEndpointBytes);
   p->len = e.len;
 }
 void CopyTo(net::Endpoint* e, const Peer& p) {
-  std::memcpy(&e->addr, &p.addr, p.len);
+  std::memcpy(&e->addr, &p.addr, net::kEndpointBytes);
   e->len = p.len;
 }
 // Peer equality (control.h) on endpoints: family, address and port (IPv6: and scope).
@@ -123,6 +125,11 @@ class Switch::Core final : private Emitter, private ReplySink {
   }
 
   const std::vector<std::unique_ptr<net::Port>>& ports() const { return ports_; }
+
+  // Several cores over DPDK ports: this core owns ports index_, index_ + N, ... (global port g is
+  // local port g / N of core g % N) and the jobs j with j % N == index_; packets of other cores'
+  // jobs, and sends through other cores' ports, go through `h`.
+  void SetHandoff(Handoff* h) { handoff_ = h; }
 
   // Until *stop (a signal) or *abort (another core failed).
   Status Run(const volatile std::sig_atomic_t* stop, const std::atomic<bool>* abort,
@@ -263,10 +270,14 @@ class Switch::Core final : private Emitter, private ReplySink {
   };
 
   Result<bool> WaitRx(std::chrono::microseconds timeout) {
-    if (ports_.size() == 1) return ports_[0]->WaitRx(timeout);
-    // Several (polling) ports: poll each, back off between rounds.
+    if (ports_.size() == 1 && handoff_ == nullptr) return ports_[0]->WaitRx(timeout);
+    // Several (polling) ports, or the rings from other cores: poll each, back off between rounds.
     const auto deadline = Clock::now() + timeout;
     while (true) {
+      if (handoff_ != nullptr && handoff_->Pending(index_)) {
+        backoff_.Reset();
+        return true;
+      }
       for (auto& port : ports_) {
         INA_ASSIGN_OR_RETURN(bool r, port->WaitRx(std::chrono::microseconds(0)));
         if (r) {
@@ -290,16 +301,70 @@ class Switch::Core final : private Emitter, private ReplySink {
       INA_ASSIGN_OR_RETURN(size_t n, ports_[pi]->RxBurst({rx_pk_.data(), kRxCap}));
       most = std::max(most, n);
       if (n == 0) continue;
-      const bool via = ports_.size() > 1;
+      const bool via = ports_.size() > 1 || handoff_ != nullptr;
+      size_t k = 0;
       for (size_t i = 0; i < n; ++i) {
         const net::Packet& pk = rx_pk_[i];
         if (record_ != nullptr) Record(pk, rx_from_[i]);
         if (pk.flags & net::kPacketTruncated) Bump(SwitchCounter::kRxTruncated);
-        if (via) net::SetVia(&rx_from_[i], static_cast<uint16_t>(pi));
-        CopyTo(&rx_peers_[i], rx_from_[i]);
-        items_[i] = {pk.data, pk.len, &rx_peers_[i]};
+        if (via) net::SetVia(&rx_from_[i], GlobalPort(pi));
+        if (handoff_ != nullptr) {
+          const unsigned owner = JobOwner(pk.data, pk.len);
+          if (owner != index_) {
+            const bool ok = handoff_->rx(index_, owner).Push({pk.data, pk.len}, rx_from_[i], 0);
+            Bump(ok ? SwitchCounter::kHandoffRx : SwitchCounter::kHandoffDrops);
+            continue;
+          }
+        }
+        CopyTo(&rx_peers_[k], rx_from_[i]);
+        items_[k] = {pk.data, pk.len, &rx_peers_[k]};
+        ++k;
       }
-      HandleItems(n, Clock::now());
+      if (k > 0) HandleItems(k, Clock::now());
+    }
+    if (handoff_ != nullptr) most = std::max(most, DrainHandoff());
+    return most;
+  }
+
+  // Global index of local port pi (the Via a packet's peer carries).
+  uint16_t GlobalPort(size_t pi) const {
+    return static_cast<uint16_t>(pi * config_.cores + index_);
+  }
+  // The core that owns the job of a packet (job % cores, as the kernel steers UDP: a packet too
+  // short for the field goes to core 0, whose engine counts it as malformed).
+  unsigned JobOwner(const uint8_t* data, size_t len) const {
+    if (len < p::kJobOffset + 2) return 0;
+    return p::Load16(data + p::kJobOffset) % config_.cores;
+  }
+
+  // Handles what other cores passed to this one: received packets of this core's jobs, then
+  // packets to send through this core's ports. Returns the most taken from one ring.
+  size_t DrainHandoff() {
+    size_t most = 0;
+    for (unsigned from = 0; from < config_.cores; ++from) {
+      if (from == index_) continue;
+      PacketRing& rx = handoff_->rx(from, index_);
+      const size_t nr = std::min(rx.Ready(), kItemCap);
+      for (size_t i = 0; i < nr; ++i) {
+        const PacketRing::Entry& e = rx.Peek(i);
+        CopyTo(&rx_peers_[i], e.peer);
+        items_[i] = {e.data, e.len, &rx_peers_[i]};
+      }
+      if (nr > 0) HandleItems(nr, Clock::now());  // the engine copies what it keeps
+      rx.Pop(nr);
+      PacketRing& tx = handoff_->tx(from, index_);
+      const size_t nt = std::min(tx.Ready(), tx_desc_.size());
+      for (size_t pi = 0; nt > 0 && pi < ports_.size(); ++pi) {
+        size_t k = 0;
+        for (size_t i = 0; i < nt; ++i) {
+          const PacketRing::Entry& e = tx.Peek(i);
+          if (net::GetVia(e.peer) == GlobalPort(pi))
+            tx_desc_[k++] = {e.data, e.len, &e.peer, e.flags};
+        }
+        if (k > 0) SendDescs(*ports_[pi], k);
+      }
+      tx.Pop(nt);
+      most = std::max({most, nr, nt});
     }
     return most;
   }
@@ -439,7 +504,18 @@ class Switch::Core final : private Emitter, private ReplySink {
   // each port its packets (by the Via recorded at receive time), in queue order.
   void FlushTx() {
     if (tx_n_ == 0) return;
-    if (ports_.size() == 1) {
+    if (handoff_ != nullptr) {
+      // What leaves through another core's port goes to that core; the rest below, per port.
+      for (size_t i = 0; i < tx_n_; ++i) {
+        const TxSlot& s = tx_q_[i];
+        const unsigned owner = net::GetVia(s.to) % config_.cores;
+        if (owner == index_) continue;
+        const bool ok =
+            handoff_->tx(index_, owner).Push({tx_bufs_[s.buf].data(), s.len}, s.to, s.flags);
+        Bump(ok ? SwitchCounter::kHandoffTx : SwitchCounter::kHandoffDrops);
+      }
+    }
+    if (ports_.size() == 1 && handoff_ == nullptr) {
       if (ports_[0]->coalesces()) {
         GroupByPeer(tx_n_);
       } else {
@@ -456,7 +532,7 @@ class Switch::Core final : private Emitter, private ReplySink {
         size_t k = 0;
         for (size_t i = 0; i < tx_n_; ++i) {
           const TxSlot& s = tx_q_[i];
-          if (net::GetVia(s.to) == pi)
+          if (net::GetVia(s.to) == GlobalPort(pi))
             tx_desc_[k++] = {tx_bufs_[s.buf].data(), s.len, &s.to, s.flags};
         }
         if (k > 0) SendDescs(*ports_[pi], k);
@@ -529,6 +605,7 @@ class Switch::Core final : private Emitter, private ReplySink {
 
   unsigned index_;
   Config config_;
+  Handoff* handoff_ = nullptr;  // the switch's, with several cores over DPDK
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<ControlPlane> control_;
   std::vector<std::unique_ptr<net::Port>> ports_;
@@ -564,7 +641,7 @@ class Switch::Core final : private Emitter, private ReplySink {
 };
 
 Switch::~Switch() {
-  const bool dpdk = config_.io == "dpdk";
+  const bool dpdk = config_.uses_eal();
   cores_.clear();  // ports closed first
   if (dpdk) net::StopEal();
 }
@@ -588,20 +665,32 @@ Result<std::unique_ptr<Switch>> Switch::Create(const Config& config,
   if (!make_engine) return InvalidArgument("Switch::Create: no engine factory");
   const unsigned n = config.cores;
   if (n < 1) return InvalidArgument("--cores: at least 1");
-  if (n > 1 && config.io != "udp") {
+  if (n > 1 && config.io != "udp" && !config.uses_eal()) {
     return InvalidArgument("--cores " + std::to_string(n) +
-                           " needs --io udp (DPDK: one RSS queue per core is a follow-up)");
+                           " needs --io udp or DPDK ports (RoCE over raw sockets: one core)");
+  }
+  if (n > kMaxDpdkCores && config.uses_eal()) {
+    return InvalidArgument("--cores " + std::to_string(n) + " with DPDK ports: at most " +
+                           std::to_string(kMaxDpdkCores));
   }
   std::unique_ptr<Switch> s(new Switch());
   s->config_ = config;
   s->start_ = std::chrono::steady_clock::now();
   // Ports, per core.
   std::vector<std::vector<std::unique_ptr<net::Port>>> ports(n);
-  if (config.io == "dpdk") {
+  if (config.uses_eal()) {
+    const bool roce = config.io == "roce";
+    net::RoceIdentity me;
+    me.qpn = config.roce_qpn;
+    me.qkey = config.roce_qkey;
+    if (roce && inet_pton(AF_INET, config.bind.c_str(), &me.ip_be) != 1) {
+      return InvalidArgument("--io roce --bind " + config.bind + ": not an IPv4 address");
+    }
     INA_RETURN_IF_ERROR(net::StartEal(config.dpdk_eal));
     const std::vector<std::string> names = net::DpdkPortNames();
     if (names.empty()) return FailedPrecondition("dpdk: no ethdev port (add them with --vdev)");
-    for (const std::string& name : names) {
+    for (size_t i = 0; i < names.size(); ++i) {
+      const std::string& name = names[i];
       net::DpdkPortConfig pc;
       pc.name = name;
       pc.ip = config.bind;
@@ -609,8 +698,10 @@ Result<std::unique_ptr<Switch>> Switch::Create(const Config& config,
       pc.backoff_max_us = static_cast<int>(config.dpdk_backoff_us);
       pc.zero_copy = false;  // the send queue is reused at once: copy into the mbufs
       pc.tx_mbufs = 2047;
+      pc.ipv4_datagrams = roce;  // RoCE over DPDK: the codec around a datagram port
       INA_ASSIGN_OR_RETURN(std::unique_ptr<net::Port> port, net::OpenDpdkPort(pc));
-      ports[0].push_back(std::move(port));
+      // Port i belongs to core i % n (Core::GlobalPort).
+      ports[i % n].push_back(roce ? net::WrapRoce(std::move(port), me) : std::move(port));
     }
   } else if (config.io == "roce") {
     net::RocePortConfig rc;
@@ -644,6 +735,10 @@ Result<std::unique_ptr<Switch>> Switch::Create(const Config& config,
     if (engine == nullptr) return InvalidArgument("Switch::Create: no engine");
     auto core = std::make_unique<Core>(c, config, std::move(engine));
     INA_RETURN_IF_ERROR(core->Init(std::move(ports[c])));
+    if (n > 1 && config.uses_eal()) {
+      if (s->handoff_ == nullptr) s->handoff_ = std::make_unique<Handoff>(n);
+      core->SetHandoff(s->handoff_.get());
+    }
     s->cores_.push_back(std::move(core));
   }
   return s;
@@ -651,7 +746,7 @@ Result<std::unique_ptr<Switch>> Switch::Create(const Config& config,
 
 std::string Switch::local_address() const {
   const auto& ports = cores_[0]->ports();
-  if (config_.io == "dpdk") {
+  if (config_.uses_eal()) {
     std::string d;
     for (const auto& port : ports) d += (d.empty() ? "" : ", ") + port->Describe();
     return config_.bind + ":" + std::to_string(config_.port) + " (dpdk: " + d + ")";
@@ -706,7 +801,7 @@ SwitchStats Switch::Snapshot() const {
   SwitchStats s;
   s.uptime_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   s.engine = config_.engine;
-  s.dpdk = config_.io == "dpdk";
+  s.dpdk = config_.uses_eal();
   for (size_t c = 0; c < cores_.size(); ++c) {
     NamedCounters v = cores_[c]->Published();
     if (c == 0) {

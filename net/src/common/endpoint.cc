@@ -8,18 +8,25 @@
 
 namespace ina::net {
 
-void SetMac(Endpoint* e, const uint8_t mac[6]) {
-  std::memcpy(reinterpret_cast<sockaddr_in*>(&e->addr)->sin_zero, mac, 6);
+namespace {
+
+// Where an endpoint keeps its L2 extras (port.h): sin_zero of an AF_INET endpoint; the bytes after
+// the sockaddr_in6 of an AF_INET6 one (a RoCE peer, roce.h). MAC at [0, 6), via at [6, 8).
+uint8_t* Extras(Endpoint* e) {
+  if (e->addr.ss_family == AF_INET6)
+    return reinterpret_cast<uint8_t*>(&e->addr) + sizeof(sockaddr_in6);
+  return reinterpret_cast<sockaddr_in*>(&e->addr)->sin_zero;
 }
-void GetMac(const Endpoint& e, uint8_t mac[6]) {
-  std::memcpy(mac, reinterpret_cast<const sockaddr_in*>(&e.addr)->sin_zero, 6);
-}
-void SetVia(Endpoint* e, uint16_t port_index) {
-  std::memcpy(reinterpret_cast<sockaddr_in*>(&e->addr)->sin_zero + 6, &port_index, 2);
-}
+const uint8_t* Extras(const Endpoint& e) { return Extras(const_cast<Endpoint*>(&e)); }
+
+}  // namespace
+
+void SetMac(Endpoint* e, const uint8_t mac[6]) { std::memcpy(Extras(e), mac, 6); }
+void GetMac(const Endpoint& e, uint8_t mac[6]) { std::memcpy(mac, Extras(e), 6); }
+void SetVia(Endpoint* e, uint16_t port_index) { std::memcpy(Extras(e) + 6, &port_index, 2); }
 uint16_t GetVia(const Endpoint& e) {
   uint16_t v;
-  std::memcpy(&v, reinterpret_cast<const sockaddr_in*>(&e.addr)->sin_zero + 6, 2);
+  std::memcpy(&v, Extras(e) + 6, 2);
   return v;
 }
 

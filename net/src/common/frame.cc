@@ -97,6 +97,16 @@ void BuildUdpHeaders(const FrameAddrs& a, std::span<const uint8_t> payload, uint
   Put16(udp + 6, udp_checksum ? UdpChecksum(a.src_ip, a.dst_ip, udp, payload) : 0);
 }
 
+void BuildIpv4Frame(const uint8_t dst_mac[6], const uint8_t src_mac[6],
+                    std::span<const uint8_t> datagram, uint8_t* out) {
+  std::memcpy(out, dst_mac, 6);
+  std::memcpy(out + 6, src_mac, 6);
+  Put16(out + 12, kEtherTypeIpv4);
+  uint8_t* ip = out + kEthBytes;
+  std::memcpy(ip, datagram.data(), datagram.size());
+  Put16(ip + 10, Ipv4HeaderChecksum(ip));
+}
+
 std::string_view FrameErrorName(FrameError e) {
   switch (e) {
     case FrameError::kOk:

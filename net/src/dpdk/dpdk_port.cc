@@ -32,6 +32,7 @@ namespace {
 constexpr uint16_t kRingSize = 1024;
 constexpr unsigned kPoolCache = 128;
 constexpr size_t kScratchBytes = 2048;  // a multi-segment frame is copied here to be parsed
+constexpr size_t kMaxDatagram = kIpv4Bytes + kUdpBytes + kMaxUdpPayload;  // MTU 1500
 constexpr auto kTxPauseMax = std::chrono::microseconds(400);
 constexpr uint16_t kExtPriv =
     RTE_ALIGN(sizeof(rte_mbuf_ext_shared_info), RTE_MBUF_PRIV_ALIGN);  // ext mbufs' private area
@@ -90,6 +91,7 @@ class DpdkPort final : public Port {
     if (c.backoff_max_us < 0) return InvalidArgument("dpdk: backoff_max_us < 0");
     INA_ASSIGN_OR_RETURN(ip_, ParseIp(c.ip, "local ip"));
     udp_port_ = htons(c.udp_port);
+    datagrams_ = c.ipv4_datagrams;
     connected_ = !c.peer_ip.empty();
     if (connected_) {
       INA_ASSIGN_OR_RETURN(peer_ip_, ParseIp(c.peer_ip, "peer ip"));
@@ -165,11 +167,14 @@ class DpdkPort final : public Port {
       for (size_t i = 0; i < n; ++i) {
         const TxPacket& p = pkts[sent + i];
         const bool routable = p.to != nullptr ? p.to->addr.ss_family == AF_INET : connected_;
-        if (p.len > kMaxUdpPayload || !routable) {
+        const bool fits =
+            datagrams_ ? p.len >= kIpv4Bytes && p.len <= kMaxDatagram : p.len <= kMaxUdpPayload;
+        if (!fits || !routable) {
           if (sent + i == 0) {
-            return InvalidArgument(routable ? "dpdk: packet of " + std::to_string(p.len) +
-                                                  " bytes exceeds one frame"
-                                            : std::string("dpdk: no IPv4 destination"));
+            return InvalidArgument(
+                routable ? "dpdk: " + std::string(datagrams_ ? "datagram" : "packet") + " of " +
+                               std::to_string(p.len) + " bytes does not fit one frame"
+                         : std::string("dpdk: no IPv4 destination"));
           }
           n = i;  // send up to it; the next call reports it
           break;
@@ -236,7 +241,7 @@ class DpdkPort final : public Port {
     if (int rc = rte_eth_dev_info_get(id_, &info); rc != 0) return Fail("dev_info_get", rc);
     rte_eth_conf conf{};
     const bool multi_seg = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
-    zero_copy_ = c.zero_copy && multi_seg && rte_eal_iova_mode() == RTE_IOVA_VA;
+    zero_copy_ = c.zero_copy && !datagrams_ && multi_seg && rte_eal_iova_mode() == RTE_IOVA_VA;
     if (zero_copy_) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
     if (int rc = rte_eth_dev_configure(id_, 1, 1, &conf); rc != 0) return Fail("configure", rc);
     configured_ = true;
@@ -326,9 +331,12 @@ class DpdkPort final : public Port {
         peer_mac_known_ = true;
       }
     }
-    out.data = const_cast<uint8_t*>(f) + pf.payload_offset;
-    out.len = static_cast<uint32_t>(std::min<size_t>(pf.payload_len, out.cap));
-    out.flags = pf.payload_len > out.cap ? kPacketTruncated : 0;
+    // A datagram port hands out the IPv4 datagram, a payload port the UDP payload.
+    const size_t skip = datagrams_ ? kEthBytes : pf.payload_offset;
+    const size_t len = pf.payload_offset + pf.payload_len - skip;
+    out.data = const_cast<uint8_t*>(f) + skip;
+    out.len = static_cast<uint32_t>(std::min<size_t>(len, out.cap));
+    out.flags = len > out.cap ? kPacketTruncated : 0;
     if (out.flags != 0) ++st_.rx_truncated;
     if (out.from != nullptr) {
       Endpoint& e = *out.from;
@@ -349,7 +357,7 @@ class DpdkPort final : public Port {
   }
 
   // Fills m with the headers, then the payload: attached through ext when given, else copied.
-  // REQUIRES: p.len <= kMaxUdpPayload, a routable destination.
+  // REQUIRES: p.len fits (TxBurst checks), a routable destination.
   void Build(rte_mbuf* m, rte_mbuf* ext, const TxPacket& p) {
     FrameAddrs a;
     std::memcpy(a.src_mac, mac_.addr_bytes, 6);
@@ -366,6 +374,11 @@ class DpdkPort final : public Port {
       a.dst_port = peer_port_;
     }
     const std::span<const uint8_t> payload(p.data, p.len);
+    if (datagrams_) {
+      auto* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, kEthBytes + p.len));
+      BuildIpv4Frame(a.dst_mac, a.src_mac, payload, h);
+      return;
+    }
     if (ext == nullptr) {
       auto* h = reinterpret_cast<uint8_t*>(rte_pktmbuf_append(m, kFrameHeaderBytes + p.len));
       std::memcpy(h + kFrameHeaderBytes, p.data, p.len);
@@ -390,6 +403,7 @@ class DpdkPort final : public Port {
   std::string name_;
   bool claimed_ = false, configured_ = false, started_ = false;
   bool zero_copy_ = false;
+  bool datagrams_ = false;  // ipv4_datagrams
   bool connected_ = false;
   rte_mempool* rx_pool_ = nullptr;
   rte_mempool* tx_pool_ = nullptr;

@@ -149,14 +149,192 @@ size_t RoceTx(std::span<const uint8_t> message, const RoceIdentity& me, uint32_t
 
 namespace {
 
-class RocePort final : public Port {
+// The RoCE codec around a port that moves whole IPv4 datagrams (WrapRoce).
+class RoceCodecPort final : public Port {
  public:
-  RocePort(int raw, int udp, RoceIdentity me, std::string describe)
-      : raw_(raw), udp_(udp), me_(me), describe_(std::move(describe)) {
-    rx_bufs_.resize(kRxCap * kRxBufBytes);
+  RoceCodecPort(std::unique_ptr<Port> datagrams, RoceIdentity me)
+      : inner_(std::move(datagrams)), me_(me) {
     tx_bufs_.resize(kTxCap * kTxBufBytes);
   }
-  ~RocePort() override {
+
+  Result<size_t> RxBurst(std::span<Packet> pkts) override {
+    const size_t want = std::min(pkts.size(), kRxCap);
+    for (size_t i = 0; i < want; ++i) {
+      rx_[i] = {pkts[i].data, pkts[i].cap, 0, 0, &rx_from_[i]};
+    }
+    INA_ASSIGN_OR_RETURN(size_t n, inner_->RxBurst({rx_.data(), want}));
+    size_t out = 0;
+    for (size_t i = 0; i < n; ++i) {
+      std::span<const uint8_t> m;
+      uint32_t ip = 0, qpn = 0, gap = 0;
+      const RoceDrop d = rx_[i].flags & kPacketTruncated ? RoceDrop::kShort
+                                                         : RoceRx({rx_[i].data, rx_[i].len}, me_,
+                                                                  &rx_psns_, &m, &ip, &qpn, &gap);
+      if (d != RoceDrop::kOk) {
+        Count(d);
+        continue;
+      }
+      roce_.rx_roce_psn_gaps += gap;
+      Packet& p = pkts[out++];
+      p.data = const_cast<uint8_t*>(m.data());
+      p.len = static_cast<uint32_t>(m.size());
+      p.flags = 0;
+      if (p.from != nullptr) {
+        // The L2 extras of the datagram's sender (an L2 port's MAC) travel with the RoCE peer.
+        uint8_t mac[6];
+        GetMac(rx_from_[i], mac);
+        *p.from = RoceEndpoint(ip, qpn);
+        SetMac(p.from, mac);
+      }
+    }
+    rx_packets_ += out;
+    return out;
+  }
+
+  Result<size_t> TxBurst(std::span<const TxPacket> pkts) override {
+    if (pkts.empty()) return inner_->TxBurst({});
+    size_t done = 0;
+    while (done < pkts.size()) {
+      const size_t n = std::min(pkts.size() - done, kTxCap);
+      size_t k = 0;
+      for (size_t i = 0; i < n; ++i) {
+        const TxPacket& p = pkts[done + i];
+        uint32_t ip = 0, qpn = 0;
+        if (p.to == nullptr || !ParseRoceEndpoint(*p.to, &ip, &qpn)) {
+          if (done + i == 0) {
+            return InvalidArgument("roce: destination " +
+                                   (p.to ? EndpointToString(*p.to) : std::string("none")) +
+                                   " is not a RoCE peer (RoceEndpoint)");
+          }
+          break;
+        }
+        RocePsnTable::Entry* e = tx_psns_.Find(ip, qpn);
+        const uint32_t psn = e != nullptr ? e->psn : 0;
+        uint8_t* buf = tx_bufs_.data() + k * kTxBufBytes;
+        const size_t len = RoceTx({p.data, p.len}, me_, ip, qpn, psn, {buf, kTxBufBytes});
+        if (len == 0) {
+          if (done + i == 0) {
+            return InvalidArgument("roce: message of " + std::to_string(p.len) + " bytes too long");
+          }
+          break;
+        }
+        if (e != nullptr) e->psn = (psn + 1) & 0xFFFFFF;
+        entry_[k] = e;
+        Endpoint& to = tx_to_[k];
+        to = Endpoint{};
+        auto& sa = reinterpret_cast<sockaddr_in&>(to.addr);
+        sa.sin_family = AF_INET;
+        sa.sin_port = htons(r::kUdpPort);
+        sa.sin_addr.s_addr = ip;
+        to.len = sizeof(sockaddr_in);
+        uint8_t mac[6];
+        GetMac(*p.to, mac);
+        SetMac(&to, mac);
+        tx_[k] = {buf, static_cast<uint32_t>(r::kIpv4Bytes + r::kUdpBytes + len), &to, 0};
+        ++k;
+      }
+      if (k == 0) break;
+      const Result<size_t> sent = inner_->TxBurst({tx_.data(), k});
+      const size_t ok = sent.ok() ? *sent : 0;
+      // The packets not sent give their PSNs back (last first), so a retry sends the same ones.
+      for (size_t j = k; j-- > ok;) {
+        if (entry_[j] != nullptr) entry_[j]->psn = (entry_[j]->psn - 1) & 0xFFFFFF;
+      }
+      if (!sent.ok()) {
+        if (done == 0) return sent.status();
+        break;
+      }
+      done += ok;
+      if (ok < k || k < n) break;
+    }
+    return done;
+  }
+
+  Result<bool> WaitRx(std::chrono::microseconds timeout) override {
+    return inner_->WaitRx(timeout);
+  }
+  Result<bool> WaitTx(std::chrono::microseconds timeout) override {
+    return inner_->WaitTx(timeout);
+  }
+  bool holding() const override { return inner_->holding(); }
+  PortStats stats() const override {
+    PortStats s = inner_->stats();
+    s.rx_packets = rx_packets_;
+    s.rx_other += roce_.rx_other;
+    s.rx_roce_short = roce_.rx_roce_short;
+    s.rx_roce_bad_icrc = roce_.rx_roce_bad_icrc;
+    s.rx_roce_bad_opcode = roce_.rx_roce_bad_opcode;
+    s.rx_roce_wrong_qpn = roce_.rx_roce_wrong_qpn;
+    s.rx_roce_bad_key = roce_.rx_roce_bad_key;
+    s.rx_roce_bad_psn = roce_.rx_roce_bad_psn;
+    s.rx_roce_psn_gaps = roce_.rx_roce_psn_gaps;
+    return s;
+  }
+  std::string Describe() const override {
+    char d[64];
+    std::snprintf(d, sizeof(d), " (roce: QPN 0x%x, Q_Key 0x%x)", me_.qpn, me_.qkey);
+    return inner_->Describe() + d;
+  }
+  std::string_view kind() const override {
+    return inner_->kind() == "dpdk" ? std::string_view("roce(dpdk)") : std::string_view("roce");
+  }
+  std::string name() const override {
+    return inner_->kind() == "dpdk" ? inner_->name() : std::string(kind());
+  }
+
+ private:
+  void Count(RoceDrop d) {
+    switch (d) {
+      case RoceDrop::kOk:
+      case RoceDrop::kNotOurs:
+        ++roce_.rx_other;
+        return;
+      case RoceDrop::kShort:
+        ++roce_.rx_roce_short;
+        return;
+      case RoceDrop::kBadIcrc:
+        ++roce_.rx_roce_bad_icrc;
+        return;
+      case RoceDrop::kBadOpcode:
+        ++roce_.rx_roce_bad_opcode;
+        return;
+      case RoceDrop::kWrongQpn:
+        ++roce_.rx_roce_wrong_qpn;
+        return;
+      case RoceDrop::kBadKey:
+        ++roce_.rx_roce_bad_key;
+        return;
+      case RoceDrop::kBadPsn:
+        ++roce_.rx_roce_bad_psn;
+        return;
+    }
+  }
+
+  std::unique_ptr<Port> inner_;
+  RoceIdentity me_;
+  RocePsnTable rx_psns_;
+  RocePsnTable tx_psns_;
+  std::array<Packet, kRxCap> rx_{};
+  std::array<Endpoint, kRxCap> rx_from_{};
+  std::vector<uint8_t> tx_bufs_;
+  std::array<TxPacket, kTxCap> tx_{};
+  std::array<Endpoint, kTxCap> tx_to_{};
+  std::array<RocePsnTable::Entry*, kTxCap> entry_{};
+  uint64_t rx_packets_ = 0;
+  PortStats roce_;  // the drop reasons and gaps (rx_other: datagrams not ours)
+};
+
+// IPv4 datagrams over kernel sockets: received whole on a raw socket (the IP header is covered
+// by the ICRC and a UDP socket does not show it), sent as the UDP payload of a datagram on a UDP
+// socket bound to address:4791, whose headers the kernel writes (and the ICRC assumed: DF, IP ID
+// 0, TTL 64).
+class RawDatagramPort final : public Port {
+ public:
+  RawDatagramPort(int raw, int udp, std::string describe)
+      : raw_(raw), udp_(udp), describe_(std::move(describe)) {
+    rx_bufs_.resize(kRxCap * kRxBufBytes);
+  }
+  ~RawDatagramPort() override {
     close(raw_);
     close(udp_);
   }
@@ -176,66 +354,43 @@ class RocePort final : public Port {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return size_t{0};
       return ErrnoStatus("roce: recvmmsg", errno);
     }
-    size_t out = 0;
     for (int i = 0; i < n; ++i) {
-      const std::span<const uint8_t> dg(rx_bufs_.data() + size_t(i) * kRxBufBytes,
-                                        msgs[size_t(i)].msg_len);
-      std::span<const uint8_t> m;
-      uint32_t ip = 0, qpn = 0, gap = 0;
-      const RoceDrop d = RoceRx(dg, me_, &rx_psns_, &m, &ip, &qpn, &gap);
-      if (d != RoceDrop::kOk) {
-        Count(d);
-        continue;
-      }
-      stats_.rx_roce_psn_gaps += gap;
-      Packet& p = pkts[out++];
-      p.data = const_cast<uint8_t*>(m.data());
-      p.len = static_cast<uint32_t>(m.size());
+      Packet& p = pkts[size_t(i)];
+      p.data = rx_bufs_.data() + size_t(i) * kRxBufBytes;
+      p.len = msgs[size_t(i)].msg_len;
       p.flags = 0;
-      if (p.from != nullptr) *p.from = RoceEndpoint(ip, qpn);
+      if (p.from != nullptr) {
+        *p.from = Endpoint{};
+        if (p.len >= r::kIpv4Bytes + r::kUdpBytes) {
+          auto& sa = reinterpret_cast<sockaddr_in&>(p.from->addr);
+          sa.sin_family = AF_INET;
+          std::memcpy(&sa.sin_addr.s_addr, p.data + 12, 4);
+          std::memcpy(&sa.sin_port, p.data + ((p.data[0] & 0x0F) * 4u), 2);
+          p.from->len = sizeof(sockaddr_in);
+        }
+      }
     }
     stats_.rx_frames += static_cast<uint64_t>(n);
-    stats_.rx_packets += out;
-    return out;
+    stats_.rx_packets += static_cast<uint64_t>(n);
+    return static_cast<size_t>(n);
   }
 
   Result<size_t> TxBurst(std::span<const TxPacket> pkts) override {
+    constexpr size_t kL3L4 = r::kIpv4Bytes + r::kUdpBytes;
     size_t done = 0;
     while (done < pkts.size()) {
       const size_t n = std::min(pkts.size() - done, kTxCap);
       std::array<mmsghdr, kTxCap> msgs{};
       std::array<iovec, kTxCap> iov{};
-      std::array<sockaddr_in, kTxCap> to{};
-      std::array<RocePsnTable::Entry*, kTxCap> entry{};
       size_t k = 0;
       for (size_t i = 0; i < n; ++i) {
         const TxPacket& p = pkts[done + i];
-        uint32_t ip = 0, qpn = 0;
-        if (p.to == nullptr || !ParseRoceEndpoint(*p.to, &ip, &qpn)) {
-          if (done + i == 0 && k == 0) {
-            return InvalidArgument("roce: destination " +
-                                   (p.to ? EndpointToString(*p.to) : std::string("none")) +
-                                   " is not a RoCE peer (RoceEndpoint)");
-          }
+        if (p.to == nullptr || p.to->addr.ss_family != AF_INET || p.len < kL3L4) {
+          if (done + i == 0) return InvalidArgument("roce: not an IPv4 datagram to an IPv4 peer");
           break;
         }
-        RocePsnTable::Entry* e = tx_psns_.Find(ip, qpn);
-        const uint32_t psn = e != nullptr ? e->psn : 0;
-        uint8_t* buf = tx_bufs_.data() + k * kTxBufBytes;
-        const size_t len = RoceTx({p.data, p.len}, me_, ip, qpn, psn, {buf, kTxBufBytes});
-        if (len == 0) {
-          if (done + i == 0 && k == 0) {
-            return InvalidArgument("roce: message of " + std::to_string(p.len) + " bytes too long");
-          }
-          break;
-        }
-        if (e != nullptr) e->psn = (psn + 1) & 0xFFFFFF;
-        entry[k] = e;
-        iov[k] = {buf + r::kIpv4Bytes + r::kUdpBytes, len};
-        to[k].sin_family = AF_INET;
-        to[k].sin_port = htons(r::kUdpPort);
-        to[k].sin_addr.s_addr = ip;
-        msgs[k].msg_hdr.msg_name = &to[k];
+        iov[k] = {const_cast<uint8_t*>(p.data) + kL3L4, p.len - kL3L4};
+        msgs[k].msg_hdr.msg_name = const_cast<sockaddr_storage*>(&p.to->addr);
         msgs[k].msg_hdr.msg_namelen = sizeof(sockaddr_in);
         msgs[k].msg_hdr.msg_iov = &iov[k];
         msgs[k].msg_hdr.msg_iovlen = 1;
@@ -253,10 +408,6 @@ class RocePort final : public Port {
           break;
         }
         sent += static_cast<size_t>(rc);
-      }
-      // The packets not sent give their PSNs back (last first), so a retry sends the same ones.
-      for (size_t j = k; j-- > sent;) {
-        if (entry[j] != nullptr) entry[j]->psn = (entry[j]->psn - 1) & 0xFFFFFF;
       }
       stats_.tx_packets += sent;
       done += sent;
@@ -283,44 +434,13 @@ class RocePort final : public Port {
   }
   PortStats stats() const override { return stats_; }
   std::string Describe() const override { return describe_; }
-  std::string_view kind() const override { return "roce"; }
+  std::string_view kind() const override { return "raw"; }
 
  private:
-  void Count(RoceDrop d) {
-    switch (d) {
-      case RoceDrop::kOk:
-      case RoceDrop::kNotOurs:
-        ++stats_.rx_other;
-        return;
-      case RoceDrop::kShort:
-        ++stats_.rx_roce_short;
-        return;
-      case RoceDrop::kBadIcrc:
-        ++stats_.rx_roce_bad_icrc;
-        return;
-      case RoceDrop::kBadOpcode:
-        ++stats_.rx_roce_bad_opcode;
-        return;
-      case RoceDrop::kWrongQpn:
-        ++stats_.rx_roce_wrong_qpn;
-        return;
-      case RoceDrop::kBadKey:
-        ++stats_.rx_roce_bad_key;
-        return;
-      case RoceDrop::kBadPsn:
-        ++stats_.rx_roce_bad_psn;
-        return;
-    }
-  }
-
   int raw_;
   int udp_;
-  RoceIdentity me_;
   std::string describe_;
-  RocePsnTable rx_psns_;
-  RocePsnTable tx_psns_;
   std::vector<uint8_t> rx_bufs_;
-  std::vector<uint8_t> tx_bufs_;
   PortStats stats_;
 };
 
@@ -399,10 +519,11 @@ Result<std::unique_ptr<Port>> OpenRocePort(const RocePortConfig& c) {
   me.ip_be = a.s_addr;
   me.qpn = c.qpn;
   me.qkey = c.qkey;
-  char d[96];
-  std::snprintf(d, sizeof(d), "%s:4791 (roce: QPN 0x%x, Q_Key 0x%x)", c.bind_ip.c_str(), c.qpn,
-                c.qkey);
-  return std::unique_ptr<Port>(std::make_unique<RocePort>(raw, udp, me, d));
+  return WrapRoce(std::make_unique<RawDatagramPort>(raw, udp, c.bind_ip + ":4791"), me);
+}
+
+std::unique_ptr<Port> WrapRoce(std::unique_ptr<Port> datagrams, const RoceIdentity& me) {
+  return std::make_unique<RoceCodecPort>(std::move(datagrams), me);
 }
 
 }  // namespace ina::net

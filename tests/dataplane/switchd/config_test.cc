@@ -70,6 +70,29 @@ TEST(SwitchdConfig, RoceNeedsAConcreteIpv4AddressAndOneCore) {
   }
 }
 
+// --dpdk implies --io dpdk, except beside --io roce (either order): RoCE over DPDK's ports, always
+// on RoCEv2's UDP port.
+TEST(SwitchdConfig, RoceWithDpdkIsRoceOverEthdevsOnPort4791) {
+  const std::string eal = "--no-huge --vdev net_memif0";
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--io", "roce", "--bind", "10.0.1.2", "--dpdk", eal},
+           {"--dpdk", eal, "--io", "roce", "--bind", "10.0.1.2", "--port", "47000"}}) {
+    auto c = Parse(args);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    EXPECT_EQ(c->io, "roce");
+    EXPECT_TRUE(c->uses_eal());
+    EXPECT_EQ(c->port, 4791u);
+    EXPECT_EQ(c->dpdk_eal, eal);
+  }
+  auto d = Parse({"--dpdk", eal, "--bind", "10.0.1.2", "--port", "47000"});
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->io, "dpdk");
+  EXPECT_TRUE(d->uses_eal());
+  auto r = Parse({"--io", "roce", "--bind", "10.0.1.2"});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(r->uses_eal());  // raw sockets
+}
+
 TEST(SwitchdConfig, BadValuesNameTheFlagAndTheValue) {
   const std::vector<std::pair<std::string, std::string>> bad = {
       {"--slots", "0"},

@@ -142,8 +142,8 @@ class DpdkE2eTest : public ::testing::Test {
   }
 
   // Starts ina-switchd --io dpdk; skips the test when the EAL (or DPDK support) is missing.
-  bool StartSwitch(std::vector<std::string> prefix, const std::string& eal,
-                   const std::string& drop) {
+  bool StartSwitch(std::vector<std::string> prefix, const std::string& eal, const std::string& drop,
+                   const std::vector<std::string>& extra = {}) {
     std::vector<std::string> argv = std::move(prefix);
     for (const std::string& a :
          {std::string(INA_SWITCHD_BIN), std::string("--bind"), std::string(kSwitchIp),
@@ -152,6 +152,7 @@ class DpdkE2eTest : public ::testing::Test {
           std::string("--dpdk-backoff-us"), std::string("200")}) {
       argv.push_back(a);
     }
+    argv.insert(argv.end(), extra.begin(), extra.end());
     auto sw = Process::Start(argv);
     EXPECT_TRUE(sw.ok());
     if (!sw.ok()) return false;
@@ -179,6 +180,7 @@ class DpdkE2eTest : public ::testing::Test {
     std::string ports;
     for (const auto& l : switch_->Drain(5s)) {
       if (l.rfind("{\"port_counters\"", 0) == 0) ports = l;
+      if (l.rfind("{\"switch_counters\"", 0) == 0) counters_line_ = l;
       if (l.rfind("  ", 0) == 0 || l[0] == '{') std::printf("switch: %s\n", l.c_str());
     }
     switch_.reset();
@@ -202,36 +204,58 @@ class DpdkE2eTest : public ::testing::Test {
   std::vector<std::string> prefixes_;
   std::unique_ptr<Process> switch_;
   std::string skip_reason_;
+  std::string counters_line_;  // the stopped switch's {"switch_counters": ...} line
+
+  // A counter of the last stopped switch (0 when absent).
+  uint64_t Counter(const std::string& name) const {
+    std::smatch m;
+    const std::regex re("\"" + name + "\": ([0-9]+)");
+    return std::regex_search(counters_line_, m, re) ? std::stoull(m[1]) : 0;
+  }
+
+  // The four ranks over memif: the switch with one memif server port per rank (cores > 1:
+  // --cores, port r on core r % cores), each rank a DPDK client.
+  void FourWorkersOverMemif(int cores) {
+    const auto udp = UdpBaseline();
+    ASSERT_EQ(udp.size(), static_cast<size_t>(kWorld));
+    std::string eal = EalCommon(Prefix("sw")) + (cores > 1 ? " -l 0-1" : " -l 0");
+    for (int r = 0; r < kWorld; ++r) {
+      eal += " --vdev net_memif" + std::to_string(r) + ",role=server,id=0,socket=" + dir_ + "/w" +
+             std::to_string(r) + ".sock";
+    }
+    if (!StartSwitch({}, eal, "0.01", {"--cores", std::to_string(cores)})) {
+      if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
+      return;
+    }
+    std::vector<std::vector<std::string>> argvs;
+    for (int r = 0; r < kWorld; ++r) {
+      const std::string weal =
+          EalCommon(Prefix("w" + std::to_string(r))) + " -l " + std::to_string(r % 2) +
+          " --vdev net_memif0,role=client,id=0,socket=" + dir_ + "/w" + std::to_string(r) + ".sock";
+      argvs.push_back(WorkerArgv(
+          {}, r,
+          {"INA_TRANSPORT=dpdk",
+           "INA_SWITCH=" + std::string(kSwitchIp) + ":" + std::to_string(kSwitchPort),
+           "INA_DPDK_EAL=" + weal, "INA_DPDK_LOCAL=10.77.1." + std::to_string(r + 1) + ":40000",
+           "INA_DPDK_BACKOFF_US=200"}));
+    }
+    const auto got = RunWorkers(argvs);
+    const std::string ports = StopSwitch();
+    Check(got, udp);
+    EXPECT_NE(ports.find("net_memif3"), std::string::npos) << ports;
+  }
 };
 
-TEST_F(DpdkE2eTest, FourWorkersOverMemifWithLoss) {
-  const auto udp = UdpBaseline();
-  ASSERT_EQ(udp.size(), static_cast<size_t>(kWorld));
-  std::string eal = EalCommon(Prefix("sw")) + " -l 0";
-  for (int r = 0; r < kWorld; ++r) {
-    eal += " --vdev net_memif" + std::to_string(r) + ",role=server,id=0,socket=" + dir_ + "/w" +
-           std::to_string(r) + ".sock";
-  }
-  if (!StartSwitch({}, eal, "0.01")) {
-    if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
-    return;
-  }
-  std::vector<std::vector<std::string>> argvs;
-  for (int r = 0; r < kWorld; ++r) {
-    const std::string weal =
-        EalCommon(Prefix("w" + std::to_string(r))) + " -l " + std::to_string(r % 2) +
-        " --vdev net_memif0,role=client,id=0,socket=" + dir_ + "/w" + std::to_string(r) + ".sock";
-    argvs.push_back(WorkerArgv(
-        {}, r,
-        {"INA_TRANSPORT=dpdk",
-         "INA_SWITCH=" + std::string(kSwitchIp) + ":" + std::to_string(kSwitchPort),
-         "INA_DPDK_EAL=" + weal, "INA_DPDK_LOCAL=10.77.1." + std::to_string(r + 1) + ":40000",
-         "INA_DPDK_BACKOFF_US=200"}));
-  }
-  const auto got = RunWorkers(argvs);
-  const std::string ports = StopSwitch();
-  Check(got, udp);
-  EXPECT_NE(ports.find("net_memif3"), std::string::npos) << ports;
+TEST_F(DpdkE2eTest, FourWorkersOverMemifWithLoss) { FourWorkersOverMemif(1); }
+
+// --cores 2 over DPDK: ports 0 and 2 on core 0, 1 and 3 on core 1, the job (7) on core 1. So
+// core 0 passes every packet it receives to core 1 and core 1 passes the results for ranks 0 and
+// 2 back to core 0's ports: both rings, both ways, under loss, bit-identical to UDP.
+TEST_F(DpdkE2eTest, FourWorkersOverMemifOnTwoCoresWithLoss) {
+  FourWorkersOverMemif(2);
+  if (HasFatalFailure() || IsSkipped()) return;
+  EXPECT_GT(Counter("handoff_rx"), 0u) << "core 0 passed nothing to the job's core";
+  EXPECT_GT(Counter("handoff_tx"), 0u) << "core 1 passed nothing to core 0's ports";
 }
 
 TEST_F(DpdkE2eTest, FourWorkersOverAfPacketInNamespacesWithLoss) {

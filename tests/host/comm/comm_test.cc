@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm_util.h"
 #include "expected.h"
 #include "ina/host/communicator.h"
 #include "ina/host/quant.h"
@@ -29,7 +30,9 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
+using testing::CreateAll;
 using testing::FabricOptions;
+using testing::ParallelFor;
 using testing::TestFabric;
 using testutil::ExpectedFloat;
 using testutil::ExpectedInt;
@@ -64,43 +67,7 @@ void WaitForJoins(TestFabric& f, uint64_t n) {
 
 CommConfig BaseConfig(const TestFabric& f, uint16_t world, uint16_t k = 256,
                       uint16_t window = 256) {
-  CommConfig c;
-  c.switch_host = "127.0.0.1";
-  c.switch_port = f.port();
-  c.job_id = 7;
-  c.world_size = world;
-  c.k = k;
-  c.window = window;
-  c.join_timeout_ms = 5000;
-  return c;
-}
-
-void ParallelFor(int n, const std::function<void(int)>& fn) {
-  std::vector<std::thread> ts;
-  for (int i = 0; i < n; ++i) ts.emplace_back(fn, i);
-  for (auto& t : ts) t.join();
-}
-
-// Creates one communicator per rank (Create blocks until every rank joined, so in parallel).
-std::vector<std::unique_ptr<Communicator>> CreateAll(
-    const CommConfig& base, const std::function<void(CommConfig&)>& per_rank = nullptr) {
-  std::vector<std::unique_ptr<Communicator>> comms(base.world_size);
-  std::vector<Status> errs(base.world_size);
-  ParallelFor(base.world_size, [&](int r) {
-    CommConfig c = base;
-    c.rank = static_cast<uint16_t>(r);
-    if (per_rank) per_rank(c);
-    auto cr = Communicator::Create(c);
-    if (cr.ok()) {
-      comms[r] = std::move(cr).value();
-    } else {
-      errs[r] = cr.status();
-    }
-  });
-  for (int r = 0; r < base.world_size; ++r) {
-    EXPECT_TRUE(errs[r].ok()) << "rank " << r << ": " << errs[r].ToString();
-  }
-  return comms;
+  return testing::FabricConfig(f, /*job=*/7, world, k, window);
 }
 
 struct Params {

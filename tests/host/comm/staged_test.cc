@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "comm_util.h"
 #include "expected.h"
 #include "ina/host/communicator.h"
 #include "ina/host/memory_domain.h"
@@ -28,7 +29,9 @@ namespace {
 
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
+using testing::CreateAll;
 using testing::FabricOptions;
+using testing::ParallelFor;
 using testing::TestFabric;
 using testutil::RandomFloats;
 using testutil::SameFloats;
@@ -171,34 +174,9 @@ std::unique_ptr<TestFabric> StartFabric(double drop = 0) {
 
 CommConfig BaseConfig(const TestFabric& f, uint16_t world, uint16_t k, uint16_t window,
                       int lanes = 1) {
-  CommConfig c;
-  c.switch_host = "127.0.0.1";
-  c.switch_port = f.port();
-  c.job_id = 11;
-  c.world_size = world;
-  c.k = k;
-  c.window = window;
+  CommConfig c = testing::FabricConfig(f, /*job=*/11, world, k, window);
   c.progress_threads = lanes;
-  c.join_timeout_ms = 5000;
   return c;
-}
-
-void ParallelFor(int n, const std::function<void(int)>& fn) {
-  std::vector<std::thread> ts;
-  for (int i = 0; i < n; ++i) ts.emplace_back(fn, i);
-  for (auto& t : ts) t.join();
-}
-
-std::vector<std::unique_ptr<Communicator>> CreateAll(const CommConfig& base) {
-  std::vector<std::unique_ptr<Communicator>> comms(base.world_size);
-  ParallelFor(base.world_size, [&](int r) {
-    CommConfig c = base;
-    c.rank = static_cast<uint16_t>(r);
-    auto cr = Communicator::Create(c);
-    EXPECT_TRUE(cr.ok()) << "rank " << r << ": " << cr.status().ToString();
-    if (cr.ok()) comms[r] = std::move(cr).value();
-  });
-  return comms;
 }
 
 bool AllCreated(const std::vector<std::unique_ptr<Communicator>>& comms) {

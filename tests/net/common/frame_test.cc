@@ -156,6 +156,19 @@ TEST(Frame, BuildWithoutUdpChecksumWritesZeroAndTheRestUnchanged) {
   EXPECT_EQ(ParseUdpFrame(without.frame, &pf), FrameError::kOk);
 }
 
+// A datagram port's TX (dpdk.h, ipv4_datagrams): the datagram of a built frame with its IPv4
+// checksum wiped comes back as the same frame, checksum filled in.
+TEST(Frame, Ipv4FrameOfADatagramIsTheFrameItCameFrom) {
+  Built b = Make(100);
+  std::vector<uint8_t> dg(b.frame.begin() + kEthBytes, b.frame.end());
+  dg[10] = dg[11] = 0;
+  std::vector<uint8_t> out(kEthBytes + dg.size(), 0xEE);
+  BuildIpv4Frame(b.a.dst_mac, b.a.src_mac, dg, out.data());
+  EXPECT_EQ(out, b.frame);
+  ParsedFrame pf;
+  EXPECT_EQ(ParseUdpFrame(out, &pf), FrameError::kOk);
+}
+
 TEST(Frame, MalformedFramesAreNamed) {
   ParsedFrame pf;
   {

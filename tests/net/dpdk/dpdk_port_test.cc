@@ -1,7 +1,9 @@
 // Two DPDK ports of one process joined by net_memif (server and client on one socket file):
 // datagrams both ways with UDP checksums computed and verified, the sender's MAC learnt, zero-copy
-// TX, foreign frames counted. Skips with the reason where the EAL cannot start (not root, DPDK
-// not built). EAL: --no-huge, a file prefix unique to this process, removed afterwards.
+// TX, foreign frames counted. A second pair carries whole IPv4 datagrams with the RoCE codec
+// around them (the RoCE port over DPDK, roce.h). Skips with the reason where the EAL cannot start
+// (not root, DPDK not built). EAL: --no-huge, a file prefix unique to this process, removed
+// afterwards.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -16,6 +18,7 @@
 
 #include "ina/net/dpdk.h"
 #include "ina/net/frame.h"
+#include "ina/net/roce.h"
 
 namespace ina::net {
 namespace {
@@ -41,7 +44,9 @@ class DpdkPortTest : public ::testing::Test {
         prefix_ +
         " -l 0 --vdev net_memif0,role=server,"
         "socket=" +
-        sock_ + " --vdev net_memif1,role=client,socket=" + sock_;
+        sock_ + " --vdev net_memif1,role=client,socket=" + sock_ +
+        " --vdev net_memif2,role=server,socket=" + sock_ +
+        "r --vdev net_memif3,role=client,socket=" + sock_ + "r";
     Status st = StartEal(args);
     if (!st.ok()) skip_ = "EAL did not start: " + st.ToString();
   }
@@ -50,6 +55,7 @@ class DpdkPortTest : public ::testing::Test {
     std::error_code ec;
     std::filesystem::remove_all("/var/run/dpdk/" + prefix_, ec);
     std::filesystem::remove(sock_, ec);
+    std::filesystem::remove(sock_ + "r", ec);
   }
   void SetUp() override {
     if (!skip_.empty()) GTEST_SKIP() << skip_;
@@ -183,6 +189,121 @@ TEST_F(DpdkPortTest, DatagramsBothWaysWithChecksums) {
   client->reset();
   std::this_thread::sleep_for(200ms);
   server->reset();
+}
+
+// The RoCE port over DPDK: WrapRoce around datagram ports on either end of a memif link (the
+// "switch" QP 0x100 at 10.89.0.1, a "worker" QP 0x2a at 10.89.0.2). Messages arrive from the
+// sender's RoCE peer (its QP, its MAC), replies follow each destination QP's PSN sequence, and
+// frames the codec refuses are counted under their reasons.
+TEST_F(DpdkPortTest, RoceOverDatagramPortsBothWays) {
+  auto open = [](const char* name, const char* ip) {
+    DpdkPortConfig c;
+    c.name = name;
+    c.ip = ip;
+    c.udp_port = 4791;
+    c.ipv4_datagrams = true;
+    c.tx_mbufs = 1023;
+    return OpenDpdkPort(c);
+  };
+  auto sw_dg = open("net_memif2", "10.89.0.1");
+  ASSERT_TRUE(sw_dg.ok()) << sw_dg.status().ToString();
+  auto wk_dg = open("net_memif3", "10.89.0.2");
+  ASSERT_TRUE(wk_dg.ok()) << wk_dg.status().ToString();
+  RoceIdentity sw_id, wk_id;
+  ASSERT_EQ(inet_pton(AF_INET, "10.89.0.1", &sw_id.ip_be), 1);
+  ASSERT_EQ(inet_pton(AF_INET, "10.89.0.2", &wk_id.ip_be), 1);
+  sw_id.qpn = 0x100;
+  wk_id.qpn = 0x2a;
+  std::unique_ptr<Port> sw = WrapRoce(std::move(*sw_dg), sw_id);
+  std::unique_ptr<Port> wk = WrapRoce(std::move(*wk_dg), wk_id);
+  EXPECT_EQ(sw->kind(), "roce(dpdk)");
+  EXPECT_EQ(sw->name(), "net_memif2");
+  const Endpoint to_sw = RoceEndpoint(sw_id.ip_be, sw_id.qpn);  // no MAC: memif is point to point
+
+  // Until the link is up the first messages are lost; then 100 in order.
+  std::vector<Endpoint> from;
+  std::vector<std::vector<uint8_t>> got;
+  const std::vector<uint8_t> hello = Payload(7777, 40);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (got.empty() && std::chrono::steady_clock::now() < deadline) {
+    TxPacket t{hello.data(), 40, &to_sw};
+    ASSERT_TRUE(wk->TxBurst({&t, 1}).ok());
+    got = Recv(*sw, 1, &from, 200ms);
+  }
+  ASSERT_FALSE(got.empty()) << "memif link did not come up";
+  EXPECT_EQ(got[0], hello);
+  (void)Recv(*sw, 1000, nullptr, 300ms);
+  uint32_t ip = 0, qpn = 0;
+  ASSERT_TRUE(ParseRoceEndpoint(from[0], &ip, &qpn));
+  EXPECT_EQ(ip, wk_id.ip_be);
+  EXPECT_EQ(qpn, wk_id.qpn);
+  uint8_t mac[6];
+  GetMac(from[0], mac);
+  EXPECT_NE(mac[0] | mac[1] | mac[2] | mac[3] | mac[4] | mac[5], 0) << "sender MAC kept";
+
+  std::vector<std::vector<uint8_t>> data;
+  for (uint16_t id = 0; id < 100; ++id) data.push_back(Payload(id, 64 + (id % 3) * 400));
+  std::vector<TxPacket> tx;
+  for (auto& d : data) tx.push_back({d.data(), static_cast<uint32_t>(d.size()), &to_sw});
+  std::vector<std::vector<uint8_t>> rx;
+  from.clear();
+  size_t sent = 0;
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (rx.size() < data.size() && std::chrono::steady_clock::now() < until) {
+    if (sent < tx.size()) {
+      auto n = wk->TxBurst({tx.data() + sent, std::min<size_t>(32, tx.size() - sent)});
+      ASSERT_TRUE(n.ok()) << n.status().ToString();
+      sent += *n;
+    }
+    for (auto& g : Recv(*sw, sent - rx.size(), &from, 200ms)) rx.push_back(std::move(g));
+  }
+  ASSERT_EQ(rx.size(), data.size());
+  for (size_t i = 0; i < data.size(); ++i) EXPECT_EQ(rx[i], data[i]) << i;
+  EXPECT_EQ(sw->stats().rx_roce_bad_icrc, 0u);
+  EXPECT_EQ(sw->stats().rx_roce_bad_psn, 0u);
+  EXPECT_EQ(sw->stats().rx_roce_psn_gaps, 0u);
+
+  // Replies to the recorded peer reach the worker's QP.
+  std::vector<TxPacket> back;
+  for (size_t i = 0; i < 20; ++i) {
+    back.push_back({data[i].data(), static_cast<uint32_t>(data[i].size()), &from[i]});
+  }
+  std::vector<std::vector<uint8_t>> rb;
+  std::vector<Endpoint> rb_from;
+  size_t bsent = 0;
+  const auto bu = std::chrono::steady_clock::now() + 5s;
+  while (rb.size() < back.size() && std::chrono::steady_clock::now() < bu) {
+    auto bs = sw->TxBurst({back.data() + bsent, back.size() - bsent});
+    ASSERT_TRUE(bs.ok()) << bs.status().ToString();
+    bsent += *bs;
+    for (auto& g : Recv(*wk, bsent - rb.size(), &rb_from)) rb.push_back(std::move(g));
+    if (*bs == 0) (void)Recv(*wk, 1, nullptr, 10ms);
+  }
+  ASSERT_EQ(rb.size(), back.size());
+  for (size_t i = 0; i < back.size(); ++i) EXPECT_EQ(rb[i], data[i]) << i;
+  ASSERT_TRUE(ParseRoceEndpoint(rb_from[0], &ip, &qpn));
+  EXPECT_EQ(qpn, sw_id.qpn);
+  EXPECT_EQ(wk->stats().rx_roce_bad_psn, 0u);
+
+  // A message to a QP that is not the switch's is counted and dropped there, not delivered.
+  const Endpoint wrong_qp = RoceEndpoint(sw_id.ip_be, 0x101);
+  TxPacket t{hello.data(), 40, &wrong_qp};
+  ASSERT_TRUE(wk->TxBurst({&t, 1}).ok());
+  const auto wu = std::chrono::steady_clock::now() + 3s;
+  while (sw->stats().rx_roce_wrong_qpn == 0 && std::chrono::steady_clock::now() < wu) {
+    EXPECT_TRUE(Recv(*sw, 1, nullptr, 50ms).empty());
+  }
+  EXPECT_EQ(sw->stats().rx_roce_wrong_qpn, 1u);
+  // Not RoCE: a destination that is no RoCE peer is refused with an error naming it.
+  Endpoint plain = *MakeEndpoint("10.89.0.1", 4791);
+  TxPacket u{hello.data(), 40, &plain};
+  auto e = wk->TxBurst({&u, 1});
+  ASSERT_FALSE(e.ok());
+  EXPECT_EQ(e.status().code(), StatusCode::kInvalidArgument);
+
+  wk.reset();
+  std::this_thread::sleep_for(200ms);
+  sw.reset();
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #     sum, bit-identical ranks) and bit-identical to the fingerprint of the same run over UDP
 #     (ina-bench's own switch on loopback, same seed and sizes);
 #  2. a worker killed mid-run: the others end with an error within a bound, not a hang;
+#  4. the float run again through --io roce --dpdk (net_af_packet) from a third rxe device;
 #  3. (sent first, at the same switch) bad RoCE packets (wrong QPN, repeated PSN, wrong opcode,
 #     bad ICRC, short, wrong Q_Key): each counted once under its roce_* counter, none reaching the
 #     engine as data, none counted from the real rxe traffic.
@@ -44,14 +45,16 @@ stop_switch() {  # stop_switch: SIGTERM, wait; its JSON counters are the last li
 counter() { grep -o "\"$2\": [0-9]*" $1 | tail -1 | grep -o '[0-9]*$'; }
 json() { grep -o "\"$2\": [^,}]*" $1 | tail -1 | sed 's/.*: //; s/"//g'; }
 
-# run_verbs TAG PORT ARGS...: the parent on 127.0.0.1:PORT and 4 workers on rxe0/rxe1.
+# run_verbs TAG PORT ARGS...: the parent on 127.0.0.1:PORT and 4 workers on rxe0/rxe1 (rank r on
+# rxe(r % 2)) to the switch at 10.0.1.2; VERBS_SWITCH and VERBS_DEVS (one device for all) change
+# both.
 run_verbs() {
   local tag=$1 port=$2; shift 2
-  $B/ina-bench --listen 127.0.0.1:$port --switch 10.0.1.2:4791 --transport verbs --workers 4 \
+  $B/ina-bench --listen 127.0.0.1:$port --switch ${VERBS_SWITCH:-10.0.1.2}:4791 --transport verbs --workers 4 \
     --no-gloo --timeout-s 60 "$@" > $W/$tag.parent 2>&1 & local pp=$!
   local pids="" r dev
   for r in 0 1 2 3; do
-    dev=rxe$((r % 2)); eval gid=\$RXE_GID_$dev
+    dev=${VERBS_DEVS:-rxe$((r % 2))}; eval gid=\$RXE_GID_$dev
     INA_VERBS_DEVICE=$dev INA_VERBS_GID=$gid timeout 70 $B/ina-bench --role worker \
       --coordinator 127.0.0.1:$port --rank $r > $W/$tag.w$r 2>&1 & pids="$pids $!"
     echo $! > $W/$tag.pid$r
@@ -125,6 +128,51 @@ for c in roce_bad_psn roce_wrong_qpn roce_bad_opcode roce_bad_icrc roce_bad_key 
 done
 bad=$(( $(counter $W/sw1.log drop_malformed) + $(counter $W/sw1.log drop_bad_version) ))
 [ $bad -le 1 ] || fail "$bad engine drops of malformed messages, want at most the crafted one"
+
+# 4. RoCE over DPDK: the float run again, through ina-switchd --io roce --dpdk on net_af_packet
+# (vC1 in netns swd, no kernel address there: DPDK does the addressing and answers no ARP, so
+# vC0 has a permanent neighbour entry for vC1's MAC), 4 workers on rxe2 (vC0, 10.0.3.1), loss
+# injected at the switch; the fingerprint must be the UDP run's.
+stage "float over RoCE over DPDK"
+mkdir -p /var/run/dpdk  # the EAL's runtime directory (the guest root has no /var/run)
+chmod go-w /  # the EAL loads no PMD from under a world-writable directory (the guest's / is)
+ip netns add swd; ip link add vC0 mtu 9000 type veth peer name vC1 mtu 9000
+ip link set vC1 netns swd; ip addr add 10.0.3.1/24 dev vC0; ip link set vC0 up
+ip -n swd link set lo up; ip -n swd link set vC1 up
+sysctl -qw net.ipv4.conf.vC0.rp_filter=0
+ip neigh replace 10.0.3.2 lladdr $(ip netns exec swd cat /sys/class/net/vC1/address) dev vC0 nud permanent
+rdma link add rxe2 type rxe netdev vC0
+for f in /sys/class/infiniband/rxe2/ports/1/gids/*; do
+  case "$(cat $f)" in 0000:0000:0000:0000:0000:ffff:*)
+    [ "$(cat /sys/class/infiniband/rxe2/ports/1/gid_attrs/types/${f##*/} 2>/dev/null)" = "RoCE v2" ] \
+      && { RXE_GID_rxe2=${f##*/}; break; } ;;
+  esac
+done
+echo "rxe2 gid ${RXE_GID_rxe2:-none}"
+ip netns exec swd $B/ina-switchd --io roce --bind 10.0.3.2 --job-timeout-ms 3000 --drop-rate 0.01 \
+  --seed 3 --dpdk-backoff-us 200 --dpdk "--no-huge -m 128 --no-pci --no-telemetry --file-prefix inaswd \
+  -l 0 --log-level=*:warning --vdev net_af_packet0,iface=vC1" > $W/sw3.log 2>&1 &
+SWP=$!
+for i in $(seq 200); do grep -q "listening on" $W/sw3.log && break; kill -0 $SWP 2>/dev/null || break; sleep 0.1; done
+if ! grep -q "listening on" $W/sw3.log; then
+  fail "the switch on DPDK did not start: $(tail -5 $W/sw3.log)"; kill $SWP 2>/dev/null; SWP=
+else
+  VERBS_SWITCH=10.0.3.2 VERBS_DEVS=rxe2 run_verbs dpdk 47103 --elements $ELEMS --iters $ITERS \
+    --seed $SEED --dtype float --window $WIN --rto-initial-us 20000; rc=$?
+  tail -3 $W/dpdk.parent
+  v=$(json $W/dpdk.parent verified) fv=$(json $W/dpdk.parent fingerprint) fu=$(json $W/float.udp fingerprint)
+  echo "float over RoCE over DPDK: rc=$rc verified=$v fingerprint=$fv udp=$fu retransmissions=$(json $W/dpdk.parent retransmissions)"
+  [ $rc = 0 ] && [ "$v" = true ] || { fail "float over RoCE over DPDK"; grep -h -i -E "error|fail|unavail|denied|timeout|exceeded" $W/dpdk.w0 $W/dpdk.parent | head; }
+  [ -n "$fv" ] && [ "$fv" = "$fu" ] || fail "fingerprint over RoCE over DPDK ($fv) != over UDP ($fu)"
+  echo "WORKER ina verbs worker via ina-switchd --io roce --dpdk (af_packet; float, 4 workers on one rxe, 1% drop): $(json $W/dpdk.parent ina_pps) pkt/s per worker"
+  stop_switch || fail "switch (DPDK) exit status"
+  grep "port_counters" $W/sw3.log | tail -1
+  tail -1 $W/sw3.log
+  inj=$(( $(counter $W/sw3.log inj_rx_drops) + $(counter $W/sw3.log inj_tx_drops) ))
+  [ "$inj" -gt 0 ] || fail "DPDK switch: no loss was injected"
+  [ "$(counter $W/sw3.log roce_bad_icrc)" = 0 ] || fail "DPDK switch: bad ICRCs from rxe"
+fi
+rdma link del rxe2; ip link del vC0; ip netns del swd
 
 # 2. A worker killed: ina-bench's failure drill (rank 3 raises SIGKILL 1 s into an all-reduce);
 # every survivor's communicator must return an error (the switch aborts the job, or the progress

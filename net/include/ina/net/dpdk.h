@@ -51,8 +51,13 @@ struct DpdkPortConfig {
   std::string mac;        // "aa:bb:cc:dd:ee:ff"; empty: the port's own
   std::string peer_ip;    // non-empty: connected to peer_ip:peer_port (TxPacket::to optional)
   uint16_t peer_port = 0;
-  std::string peer_mac;       // the peer's MAC; empty: broadcast until learnt from its frames
-  bool zero_copy = false;     // TX payload as external buffers (see above)
+  std::string peer_mac;    // the peer's MAC; empty: broadcast until learnt from its frames
+  bool zero_copy = false;  // TX payload as external buffers (see above)
+  // Whole IPv4 datagrams instead of UDP payloads (the RoCE port over DPDK, roce.h): RxBurst hands
+  // out each accepted frame's IPv4 datagram, header first (`from` as usual); TxBurst takes whole
+  // IPv4 datagrams of at most 1500 bytes to an AF_INET destination, fills in the IPv4 header
+  // checksum and sends the rest as given (no zero-copy).
+  bool ipv4_datagrams = false;
   int backoff_max_us = 1000;  // idle RX back-off ceiling
   unsigned rx_mbufs = 4095;   // mbuf pool sizes (a power of two minus one suits the ring)
   unsigned tx_mbufs = 4095;

@@ -53,6 +53,13 @@ uint16_t UdpChecksum(uint32_t src_ip, uint32_t dst_ip, const uint8_t* udp,
 void BuildUdpHeaders(const FrameAddrs& a, std::span<const uint8_t> payload, uint8_t* out,
                      bool udp_checksum = true);
 
+// Writes an Ethernet header (EtherType IPv4) and, after it, a copy of datagram (a whole IPv4
+// datagram, header first, as a datagram port moves them: dpdk.h) with its IPv4 header checksum
+// filled in; the rest is sent as given. REQUIRES: datagram.size() >= kIpv4Bytes; out holds
+// kEthBytes + datagram.size() bytes.
+void BuildIpv4Frame(const uint8_t dst_mac[6], const uint8_t src_mac[6],
+                    std::span<const uint8_t> datagram, uint8_t* out);
+
 enum class FrameError : uint8_t {
   kOk = 0,
   kShort,           // shorter than the headers it claims

@@ -8,15 +8,17 @@
 // of its packets and says how many; nothing blocks but WaitRx / WaitTx, which are bounded.
 //
 // Peers are Endpoints (a sockaddr). A port from a Layer-2 backend (DPDK) also records the
-// sender's MAC in an AF_INET endpoint's sin_zero[0..5] (Mac/SetMac), so a reply can go back
-// without ARP; a user with several ports records which one a packet came through in
-// sin_zero[6..7] (Via/SetVia). Equality of endpoints is the user's (address and port).
+// sender's MAC (SetMac/GetMac), so a reply can go back without ARP; a user with several ports
+// records which one a packet came through (SetVia/GetVia). Both live outside the address: in an
+// AF_INET endpoint's sin_zero, in the bytes after an AF_INET6 endpoint's sockaddr_in6 (a RoCE
+// peer, roce.h). Equality of endpoints is the user's (address and port).
 //
 // Threading: a Port is used by one thread at a time. Memory: a port allocates at open; the burst
 // calls do not allocate, lock or log. Errors on the data path become counters (PortStats) except
 // those the caller must act on (a connected UDP peer that is not there: Unavailable).
 #pragma once
 
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include <chrono>
@@ -38,10 +40,14 @@ struct Endpoint {
   socklen_t len = 0;  // 0: none (a connected port's peer)
 };
 
-// MAC of an AF_INET endpoint from an L2 port (zero when none was recorded).
+// The bytes of an Endpoint's storage that hold its address and those extras: a user that keeps
+// endpoints elsewhere copies this many, not len.
+inline constexpr size_t kEndpointBytes = sizeof(sockaddr_in6) + 8;
+static_assert(kEndpointBytes <= sizeof(sockaddr_storage));
+// MAC of an endpoint from an L2 port (zero when none was recorded).
 void SetMac(Endpoint* e, const uint8_t mac[6]);
 void GetMac(const Endpoint& e, uint8_t mac[6]);
-// Index of the port an AF_INET endpoint was received through (0 when none was recorded).
+// Index of the port an endpoint was received through (0 when none was recorded).
 void SetVia(Endpoint* e, uint16_t port_index);
 uint16_t GetVia(const Endpoint& e);
 // "10.0.0.1:47000", "[::1]:5000" or "none".

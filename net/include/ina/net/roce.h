@@ -1,5 +1,5 @@
 // The RoCE port: ina messages as RoCEv2 UD SENDs (docs/rdma.md), the fabric side of the verbs
-// transport (host/src/transport/verbs), over kernel sockets on UDP port 4791.
+// transport (host/src/transport/verbs), on UDP port 4791 over kernel sockets or over DPDK.
 //
 // Each RoCEv2 packet is IPv4 / UDP (dport 4791) / BTH / DETH / ina message / pad / ICRC. The port
 // hands its user the ina message (what every other port hands out: the UDP payload of the ina
@@ -29,6 +29,9 @@
 // filter that passes only UDP to the port's address and port 4791; a UDP socket bound to
 // address:4791 sends the replies (and keeps ICMP port-unreachable away; its own receive queue is
 // filtered to nothing). The address must be a concrete IPv4 address: it is in every ICRC.
+// DPDK (WrapRoce over a DPDK port with ipv4_datagrams): frames in and out of an ethdev, the IPv4
+// header written by the port the way the kernel writes it (DF, IP ID 0, TTL 64; RoceTx builds it);
+// peers need a neighbour entry for the port's MAC (no ARP), replies go to the sender's MAC.
 //
 // Threading: one thread at a time (a Port). Memory: buffers allocated at open; RxBurst points
 // Packet::data into the port's own receive buffers (valid until the next RxBurst).
@@ -104,6 +107,13 @@ RoceDrop RoceRx(std::span<const uint8_t> datagram, const RoceIdentity& me, RoceP
 // dst_qpn) with PSN psn into out; returns its length, 0 when out is too small.
 size_t RoceTx(std::span<const uint8_t> message, const RoceIdentity& me, uint32_t dst_ip_be,
               uint32_t dst_qpn, uint32_t psn, std::span<uint8_t> out);
+
+// The RoCE port over `datagrams`, a port that moves whole IPv4 datagrams (a DPDK port with
+// ipv4_datagrams, dpdk.h; the raw-socket pair of OpenRocePort) at me.ip_be: RoceRx on what it
+// receives, RoceTx on what is sent (to the AF_INET peer ip:4791, with the RoCE peer's MAC). The
+// datagram port's counters show through (rx_packets: accepted ina messages); kind() is "roce"
+// ("roce(dpdk)" over DPDK), name() the ethdev's over DPDK.
+std::unique_ptr<Port> WrapRoce(std::unique_ptr<Port> datagrams, const RoceIdentity& me);
 
 struct RocePortConfig {
   std::string bind_ip;  // the port's IPv4 address (not 0.0.0.0: it is in every ICRC)

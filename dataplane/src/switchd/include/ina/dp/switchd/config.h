@@ -36,14 +36,18 @@ struct Config {
   double corrupt_rate = 0;          // flip one byte of a packet (each direction) with this p
   uint64_t seed = 1;                // fault injection RNG seed
   std::string io = "udp";           // packet I/O: "udp" (kernel socket), "dpdk" (ethdev ports) or
-                                    // "roce" (RoCEv2 UD SENDs on --bind:4791, net/roce.h)
+                                    // "roce" (RoCEv2 UD SENDs on --bind:4791, net/roce.h: over
+                                    // raw sockets, or over DPDK's ports with --dpdk)
   uint32_t roce_qpn = 0x000100;     // --io roce: the switch's QP number (workers' remote_qpn)
   uint32_t roce_qkey = 0x494E4100;  // --io roce: the Q_Key of every QP ("INA\0")
-  std::string dpdk_eal;             // --dpdk: EAL arguments (implies --io dpdk); every port probed
-                                    // (e.g. by --vdev) is a switch port
+  std::string dpdk_eal;             // --dpdk: EAL arguments (implies --io dpdk unless --io roce);
+                                    // every port probed (e.g. by --vdev) is a switch port
   uint32_t dpdk_backoff_us = 1000;  // idle back-off ceiling of the DPDK poll loop
-  uint32_t cores = 1;               // loop threads, 1 .. kMaxCores; > 1 only with --io udp (each
-                                    // core owns a socket and the jobs the kernel steers to it)
+  // True when the ports are DPDK ethdevs (--io dpdk, or --io roce with --dpdk).
+  bool uses_eal() const { return io == "dpdk" || (io == "roce" && !dpdk_eal.empty()); }
+  uint32_t cores = 1;  // loop threads, 1 .. kMaxCores: each owns the jobs j % cores; with
+                       // --io udp a socket the kernel steers them to, with DPDK ports every
+                       // cores-th port (at most kMaxDpdkCores); RoCE over raw sockets: 1
   uint32_t socket_buffer_bytes = 8u << 20;  // --io udp: SO_RCVBUF/SO_SNDBUF request (bursts from
                                             // many workers); 0: the kernel's default
   bool udp_gso = true;  // --io udp: GSO trains out, GRO in; env INA_UDP_GSO (0|1) if no flag
@@ -70,6 +74,9 @@ struct Config {
 inline constexpr uint32_t kMaxSlots = 1u << 20;
 inline constexpr uint16_t kMaxJobs = 4096;
 inline constexpr uint32_t kMaxCores = 64;
+// With DPDK ports the cores pass packets through rings, one per pair of cores and direction
+// (handoff.h: 64 MiB in all up to 8 cores, 256 entries each beyond): 16 cores take 150 MiB.
+inline constexpr uint32_t kMaxDpdkCores = 16;
 
 // The engines a program can build, as its --engine flag and --help show them.
 struct EngineMenu {

@@ -78,6 +78,10 @@ enum class SwitchCounter : uint16_t {
   kRoceBadKey,     // Q_Key or P_Key not the switch's
   kRoceBadPsn,     // PSN behind the last one from that source QP (duplicate or replay)
   kRocePsnGaps,    // PSNs skipped (accepted; counted, not dropped)
+  // --cores N with DPDK ports (handoff between cores, docs/switchd.md "Several cores").
+  kHandoffRx,     // packets received here for a job of another core, passed to it
+  kHandoffTx,     // packets sent through a port of another core, passed to it
+  kHandoffDrops,  // handoffs dropped: the ring to that core was full (ina resends)
   kCount,
 };
 inline constexpr size_t kNumSwitchCounters = static_cast<size_t>(SwitchCounter::kCount);
@@ -85,7 +89,8 @@ inline constexpr std::array<std::string_view, kNumSwitchCounters> kSwitchCounter
     "rx_datagrams",    "rx_truncated",   "drop_foreign_src", "inj_rx_drops",    "inj_rx_dups",
     "inj_rx_reorders", "inj_tx_drops",   "inj_tx_dups",      "inj_tx_reorders", "tx_packets",
     "tx_errors",       "tx_waits",       "jobs_freed",       "roce_short",      "roce_bad_icrc",
-    "roce_bad_opcode", "roce_wrong_qpn", "roce_bad_key",     "roce_bad_psn",    "roce_psn_gaps"};
+    "roce_bad_opcode", "roce_wrong_qpn", "roce_bad_key",     "roce_bad_psn",    "roce_psn_gaps",
+    "handoff_rx",      "handoff_tx",     "handoff_drops"};
 
 using NamedCounters = std::vector<std::pair<std::string_view, uint64_t>>;
 
@@ -108,6 +113,8 @@ struct SwitchStats {
 // Builds one core's engine for limits (ina-switchd: engines.h).
 using EngineFactory = std::function<Result<std::unique_ptr<Engine>>(const EngineLimits&)>;
 
+class Handoff;  // packets between the cores of a DPDK switch (handoff.h, private)
+
 class Switch {
  public:
   // One core: takes the engine (built by the caller for this config; its pool_slots() bound the
@@ -116,8 +123,9 @@ class Switch {
                                                 std::unique_ptr<Engine> engine);
   // config.cores cores, each with an engine from make_engine(limits): pool_slots = slots / cores,
   // max_jobs = max_jobs. Allocates every buffer, opens the ports (--bind, --port; --io dpdk: the
-  // EAL and every probed port). Errors: InvalidArgument (no engine, bad --bind, --cores with
-  // --io dpdk), the engine factory's, the control plane's, the ports' (net/).
+  // EAL and every probed port, port i owned by core i % cores). Errors: InvalidArgument (no
+  // engine, bad --bind, --cores with --io roce over sockets), the engine factory's, the control
+  // plane's, the ports' (net/).
   static Result<std::unique_ptr<Switch>> Create(const Config& config,
                                                 const EngineFactory& make_engine);
   ~Switch();
@@ -141,6 +149,7 @@ class Switch {
  private:
   Switch() = default;
   Config config_;
+  std::unique_ptr<Handoff> handoff_;  // --cores > 1 with DPDK ports; else null
   std::vector<std::unique_ptr<Core>> cores_;
   std::chrono::steady_clock::time_point start_;
 };
