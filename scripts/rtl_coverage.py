@@ -141,7 +141,7 @@ def main(argv=None):
 
     try:
         if a.dat:
-            files, models = a.dat, len(a.dat)
+            files, models = a.dat, None
         else:
             files, models = run_tests(a.bin, a.out, [t for t in a.tests.split(",") if t])
         per_file = []
@@ -161,7 +161,8 @@ def main(argv=None):
     write_dat(merged, counts)
 
     summary = summarize(counts)
-    print(f"rtl_coverage: {len(files)} files ({models} models), {len(counts)} points, "
+    of_models = f" ({models} models)" if models is not None else ""
+    print(f"rtl_coverage: {len(files)} files{of_models}, {len(counts)} points, "
           f"merged into {merged}")
     print("\n".join(line_of(summary, FLOORS)))
     # What each input adds: the figures without it (a test whose loss passes the floors adds
