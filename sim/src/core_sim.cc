@@ -7,6 +7,7 @@
 #include <map>
 
 #include "Vina_core.h"
+#include "coverage.h"
 #include "gtkwave/fstapi.h"
 #include "ina/proto/wire.h"
 #include "verilated.h"
@@ -93,6 +94,7 @@ CoreSim::CoreSim(const Options& opt)
 CoreSim::~CoreSim() {
   if (fst_ != nullptr) fst_->close();
   top_->final();
+  WriteCoverage(*ctx_);
 }
 
 void CoreSim::StartTrace(const TraceOptions& trace) {

@@ -486,6 +486,24 @@ size_t ControlPlane::HandleEngineFailures(ReplySink& out) {
   return freed;
 }
 
+Status ControlPlane::AbortJob(uint16_t job_id, p::ErrorCode code, uint16_t count, uint16_t slot,
+                              uint16_t gen, uint32_t offset, ReplySink& out) {
+  const int32_t idx = index_[job_id];
+  if (idx < 0) return NotFound("job " + std::to_string(job_id) + " unknown");
+  JobEntry& j = jobs_[static_cast<size_t>(idx)];
+  for (uint16_t r = 0; r < j.world_size; ++r) {
+    if (!(j.joined_mask & (uint64_t{1} << r)) || (j.left_mask & (uint64_t{1} << r))) continue;
+    for (uint16_t l = 0; l < j.lanes; ++l) {
+      if (!(j.lane_mask[r] & (1u << l))) continue;
+      SendError(j.peers[PeerIndex(j, r, l)], j.job_id, r, code, out, count, slot, offset, gen);
+    }
+  }
+  Bump(ControlCounter::kJobsLeft);
+  j.joined_mask = 0;  // told already: FreeJob tells nobody else
+  FreeJob(j, p::kRankAll, out);
+  return Status::Ok();
+}
+
 void ControlPlane::FreeJob(JobEntry& j, uint16_t except_rank, ReplySink& out) {
   const bool had_slots = j.active;
   if (j.active) {
@@ -530,8 +548,9 @@ void ControlPlane::SendReply(const Peer& to, p::MsgType type, uint16_t job, uint
 }
 
 void ControlPlane::SendError(const Peer& to, uint16_t job, uint16_t rank, p::ErrorCode code,
-                             ReplySink& out, uint16_t count, uint16_t slot, uint32_t offset) {
-  SendReply(to, p::MsgType::kError, job, rank, count, offset, static_cast<uint16_t>(code), out, 0,
+                             ReplySink& out, uint16_t count, uint16_t slot, uint32_t offset,
+                             uint16_t gen) {
+  SendReply(to, p::MsgType::kError, job, rank, count, offset, static_cast<uint16_t>(code), out, gen,
             slot);
   Bump(ControlCounter::kErrorsSent);
   switch (code) {

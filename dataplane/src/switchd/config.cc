@@ -200,6 +200,22 @@ std::vector<Flag> Flags(const EngineMenu& engines) {
       RateFlag("--rtl-stall",
                "probability of a low output ready of the core (default 0;\nenv INA_RTLSIM_STALL)",
                "rtl_stall", &Config::rtl_stall, "INA_RTLSIM_STALL", true),
+      {"--upstream", "ADDR:PORT",
+       "be a leaf of two-level aggregation under the spine switch at\nADDR:PORT "
+       "(docs/hierarchy.md; --cores 1, --io udp)",
+       "upstream", nullptr, false,
+       [](Config& c, std::string_view what, const std::string& v) -> Status {
+         if (!SplitHostPort(v).ok()) return Bad(what, "IPv4:PORT or [IPv6]:PORT", v);
+         c.upstream = v;
+         return Status::Ok();
+       },
+       [](const Config& c) { return c.upstream; }},
+      UintFlag("--leaf-index", "I", "--upstream: this leaf's rank on the spine (default 0)",
+               "leaf_index", &Config::leaf_index, 0, 63),
+      UintFlag("--leaves", "L",
+               "--upstream: leaves under the spine (default 1); leaf I serves\nthe ranks r "
+               "with floor(r L / N) == I",
+               "leaves", &Config::leaves, 1, 64),
       PathFlag("--record",
                "write every datagram received to FILE (pcap, Ethernet/IPv4/UDP\nframes; --cores 1)",
                "record", &Config::record, false),
@@ -253,6 +269,16 @@ Status Validate(Config& c, const EngineMenu& engines) {
     return Bad("--cores", "at most " + std::to_string(kMaxDpdkCores) + " with DPDK ports",
                std::to_string(c.cores));
   }
+  if (!c.upstream.empty()) {
+    if (c.cores != 1) return Bad("--cores", "1 with --upstream (a leaf)", std::to_string(c.cores));
+    if (c.io != "udp") return Bad("--io", "udp with --upstream (a leaf)", c.io);
+    if (c.leaf_index >= c.leaves) {
+      return Bad("--leaf-index", "below --leaves (" + std::to_string(c.leaves) + ")",
+                 std::to_string(c.leaf_index));
+    }
+  } else if (c.leaf_index != 0 || c.leaves != 1) {
+    return InvalidArgument("--leaf-index / --leaves need --upstream ADDR:PORT");
+  }
   if (!c.record.empty() && c.cores != 1) {
     return Bad("--cores", "1 with --record (one capture file, one loop)", std::to_string(c.cores));
   }
@@ -272,6 +298,31 @@ Status Validate(Config& c, const EngineMenu& engines) {
 }
 
 }  // namespace
+
+Result<std::pair<std::string, uint16_t>> SplitHostPort(std::string_view v) {
+  std::string host;
+  std::string_view port;
+  if (v.starts_with("[")) {
+    const size_t close = v.find("]:");
+    if (close == std::string_view::npos) return InvalidArgument("no ]:PORT");
+    host = std::string(v.substr(1, close - 1));
+    port = v.substr(close + 2);
+  } else {
+    const size_t colon = v.rfind(':');
+    if (colon == std::string_view::npos) return InvalidArgument("no :PORT");
+    host = std::string(v.substr(0, colon));
+    port = v.substr(colon + 1);
+  }
+  in_addr a4;
+  in6_addr a6;
+  const bool v6 = v.starts_with("[");  // an IPv6 address only in brackets: "::1:9" is ambiguous
+  if (v6 ? inet_pton(AF_INET6, host.c_str(), &a6) != 1
+         : inet_pton(AF_INET, host.c_str(), &a4) != 1) {
+    return InvalidArgument(std::string("not an ") + (v6 ? "IPv6" : "IPv4") + " address: " + host);
+  }
+  INA_ASSIGN_OR_RETURN(uint64_t p, ParseUint("port", std::string(port), 1, 65535));
+  return std::make_pair(host, static_cast<uint16_t>(p));
+}
 
 std::string Usage(const EngineMenu& engines) {
   std::string u = "usage: ina-switchd [flags]\n";

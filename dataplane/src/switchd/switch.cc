@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "handoff.h"
+#include "ina/dp/switchd/leaf.h"
 #include "ina/dp/switchd/reporter.h"
 #include "ina/net/backoff.h"
 #include "ina/net/dpdk.h"
@@ -63,7 +64,7 @@ bool SameEndpoint(const net::Endpoint& a, const net::Endpoint& b) {
 
 }  // namespace
 
-class Switch::Core final : private Emitter, private ReplySink {
+class Switch::Core final : private Emitter, private ReplySink, private LeafSink {
  public:
   using Clock = std::chrono::steady_clock;
   static constexpr size_t kRxBufBytes = 2048;     // > proto::kMaxPacketBytes
@@ -89,11 +90,12 @@ class Switch::Core final : private Emitter, private ReplySink {
     cc.max_jobs = config_.max_jobs;
     cc.job_timeout = std::chrono::milliseconds(config_.job_timeout_ms);
     cc.min_window = static_cast<uint16_t>(config_.min_window);
-    cc.lease_calls = config_.lease_calls;
+    cc.lease_calls = config_.upstream.empty() ? config_.lease_calls : 0;  // a leaf: no leases
     // Packets reach core (job % cores): hand out only ids this core owns.
     cc.alloc_stride = static_cast<uint16_t>(config_.cores);
     cc.alloc_residue = static_cast<uint16_t>(index_);
     INA_ASSIGN_OR_RETURN(control_, ControlPlane::Create(*engine_, cc));
+    if (!config_.upstream.empty()) INA_RETURN_IF_ERROR(InitLeaf(cc));
     net::FaultConfig fc;
     fc.drop = config_.drop_rate;
     fc.dup = config_.dup_rate;
@@ -126,6 +128,38 @@ class Switch::Core final : private Emitter, private ReplySink {
 
   const std::vector<std::unique_ptr<net::Port>>& ports() const { return ports_; }
 
+  // --upstream: this core is a leaf of two-level aggregation (leaf.h).
+  Status InitLeaf(const ControlConfig& cc) {
+    INA_ASSIGN_OR_RETURN(auto hp, SplitHostPort(config_.upstream));
+    Peer up;
+    in_addr a4;
+    in6_addr a6;
+    if (inet_pton(AF_INET, hp.first.c_str(), &a4) == 1) {
+      sockaddr_in sin{};
+      sin.sin_family = AF_INET;
+      sin.sin_addr = a4;
+      sin.sin_port = htons(hp.second);
+      up = Peer::From(reinterpret_cast<const sockaddr*>(&sin), sizeof(sin));
+    } else if (inet_pton(AF_INET6, hp.first.c_str(), &a6) == 1) {
+      sockaddr_in6 sin6{};
+      sin6.sin6_family = AF_INET6;
+      sin6.sin6_addr = a6;
+      sin6.sin6_port = htons(hp.second);
+      up = Peer::From(reinterpret_cast<const sockaddr*>(&sin6), sizeof(sin6));
+    } else {
+      return InvalidArgument("--upstream " + config_.upstream + ": not an address");
+    }
+    LeafConfig lc;
+    lc.upstream = up;
+    lc.index = static_cast<uint16_t>(config_.leaf_index);
+    lc.leaves = static_cast<uint16_t>(config_.leaves);
+    lc.job_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(cc.job_timeout);
+    leaf_ = std::make_unique<Leaf>(lc, *control_, static_cast<LeafSink&>(*this));
+    leaf_scratch_.resize(kItemCap * proto::kMaxPacketBytes);
+    pub_ = std::vector<std::atomic<uint64_t>>(kNumAll + kNumLeafCounters);
+    return Status::Ok();
+  }
+
   // Several cores over DPDK ports: this core owns ports index_, index_ + N, ... (global port g is
   // local port g / N of core g % N) and the jobs j with j % N == index_; packets of other cores'
   // jobs, and sends through other cores' ports, go through `h`.
@@ -137,7 +171,9 @@ class Switch::Core final : private Emitter, private ReplySink {
     while (!*stop && !abort->load(std::memory_order_relaxed)) {
       bool holding = false;
       for (auto& port : ports_) holding = holding || port->holding();
-      INA_ASSIGN_OR_RETURN(bool ready, WaitRx(holding ? kHoldWait : kMaxWait));
+      std::chrono::microseconds wait = holding ? kHoldWait : kMaxWait;
+      if (leaf_ != nullptr) wait = std::min(wait, LeafWait());
+      INA_ASSIGN_OR_RETURN(bool ready, WaitRx(wait));
       if (ready || holding) {
         // Drain what is queued, a bounded number of bursts before ticking again. A port that
         // holds reordered packets releases them on an RxBurst that brings nothing newer.
@@ -151,6 +187,10 @@ class Switch::Core final : private Emitter, private ReplySink {
         }
       }
       const Clock::time_point now = Clock::now();
+      if (leaf_ != nullptr && now >= leaf_->NextDeadline()) {
+        leaf_->Tick(now);  // upstream retransmissions, JOIN resends
+        FlushTx();
+      }
       if (now - last_tick_ >= kTickInterval) {
         Tick(now);
         if (every_tick) every_tick();
@@ -228,6 +268,11 @@ class Switch::Core final : private Emitter, private ReplySink {
     for (size_t i = 0; i < kNumSwitchCounters; ++i) {
       pub_[k++].store(sw[i], std::memory_order_relaxed);
     }
+    if (leaf_ != nullptr) {
+      for (size_t i = 0; i < kNumLeafCounters; ++i) {
+        pub_[k++].store(leaf_->counters()[i], std::memory_order_relaxed);
+      }
+    }
     pub_jobs_.store(control_->num_jobs(), std::memory_order_relaxed);
   }
 
@@ -243,6 +288,9 @@ class Switch::Core final : private Emitter, private ReplySink {
     }
     for (size_t i = 0; i < kNumSwitchCounters; ++i) {
       v.emplace_back(kSwitchCounterNames[i], pub_[k++].load(std::memory_order_relaxed));
+    }
+    for (size_t i = 0; k < pub_.size(); ++i) {  // a leaf's own (leaf.h)
+      v.emplace_back(kLeafCounterNames[i], pub_[k++].load(std::memory_order_relaxed));
     }
     return v;
   }
@@ -424,11 +472,41 @@ class Switch::Core final : private Emitter, private ReplySink {
   std::vector<uint8_t> record_buf_;
   uint64_t record_skipped_ = 0, record_errors_ = 0;
 
+  // Until the leaf's next deadline, at least 0.
+  std::chrono::microseconds LeafWait() const {
+    const auto d = leaf_->NextDeadline();
+    if (d == Clock::time_point::max()) return kMaxWait;
+    const auto now = Clock::now();
+    if (d <= now) return std::chrono::microseconds(0);
+    return std::chrono::duration_cast<std::chrono::microseconds>(d - now) +
+           std::chrono::microseconds(1);
+  }
+
   void HandleItems(size_t n, Clock::time_point now) {
     data_n_ = 0;
+    now_ = now;
     for (size_t i = 0; i < n; ++i) {
       const Item& it = items_[i];
-      const std::span<const uint8_t> pkt(it.data, it.len);
+      std::span<const uint8_t> pkt(it.data, it.len);
+      if (leaf_ != nullptr) {
+        if (leaf_->FromUpstream(*it.from)) {
+          FlushData();
+          leaf_->HandleUpstream(pkt, now);
+          continue;
+        }
+        if (it.len >= p::kHeaderBytes && p::GetVersion(it.data) == p::kVersion &&
+            ControlPlane::IsControlType(p::GetType(it.data))) {
+          FlushData();
+          leaf_->HandleWorkerControl(pkt, *it.from, now);
+          continue;
+        }
+        // Data: the worker's global rank becomes the leaf's local one (a copy, resealed).
+        pkt = leaf_->MapData(pkt, leaf_scratch_.data() + i * proto::kMaxPacketBytes);
+        if (pkt.empty()) {
+          Bump(SwitchCounter::kDropForeignSrc);
+          continue;
+        }
+      }
       if (it.len >= p::kHeaderBytes && p::GetVersion(it.data) == p::kVersion) {
         const uint8_t type = p::GetType(it.data);
         if (ControlPlane::IsControlType(type)) {
@@ -437,8 +515,8 @@ class Switch::Core final : private Emitter, private ReplySink {
           continue;
         }
         if (type == static_cast<uint8_t>(p::MsgType::kData)) {
-          const SourceCheck sc = control_->CheckDataSource(p::GetJob(it.data), p::GetRank(it.data),
-                                                           p::GetSlot(it.data), *it.from, now);
+          const SourceCheck sc = control_->CheckDataSource(
+              p::GetJob(pkt.data()), p::GetRank(pkt.data()), p::GetSlot(pkt.data()), *it.from, now);
           // A damaged header can name another rank or slot: such a packet goes on to the engine,
           // which counts it as drop_bad_crc (the check runs twice only on this rare path).
           if (sc == SourceCheck::kForeign && p::MessageCrcOk(pkt)) {
@@ -459,12 +537,13 @@ class Switch::Core final : private Emitter, private ReplySink {
     engine_->ProcessBurst({data_burst_.data(), data_n_}, *this);
     data_n_ = 0;
     // A job the engine ended (its ranks disagree): every rank hears at once, not at a timeout.
-    (void)control_->HandleEngineFailures(*this);
+    (void)control_->HandleEngineFailures(Replies());
   }
 
   void Tick(Clock::time_point now) {
     last_tick_ = now;
-    (void)control_->Tick(now, *this);  // jobs_freed comes from the control counters
+    (void)control_->Tick(now, Replies());  // jobs_freed comes from the control counters
+    if (leaf_ != nullptr) leaf_->Tick(now);
     FlushTx();
     Publish();
   }
@@ -472,6 +551,10 @@ class Switch::Core final : private Emitter, private ReplySink {
   // Emitter / ReplySink: queue a packet to peers. A result is copied once, whatever the number
   // of ranks (and lanes) it goes to.
   void OnResult(uint16_t job_id, uint16_t dest_rank, std::span<const uint8_t> packet) override {
+    if (leaf_ != nullptr) {
+      leaf_->OnEngineResult(job_id, dest_rank, packet, now_);
+      return;
+    }
     const auto peers = control_->Destinations(job_id, dest_rank, p::GetSlot(packet.data()));
     if (peers.empty()) return;
     if (tx_n_ + peers.size() > tx_q_.size()) FlushTx();
@@ -483,6 +566,15 @@ class Switch::Core final : private Emitter, private ReplySink {
     const uint32_t len = Stage(packet);
     Enqueue(to, tx_bufs_used_ - 1, len, 0);  // control: the UDP checksum guards its address
   }
+
+  // LeafSink: one packet to one peer (a worker or the spine).
+  void SendTo(const Peer& to, std::span<const uint8_t> packet, bool payload_checked) override {
+    if (tx_n_ == tx_q_.size()) FlushTx();
+    const uint32_t len = Stage(packet);
+    Enqueue(to, tx_bufs_used_ - 1, len, payload_checked ? net::kTxPayloadChecked : 0);
+  }
+  // Where the control plane's replies go: straight out, or through the leaf (ranks mapped).
+  ReplySink& Replies() { return leaf_ != nullptr ? leaf_->replies() : *this; }
 
   // Copies a packet into the next send buffer (tx_bufs_used_ - 1 afterwards); returns its length.
   // REQUIRES: room for one more send in the queue (a buffer is free whenever a slot is).
@@ -608,6 +700,9 @@ class Switch::Core final : private Emitter, private ReplySink {
   Handoff* handoff_ = nullptr;  // the switch's, with several cores over DPDK
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<ControlPlane> control_;
+  std::unique_ptr<Leaf> leaf_;         // --upstream only
+  std::vector<uint8_t> leaf_scratch_;  // kItemCap x kMaxPacketBytes: mapped data packets
+  Clock::time_point now_{};            // of the items being handled (leaf timers)
   std::vector<std::unique_ptr<net::Port>> ports_;
   Clock::time_point last_tick_{};
   std::array<uint64_t, kNumSwitchCounters> counters_{};  // this core's thread only

@@ -70,6 +70,31 @@ TEST(SwitchdConfig, RoceNeedsAConcreteIpv4AddressAndOneCore) {
   }
 }
 
+TEST(SwitchdConfig, LeafNeedsAnUpstreamAddressOneCoreAndUdp) {
+  auto c = Parse({"--upstream", "10.0.0.1:47000", "--leaf-index", "1", "--leaves", "2"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->upstream, "10.0.0.1:47000");
+  EXPECT_EQ(c->leaf_index, 1u);
+  EXPECT_EQ(c->leaves, 2u);
+  EXPECT_TRUE(Parse({"--upstream", "[::1]:9"}).ok());
+  auto hp = SplitHostPort("[fe80::1]:47000");
+  ASSERT_TRUE(hp.ok());
+  EXPECT_EQ(hp->first, "fe80::1");
+  EXPECT_EQ(hp->second, 47000);
+  for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
+           {"--upstream", "10.0.0.1"},
+           {"--upstream", "10.0.0.1:0"},
+           {"--upstream", "host:47000"},
+           {"--upstream", "::1:47000"},
+           {"--upstream", "10.0.0.1:47000", "--leaf-index", "2", "--leaves", "2"},
+           {"--upstream", "10.0.0.1:47000", "--cores", "2"},
+           {"--upstream", "10.0.0.1:47000", "--io", "roce"},
+           {"--leaf-index", "1", "--leaves", "2"},
+           {"--leaves", "0"}}) {
+    EXPECT_FALSE(Parse(args).ok()) << args[0] << " " << args[1];
+  }
+}
+
 // --dpdk implies --io dpdk, except beside --io roce (either order): RoCE over DPDK's ports, always
 // on RoCEv2's UDP port.
 TEST(SwitchdConfig, RoceWithDpdkIsRoceOverEthdevsOnPort4791) {

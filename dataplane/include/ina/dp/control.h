@@ -307,6 +307,15 @@ class ControlPlane {
     return {&j.peers[PeerIndex(j, dest_rank, lane)], 1};
   }
 
+  // Ends a job on behalf of the fabric above it (a leaf switch whose spine ended the job,
+  // docs/hierarchy.md): frees it as an aborting LEAVE does (counted in jobs_left) and sends every
+  // joined lane of every rank not done error(code) with count, slot, gen and offset as given.
+  // NotFound if no such job.
+  Status AbortJob(uint16_t job_id, proto::ErrorCode code, uint16_t count, uint16_t slot,
+                  uint16_t gen, uint32_t offset, ReplySink& out);
+  // A job with this id is pending, queued or active.
+  bool HasJob(uint16_t job_id) const { return index_[job_id] >= 0; }
+
   const ControlCounters& counters() const { return counters_; }
   // Jobs pending or active, in table order.
   std::vector<JobInfo> Jobs() const;
@@ -398,7 +407,7 @@ class ControlPlane {
                  uint16_t slot = 0);
   // error(code) with count/slot/offset as the code defines them (proto/ina.toml); counted.
   void SendError(const Peer& to, uint16_t job, uint16_t rank, proto::ErrorCode code, ReplySink& out,
-                 uint16_t count = 0, uint16_t slot = 0, uint32_t offset = 0);
+                 uint16_t count = 0, uint16_t slot = 0, uint32_t offset = 0, uint16_t gen = 0);
   // First-fit allocation of min(want, largest extent) slots; false if the pool is full.
   bool Allocate(uint32_t want, uint32_t& base, uint32_t& got);
   void Release(uint32_t base, uint32_t len);

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "ina/base/status.h"
@@ -68,6 +69,12 @@ struct Config {
   // Every datagram received, written to this pcap file as Ethernet/IPv4/UDP frames (a capture
   // ina-rtlsim --replay reads); empty: none. Needs --cores 1 and IPv4 peers (others are skipped).
   std::string record;
+  // Two-level aggregation (docs/hierarchy.md): this switch is leaf `leaf_index` of `leaves` under
+  // the spine at `upstream` ("IPv4:PORT" or "[IPv6]:PORT"); empty: a flat switch (or a spine).
+  // Needs --cores 1 and --io udp.
+  std::string upstream;
+  uint32_t leaf_index = 0;
+  uint32_t leaves = 1;
   bool help = false;  // --help: print Usage() and exit 0
 };
 
@@ -103,6 +110,8 @@ std::string Usage(const EngineMenu& engines);
 // "  engine = NAME [engine_description]".
 void PrintConfig(const Config& c, std::string_view engine_description, std::FILE* out,
                  const EngineMenu& engines = {});
+// "IPv4:PORT" or "[IPv6]:PORT" (--upstream) as (address literal, port 1 .. 65535).
+Result<std::pair<std::string, uint16_t>> SplitHostPort(std::string_view v);
 // Every flag a program with `engines` takes, as written in --help and docs/switchd.md
 // ("--slots N"), in table order (for the docs test).
 std::vector<std::string> FlagNames(const EngineMenu& engines);

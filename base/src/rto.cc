@@ -1,9 +1,9 @@
-#include "rto.h"
+#include "ina/base/rto.h"
 
 #include <algorithm>
 #include <cmath>
 
-namespace ina::host::internal {
+namespace ina {
 
 RtoEstimator::RtoEstimator(const RtoConfig& config)
     : config_(config),
@@ -31,4 +31,4 @@ int64_t RtoEstimator::Backoff(int64_t current_us) const {
   return std::min<int64_t>(current_us * 2, config_.max_us);
 }
 
-}  // namespace ina::host::internal
+}  // namespace ina

@@ -1,0 +1,236 @@
+// A leaf of two-level aggregation (docs/hierarchy.md): ina-switchd with --upstream aggregates its
+// own workers in its engine, then sends one partial sum per slot to the spine switch as rank
+// `index` of a job of `leaves` ranks, and sends the spine's result down to its workers.
+//
+// The workers are unchanged: they join the leaf exactly as they would join one flat switch, with
+// their global rank r and the whole world size N (so the precision budget, P = 30 - ceil(log2 N),
+// is the whole world's). Leaf i of L serves the ranks r with floor(r L / N) == i, a contiguous
+// run [lo, lo + n); it maps them to local ranks r - lo for its control plane and engine (the job
+// there has world size n) and back in every reply. The spine is an ordinary ina-switchd: it sees
+// L ranks, the leaves.
+//
+// Join: the first worker JOIN of a job makes the leaf JOIN the spine (job, rank = index,
+// world = L, the workers' K and window W, one lane), resent every join_resend until join_ack.
+// Worker JOINs meanwhile get no answer (join_wait when the spine queues the job). Once the spine
+// granted W' <= W, worker JOINs go to the local control plane with window W', which grants the
+// job W' slots of the leaf's pool and acks every worker with window W' and lease 0 (a leaf does
+// not re-join the spine at lease ends: the spine keeps the grant until the job ends). A leaf
+// pool that cannot give W' ends the job (every worker gets error(no_slots)).
+//
+// Data: worker packets get their rank mapped (after their CRC32C trailer was checked; the leaf
+// reseals) and go to the engine, which keeps its shadow copies and drops duplicates as for any
+// job. A slot complete in the engine (result to every rank) is not sent down: it becomes the
+// upstream data packet of that slot and generation (rank = index, flags, exp and next_exp as the
+// engine max/OR-reduced them, the partial sum), kept until the spine's result for it arrives and
+// resent with `retx` on the RTO (ina::RtoEstimator, Karn, per-slot backoff, and the worker's
+// RACK-like rule: a partial is resent only when one sent an RTO later already came back, or
+// nothing came back for its RTO, so a spine waiting for another leaf is not taken for loss). One
+// packet per slot is ever in flight upstream: generation g + 1 cannot complete at the leaf before
+// every local worker had g's final result. The spine's result (to rank index or every rank) is
+// accepted only for the slot's generation, count and offset in flight; it is kept as the slot's
+// final result and sent to every local worker (rank = every rank). A worker that retransmits for a
+// slot the engine has complete gets the final result if the leaf has it, nothing while the partial
+// is still upstream (the final goes to every worker when it comes).
+//
+// Job ids: ALLOC_JOB goes to the spine (which owns the tree's job ids) with a nonce of the
+// leaf's own (workers' random nonces could collide, and the spine tells requests apart by address
+// and nonce); its alloc_ack or error(too_many_jobs) goes back to the worker with the worker's.
+//
+// Failure: an error from the spine (job_aborted, rank_mismatch, peer_refused, ...) ends the local
+// job: every local worker gets the spine's error (ranks mapped to global ones) and later JOINs of
+// the job get it too, until the job timeout. A local job that ends (aborting LEAVE, timeout, the
+// engine ending it) makes the leaf send an aborting LEAVE upstream; one whose ranks all left
+// gracefully, a graceful LEAVE (offset = the last rank's calls). rank_left from the spine is
+// passed down (count = the first rank of that leaf).
+//
+// Socket-free like the control plane: packets out go to a LeafSink, time is passed in.
+// Threading: single-threaded (the switch's one core); nothing blocks. The per-packet paths
+// (MapData, OnEngineResult, HandleUpstream results) do not allocate; job creation does.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "ina/base/rto.h"
+#include "ina/dp/control.h"
+#include "ina/proto/wire.h"
+
+namespace ina::dp::switchd {
+
+struct LeafConfig {
+  Peer upstream;        // the spine's address
+  uint16_t index = 0;   // this leaf's rank on the spine, < leaves
+  uint16_t leaves = 1;  // leaves of the tree (the spine job's world size), 1 .. kMaxWorkers
+  RtoConfig rto{1000, 5000, 200000, 1};  // samples_per_rtt: set to each job's window
+  std::chrono::milliseconds join_resend{100};
+  std::chrono::milliseconds job_timeout{30000};  // a job stuck joining is forgotten after this
+};
+
+// Where a leaf's packets go (the switch's send queue). `payload_checked`: data and results, whose
+// trailer covers them (net::kTxPayloadChecked).
+class LeafSink {
+ public:
+  virtual ~LeafSink() = default;
+  virtual void SendTo(const Peer& to, std::span<const uint8_t> packet, bool payload_checked) = 0;
+};
+
+enum class LeafCounter : uint16_t {
+  kUpJoins = 0,    // JOINs sent to the spine (resends included)
+  kUpData,         // partial sums sent upstream, first sends
+  kUpRetx,         // ... retransmissions
+  kUpResults,      // spine results accepted
+  kUpDupResults,   // spine results for a generation already final (a resend crossed)
+  kUpStale,        // other packets from the spine ignored (no such job, slot, generation)
+  kUpBadCrc,       // packets from the spine whose trailer did not match
+  kUpErrors,       // errors from the spine that ended a job
+  kUpLeaves,       // LEAVEs sent to the spine
+  kDownResults,    // final results sent to workers (one per worker peer)
+  kDownResends,    // ... of those, re-sent to one worker that retransmitted
+  kResendPending,  // worker retransmissions for a slot whose partial is still upstream
+  kForeignRank,    // data or JOIN from a rank another leaf serves
+  kNoSlots,        // jobs ended: the leaf's pool could not give the spine's window
+  kUpAllocs,       // ALLOC_JOBs passed to the spine (resends included)
+  kCount,
+};
+inline constexpr size_t kNumLeafCounters = static_cast<size_t>(LeafCounter::kCount);
+inline constexpr std::array<std::string_view, kNumLeafCounters> kLeafCounterNames = {
+    "leaf_up_joins",       "leaf_up_data",      "leaf_up_retx",      "leaf_up_results",
+    "leaf_up_dup_results", "leaf_up_stale",     "leaf_up_bad_crc",   "leaf_up_errors",
+    "leaf_up_leaves",      "leaf_down_results", "leaf_down_resends", "leaf_resend_pending",
+    "leaf_foreign_rank",   "leaf_no_slots",     "leaf_up_allocs"};
+using LeafCounters = std::array<uint64_t, kNumLeafCounters>;
+
+// The ranks leaf `index` of `leaves` serves in a world of `world`: [lo, lo + n), the r with
+// floor(r * leaves / world) == index. n == 0 when world < leaves leaves this leaf none.
+struct LeafRanks {
+  uint16_t lo = 0;
+  uint16_t n = 0;
+};
+LeafRanks RanksOfLeaf(uint16_t index, uint16_t leaves, uint16_t world);
+
+class Leaf final : private ReplySink {
+ public:
+  using TimePoint = std::chrono::steady_clock::time_point;
+
+  // `control` (the switch core's, configured with lease_calls 0) and `out` must outlive the leaf;
+  // every job of `control` is the leaf's.
+  Leaf(const LeafConfig& config, ControlPlane& control, LeafSink& out);
+
+  bool FromUpstream(const Peer& from) const { return from == config_.upstream; }
+
+  // A JOIN, LEAVE or ALLOC_JOB from a worker (REQUIRES: header length, version kVersion).
+  void HandleWorkerControl(std::span<const uint8_t> packet, const Peer& from, TimePoint now);
+  // A data packet from a worker: what the engine should see. The packet itself when it is not a
+  // valid data packet of a leaf job (the engine counts it), a copy in `scratch` (at least
+  // proto::kMaxPacketBytes) with the rank mapped and the trailer resealed, or an empty span for a
+  // rank another leaf serves (the caller counts it as drop_foreign_src).
+  std::span<const uint8_t> MapData(std::span<const uint8_t> packet, uint8_t* scratch);
+  // A result of the engine (Emitter::OnResult): a completed partial goes upstream, a re-send to
+  // one worker becomes the final result if the leaf has it.
+  void OnEngineResult(uint16_t job_id, uint16_t dest_rank, std::span<const uint8_t> packet,
+                      TimePoint now);
+  // A packet from the spine.
+  void HandleUpstream(std::span<const uint8_t> packet, TimePoint now);
+  // Retransmissions, JOIN resends, jobs the local control plane freed (call after the control
+  // plane's own Tick, and whenever now >= NextDeadline()).
+  void Tick(TimePoint now);
+  TimePoint NextDeadline() const { return next_deadline_; }
+
+  // The sink to give the control plane (Tick, HandleEngineFailures): maps ranks back to global.
+  ReplySink& replies() { return *this; }
+
+  const LeafCounters& counters() const { return counters_; }
+  size_t num_jobs() const { return jobs_.size(); }
+
+ private:
+  struct UpSlot {
+    bool busy = false;  // a partial in flight upstream
+    uint16_t gen = 0;
+    uint32_t len = 0;
+    uint32_t retries = 0;
+    int64_t rto_us = 0;
+    TimePoint sent_at{};
+    TimePoint deadline = TimePoint::max();
+    bool have_final = false;
+    uint16_t final_gen = 0;
+    uint32_t final_len = 0;
+  };
+  enum class State : uint8_t { kJoining, kRunning, kFailed };
+  struct Job {
+    uint16_t id = 0;
+    State state = State::kJoining;
+    uint16_t world = 0;  // global N
+    uint16_t k = 0;
+    uint32_t window_asked = 0;
+    LeafRanks ranks;
+    uint16_t window = 0;  // the spine's grant
+    bool spine_waiting = false;
+    uint16_t ahead = 0;
+    bool local_seen = false;      // the local control plane has had the job
+    bool graceful_leave = false;  // the last LEAVE handled for it was graceful
+    bool bad_grant = false;       // the local grant is not the spine's window (Tick ends it)
+    uint32_t calls = 0;           // its offset (calls completed)
+    TimePoint created{}, next_join{}, last_worker{}, failed_at{};
+    std::array<uint8_t, proto::MessageBytes(0)> fail{};  // the spine's error, for later JOINs
+    std::unique_ptr<RtoEstimator> rto;                   // of the spine's round trip (kRunning)
+    TimePoint rack_sent{};                               // latest first send whose result came back
+    TimePoint last_progress{};                           // last result accepted (or the grant)
+    std::vector<UpSlot> slots;
+    std::vector<uint8_t> up, fin;  // window x kMaxPacketBytes each
+    uint8_t* Up(uint16_t s) { return up.data() + size_t{s} * proto::kMaxPacketBytes; }
+    uint8_t* Fin(uint16_t s) { return fin.data() + size_t{s} * proto::kMaxPacketBytes; }
+  };
+
+  // ReplySink: the local control plane's replies, ranks mapped back to global.
+  void Send(const Peer& to, std::span<const uint8_t> packet) override;
+
+  Job* Find(uint16_t job_id);
+  void SendUp(std::span<const uint8_t> packet, bool payload_checked);
+  void SendUpControl(const Job& j, proto::MsgType type, uint16_t aux, uint32_t offset);
+  void SendReply(const Peer& to, proto::MsgType type, uint16_t job, uint16_t rank, uint16_t count,
+                 uint16_t slot, uint32_t offset, uint16_t aux);
+  // Sends `packet` to every joined worker peer of the local job (each lane once).
+  void SendToAllLocal(const Job& j, std::span<const uint8_t> packet);
+  void HandleJoin(const proto::Header& h, std::span<const uint8_t> packet, const Peer& from,
+                  TimePoint now);
+  void UpResult(Job& j, std::span<const uint8_t> packet, TimePoint now);
+  void UpError(Job& j, std::span<const uint8_t> packet, TimePoint now);
+  void Fail(Job& j, std::span<const uint8_t> error, TimePoint now);
+  // The local job of j was freed: tell the spine (the caller forgets j).
+  void LocalGone(Job& j);
+  void Erase(uint16_t job_id);
+  void HandleAlloc(std::span<const uint8_t> packet, const Peer& from, TimePoint now);
+  // alloc_ack or error(too_many_jobs) (job 0) from the spine: to the worker that asked; false if
+  // it answers no request of ours.
+  bool AllocReply(std::span<const uint8_t> packet);
+  void Lower(TimePoint t) { next_deadline_ = std::min(next_deadline_, t); }
+  void Bump(LeafCounter c, uint64_t n = 1) { counters_[static_cast<size_t>(c)] += n; }
+
+  LeafConfig config_;
+  ControlPlane& control_;
+  LeafSink& out_;
+  std::unordered_map<uint16_t, std::unique_ptr<Job>> jobs_;
+  // ALLOC_JOBs forwarded to the spine, by the leaf's nonce (kept for job_timeout, as the spine
+  // keeps the reservation).
+  struct Alloc {
+    uint16_t nonce = 0;         // the leaf's, on the spine
+    uint16_t worker_nonce = 0;  // the worker's
+    Peer worker;
+    TimePoint at{};
+  };
+  std::vector<Alloc> allocs_;
+  uint16_t next_nonce_ = 0;
+  // While the leaf hands a spine error down through the control plane: counts are global already.
+  bool passthrough_ = false;
+  TimePoint next_deadline_ = TimePoint::max();
+  LeafCounters counters_{};
+  std::array<uint8_t, proto::kMaxPacketBytes> buf_{};
+};
+
+}  // namespace ina::dp::switchd

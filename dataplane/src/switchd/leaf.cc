@@ -1,0 +1,567 @@
+// A leaf of two-level aggregation (see ina/dp/switchd/leaf.h, docs/hierarchy.md).
+#include "ina/dp/switchd/leaf.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "ina/proto/crc32c.h"
+
+namespace ina::dp::switchd {
+
+namespace p = ::ina::proto;
+
+namespace {
+
+constexpr size_t kBufBytes = p::kMaxPacketBytes;
+constexpr size_t kCtlBytes = p::MessageBytes(0);
+
+bool IsType(const uint8_t* h, p::MsgType t) { return p::GetType(h) == static_cast<uint8_t>(t); }
+
+}  // namespace
+
+LeafRanks RanksOfLeaf(uint16_t index, uint16_t leaves, uint16_t world) {
+  // lo(i) = ceil(i N / L): the smallest r with floor(r L / N) >= i.
+  auto lo = [&](uint32_t i) {
+    return static_cast<uint16_t>((i * uint32_t{world} + leaves - 1) / leaves);
+  };
+  LeafRanks r;
+  r.lo = lo(index);
+  r.n = static_cast<uint16_t>(lo(uint32_t{index} + 1) - r.lo);
+  return r;
+}
+
+Leaf::Leaf(const LeafConfig& config, ControlPlane& control, LeafSink& out)
+    : config_(config), control_(control), out_(out) {}
+
+Leaf::Job* Leaf::Find(uint16_t job_id) {
+  auto it = jobs_.find(job_id);
+  return it == jobs_.end() ? nullptr : it->second.get();
+}
+
+void Leaf::SendUp(std::span<const uint8_t> packet, bool payload_checked) {
+  out_.SendTo(config_.upstream, packet, payload_checked);
+}
+
+void Leaf::SendUpControl(const Job& j, p::MsgType type, uint16_t aux, uint32_t offset) {
+  uint8_t b[kCtlBytes] = {};
+  p::Header h;
+  h.version = p::kVersion;
+  h.type = static_cast<uint8_t>(type);
+  h.job = j.id;
+  h.rank = config_.index;
+  h.aux = aux;
+  h.offset = offset;
+  if (type == p::MsgType::kJoin) {
+    h.count = j.k;
+    h.aux = config_.leaves;
+    h.offset = j.window_asked;
+    Bump(LeafCounter::kUpJoins);
+  } else {
+    Bump(LeafCounter::kUpLeaves);
+  }
+  p::EncodeHeader(h, b);
+  p::SealMessage(b, p::kHeaderBytes);
+  // A LEAVE is sent once and never answered: three copies, as a worker sends its aborting LEAVE
+  // (a copy changes nothing at the spine).
+  for (int i = 0; i < (type == p::MsgType::kLeave ? 3 : 1); ++i) SendUp({b, kCtlBytes}, false);
+}
+
+void Leaf::SendReply(const Peer& to, p::MsgType type, uint16_t job, uint16_t rank, uint16_t count,
+                     uint16_t slot, uint32_t offset, uint16_t aux) {
+  uint8_t b[kCtlBytes] = {};
+  p::Header h;
+  h.version = p::kVersion;
+  h.type = static_cast<uint8_t>(type);
+  h.job = job;
+  h.rank = rank;
+  h.count = count;
+  h.slot = slot;
+  h.offset = offset;
+  h.aux = aux;
+  p::EncodeHeader(h, b);
+  p::SealMessage(b, p::kHeaderBytes);
+  out_.SendTo(to, {b, kCtlBytes}, false);
+}
+
+void Leaf::SendToAllLocal(const Job& j, std::span<const uint8_t> packet) {
+  // Lane l's peers are the destinations of slot l (lanes <= kMaxLanes); each lane once.
+  const Peer* seen[p::kMaxLanes] = {};
+  size_t n_seen = 0;
+  for (uint16_t s = 0; s < std::min<uint16_t>(j.window, p::kMaxLanes); ++s) {
+    const auto peers = control_.Destinations(j.id, p::kRankAll, s);
+    if (peers.empty()) continue;
+    if (std::find(seen, seen + n_seen, peers.data()) != seen + n_seen) continue;
+    seen[n_seen++] = peers.data();
+    for (const Peer& peer : peers) {
+      if (peer.len != 0) out_.SendTo(peer, packet, false);
+    }
+  }
+}
+
+// The local control plane's replies: the rank (and a rank named in count) back to global.
+void Leaf::Send(const Peer& to, std::span<const uint8_t> packet) {
+  if (packet.size() != kCtlBytes) {
+    out_.SendTo(to, packet, false);
+    return;
+  }
+  Job* j = Find(p::GetJob(packet.data()));
+  if (j == nullptr) {
+    out_.SendTo(to, packet, false);
+    return;
+  }
+  std::memcpy(buf_.data(), packet.data(), packet.size());
+  uint8_t* b = buf_.data();
+  if (p::GetRank(b) < j->ranks.n) p::SetRank(b, static_cast<uint16_t>(p::GetRank(b) + j->ranks.lo));
+  if (IsType(b, p::MsgType::kError) && !passthrough_) {
+    const auto code = static_cast<p::ErrorCode>(p::GetAux(b));
+    if ((code == p::ErrorCode::kRankLeft || code == p::ErrorCode::kPeerRefused ||
+         code == p::ErrorCode::kRankMismatch) &&
+        p::GetCount(b) < j->ranks.n) {
+      p::SetCount(b, static_cast<uint16_t>(p::GetCount(b) + j->ranks.lo));
+    }
+  }
+  if (IsType(b, p::MsgType::kJoinAck)) {
+    j->local_seen = true;
+    if (p::GetOffset(b) != j->window) {
+      // The leaf's pool could not give the spine's window: the job cannot run here (every
+      // worker must use one window). Ended after the control plane returns (Tick).
+      j->bad_grant = true;
+      Lower(TimePoint::min());
+      return;
+    }
+    p::SetAux(b, 0);  // lease: none (a leaf does not re-join the spine)
+  }
+  p::SealMessage(b, p::kHeaderBytes);
+  out_.SendTo(to, {b, kCtlBytes}, false);
+}
+
+void Leaf::HandleWorkerControl(std::span<const uint8_t> packet, const Peer& from, TimePoint now) {
+  if (packet.size() != kCtlBytes || !p::MessageCrcOk(packet)) {
+    control_.HandleControl(packet, from, now, *this);  // counted there
+    return;
+  }
+  const p::Header h = p::DecodeHeader(packet.data());
+  if (h.type == static_cast<uint8_t>(p::MsgType::kJoin)) {
+    HandleJoin(h, packet, from, now);
+    return;
+  }
+  Job* j = Find(h.job);
+  if (h.type == static_cast<uint8_t>(p::MsgType::kLeave) && j != nullptr) {
+    if (j->state == State::kRunning && h.rank >= j->ranks.lo && h.rank < j->ranks.lo + j->ranks.n) {
+      std::memcpy(buf_.data(), packet.data(), kCtlBytes);
+      p::SetRank(buf_.data(), static_cast<uint16_t>(h.rank - j->ranks.lo));
+      p::SealMessage(buf_.data(), p::kHeaderBytes);
+      j->graceful_leave = h.aux == 0;
+      if (h.aux == 0) j->calls = h.offset;
+      std::array<uint8_t, kCtlBytes> copy;
+      std::memcpy(copy.data(), buf_.data(), kCtlBytes);
+      control_.HandleControl(copy, from, now, *this);
+      Tick(now);  // the job may be gone: tell the spine now
+      return;
+    }
+    if (j->state == State::kJoining && h.aux != 0) {
+      // A worker gave up joining: the job cannot start; the spine hears at once.
+      SendUpControl(*j, p::MsgType::kLeave, h.aux, 0);
+      Erase(j->id);
+      return;
+    }
+  }
+  if (h.type == static_cast<uint8_t>(p::MsgType::kAllocJob)) {
+    HandleAlloc(packet, from, now);
+    return;
+  }
+  control_.HandleControl(packet, from, now, *this);  // LEAVE of an unknown job: counted there
+}
+
+void Leaf::HandleAlloc(std::span<const uint8_t> packet, const Peer& from, TimePoint now) {
+  const uint16_t worker_nonce = p::GetGen(packet.data());
+  Alloc* a = nullptr;
+  for (Alloc& x : allocs_) {
+    if (x.worker == from && x.worker_nonce == worker_nonce) a = &x;  // a resend: the same id
+  }
+  if (a == nullptr) {
+    constexpr size_t kMaxAllocs = 1024;  // the oldest request is forgotten first
+    if (allocs_.size() == kMaxAllocs) allocs_.erase(allocs_.begin());
+    allocs_.push_back({++next_nonce_, worker_nonce, from, now});
+    a = &allocs_.back();
+  }
+  std::array<uint8_t, kCtlBytes> b;
+  std::memcpy(b.data(), packet.data(), kCtlBytes);
+  p::SetGen(b.data(), a->nonce);
+  p::SealMessage(b.data(), p::kHeaderBytes);
+  Bump(LeafCounter::kUpAllocs);
+  SendUp(b, false);
+}
+
+bool Leaf::AllocReply(std::span<const uint8_t> packet) {
+  const uint8_t* h = packet.data();
+  const bool ack = IsType(h, p::MsgType::kAllocAck);
+  const bool refused = IsType(h, p::MsgType::kError) && p::GetJob(h) == 0 &&
+                       p::GetAux(h) == static_cast<uint16_t>(p::ErrorCode::kTooManyJobs);
+  if ((!ack && !refused) || packet.size() != kCtlBytes) return false;
+  for (const Alloc& a : allocs_) {
+    if (a.nonce != p::GetGen(h)) continue;
+    std::array<uint8_t, kCtlBytes> b;
+    std::memcpy(b.data(), h, kCtlBytes);
+    p::SetGen(b.data(), a.worker_nonce);
+    p::SealMessage(b.data(), p::kHeaderBytes);
+    out_.SendTo(a.worker, b, false);
+    return true;
+  }
+  return false;
+}
+
+void Leaf::HandleJoin(const p::Header& h, std::span<const uint8_t> packet, const Peer& from,
+                      TimePoint now) {
+  Job* j = Find(h.job);
+  if (j == nullptr) {
+    // Out-of-range parameters: the control plane refuses them as for any switch.
+    if (!p::IsValidK(h.count) || h.aux < 1 || h.aux > p::kMaxWorkers || h.offset == 0 ||
+        h.rank >= h.aux) {
+      control_.HandleControl(packet, from, now, *this);
+      return;
+    }
+    const LeafRanks ranks = RanksOfLeaf(config_.index, config_.leaves, h.aux);
+    if (h.rank < ranks.lo || h.rank >= ranks.lo + ranks.n) {
+      Bump(LeafCounter::kForeignRank);
+      SendReply(from, p::MsgType::kError, h.job, h.rank, 0,
+                static_cast<uint16_t>(p::JoinParam::kRank), p::kJoinValueNone,
+                static_cast<uint16_t>(p::ErrorCode::kBadParams));
+      return;
+    }
+    auto nj = std::make_unique<Job>();
+    nj->id = h.job;
+    nj->world = h.aux;
+    nj->k = h.count;
+    nj->window_asked = h.offset;
+    nj->ranks = ranks;
+    nj->created = now;
+    nj->next_join = now + config_.join_resend;
+    j = nj.get();
+    jobs_[h.job] = std::move(nj);
+    SendUpControl(*j, p::MsgType::kJoin, 0, 0);
+    Lower(j->next_join);
+  }
+  j->last_worker = now;
+  if (j->state == State::kFailed) {
+    std::memcpy(buf_.data(), j->fail.data(), kCtlBytes);
+    p::SetRank(buf_.data(), h.rank);
+    p::SealMessage(buf_.data(), p::kHeaderBytes);
+    out_.SendTo(from, {buf_.data(), kCtlBytes}, false);
+    return;
+  }
+  // The parameters the leaf maps must be the job's; the rest the control plane checks.
+  p::JoinParam bad = p::JoinParam::kNone;
+  uint32_t value = 0;
+  if (h.aux != j->world) {
+    bad = p::JoinParam::kWorldSize;
+    value = j->world;
+  } else if (h.offset != j->window_asked) {
+    bad = p::JoinParam::kWindow;
+    value = j->window_asked;
+  } else if (h.rank < j->ranks.lo || h.rank >= j->ranks.lo + j->ranks.n) {
+    bad = p::JoinParam::kRank;
+    value = p::kJoinValueNone;
+    Bump(LeafCounter::kForeignRank);
+  }
+  if (bad != p::JoinParam::kNone) {
+    SendReply(from, p::MsgType::kError, h.job, h.rank, 0, static_cast<uint16_t>(bad), value,
+              static_cast<uint16_t>(p::ErrorCode::kBadParams));
+    return;
+  }
+  if (j->state == State::kJoining) {
+    if (j->spine_waiting) {
+      SendReply(from, p::MsgType::kJoinWait, h.job, h.rank, 0, 0, 0, j->ahead);
+    }
+    return;
+  }
+  std::array<uint8_t, kCtlBytes> b;
+  std::memcpy(b.data(), packet.data(), kCtlBytes);
+  p::SetRank(b.data(), static_cast<uint16_t>(h.rank - j->ranks.lo));
+  p::SetAux(b.data(), j->ranks.n);
+  p::SetOffset(b.data(), j->window);
+  p::SealMessage(b.data(), p::kHeaderBytes);
+  control_.HandleControl(b, from, now, *this);
+  if (j->bad_grant) Tick(now);
+}
+
+std::span<const uint8_t> Leaf::MapData(std::span<const uint8_t> packet, uint8_t* scratch) {
+  if (packet.size() < p::kHeaderBytes + p::kCrcBytes || packet.size() > kBufBytes ||
+      p::GetVersion(packet.data()) != p::kVersion || !IsType(packet.data(), p::MsgType::kData)) {
+    return packet;
+  }
+  Job* j = Find(p::GetJob(packet.data()));
+  if (j == nullptr || j->state != State::kRunning || !p::MessageCrcOk(packet)) return packet;
+  const uint16_t r = p::GetRank(packet.data());
+  if (r < j->ranks.lo || r >= j->ranks.lo + j->ranks.n) {
+    Bump(LeafCounter::kForeignRank);
+    return {};
+  }
+  std::memcpy(scratch, packet.data(), packet.size());
+  p::SetRank(scratch, static_cast<uint16_t>(r - j->ranks.lo));
+  p::SealMessage(scratch, packet.size() - p::kCrcBytes);
+  return {scratch, packet.size()};
+}
+
+void Leaf::OnEngineResult(uint16_t job_id, uint16_t dest_rank, std::span<const uint8_t> packet,
+                          TimePoint now) {
+  Job* j = Find(job_id);
+  const uint16_t s = p::GetSlot(packet.data());
+  if (j == nullptr || j->state != State::kRunning || s >= j->window || packet.size() > kBufBytes) {
+    return;
+  }
+  UpSlot& u = j->slots[s];
+  const uint16_t gen = p::GetGen(packet.data());
+  if (dest_rank == p::kRankAll) {
+    // The slot's partial sum: upstream as rank `index`'s data for (slot, gen).
+    uint8_t* b = j->Up(s);
+    std::memcpy(b, packet.data(), packet.size());
+    p::SetType(b, static_cast<uint8_t>(p::MsgType::kData));
+    p::SetRank(b, config_.index);
+    p::SetFlags(b, static_cast<uint8_t>(p::GetFlags(b) & ~p::flags::kRetx));
+    p::SetAux(b, 0);
+    p::SealMessage(b, packet.size() - p::kCrcBytes);
+    u.busy = true;
+    u.gen = gen;
+    u.len = static_cast<uint32_t>(packet.size());
+    u.retries = 0;
+    u.rto_us = j->rto->rto_us();
+    u.sent_at = now;
+    u.deadline = now + std::chrono::microseconds(u.rto_us);
+    Lower(u.deadline);
+    Bump(LeafCounter::kUpData);
+    SendUp({b, u.len}, true);
+    return;
+  }
+  // A worker retransmitted for a slot complete here: it lost the final result, or it is early.
+  if (u.have_final && u.final_gen == gen) {
+    for (const Peer& peer : control_.Destinations(job_id, dest_rank, s)) {
+      out_.SendTo(peer, {j->Fin(s), u.final_len}, true);
+      Bump(LeafCounter::kDownResults);
+      Bump(LeafCounter::kDownResends);
+    }
+  } else if (u.busy && u.gen == gen) {
+    Bump(LeafCounter::kResendPending);  // the final goes to every worker when it comes
+  }
+}
+
+void Leaf::HandleUpstream(std::span<const uint8_t> packet, TimePoint now) {
+  if (packet.size() < p::kHeaderBytes + p::kCrcBytes || packet.size() > kBufBytes ||
+      p::GetVersion(packet.data()) != p::kVersion) {
+    Bump(LeafCounter::kUpStale);
+    return;
+  }
+  if (!p::MessageCrcOk(packet)) {
+    Bump(LeafCounter::kUpBadCrc);
+    return;
+  }
+  if (AllocReply(packet)) return;
+  Job* j = Find(p::GetJob(packet.data()));
+  if (j == nullptr) {
+    Bump(LeafCounter::kUpStale);
+    return;
+  }
+  const uint8_t* h = packet.data();
+  if (IsType(h, p::MsgType::kResult)) {
+    UpResult(*j, packet, now);
+  } else if (IsType(h, p::MsgType::kJoinAck)) {
+    if (j->state != State::kJoining || p::GetCount(h) != j->k || p::GetOffset(h) < 1 ||
+        p::GetOffset(h) > j->window_asked) {
+      Bump(LeafCounter::kUpStale);  // a duplicate, or nonsense
+      return;
+    }
+    j->state = State::kRunning;
+    j->window = static_cast<uint16_t>(p::GetOffset(h));
+    j->slots.assign(j->window, UpSlot{});
+    j->up.assign(size_t{j->window} * kBufBytes, 0);
+    j->fin.assign(size_t{j->window} * kBufBytes, 0);
+    // Up to `window` partials in flight: that many samples per round trip (rto.h).
+    RtoConfig rc = config_.rto;
+    rc.samples_per_rtt = j->window;
+    j->rto = std::make_unique<RtoEstimator>(rc);
+    j->last_progress = now;
+    // The workers' next JOIN resend goes to the local control plane.
+  } else if (IsType(h, p::MsgType::kJoinWait)) {
+    if (j->state == State::kJoining) {
+      j->spine_waiting = true;
+      j->ahead = p::GetAux(h);
+    }
+  } else if (IsType(h, p::MsgType::kError)) {
+    UpError(*j, packet, now);
+  } else {
+    Bump(LeafCounter::kUpStale);
+  }
+}
+
+void Leaf::UpResult(Job& j, std::span<const uint8_t> packet, TimePoint now) {
+  const p::Header h = p::DecodeHeader(packet.data());
+  if (j.state != State::kRunning || h.slot >= j.window ||
+      (h.rank != config_.index && h.rank != p::kRankAll)) {
+    Bump(LeafCounter::kUpStale);
+    return;
+  }
+  UpSlot& u = j.slots[h.slot];
+  const uint8_t* up = j.Up(h.slot);
+  if (!u.busy || h.gen != u.gen || h.count != p::GetCount(up) || h.offset != p::GetOffset(up) ||
+      packet.size() != p::MessageBytes(h.count)) {
+    Bump(u.have_final && u.final_gen == h.gen ? LeafCounter::kUpDupResults : LeafCounter::kUpStale);
+    return;
+  }
+  (void)j.rto->OnSample(std::chrono::duration_cast<std::chrono::microseconds>(now - u.sent_at),
+                        u.retries > 0);
+  if (u.retries == 0) j.rack_sent = std::max(j.rack_sent, u.sent_at);
+  j.last_progress = now;
+  u.busy = false;
+  u.deadline = TimePoint::max();
+  uint8_t* f = j.Fin(h.slot);
+  std::memcpy(f, packet.data(), packet.size());
+  if (h.rank != p::kRankAll) {
+    p::SetRank(f, p::kRankAll);
+    p::SealMessage(f, packet.size() - p::kCrcBytes);
+  }
+  u.have_final = true;
+  u.final_gen = h.gen;
+  u.final_len = static_cast<uint32_t>(packet.size());
+  Bump(LeafCounter::kUpResults);
+  const auto peers = control_.Destinations(j.id, p::kRankAll, h.slot);
+  for (const Peer& peer : peers) out_.SendTo(peer, {f, u.final_len}, true);
+  Bump(LeafCounter::kDownResults, peers.size());
+}
+
+void Leaf::UpError(Job& j, std::span<const uint8_t> packet, TimePoint now) {
+  std::array<uint8_t, kCtlBytes> e;
+  if (packet.size() != kCtlBytes) {
+    Bump(LeafCounter::kUpStale);
+    return;
+  }
+  std::memcpy(e.data(), packet.data(), kCtlBytes);
+  const auto code = static_cast<p::ErrorCode>(p::GetAux(e.data()));
+  // A rank named in count is a leaf on the spine: name its first worker rank.
+  if (code == p::ErrorCode::kRankLeft || code == p::ErrorCode::kPeerRefused ||
+      code == p::ErrorCode::kRankMismatch) {
+    const uint16_t leaf = p::GetCount(e.data());
+    if (leaf < config_.leaves) {
+      p::SetCount(e.data(), RanksOfLeaf(leaf, config_.leaves, j.world).lo);
+    }
+  }
+  p::SealMessage(e.data(), p::kHeaderBytes);
+  if (code == p::ErrorCode::kRankLeft) {
+    // Another leaf's workers all finished: calls past theirs cannot complete here either.
+    if (j.state == State::kRunning) SendToAllLocal(j, e);
+    return;
+  }
+  if (j.state == State::kFailed) return;
+  Bump(LeafCounter::kUpErrors);
+  Fail(j, e, now);
+}
+
+void Leaf::Fail(Job& j, std::span<const uint8_t> error, TimePoint now) {
+  std::memcpy(j.fail.data(), error.data(), kCtlBytes);
+  const bool local = j.state == State::kRunning && control_.HasJob(j.id);
+  j.state = State::kFailed;
+  j.failed_at = now;
+  j.slots.clear();
+  j.up.clear();
+  j.fin.clear();
+  Lower(now + config_.job_timeout);
+  if (local) {
+    const p::Header h = p::DecodeHeader(error.data());
+    passthrough_ = true;
+    (void)control_.AbortJob(j.id, static_cast<p::ErrorCode>(h.aux), h.count, h.slot, h.gen,
+                            h.offset, *this);
+    passthrough_ = false;
+  }
+}
+
+void Leaf::LocalGone(Job& j) {
+  SendUpControl(j, p::MsgType::kLeave, j.graceful_leave ? 0 : 4, j.calls);
+}
+
+void Leaf::Erase(uint16_t job_id) { jobs_.erase(job_id); }
+
+void Leaf::Tick(TimePoint now) {
+  next_deadline_ = TimePoint::max();
+  std::erase_if(allocs_, [&](const Alloc& a) { return now - a.at > config_.job_timeout; });
+  std::vector<uint16_t> gone;  // not per packet: Tick runs every few ms
+  for (auto& [id, jp] : jobs_) {
+    Job& j = *jp;
+    switch (j.state) {
+      case State::kJoining:
+        if (now - j.last_worker > config_.job_timeout) {
+          SendUpControl(j, p::MsgType::kLeave, 4, 0);
+          gone.push_back(id);
+          continue;
+        }
+        if (now >= j.next_join) {
+          SendUpControl(j, p::MsgType::kJoin, 0, 0);
+          j.next_join = now + config_.join_resend;
+        }
+        Lower(j.next_join);
+        break;
+      case State::kRunning: {
+        if (j.bad_grant) {
+          j.bad_grant = false;
+          Bump(LeafCounter::kNoSlots);
+          uint8_t e[kCtlBytes] = {};
+          p::Header h;
+          h.version = p::kVersion;
+          h.type = static_cast<uint8_t>(p::MsgType::kError);
+          h.job = id;
+          h.aux = static_cast<uint16_t>(p::ErrorCode::kNoSlots);
+          p::EncodeHeader(h, e);
+          p::SealMessage(e, p::kHeaderBytes);
+          SendUpControl(j, p::MsgType::kLeave, 4, 0);
+          Fail(j, {e, kCtlBytes}, now);
+          continue;
+        }
+        const bool local = control_.HasJob(id);
+        if (local) {
+          j.local_seen = true;
+        } else if (j.local_seen || now - j.last_worker > config_.job_timeout) {
+          LocalGone(j);
+          gone.push_back(id);
+          continue;
+        }
+        for (uint16_t s = 0; s < j.window; ++s) {
+          UpSlot& u = j.slots[s];
+          if (!u.busy) continue;
+          // As the worker's engine (slot_window.h): resend when a partial sent an RTO later
+          // already came back (loss, not a slow leaf elsewhere), or no result at all came for
+          // the slot's RTO; the spine waiting for another leaf's partial is not loss.
+          const bool overtaken =
+              j.rack_sent - u.sent_at >= std::chrono::microseconds(j.rto->rto_us());
+          const TimePoint due =
+              overtaken
+                  ? u.deadline
+                  : std::max(u.deadline, j.last_progress + std::chrono::microseconds(u.rto_us));
+          if (now >= due) {
+            uint8_t* b = j.Up(s);
+            if (!(p::GetFlags(b) & p::flags::kRetx)) {
+              p::SetFlags(b, static_cast<uint8_t>(p::GetFlags(b) | p::flags::kRetx));
+              p::SealMessage(b, u.len - p::kCrcBytes);
+            }
+            ++u.retries;
+            u.rto_us = j.rto->Backoff(u.rto_us);
+            u.deadline = now + std::chrono::microseconds(u.rto_us);
+            Bump(LeafCounter::kUpRetx);
+            SendUp({b, u.len}, true);
+            Lower(u.deadline);
+          } else {
+            Lower(due);
+          }
+        }
+        break;
+      }
+      case State::kFailed:
+        if (now - j.failed_at > config_.job_timeout) {
+          gone.push_back(id);
+          continue;
+        }
+        Lower(j.failed_at + config_.job_timeout);
+        break;
+    }
+  }
+  for (uint16_t id : gone) Erase(id);
+}
+
+}  // namespace ina::dp::switchd

@@ -1,0 +1,437 @@
+// Unit tests of a leaf of two-level aggregation (ina/dp/switchd/leaf.h) over the reference
+// engine and a real control plane, with a fake clock and a sink that records every packet: the
+// rank partition, the join through the spine, partials up and finals down, the upstream RTO, a
+// worker's retransmission while the partial is upstream and after the final came, duplicates
+// from the spine, errors both ways.
+#include "ina/dp/switchd/leaf.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+#include "ina/dp/ref_engine.h"
+#include "ina/proto/crc32c.h"
+#include "ina/proto/wire.h"
+
+namespace ina::dp::switchd {
+namespace {
+
+namespace p = ::ina::proto;
+using TimePoint = Leaf::TimePoint;
+using std::chrono::milliseconds;
+
+constexpr uint16_t kJob = 9;
+constexpr uint16_t kWorld = 8;  // 2 leaves: this one (index 1) serves ranks 4..7
+constexpr uint16_t kK = 64;
+constexpr uint16_t kWindow = 16;  // asked by the workers
+constexpr uint16_t kGranted = 8;  // granted by the spine
+
+Peer MakePeer(uint16_t port) {
+  sockaddr_in sa{};
+  sa.sin_family = AF_INET;
+  sa.sin_port = htons(port);
+  inet_pton(AF_INET, "127.0.0.1", &sa.sin_addr);
+  return Peer::From(reinterpret_cast<const sockaddr*>(&sa), sizeof(sa));
+}
+
+std::vector<uint8_t> Message(const p::Header& h, const std::vector<int32_t>& payload = {}) {
+  std::vector<uint8_t> b(p::MessageBytes(payload.size()));
+  p::EncodeHeader(h, b.data());
+  for (size_t i = 0; i < payload.size(); ++i) {
+    const uint32_t v = static_cast<uint32_t>(payload[i]);
+    uint8_t* e = b.data() + p::kHeaderBytes + 4 * i;
+    e[0] = static_cast<uint8_t>(v >> 24);
+    e[1] = static_cast<uint8_t>(v >> 16);
+    e[2] = static_cast<uint8_t>(v >> 8);
+    e[3] = static_cast<uint8_t>(v);
+  }
+  p::SealMessage(b.data(), b.size() - p::kCrcBytes);
+  return b;
+}
+
+p::Header H(p::MsgType type, uint16_t rank) {
+  p::Header h;
+  h.version = p::kVersion;
+  h.type = static_cast<uint8_t>(type);
+  h.job = kJob;
+  h.rank = rank;
+  return h;
+}
+
+int32_t Elem(const std::vector<uint8_t>& b, size_t i) {
+  const uint8_t* e = b.data() + p::kHeaderBytes + 4 * i;
+  return static_cast<int32_t>((uint32_t{e[0]} << 24) | (uint32_t{e[1]} << 16) |
+                              (uint32_t{e[2]} << 8) | e[3]);
+}
+
+struct Sent {
+  Peer to;
+  std::vector<uint8_t> bytes;
+  p::Header h() const { return p::DecodeHeader(bytes.data()); }
+};
+
+// The switch core around a leaf, as switch.cc wires it.
+class LeafHarness : public LeafSink, public Emitter {
+ public:
+  explicit LeafHarness(uint32_t pool_slots = 256) {
+    engine_ = MakeReferenceEngine({pool_slots, 16});
+    ControlConfig cc;
+    cc.lease_calls = 0;
+    control_ = std::move(ControlPlane::Create(*engine_, cc)).value();
+    LeafConfig lc;
+    lc.upstream = spine;
+    lc.index = 1;
+    lc.leaves = 2;
+    lc.rto = {1000, 5000, 200000, 1};
+    leaf_ = std::make_unique<Leaf>(lc, *control_, *this);
+    for (uint16_t r = 0; r < 4; ++r) workers.push_back(MakePeer(static_cast<uint16_t>(6000 + r)));
+  }
+
+  void SendTo(const Peer& to, std::span<const uint8_t> packet, bool) override {
+    ASSERT_TRUE(p::MessageCrcOk(packet)) << "every packet out carries its trailer";
+    sent.push_back({to, {packet.begin(), packet.end()}});
+  }
+  void OnResult(uint16_t job, uint16_t dest, std::span<const uint8_t> packet) override {
+    leaf_->OnEngineResult(job, dest, packet, now);
+  }
+
+  void FromWorker(uint16_t local, const std::vector<uint8_t>& b) {
+    const Peer& from = workers[local];
+    if (ControlPlane::IsControlType(p::GetType(b.data()))) {
+      leaf_->HandleWorkerControl(b, from, now);
+      return;
+    }
+    std::vector<uint8_t> scratch(p::kMaxPacketBytes);
+    const auto m = leaf_->MapData(b, scratch.data());
+    if (m.empty()) {
+      ++foreign;
+      return;
+    }
+    if (control_->CheckDataSource(p::GetJob(m.data()), p::GetRank(m.data()), p::GetSlot(m.data()),
+                                  from, now) == SourceCheck::kForeign) {
+      ++foreign;
+      return;
+    }
+    engine_->Process(m, *this);
+  }
+  void FromSpine(const std::vector<uint8_t>& b) { leaf_->HandleUpstream(b, now); }
+  void Tick() {
+    (void)control_->Tick(now, leaf_->replies());
+    leaf_->Tick(now);
+  }
+
+  std::vector<Sent> Take() { return std::exchange(sent, {}); }
+  std::vector<Sent> TakeTo(const Peer& to) {
+    std::vector<Sent> out, rest;
+    for (auto& s : sent) (s.to == to ? out : rest).push_back(std::move(s));
+    sent = std::move(rest);
+    return out;
+  }
+  uint64_t Count(LeafCounter c) const { return leaf_->counters()[static_cast<size_t>(c)]; }
+
+  // Every worker joins; the spine grants kGranted; every worker gets its join_ack (unless
+  // `expect_acks` is false).
+  void JoinAll(bool expect_acks = true) {
+    for (uint16_t l = 0; l < 4; ++l) {
+      p::Header h = H(p::MsgType::kJoin, static_cast<uint16_t>(4 + l));
+      h.aux = kWorld;
+      h.count = kK;
+      h.offset = kWindow;
+      FromWorker(l, Message(h));
+    }
+    auto up = TakeTo(spine);
+    ASSERT_EQ(up.size(), 1u) << "one JOIN to the spine";
+    EXPECT_EQ(up[0].h().type, static_cast<uint8_t>(p::MsgType::kJoin));
+    EXPECT_EQ(up[0].h().rank, 1);
+    EXPECT_EQ(up[0].h().aux, 2) << "world = leaves";
+    EXPECT_EQ(up[0].h().count, kK);
+    EXPECT_EQ(up[0].h().offset, kWindow);
+    EXPECT_TRUE(Take().empty()) << "workers wait for the spine";
+    p::Header a = H(p::MsgType::kJoinAck, 1);
+    a.count = kK;
+    a.offset = kGranted;
+    a.gen = 3;
+    a.aux = 64;
+    FromSpine(Message(a));
+    for (uint16_t l = 0; l < 4; ++l) {  // the workers' JOIN resends
+      p::Header h = H(p::MsgType::kJoin, static_cast<uint16_t>(4 + l));
+      h.aux = kWorld;
+      h.count = kK;
+      h.offset = kWindow;
+      FromWorker(l, Message(h));
+    }
+    if (!expect_acks) return;
+    auto acks = Take();
+    ASSERT_EQ(acks.size(), 4u);
+    for (uint16_t l = 0; l < 4; ++l) {
+      EXPECT_EQ(acks[l].to, workers[l]);
+      EXPECT_EQ(acks[l].h().type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+      EXPECT_EQ(acks[l].h().rank, 4 + l) << "the worker's global rank";
+      EXPECT_EQ(acks[l].h().offset, kGranted) << "the spine's window";
+      EXPECT_EQ(acks[l].h().aux, 0) << "no lease";
+    }
+  }
+
+  // Worker `local` sends int32 block (slot, gen) = value at every element.
+  std::vector<uint8_t> Data(uint16_t local, uint16_t slot, uint16_t gen, int32_t value,
+                            bool retx = false) {
+    p::Header h = H(p::MsgType::kData, static_cast<uint16_t>(4 + local));
+    h.slot = slot;
+    h.gen = gen;
+    h.count = kK;
+    h.offset = uint32_t{slot} * kK;
+    h.flags = static_cast<uint8_t>(p::flags::kInt32 | (retx ? p::flags::kRetx : 0));
+    return Message(h, std::vector<int32_t>(kK, value));
+  }
+
+  TimePoint now = TimePoint() + std::chrono::hours(1);
+  Peer spine = MakePeer(5000);
+  std::vector<Peer> workers;
+  std::vector<Sent> sent;
+  int foreign = 0;
+
+ private:
+  std::unique_ptr<Engine> engine_;
+  std::unique_ptr<ControlPlane> control_;
+  std::unique_ptr<Leaf> leaf_;
+};
+
+TEST(RanksOfLeaf, PartitionEveryWorldInContiguousBalancedRuns) {
+  for (uint16_t world = 1; world <= p::kMaxWorkers; ++world) {
+    for (uint16_t leaves = 1; leaves <= world; ++leaves) {
+      uint16_t next = 0;
+      for (uint16_t i = 0; i < leaves; ++i) {
+        const LeafRanks r = RanksOfLeaf(i, leaves, world);
+        ASSERT_EQ(r.lo, next) << world << " " << leaves << " " << i;
+        ASSERT_GE(r.n, world / leaves);
+        ASSERT_LE(r.n, (world + leaves - 1) / leaves);
+        for (uint16_t x = r.lo; x < r.lo + r.n; ++x) ASSERT_EQ(x * leaves / world, i);
+        next = static_cast<uint16_t>(r.lo + r.n);
+      }
+      ASSERT_EQ(next, world);
+    }
+  }
+}
+
+TEST(Leaf, JoinGoesThroughTheSpineAndRanksAreMapped) {
+  LeafHarness t;
+  t.JoinAll();
+  // A rank leaf 0 serves is refused, naming the rank.
+  p::Header h = H(p::MsgType::kJoin, 2);
+  h.aux = kWorld;
+  h.count = kK;
+  h.offset = kWindow;
+  t.FromWorker(0, Message(h));
+  auto r = t.Take();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].h().aux, static_cast<uint16_t>(p::ErrorCode::kBadParams));
+  EXPECT_EQ(r[0].h().slot, static_cast<uint16_t>(p::JoinParam::kRank));
+  EXPECT_EQ(t.Count(LeafCounter::kForeignRank), 1u);
+}
+
+TEST(Leaf, PartialGoesUpOnceAndTheFinalComesDownToEveryWorker) {
+  LeafHarness t;
+  t.JoinAll();
+  for (uint16_t l = 0; l < 3; ++l) t.FromWorker(l, t.Data(l, 2, 0, 10 + l));
+  EXPECT_TRUE(t.Take().empty()) << "incomplete: nothing";
+  t.FromWorker(1, t.Data(1, 2, 0, 11, true));  // a duplicate never counts twice
+  t.FromWorker(3, t.Data(3, 2, 0, 13));
+  auto up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 1u);
+  EXPECT_TRUE(t.Take().empty()) << "the partial does not go to the workers";
+  const p::Header u = up[0].h();
+  EXPECT_EQ(u.type, static_cast<uint8_t>(p::MsgType::kData));
+  EXPECT_EQ(u.rank, 1) << "the leaf's rank on the spine";
+  EXPECT_EQ(u.slot, 2);
+  EXPECT_EQ(u.gen, 0);
+  EXPECT_EQ(u.offset, 2u * kK);
+  EXPECT_EQ(u.flags & p::flags::kRetx, 0);
+  EXPECT_NE(u.flags & p::flags::kInt32, 0);
+  for (size_t i = 0; i < kK; ++i) ASSERT_EQ(Elem(up[0].bytes, i), 10 + 11 + 12 + 13);
+
+  // A worker lost nothing yet but retransmits while the partial is upstream: nothing.
+  t.FromWorker(0, t.Data(0, 2, 0, 10, true));
+  EXPECT_TRUE(t.Take().empty());
+  EXPECT_EQ(t.Count(LeafCounter::kResendPending), 1u);
+
+  // The spine's result (to this leaf) goes to every worker as a result for every rank.
+  p::Header res = u;
+  res.type = static_cast<uint8_t>(p::MsgType::kResult);
+  res.rank = 1;
+  const auto result = Message(res, std::vector<int32_t>(kK, 1000));
+  t.FromSpine(result);
+  auto down = t.Take();
+  ASSERT_EQ(down.size(), 4u);
+  for (uint16_t l = 0; l < 4; ++l) {
+    EXPECT_EQ(down[l].to, t.workers[l]);
+    EXPECT_EQ(down[l].h().type, static_cast<uint8_t>(p::MsgType::kResult));
+    EXPECT_EQ(down[l].h().rank, p::kRankAll);
+    EXPECT_EQ(Elem(down[l].bytes, 0), 1000);
+  }
+  // The same result again (the spine re-sent it): counted, nothing sent.
+  t.FromSpine(result);
+  EXPECT_TRUE(t.Take().empty());
+  EXPECT_EQ(t.Count(LeafCounter::kUpDupResults), 1u);
+  // A worker that lost the final retransmits: it gets the final, not the partial.
+  t.FromWorker(2, t.Data(2, 2, 0, 12, true));
+  auto again = t.Take();
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].to, t.workers[2]);
+  EXPECT_EQ(Elem(again[0].bytes, 0), 1000);
+  EXPECT_EQ(t.Count(LeafCounter::kDownResends), 1u);
+  // No retransmission upstream after the result.
+  t.now += milliseconds(500);
+  t.Tick();
+  EXPECT_TRUE(t.TakeTo(t.spine).empty());
+}
+
+TEST(Leaf, PartialIsResentUpstreamOnItsTimeoutWithRetxUntilTheResult) {
+  LeafHarness t;
+  t.JoinAll();
+  for (uint16_t l = 0; l < 4; ++l) t.FromWorker(l, t.Data(l, 0, 0, 1));
+  auto first = t.TakeTo(t.spine);
+  ASSERT_EQ(first.size(), 1u);
+  t.now += milliseconds(1);
+  t.Tick();
+  EXPECT_TRUE(t.TakeTo(t.spine).empty()) << "before the initial RTO (5 ms)";
+  t.now += milliseconds(10);
+  t.Tick();
+  auto r1 = t.TakeTo(t.spine);
+  ASSERT_EQ(r1.size(), 1u);
+  EXPECT_NE(r1[0].h().flags & p::flags::kRetx, 0);
+  EXPECT_EQ(
+      std::vector<uint8_t>(r1[0].bytes.begin() + p::kHeaderBytes, r1[0].bytes.end() - 4),
+      std::vector<uint8_t>(first[0].bytes.begin() + p::kHeaderBytes, first[0].bytes.end() - 4))
+      << "the same partial";
+  // Backoff: the next try waits twice as long.
+  t.now += milliseconds(6);
+  t.Tick();
+  EXPECT_TRUE(t.TakeTo(t.spine).empty());
+  t.now += milliseconds(6);
+  t.Tick();
+  EXPECT_EQ(t.TakeTo(t.spine).size(), 1u);
+  EXPECT_EQ(t.Count(LeafCounter::kUpRetx), 2u);
+}
+
+TEST(Leaf, SpineErrorEndsTheLocalJobForEveryWorkerAndLaterJoins) {
+  LeafHarness t;
+  t.JoinAll();
+  p::Header e = H(p::MsgType::kError, 1);
+  e.aux = static_cast<uint16_t>(p::ErrorCode::kRankMismatch);
+  e.count = 0;  // leaf 0 proved it: its first rank is 0
+  e.slot = 3;
+  e.gen = 7;
+  t.FromSpine(Message(e));
+  auto errs = t.Take();
+  ASSERT_EQ(errs.size(), 4u);
+  for (uint16_t l = 0; l < 4; ++l) {
+    EXPECT_EQ(errs[l].to, t.workers[l]);
+    EXPECT_EQ(errs[l].h().aux, static_cast<uint16_t>(p::ErrorCode::kRankMismatch));
+    EXPECT_EQ(errs[l].h().rank, 4 + l);
+    EXPECT_EQ(errs[l].h().slot, 3);
+    EXPECT_EQ(errs[l].h().gen, 7);
+  }
+  // Data of the job is no longer aggregated; a JOIN hears the error.
+  t.FromWorker(0, t.Data(0, 0, 0, 1));
+  p::Header h = H(p::MsgType::kJoin, 5);
+  h.aux = kWorld;
+  h.count = kK;
+  h.offset = kWindow;
+  t.FromWorker(1, Message(h));
+  auto r = t.Take();
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_EQ(r[0].h().aux, static_cast<uint16_t>(p::ErrorCode::kRankMismatch));
+  EXPECT_EQ(r[0].h().rank, 5);
+}
+
+TEST(Leaf, APoolThatCannotGiveTheSpinesWindowEndsTheJob) {
+  LeafHarness t(4);  // the spine grants 8
+  t.JoinAll(false);
+  auto up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 3u);
+  EXPECT_EQ(up[0].h().type, static_cast<uint8_t>(p::MsgType::kLeave));
+  EXPECT_NE(up[0].h().aux, 0);
+  auto errs = t.Take();
+  ASSERT_EQ(errs.size(), 4u) << "no join_ack with another window: every worker an error";
+  for (const auto& e : errs) {
+    EXPECT_EQ(e.h().type, static_cast<uint8_t>(p::MsgType::kError));
+    EXPECT_EQ(e.h().aux, static_cast<uint16_t>(p::ErrorCode::kNoSlots));
+  }
+  EXPECT_EQ(t.Count(LeafCounter::kNoSlots), 1u);
+}
+
+TEST(Leaf, AllocJobGoesToTheSpineWithTheLeafsOwnNonce) {
+  LeafHarness t;
+  auto alloc = [&](uint16_t local, uint16_t nonce) {
+    p::Header h = H(p::MsgType::kAllocJob, 0);
+    h.job = 77;  // hint
+    h.gen = nonce;
+    t.FromWorker(local, Message(h));
+  };
+  alloc(0, 5);
+  alloc(1, 5);  // the same random nonce from another worker
+  alloc(0, 5);  // a resend
+  auto up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 3u);
+  EXPECT_NE(up[0].h().gen, up[1].h().gen) << "two requests, two nonces on the spine";
+  EXPECT_EQ(up[2].h().gen, up[0].h().gen) << "a resend keeps its nonce (the spine's same id)";
+  EXPECT_EQ(up[0].h().type, static_cast<uint8_t>(p::MsgType::kAllocJob));
+  EXPECT_EQ(t.Count(LeafCounter::kUpAllocs), 3u);
+  EXPECT_TRUE(t.Take().empty());
+  p::Header a = H(p::MsgType::kAllocAck, 0);
+  a.job = 40000;
+  a.gen = up[1].h().gen;
+  t.FromSpine(Message(a));
+  p::Header e = H(p::MsgType::kError, 0);
+  e.job = 0;
+  e.aux = static_cast<uint16_t>(p::ErrorCode::kTooManyJobs);
+  e.gen = up[0].h().gen;
+  t.FromSpine(Message(e));
+  auto down = t.Take();
+  ASSERT_EQ(down.size(), 2u);
+  EXPECT_EQ(down[0].to, t.workers[1]);
+  EXPECT_EQ(down[0].h().type, static_cast<uint8_t>(p::MsgType::kAllocAck));
+  EXPECT_EQ(down[0].h().job, 40000);
+  EXPECT_EQ(down[0].h().gen, 5) << "the worker's own nonce";
+  EXPECT_EQ(down[1].to, t.workers[0]);
+  EXPECT_EQ(down[1].h().aux, static_cast<uint16_t>(p::ErrorCode::kTooManyJobs));
+  EXPECT_EQ(down[1].h().gen, 5);
+}
+
+TEST(Leaf, WorkerAbortIsALeaveUpstreamAndGracefulLeavesAreOne) {
+  {
+    LeafHarness t;
+    t.JoinAll();
+    p::Header l = H(p::MsgType::kLeave, 6);
+    l.aux = static_cast<uint16_t>(p::ErrorCode::kJobAborted);
+    t.FromWorker(2, Message(l));
+    auto up = t.TakeTo(t.spine);
+    ASSERT_EQ(up.size(), 3u) << "three copies";
+    EXPECT_EQ(up[0].h().type, static_cast<uint8_t>(p::MsgType::kLeave));
+    EXPECT_EQ(up[0].h().rank, 1);
+    EXPECT_NE(up[0].h().aux, 0);
+    EXPECT_EQ(t.Take().size(), 3u) << "the other workers: job_aborted";
+  }
+  {
+    LeafHarness t;
+    t.JoinAll();
+    for (uint16_t w = 0; w < 4; ++w) {
+      p::Header l = H(p::MsgType::kLeave, static_cast<uint16_t>(4 + w));
+      l.offset = 42;
+      t.FromWorker(w, Message(l));
+      auto up = t.TakeTo(t.spine);
+      if (w < 3) {
+        EXPECT_TRUE(up.empty()) << "worker " << w;
+        continue;
+      }
+      ASSERT_EQ(up.size(), 3u);
+      EXPECT_EQ(up[0].h().aux, 0) << "graceful";
+      EXPECT_EQ(up[0].h().offset, 42u) << "calls";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ina::dp::switchd

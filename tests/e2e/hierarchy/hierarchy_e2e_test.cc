@@ -1,0 +1,411 @@
+// Two-level aggregation end to end (docs/hierarchy.md): a spine ina-switchd, 2 leaves
+// (ina-switchd --upstream) of 4 workers each (ina-dpdk-worker over UDP, ranks 0-3 on leaf 0 and
+// 4-7 on leaf 1), with packet loss (and duplicates) injected by every switch on what it receives
+// and what it sends, so on every hop in both directions. Every rank's result, float and int32,
+// must be exact and bit-identical to the same inputs through one flat switch without loss. A leaf
+// or the spine killed mid-run must make every worker fail (exit 1) within a bound, never hang.
+//
+// Two topologies: loopback (one namespace, every process on 127.0.0.1), and network namespaces
+// (spine, each leaf and each leaf's workers in their own namespace, joined by veth pairs; skipped
+// when not root or when namespaces cannot be made). Seeds: INA_SEED (default 1) picks the inputs
+// and the fault streams; it is printed.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "process.h"
+#include "support/seed.h"
+
+namespace ina::bench {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+constexpr int kLeaves = 2;
+constexpr int kPerLeaf = 4;
+constexpr int kWorld = kLeaves * kPerLeaf;
+
+uint64_t Seed() {
+  static const uint64_t seed = ina::tests::Seed();
+  return seed;
+}
+
+std::map<std::string, uint64_t> Counters(const std::string& obj) {
+  std::map<std::string, uint64_t> m;
+  const std::regex re("\"([a-z_0-9]+)\": ([0-9]+)");
+  for (auto it = std::sregex_iterator(obj.begin(), obj.end(), re); it != std::sregex_iterator();
+       ++it) {
+    m[(*it)[1]] = std::stoull((*it)[2]);
+  }
+  return m;
+}
+
+// The switch's last JSON line, after SIGTERM.
+std::map<std::string, uint64_t> StopSwitch(Process& sw) {
+  auto st = sw.Stop(SIGTERM, 10s);
+  EXPECT_TRUE(st.ok() && WIFEXITED(*st) && WEXITSTATUS(*st) == 0);
+  std::map<std::string, uint64_t> c;
+  for (const auto& l : sw.Drain(5s)) {
+    if (l.rfind("{\"switch_counters\"", 0) == 0) c = Counters(l);
+  }
+  return c;
+}
+
+// Where each process runs and how it is reached.
+struct Topology {
+  bool netns = false;
+  std::string prefix;  // namespace names: PREFIX-s, PREFIX-l<i>, PREFIX-w<i>
+  std::vector<std::string> made;
+
+  std::vector<std::string> In(const std::string& ns, std::vector<std::string> argv) const {
+    if (!netns) return argv;
+    argv.insert(argv.begin(), {"/usr/bin/env", "ip", "netns", "exec", prefix + "-" + ns});
+    return argv;
+  }
+  // Spine in PREFIX-s; leaf i in PREFIX-l<i>, its link up lu 10.78.i.2 <-> sd<i> 10.78.i.1 (the
+  // spine's side), its link down ld 10.79.i.1 <-> wl 10.79.i.2 (the workers' side, PREFIX-w<i>).
+  bool Up() {
+    auto sh = [](const std::string& c) {
+      return std::system((c + " >/dev/null 2>&1").c_str()) == 0;
+    };
+    auto add = [&](const std::string& ns) {
+      if (!sh("ip netns add " + prefix + "-" + ns)) return false;
+      made.push_back(prefix + "-" + ns);
+      return sh("ip -n " + prefix + "-" + ns + " link set lo up");
+    };
+    if (!add("s")) return false;
+    for (int i = 0; i < kLeaves; ++i) {
+      const std::string l = prefix + "-l" + std::to_string(i);
+      const std::string w = prefix + "-w" + std::to_string(i);
+      const std::string s = prefix + "-s";
+      const std::string I = std::to_string(i);
+      if (!add("l" + I) || !add("w" + I)) return false;
+      if (!sh("ip link add lu netns " + l + " type veth peer name sd" + I + " netns " + s) ||
+          !sh("ip -n " + l + " addr add 10.78." + I + ".2/24 dev lu") ||
+          !sh("ip -n " + s + " addr add 10.78." + I + ".1/24 dev sd" + I) ||
+          !sh("ip -n " + l + " link set lu up") || !sh("ip -n " + s + " link set sd" + I + " up") ||
+          !sh("ip link add ld netns " + l + " type veth peer name wl netns " + w) ||
+          !sh("ip -n " + l + " addr add 10.79." + I + ".1/24 dev ld") ||
+          !sh("ip -n " + w + " addr add 10.79." + I + ".2/24 dev wl") ||
+          !sh("ip -n " + l + " link set ld up") || !sh("ip -n " + w + " link set wl up")) {
+        return false;
+      }
+    }
+    return true;
+  }
+  void Down() {
+    for (const auto& ns : made)
+      (void)std::system(("ip netns delete " + ns + " 2>/dev/null").c_str());
+    made.clear();
+  }
+  std::string SpineBind() const { return netns ? "0.0.0.0" : "127.0.0.1"; }
+  std::string SpineAddrFor(int leaf, const std::string& loopback) const {
+    return netns ? "10.78." + std::to_string(leaf) + ".1:47000" : loopback;
+  }
+  // A leaf in a namespace listens on every address: its replies to the workers leave from
+  // 10.79.i.1, its packets to the spine from 10.78.i.2 (the spine has no route to 10.79.i.0/24).
+  std::string LeafBind() const { return netns ? "0.0.0.0" : "127.0.0.1"; }
+  std::string LeafAddrFor(int leaf, const std::string& listening) const {
+    return netns ? "10.79." + std::to_string(leaf) + ".1:47000" : listening;
+  }
+};
+
+struct RunResult {
+  std::map<int, std::string> fingerprint;  // by rank
+  bool all_exact = true;
+  std::map<std::string, uint64_t> spine;
+  std::vector<std::map<std::string, uint64_t>> leaves;
+};
+
+// The address of "PROGRAM listening on ADDR" (ina-switchd, ina-rtlsim).
+std::string Address(Process& sw, const std::string& program = "ina-switchd") {
+  const std::string prefix = program + " listening on ";
+  auto line = sw.WaitForLine(prefix, 60s);
+  EXPECT_TRUE(line.ok()) << line.status().ToString();
+  return line.ok() ? line->substr(prefix.size()) : "";
+}
+
+std::vector<std::string> WorkerArgv(const std::string& sw, int rank, const std::string& type,
+                                    size_t elements, int repeats, int progress_ms, int lanes = 1) {
+  return {"/usr/bin/env",
+          "INA_PROGRESS_THREADS=" + std::to_string(lanes),
+          "INA_TRANSPORT=udp",
+          "INA_SWITCH=" + sw,
+          "INA_JOB=7",
+          "INA_RANK=" + std::to_string(rank),
+          "INA_WORLD=" + std::to_string(kWorld),
+          "INA_WINDOW=32",
+          "INA_JOIN_TIMEOUT_MS=30000",
+          "INA_PROGRESS_TIMEOUT_MS=" + std::to_string(progress_ms),
+          INA_WORKER_BIN,
+          std::to_string(elements),
+          std::to_string(Seed()),
+          std::to_string(repeats),
+          type};
+}
+
+// Results of kWorld workers, each reporting "result ... fingerprint=F exact=E".
+void Collect(std::vector<Process>& ws, RunResult* out) {
+  const std::regex re("fingerprint=([0-9a-f]+) exact=([01])");
+  for (size_t r = 0; r < ws.size(); ++r) {
+    auto l = ws[r].WaitForLine("result ", 180s);
+    EXPECT_TRUE(l.ok()) << "rank " << r << ": " << l.status().ToString();
+    std::smatch m;
+    if (l.ok() && std::regex_search(*l, m, re)) {
+      out->fingerprint[static_cast<int>(r)] = m[1];
+      out->all_exact = out->all_exact && m[2] == "1";
+    } else {
+      out->all_exact = false;
+    }
+    (void)ws[r].Drain(30s);
+    auto st = ws[r].Stop(SIGTERM, 10s);
+    EXPECT_TRUE(st.ok() && WIFEXITED(*st) && WEXITSTATUS(*st) == 0) << "rank " << r;
+  }
+}
+
+RunResult RunFlat(const std::string& type, size_t elements, int lanes) {
+  RunResult out;
+  auto sw = Process::Start({INA_SWITCHD_BIN, "--bind", "127.0.0.1", "--port", "0"});
+  EXPECT_TRUE(sw.ok());
+  if (!sw.ok()) return out;
+  const std::string addr = Address(*sw);
+  std::vector<Process> ws;
+  for (int r = 0; r < kWorld; ++r) {
+    auto p = Process::Start(WorkerArgv(addr, r, type, elements, 2, 30000, lanes));
+    EXPECT_TRUE(p.ok());
+    if (!p.ok()) return out;
+    ws.push_back(std::move(*p));
+  }
+  Collect(ws, &out);
+  out.spine = StopSwitch(*sw);
+  return out;
+}
+
+struct Tree {
+  std::optional<Process> spine;
+  std::vector<Process> leaves;
+  std::vector<std::string> leaf_addr;
+};
+
+// Starts the spine and the leaves, every switch with `faults` (flags). Leaf 0 is `leaf0_bin`
+// (ina-switchd, or ina-rtlsim: the verilated core as the leaf's engine).
+bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tree* t,
+               const std::string& leaf0_bin = INA_SWITCHD_BIN) {
+  const std::string seed = std::to_string(Seed());
+  std::vector<std::string> sa = {
+      INA_SWITCHD_BIN, "--bind", topo.SpineBind(), "--port", topo.netns ? "47000" : "0",
+      "--seed",        seed};
+  sa.insert(sa.end(), faults.begin(), faults.end());
+  auto sp = Process::Start(topo.In("s", sa));
+  if (!sp.ok()) return false;
+  t->spine.emplace(std::move(*sp));
+  const std::string spine_addr = Address(*t->spine);
+  if (spine_addr.empty()) return false;
+  for (int i = 0; i < kLeaves; ++i) {
+    const std::string bin = i == 0 ? leaf0_bin : INA_SWITCHD_BIN;
+    std::vector<std::string> la = {bin,
+                                   "--bind",
+                                   topo.LeafBind(),
+                                   "--port",
+                                   topo.netns ? "47000" : "0",
+                                   "--upstream",
+                                   topo.SpineAddrFor(i, spine_addr),
+                                   "--leaf-index",
+                                   std::to_string(i),
+                                   "--leaves",
+                                   std::to_string(kLeaves),
+                                   "--seed",
+                                   std::to_string(Seed() + 100 + i)};
+    la.insert(la.end(), faults.begin(), faults.end());
+    auto lp = Process::Start(topo.In("l" + std::to_string(i), la));
+    if (!lp.ok()) return false;
+    t->leaves.push_back(std::move(*lp));
+    const std::string a = Address(
+        t->leaves.back(),
+        std::filesystem::path(bin).filename() == "ina-rtlsim" ? "ina-rtlsim" : "ina-switchd");
+    if (a.empty()) return false;
+    t->leaf_addr.push_back(topo.LeafAddrFor(i, a));
+  }
+  return true;
+}
+
+RunResult RunTree(const Topology& topo, const std::string& type, size_t elements,
+                  const std::vector<std::string>& faults, int lanes, const std::string& leaf0_bin) {
+  std::printf("tree (%s): %s, INA_SEED=%llu\n", topo.netns ? "netns" : "loopback", type.c_str(),
+              static_cast<unsigned long long>(Seed()));
+  RunResult out;
+  Tree t;
+  EXPECT_TRUE(StartTree(topo, faults, &t, leaf0_bin));
+  if (t.leaves.size() != kLeaves) return out;
+  std::vector<Process> ws;
+  for (int r = 0; r < kWorld; ++r) {
+    const int leaf = r / kPerLeaf;
+    auto p =
+        Process::Start(topo.In("w" + std::to_string(leaf),
+                               WorkerArgv(t.leaf_addr[leaf], r, type, elements, 2, 30000, lanes)));
+    EXPECT_TRUE(p.ok());
+    if (!p.ok()) return out;
+    ws.push_back(std::move(*p));
+  }
+  Collect(ws, &out);
+  for (auto& l : t.leaves) out.leaves.push_back(StopSwitch(l));
+  out.spine = StopSwitch(*t.spine);
+  return out;
+}
+
+class Hierarchy : public ::testing::TestWithParam<bool> {
+ protected:
+  void SetUp() override {
+    topo_.netns = GetParam();
+    if (!topo_.netns) return;
+    if (geteuid() != 0) GTEST_SKIP() << "needs root (network namespaces)";
+    topo_.prefix = "inah" + std::to_string(getpid());
+    if (!topo_.Up()) {
+      topo_.Down();
+      GTEST_SKIP() << "network namespaces or veth pairs cannot be made here";
+    }
+  }
+  void TearDown() override { topo_.Down(); }
+
+  // `lanes`: progress threads per worker, each with its own socket (a rank joins the leaf from
+  // that many addresses; the leaf still joins the spine with one).
+  void ExpectTreeEqualsFlat(const std::string& type, size_t elements, int lanes = 1,
+                            const std::string& leaf0_bin = INA_SWITCHD_BIN) {
+    const std::vector<std::string> faults = {"--drop-rate", "0.02", "--dup-rate", "0.01"};
+    RunResult tree = RunTree(topo_, type, elements, faults, lanes, leaf0_bin);
+    RunResult flat = RunFlat(type, elements, lanes);
+    ASSERT_EQ(tree.fingerprint.size(), static_cast<size_t>(kWorld));
+    ASSERT_EQ(flat.fingerprint.size(), static_cast<size_t>(kWorld));
+    EXPECT_TRUE(flat.all_exact);
+    EXPECT_TRUE(tree.all_exact);
+    EXPECT_EQ(tree.fingerprint, flat.fingerprint);
+    for (int r = 1; r < kWorld; ++r) EXPECT_EQ(tree.fingerprint[r], tree.fingerprint[0]);
+    // Loss on every hop, recovered on both: drops at the spine and at both leaves, retransmissions
+    // from the workers (seen by the leaves) and from the leaves (seen by the spine).
+    ASSERT_EQ(tree.leaves.size(), static_cast<size_t>(kLeaves));
+    EXPECT_GT(tree.spine["inj_rx_drops"] + tree.spine["inj_tx_drops"], 0u);
+    EXPECT_GT(tree.spine["retransmissions"], 0u);
+    for (int i = 0; i < kLeaves; ++i) {
+      auto& l = tree.leaves[i];
+      std::printf(
+          "leaf %d: up_data %llu up_retx %llu up_results %llu down %llu resends %llu "
+          "pending %llu retransmissions %llu\n",
+          i, (unsigned long long)l["leaf_up_data"], (unsigned long long)l["leaf_up_retx"],
+          (unsigned long long)l["leaf_up_results"], (unsigned long long)l["leaf_down_results"],
+          (unsigned long long)l["leaf_down_resends"], (unsigned long long)l["leaf_resend_pending"],
+          (unsigned long long)l["retransmissions"]);
+      EXPECT_GT(l["inj_rx_drops"] + l["inj_tx_drops"], 0u) << "leaf " << i;
+      EXPECT_GT(l["retransmissions"], 0u) << "leaf " << i;
+      EXPECT_GT(l["leaf_up_retx"], 0u) << "leaf " << i;
+      // Every partial sent upstream came back as a result, exactly once per (slot, generation).
+      EXPECT_EQ(l["leaf_up_results"], l["leaf_up_data"]) << "leaf " << i;
+      EXPECT_EQ(l["jobs_admitted"], 1u) << "leaf " << i;
+    }
+    // The spine aggregated one contribution per leaf per (slot, generation): its results are the
+    // leaves' partials, and it counted every duplicate instead of adding it.
+    EXPECT_EQ(tree.spine["rx_data"],
+              tree.leaves[0]["leaf_up_data"] + tree.leaves[1]["leaf_up_data"]);
+    EXPECT_EQ(tree.spine["results"], tree.leaves[0]["leaf_up_data"]);
+    // Every worker left gracefully, and then each leaf: the spine freed the job as done.
+    EXPECT_EQ(tree.spine["leaves_done"], static_cast<uint64_t>(kLeaves));
+    EXPECT_EQ(tree.spine["jobs_done"], 1u);
+  }
+
+  Topology topo_;
+};
+
+TEST_P(Hierarchy, FloatUnderLossIsBitIdenticalToFlat) { ExpectTreeEqualsFlat("float", 50000); }
+
+TEST_P(Hierarchy, Int32UnderLossIsBitIdenticalToFlat) { ExpectTreeEqualsFlat("int32", 50000); }
+
+TEST_P(Hierarchy, WorkersWithTwoLanesUnderLossAreBitIdenticalToFlat) {
+  ExpectTreeEqualsFlat("float", 50000, 2);
+}
+
+// The leaf's work is outside its engine: ina-rtlsim (the verilated RTL core as the engine, the
+// same switch loop and leaf around it) serves as leaf 0 unchanged.
+TEST_P(Hierarchy, RtlCoreAsALeafsEngineIsBitIdenticalToFlat) {
+#ifdef INA_RTLSIM_BIN
+  if (topo_.netns) GTEST_SKIP() << "run on loopback only (the RTL model is slow)";
+  ExpectTreeEqualsFlat("float", 20000, 1, INA_RTLSIM_BIN);
+#else
+  GTEST_SKIP() << "ina-rtlsim not built (no verilator)";
+#endif
+}
+
+// Starts the tree and 8 workers in calls that would last far longer than the test, kills
+// `victim` (a leaf or the spine) after 2 s, and expects every worker to exit 1 with an
+// all-reduce error within 20 s of the kill (their progress timeout is 2 s; one that hung would
+// be killed at ~31 s).
+void ExpectBoundedErrorsAfterKilling(const Topology& topo, Tree& t, Process& victim) {
+  std::vector<Process> ws;
+  for (int r = 0; r < kWorld; ++r) {
+    const int leaf = r / kPerLeaf;
+    auto argv = WorkerArgv(t.leaf_addr[leaf], r, "float", 4096, 1000000, 2000);
+    argv.insert(argv.begin(), {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1"});
+    auto p = Process::Start(topo.In("w" + std::to_string(leaf), argv));
+    ASSERT_TRUE(p.ok());
+    ws.push_back(std::move(*p));
+  }
+  std::this_thread::sleep_for(2s);  // joined and running
+  const auto killed = Clock::now();
+  auto st = victim.Stop(SIGKILL, 5s);
+  ASSERT_TRUE(st.ok());
+  for (int r = 0; r < kWorld; ++r) {
+    std::string all;
+    for (const auto& l : ws[r].Drain(30s)) all += l + "\n";
+    auto wst = ws[r].Stop(SIGKILL, 1s);
+    const double s = std::chrono::duration<double>(Clock::now() - killed).count();
+    ASSERT_TRUE(wst.ok());
+    EXPECT_TRUE(WIFEXITED(*wst) && WEXITSTATUS(*wst) == 1)
+        << "rank " << r << " did not fail with an error:\n"
+        << all;
+    const size_t at = all.find("all-reduce: ");
+    EXPECT_NE(at, std::string::npos) << "rank " << r << ":\n" << all;
+    EXPECT_LT(s, 20.0) << "rank " << r;
+    std::printf("rank %d failed %.1f s after the kill: %s", r, s,
+                all.substr(at == std::string::npos ? 0 : at).c_str());
+  }
+}
+
+TEST_P(Hierarchy, KilledLeafFailsEveryWorkerInBoundedTime) {
+  Tree t;
+  ASSERT_TRUE(StartTree(topo_, {}, &t));
+  ExpectBoundedErrorsAfterKilling(topo_, t, t.leaves[0]);
+  // The surviving leaf told the spine (aborting LEAVE), which freed the job.
+  auto spine = StopSwitch(*t.spine);
+  auto leaf1 = StopSwitch(t.leaves[1]);
+  EXPECT_GE(leaf1["leaf_up_leaves"], 1u);
+  EXPECT_EQ(leaf1["jobs_freed"], 1u);
+  EXPECT_EQ(spine["jobs_freed"], 1u);
+}
+
+TEST_P(Hierarchy, KilledSpineFailsEveryWorkerInBoundedTime) {
+  Tree t;
+  ASSERT_TRUE(StartTree(topo_, {}, &t));
+  ExpectBoundedErrorsAfterKilling(topo_, t, *t.spine);
+  // Both leaves freed their jobs (their workers left) and said so upstream.
+  for (int i = 0; i < kLeaves; ++i) {
+    auto leaf = StopSwitch(t.leaves[i]);
+    EXPECT_EQ(leaf["jobs_freed"], 1u) << "leaf " << i;
+    EXPECT_GE(leaf["leaf_up_leaves"], 1u) << "leaf " << i;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Topologies, Hierarchy, ::testing::Values(false, true),
+                         [](const auto& info) { return info.param ? "Netns" : "Loopback"; });
+
+}  // namespace
+}  // namespace ina::bench
