@@ -531,20 +531,26 @@ void ControlPlane::FreeJob(JobEntry& j, uint16_t except_rank, ReplySink& out) {
 void ControlPlane::SendReply(const Peer& to, p::MsgType type, uint16_t job, uint16_t rank,
                              uint16_t count, uint32_t offset, uint16_t aux, ReplySink& out,
                              uint16_t gen, uint16_t slot) {
-  uint8_t buf[p::MessageBytes(0)];
+  const ControlMessage m = MakeControl(type, job, rank, count, slot, offset, aux, gen);
+  out.Send(to, m);
+}
+
+ControlMessage MakeControl(p::MsgType type, uint16_t job, uint16_t rank, uint16_t count,
+                           uint16_t slot, uint32_t offset, uint16_t aux, uint16_t gen) {
+  ControlMessage m{};
   p::Header h;
   h.version = p::kVersion;
   h.type = static_cast<uint8_t>(type);
   h.job = job;
   h.rank = rank;
   h.count = count;
+  h.slot = slot;
   h.offset = offset;
   h.aux = aux;
   h.gen = gen;
-  h.slot = slot;
-  p::EncodeHeader(h, buf);
-  p::SealMessage(buf, p::kHeaderBytes);
-  out.Send(to, buf);
+  p::EncodeHeader(h, m.data());
+  p::SealMessage(m.data(), p::kHeaderBytes);
+  return m;
 }
 
 void ControlPlane::SendError(const Peer& to, uint16_t job, uint16_t rank, p::ErrorCode code,

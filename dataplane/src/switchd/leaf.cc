@@ -43,44 +43,24 @@ void Leaf::SendUp(std::span<const uint8_t> packet, bool payload_checked) {
 }
 
 void Leaf::SendUpControl(const Job& j, p::MsgType type, uint16_t aux, uint32_t offset) {
-  uint8_t b[kCtlBytes] = {};
-  p::Header h;
-  h.version = p::kVersion;
-  h.type = static_cast<uint8_t>(type);
-  h.job = j.id;
-  h.rank = config_.index;
-  h.aux = aux;
-  h.offset = offset;
+  uint16_t count = 0;
   if (type == p::MsgType::kJoin) {
-    h.count = j.k;
-    h.aux = config_.leaves;
-    h.offset = j.window_asked;
+    count = j.k;
+    aux = config_.leaves;
+    offset = j.window_asked;
     Bump(LeafCounter::kUpJoins);
   } else {
     Bump(LeafCounter::kUpLeaves);
   }
-  p::EncodeHeader(h, b);
-  p::SealMessage(b, p::kHeaderBytes);
+  const ControlMessage m = MakeControl(type, j.id, config_.index, count, 0, offset, aux);
   // A LEAVE is sent once and never answered: three copies, as a worker sends its aborting LEAVE
   // (a copy changes nothing at the spine).
-  for (int i = 0; i < (type == p::MsgType::kLeave ? 3 : 1); ++i) SendUp({b, kCtlBytes}, false);
+  for (int i = 0; i < (type == p::MsgType::kLeave ? 3 : 1); ++i) SendUp(m, false);
 }
 
 void Leaf::SendReply(const Peer& to, p::MsgType type, uint16_t job, uint16_t rank, uint16_t count,
                      uint16_t slot, uint32_t offset, uint16_t aux) {
-  uint8_t b[kCtlBytes] = {};
-  p::Header h;
-  h.version = p::kVersion;
-  h.type = static_cast<uint8_t>(type);
-  h.job = job;
-  h.rank = rank;
-  h.count = count;
-  h.slot = slot;
-  h.offset = offset;
-  h.aux = aux;
-  p::EncodeHeader(h, b);
-  p::SealMessage(b, p::kHeaderBytes);
-  out_.SendTo(to, {b, kCtlBytes}, false);
+  out_.SendTo(to, MakeControl(type, job, rank, count, slot, offset, aux), false);
 }
 
 void Leaf::SendToAllLocal(const Job& j, std::span<const uint8_t> packet) {
@@ -502,16 +482,10 @@ void Leaf::Tick(TimePoint now) {
         if (j.bad_grant) {
           j.bad_grant = false;
           Bump(LeafCounter::kNoSlots);
-          uint8_t e[kCtlBytes] = {};
-          p::Header h;
-          h.version = p::kVersion;
-          h.type = static_cast<uint8_t>(p::MsgType::kError);
-          h.job = id;
-          h.aux = static_cast<uint16_t>(p::ErrorCode::kNoSlots);
-          p::EncodeHeader(h, e);
-          p::SealMessage(e, p::kHeaderBytes);
+          const ControlMessage e = MakeControl(p::MsgType::kError, id, 0, 0, 0, 0,
+                                               static_cast<uint16_t>(p::ErrorCode::kNoSlots));
           SendUpControl(j, p::MsgType::kLeave, 4, 0);
-          Fail(j, {e, kCtlBytes}, now);
+          Fail(j, e, now);
           continue;
         }
         const bool local = control_.HasJob(id);

@@ -96,6 +96,14 @@ std::vector<std::string> WorkerArgv(std::vector<std::string> prefix, int rank,
   return prefix;
 }
 
+// A DPDK rank's transport settings: its EAL arguments, its address 10.77.1.(r+1):40000.
+std::vector<std::string> DpdkEnv(const std::string& eal, int rank) {
+  return {"INA_TRANSPORT=dpdk",
+          "INA_SWITCH=" + std::string(kSwitchIp) + ":" + std::to_string(kSwitchPort),
+          "INA_DPDK_EAL=" + eal, "INA_DPDK_LOCAL=10.77.1." + std::to_string(rank + 1) + ":40000",
+          "INA_DPDK_BACKOFF_US=200"};
+}
+
 class DpdkE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -232,12 +240,7 @@ class DpdkE2eTest : public ::testing::Test {
       const std::string weal =
           EalCommon(Prefix("w" + std::to_string(r))) + " -l " + std::to_string(r % 2) +
           " --vdev net_memif0,role=client,id=0,socket=" + dir_ + "/w" + std::to_string(r) + ".sock";
-      argvs.push_back(WorkerArgv(
-          {}, r,
-          {"INA_TRANSPORT=dpdk",
-           "INA_SWITCH=" + std::string(kSwitchIp) + ":" + std::to_string(kSwitchPort),
-           "INA_DPDK_EAL=" + weal, "INA_DPDK_LOCAL=10.77.1." + std::to_string(r + 1) + ":40000",
-           "INA_DPDK_BACKOFF_US=200"}));
+      argvs.push_back(WorkerArgv({}, r, DpdkEnv(weal, r)));
     }
     const auto got = RunWorkers(argvs);
     const std::string ports = StopSwitch();
@@ -288,12 +291,7 @@ TEST_F(DpdkE2eTest, FourWorkersOverAfPacketInNamespacesWithLoss) {
     const std::string weal = EalCommon(Prefix("wp" + std::to_string(r))) + " -l " +
                              std::to_string(r % 2) + " --vdev net_af_packet0,iface=i8w" +
                              std::to_string(r);
-    argvs.push_back(WorkerArgv(
-        {IpBin(), "netns", "exec", ns}, r,
-        {"INA_TRANSPORT=dpdk",
-         "INA_SWITCH=" + std::string(kSwitchIp) + ":" + std::to_string(kSwitchPort),
-         "INA_DPDK_EAL=" + weal, "INA_DPDK_LOCAL=10.77.1." + std::to_string(r + 1) + ":40000",
-         "INA_DPDK_BACKOFF_US=200"}));
+    argvs.push_back(WorkerArgv({IpBin(), "netns", "exec", ns}, r, DpdkEnv(weal, r)));
   }
   const auto got = RunWorkers(argvs);
   const std::string ports = StopSwitch();

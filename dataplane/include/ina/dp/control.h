@@ -151,6 +151,13 @@ inline bool operator==(const Peer& a, const Peer& b) {
 // "127.0.0.1:5000", "[::1]:5000" or "family N".
 std::string PeerToString(const Peer& p);
 
+// A control message without payload, sealed (CRC32C trailer): what the control plane replies and a
+// leaf (ina-switchd --upstream) sends up and down.
+using ControlMessage = std::array<uint8_t, proto::MessageBytes(0)>;
+ControlMessage MakeControl(proto::MsgType type, uint16_t job, uint16_t rank, uint16_t count = 0,
+                           uint16_t slot = 0, uint32_t offset = 0, uint16_t aux = 0,
+                           uint16_t gen = 0);
+
 // Receives the control plane's replies (join_ack, error). The packet is valid only during the call.
 class ReplySink {
  public:
