@@ -843,7 +843,12 @@ std::string Switch::local_address() const {
   const auto& ports = cores_[0]->ports();
   if (config_.uses_eal()) {
     std::string d;
-    for (const auto& port : ports) d += (d.empty() ? "" : ", ") + port->Describe();
+    for (size_t c = 0; c < cores_.size(); ++c) {
+      for (const auto& port : cores_[c]->ports()) {
+        d += (d.empty() ? "" : ", ") + port->Describe();
+        if (cores_.size() > 1) d += " (core " + std::to_string(c) + ")";
+      }
+    }
     return config_.bind + ":" + std::to_string(config_.port) + " (dpdk: " + d + ")";
   }
   return ports[0]->Describe();

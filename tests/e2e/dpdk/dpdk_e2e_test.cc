@@ -131,8 +131,9 @@ class DpdkE2eTest : public ::testing::Test {
     return prefixes_.back();
   }
 
-  // The UDP path's fingerprints for the same inputs (no loss: the result does not depend on it).
-  std::vector<WorkerResult> UdpBaseline() {
+  // The UDP path's fingerprints for the same inputs (no loss: the result does not depend on it),
+  // for `world` ranks.
+  std::vector<WorkerResult> UdpBaseline(int world = kWorld) {
     auto sw = Process::Start({INA_SWITCHD_BIN, "--bind", "127.0.0.1", "--port", "0"});
     EXPECT_TRUE(sw.ok());
     if (!sw.ok()) return {};
@@ -141,8 +142,10 @@ class DpdkE2eTest : public ::testing::Test {
     if (!line.ok()) return {};
     const std::string addr = line->substr(std::string("ina-switchd listening on ").size());
     std::vector<std::vector<std::string>> argvs;
-    for (int r = 0; r < kWorld; ++r) {
-      argvs.push_back(WorkerArgv({}, r, {"INA_TRANSPORT=udp", "INA_SWITCH=" + addr}));
+    for (int r = 0; r < world; ++r) {
+      argvs.push_back(WorkerArgv(
+          {}, r,
+          {"INA_TRANSPORT=udp", "INA_SWITCH=" + addr, "INA_WORLD=" + std::to_string(world)}));
     }
     auto res = RunWorkers(argvs);
     (void)sw->Stop(SIGTERM, 5s);
@@ -250,6 +253,44 @@ class DpdkE2eTest : public ::testing::Test {
 };
 
 TEST_F(DpdkE2eTest, FourWorkersOverMemifWithLoss) { FourWorkersOverMemif(1); }
+
+// --cores 2 over DPDK with two jobs of 2 ranks: job 6 (core 0) on ports 0 and 1, job 7 (core 1)
+// on ports 2 and 3, so each core aggregates a job of its own and each job has a port on either
+// core: handoffs both ways for both jobs at once. Each job bit-identical to UDP's 2-rank run.
+TEST_F(DpdkE2eTest, TwoJobsOnTwoCoresOverMemifWithLoss) {
+  const auto udp = UdpBaseline(2);
+  ASSERT_EQ(udp.size(), 2u);
+  std::string eal = EalCommon(Prefix("sw")) + " -l 0-1";
+  for (int p = 0; p < 4; ++p) {
+    eal += " --vdev net_memif" + std::to_string(p) + ",role=server,id=0,socket=" + dir_ + "/w" +
+           std::to_string(p) + ".sock";
+  }
+  if (!StartSwitch({}, eal, "0.01", {"--cores", "2"})) {
+    if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
+    return;
+  }
+  std::vector<std::vector<std::string>> argvs;
+  for (int p = 0; p < 4; ++p) {
+    const std::string weal =
+        EalCommon(Prefix("w" + std::to_string(p))) + " -l " + std::to_string(p % 2) +
+        " --vdev net_memif0,role=client,id=0,socket=" + dir_ + "/w" + std::to_string(p) + ".sock";
+    std::vector<std::string> env = DpdkEnv(weal, p);
+    env.push_back("INA_WORLD=2");
+    env.push_back(p < 2 ? "INA_JOB=6" : "INA_JOB=7");
+    argvs.push_back(WorkerArgv({}, p % 2, env));
+  }
+  const auto got = RunWorkers(argvs);
+  StopSwitch();
+  ASSERT_EQ(got.size(), 4u);
+  for (int p = 0; p < 4; ++p) {
+    EXPECT_TRUE(got[p].exact) << "port " << p;
+    EXPECT_EQ(got[p].fingerprint, udp[p % 2].fingerprint)
+        << "port " << p << " (job " << 6 + p / 2 << ", rank " << p % 2 << ")";
+  }
+  EXPECT_GT(Counter("handoff_rx"), 0u);
+  EXPECT_GT(Counter("handoff_tx"), 0u);
+  EXPECT_EQ(Counter("jobs_admitted"), 2u);
+}
 
 // --cores 2 over DPDK: ports 0 and 2 on core 0, 1 and 3 on core 1, the job (7) on core 1. So
 // core 0 passes every packet it receives to core 1 and core 1 passes the results for ranks 0 and
