@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "ina/base/parse.h"
+#include "ina/net/port.h"
 
 namespace ina::dp::switchd {
 namespace {
@@ -205,7 +206,7 @@ std::vector<Flag> Flags(const EngineMenu& engines) {
        "(docs/hierarchy.md; --cores 1, --io udp)",
        "upstream", nullptr, false,
        [](Config& c, std::string_view what, const std::string& v) -> Status {
-         if (!SplitHostPort(v).ok()) return Bad(what, "IPv4:PORT or [IPv6]:PORT", v);
+         if (!net::ParseEndpoint(v).ok()) return Bad(what, "IPv4:PORT or [IPv6]:PORT", v);
          c.upstream = v;
          return Status::Ok();
        },
@@ -298,31 +299,6 @@ Status Validate(Config& c, const EngineMenu& engines) {
 }
 
 }  // namespace
-
-Result<std::pair<std::string, uint16_t>> SplitHostPort(std::string_view v) {
-  std::string host;
-  std::string_view port;
-  if (v.starts_with("[")) {
-    const size_t close = v.find("]:");
-    if (close == std::string_view::npos) return InvalidArgument("no ]:PORT");
-    host = std::string(v.substr(1, close - 1));
-    port = v.substr(close + 2);
-  } else {
-    const size_t colon = v.rfind(':');
-    if (colon == std::string_view::npos) return InvalidArgument("no :PORT");
-    host = std::string(v.substr(0, colon));
-    port = v.substr(colon + 1);
-  }
-  in_addr a4;
-  in6_addr a6;
-  const bool v6 = v.starts_with("[");  // an IPv6 address only in brackets: "::1:9" is ambiguous
-  if (v6 ? inet_pton(AF_INET6, host.c_str(), &a6) != 1
-         : inet_pton(AF_INET, host.c_str(), &a4) != 1) {
-    return InvalidArgument(std::string("not an ") + (v6 ? "IPv6" : "IPv4") + " address: " + host);
-  }
-  INA_ASSIGN_OR_RETURN(uint64_t p, ParseUint("port", std::string(port), 1, 65535));
-  return std::make_pair(host, static_cast<uint16_t>(p));
-}
 
 std::string Usage(const EngineMenu& engines) {
   std::string u = "usage: ina-switchd [flags]\n";

@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "ina/base/parse.h"
 #include "ina/net/port.h"
 
 namespace ina::net {
@@ -63,6 +64,31 @@ Result<Endpoint> MakeEndpoint(const std::string& ip, uint16_t port) {
     return e;
   }
   return InvalidArgument("net: '" + ip + "' is not an IPv4 or IPv6 address");
+}
+
+Result<Endpoint> ParseEndpoint(std::string_view v) {
+  const bool v6 = v.starts_with("[");
+  std::string host;
+  std::string_view port;
+  if (v6) {
+    const size_t close = v.find("]:");
+    if (close == std::string_view::npos) return InvalidArgument("no ]:PORT");
+    host = std::string(v.substr(1, close - 1));
+    port = v.substr(close + 2);
+  } else {
+    const size_t colon = v.rfind(':');
+    if (colon == std::string_view::npos) return InvalidArgument("no :PORT");
+    host = std::string(v.substr(0, colon));
+    port = v.substr(colon + 1);
+  }
+  in_addr a4;
+  in6_addr a6;
+  if (v6 ? inet_pton(AF_INET6, host.c_str(), &a6) != 1
+         : inet_pton(AF_INET, host.c_str(), &a4) != 1) {
+    return InvalidArgument(std::string("not an ") + (v6 ? "IPv6" : "IPv4") + " address: " + host);
+  }
+  INA_ASSIGN_OR_RETURN(uint64_t p, ParseUint("port", std::string(port), 1, 65535));
+  return MakeEndpoint(host, static_cast<uint16_t>(p));
 }
 
 }  // namespace ina::net

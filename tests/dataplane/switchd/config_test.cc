@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "ina/net/port.h"
+
 namespace ina::dp::switchd {
 namespace {
 
@@ -77,10 +79,9 @@ TEST(SwitchdConfig, LeafNeedsAnUpstreamAddressOneCoreAndUdp) {
   EXPECT_EQ(c->leaf_index, 1u);
   EXPECT_EQ(c->leaves, 2u);
   EXPECT_TRUE(Parse({"--upstream", "[::1]:9"}).ok());
-  auto hp = SplitHostPort("[fe80::1]:47000");
-  ASSERT_TRUE(hp.ok());
-  EXPECT_EQ(hp->first, "fe80::1");
-  EXPECT_EQ(hp->second, 47000);
+  auto e = net::ParseEndpoint("[fe80::1]:47000");
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(net::EndpointToString(*e), "[fe80::1]:47000");
   for (const std::vector<std::string>& args : std::vector<std::vector<std::string>>{
            {"--upstream", "10.0.0.1"},
            {"--upstream", "10.0.0.1:0"},

@@ -54,6 +54,9 @@ uint16_t GetVia(const Endpoint& e);
 std::string EndpointToString(const Endpoint& e);
 // Parses an IPv4 or IPv6 literal and a port. InvalidArgument when it is neither.
 Result<Endpoint> MakeEndpoint(const std::string& ip, uint16_t port);
+// Parses "IPv4:PORT" or "[IPv6]:PORT" (an IPv6 address only in brackets: "::1:9" is ambiguous),
+// port 1 .. 65535. InvalidArgument naming what is wrong otherwise.
+Result<Endpoint> ParseEndpoint(std::string_view host_port);
 
 // One received packet. The caller sets data/cap (its buffer); RxBurst sets len, flags and, when
 // `from` is not null, *from. A port may instead point data at memory of its own (a GRO train, an

@@ -110,8 +110,6 @@ std::string Usage(const EngineMenu& engines);
 // "  engine = NAME [engine_description]".
 void PrintConfig(const Config& c, std::string_view engine_description, std::FILE* out,
                  const EngineMenu& engines = {});
-// "IPv4:PORT" or "[IPv6]:PORT" (--upstream) as (address literal, port 1 .. 65535).
-Result<std::pair<std::string, uint16_t>> SplitHostPort(std::string_view v);
 // Every flag a program with `engines` takes, as written in --help and docs/switchd.md
 // ("--slots N"), in table order (for the docs test).
 std::vector<std::string> FlagNames(const EngineMenu& engines);
