@@ -4,6 +4,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -46,9 +47,8 @@ net::PortStats FromWords(const uint64_t* w) {
   return s;
 }
 
-// Peer and Endpoint are both a sockaddr_storage and a length: copy the length's bytes only (no
-// zeroing of the rest per packet; nothing reads past len).
-// The address and its L2 extras (port.h: a DPDK port's MAC, the port index), not just len bytes.
+// Peer and Endpoint are both a sockaddr_storage and a length: copy the address and its L2 extras
+// (port.h: a DPDK port's MAC, the port index; kEndpointBytes), not the whole storage per packet.
 void CopyTo(Peer* p, const net::Endpoint& e) {
   std::memcpy(&p->addr, &e.addr, net::kEndpointBytes);
   p->len = e.len;
@@ -130,27 +130,10 @@ class Switch::Core final : private Emitter, private ReplySink, private LeafSink 
 
   // --upstream: this core is a leaf of two-level aggregation (leaf.h).
   Status InitLeaf(const ControlConfig& cc) {
-    INA_ASSIGN_OR_RETURN(auto hp, SplitHostPort(config_.upstream));
-    Peer up;
-    in_addr a4;
-    in6_addr a6;
-    if (inet_pton(AF_INET, hp.first.c_str(), &a4) == 1) {
-      sockaddr_in sin{};
-      sin.sin_family = AF_INET;
-      sin.sin_addr = a4;
-      sin.sin_port = htons(hp.second);
-      up = Peer::From(reinterpret_cast<const sockaddr*>(&sin), sizeof(sin));
-    } else if (inet_pton(AF_INET6, hp.first.c_str(), &a6) == 1) {
-      sockaddr_in6 sin6{};
-      sin6.sin6_family = AF_INET6;
-      sin6.sin6_addr = a6;
-      sin6.sin6_port = htons(hp.second);
-      up = Peer::From(reinterpret_cast<const sockaddr*>(&sin6), sizeof(sin6));
-    } else {
-      return InvalidArgument("--upstream " + config_.upstream + ": not an address");
-    }
+    auto up = net::ParseEndpoint(config_.upstream);
+    if (!up.ok()) return up.status().WithContext("--upstream " + config_.upstream);
     LeafConfig lc;
-    lc.upstream = up;
+    lc.upstream = Peer::From(reinterpret_cast<const sockaddr*>(&up->addr), up->len);
     lc.index = static_cast<uint16_t>(config_.leaf_index);
     lc.leaves = static_cast<uint16_t>(config_.leaves);
     lc.job_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(cc.job_timeout);
@@ -164,10 +147,17 @@ class Switch::Core final : private Emitter, private ReplySink, private LeafSink 
   // local port g / N of core g % N) and the jobs j with j % N == index_; packets of other cores'
   // jobs, and sends through other cores' ports, go through `h`.
   void SetHandoff(Handoff* h) { handoff_ = h; }
+  // The CPUs this core's thread runs on (set by Run on a thread of its own): the EAL pins the
+  // main thread to its main lcore, and a thread started from it would inherit that one CPU.
+  void SetCpus(const cpu_set_t& cpus) {
+    cpus_ = cpus;
+    set_cpus_ = true;
+  }
 
   // Until *stop (a signal) or *abort (another core failed).
   Status Run(const volatile std::sig_atomic_t* stop, const std::atomic<bool>* abort,
              const std::function<void()>& every_tick) {
+    if (set_cpus_) (void)pthread_setaffinity_np(pthread_self(), sizeof(cpus_), &cpus_);
     while (!*stop && !abort->load(std::memory_order_relaxed)) {
       bool holding = false;
       for (auto& port : ports_) holding = holding || port->holding();
@@ -698,6 +688,8 @@ class Switch::Core final : private Emitter, private ReplySink, private LeafSink 
   unsigned index_;
   Config config_;
   Handoff* handoff_ = nullptr;  // the switch's, with several cores over DPDK
+  cpu_set_t cpus_{};
+  bool set_cpus_ = false;
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<ControlPlane> control_;
   std::unique_ptr<Leaf> leaf_;         // --upstream only
@@ -773,6 +765,9 @@ Result<std::unique_ptr<Switch>> Switch::Create(const Config& config,
   s->start_ = std::chrono::steady_clock::now();
   // Ports, per core.
   std::vector<std::vector<std::unique_ptr<net::Port>>> ports(n);
+  cpu_set_t before_eal;
+  CPU_ZERO(&before_eal);
+  bool have_before_eal = false;
   if (config.uses_eal()) {
     const bool roce = config.io == "roce";
     net::RoceIdentity me;
@@ -781,6 +776,9 @@ Result<std::unique_ptr<Switch>> Switch::Create(const Config& config,
     if (roce && inet_pton(AF_INET, config.bind.c_str(), &me.ip_be) != 1) {
       return InvalidArgument("--io roce --bind " + config.bind + ": not an IPv4 address");
     }
+    // The process's CPUs before the EAL pins this thread to its main lcore: cores 1 .. n-1 run on
+    // them (not all on the main lcore's CPU).
+    if (sched_getaffinity(0, sizeof(before_eal), &before_eal) == 0) have_before_eal = true;
     INA_RETURN_IF_ERROR(net::StartEal(config.dpdk_eal));
     const std::vector<std::string> names = net::DpdkPortNames();
     if (names.empty()) return FailedPrecondition("dpdk: no ethdev port (add them with --vdev)");
@@ -833,6 +831,7 @@ Result<std::unique_ptr<Switch>> Switch::Create(const Config& config,
     if (n > 1 && config.uses_eal()) {
       if (s->handoff_ == nullptr) s->handoff_ = std::make_unique<Handoff>(n);
       core->SetHandoff(s->handoff_.get());
+      if (c > 0 && have_before_eal) core->SetCpus(before_eal);
     }
     s->cores_.push_back(std::move(core));
   }

@@ -192,7 +192,9 @@ class DpdkE2eTest : public ::testing::Test {
     for (const auto& l : switch_->Drain(5s)) {
       if (l.rfind("{\"port_counters\"", 0) == 0) ports = l;
       if (l.rfind("{\"switch_counters\"", 0) == 0) counters_line_ = l;
-      if (l.rfind("  ", 0) == 0 || l[0] == '{') std::printf("switch: %s\n", l.c_str());
+      if (l.rfind("  ", 0) == 0 || l[0] == '{' || l.rfind("ina-switchd", 0) == 0) {
+        std::printf("switch: %s\n", l.c_str());
+      }
     }
     switch_.reset();
     return ports;
