@@ -101,10 +101,7 @@ module ina_egress
   logic [6:0]                          n;                 // bytes in the head beat
   logic                                take;
 
-  always_comb begin
-    n = '0;
-    for (int unsigned i = 0; i < NB; i++) n += {6'b0, h_keep[i]};
-  end
+  assign n = 7'($countones(h_keep));
 
   // The beat presented (registered state only: the FIFO heads and extra_q).
   always_comb begin
