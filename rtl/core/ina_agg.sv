@@ -459,10 +459,10 @@ module ina_agg
   // byte. Computed where s1_data_q loads (S1 below), in the cycles that load it: a simulator then
   // builds the 512-bit beat only in header cycles (the same logic in synthesis).
   function automatic logic [15:0] be2(logic [15:0] v);  // bytes in wire order
-    return {v[7:0], v[15:8]};
+    be2 = {v[7:0], v[15:8]};
   endfunction
   function automatic logic [31:0] be4(logic [31:0] v);
-    return {v[7:0], v[15:8], v[23:16], v[31:24]};
+    be4 = {v[7:0], v[15:8], v[23:16], v[31:24]};
   endfunction
   function automatic logic [ina_rtl_pkg::BeatBits-1:0] result_header(
       logic [13:0] elems, logic [7:0] flags, logic [7:0] exp, logic [7:0] next_exp,
@@ -489,7 +489,7 @@ module ina_agg
     h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::GenOffset) +: 16]    = be2(gen);
     h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::CountOffset) +: 16]  = be2(count);
     h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::OffsetOffset) +: 32] = be4(offset);
-    return h;
+    result_header = h;
   endfunction
 
   assign nops_d  = (inb_d > outb_d) ? inb_d : outb_d;
@@ -589,7 +589,7 @@ module ina_agg
     for (int unsigned l = 0; l < ina_rtl_pkg::Lanes; l++) begin
       if (!lanes[l]) r[32*l +: 32] = '0;
     end
-    return r;
+    host_lanes = r;
   endfunction
 
   always_ff @(posedge clk_i or negedge rst_ni) begin

@@ -70,17 +70,18 @@ module ina_crc32c
   // those tkeep marks) through the chunks of CrcBeatMat.
   function automatic logic [Chunks*32-1:0] beat_part(logic [ina_rtl_pkg::BeatBits-1:0] data,
                                                      logic [NB-1:0] keep, logic in_frame);
-    logic [ina_rtl_pkg::BeatBits-1:0] masked;
-    logic [Chunks*32-1:0]             part;
-    for (int unsigned i = 0; i < NB; i++) begin
-      masked[8*i +: 8] = (keep[i] && (in_frame || i >= StartByte)) ? data[8*i +: 8] : 8'd0;
-    end
+    logic [Chunks*32-1:0] part;
+    logic [63:0]          x;  // a chunk, masked (one 64-bit word: a popcount per parity)
+    logic [31:0]          p;
     for (int unsigned c = 0; c < Chunks; c++) begin
-      for (int unsigned o = 0; o < 32; o++) begin
-        part[32*c + o] = ^(masked[64*c +: 64] & ina_proto_pkg::CrcBeatMat[8*NB*o + 64*c +: 64]);
+      for (int unsigned b = 0; b < 8; b++) begin
+        x[8*b +: 8] = (keep[8*c + b] && (in_frame || 8*c + b >= StartByte)) ? data[64*c + 8*b +: 8]
+                                                                             : 8'd0;
       end
+      for (int unsigned o = 0; o < 32; o++) p[o] = ^(x & ina_proto_pkg::CrcBeatMat[8*NB*o + 64*c +: 64]);
+      part[32*c +: 32] = p;
     end
-    return part;
+    beat_part = part;
   endfunction
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
@@ -112,7 +113,7 @@ module ina_crc32c
     logic [31:0] d;
     d = '0;
     for (int unsigned c = 0; c < Chunks; c++) d ^= part[32*c +: 32];
-    return d;
+    fold = d;
   endfunction
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
@@ -142,7 +143,7 @@ module ina_crc32c
   function automatic logic [31:0] mat32(logic [32*32-1:0] m, logic [31:0] x);
     logic [31:0] y;
     for (int unsigned o = 0; o < 32; o++) y[o] = ^(x & m[32*o +: 32]);
-    return y;
+    mat32 = y;
   endfunction
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
