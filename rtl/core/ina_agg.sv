@@ -16,6 +16,9 @@
 // ina_egress appends; their IPv4 and UDP lengths already count it.
 //
 // Pipeline, one op per cycle:
+//   S-1 pre-stage, while the descriptor waits at desc_i: its metadata read, and what depends on the
+//      descriptor and the job table alone (job lookup, pool slot, slot x K and window x K, the
+//      descriptor's own checks), registered.
 //   S0 issue: a packet's header op (decision, metadata update, counters, result header beat) and
 //      then max(in_beats, out_beats) payload ops (pop payload FIFO; read slot memory).
 //   S1: slot memory data (forwarded from the writes of the two previous cycles), 16-lane add.
@@ -26,8 +29,9 @@
 // sees every packet before it, back to back on one slot included. Payload data hazards between
 // back-to-back packets on the same slot are resolved by forwarding in S1. Neither ever stalls.
 // A descriptor is taken no earlier than the cycle after it first shows at desc_i (its metadata
-// read; in ina_core it waits there anyway for its CRC verdict, 4 cycles), or after the job table
-// changed under it; a one-beat frame (malformed, no rule reads its slot) is taken at once.
+// read and pre-stage; in ina_core it waits there anyway for its CRC verdict, 4 cycles), or after
+// the job table changed under it (commit_i, or fail_o last cycle); a one-beat frame (malformed by
+// the first rule, which reads desc_i itself) is taken at once.
 // Throughput: 1 + payload beats cycles per packet = the input rate of the frame, so the stage keeps
 // up with a saturated input. A packet starts only when the output FIFO has room for a whole result
 // frame plus the ops in flight (out_free_i >= OutReserve), so the pipeline never stalls mid-packet.
@@ -119,7 +123,8 @@ module ina_agg
   // the assignments below.)
   // Read: every cycle both RAMs read the slot of the descriptor at desc_i (pslot, through the job
   // table), so the header op in the next cycle finds its metadata read; a descriptor is taken only
-  // when the slot read last cycle is still its slot (meta_fresh: same descriptor, same job table).
+  // when the slot read last cycle is still its slot (pre_fresh below: same descriptor, same job
+  // table).
   // Forwarding: the RAM read in cycle t-1 returns the word before cycle t-1's write; that write
   // (the previous header op's metadata, or the reset walk's) is kept one cycle and replaces the
   // read data when it hit the same slot. Writes before t-1 are in the RAM. So the header op always
@@ -254,105 +259,202 @@ module ina_agg
   logic [ina_rtl_pkg::OutUserBits-1:0] user_q, user_d;
 
   logic start;
-  logic [NumJobs-1:0] hit;
-  logic found;
-  logic [15:0] j_base, j_window, j_group;
-  logic [7:0]  j_world, j_kq, j_idx;
-  logic [16:0] j_k;
   meta_t       m, mo;  // the copy of the packet's generation, and the other one
-  logic        in_progress, next_use, early, fits, differs, fail;
-  logic [15:0] cur_gen, ahead;
-  logic [32:0] first_off, stride;
-  logic [33:0] next_off;
+  logic        in_progress, next_use, early, fits, differs, fail, dup, complete;
+  logic        cur_is_mo, early_m, early_mo, hist_match;
   logic [ina_proto_pkg::NumCounters-1:0] inc;
   logic        hdr_emit;
   logic [15:0] hdr_rank;
-  logic [4:0]  beats_of_count;
   logic [4:0]  beats_of_stored;
-  logic        retx, int32_new, int32_old;
+  logic        retx, int32_new, int32_old, runt;
 
-  // The metadata read last cycle is this descriptor's (see above), or the packet needs none: a frame
-  // with no beat after the first (shorter than the ina header and trailer) is dropped as malformed
-  // before any rule reads the slot, so back-to-back runts are taken one per cycle.
-  logic meta_fresh, meta_needed;
-  assign meta_fresh  = mrd_slot_q == pslot[SW-1:0];
-  assign meta_needed = desc_i.stored_beats != '0;
-  assign start = !busy_q && !rst_busy_q && desc_valid_i && (out_free_i >= OutFreeW'(OutReserve)) &&
-                 (meta_fresh || !meta_needed);
-  assign desc_ready_o = start;
+  // Payload beats of `count` elements: ceil(count / Lanes), at most MaxPayloadBeats (no adder
+  // wider than the beat count: this is on the header op's path from the metadata RAM).
+  function automatic logic [4:0] beats_of(input logic [15:0] count);
+    localparam int unsigned LB = $clog2(ina_rtl_pkg::Lanes);
+    if (count > 16'(ina_rtl_pkg::MaxK)) beats_of = 5'(ina_rtl_pkg::MaxPayloadBeats);
+    else beats_of = 5'(count >> LB) + 5'(|count[LB-1:0]);
+  endfunction
+
+  // a + b == c (mod 2^n) without a carry chain: bit i of the sum is c's exactly when the carry
+  // into bit i is r_i = a_i ^ b_i ^ c_i; so r_0 == 0 and each r_{i+1} is the carry out of bit i
+  // given r_i (one 6-input function per bit, then an AND).
+  function automatic logic sum_eq34(logic [33:0] a, logic [33:0] b, logic [33:0] c);
+    logic [33:0] r;
+    logic ok;
+    r = a ^ b ^ c;
+    ok = !r[0];
+    for (int unsigned i = 0; i < 33; i++) begin
+      ok &= r[i+1] == ((a[i] & b[i]) | ((a[i] ^ b[i]) & !c[i]));
+    end
+    sum_eq34 = ok;
+  endfunction
+  // a - b is negative as a 16-bit two's complement distance (bit 15 of the difference).
+  function automatic logic behind16(logic [15:0] a, logic [15:0] b);
+    behind16 = 1'((a - b) >> 15);
+  endfunction
+  function automatic logic sum_eq16(logic [15:0] a, logic [15:0] b, logic [15:0] c);
+    logic [15:0] r;
+    logic ok;
+    r = a ^ b ^ c;
+    ok = !r[0];
+    for (int unsigned i = 0; i < 15; i++) begin
+      ok &= r[i+1] == ((a[i] & b[i]) | ((a[i] ^ b[i]) & !c[i]));
+    end
+    sum_eq16 = ok;
+  endfunction
+
+  // ---------------------------------------------------------------------------------------------
+  // Pre-stage: everything the header op needs that depends on the descriptor and the job table
+  // alone, computed every cycle for the descriptor at desc_i (in the cycle its metadata is read)
+  // and registered: the job lookup and the entry's fields, the pool slot, the products slot x K
+  // and window x K (the DSPs), and the descriptor's own checks. The registered values (pre_q)
+  // are the current descriptor's when desc_i is the same as last cycle (pre_desc_q) and the job
+  // table has not changed since (pre_fresh); the table changes only with a commit (ina_regs writes
+  // the entry at the edge into commit_i's cycle) or after fail_o (ina_regs drops the entry at the
+  // next edge): a_agg_table_stable checks it, a_agg_pre checks that pre_q equals the recomputation
+  // (pre_d) whenever a header op uses it. A descriptor waits at desc_i for its metadata read
+  // anyway, so this costs no cycle.
+  typedef struct packed {
+    logic          found;
+    logic [7:0]    idx;
+    logic [7:0]    world;
+    logic [6:0]    world_m1;   // world - 1 (mod 128): the count that the next contribution completes
+    logic          world_is1;
+    logic [16:0]   k;
+    logic [15:0]   group;
+    logic [16:0]   pslot;
+    logic          bad_ver, bad_type, bad_len, bad_count, bad_rank, bad_slot;
+    logic          fits_first; // rule 12 by the slot's first block alone (known flags, offset s K)
+    logic          hist_ok;    // rule 12 may take the other copy's history (known flags, count > 0)
+    logic [33:0]   stride;     // window x K
+    logic [15:0]   gen_m1, gen_m2;
+    logic [4:0]    beats;      // payload beats of count
+  } pre_t;
+  pre_t pre_d, pre_q;
+  ina_rtl_pkg::desc_t pre_desc_q;
+  logic pre_fresh, fail_q;
 
   always_comb begin
-    hit   = '0;
-    found = 1'b0;
-    j_base = '0;
-    j_window = '0;
-    j_group = '0;
-    j_world = '0;
-    j_kq = '0;
-    j_idx = '0;
+    logic [NumJobs-1:0] hit, sel;
+    logic [15:0] base, window, group;
+    logic [7:0]  world, kq, idx;
+    logic [16:0] k;
+    logic [32:0] first_off;
+    logic        known;
+    // The lowest matching entry: one-hot select, then an AND-OR multiplexer (no priority chain).
     for (int unsigned j = 0; j < NumJobs; j++) begin
       hit[j] = job_valid_i[j] && job_id_i[16*j +: 16] == desc_i.job;
     end
-    for (int j = NumJobs - 1; j >= 0; j--) begin
-      if (hit[j]) begin
-        found    = 1'b1;
-        j_idx    = 8'(j);
-        // Register fields from proto/ina.toml (ina_proto_pkg::Reg<Register><Field>Lsb/Width).
-        j_base   = job_slots_i[32*j + ina_proto_pkg::RegJobSlotsBaseLsb +: ina_proto_pkg::RegJobSlotsBaseWidth];
-        j_window = job_slots_i[32*j + ina_proto_pkg::RegJobSlotsWindowLsb +: ina_proto_pkg::RegJobSlotsWindowWidth];
-        j_world  = job_world_i[32*j + ina_proto_pkg::RegJobWorldWorldLsb +: ina_proto_pkg::RegJobWorldWorldWidth];
-        j_kq     = job_world_i[32*j + ina_proto_pkg::RegJobWorldK64Lsb +: ina_proto_pkg::RegJobWorldK64Width];
-        j_group  = job_world_i[32*j + ina_proto_pkg::RegJobWorldGroupLsb +: ina_proto_pkg::RegJobWorldGroupWidth];
-      end
+    for (int unsigned j = 0; j < NumJobs; j++) begin
+      sel[j] = hit[j] && (j == 0 || (hit & ((NumJobs'(1) << j) - NumJobs'(1))) == '0);
     end
+    base = '0;
+    window = '0;
+    group = '0;
+    world = '0;
+    kq = '0;
+    idx = '0;
+    for (int unsigned j = 0; j < NumJobs; j++) begin
+      // Register fields from proto/ina.toml (ina_proto_pkg::Reg<Register><Field>Lsb/Width).
+      base   |= {16{sel[j]}} & job_slots_i[32*j + ina_proto_pkg::RegJobSlotsBaseLsb +: ina_proto_pkg::RegJobSlotsBaseWidth];
+      window |= {16{sel[j]}} & job_slots_i[32*j + ina_proto_pkg::RegJobSlotsWindowLsb +: ina_proto_pkg::RegJobSlotsWindowWidth];
+      world  |= {8{sel[j]}} & job_world_i[32*j + ina_proto_pkg::RegJobWorldWorldLsb +: ina_proto_pkg::RegJobWorldWorldWidth];
+      kq     |= {8{sel[j]}} & job_world_i[32*j + ina_proto_pkg::RegJobWorldK64Lsb +: ina_proto_pkg::RegJobWorldK64Width];
+      group  |= {16{sel[j]}} & job_world_i[32*j + ina_proto_pkg::RegJobWorldGroupLsb +: ina_proto_pkg::RegJobWorldGroupWidth];
+      idx    |= {8{sel[j]}} & 8'(j);
+    end
+    k = (kq == 8'd0) ? 17'(ina_rtl_pkg::MaxK) : {3'b0, kq, 6'b0};
+    known = (desc_i.flags & ~((8'd1 << ina_proto_pkg::FlagRetxBit) |
+                              (8'd1 << ina_proto_pkg::FlagNonfiniteBit) |
+                              (8'd1 << ina_proto_pkg::FlagInt32Bit))) == '0;
+    first_off = 33'(desc_i.slot) * 33'(k);
+
+    pre_d.found     = |hit;
+    pre_d.idx       = idx;
+    pre_d.world     = world;
+    pre_d.world_m1  = world[6:0] - 7'd1;
+    pre_d.world_is1 = world[6:0] == 7'd1;
+    pre_d.k         = k;
+    pre_d.group     = group;
+    pre_d.pslot     = {1'b0, base} + {1'b0, desc_i.slot};
+    pre_d.bad_ver   = desc_i.version != 8'(ina_proto_pkg::Version);
+    pre_d.bad_type  = desc_i.mtype != ina_proto_pkg::MsgTypeData;
+    pre_d.bad_len   = {2'b0, desc_i.frame_bytes} !=
+                      22'(ina_proto_pkg::PayloadOffset + ina_proto_pkg::CrcBytes) + {4'b0, desc_i.count, 2'b00};
+    pre_d.bad_count = {1'b0, desc_i.count} > k;
+    pre_d.bad_rank  = desc_i.rank >= {8'd0, world};
+    pre_d.bad_slot  = desc_i.slot >= window || pre_d.pslot >= 17'(PoolSlots);
+    // Rule 12, the slot's history: block s (offset s*K) starts a call (an empty block only as
+    // float); otherwise the block W*K after the previous generation's full block, of the same type
+    // (the header op compares with the other copy: hist_match).
+    pre_d.fits_first = known && {1'b0, desc_i.offset} == first_off &&
+                       (desc_i.count != '0 || !desc_i.flags[ina_proto_pkg::FlagInt32Bit]);
+    pre_d.hist_ok   = known && desc_i.count != '0;
+    pre_d.stride    = 34'(window) * 34'(k);
+    pre_d.gen_m1    = desc_i.gen - 16'd1;
+    pre_d.gen_m2    = desc_i.gen - 16'd2;
+    pre_d.beats     = beats_of(desc_i.count);
   end
 
-  assign j_k   = (j_kq == 8'd0) ? 17'(ina_rtl_pkg::MaxK) : {3'b0, j_kq, 6'b0};
-  assign pslot = {1'b0, j_base} + {1'b0, desc_i.slot};
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      fail_q <= 1'b0;
+    end else begin
+      fail_q <= fail;
+    end
+  end
+  always_ff @(posedge clk_i) begin
+    pre_q      <= pre_d;
+    pre_desc_q <= desc_i;
+  end
+  assign pre_fresh = desc_i == pre_desc_q && !commit_i && !fail_q;
+  assign pslot     = pre_d.pslot;
+
+  // A descriptor is taken when its pre-stage values and metadata read (last cycle, for the same
+  // descriptor under the same job table) are fresh, or when the packet needs neither: a frame
+  // with no beat after the first (shorter than the ina header and trailer, or a MAC error) is
+  // dropped as malformed by the first rule, which reads desc_i directly, so back-to-back runts
+  // are taken one per cycle.
+  logic meta_needed;
+  assign meta_needed = desc_i.stored_beats != '0;
+  assign start = !busy_q && !rst_busy_q && desc_valid_i && (out_free_i >= OutFreeW'(OutReserve)) &&
+                 (pre_fresh || !meta_needed);
+  assign desc_ready_o = start;
+
+  assign runt  = desc_i.frame_bytes < ina_rtl_pkg::FrameBytesBits'(ina_proto_pkg::PayloadOffset + ina_proto_pkg::CrcBytes) ||
+                 desc_i.mac_err;
   assign m     = desc_i.gen[0] ? m1_fwd : m0_fwd;
   assign mo    = desc_i.gen[0] ? m0_fwd : m1_fwd;
   assign retx  = desc_i.flags[ina_proto_pkg::FlagRetxBit];
   assign int32_new = desc_i.flags[ina_proto_pkg::FlagInt32Bit];
   assign int32_old = m.flags[ina_proto_pkg::FlagInt32Bit];
 
+  // What remains of the rules in the header op: compares of the metadata read with the descriptor
+  // and the pre-stage values.
+  // Duplicate / re-send: the rank is in the copy's bitmap; complete: all ranks are.
+  assign dup         = m.bitmap[desc_i.rank[5:0]];
+  assign complete    = m.cnt == pre_q.world[6:0];
   // Rule 11, the generation window: the copies hold consecutive generations (cur - 1, cur).
   assign in_progress = desc_i.gen == m.gen && m.cnt != '0;
-  assign next_use    = desc_i.gen == m.gen + 16'd2 && mo.gen == desc_i.gen - 16'd1 &&
-                       (mo.cnt == '0 || mo.cnt == j_world[6:0]);
-  assign cur_gen     = (mo.gen == m.gen + 16'd1) ? mo.gen : m.gen;
-  assign ahead       = desc_i.gen - cur_gen;
-  assign early       = ahead != '0 && !ahead[15];
-  // Rule 12, the slot's history: block s (offset s*K) starts a call; otherwise the block W*K after
-  // the previous generation's full block, of the same type.
-  assign first_off   = 33'(desc_i.slot) * 33'(j_k);
-  assign stride      = 33'(j_window) * 33'(j_k);
-  assign next_off    = {2'b0, mo.offset} + {1'b0, stride};
-  always_comb begin
-    logic known;
-    known = (desc_i.flags & ~((8'd1 << ina_proto_pkg::FlagRetxBit) |
-                              (8'd1 << ina_proto_pkg::FlagNonfiniteBit) |
-                              (8'd1 << ina_proto_pkg::FlagInt32Bit))) == '0;
-    if (desc_i.count == '0) begin
-      fits = known && {1'b0, desc_i.offset} == first_off && !int32_new;
-    end else begin
-      fits = known && ({1'b0, desc_i.offset} == first_off ||
-                       (mo.cnt != '0 && {1'b0, mo.count} == j_k &&
-                        {2'b0, desc_i.offset} == next_off &&
-                        int32_new == mo.flags[ina_proto_pkg::FlagInt32Bit]));
-    end
-  end
+  assign next_use    = m.gen == pre_q.gen_m2 && mo.gen == pre_q.gen_m1 &&
+                       (mo.cnt == '0 || mo.cnt == pre_q.world[6:0]);
+  // Early vs stale: the 16-bit distance from the current generation (the other copy's when it is
+  // the newer) is in 1..0x7FFF; both distances are computed and the newer copy's chosen.
+  assign cur_is_mo   = sum_eq16(m.gen, 16'd1, mo.gen);
+  assign early_m     = desc_i.gen != m.gen && !behind16(desc_i.gen, m.gen);
+  assign early_mo    = desc_i.gen != mo.gen && !behind16(desc_i.gen, mo.gen);
+  assign early       = cur_is_mo ? early_mo : early_m;
+  // Rule 12: offset == other copy's offset + W K, the other copy full (count K) and of the type.
+  assign hist_match  = sum_eq34({2'b0, mo.offset}, pre_q.stride, {2'b0, desc_i.offset});
+  assign fits        = pre_q.fits_first ||
+                       (pre_q.hist_ok && mo.cnt != '0 && {1'b0, mo.count} == pre_q.k && hist_match &&
+                        int32_new == mo.flags[ina_proto_pkg::FlagInt32Bit]);
   // The other copy's bitmap and exponents play no part in the rules.
   logic unused_mo;
   assign unused_mo = ^{mo.bitmap, mo.exp, mo.next_exp};
   // Rule 13: a block that fits the history but differs from another rank's: the ranks disagree.
   assign differs = desc_i.offset != m.offset || desc_i.count != m.count || int32_new != int32_old;
-
-  // Payload beats of `count` elements.
-  function automatic logic [4:0] beats_of(input logic [15:0] count);
-    logic [16:0] b;
-    b = ({1'b0, count} + 17'(ina_rtl_pkg::Lanes - 1)) >> $clog2(ina_rtl_pkg::Lanes);
-    beats_of = (b > 17'(ina_rtl_pkg::MaxPayloadBeats)) ? 5'(ina_rtl_pkg::MaxPayloadBeats) : b[4:0];
-  endfunction
 
   assign beats_of_stored = desc_i.stored_beats;
 
@@ -360,7 +462,7 @@ module ina_agg
     inc       = '0;
     fail      = 1'b0;
     meta_we   = 1'b0;
-    meta_slot = pslot[SW-1:0];
+    meta_slot = pre_q.pslot[SW-1:0];
     meta_copy = desc_i.gen[0];
     meta_new  = m;
     mode_d    = ModeDrop;
@@ -370,33 +472,30 @@ module ina_agg
     inb_d     = beats_of_stored;
     outb_d    = '0;
     cnt_elems_d = desc_i.count;
-    beats_of_count = beats_of(desc_i.count);
 
     inc[ina_proto_pkg::CntRxPackets] = 1'b1;
-    if (desc_i.frame_bytes < ina_rtl_pkg::FrameBytesBits'(ina_proto_pkg::PayloadOffset + ina_proto_pkg::CrcBytes) ||
-        desc_i.mac_err) begin
+    if (runt) begin
       inc[ina_proto_pkg::CntDropMalformed] = 1'b1;
-    end else if (desc_i.version != 8'(ina_proto_pkg::Version)) begin
+    end else if (pre_q.bad_ver) begin
       inc[ina_proto_pkg::CntDropBadVersion] = 1'b1;
     end else if (!desc_crc_ok_i) begin
       inc[ina_proto_pkg::CntDropBadCrc] = 1'b1;
-    end else if (desc_i.mtype != ina_proto_pkg::MsgTypeData) begin
+    end else if (pre_q.bad_type) begin
       inc[ina_proto_pkg::CntDropMalformed] = 1'b1;
-    end else if ({2'b0, desc_i.frame_bytes} != 22'(ina_proto_pkg::PayloadOffset + ina_proto_pkg::CrcBytes) +
-                                               {4'b0, desc_i.count, 2'b00}) begin
+    end else if (pre_q.bad_len) begin
       inc[ina_proto_pkg::CntDropMalformed] = 1'b1;
-    end else if (!found) begin
+    end else if (!pre_q.found) begin
       inc[ina_proto_pkg::CntDropUnknownJob] = 1'b1;
-    end else if ({1'b0, desc_i.count} > j_k) begin
+    end else if (pre_q.bad_count) begin
       inc[ina_proto_pkg::CntDropMalformed] = 1'b1;
-    end else if (desc_i.rank >= {8'd0, j_world}) begin
+    end else if (pre_q.bad_rank) begin
       inc[ina_proto_pkg::CntDropBadRank] = 1'b1;
-    end else if (desc_i.slot >= j_window || pslot >= 17'(PoolSlots)) begin
+    end else if (pre_q.bad_slot) begin
       inc[ina_proto_pkg::CntDropBadSlot] = 1'b1;
     end else begin
       inc[ina_proto_pkg::CntRetransmissions] = retx;
-      if (in_progress && m.bitmap[desc_i.rank[5:0]]) begin
-        if (m.cnt == j_world[6:0]) begin
+      if (in_progress && dup) begin
+        if (complete) begin
           inc[ina_proto_pkg::CntResultResends] = 1'b1;
           mode_d      = ModeResend;
           emit_d      = 1'b1;
@@ -439,8 +538,8 @@ module ina_agg
           meta_new.cnt      = m.cnt + 7'd1;
         end
         meta_new.bitmap[desc_i.rank[5:0]] = 1'b1;
-        outb_d = beats_of_count;
-        if (meta_new.cnt == j_world[6:0]) begin
+        outb_d = pre_q.beats;
+        if (next_use ? pre_q.world_is1 : m.cnt == pre_q.world_m1) begin
           inc[ina_proto_pkg::CntResults] = 1'b1;
           emit_d   = 1'b1;
           hdr_emit = 1'b1;
@@ -493,9 +592,9 @@ module ina_agg
   endfunction
 
   assign nops_d  = (inb_d > outb_d) ? inb_d : outb_d;
-  assign ps_d    = pslot[SW-1:0];
+  assign ps_d    = pre_q.pslot[SW-1:0];
   assign cp_d    = desc_i.gen[0];
-  assign user_d  = {hdr_rank, j_group};
+  assign user_d  = {hdr_rank, pre_q.group};
 
   // Payload op issue.
   logic          s0_pay;       // a payload op issues this cycle
@@ -533,7 +632,7 @@ module ina_agg
       if (op_d == nops_q) busy_d = 1'b0;
     end else if (start) begin
       op_d   = '0;
-      busy_d = nops_d != '0;
+      busy_d = (inb_d | outb_d) != '0;
     end
   end
 
@@ -563,7 +662,7 @@ module ina_agg
 
   assign cnt_inc_o    = inc;
   assign fail_o       = fail;
-  assign fail_entry_o = j_idx;
+  assign fail_entry_o = pre_q.idx;
   assign fail_slot_o  = desc_i.slot;
   assign fail_gen_o   = desc_i.gen;
   assign fail_rank_o  = desc_i.rank;
@@ -696,14 +795,15 @@ module ina_agg
   // A copy's contribution count is the number of ranks in its bitmap, never more than the world.
   a_agg_count: assert property (@(posedge clk_i) disable iff (!rst_ni)
       meta_we |-> 7'($countones(meta_new.bitmap)) == meta_new.cnt &&
-                  meta_new.cnt <= j_world[6:0])
+                  meta_new.cnt <= pre_q.world[6:0])
     else $error("ina_agg: slot %0d copy %0d: count %0d, bitmap %h, world %0d", meta_slot,
-                meta_copy, meta_new.cnt, meta_new.bitmap, j_world);
+                meta_copy, meta_new.cnt, meta_new.bitmap, pre_q.world);
   // One result per completed copy: the contribution that completes it emits the result header,
   // and a copy already complete is never completed again (later packets re-send or are dropped).
   a_agg_result_once: assert property (@(posedge clk_i) disable iff (!rst_ni)
       start && inc[ina_proto_pkg::CntResults] |->
-        hdr_emit && emit_d && meta_new.cnt == j_world[6:0] && !(in_progress && m.cnt == j_world[6:0]))
+        hdr_emit && emit_d && meta_new.cnt == pre_q.world[6:0] &&
+        !(in_progress && m.cnt == pre_q.world[6:0]))
     else $error("ina_agg: slot %0d gen %0d completed twice or without its result", pslot,
                 desc_i.gen);
   // A result header is emitted only for a completing contribution or a re-send to one rank.
@@ -732,6 +832,27 @@ module ina_agg
       a_agg_meta_fwd: assert (meta_latest)
         else $error("ina_agg: slot %0d: the metadata read (forwarded) is not the slot's latest",
                     pslot);
+    end
+  end
+  // The pre-stage (pre_q, registered last cycle) is what the header op would compute now from
+  // desc_i and the job table (pre_d) whenever it is used: pre_fresh is right. Mutation-checked:
+  // without the desc_i == pre_desc_q term RtlAggTest fails here.
+  // An immediate assertion: pre_t is a struct, compared once per header op.
+  logic [NumJobs*(1+16+32+32)-1:0] tbl_q;
+  logic tbl_q_valid;
+  always_ff @(posedge clk_i) begin
+    tbl_q       <= {job_valid_i, job_id_i, job_slots_i, job_world_i};
+    tbl_q_valid <= rst_ni;
+    if (rst_ni && start && meta_needed) begin
+      a_agg_pre: assert (pre_q == pre_d)
+        else $error("ina_agg: job %0d slot %0d: the pre-stage values are stale", desc_i.job,
+                    desc_i.slot);
+    end
+    // The job table changes only at the edge into a cycle with commit_i (ina_regs) or after
+    // fail_o, which is what pre_fresh assumes.
+    if (rst_ni && tbl_q_valid && !commit_i && !fail_q) begin
+      a_agg_table_stable: assert ({job_valid_i, job_id_i, job_slots_i, job_world_i} == tbl_q)
+        else $error("ina_agg: the job table changed without a commit or a failure");
     end
   end
   // A descriptor taken without its metadata read (a one-beat frame) is dropped as malformed before
