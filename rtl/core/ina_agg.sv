@@ -316,7 +316,6 @@ module ina_agg
   // (pre_d) whenever a header op uses it. A descriptor waits at desc_i for its metadata read
   // anyway, so this costs no cycle.
   typedef struct packed {
-    logic          found;
     logic [7:0]    idx;
     logic [7:0]    world;
     logic [6:0]    world_m1;   // world - 1 (mod 128): the count that the next contribution completes
@@ -324,7 +323,12 @@ module ina_agg
     logic [16:0]   k;
     logic [15:0]   group;
     logic [16:0]   pslot;
-    logic          bad_ver, bad_type, bad_len, bad_count, bad_rank, bad_slot;
+    logic          bad_ver;    // the causes after the CRC verdict, each the first to hold:
+    logic          mal_late;   //   malformed (type, length, count > K)
+    logic          unknown;    //   unknown job
+    logic          rank_bad;   //   bad rank
+    logic          slot_bad;   //   bad slot
+    logic          ok;         //   none
     logic          fits_first; // rule 12 by the slot's first block alone (known flags, offset s K)
     logic          hist_ok;    // rule 12 may take the other copy's history (known flags, count > 0)
     logic [33:0]   stride;     // window x K
@@ -341,7 +345,7 @@ module ina_agg
     logic [7:0]  world, kq, idx;
     logic [16:0] k;
     logic [32:0] first_off;
-    logic        known;
+    logic        known, bad_type, bad_len, bad_count, bad_rank, bad_slot;
     // The lowest matching entry: one-hot select, then an AND-OR multiplexer (no priority chain).
     for (int unsigned j = 0; j < NumJobs; j++) begin
       hit[j] = job_valid_i[j] && job_id_i[16*j +: 16] == desc_i.job;
@@ -370,7 +374,6 @@ module ina_agg
                               (8'd1 << ina_proto_pkg::FlagInt32Bit))) == '0;
     first_off = 33'(desc_i.slot) * 33'(k);
 
-    pre_d.found     = |hit;
     pre_d.idx       = idx;
     pre_d.world     = world;
     pre_d.world_m1  = world[6:0] - 7'd1;
@@ -378,13 +381,18 @@ module ina_agg
     pre_d.k         = k;
     pre_d.group     = group;
     pre_d.pslot     = {1'b0, base} + {1'b0, desc_i.slot};
-    pre_d.bad_ver   = desc_i.version != 8'(ina_proto_pkg::Version);
-    pre_d.bad_type  = desc_i.mtype != ina_proto_pkg::MsgTypeData;
-    pre_d.bad_len   = {2'b0, desc_i.frame_bytes} !=
-                      22'(ina_proto_pkg::PayloadOffset + ina_proto_pkg::CrcBytes) + {4'b0, desc_i.count, 2'b00};
-    pre_d.bad_count = {1'b0, desc_i.count} > k;
-    pre_d.bad_rank  = desc_i.rank >= {8'd0, world};
-    pre_d.bad_slot  = desc_i.slot >= window || pre_d.pslot >= 17'(PoolSlots);
+    bad_type  = desc_i.mtype != ina_proto_pkg::MsgTypeData;
+    bad_len   = {2'b0, desc_i.frame_bytes} !=
+                22'(ina_proto_pkg::PayloadOffset + ina_proto_pkg::CrcBytes) + {4'b0, desc_i.count, 2'b00};
+    bad_count = {1'b0, desc_i.count} > k;
+    bad_rank  = desc_i.rank >= {8'd0, world};
+    bad_slot  = desc_i.slot >= window || pre_d.pslot >= 17'(PoolSlots);
+    pre_d.bad_ver  = desc_i.version != 8'(ina_proto_pkg::Version);
+    pre_d.mal_late = bad_type || bad_len || (|hit && bad_count);
+    pre_d.unknown  = !bad_type && !bad_len && !(|hit);
+    pre_d.rank_bad = !bad_type && !bad_len && |hit && !bad_count && bad_rank;
+    pre_d.slot_bad = !bad_type && !bad_len && |hit && !bad_count && !bad_rank && bad_slot;
+    pre_d.ok       = !bad_type && !bad_len && |hit && !bad_count && !bad_rank && !bad_slot;
     // Rule 12, the slot's history: block s (offset s*K) starts a call (an empty block only as
     // float); otherwise the block W*K after the previous generation's full block, of the same type
     // (the header op compares with the other copy: hist_match).
@@ -458,93 +466,66 @@ module ina_agg
 
   assign beats_of_stored = desc_i.stored_beats;
 
+  // The decision as flat conditions (each cause is the first to hold in engine.h's order), not an
+  // if-else chain, which synthesis would map to a chain of multiplexers through every cause.
+  // Before the slot rules: the descriptor's own checks and the job lookup (pre-stage), with the
+  // CRC verdict (rule 4) between the version and the message type.
+  logic gate, ok, seen, resend, accept, done;
+  assign gate   = !runt && !pre_q.bad_ver && desc_crc_ok_i;
+  assign ok     = gate && pre_q.ok;
+  assign seen   = in_progress && dup;
+  assign resend = ok && seen && complete;
+  assign accept = ok && !seen && (in_progress || next_use) && fits && !(in_progress && differs);
+  assign done   = next_use ? pre_q.world_is1 : m.cnt == pre_q.world_m1;
+
   always_comb begin
-    inc       = '0;
-    fail      = 1'b0;
-    meta_we   = 1'b0;
+    inc = '0;
+    inc[ina_proto_pkg::CntRxPackets]       = 1'b1;
+    inc[ina_proto_pkg::CntDropMalformed]   = runt || (gate && pre_q.mal_late);
+    inc[ina_proto_pkg::CntDropBadVersion]  = !runt && pre_q.bad_ver;
+    inc[ina_proto_pkg::CntDropBadCrc]      = !runt && !pre_q.bad_ver && !desc_crc_ok_i;
+    inc[ina_proto_pkg::CntDropUnknownJob]  = gate && pre_q.unknown;
+    inc[ina_proto_pkg::CntDropBadRank]     = gate && pre_q.rank_bad;
+    inc[ina_proto_pkg::CntDropBadSlot]     = gate && pre_q.slot_bad;
+    inc[ina_proto_pkg::CntRetransmissions] = ok && retx;
+    inc[ina_proto_pkg::CntResultResends]   = resend;
+    inc[ina_proto_pkg::CntDuplicates]      = ok && seen && !complete;
+    inc[ina_proto_pkg::CntDropEarly]       = ok && !in_progress && !next_use && early;
+    inc[ina_proto_pkg::CntDropStale]       = ok && !in_progress && !next_use && !early;
+    inc[ina_proto_pkg::CntDropHistory]     = ok && !seen && (in_progress || next_use) && !fits;
+    inc[ina_proto_pkg::CntDropMismatch]    = ok && !seen && in_progress && fits && differs;
+    inc[ina_proto_pkg::CntRxData]          = accept;
+    inc[ina_proto_pkg::CntResults]         = accept && done;
+    fail      = ok && !seen && in_progress && fits && differs;
+    meta_we   = accept;
     meta_slot = pre_q.pslot[SW-1:0];
     meta_copy = desc_i.gen[0];
-    meta_new  = m;
-    mode_d    = ModeDrop;
-    emit_d    = 1'b0;
-    hdr_emit  = 1'b0;
-    hdr_rank  = ina_proto_pkg::RankAll;
+    emit_d    = resend || (accept && done);
+    hdr_emit  = emit_d;
+    hdr_rank  = resend ? desc_i.rank : ina_proto_pkg::RankAll;
     inb_d     = beats_of_stored;
-    outb_d    = '0;
-    cnt_elems_d = desc_i.count;
-
-    inc[ina_proto_pkg::CntRxPackets] = 1'b1;
-    if (runt) begin
-      inc[ina_proto_pkg::CntDropMalformed] = 1'b1;
-    end else if (pre_q.bad_ver) begin
-      inc[ina_proto_pkg::CntDropBadVersion] = 1'b1;
-    end else if (!desc_crc_ok_i) begin
-      inc[ina_proto_pkg::CntDropBadCrc] = 1'b1;
-    end else if (pre_q.bad_type) begin
-      inc[ina_proto_pkg::CntDropMalformed] = 1'b1;
-    end else if (pre_q.bad_len) begin
-      inc[ina_proto_pkg::CntDropMalformed] = 1'b1;
-    end else if (!pre_q.found) begin
-      inc[ina_proto_pkg::CntDropUnknownJob] = 1'b1;
-    end else if (pre_q.bad_count) begin
-      inc[ina_proto_pkg::CntDropMalformed] = 1'b1;
-    end else if (pre_q.bad_rank) begin
-      inc[ina_proto_pkg::CntDropBadRank] = 1'b1;
-    end else if (pre_q.bad_slot) begin
-      inc[ina_proto_pkg::CntDropBadSlot] = 1'b1;
-    end else begin
-      inc[ina_proto_pkg::CntRetransmissions] = retx;
-      if (in_progress && dup) begin
-        if (complete) begin
-          inc[ina_proto_pkg::CntResultResends] = 1'b1;
-          mode_d      = ModeResend;
-          emit_d      = 1'b1;
-          hdr_emit    = 1'b1;
-          hdr_rank    = desc_i.rank;
-          outb_d      = beats_of(m.count);
-          cnt_elems_d = m.count;
-        end else begin
-          inc[ina_proto_pkg::CntDuplicates] = 1'b1;
-        end
-      end else if (!in_progress && !next_use) begin
-        if (early) begin
-          inc[ina_proto_pkg::CntDropEarly] = 1'b1;
-        end else begin
-          inc[ina_proto_pkg::CntDropStale] = 1'b1;
-        end
-      end else if (!fits) begin
-        inc[ina_proto_pkg::CntDropHistory] = 1'b1;
-      end else if (in_progress && differs) begin
-        inc[ina_proto_pkg::CntDropMismatch] = 1'b1;
-        fail = 1'b1;
+    outb_d    = resend ? beats_of(m.count) : accept ? pre_q.beats : '0;
+    cnt_elems_d = resend ? m.count : desc_i.count;
+    mode_d    = resend ? ModeResend : !accept ? ModeDrop : next_use ? ModeFirst : ModeAdd;
+    // The copy after this packet (written only when accepted; a re-send's header shows it as is).
+    meta_new  = m;
+    if (accept) begin
+      if (next_use) begin
+        meta_new = '0;
+        meta_new.gen      = desc_i.gen;
+        meta_new.offset   = desc_i.offset;
+        meta_new.count    = desc_i.count;
+        meta_new.flags    = desc_i.flags & ~(8'd1 << ina_proto_pkg::FlagRetxBit);
+        meta_new.exp      = desc_i.exp;
+        meta_new.next_exp = desc_i.next_exp;
+        meta_new.cnt      = 7'd1;
       end else begin
-        inc[ina_proto_pkg::CntRxData] = 1'b1;
-        meta_we = 1'b1;
-        if (next_use) begin
-          mode_d = ModeFirst;
-          meta_new = '0;
-          meta_new.gen      = desc_i.gen;
-          meta_new.offset   = desc_i.offset;
-          meta_new.count    = desc_i.count;
-          meta_new.flags    = desc_i.flags & ~(8'd1 << ina_proto_pkg::FlagRetxBit);
-          meta_new.exp      = desc_i.exp;
-          meta_new.next_exp = desc_i.next_exp;
-          meta_new.cnt      = 7'd1;
-        end else begin
-          mode_d = ModeAdd;
-          meta_new.flags    = m.flags | (desc_i.flags & ~(8'd1 << ina_proto_pkg::FlagRetxBit));
-          meta_new.exp      = (desc_i.exp > m.exp) ? desc_i.exp : m.exp;
-          meta_new.next_exp = (desc_i.next_exp > m.next_exp) ? desc_i.next_exp : m.next_exp;
-          meta_new.cnt      = m.cnt + 7'd1;
-        end
-        meta_new.bitmap[desc_i.rank[5:0]] = 1'b1;
-        outb_d = pre_q.beats;
-        if (next_use ? pre_q.world_is1 : m.cnt == pre_q.world_m1) begin
-          inc[ina_proto_pkg::CntResults] = 1'b1;
-          emit_d   = 1'b1;
-          hdr_emit = 1'b1;
-        end
+        meta_new.flags    = m.flags | (desc_i.flags & ~(8'd1 << ina_proto_pkg::FlagRetxBit));
+        meta_new.exp      = (desc_i.exp > m.exp) ? desc_i.exp : m.exp;
+        meta_new.next_exp = (desc_i.next_exp > m.next_exp) ? desc_i.next_exp : m.next_exp;
+        meta_new.cnt      = m.cnt + 7'd1;
       end
+      meta_new.bitmap[desc_i.rank[5:0]] = 1'b1;
     end
     if (!start) begin
       inc = '0;
