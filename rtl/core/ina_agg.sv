@@ -278,30 +278,21 @@ module ina_agg
 
   // a + b == c (mod 2^n) without a carry chain: bit i of the sum is c's exactly when the carry
   // into bit i is r_i = a_i ^ b_i ^ c_i; so r_0 == 0 and each r_{i+1} is the carry out of bit i
-  // given r_i (one 6-input function per bit, then an AND).
+  // given r_i (one 6-input function per bit, then an AND; written on whole vectors, which a
+  // simulator evaluates in a few word operations).
   function automatic logic sum_eq34(logic [33:0] a, logic [33:0] b, logic [33:0] c);
-    logic [33:0] r;
-    logic ok;
-    r = a ^ b ^ c;
-    ok = !r[0];
-    for (int unsigned i = 0; i < 33; i++) begin
-      ok &= r[i+1] == ((a[i] & b[i]) | ((a[i] ^ b[i]) & !c[i]));
-    end
-    sum_eq34 = ok;
+    logic [32:0] carry;  // the carry out of each bit, given the carry into it that c needs
+    carry = (a[32:0] & b[32:0]) | ((a[32:0] ^ b[32:0]) & ~c[32:0]);
+    sum_eq34 = (a ^ b ^ c) == {carry, 1'b0};
   endfunction
   // a - b is negative as a 16-bit two's complement distance (bit 15 of the difference).
   function automatic logic behind16(logic [15:0] a, logic [15:0] b);
     behind16 = 1'((a - b) >> 15);
   endfunction
   function automatic logic sum_eq16(logic [15:0] a, logic [15:0] b, logic [15:0] c);
-    logic [15:0] r;
-    logic ok;
-    r = a ^ b ^ c;
-    ok = !r[0];
-    for (int unsigned i = 0; i < 15; i++) begin
-      ok &= r[i+1] == ((a[i] & b[i]) | ((a[i] ^ b[i]) & !c[i]));
-    end
-    sum_eq16 = ok;
+    logic [14:0] carry;
+    carry = (a[14:0] & b[14:0]) | ((a[14:0] ^ b[14:0]) & ~c[14:0]);
+    sum_eq16 = (a ^ b ^ c) == {carry, 1'b0};
   endfunction
 
   // ---------------------------------------------------------------------------------------------
