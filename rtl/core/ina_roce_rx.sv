@@ -99,15 +99,6 @@ module ina_roce_rx
     CauseKey    = 2'd3
   } cause_e;
 
-  // What the verdict stage needs of a frame, from its last in beat on.
-  typedef struct packed {
-    logic   valid;
-    logic   roce;
-    logic   fwd;    // sent on m_axis: a verdict is due
-    logic   short_;  // roce_short
-    cause_e cause;  // the header's failure after the ICRC
-  } tag_t;
-
   logic        beat, first;
   logic        in_frame_q, in_frame_d;
   assign first = !in_frame_q;
@@ -187,8 +178,8 @@ module ina_roce_rx
   logic [NB-1:0]                     flush_keep_q, flush_keep_d;
   logic                              flush_q, flush_d;
   logic [ina_rtl_pkg::BeatBits-1:0]  joined;
-  logic signed [7:0]                 extra;  // out bytes left for a beat after the last in beat
-  logic [6:0]                        extra_pos, extra_neg;  // extra, -extra (where >= 0)
+  logic                              left_over;  // the last in beat leaves a last out beat
+  logic [NB-1:0]                     last_keep, left_keep;
   logic                              go_out;  // an out beat goes with this in beat
   logic                              err_now;
 
@@ -198,12 +189,17 @@ module ina_roce_rx
     joined = {s_axis_tdata_i[8*Cut-1:0], hold_q[ina_rtl_pkg::BeatBits-1:8*Cut]};
     if (outfirst_q) joined[8*BthByte-1:0] = hold_q[8*BthByte-1:0];
   end
-  // Valid bytes of the last in beat, less the pad, the ICRC and the 20 bytes the out beat before
-  // took: > 0 leaves a last out beat of that many bytes, else the joined beat is the last, short of
-  // 64 by -extra bytes (at least 38 bytes: keep_cnt >= 1, pad <= 3).
-  assign extra = $signed({1'b0, keep_cnt}) - 8'sd24 - $signed({6'd0, pad_q});
-  assign extra_pos = extra[6:0];
-  assign extra_neg = 7'(-extra);
+  // The last in beat has r valid bytes (tkeep contiguous). The out frame ends 4 + pad bytes
+  // before it and, after the out beat before, 20 bytes later: out byte k of the joined beat is
+  // in byte k - 44, valid iff k + 24 + pad < 64 + r. So when in byte 24 + pad is valid
+  // (r > 24 + pad) a last out beat of r - 24 - pad bytes (in bytes 20..) is left over, else the
+  // joined beat is the last, with 40 + r - pad bytes (at least 38). Both keeps are tkeep shifted
+  // by 24 + pad: no byte count on this path.
+  logic [2*NB-1:0] keep_ext;
+  assign keep_ext  = {s_axis_tkeep_i, {NB{1'b1}}};
+  assign left_over = s_axis_tkeep_i[6'd24 + 6'(pad_q)];
+  assign last_keep = keep_ext[7'd24 + 7'(pad_q) +: NB];
+  assign left_keep = s_axis_tkeep_i >> (6'd24 + 6'(pad_q));
 
   assign go_out = in_frame_q && mode_q != ModeDrop;
   assign s_axis_tready_o = (flush_q || go_out) ? m_axis_tready_i : 1'b1;
@@ -224,9 +220,9 @@ module ina_roce_rx
       m_axis_tuser_o  = err_now;
       if (mode_q == ModeFwd) begin
         m_axis_tdata_o = joined;
-        if (s_axis_tlast_i && extra <= 0) begin
+        if (s_axis_tlast_i && !left_over) begin
           m_axis_tlast_o = 1'b1;
-          m_axis_tkeep_o = {NB{1'b1}} >> extra_neg;
+          m_axis_tkeep_o = last_keep;
         end
       end
     end
@@ -262,9 +258,9 @@ module ina_roce_rx
           if (mode_now == ModePlain) begin
             flush_d      = 1'b1;
             flush_keep_d = s_axis_tkeep_i;
-          end else if (extra > 0) begin
+          end else if (left_over) begin
             flush_d      = 1'b1;
-            flush_keep_d = {NB{1'b1}} >> (7'(NB) - extra_pos);
+            flush_keep_d = left_keep;
             hold_d       = {{(8*Cut){1'b0}}, s_axis_tdata_i[ina_rtl_pkg::BeatBits-1:8*Cut]};
           end
         end
@@ -314,47 +310,55 @@ module ina_roce_rx
     .busy_o         (icrc_busy)
   );
 
-  tag_t tag_in;
-  tag_t tag_q[Latency];
-  logic tags_busy;
-
-  always_comb begin
-    tag_in        = '0;
-    tag_in.valid  = beat && s_axis_tlast_i;
-    tag_in.roce   = mode_now != ModePlain;
-    tag_in.fwd    = mode_now != ModeDrop;
-    tag_in.short_ = hdr_short_now || bytes_d != 17'd14 + 17'(tot_now);
-    tag_in.cause  = cause_now;
-  end
+  // A frame's tag (what the verdict needs of it) runs down a line as long as the ICRC pipeline,
+  // from its last in beat on; one shift register per field (flat vectors: yosys 0.23 reads no
+  // unpacked arrays of structs), stage Latency-1 in the top bit.
+  // The length check takes a stage of its own (the frame's byte count, its IPv4 total length and
+  // the first beat's short checks registered at the last beat), off the tkeep count's path.
+  logic [Latency-1:0]   tv_q, troce_q, tfwd_q;  // valid, RoCEv2, sent on m_axis
+  logic [Latency-2:0]   tshort_q;               // roce_short, from stage 1 on
+  logic [2*Latency-1:0] tcause_q;               // the header's failure after the ICRC
+  logic [16:0]          len_q;
+  logic [15:0]          len_tot_q;
+  logic                 len_hshort_q;
+  logic                 v_valid, v_roce, v_fwd, v_short, bad_icrc;
+  logic [1:0]           v_cause;  // cause_e (yosys 0.23 has no casts to a typedef)
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
-      for (int unsigned i = 0; i < Latency; i++) tag_q[i] <= '0;
+      tv_q <= '0;
     end else begin
-      tag_q[0] <= tag_in;
-      for (int unsigned i = 1; i < Latency; i++) tag_q[i] <= tag_q[i-1];
+      tv_q <= {tv_q[Latency-2:0], beat && s_axis_tlast_i};
     end
   end
 
-  always_comb begin
-    tags_busy = 1'b0;
-    for (int unsigned i = 0; i < Latency; i++) tags_busy |= tag_q[i].valid;
+  // Datapath: read only where the valid bit beside them is set.
+  always_ff @(posedge clk_i) begin
+    troce_q  <= {troce_q[Latency-2:0], mode_now != ModePlain};
+    tfwd_q   <= {tfwd_q[Latency-2:0], mode_now != ModeDrop};
+    len_q        <= bytes_d;
+    len_tot_q    <= tot_now;
+    len_hshort_q <= hdr_short_now;
+    tshort_q     <= {tshort_q[Latency-3:0], len_hshort_q || len_q != 17'd14 + 17'(len_tot_q)};
+    tcause_q <= {tcause_q[2*Latency-3:0], cause_now};
   end
 
-  tag_t   vt;
-  logic   bad_icrc;
-  assign vt       = tag_q[Latency-1];
+  assign v_valid  = tv_q[Latency-1];
+  assign v_roce   = troce_q[Latency-1];
+  assign v_fwd    = tfwd_q[Latency-1];
+  assign v_short  = tshort_q[Latency-2];
+  assign v_cause  = tcause_q[2*Latency-1 -: 2];
   assign bad_icrc = !icrc_ok;
 
   always_comb begin
     cnt_inc_o = '0;
-    if (vt.valid && vt.roce) begin
-      if (vt.short_) begin
+    if (v_valid && v_roce) begin
+      if (v_short) begin
         cnt_inc_o[ina_proto_pkg::CntRoceShort] = 1'b1;
       end else if (bad_icrc) begin
         cnt_inc_o[ina_proto_pkg::CntRoceBadIcrc] = 1'b1;
       end else begin
-        unique case (vt.cause)
+        unique case (v_cause)
           CauseOpcode: cnt_inc_o[ina_proto_pkg::CntRoceBadOpcode] = 1'b1;
           CauseQpn:    cnt_inc_o[ina_proto_pkg::CntRoceWrongQpn] = 1'b1;
           CauseKey:    cnt_inc_o[ina_proto_pkg::CntRoceBadKey] = 1'b1;
@@ -364,10 +368,10 @@ module ina_roce_rx
     end
   end
 
-  assign verdict_valid_o = vt.valid && vt.fwd;
-  assign verdict_drop_o  = vt.roce && (vt.short_ || bad_icrc);
+  assign verdict_valid_o = v_valid && v_fwd;
+  assign verdict_drop_o  = v_roce && (v_short || bad_icrc);
 
-  assign busy_o = in_frame_q || flush_q || tags_busy || icrc_busy;
+  assign busy_o = in_frame_q || flush_q || (|tv_q) || icrc_busy;
 
   // The P_Key's membership bit is not compared (0xFFFF and 0x7FFF: the default partition).
   logic unused_pkey_msb;
@@ -377,7 +381,7 @@ module ina_roce_rx
   // Invariants (docs/rtl/assertions.md).
   // The tag line and the ICRC pipeline have the same latency: a verdict is found for each frame.
   a_roce_rx_tag_align: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      vt.valid == icrc_valid)
+      v_valid == icrc_valid)
     else $error("ina_roce_rx: a frame's tag and its ICRC verdict are not in the same cycle");
   // The last out beat of a frame is pending only between frames.
   a_roce_rx_flush_between: assert property (@(posedge clk_i) disable iff (!rst_ni)

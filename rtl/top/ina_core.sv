@@ -2,8 +2,8 @@
 // replication logic.
 //
 //   s_axis -> ina_roce_rx -+-> ina_ingress -> payload FIFO / descriptor FIFO -+-> ina_agg -> ...
-//       (ICRC) |           +-> ina_crc32c (check) ----------> CRC-ok FIFO ----+
-//              +-----------------------------------------> RoCE verdict FIFO -+
+//   (RoCEv2 checks, ICRC)  +-> ina_crc32c (check) ----------> CRC-ok FIFO ----+
+//        its verdicts ------------------------------------> RoCE verdict FIFO +
 //     ... ina_agg -> ina_egress -> m_axis (output FIFO, CRC32C trailer)
 //                                                   ina_regs (job table, counters) <-> reg bus
 //
@@ -26,14 +26,16 @@
 //   ICRC of a RoCEv2 result are the shell's (per destination QP and PSN; docs/rtl/ina_roce_rx.md).
 // reg bus: see ina_regs.
 // Throughput: one beat per cycle in and out; a frame of n payload beats (its trailer included)
-// costs n + 1 cycles (a RoCEv2 frame: its own beats, ceil((n + 1) * 64 + 26) / 64 at most n + 2).
+// costs n + 1 cycles; the same message as a RoCEv2 frame costs its own beats (26 bytes more: at
+// most one beat more; a full K=64 or K=256 message has as many beats either way).
 // Latency: store-and-forward; a result's first beat leaves 5 cycles after the completing frame's
-// CRC verdict (4 cycles after its last beat into ina_ingress, which is 1 cycle after its last beat
-// on s_axis (ina_roce_rx holds one beat), or 0 for a RoCEv2 frame whose tail beyond 20 bytes is
-// only pad and ICRC: ingress, descriptor FIFO, issue, S1, S2, output FIFO),
-// its last beat once its own CRC is known (ina_egress).
+// CRC verdict (ingress, descriptor FIFO, issue, S1, S2, output FIFO), which comes 4 cycles after
+// the frame's last beat into ina_ingress; that beat enters 1 cycle after the frame's last beat on
+// s_axis (ina_roce_rx holds one beat; 0 cycles for a RoCEv2 frame whose tail beyond 20 bytes is
+// only pad and ICRC). Its last beat leaves once its own CRC is known (ina_egress).
 // Backpressure: m_axis_tready low fills the output FIFO; the aggregation stage then waits between
-// packets and the input FIFOs fill; s_axis_tready_o falls when they are full.
+// packets and the input FIFOs fill; s_axis_tready_o falls when they are full (ina_roce_rx passes
+// ina_ingress's ready on while it forwards a beat).
 module ina_core
 #(
   parameter int unsigned NumJobs   = 8,
