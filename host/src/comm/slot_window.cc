@@ -434,6 +434,10 @@ std::string SlotWindow::DescribeStall(TimePoint now) const {
                            : " (block " + std::to_string(worst->block) + ")") +
          " waited, " + std::to_string(worst->retries) + " retransmissions";
   }
+  if (parked_ > 0) {
+    m += "; " + std::to_string(parked_) +
+         " slots waiting for their quantization in the memory domain";
+  }
   m += "; " + std::to_string(remaining_) + " of " + std::to_string(blocks_) + " blocks pending" +
        (cfg_.lanes > 1 ? " on this lane" : "");
   if (!last_transport_error_.ok()) {

@@ -20,6 +20,7 @@
 #include <map>
 #include <mutex>
 #include <random>
+#include <thread>
 #include <vector>
 
 #include "comm_util.h"
@@ -72,8 +73,10 @@ std::unique_ptr<MemoryDomain> Host(size_t chunk_bytes, bool quantize = true) {
 // (timeout 0) of each fence answer "not yet" even when it could be run, so slots park.
 class LazyDomain final : public MemoryDomain {
  public:
-  explicit LazyDomain(size_t chunk_bytes, int poll_misses = 0)
-      : inner_(Host(chunk_bytes)), poll_misses_(poll_misses) {}
+  // poll_misses: as above (INT_MAX: a poll never succeeds); fail_quantize: that Quantize call
+  // (from 1) fails when it runs, as a CUDA error seen at its event would.
+  explicit LazyDomain(size_t chunk_bytes, int poll_misses = 0, int fail_quantize = 0)
+      : inner_(Host(chunk_bytes)), poll_misses_(poll_misses), fail_quantize_(fail_quantize) {}
 
   MemoryKind kind() const override { return MemoryKind::kHost; }
   std::string name() const override { return "lazy"; }
@@ -98,8 +101,11 @@ class LazyDomain final : public MemoryDomain {
   }
   Result<Fence> Quantize(const float* src, size_t n, size_t k, const uint8_t* exps, int precision,
                          uint8_t* wire) override {
-    return Defer(quantizes_,
-                 [=, this] { return inner_->Quantize(src, n, k, exps, precision, wire); });
+    const bool fail = quantizes_.load() + 1 == fail_quantize_;
+    return Defer(quantizes_, [=, this]() -> Result<Fence> {
+      if (fail) return Internal("lazy: injected quantization failure");
+      return inner_->Quantize(src, n, k, exps, precision, wire);
+    });
   }
   Result<Fence> Dequantize(float* dst, const uint8_t* wire, size_t n, size_t k, const uint8_t* exps,
                            int precision, int divisor) override {
@@ -109,7 +115,10 @@ class LazyDomain final : public MemoryDomain {
   }
   Result<bool> Wait(Fence f, microseconds timeout) override {
     std::lock_guard<std::mutex> lk(mu_);
-    if (timeout.count() == 0 && f > done_ && misses_[f]++ < poll_misses_) return false;
+    if (timeout.count() == 0 && f > done_ && misses_[f] < poll_misses_) {
+      ++misses_[f];
+      return false;
+    }
     for (; done_ < f && done_ < calls_.size(); ++done_) {
       auto r = calls_[done_]();
       if (!r.ok()) return r.status();
@@ -132,6 +141,7 @@ class LazyDomain final : public MemoryDomain {
 
   std::unique_ptr<MemoryDomain> inner_;
   const int poll_misses_;
+  const int fail_quantize_;
   std::mutex mu_;
   std::vector<std::function<Result<Fence>()>> calls_;  // guarded by mu_
   std::map<Fence, int> misses_;                        // guarded by mu_
@@ -353,6 +363,86 @@ INSTANTIATE_TEST_SUITE_P(
         Params{3, 64, 8, 1, 64 * 4 * 3, 0.0, {P::kQuantizing, P::kCopying, P::kPlainHost}},
         Params{3, 64, 16, 2, 64 * 4 * 4, 0.05, {P::kPlainHost, P::kLazyParking, P::kCopying}}),
     [](const ::testing::TestParamInfo<Params>& i) { return "case" + std::to_string(i.index); });
+
+// A quantization that fails (seen when its fence is polled) fails the op with its error, the
+// other rank promptly with Aborted (not at the progress timeout); every call enqueued is drained.
+TEST(StagedQuant, QuantizationFailureFailsTheOp) {
+  auto fabric = StartFabric();
+  ASSERT_NE(fabric, nullptr);
+  CommConfig base = BaseConfig(*fabric, 2, 64, 8);
+  base.progress_timeout_ms = 60000;  // a failure must come from the domain, not from the timeout
+  auto comms = CreateAll(base);
+  ASSERT_TRUE(AllCreated(comms));
+  LazyDomain bad(64 * 4 * 2, 0, /*fail_quantize=*/3), good(64 * 4 * 2);
+  std::vector<float> x0(64 * 40, 1.0f), x1(64 * 40, 1.0f);
+  Status st[2];
+  ParallelFor(2, [&](int r) {
+    st[r] = r == 0 ? comms[0]->AllReduce(std::span<float>(x0), bad)
+                   : comms[1]->AllReduce(std::span<float>(x1), good);
+  });
+  const Status& s0 = st[0];
+  const Status& s1 = st[1];
+  EXPECT_EQ(s0.code(), StatusCode::kInternal) << s0.ToString();
+  EXPECT_NE(s0.ToString().find("injected quantization failure"), std::string::npos)
+      << s0.ToString();
+  const bool aborted =
+      s1.code() == StatusCode::kAborted || (s1.code() == StatusCode::kFailedPrecondition &&
+                                            s1.ToString().find("ABORTED") != std::string::npos);
+  EXPECT_TRUE(aborted) << s1.ToString();
+  EXPECT_EQ(comms[0]->stats().ops_failed, 1u);
+}
+
+// The domain never reports a quantization done (a stuck device): the slots stay parked, nothing
+// is sent for them, and the progress timeout fails the op naming the parked slots; the calls the
+// op enqueued are drained before the request completes.
+TEST(StagedQuant, StuckQuantizationHitsTheProgressTimeout) {
+  auto fabric = StartFabric();
+  ASSERT_NE(fabric, nullptr);
+  CommConfig base = BaseConfig(*fabric, 2, 64, 8);
+  base.progress_timeout_ms = 300;
+  auto comms = CreateAll(base);
+  ASSERT_TRUE(AllCreated(comms));
+  LazyDomain stuck0(64 * 4 * 4, std::numeric_limits<int>::max()),
+      stuck1(64 * 4 * 4, std::numeric_limits<int>::max());
+  std::vector<float> x0(64 * 40, 1.0f), x1(64 * 40, 1.0f);
+  Status s[2];
+  ParallelFor(2, [&](int r) {
+    s[r] = comms[r]->AllReduce(std::span<float>(r == 0 ? x0 : x1), r == 0 ? stuck0 : stuck1);
+  });
+  // The first rank to time out leaves (aborting the job), so the other may see Aborted first.
+  int timed_out = 0;
+  for (int r = 0; r < 2; ++r) {
+    if (s[r].code() == StatusCode::kDeadlineExceeded) {
+      ++timed_out;
+      EXPECT_NE(s[r].ToString().find("waiting for their quantization"), std::string::npos)
+          << s[r].ToString();
+    } else {
+      EXPECT_EQ(s[r].code(), StatusCode::kAborted) << s[r].ToString();
+    }
+  }
+  EXPECT_GE(timed_out, 1);
+  EXPECT_EQ(x0[0], 1.0f);  // never dequantized: the op failed
+}
+
+// Destroying the communicator while its slots are parked: the request fails with Aborted and
+// every call the op enqueued has run by the time the destructor returns.
+TEST(StagedQuant, DestroyWhileParked) {
+  auto fabric = StartFabric();
+  ASSERT_NE(fabric, nullptr);
+  auto comms = CreateAll(BaseConfig(*fabric, 2, 64, 8));
+  ASSERT_TRUE(AllCreated(comms));
+  LazyDomain d0(64 * 4 * 4, std::numeric_limits<int>::max()), d1(64 * 4 * 4);
+  std::vector<float> x0(64 * 40, 1.0f), x1(64 * 40, 1.0f);
+  auto r0 = comms[0]->AllReduceAsync(std::span<float>(x0), d0);
+  auto r1 = comms[1]->AllReduceAsync(std::span<float>(x1), d1);
+  ASSERT_TRUE(r0.ok() && r1.ok());
+  while (d0.quantizes_.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  comms[0].reset();
+  EXPECT_EQ(r0->Wait().code(), StatusCode::kAborted);
+  comms[1].reset();
+  EXPECT_FALSE(r1->Wait().ok());
+}
 
 }  // namespace
 }  // namespace ina::host
