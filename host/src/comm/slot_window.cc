@@ -117,6 +117,13 @@ Status SlotWindow::SendExpRound(uint16_t s) {
 }
 
 Status SlotWindow::StartBlock(uint16_t s, int64_t b, uint8_t e) {
+  const Slot& cur = slots_[s];
+  // Checked before anything is quantized at `e` (|x| >= 2^E is outside the kernels' contract).
+  if (op_.is_float && !cur.pending_nonfinite && e < cur.pending_exp) {
+    return Internal("slot " + std::to_string(s) + " block " + std::to_string(b) +
+                    ": agreed exponent " + std::to_string(e) + " below the local exponent " +
+                    std::to_string(cur.pending_exp) + " (fabric did not max-reduce next_exp?)");
+  }
   if (quant_ == nullptr) return SendBlock(s, b, e);
   INA_RETURN_IF_ERROR(quant_->Agree(b, e));
   INA_ASSIGN_OR_RETURN(const bool ready, quant_->Quantized(b));
@@ -159,11 +166,6 @@ Status SlotWindow::SendBlock(uint16_t s, int64_t b, uint8_t e) {
     return Status::Ok();
   }
   const bool nonfinite = sl.pending_nonfinite;
-  if (!nonfinite && e < sl.pending_exp) {
-    return Internal("slot " + std::to_string(s) + " block " + std::to_string(b) +
-                    ": agreed exponent " + std::to_string(e) + " below the local exponent " +
-                    std::to_string(sl.pending_exp) + " (fabric did not max-reduce next_exp?)");
-  }
   uint8_t next_exp = proto::kExpNone;
   const int64_t nb = b + window_;
   if (nb < blocks_) {
