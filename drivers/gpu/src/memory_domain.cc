@@ -52,7 +52,7 @@ const char* MemoryTypeName(cudaMemoryType t) {
 
 class CudaDomain final : public MemoryDomain {
  public:
-  explicit CudaDomain(const CudaDomainOptions& o) : opts_(o) {}
+  explicit CudaDomain(const CudaDomainOptions& o) : opts_(o), quantize_(o.quantize) {}
 
   ~CudaDomain() override {
     (void)cudaSetDevice(opts_.device);
@@ -70,7 +70,13 @@ class CudaDomain final : public MemoryDomain {
     INA_CUDA_RETURN_IF_ERROR(cudaSetDevice(opts_.device));
     INA_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     INA_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&order_event_, cudaEventDisableTiming));
-    if (opts_.quantize) {
+    int pools = 0;
+    INA_CUDA_RETURN_IF_ERROR(
+        cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, opts_.device));
+    // Without stream-ordered pools (old drivers, some virtualised GPUs) floats take the copying
+    // path: the same results, quantized on the CPU.
+    if (pools == 0) quantize_ = false;
+    if (quantize_) {
       // The device scratch of the quantization calls (exponents, int32 blocks) comes from a pool
       // of the domain's own, stream-ordered (cudaMallocFromPoolAsync / cudaFreeAsync on the copy
       // stream), which keeps what it grew to: no allocation, free or synchronisation per call
@@ -138,7 +144,7 @@ class CudaDomain final : public MemoryDomain {
     });
   }
 
-  bool quantizes() const override { return opts_.quantize; }
+  bool quantizes() const override { return quantize_; }
 
   // Each quantization call: device scratch from the pool, the kernel, the copies between scratch
   // and staging, the scratch freed (stream-ordered), one event: all on the copy stream, so in
@@ -227,8 +233,8 @@ class CudaDomain final : public MemoryDomain {
   }
 
   Status CheckQuantize(size_t k) const {
-    if (!opts_.quantize) {
-      return Unimplemented(name() + ": does not quantize (CudaDomainOptions::quantize false)");
+    if (!quantize_) {
+      return Unimplemented(name() + ": does not quantize (options, or no memory pools)");
     }
     if (k < 1 || k > INT32_MAX) return InvalidArgument(name() + ": k " + std::to_string(k));
     return Status::Ok();
@@ -291,6 +297,7 @@ class CudaDomain final : public MemoryDomain {
   }
 
   const CudaDomainOptions opts_;
+  bool quantize_;  // opts_.quantize and the device has memory pools; set by Init
   cudaStream_t stream_ = nullptr;
   cudaEvent_t order_event_ = nullptr;  // guarded by mu_
   cudaMemPool_t pool_ = nullptr;       // device scratch of the quantization calls

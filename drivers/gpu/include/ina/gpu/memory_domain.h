@@ -12,6 +12,8 @@
 // BlockExps, Quantize and Dequantize run the kernels of ina/gpu/quant.h on the same stream, each
 // with device scratch from a stream-ordered memory pool of the domain's own, and the int32 blocks
 // (and exponents) move between that scratch and staging with cudaMemcpyAsync; one event per call.
+// A device without memory pools (cudaDevAttrMemoryPoolsSupported 0) takes the copying path
+// instead (quantizes() false): the same results, quantized on the CPU.
 //
 // Built only with a CUDA compiler (target ina::gpu_domain, links ina::host and the CUDA runtime);
 // libina itself never depends on CUDA. Threading: thread-safe (one mutex around the fence queue;
