@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# Checks that need a GPU; on a machine without one it prints "no GPU: skipped" and exits 0.
+# Checks that need a GPU, for a GPU machine: one prepared run (build for the GPU present, the hw
+# checks, one JSON line), meant to take under 5 minutes. On a machine without a GPU it fails at
+# once and loudly (exit 3; the JSON line says "gpu": false, "skipped": true, "passed": false), so
+# a GPU machine that lost its GPU is not mistaken for a pass; the hw ctest reads "skipped".
 #
 #   scripts/gpu-check.sh [--count N] [--iters I] [--no-build] [--build-dir DIR] [--out DIR]
 #
@@ -10,6 +13,16 @@
 #   script starts on loopback). From NCCL_DEBUG=INFO it reads whether the ina CollNet plugin
 #   loaded, connected and carried all-reduces (NCCL_TUNING "Algo CollNet..." lines).
 #   ina-nccl-allreduce checks the results against the host-computed sums (exact by construction).
+#   Run twice: with host buffers (INA_NCCL_CUDA=0: NCCL copies GPU<->host around CollNet; fields
+#   nccl_*, collnet_*, nccl_plugin_ok) and with GPU buffers (the plugin advertises NCCL_PTR_CUDA;
+#   NCCL_NET_GDR_LEVEL=SYS because the fabric device has no PCI path; fields nccl_gpubuf_*:
+#   whether the plugin offered GPU buffers, whether NCCL set up CollNet with /GDRDMA, i.e. handed
+#   the plugin GPU memory, and the results; nccl_gpubuf_ok is null, with NCCL's reason in
+#   "not_run", where NCCL keeps host buffers on this machine).
+# check_torch_cuda: the PyTorch backend on CUDA tensors (tests/plugins/torch/test_cuda.py,
+#   test_cuda_allreduce_matches_cpu: 2 processes, float32/int32/bfloat16 CUDA tensors through the
+#   fabric, bit-identical to the CPU path). Needs a torch with CUDA: Debian's python3-torch is
+#   CPU-only, and then torch_cuda_ok is null with the reason (listed in "not_run").
 # check_gpu_quant, check_gpu_allreduce: see the functions below.
 # --build-dir: where the binaries are (default build/; the hw ctest passes its own with
 # --no-build). Ends with one JSON line; exit 0 when every check ran and passed (CollNet used and results
@@ -38,8 +51,12 @@ CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 FIELDS=()   # '"key": value' pieces of the final JSON line
 FAILED=0
 SW_PID=""
+NOT_RUN=()  # checks that could not run here, with the reason
+T_START=$(date +%s.%N)
 
 json_add() { FIELDS+=("\"$1\": $2"); }
+json_str() { printf '"%s"' "$(printf '%s' "$1" | tr -d '\000-\037' | sed 's/\\/\\\\/g; s/"/\\"/g')"; }
+elapsed() { awk -v a="$1" -v b="$(date +%s.%N)" 'BEGIN { printf "%.2f", b - a }'; }
 emit_json() { local IFS=','; echo "{${FIELDS[*]}}" | sed 's/,"/, "/g'; }
 fail() { echo "gpu-check: $*" >&2; FAILED=1; }
 cleanup() {
@@ -53,11 +70,15 @@ check_gpu() {
     n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)
   fi
   if [[ $n -lt 1 ]]; then
-    echo "no GPU: skipped"
+    local why="no GPU: nvidia-smi lists none"
+    command -v nvidia-smi >/dev/null 2>&1 || why="no GPU: nvidia-smi not found (no NVIDIA driver)"
+    echo "gpu-check: FAILED: $why; this script runs the checks that need a GPU, on a GPU machine" >&2
     json_add gpu false
     json_add skipped true
+    json_add reason "$(json_str "$why")"
+    json_add passed false
     emit_json
-    exit 0
+    exit 3
   fi
   json_add gpu true
   json_add gpus "$n"
@@ -70,6 +91,11 @@ build() {
   cmake --build "$BUILD_DIR" -j "$(nproc)" --target ina-switchd nccl-net-ina ina-nccl-allreduce
   cmake --build "$BUILD_DIR" -j "$(nproc)" --target ina-gpu-allreduce ||
     echo "gpu-check: ina-gpu-allreduce did not build (check_gpu_allreduce will fail)" >&2
+  # The PyTorch backend exists only where CMake found torch (its own message says so).
+  if grep -q '^ina_torch_ext:' <(cmake --build "$BUILD_DIR" --target help 2>/dev/null); then
+    cmake --build "$BUILD_DIR" -j "$(nproc)" --target ina_torch_ext ||
+      echo "gpu-check: ina_torch_ext did not build (check_torch_cuda will fail)" >&2
+  fi
 }
 
 start_switch() {
@@ -87,59 +113,133 @@ start_switch() {
   fi
 }
 
-# Two NCCL ranks, two "nodes", one all-reduce driver each.
+# Two NCCL ranks, two "nodes", one all-reduce driver each. $1: "host" (INA_NCCL_CUDA=0, the
+# original fields) or "gpubuf" (GPU buffers offered to NCCL; fields prefixed nccl_gpubuf_).
 check_nccl_collnet() {
-  local bin=$BUILD_DIR/bin/ina-nccl-allreduce
+  local mode=${1:-host} bin=$BUILD_DIR/bin/ina-nccl-allreduce
+  local p="" tag=""
+  local mode_env=(INA_NCCL_CUDA=0)
+  if [[ $mode == gpubuf ]]; then
+    p=nccl_gpubuf_ tag=gpubuf_
+    mode_env=(INA_NCCL_CUDA=1 NCCL_NET_GDR_LEVEL=SYS NCCL_NET_GDR_READ=1)
+  fi
   if [[ ! -x $bin ]]; then
     fail "$bin not built (CUDA toolkit or NCCL not found by CMake)"
-    json_add nccl_result_ok false
+    json_add "${p:-nccl_}result_ok" false
     return 0
   fi
   local r pids=() t0 t1
   t0=$(date +%s.%N)
+  rm -f "$OUT/nccl.id"
   for r in 0 1; do
     env LD_LIBRARY_PATH="$(realpath "$BUILD_DIR")/lib:$CUDA_HOME/lib64:$CUDA_HOME/lib:${LD_LIBRARY_PATH:-}" \
       NCCL_NET_PLUGIN=ina NCCL_NET=ina NCCL_COLLNET_ENABLE=1 \
       NCCL_HOSTID="ina-gpu-check-node$r" NCCL_SOCKET_IFNAME=lo \
       NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,NET,TUNING,ENV \
-      INA_SWITCH="127.0.0.1:$SW_PORT" \
-      timeout 300 "$bin" --rank "$r" --nranks 2 --id-file "$OUT/nccl.id" \
-      --count "$COUNT" --iters "$ITERS" >"$OUT/rank$r.out" 2>"$OUT/rank$r.log" &
+      INA_SWITCH="127.0.0.1:$SW_PORT" "${mode_env[@]}" \
+      timeout 120 "$bin" --rank "$r" --nranks 2 --id-file "$OUT/nccl.id" \
+      --count "$COUNT" --iters "$ITERS" >"$OUT/${tag}rank$r.out" 2>"$OUT/${tag}rank$r.log" &
     pids+=($!)
   done
   local rc0=0 rc1=0
   wait "${pids[0]}" || rc0=$?
   wait "${pids[1]}" || rc1=$?
   t1=$(date +%s.%N)
-  local logs=("$OUT/rank0.log" "$OUT/rank1.log")
-  local loaded joined connected collnet_ops other_ops
+  local logs=("$OUT/${tag}rank0.log" "$OUT/${tag}rank1.log")
+  local loaded joined connected collnet_ops other_ops gdr_setups
   loaded=$(cat "${logs[@]}" | grep -c 'Loaded collnet plugin ina' || true)
   joined=$(cat "${logs[@]}" | grep -c 'NET/ina : CollNet job' || true)
   connected=$(cat "${logs[@]}" | grep -c 'Connected CollNet' || true)
   collnet_ops=$(cat "${logs[@]}" | grep -cE 'AllReduce: .* Algo CollNet(Direct|Chain)' || true)
   other_ops=$(cat "${logs[@]}" | grep -E 'AllReduce: .* Algo ' | grep -cvE 'Algo CollNet' || true)
+  # "CollNet 00/0 : 0 [receive] via COLLNET/ina/0/GDRDMA": NCCL hands the plugin GPU memory.
+  gdr_setups=$(cat "${logs[@]}" | grep -cE 'CollNet .* via COLLNET/[^ ]*/GDRDMA' || true)
   local float_ok=true int_ok=true
   for r in 0 1; do
-    grep -q '"float_ok":true' "$OUT/rank$r.out" 2>/dev/null || float_ok=false
-    grep -q '"int_ok":true' "$OUT/rank$r.out" 2>/dev/null || int_ok=false
+    grep -q '"float_ok":true' "$OUT/${tag}rank$r.out" 2>/dev/null || float_ok=false
+    grep -q '"int_ok":true' "$OUT/${tag}rank$r.out" 2>/dev/null || int_ok=false
   done
   local used=false ok=false
   [[ $connected -gt 0 && $collnet_ops -gt 0 ]] && used=true
   [[ $rc0 == 0 && $rc1 == 0 && $float_ok == true && $int_ok == true ]] && ok=true
-  [[ $ok == true ]] || fail "NCCL all-reduce failed (exit $rc0/$rc1): $(tail -q -n 2 "$OUT/rank0.log" "$OUT/rank1.log" | tr '\n' ' ')"
-  [[ $used == true ]] || fail "CollNet was not used (plugin loaded $loaded, ina nodes joined $joined, connected $connected, collnet all-reduces $collnet_ops, other $other_ops)"
-  json_add nccl_plugin_loaded "$([[ $loaded -gt 0 ]] && echo true || echo false)"
-  json_add ina_nodes_joined "$joined"
-  json_add collnet_connected "$([[ $connected -gt 0 ]] && echo true || echo false)"
-  json_add collnet_used "$used"
-  json_add collnet_allreduce_ops "$collnet_ops"
-  json_add other_allreduce_ops "$other_ops"
-  json_add nccl_float_ok "$float_ok"
-  json_add nccl_int_ok "$int_ok"
-  json_add nccl_result_ok "$ok"
-  json_add nccl_count "$COUNT"
-  json_add nccl_iters "$ITERS"
-  json_add nccl_seconds "$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')"
+  [[ $ok == true ]] || fail "NCCL all-reduce ($mode buffers) failed (exit $rc0/$rc1): $(tail -q -n 2 "${logs[@]}" | tr '\n' ' ')"
+  [[ $used == true ]] || fail "CollNet ($mode buffers) was not used (plugin loaded $loaded, ina nodes joined $joined, connected $connected, collnet all-reduces $collnet_ops, other $other_ops)"
+  # GPU buffers: the plugin must have offered them (a GPU is here, so its CUDA path is available
+  # unless it was built without one: a failure). Whether NCCL then takes them is NCCL's call on
+  # this machine (GPUDirect RDMA support of the GPU and driver): without a /GDRDMA line the
+  # GPU-buffer result is null, with NCCL's own words in not_run, not a failure.
+  local offered=0 nccl_says="" gpubuf_ok=false
+  if [[ $mode == gpubuf ]]; then
+    offered=$(cat "${logs[@]}" | grep -c 'NET/ina : .*buffers: host and CUDA' || true)
+    nccl_says=$(cat "${logs[@]}" | grep -oE 'GPU Direct RDMA (Enabled|Disabled)[^"]*' | sort -u | head -3 | tr '\n' ';' || true)
+    if [[ $offered -eq 0 ]]; then
+      fail "the plugin did not offer GPU buffers on a GPU machine: $(grep -h 'NET/ina : .*buffers:' "${logs[@]}" | head -1)"
+    elif [[ $gdr_setups -eq 0 ]]; then
+      NOT_RUN+=("nccl_gpubuf: NCCL kept host buffers (no CollNet .../GDRDMA line): ${nccl_says:-no GPU Direct RDMA line}")
+      gpubuf_ok=null
+    elif [[ $ok == true && $used == true ]]; then
+      gpubuf_ok=true
+    fi
+  fi
+  local secs
+  secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+  if [[ $mode == host ]]; then
+    json_add nccl_plugin_loaded "$([[ $loaded -gt 0 ]] && echo true || echo false)"
+    json_add ina_nodes_joined "$joined"
+    json_add collnet_connected "$([[ $connected -gt 0 ]] && echo true || echo false)"
+    json_add collnet_used "$used"
+    json_add collnet_allreduce_ops "$collnet_ops"
+    json_add other_allreduce_ops "$other_ops"
+    json_add nccl_float_ok "$float_ok"
+    json_add nccl_int_ok "$int_ok"
+    json_add nccl_result_ok "$ok"
+    json_add nccl_plugin_ok "$([[ $ok == true && $used == true ]] && echo true || echo false)"
+    json_add nccl_count "$COUNT"
+    json_add nccl_iters "$ITERS"
+    json_add nccl_seconds "$secs"
+  else
+    json_add "${p}offered" "$([[ $offered -gt 0 ]] && echo true || echo false)"
+    json_add "${p}nccl_says" "$(json_str "$nccl_says")"
+    json_add "${p}collnet_used" "$used"
+    json_add "${p}gdrdma_setups" "$gdr_setups"
+    json_add "${p}collnet_allreduce_ops" "$collnet_ops"
+    json_add "${p}result_ok" "$ok"
+    json_add "${p}ok" "$gpubuf_ok"
+    json_add "${p}seconds" "$secs"
+  fi
+}
+
+# check_torch_cuda: see the header. Skips (torch_cuda_ok null, the reason in not_run) where
+# torch has no CUDA or the backend is not built; fails where the test ran and failed.
+check_torch_cuda() {
+  local py=${INA_TORCH_PYTHON:-/usr/bin/python3} t0 rc=0 why=""
+  t0=$(date +%s.%N)
+  if [[ ! -d $BUILD_DIR/python/ina_torch ]]; then
+    why="the PyTorch backend is not built (CMake found no torch/pybind11)"
+  elif ! "$py" -c 'import torch' 2>/dev/null; then
+    why="$py cannot import torch"
+  elif [[ $("$py" -c 'import torch; print(torch.cuda.is_available())' 2>/dev/null) != True ]]; then
+    why="torch.cuda.is_available() is false ($("$py" -c 'import torch; print(torch.__version__)' 2>/dev/null); Debian's python3-torch is CPU-only)"
+  fi
+  if [[ -n $why ]]; then
+    NOT_RUN+=("torch_cuda: $why")
+    json_add torch_cuda_ok null
+    json_add torch_cuda_reason "$(json_str "$why")"
+    return 0
+  fi
+  (cd tests/plugins/torch &&
+    env PYTHONPATH="$(realpath "../../../$BUILD_DIR")/python:$PWD" \
+      INA_SWITCHD_BIN="$(realpath "../../../$BUILD_DIR")/bin/ina-switchd" OMP_NUM_THREADS=1 \
+      timeout 240 "$py" -m unittest -v test_cuda.CudaTest.test_cuda_allreduce_matches_cpu) \
+    >"$OUT/torch_cuda.log" 2>&1 || rc=$?
+  local ok=false calls
+  [[ $rc == 0 ]] && grep -q '^OK$' "$OUT/torch_cuda.log" && ok=true
+  grep -q 'skipped' "$OUT/torch_cuda.log" && ok=false
+  calls=$(sed -n 's/.*rank 0: fabric active True, \([0-9]*\) fabric calls.*/\1/p' "$OUT/torch_cuda.log" | head -1)
+  [[ $ok == true ]] || fail "PyTorch CUDA tensors through the backend failed (rc $rc): $(tail -n 5 "$OUT/torch_cuda.log" | tr '\n' ' ')"
+  json_add torch_cuda_ok "$ok"
+  json_add torch_cuda_fabric_calls "${calls:-null}"
+  json_add torch_cuda_seconds "$(elapsed "$t0")"
 }
 
 # check_gpu_quant: the GPU quantization kernels against the CPU kernels (hw tests) and their
@@ -191,8 +291,16 @@ main() {
   check_gpu_quant
   if start_switch; then
     check_gpu_allreduce
-    check_nccl_collnet
+    check_nccl_collnet host
+    check_nccl_collnet gpubuf
+    check_torch_cuda
   fi
+  local nr="[]"
+  if [[ ${#NOT_RUN[@]} -gt 0 ]]; then
+    nr="[$(for x in "${NOT_RUN[@]}"; do json_str "$x"; printf ','; done | sed 's/,$//')]"
+  fi
+  json_add not_run "$nr"
+  json_add total_seconds "$(elapsed "$T_START")"
   json_add passed "$([[ $FAILED == 0 ]] && echo true || echo false)"
   emit_json
   return $FAILED

@@ -266,7 +266,6 @@ module ina_agg
   logic [33:0] next_off;
   logic [ina_proto_pkg::NumCounters-1:0] inc;
   logic        hdr_emit;
-  logic [ina_rtl_pkg::BeatBits-1:0] hdr_beat;
   logic [15:0] hdr_rank;
   logic [4:0]  beats_of_count;
   logic [4:0]  beats_of_stored;
@@ -356,15 +355,6 @@ module ina_agg
   endfunction
 
   assign beats_of_stored = desc_i.stored_beats;
-
-  // Sets a big-endian field of `n` bytes at byte `at` of a beat.
-  function automatic logic [ina_rtl_pkg::BeatBits-1:0] put(input logic [ina_rtl_pkg::BeatBits-1:0] d, int unsigned at,
-                                              int unsigned n, logic [31:0] v);
-    logic [ina_rtl_pkg::BeatBits-1:0] r;
-    r = d;
-    for (int unsigned i = 0; i < n; i++) r[8*(at+i) +: 8] = v[8*(n-1-i) +: 8];
-    put = r;
-  endfunction
 
   always_comb begin
     inc       = '0;
@@ -465,29 +455,42 @@ module ina_agg
   end
 
   // Result header beat: L2-L4 template (addresses, ports and checksums are the shell's, per
-  // destination) and the ina header of the copy after this packet.
-  always_comb begin
+  // destination) and the ina header of the copy after this packet, each field big-endian at its
+  // byte. Computed where s1_data_q loads (S1 below), in the cycles that load it: a simulator then
+  // builds the 512-bit beat only in header cycles (the same logic in synthesis).
+  function automatic logic [15:0] be2(logic [15:0] v);  // bytes in wire order
+    be2 = {v[7:0], v[15:8]};
+  endfunction
+  function automatic logic [31:0] be4(logic [31:0] v);
+    be4 = {v[7:0], v[15:8], v[23:16], v[31:24]};
+  endfunction
+  function automatic logic [ina_rtl_pkg::BeatBits-1:0] result_header(
+      logic [13:0] elems, logic [7:0] flags, logic [7:0] exp, logic [7:0] next_exp,
+      logic [15:0] job, logic [15:0] rank, logic [15:0] slot, logic [15:0] gen, logic [15:0] count,
+      logic [31:0] offset);
+    logic [ina_rtl_pkg::BeatBits-1:0] h;
     logic [15:0] udp_len;
-    udp_len  = 16'(8 + ina_proto_pkg::HeaderBytes + ina_proto_pkg::CrcBytes) + {cnt_elems_d[13:0], 2'b00};
-    hdr_beat = '0;
-    hdr_beat = put(hdr_beat, 12, 2, 32'h0800);           // ethertype IPv4
-    hdr_beat = put(hdr_beat, 14, 1, 32'h45);             // IPv4, 20-byte header
-    hdr_beat = put(hdr_beat, 16, 2, {16'd0, udp_len + 16'd20});
-    hdr_beat = put(hdr_beat, 22, 1, 32'd64);             // TTL
-    hdr_beat = put(hdr_beat, 23, 1, 32'd17);             // UDP
-    hdr_beat = put(hdr_beat, 38, 2, {16'd0, udp_len});
-    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::VersionOffset, 1, 32'(ina_proto_pkg::Version));
-    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::TypeOffset, 1, 32'(ina_proto_pkg::MsgTypeResult));
-    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::FlagsOffset, 1, {24'd0, meta_new.flags});
-    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::ExpOffset, 1, {24'd0, meta_new.exp});
-    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::NextExpOffset, 1, {24'd0, meta_new.next_exp});
-    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::JobOffset, 2, {16'd0, desc_i.job});
-    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::RankOffset, 2, {16'd0, hdr_rank});
-    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::SlotOffset, 2, {16'd0, desc_i.slot});
-    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::GenOffset, 2, {16'd0, desc_i.gen});
-    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::CountOffset, 2, {16'd0, meta_new.count});
-    hdr_beat = put(hdr_beat, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::OffsetOffset, 4, meta_new.offset);
-  end
+    udp_len = 16'(8 + ina_proto_pkg::HeaderBytes + ina_proto_pkg::CrcBytes) + {elems, 2'b00};
+    h = '0;
+    h[8*12 +: 16] = be2(16'h0800);           // ethertype IPv4
+    h[8*14 +: 8]  = 8'h45;                   // IPv4, 20-byte header
+    h[8*16 +: 16] = be2(udp_len + 16'd20);
+    h[8*22 +: 8]  = 8'd64;                   // TTL
+    h[8*23 +: 8]  = 8'd17;                   // UDP
+    h[8*38 +: 16] = be2(udp_len);
+    h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::VersionOffset) +: 8] = 8'(ina_proto_pkg::Version);
+    h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::TypeOffset) +: 8] = 8'(ina_proto_pkg::MsgTypeResult);
+    h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::FlagsOffset) +: 8]   = flags;
+    h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::ExpOffset) +: 8]     = exp;
+    h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::NextExpOffset) +: 8] = next_exp;
+    h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::JobOffset) +: 16]    = be2(job);
+    h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::RankOffset) +: 16]   = be2(rank);
+    h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::SlotOffset) +: 16]   = be2(slot);
+    h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::GenOffset) +: 16]    = be2(gen);
+    h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::CountOffset) +: 16]  = be2(count);
+    h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::OffsetOffset) +: 32] = be4(offset);
+    result_header = h;
+  endfunction
 
   assign nops_d  = (inb_d > outb_d) ? inb_d : outb_d;
   assign ps_d    = pslot[SW-1:0];
@@ -513,9 +516,13 @@ module ina_agg
   logic unused_pay_valid;
   assign unused_pay_valid = pay_valid_i;
 
+  // Lane l (bytes 4l..4l+3) holds an element of the packet: l < s0_left.
+  logic [ina_rtl_pkg::Lanes-1:0] s0_lanes;
   always_comb begin
-    s0_keep = '0;
-    for (int unsigned i = 0; i < ina_rtl_pkg::BeatBytes; i++) s0_keep[i] = 17'(i / ina_proto_pkg::ElemBytes) < s0_left;
+    for (int unsigned l = 0; l < ina_rtl_pkg::Lanes; l++) begin
+      s0_lanes[l] = 17'(l) < s0_left;
+      s0_keep[ina_proto_pkg::ElemBytes*l +: ina_proto_pkg::ElemBytes] = {ina_proto_pkg::ElemBytes{s0_lanes[l]}};
+    end
   end
 
   always_comb begin
@@ -572,13 +579,18 @@ module ina_agg
   logic [ina_rtl_pkg::OutUserBits-1:0] s1_user_q, s2_user_q;
   logic                s2_we_q, s2_emit_q, s2_last_q;
   logic [ina_rtl_pkg::BeatBits-1:0] s2_val_q, s2_out_q, wb_data_q;
-  logic [ina_rtl_pkg::BeatBits-1:0] mem_rdata, mem_fwd, sum, s1_val, in_host, lane_mask;
+  logic [ina_rtl_pkg::BeatBits-1:0] mem_rdata, mem_fwd, sum, s1_val;
 
-  always_comb begin
-    lane_mask = '0;
-    for (int unsigned l = 0; l < ina_rtl_pkg::Lanes; l++) lane_mask[32*l +: 32] = {32{s0_keep[4*l]}};
-  end
-  assign in_host = s0_pop ? (ina_rtl_pkg::swap_lanes(pay_data_i) & lane_mask) : '0;
+  // A payload beat in host lane order, the lanes beyond the packet's elements zeroed.
+  function automatic logic [ina_rtl_pkg::BeatBits-1:0] host_lanes(
+      logic [ina_rtl_pkg::BeatBits-1:0] d, logic [ina_rtl_pkg::Lanes-1:0] lanes);
+    logic [ina_rtl_pkg::BeatBits-1:0] r;
+    r = ina_rtl_pkg::swap_lanes(d);
+    for (int unsigned l = 0; l < ina_rtl_pkg::Lanes; l++) begin
+      if (!lanes[l]) r[32*l +: 32] = '0;
+    end
+    host_lanes = r;
+  endfunction
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -599,7 +611,16 @@ module ina_agg
     s1_last_q <= busy_q ? s0_last : (outb_d == '0);
     s1_mode_q <= mode_q;
     s1_addr_q <= s0_addr;
-    s1_data_q <= busy_q ? in_host : hdr_beat;
+    // The header beat, or the payload beat popped (zero when none is).
+    if (!busy_q) begin
+      s1_data_q <= result_header(cnt_elems_d[13:0], meta_new.flags, meta_new.exp, meta_new.next_exp,
+                                 desc_i.job, hdr_rank, desc_i.slot, desc_i.gen, meta_new.count,
+                                 meta_new.offset);
+    end else if (s0_pop) begin
+      s1_data_q <= host_lanes(pay_data_i, s0_lanes);
+    end else begin
+      s1_data_q <= '0;
+    end
     s1_keep_q <= busy_q ? s0_keep : '1;
     s1_user_q <= busy_q ? user_q : user_d;
 
@@ -608,7 +629,8 @@ module ina_agg
     s2_last_q <= s1_last_q;
     s2_addr_q <= s1_addr_q;
     s2_val_q  <= s1_val;
-    s2_out_q  <= s1_hdr_q ? s1_data_q : ina_rtl_pkg::swap_lanes(s1_val);
+    if (s1_hdr_q) s2_out_q <= s1_data_q;
+    else s2_out_q <= ina_rtl_pkg::swap_lanes(s1_val);
     s2_keep_q <= s1_keep_q;
     s2_user_q <= s1_user_q;
 

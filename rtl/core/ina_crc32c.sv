@@ -54,28 +54,35 @@ module ina_crc32c
     $error("ina_crc32c: StartByte must fall in the first beat");
   end
 
+  // Each stage's logic is written where its registers load (functions called in always_ff, under
+  // the stage's valid): the same logic in synthesis, but a simulator (Verilator) evaluates it once
+  // per beat taken, at the clock edge, instead of on every change of the inputs (as combinational
+  // logic driven by s_axis, S1 would be evaluated several times per cycle, docs/rtl/benchmarks.md).
+
   // ---------------------------------------------------------------------------------------------
   // S1: mask, partial XOR per 64-bit chunk.
   logic                        in_frame_q;
-  logic [ina_rtl_pkg::BeatBits-1:0] masked;
-  logic [6:0]                  nbytes;
-  logic [Chunks*32-1:0]        part_d, part_q;
+  logic [Chunks*32-1:0]        part_q;
   logic                        s1_valid_q, s1_first_q, s1_last_q;
   logic [6:0]                  s1_n_q;
 
-  always_comb begin
-    nbytes = '0;
-    for (int unsigned i = 0; i < NB; i++) nbytes += {6'b0, s_axis_tkeep_i[i]};
-    for (int unsigned i = 0; i < NB; i++) begin
-      masked[8*i +: 8] = (s_axis_tkeep_i[i] && (in_frame_q || i >= StartByte))
-                         ? s_axis_tdata_i[8*i +: 8] : 8'd0;
-    end
+  // The beat's 8 x 32 partial bits: the bytes it covers (from StartByte in a frame's first beat,
+  // those tkeep marks) through the chunks of CrcBeatMat.
+  function automatic logic [Chunks*32-1:0] beat_part(logic [ina_rtl_pkg::BeatBits-1:0] data,
+                                                     logic [NB-1:0] keep, logic in_frame);
+    logic [Chunks*32-1:0] part;
+    logic [63:0]          x;  // a chunk, masked (one 64-bit word: a popcount per parity)
+    logic [31:0]          p;
     for (int unsigned c = 0; c < Chunks; c++) begin
-      for (int unsigned o = 0; o < 32; o++) begin
-        part_d[32*c + o] = ^(masked[64*c +: 64] & ina_proto_pkg::CrcBeatMat[8*NB*o + 64*c +: 64]);
+      for (int unsigned b = 0; b < 8; b++) begin
+        x[8*b +: 8] = (keep[8*c + b] && (in_frame || 8*c + b >= StartByte)) ? data[64*c + 8*b +: 8]
+                                                                             : 8'd0;
       end
+      for (int unsigned o = 0; o < 32; o++) p[o] = ^(x & ina_proto_pkg::CrcBeatMat[8*NB*o + 64*c +: 64]);
+      part[32*c +: 32] = p;
     end
-  end
+    beat_part = part;
+  endfunction
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -88,22 +95,26 @@ module ina_crc32c
   end
 
   always_ff @(posedge clk_i) begin
-    part_q     <= part_d;
-    s1_first_q <= !in_frame_q;
-    s1_last_q  <= s_axis_tlast_i;
-    s1_n_q     <= nbytes;
+    if (s_axis_tvalid_i) begin
+      part_q     <= beat_part(s_axis_tdata_i, s_axis_tkeep_i, in_frame_q);
+      s1_first_q <= !in_frame_q;
+      s1_last_q  <= s_axis_tlast_i;
+      s1_n_q     <= 7'($countones(s_axis_tkeep_i));
+    end
   end
 
   // ---------------------------------------------------------------------------------------------
   // S2: the beat's contribution D.
-  logic [31:0] d_d, d_q;
+  logic [31:0] d_q;
   logic        s2_valid_q, s2_first_q, s2_last_q;
   logic [6:0]  s2_n_q;
 
-  always_comb begin
-    d_d = '0;
-    for (int unsigned c = 0; c < Chunks; c++) d_d ^= part_q[32*c +: 32];
-  end
+  function automatic logic [31:0] fold(logic [Chunks*32-1:0] part);
+    logic [31:0] d;
+    d = '0;
+    for (int unsigned c = 0; c < Chunks; c++) d ^= part[32*c +: 32];
+    fold = d;
+  endfunction
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -114,21 +125,26 @@ module ina_crc32c
   end
 
   always_ff @(posedge clk_i) begin
-    d_q        <= d_d;
-    s2_first_q <= s1_first_q;
-    s2_last_q  <= s1_last_q;
-    s2_n_q     <= s1_n_q;
+    if (s1_valid_q) begin
+      d_q        <= fold(part_q);
+      s2_first_q <= s1_first_q;
+      s2_last_q  <= s1_last_q;
+      s2_n_q     <= s1_n_q;
+    end
   end
 
   // ---------------------------------------------------------------------------------------------
   // S3: the register, A^64 r ^ D (a first beat: CrcFirstState ^ D).
-  logic [31:0] reg_q, adv;
+  logic [31:0] reg_q;
   logic        s3_done_q;
   logic [5:0]  s3_back_q;  // 64 - n: zero bytes the last beat was taken with
 
-  always_comb begin
-    for (int unsigned o = 0; o < 32; o++) adv[o] = ^(reg_q & ina_proto_pkg::CrcAdvMat[32*o +: 32]);
-  end
+  // m x (m a 32 x 32 matrix, row o at [32o +: 32]).
+  function automatic logic [31:0] mat32(logic [32*32-1:0] m, logic [31:0] x);
+    logic [31:0] y;
+    for (int unsigned o = 0; o < 32; o++) y[o] = ^(x & m[32*o +: 32]);
+    mat32 = y;
+  endfunction
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -140,8 +156,11 @@ module ina_crc32c
 
   // Datapath: a frame's first beat always loads it.
   always_ff @(posedge clk_i) begin
-    if (s2_valid_q) reg_q <= (s2_first_q ? ina_proto_pkg::CrcFirstState : adv) ^ d_q;
-    s3_back_q <= 6'(7'd64 - s2_n_q);
+    if (s2_valid_q) begin
+      reg_q     <= (s2_first_q ? ina_proto_pkg::CrcFirstState
+                               : mat32(ina_proto_pkg::CrcAdvMat, reg_q)) ^ d_q;
+      s3_back_q <= 6'(7'd64 - s2_n_q);
+    end
   end
 
   // ---------------------------------------------------------------------------------------------
@@ -158,7 +177,7 @@ module ina_crc32c
     end
 
     always_ff @(posedge clk_i) begin
-      ok_q <= reg_q == ina_proto_pkg::CrcResidueAt[32*s3_back_q +: 32];
+      if (s3_done_q) ok_q <= reg_q == ina_proto_pkg::CrcResidueAt[32*s3_back_q +: 32];
     end
 
     assign crc_valid_o = valid_q;
@@ -166,20 +185,11 @@ module ina_crc32c
     assign crc_o       = '0;
     assign busy_o      = in_frame_q || s1_valid_q || s2_valid_q || s3_done_q || valid_q;
   end else begin : gen_value
-    // Rewind by 4k bytes, k = (64 - n) / 4 = 4 k_hi + k_lo: S4 by 4 k_lo, S5 by 16 k_hi.
-    logic [31:0] lo_opt[4], hi_opt[4];
+    // Rewind by 4k bytes, k = (64 - n) / 4 = 4 k_hi + k_lo: S4 by 4 k_lo, S5 by 16 k_hi (each a
+    // choice of four matrices, CrcRewindMat[k_lo] and CrcRewindMat[4 k_hi]).
     logic [31:0] lo_q, out_q;
     logic [1:0]  k_hi_q;
     logic        v4_q, v5_q;
-
-    always_comb begin
-      for (int unsigned k = 0; k < 4; k++) begin
-        for (int unsigned o = 0; o < 32; o++) begin
-          lo_opt[k][o] = ^(reg_q & ina_proto_pkg::CrcRewindMat[1024*k + 32*o +: 32]);
-          hi_opt[k][o] = ^(lo_q & ina_proto_pkg::CrcRewindMat[1024*4*k + 32*o +: 32]);
-        end
-      end
-    end
 
     always_ff @(posedge clk_i or negedge rst_ni) begin
       if (!rst_ni) begin
@@ -192,9 +202,23 @@ module ina_crc32c
     end
 
     always_ff @(posedge clk_i) begin
-      lo_q   <= lo_opt[s3_back_q[3:2]];
-      k_hi_q <= s3_back_q[5:4];
-      out_q  <= ~hi_opt[k_hi_q];
+      if (s3_done_q) begin
+        unique case (s3_back_q[3:2])
+          2'd0:    lo_q <= mat32(ina_proto_pkg::CrcRewindMat[1024*0 +: 1024], reg_q);
+          2'd1:    lo_q <= mat32(ina_proto_pkg::CrcRewindMat[1024*1 +: 1024], reg_q);
+          2'd2:    lo_q <= mat32(ina_proto_pkg::CrcRewindMat[1024*2 +: 1024], reg_q);
+          default: lo_q <= mat32(ina_proto_pkg::CrcRewindMat[1024*3 +: 1024], reg_q);
+        endcase
+        k_hi_q <= s3_back_q[5:4];
+      end
+      if (v4_q) begin
+        unique case (k_hi_q)
+          2'd0:    out_q <= ~mat32(ina_proto_pkg::CrcRewindMat[1024*0 +: 1024], lo_q);
+          2'd1:    out_q <= ~mat32(ina_proto_pkg::CrcRewindMat[1024*4 +: 1024], lo_q);
+          2'd2:    out_q <= ~mat32(ina_proto_pkg::CrcRewindMat[1024*8 +: 1024], lo_q);
+          default: out_q <= ~mat32(ina_proto_pkg::CrcRewindMat[1024*12 +: 1024], lo_q);
+        endcase
+      end
     end
 
     assign crc_valid_o = v5_q;

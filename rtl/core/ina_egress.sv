@@ -101,10 +101,7 @@ module ina_egress
   logic [6:0]                          n;                 // bytes in the head beat
   logic                                take;
 
-  always_comb begin
-    n = '0;
-    for (int unsigned i = 0; i < NB; i++) n += {6'b0, h_keep[i]};
-  end
+  assign n = 7'($countones(h_keep));
 
   // The beat presented (registered state only: the FIFO heads and extra_q).
   always_comb begin
@@ -172,10 +169,26 @@ module ina_egress
   a_egress_crc_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
       crc_valid |-> cf_ready_unused)
     else $error("ina_egress: a trailer pushed into the full CRC FIFO");
-  a_egress_hold: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      m_axis_tvalid_o && !m_axis_tready_i |=> m_axis_tvalid_o &&
-      $stable({m_axis_tdata_o, m_axis_tkeep_o, m_axis_tlast_o, m_axis_tuser_o}))
-    else $error("ina_egress: m_axis changed while stalled");
+  // a_egress_hold as an immediate assertion at the clock edge over last cycle's beat, kept here
+  // (a concurrent one with $stable makes Verilator 5.006 copy the 609-bit beat twice on every
+  // evaluation, as in ina_fifo).
+  logic stalled_q;
+  logic [ina_rtl_pkg::BeatBits+NB+1+ina_rtl_pkg::OutUserBits-1:0] beat_q;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      stalled_q <= 1'b0;
+    end else begin
+      stalled_q <= m_axis_tvalid_o && !m_axis_tready_i;
+    end
+  end
+  always_ff @(posedge clk_i) begin
+    beat_q <= {m_axis_tdata_o, m_axis_tkeep_o, m_axis_tlast_o, m_axis_tuser_o};
+    if (rst_ni && stalled_q) begin
+      a_egress_hold: assert (m_axis_tvalid_o &&
+                             {m_axis_tdata_o, m_axis_tkeep_o, m_axis_tlast_o, m_axis_tuser_o} == beat_q)
+        else $error("ina_egress: m_axis changed while stalled");
+    end
+  end
 `endif
 
 endmodule

@@ -45,10 +45,7 @@ module ina_ingress
   assign s_axis_tready_o = pay_ready_i && desc_ready_i;
   assign beat            = s_axis_tvalid_i && s_axis_tready_o;
 
-  always_comb begin
-    keep_cnt = '0;
-    for (int unsigned i = 0; i < ina_rtl_pkg::BeatBytes; i++) keep_cnt += {6'b0, s_axis_tkeep_i[i]};
-  end
+  assign keep_cnt = 7'($countones(s_axis_tkeep_i));
 
   // Header fields of this beat if it is a first beat, else what was captured.
   always_comb begin

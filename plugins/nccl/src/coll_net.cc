@@ -122,8 +122,8 @@ Result<std::unique_ptr<CollComm>> CollComm::Connect(const host::CommConfig& loca
       new CollComm(std::move(*comm), rank, static_cast<int>(handles.size())));
 }
 
-Result<CollRequest*> CollComm::IAllReduce(const void* send, void* recv, size_t count,
-                                          ElemType type) {
+Result<CollRequest*> CollComm::IAllReduce(const void* send, void* recv, size_t count, ElemType type,
+                                          DeviceMemory* device) {
   const size_t bytes = count * ElemBytes(type);
   if (count >= (size_t{1} << 32) || bytes > static_cast<size_t>(INT_MAX)) {
     return InvalidArgument("collnet iallreduce: " + std::to_string(count) +
@@ -140,11 +140,15 @@ Result<CollRequest*> CollComm::IAllReduce(const void* send, void* recv, size_t c
     }
   }
   if (slot == nullptr) return static_cast<CollRequest*>(nullptr);
-  if (send != recv && bytes > 0) std::memcpy(recv, send, bytes);
-  Result<host::Request> req =
-      type == ElemType::kFloat32
-          ? comm_->AllReduceAsync(std::span<float>(static_cast<float*>(recv), count))
-          : comm_->AllReduceAsync(std::span<int32_t>(static_cast<int32_t*>(recv), count));
+  Result<host::Request> req = host::Request();
+  if (device != nullptr) {
+    req = device->StartAllReduce(*comm_, send, recv, count, type);
+  } else {
+    if (send != recv && bytes > 0) std::memcpy(recv, send, bytes);
+    req = type == ElemType::kFloat32
+              ? comm_->AllReduceAsync(std::span<float>(static_cast<float*>(recv), count))
+              : comm_->AllReduceAsync(std::span<int32_t>(static_cast<int32_t*>(recv), count));
+  }
   if (!req.ok()) return req.status().WithContext("collnet iallreduce");
   slot->in_use = true;
   slot->bytes = bytes;

@@ -13,6 +13,9 @@
 // an in-place Communicator::AllReduceAsync on recv; every node must issue the same sequence of
 // iallreduce calls (NCCL does: collnet ops are ordered). float32 sums are block-quantized
 // (bit-identical on every node, within the bound of ina/host/quant.h); int32 sums are exact.
+// Buffers in device memory go through a DeviceMemory (below): the copy send -> recv on the device
+// and the device-memory all-reduce (Communicator::AllReduceAsync(data, domain, stream)), whose
+// request completes when the result is back in recv.
 //
 // Threading: every method may be called from any thread (a mutex guards the request pool).
 #pragma once
@@ -77,6 +80,20 @@ class CollListener {
   Status status_;
 };
 
+// The device-memory side of CollComm::IAllReduce for one device: the plugin's CUDA peer
+// (cuda_support.h: drivers/gpu's CUDA memory domain and an ina-owned stream), or the host memory
+// domain in tests. Thread-safe.
+class DeviceMemory {
+ public:
+  virtual ~DeviceMemory() = default;
+  // Starts recv[0..count) = sum over nodes of send[0..count), both in this device's memory:
+  // copies send to recv on the device when they differ, then queues
+  // comm.AllReduceAsync(recv, domain, stream) ordered after that copy. Does not block on the
+  // device. The request completes when every copy back into recv is done.
+  virtual Result<host::Request> StartAllReduce(host::Communicator& comm, const void* send,
+                                               void* recv, size_t count, ElemType type) = 0;
+};
+
 class CollComm;
 
 // One in-flight iallreduce: a slot of its CollComm's pool, handed to NCCL as the request.
@@ -102,11 +119,14 @@ class CollComm {
   ~CollComm();
 
   // Starts recv[0..count) = sum over nodes of send[0..count). send and recv may be equal or
-  // disjoint, not partially overlapping; both stay untouched until Test reports done.
+  // disjoint, not partially overlapping; both stay untouched until Test reports done. Host
+  // memory when `device` is null, else memory of that device (see DeviceMemory).
   // Returns the request, or nullptr when kMaxRequests are in flight (call again after a Test
   // reported one done). Errors: InvalidArgument (count >= 2^32 or too large for an int byte
-  // count), FailedPrecondition (the communicator failed earlier, with the original error).
-  Result<CollRequest*> IAllReduce(const void* send, void* recv, size_t count, ElemType type);
+  // count), FailedPrecondition (the communicator failed earlier, with the original error),
+  // the device's errors.
+  Result<CollRequest*> IAllReduce(const void* send, void* recv, size_t count, ElemType type,
+                                  DeviceMemory* device = nullptr);
   // Does not block. On done, *bytes is the byte count reduced and the slot is free again (the
   // pointer must not be tested again). A failed op is done too: its Status is returned.
   Status Test(CollRequest* request, bool* done, size_t* bytes);

@@ -3,16 +3,29 @@
 // Thin adapters: every entry converts pointers, calls the C++ classes of tcp_net.h / coll_net.h
 // and turns a non-OK Status into an ncclResult_t, with the message through NCCL's logger (WARN).
 // Nothing here throws; an allocation failure inside would terminate, as it does in NCCL itself.
+//
+// GPU buffers (docs/nccl.md, "GPU buffers"): with the CUDA path (cuda_support.h) both tables
+// advertise NCCL_PTR_CUDA and take CUDA regions; CollNet all-reduces them with the
+// device-memory all-reduce, the TCP net table through host bounce buffers copied on an ina
+// stream. iflush completes at once: no NIC writes GPU memory directly, every copy into GPU
+// memory has completed before the request that wrote it reports done.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <new>
+#include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "coll_net.h"
+#include "cuda_support.h"
 #include "ina/host/config.h"
 #include "nccl_abi.h"
 #include "tcp_net.h"
@@ -70,7 +83,36 @@ struct Context {
 struct MemRegion {
   void* data;
   size_t size;
+  int type;    // NCCL_PTR_HOST or NCCL_PTR_CUDA
+  int device;  // the CUDA device of a CUDA region, -1 for host memory
 };
+
+bool EnvOn(const char* name, bool def) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return def;
+  const std::string s(v);
+  return !(s == "0" || s == "off" || s == "no" || s == "false");
+}
+
+// Why CUDA buffers are not taken, or empty when they are: the CUDA path is available
+// (cuda_support.h: built with it, a CUDA device present) and INA_NCCL_CUDA is not 0.
+std::string CudaRefusal() {
+  if (!EnvOn("INA_NCCL_CUDA", true)) return "INA_NCCL_CUDA=0";
+  Status st = Cuda().Available();
+  return st.ok() ? std::string() : st.ToString();
+}
+
+// ptrSupport of both tables: host always; CUDA where CudaRefusal() is empty; DMA-BUF on top of
+// CUDA only with INA_NCCL_DMABUF=1 (the data path reads GPU memory through the CUDA runtime, not
+// a NIC, so the dma-buf brings nothing yet; docs/nccl.md).
+int PtrSupport() {
+  int p = NCCL_PTR_HOST;
+  if (CudaRefusal().empty()) {
+    p |= NCCL_PTR_CUDA;
+    if (EnvOn("INA_NCCL_DMABUF", false)) p |= NCCL_PTR_DMABUF;
+  }
+  return p;
+}
 
 // One device name for the net and the CollNet device: NCCL's topology keys NET nodes by this
 // name, and the CollNet device must be the same node as the net device (coll=1 on it), as with
@@ -84,7 +126,7 @@ void FillProperties(ncclNetProperties_v11_t* p, const char* name, size_t max_col
   p->name = const_cast<char*>(name);
   p->pciPath = nullptr;  // not a PCI device: NCCL places it under the CPU
   p->guid = 0x696e61;    // "ina"
-  p->ptrSupport = NCCL_PTR_HOST;
+  p->ptrSupport = PtrSupport();
   p->regIsGlobal = 0;
   p->forceFlush = 0;
   p->speed = 10000;  // Mbit/s; the fabric's real rate is not known to the host
@@ -101,14 +143,66 @@ void FillProperties(ncclNetProperties_v11_t* p, const char* name, size_t max_col
   p->maxMultiRequestSize = 1;
 }
 
-ncclResult_t MemReg(void* data, size_t size, int type, void** mhandle) {
-  if (type != NCCL_PTR_HOST) {
-    return Fail(InvalidArgument("memory type " + std::to_string(type) +
-                                " (only NCCL_PTR_HOST: the GPU issue adds CUDA/DMA-BUF)"),
-                "regMr");
+ncclResult_t MemReg(void* data, size_t size, int type, void** mhandle, const char* where) {
+  *mhandle = nullptr;
+  if (type == NCCL_PTR_HOST) {
+    *mhandle = new MemRegion{data, size, type, -1};
+    return ncclSuccess;
   }
-  *mhandle = new MemRegion{data, size};
+  if (type != NCCL_PTR_CUDA) {
+    return Fail(InvalidArgument("memory type " + std::to_string(type) +
+                                " (NCCL_PTR_HOST or NCCL_PTR_CUDA)"),
+                where);
+  }
+  if (std::string why = CudaRefusal(); !why.empty()) {
+    return Fail(InvalidArgument("memory type NCCL_PTR_CUDA: GPU buffers are not taken: " + why),
+                where);
+  }
+  Result<int> device = Cuda().DeviceOf(data);
+  if (!device.ok()) return Fail(device.status().WithContext("NCCL_PTR_CUDA region"), where);
+  *mhandle = new MemRegion{data, size, type, *device};
   return ncclSuccess;
+}
+
+// A dma-buf fd as NCCL passes it (from cuMemGetHandleForAddressRange; NCCL closes it after the
+// call). Checked, not kept: the data path reads the region through the CUDA runtime.
+Status CheckDmabufFd(int fd) {
+  const std::string what = "dma-buf fd " + std::to_string(fd);
+  if (fd < 0) return InvalidArgument(what + " is not a file descriptor");
+  char target[256];
+  const std::string link = "/proc/self/fd/" + std::to_string(fd);
+  const ssize_t n = readlink(link.c_str(), target, sizeof(target) - 1);
+  if (n < 0 || fcntl(fd, F_GETFD) < 0) return InvalidArgument(what + " is not an open descriptor");
+  target[n] = '\0';
+  // The kernel names dma-buf files "/dmabuf:<name>" (older kernels "anon_inode:dmabuf").
+  if (std::strncmp(target, "/dmabuf:", 8) != 0 && std::strcmp(target, "anon_inode:dmabuf") != 0) {
+    return InvalidArgument(what + " is not a dma-buf (it is " + target + ")");
+  }
+  return Status::Ok();
+}
+
+ncclResult_t MemRegDmaBuf(void* data, size_t size, int type, uint64_t offset, int fd,
+                          void** mhandle, const char* where) {
+  *mhandle = nullptr;
+  INA_NCCL_CHECK(CheckDmabufFd(fd), where);
+  return MemReg(data, size, type, mhandle, where);
+}
+
+// The net table's GPU buffers: TCP moves host bytes, so a CUDA send is copied to a host bounce
+// buffer before it is queued, and a CUDA receive lands in one and is copied to the GPU when its
+// test reports done (before NCCL sees done). Keyed by the TCP request.
+struct Bounce {
+  std::vector<uint8_t> host;
+  void* device_ptr = nullptr;  // the receive's GPU buffer; nullptr for a send
+  int device = -1;
+};
+std::mutex g_bounce_mu;
+std::unordered_map<void*, Bounce> g_bounces;
+std::atomic<int> g_bounce_count{0};
+
+const MemRegion* CudaRegion(void* mhandle) {
+  auto* m = static_cast<const MemRegion*>(mhandle);
+  return m != nullptr && m->device >= 0 ? m : nullptr;
 }
 
 ncclResult_t MemDereg(void* comm, void* mhandle) {
@@ -122,8 +216,10 @@ ncclResult_t NetInit(void** ctx, uint64_t comm_id, ncclNetCommConfig_v11_t* conf
                      ncclDebugLogger_t logger, ncclProfilerCallback_t prof) {
   if (logger != nullptr) g_logger.store(logger);
   *ctx = new Context{comm_id};
-  Log(NCCL_LOG_INFO, "TCP point-to-point transport, comm %llx",
-      static_cast<unsigned long long>(comm_id));
+  const std::string why = CudaRefusal();
+  Log(NCCL_LOG_INFO, "TCP point-to-point transport, comm %llx; buffers: %s%s",
+      static_cast<unsigned long long>(comm_id),
+      why.empty() ? "host and CUDA" : "host only: ", why.c_str());
   return ncclSuccess;
 }
 
@@ -182,11 +278,31 @@ ncclResult_t NetAccept(void* listen_comm, void** recv_comm,
 }
 
 ncclResult_t NetRegMr(void* comm, void* data, size_t size, int type, void** mhandle) {
-  return MemReg(data, size, type, mhandle);
+  return MemReg(data, size, type, mhandle, "regMr");
+}
+
+ncclResult_t NetRegMrDmaBuf(void* comm, void* data, size_t size, int type, uint64_t offset, int fd,
+                            void** mhandle) {
+  return MemRegDmaBuf(data, size, type, offset, fd, mhandle, "regMrDmaBuf");
 }
 
 ncclResult_t NetIsend(void* send_comm, void* data, size_t size, int tag, void* mhandle,
                       void* phandle, void** request) {
+  *request = nullptr;
+  if (const MemRegion* m = CudaRegion(mhandle)) {
+    Bounce b;
+    b.host.resize(size);
+    INA_NCCL_CHECK(Cuda().CopyToHost(b.host.data(), data, size, m->device), "isend");
+    std::lock_guard<std::mutex> lock(g_bounce_mu);
+    auto r = static_cast<TcpComm*>(send_comm)->Post(b.host.data(), size, tag, TcpComm::Dir::kSend);
+    if (!r.ok()) return Fail(r.status(), "isend");
+    if (*r != nullptr) {
+      g_bounces[*r] = std::move(b);  // the vector's buffer moves with it
+      g_bounce_count.fetch_add(1);
+    }
+    *request = *r;
+    return ncclSuccess;
+  }
   auto r = static_cast<TcpComm*>(send_comm)->Post(data, size, tag, TcpComm::Dir::kSend);
   if (!r.ok()) return Fail(r.status(), "isend");
   *request = *r;
@@ -199,15 +315,38 @@ ncclResult_t NetIrecv(void* recv_comm, int n, void** data, size_t* sizes, int* t
     return Fail(InvalidArgument("irecv of " + std::to_string(n) + " buffers (maxRecvs is 1)"),
                 "irecv");
   }
+  *request = nullptr;
+  if (const MemRegion* m = CudaRegion(mhandles != nullptr ? mhandles[0] : nullptr)) {
+    Bounce b;
+    b.host.resize(sizes[0]);
+    b.device_ptr = data[0];
+    b.device = m->device;
+    std::lock_guard<std::mutex> lock(g_bounce_mu);
+    auto r = static_cast<TcpComm*>(recv_comm)->Post(b.host.data(), sizes[0], tags[0],
+                                                    TcpComm::Dir::kRecv);
+    if (!r.ok()) return Fail(r.status(), "irecv");
+    if (*r != nullptr) {
+      g_bounces[*r] = std::move(b);
+      g_bounce_count.fetch_add(1);
+    }
+    *request = *r;
+    return ncclSuccess;
+  }
   auto r = static_cast<TcpComm*>(recv_comm)->Post(data[0], sizes[0], tags[0], TcpComm::Dir::kRecv);
   if (!r.ok()) return Fail(r.status(), "irecv");
   *request = *r;
   return ncclSuccess;
 }
 
+// Done at once (*request = NULL, which NCCL takes as flushed): a receive into GPU memory was
+// copied there by test() before it reported done (cudaStreamSynchronize of the copy), so later
+// GPU work sees the bytes; no NIC writes GPU memory directly, so there is no PCIe write to flush.
 ncclResult_t NetIflush(void* recv_comm, int n, void** data, int* sizes, void** mhandles,
                        void** request) {
-  *request = nullptr;  // host memory only: nothing to flush
+  *request = nullptr;
+  if (n < 0 || (n > 0 && (data == nullptr || sizes == nullptr))) {
+    return Fail(InvalidArgument("iflush of " + std::to_string(n) + " buffers"), "iflush");
+  }
   return ncclSuccess;
 }
 
@@ -215,7 +354,28 @@ ncclResult_t NetTest(void* request, int* done, int* sizes) {
   auto* r = static_cast<TcpRequest*>(request);
   bool d = false;
   size_t bytes = 0;
-  INA_NCCL_CHECK(r->owner->Test(r, &d, &bytes), "test");
+  if (g_bounce_count.load() == 0) {
+    INA_NCCL_CHECK(r->owner->Test(r, &d, &bytes), "test");
+  } else {
+    Bounce b;
+    bool bounced = false;
+    {
+      // Test and the map lookup together: once done, the slot may be posted again.
+      std::lock_guard<std::mutex> lock(g_bounce_mu);
+      Status st = r->owner->Test(r, &d, &bytes);
+      auto it = g_bounces.find(r);
+      if ((d || !st.ok()) && it != g_bounces.end()) {
+        b = std::move(it->second);
+        bounced = true;
+        g_bounces.erase(it);
+        g_bounce_count.fetch_sub(1);
+      }
+      INA_NCCL_CHECK(st, "test");
+    }
+    if (bounced && b.device_ptr != nullptr && d) {
+      INA_NCCL_CHECK(Cuda().CopyToDevice(b.device_ptr, b.host.data(), bytes, b.device), "test");
+    }
+  }
   *done = d ? 1 : 0;
   if (d && sizes != nullptr) sizes[0] = static_cast<int>(bytes);
   return ncclSuccess;
@@ -319,7 +479,12 @@ ncclResult_t CollReduceSupport(ncclDataType_t type, ncclRedOp_t op, int* support
 }
 
 ncclResult_t CollRegMr(void* coll_comm, void* data, size_t size, int type, void** mhandle) {
-  return MemReg(data, size, type, mhandle);
+  return MemReg(data, size, type, mhandle, "collnet regMr");
+}
+
+ncclResult_t CollRegMrDmaBuf(void* coll_comm, void* data, size_t size, int type, uint64_t offset,
+                             int fd, void** mhandle) {
+  return MemRegDmaBuf(data, size, type, offset, fd, mhandle, "collnet regMrDmaBuf");
 }
 
 ncclResult_t CollIallreduce(void* coll_comm, void* send, void* recv, size_t count,
@@ -332,14 +497,37 @@ ncclResult_t CollIallreduce(void* coll_comm, void* send, void* recv, size_t coun
                                 " (reduceSupport said no: only float32 and int32 sums)"),
                 "iallreduce");
   }
-  auto r = static_cast<CollComm*>(coll_comm)->IAllReduce(send, recv, count, e);
+  // GPU buffers (both registered as CUDA regions of one device): the device-memory all-reduce.
+  const MemRegion* sm = CudaRegion(send_mh);
+  const MemRegion* rm = CudaRegion(recv_mh);
+  DeviceMemory* device = nullptr;
+  if (sm != nullptr || rm != nullptr) {
+    if (sm == nullptr || rm == nullptr || sm->device != rm->device) {
+      return Fail(InvalidArgument("send and recv must both be CUDA memory of one device, or both "
+                                  "host memory"),
+                  "iallreduce");
+    }
+    auto mem = Cuda().Memory(rm->device);
+    if (!mem.ok()) return Fail(mem.status(), "iallreduce");
+    device = *mem;
+  }
+  auto r = static_cast<CollComm*>(coll_comm)->IAllReduce(send, recv, count, e, device);
   if (!r.ok()) return Fail(r.status(), "iallreduce");
   *request = *r;  // nullptr: all request slots busy, NCCL calls again later
   return ncclSuccess;
 }
 
+// Done at once (*request = NULL, which NCCL takes as flushed): NCCL calls it only for GPUDirect
+// receives, and an iallreduce into GPU memory reports done only after every copy of the result
+// into that memory completed (the CUDA memory domain's events, observed by the host), so later
+// GPU work sees it; no NIC writes GPU memory directly, so there is no PCIe write to flush.
 ncclResult_t CollIflush(void* coll_comm, void* data, int size, void* mhandle, void** request) {
-  *request = nullptr;  // host memory only: nothing to flush
+  *request = nullptr;
+  if (coll_comm == nullptr || size < 0) {
+    return Fail(InvalidArgument("iflush of " + std::to_string(size) + " bytes" +
+                                (coll_comm == nullptr ? " on no communicator" : "")),
+                "collnet iflush");
+  }
   return ncclSuccess;
 }
 
@@ -428,7 +616,7 @@ ncclNet_v11_t ncclNetPlugin_v11 = {
     .connect = NetConnect,
     .accept = NetAccept,
     .regMr = NetRegMr,
-    .regMrDmaBuf = nullptr,
+    .regMrDmaBuf = NetRegMrDmaBuf,
     .deregMr = MemDereg,
     .isend = NetIsend,
     .irecv = NetIrecv,
@@ -454,7 +642,7 @@ ncclNet_v10_t ncclNetPlugin_v10 = {
     .connect = NetConnectV10,
     .accept = NetAccept,
     .regMr = NetRegMr,
-    .regMrDmaBuf = nullptr,
+    .regMrDmaBuf = NetRegMrDmaBuf,
     .deregMr = MemDereg,
     .isend = NetIsend,
     .irecv = NetIrecv,
@@ -478,7 +666,7 @@ ncclCollNet_v11_t ncclCollNetPlugin_v11 = {
     .connect = CollConnect,
     .reduceSupport = CollReduceSupport,
     .regMr = CollRegMr,
-    .regMrDmaBuf = nullptr,
+    .regMrDmaBuf = CollRegMrDmaBuf,
     .deregMr = MemDereg,
     .iallreduce = CollIallreduce,
     .iallgather = nullptr,
@@ -501,7 +689,7 @@ ncclCollNet_v10_t ncclCollNetPlugin_v10 = {
     .connect = CollConnect,
     .reduceSupport = CollReduceSupport,
     .regMr = CollRegMr,
-    .regMrDmaBuf = nullptr,
+    .regMrDmaBuf = CollRegMrDmaBuf,
     .deregMr = MemDereg,
     .iallreduce = CollIallreduce,
     .iallgather = nullptr,

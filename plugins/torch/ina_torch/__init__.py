@@ -15,6 +15,9 @@ import torch.distributed as dist  # must come before the extension (it binds Pro
 from . import _C
 
 ProcessGroupIna = _C.ProcessGroupIna
+# True when this build all-reduces CUDA tensors through the fabric (built with drivers/gpu's CUDA
+# memory domain); they also need a torch with CUDA. docs/pytorch.md, "CUDA tensors".
+CUDA_PATH_BUILT = _C.cuda_path_built()
 
 _options = {}
 _KNOWN = ("switch", "progress_timeout_ms", "join_timeout_ms", "k", "window", "fallback")

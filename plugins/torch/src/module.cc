@@ -36,4 +36,6 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("job_id", &ProcessGroupIna::job_id)
       .def_property_readonly("fabric_status", &ProcessGroupIna::fabric_status)
       .def_property_readonly("fabric_calls", &ProcessGroupIna::fabric_calls);
+  // Whether this build takes CUDA tensors through the fabric (docs/pytorch.md, "CUDA tensors").
+  m.def("cuda_path_built", [] { return ina::torch_backend::MakeDevicePath()->built(); });
 }

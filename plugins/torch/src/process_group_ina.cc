@@ -1,5 +1,8 @@
 #include "process_group_ina.h"
 
+#include <c10/core/StreamGuard.h>
+#include <c10/core/impl/DeviceGuardImplInterface.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
@@ -73,27 +76,81 @@ std::string FabricRefusal(const at::Tensor& t, uint8_t op) {
     return "the fabric takes float32/int32 (and float16/bfloat16/float64 through float32), not " +
            std::string(c10::toString(t.scalar_type()));
   }
-  if (!t.device().is_cpu()) return "the fabric path takes CPU tensors";
+  if (!t.device().is_cpu() && !t.device().is_cuda()) {
+    return "the fabric takes CPU and CUDA tensors, not " + t.device().str();
+  }
   if (t.layout() != at::kStrided) return "the fabric sums dense tensors only";
   return "";
 }
 
-// In-place AVG after the sum: float division, int32 truncating toward zero (as NCCL's).
+// In-place AVG after the sum: float division, int32 truncating toward zero (as NCCL's). On
+// CUDA by a 0-dim device tensor: ATen's CUDA kernel turns a division by a CPU scalar into a
+// multiplication by its reciprocal, which would differ from the CPU path's IEEE division.
 void DivideByWorld(at::Tensor& t, int world) {
   if (t.scalar_type() == at::kInt) {
     t.div_(world, "trunc");
+  } else if (t.is_cuda()) {
+    t.div_(at::full({}, world, t.options()));
   } else {
     t.div_(world);
   }
 }
 
+const c10::impl::DeviceGuardImplInterface* CudaImpl() {
+  return c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
+}
+
+// An event of torch's CUDA guard (a cudaEvent_t behind void*), destroyed with this object.
+class TorchEvent {
+ public:
+  explicit TorchEvent(c10::Device device) : device_(device) {}
+  ~TorchEvent() {
+    if (event_ != nullptr) CudaImpl()->destroyEvent(event_, device_.index());
+  }
+  TorchEvent(const TorchEvent&) = delete;
+  TorchEvent& operator=(const TorchEvent&) = delete;
+  void Record(const c10::Stream& stream) {
+    CudaImpl()->record(&event_, stream, device_.index(), c10::EventFlag::PYTORCH_DEFAULT);
+  }
+  void Block(const c10::Stream& stream) const { CudaImpl()->block(event_, stream); }
+  void* get() const { return event_; }
+
+ private:
+  c10::Device device_;
+  void* event_ = nullptr;
+};
+
+std::vector<c10::Device> CudaDevices(const std::vector<at::Tensor>& tensors) {
+  std::vector<c10::Device> devices;
+  for (const auto& t : tensors) {
+    if (t.is_cuda() && std::find(devices.begin(), devices.end(), t.device()) == devices.end()) {
+      devices.push_back(t.device());
+    }
+  }
+  return devices;
+}
+
 }  // namespace
 
-InaWork::InaWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs)
+struct CudaCall {
+  CudaCall(c10::Device d, c10::Stream s) : device(d), caller(s), ready(d) {}
+  c10::Device device;
+  c10::Stream caller;  // torch's current stream of `device` at the call
+  TorchEvent ready;    // recorded on `caller` at the call
+};
+
+InaWork::InaWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
+                 std::vector<c10::Device> devices)
     : c10d::Work(rank, type),
       outputs_(std::move(outputs)),
-      future_(
-          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {
+      cuda_(!devices.empty()),
+      future_(c10::make_intrusive<c10::ivalue::Future>(
+          c10::ListType::create(c10::TensorType::get()), std::move(devices))) {}
+
+bool InaWork::wait(std::chrono::milliseconds timeout) {
+  const bool done = c10d::Work::wait(timeout);
+  if (cuda_) future_->wait();  // the current streams wait for the result's event (device side)
+  return done;
 }
 
 void InaWork::Complete(std::exception_ptr error) {
@@ -108,7 +165,10 @@ void InaWork::Complete(std::exception_ptr error) {
 
 ProcessGroupIna::ProcessGroupIna(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                  std::chrono::milliseconds timeout, BackendOptions options)
-    : c10d::ProcessGroup(rank, size), store_(store), timeout_(timeout) {
+    : c10d::ProcessGroup(rank, size),
+      store_(store),
+      timeout_(timeout),
+      device_path_(MakeDevicePath()) {
   fallback_ = options.fallback >= 0 ? options.fallback != 0 : EnvFallback() != 0;
   auto make_gloo = [&](const std::string& prefix) {
     auto o = c10d::ProcessGroupGloo::Options::create(timeout);
@@ -316,16 +376,84 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupIna::ViaGloo(
     c10d::OpType type, const std::string& kind, const std::string& why,
     std::vector<at::Tensor> outputs, std::function<c10::intrusive_ptr<c10d::Work>()> issue) {
   LogOnce(kind, why);
-  auto work = c10::make_intrusive<InaWork>(rank_, type, std::move(outputs));
-  Enqueue([this, work, issue = std::move(issue)] {
-    try {
-      WaitGloo(issue());
-      work->Complete(nullptr);
-    } catch (...) {
-      work->Complete(std::current_exception());
-    }
+  auto call = outputs.empty() ? nullptr : CaptureCuda(outputs[0], kind, /*fabric=*/false);
+  auto work = c10::make_intrusive<InaWork>(rank_, type, outputs, CudaDevices(outputs));
+  Enqueue([this, work, call, outputs, issue = std::move(issue)] {
+    RunTask(call, outputs, *work, [&] { WaitGloo(issue()); });
   });
   return work;
+}
+
+std::shared_ptr<CudaCall> ProcessGroupIna::CaptureCuda(const at::Tensor& t, const std::string& what,
+                                                       bool fabric) {
+  if (!t.is_cuda()) return nullptr;
+  const std::string where =
+      "ina: rank " + std::to_string(rank_) + ": " + what + " of a tensor on " + t.device().str();
+  if (fabric && !device_path_->built()) {
+    TORCH_CHECK(false, where, ": ", device_path_->Prepare(t.device().index()).message());
+  }
+  TORCH_CHECK(c10::impl::hasDeviceGuardImpl(c10::DeviceType::CUDA), where,
+              ": this torch has no CUDA support (torch.cuda.is_available() is false)");
+  if (fabric) {
+    const Status st = device_path_->Prepare(t.device().index());
+    TORCH_CHECK(st.ok(), where, ": the fabric's CUDA path is not usable: ", st.ToString());
+  }
+  auto call = std::make_shared<CudaCall>(t.device(), CudaImpl()->getStream(t.device()));
+  call->ready.Record(call->caller);
+  return call;
+}
+
+void ProcessGroupIna::RunTask(const std::shared_ptr<CudaCall>& call,
+                              const std::vector<at::Tensor>& touched, InaWork& work,
+                              const std::function<void()>& body) {
+  try {
+    if (call == nullptr) {
+      body();
+      work.Complete(nullptr);
+      return;
+    }
+    // Torch work of this op on the ina stream, after everything the caller enqueued before the
+    // call. A stream from torch's pool; the caller's own stream where the pool is not offered.
+    const auto index = static_cast<size_t>(call->device.index());
+    if (ina_streams_.size() <= index) ina_streams_.resize(index + 1);
+    if (!ina_streams_[index]) {
+      try {
+        ina_streams_[index] = CudaImpl()->getStreamFromGlobalPool(call->device);
+      } catch (const c10::Error&) {
+        ina_streams_[index] = call->caller;
+      }
+    }
+    const c10::Stream stream = *ina_streams_[index];
+    c10::StreamGuard guard(stream);
+    call->ready.Block(stream);
+    // The caller's tensors are used on this stream: the caching allocator must not hand their
+    // memory to another stream before this stream's work on them is done.
+    for (const auto& t : touched) {
+      if (t.is_cuda()) CudaImpl()->recordDataPtrOnStream(t.storage().data_ptr(), stream);
+    }
+    body();
+    work.Complete(nullptr);  // under the guard: the future's event is recorded on `stream`
+  } catch (...) {
+    work.Complete(std::current_exception());
+  }
+}
+
+Status ProcessGroupIna::FabricAllReduce(at::Tensor& staging) {
+  const size_t n = static_cast<size_t>(staging.numel());
+  const bool is_int = staging.scalar_type() == at::kInt;
+  if (!staging.is_cuda()) {
+    return is_int ? comm_->AllReduce(std::span<int32_t>(staging.data_ptr<int32_t>(), n))
+                  : comm_->AllReduce(std::span<float>(staging.data_ptr<float>(), n));
+  }
+  // The staging copy was enqueued on the current (ina) stream; the fabric's copies start after it.
+  TorchEvent ready(staging.device());
+  ready.Record(CudaImpl()->getStream(staging.device()));
+  const int device = staging.device().index();
+  return is_int
+             ? device_path_->AllReduce(
+                   *comm_, device, std::span<int32_t>(staging.data_ptr<int32_t>(), n), ready.get())
+             : device_path_->AllReduce(*comm_, device,
+                                       std::span<float>(staging.data_ptr<float>(), n), ready.get());
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupIna::allreduce(std::vector<at::Tensor>& tensors,
@@ -343,14 +471,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupIna::allreduce(std::vector<at::Tensor
                 std::string(c10::toString(t0.scalar_type())),
             why);
   }
-  auto work = c10::make_intrusive<InaWork>(rank_, c10d::OpType::ALLREDUCE, tensors);
-  Enqueue([this, work, tensors, opts, fabric = why.empty()]() mutable {
-    try {
-      AllreduceNow(tensors, opts, fabric);
-      work->Complete(nullptr);
-    } catch (...) {
-      work->Complete(std::current_exception());
-    }
+  auto call = CaptureCuda(t0, "allreduce", /*fabric=*/why.empty());
+  auto work =
+      c10::make_intrusive<InaWork>(rank_, c10d::OpType::ALLREDUCE, tensors, CudaDevices(tensors));
+  Enqueue([this, work, call, tensors, opts, fabric = why.empty()]() mutable {
+    RunTask(call, tensors, *work, [&] { AllreduceNow(tensors, opts, fabric); });
   });
   return work;
 }
@@ -386,9 +511,7 @@ void ProcessGroupIna::AllreduceNow(std::vector<at::Tensor>& tensors,
     status = fabric_status_;
   }
   if (fabric) {
-    const size_t n = static_cast<size_t>(staging.numel());
-    Status st = is_int ? comm_->AllReduce(std::span<int32_t>(staging.data_ptr<int32_t>(), n))
-                       : comm_->AllReduce(std::span<float>(staging.data_ptr<float>(), n));
+    Status st = FabricAllReduce(staging);
     if (st.ok()) {
       {
         std::lock_guard<std::mutex> lock(state_mu_);
@@ -481,9 +604,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupIna::allreduce_coalesced(
         [this, tensors, opts]() mutable { return gloo_->allreduce_coalesced(tensors, opts); });
   }
   // One fabric all-reduce of the concatenation, split back into the tensors.
-  auto work = c10::make_intrusive<InaWork>(rank_, c10d::OpType::ALLREDUCE_COALESCED, tensors);
-  Enqueue([this, work, tensors, opts]() mutable {
-    try {
+  auto call = CaptureCuda(tensors[0], "allreduce_coalesced", /*fabric=*/true);
+  auto work = c10::make_intrusive<InaWork>(rank_, c10d::OpType::ALLREDUCE_COALESCED, tensors,
+                                           CudaDevices(tensors));
+  Enqueue([this, work, call, tensors, opts]() mutable {
+    RunTask(call, tensors, *work, [&] {
       std::vector<at::Tensor> parts;
       for (const auto& t : tensors) parts.push_back(t.reshape({-1}));
       std::vector<at::Tensor> flat{at::cat(parts)};
@@ -493,10 +618,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupIna::allreduce_coalesced(
         t.copy_(flat[0].narrow(0, offset, t.numel()).view(t.sizes()));
         offset += t.numel();
       }
-      work->Complete(nullptr);
-    } catch (...) {
-      work->Complete(std::current_exception());
-    }
+    });
   });
   return work;
 }
@@ -595,9 +717,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupIna::reduce_scatter(
                                         : why +
                                               "; done as a Gloo all-reduce of the concatenated "
                                               "inputs");
-  auto work = c10::make_intrusive<InaWork>(rank_, c10d::OpType::REDUCE_SCATTER, outputs);
-  Enqueue([this, work, outputs, inputs, opts, fabric = why.empty()]() mutable {
-    try {
+  auto call = CaptureCuda(out, "reduce_scatter", /*fabric=*/why.empty());
+  auto work = c10::make_intrusive<InaWork>(rank_, c10d::OpType::REDUCE_SCATTER, outputs,
+                                           CudaDevices(outputs));
+  std::vector<at::Tensor> touched = outputs;
+  touched.insert(touched.end(), inputs[0].begin(), inputs[0].end());
+  Enqueue([this, work, call, touched, outputs, inputs, opts, fabric = why.empty()]() mutable {
+    RunTask(call, touched, *work, [&] {
       std::vector<at::Tensor> parts;
       for (const auto& t : inputs[0]) parts.push_back(t.reshape({-1}));
       std::vector<at::Tensor> flat{at::cat(parts)};
@@ -607,10 +733,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupIna::reduce_scatter(
       AllreduceNow(flat, ao, fabric);
       const int64_t n = outputs[0].numel();
       outputs[0].copy_(flat[0].narrow(0, rank_ * n, n).view(outputs[0].sizes()));
-      work->Complete(nullptr);
-    } catch (...) {
-      work->Complete(std::current_exception());
-    }
+    });
   });
   return work;
 }

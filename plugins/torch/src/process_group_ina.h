@@ -34,6 +34,20 @@
 // Gloo from the caller's untouched input. With fallback off, a fabric failure is an exception
 // (c10::Error naming the cause) from wait() and the future, and later fabric calls fail too.
 //
+// CUDA tensors (docs/pytorch.md, "CUDA tensors"): all_reduce, all_reduce_coalesced and
+// reduce_scatter of CUDA tensors go through the fabric with the device-memory all-reduce
+// (DevicePath, device_path.h: drivers/gpu's CUDA memory domain), bit-identical to the CPU path.
+// Without the CUDA path in this build, or with a torch without CUDA, they fail at the call with
+// the reason. Streams go through c10's device-generic interface (no c10_cuda): at the call an
+// event is recorded on torch's current stream of the tensors' device; the backend thread runs
+// the op's torch work (staging copies, write-back) on an ina stream from torch's pool that waits
+// for that event on the device, and the fabric's copies start after that work (an event again).
+// The Work and its future complete when the fabric's result is in device memory and the
+// write-back into the caller's tensors is enqueued on the ina stream: wait() and the future's
+// wait()/then() make the caller's current stream wait for it on the device (the future is
+// CUDA-aware: c10::ivalue::Future with the tensors' devices); the host does not synchronise the
+// device at any point. Other collectives of CUDA tensors go to Gloo in the same way.
+//
 // Threading: every method may be called from any thread. Work objects complete from the backend
 // thread; their futures hold the output tensors (ListType(TensorType)).
 #pragma once
@@ -53,6 +67,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
+#include "device_path.h"
 #include "ina/host/communicator.h"
 #include "ina/host/config.h"
 
@@ -69,19 +84,31 @@ struct BackendOptions {
   int fallback = -1;             // 1 on, 0 off; -1: INA_FALLBACK (off|0 = off; default on)
 };
 
-// A Work completed by the backend thread.
+// A Work completed by the backend thread. For outputs on CUDA devices the future is CUDA-aware
+// (Complete records an event on the backend thread's current stream of each device; wait() and
+// the future make the waiter's current streams wait for it on the device).
 class InaWork : public c10d::Work {
  public:
-  InaWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs);
+  // `devices`: the CUDA devices of the outputs (empty for CPU tensors).
+  InaWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs,
+          std::vector<c10::Device> devices = {});
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override { return future_; }
   std::vector<at::Tensor> result() override { return outputs_; }
+  // Blocks the host until the op completed (rethrows its error); for CUDA outputs then makes the
+  // caller's current streams wait for the result on the device.
+  bool wait(std::chrono::milliseconds timeout = kNoTimeout) override;
   // Called once, by the backend thread. nullptr: success.
   void Complete(std::exception_ptr error);
 
  private:
   std::vector<at::Tensor> outputs_;
+  bool cuda_ = false;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
 };
+
+// A collective on CUDA tensors, captured on the caller's thread: the device and an event recorded
+// on torch's current stream of it at the call (see the header comment).
+struct CudaCall;
 
 class ProcessGroupIna : public c10d::ProcessGroup {
  public:
@@ -157,12 +184,28 @@ class ProcessGroupIna : public c10d::ProcessGroup {
   // rank took call f_r's result from another rank (into *staging).
   bool Recover(int64_t failed_call, at::Tensor* staging, const std::string& why);
   void LogOnce(const std::string& kind, const std::string& why);
+  // On the caller's thread: nullptr for CPU tensors; for CUDA tensors the captured call. Throws
+  // the reason (c10::Error naming `what`, the device and the cause) when `fabric` and the CUDA
+  // path cannot take tensors of t's device (not built, torch without CUDA, no usable device).
+  std::shared_ptr<CudaCall> CaptureCuda(const at::Tensor& t, const std::string& what, bool fabric);
+  // On the backend thread: runs `body` (on the ina stream of call's device, after the caller's
+  // stream, when `call` is set) and completes `work` with its result or exception.
+  void RunTask(const std::shared_ptr<CudaCall>& call, const std::vector<at::Tensor>& touched,
+               InaWork& work, const std::function<void()>& body);
+  // A fabric all-reduce of contiguous float32/int32 `staging` (CPU or CUDA memory), in place.
+  Status FabricAllReduce(at::Tensor& staging);
 
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo_;      // main Gloo group
   c10::intrusive_ptr<c10d::ProcessGroupGloo> recovery_;  // used only by Recover
   std::chrono::milliseconds timeout_;
   bool fallback_ = true;
+
+  // The CUDA path (device_path.h). Declared before comm_: its domains own comm_'s staging.
+  std::unique_ptr<DevicePath> device_path_;
+  // Per CUDA device index, the ina stream (from torch's pool) the backend thread runs torch work
+  // on. Backend thread only.
+  std::vector<c10::optional<c10::Stream>> ina_streams_;
 
   // Fabric state: touched by the backend thread after the constructor; the mutex guards reads
   // from other threads.

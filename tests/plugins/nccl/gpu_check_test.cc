@@ -1,7 +1,9 @@
 // Real NCCL through the plugin (label hw): runs scripts/gpu-check.sh on the built binaries, which
 // drives ina-nccl-allreduce as 2 ranks that NCCL sees as two nodes, with CollNet through
-// ina-switchd. Without a GPU NCCL cannot start (ncclCommInitRank fails before it loads plugins):
-// the script says "no GPU: skipped" and this test skips with that reason.
+// ina-switchd, once with host buffers and once with GPU buffers (NCCL_PTR_CUDA), and the PyTorch
+// backend on CUDA tensors where torch has CUDA. Without a GPU NCCL cannot start
+// (ncclCommInitRank fails before it loads plugins): the script fails loudly with "skipped": true
+// in its JSON line, and this test skips with that reason.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
@@ -32,6 +34,10 @@ TEST(NcclGpu, AllReduceThroughInaCollNet) {
   EXPECT_TRUE(st.ok() && WIFEXITED(*st) && WEXITSTATUS(*st) == 0) << json;
   EXPECT_TRUE(JsonTrue(json, "nccl_result_ok")) << json;
   EXPECT_TRUE(JsonTrue(json, "collnet_used")) << json;
+  EXPECT_TRUE(JsonTrue(json, "nccl_plugin_ok")) << json;
+  // null where NCCL keeps host buffers on this machine (its reason is in "not_run").
+  EXPECT_EQ(json.find("\"nccl_gpubuf_ok\": false"), std::string::npos) << json;
+  EXPECT_TRUE(JsonTrue(json, "nccl_gpubuf_offered")) << json;
   EXPECT_TRUE(JsonTrue(json, "passed")) << json;
 }
 

@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
+#include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -252,6 +254,145 @@ TEST(CollNetAbi, NoSwitchConfiguredMeansNoDevice) {
   EXPECT_EQ(p10.ptrSupport, NCCL_PTR_HOST);
   EXPECT_NE(coll10->getProperties(1, &p10), ncclSuccess);
   dlclose(so);
+}
+
+// What NCCL's logger receives from the plugin (the tests below check the reasons it gives).
+std::string g_log;
+void CaptureLog(ncclDebugLogLevel level, unsigned long flags, const char* file, int line,
+                const char* fmt, ...) {
+  char buf[2048];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  g_log += buf;
+  g_log += '\n';
+}
+
+struct Tables {
+  void* so = nullptr;
+  ncclNet_v11_t* net = nullptr;
+  ncclCollNet_v11_t* coll = nullptr;
+  void* net_ctx = nullptr;
+  void* coll_ctx = nullptr;
+  bool Open() {
+    so = dlopen(INA_NCCL_PLUGIN_SO, RTLD_NOW | RTLD_LOCAL);
+    EXPECT_NE(so, nullptr) << dlerror();
+    if (so == nullptr) return false;
+    net = static_cast<ncclNet_v11_t*>(dlsym(so, "ncclNetPlugin_v11"));
+    coll = static_cast<ncclCollNet_v11_t*>(dlsym(so, "ncclCollNetPlugin_v11"));
+    EXPECT_NE(net, nullptr);
+    EXPECT_NE(coll, nullptr);
+    if (net == nullptr || coll == nullptr) return false;
+    EXPECT_EQ(net->init(&net_ctx, 1, nullptr, CaptureLog, nullptr), ncclSuccess);
+    EXPECT_EQ(coll->init(&coll_ctx, 1, CaptureLog), ncclSuccess);
+    return true;
+  }
+  ~Tables() {
+    if (net != nullptr && net_ctx != nullptr) net->finalize(net_ctx);
+    if (coll != nullptr && coll_ctx != nullptr) coll->finalize(coll_ctx);
+    if (so != nullptr) dlclose(so);
+  }
+};
+
+bool NoNvidiaDevice() { return access("/dev/nvidia0", F_OK) != 0; }
+
+// Without the CUDA path (INA_NCCL_CUDA=0 anywhere; here also without it, as there is no GPU) both
+// tables say host memory only, and a CUDA region is refused with the reason.
+TEST(NcclGpuAbi, WithoutCudaThePropertiesSayHostOnly) {
+  Tables t;
+  ASSERT_TRUE(t.Open());
+  for (const char* cuda_env : {"0", ""}) {
+    SCOPED_TRACE(std::string("INA_NCCL_CUDA=") + cuda_env);
+    if (*cuda_env != '\0') {
+      setenv("INA_NCCL_CUDA", cuda_env, 1);
+    } else {
+      unsetenv("INA_NCCL_CUDA");
+      if (!NoNvidiaDevice()) {
+        std::printf("a GPU is present: the unset case is the hw tests' (gpu-check.sh)\n");
+        continue;
+      }
+    }
+    ncclNetProperties_v11_t p;
+    ASSERT_EQ(t.coll->getProperties(0, &p), ncclSuccess);
+    EXPECT_EQ(p.ptrSupport, NCCL_PTR_HOST);
+    ASSERT_EQ(t.net->getProperties(0, &p), ncclSuccess);
+    EXPECT_EQ(p.ptrSupport, NCCL_PTR_HOST);
+    std::vector<float> host(256);
+    void* mh = reinterpret_cast<void*>(1);
+    g_log.clear();
+    EXPECT_EQ(t.coll->regMr(nullptr, host.data(), 1024, NCCL_PTR_CUDA, &mh), ncclInvalidArgument);
+    EXPECT_EQ(mh, nullptr);
+    EXPECT_NE(g_log.find("NCCL_PTR_CUDA: GPU buffers are not taken"), std::string::npos) << g_log;
+    EXPECT_EQ(t.net->regMr(nullptr, host.data(), 1024, NCCL_PTR_CUDA, &mh), ncclInvalidArgument);
+    EXPECT_EQ(t.coll->regMr(nullptr, host.data(), 1024, 0x40, &mh), ncclInvalidArgument);
+    // Host memory stays accepted.
+    ASSERT_EQ(t.coll->regMr(nullptr, host.data(), 1024, NCCL_PTR_HOST, &mh), ncclSuccess);
+    EXPECT_EQ(t.coll->deregMr(nullptr, mh), ncclSuccess);
+  }
+  unsetenv("INA_NCCL_CUDA");
+}
+
+// regMrDmaBuf checks the descriptor first and names what is wrong with it.
+TEST(NcclGpuAbi, RegMrDmaBufRefusesWhatIsNotADmaBuf) {
+  Tables t;
+  ASSERT_TRUE(t.Open());
+  std::vector<float> buf(256);
+  char path[] = "/tmp/ina-nccl-plain-XXXXXX";
+  const int file_fd = mkstemp(path);
+  ASSERT_GE(file_fd, 0);
+  unlink(path);
+  const int closed_fd = dup(file_fd);
+  ASSERT_GE(closed_fd, 0);
+  close(closed_fd);
+  struct Case {
+    int fd;
+    const char* says;
+  } cases[] = {{-1, "is not a file descriptor"},
+               {closed_fd, "is not an open descriptor"},
+               {file_fd, "is not a dma-buf (it is /tmp/ina-nccl-plain-"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE("fd " + std::to_string(c.fd));
+    for (int type : {NCCL_PTR_CUDA, NCCL_PTR_HOST}) {
+      void* mh = reinterpret_cast<void*>(1);
+      g_log.clear();
+      EXPECT_EQ(t.coll->regMrDmaBuf(nullptr, buf.data(), 1024, type, 0, c.fd, &mh),
+                ncclInvalidArgument);
+      EXPECT_EQ(mh, nullptr);
+      EXPECT_NE(g_log.find(c.says), std::string::npos) << g_log;
+      EXPECT_NE(g_log.find("collnet regMrDmaBuf"), std::string::npos) << g_log;
+      mh = reinterpret_cast<void*>(1);
+      EXPECT_EQ(t.net->regMrDmaBuf(nullptr, buf.data(), 1024, type, 0, c.fd, &mh),
+                ncclInvalidArgument);
+      EXPECT_EQ(mh, nullptr);
+    }
+  }
+  close(file_fd);
+}
+
+// iflush completes at once (NULL request: NCCL takes it as flushed), since a result in GPU memory
+// is complete before the request that wrote it reports done; bad arguments are errors.
+TEST(NcclGpuAbi, IflushCompletesAtOnce) {
+  Tables t;
+  ASSERT_TRUE(t.Open());
+  std::vector<float> buf(256);
+  void* mh = nullptr;
+  ASSERT_EQ(t.coll->regMr(nullptr, buf.data(), 1024, NCCL_PTR_HOST, &mh), ncclSuccess);
+  int not_a_comm = 0;  // iflush does not touch the communicator
+  void* req = reinterpret_cast<void*>(1);
+  EXPECT_EQ(t.coll->iflush(&not_a_comm, buf.data(), 1024, mh, &req), ncclSuccess);
+  EXPECT_EQ(req, nullptr);
+  req = reinterpret_cast<void*>(1);
+  EXPECT_EQ(t.coll->iflush(&not_a_comm, buf.data(), -1, mh, &req), ncclInvalidArgument);
+  EXPECT_EQ(req, nullptr);
+  EXPECT_EQ(t.coll->iflush(nullptr, buf.data(), 1024, mh, &req), ncclInvalidArgument);
+  void* data = buf.data();
+  int size = 1024;
+  req = reinterpret_cast<void*>(1);
+  EXPECT_EQ(t.net->iflush(&not_a_comm, 1, &data, &size, &mh, &req), ncclSuccess);
+  EXPECT_EQ(req, nullptr);
+  EXPECT_EQ(t.net->iflush(&not_a_comm, 1, nullptr, nullptr, &mh, &req), ncclInvalidArgument);
+  EXPECT_EQ(t.coll->deregMr(nullptr, mh), ncclSuccess);
 }
 
 // The v10 net table (no context argument: the adapters use one process-wide context), in one
