@@ -38,8 +38,9 @@ def crc_table(poly_reflected):
 
 
 class Crc:
-    def __init__(self, spec):
-        c = spec["crc"]
+    def __init__(self, spec, c=None):
+        """[crc] (the CRC32C trailer), or c: a dict with poly, init, xorout (the ICRC's)."""
+        c = spec["crc"] if c is None else c
         self.poly = reflect32(c["poly"])
         self.init = c["init"]
         self.xorout = c["xorout"]
@@ -99,10 +100,15 @@ def check(spec):
             sys.exit("gen.py: [crc] residue does not hold")
     if c["beat_bytes"] != 64 or p["frame_prefix_bytes"] >= c["beat_bytes"]:
         sys.exit("gen.py: [crc] beat_bytes must be 64 and hold the frame prefix")
-    for kind in ("msg_type", "flag", "error_code", "join_param", "counter", "register"):
+    for kind in ("msg_type", "flag", "error_code", "join_param", "counter", "register",
+                 "roce_counter"):
         names = [x["name"] for x in spec[kind]]
         if len(set(names)) != len(names):
             sys.exit(f"gen.py: duplicate {kind} names")
+    if {x["name"] for x in spec["counter"]} & {x["name"] for x in spec["roce_counter"]}:
+        sys.exit("gen.py: a roce_counter has a counter's name")
+    if len(spec["counter"]) + len(spec["roce_counter"]) > 64:
+        sys.exit("gen.py: more than 64 counters (ina_regs decodes 6 bits of counter index)")
     width = spec["registers"]["width"]
     for r in spec["register"]:
         if r["reset"] >> width:
@@ -291,6 +297,17 @@ def gen_cpp(spec):
     names = ", ".join(f'"{c["name"]}"' for c in spec["counter"])
     w(f"inline constexpr std::array<std::string_view, kNumCounters> kCounterNames = {{{names}}};")
     w("")
+    w("// Drop counters of the hardware fabric's RoCEv2 ingress; in its register map after the")
+    w("// Counters (reg::kRoceCounterBase). Not engine counters (no engine sees RoCE headers).")
+    w("enum class RoceCounter : uint16_t {")
+    for i, c in enumerate(spec["roce_counter"]):
+        w(f"  k{camel(c['name'])} = {i},  // {c['doc']}")
+    w("};")
+    n = len(spec["roce_counter"])
+    w(f"inline constexpr size_t kNumRoceCounters = {n};")
+    names = ", ".join(f'"{c["name"]}"' for c in spec["roce_counter"])
+    w(f"inline constexpr std::array<std::string_view, kNumRoceCounters> kRoceCounterNames = {{{names}}};")
+    w("")
     w("// Register map of the hardware fabric's control interface (byte addresses). A register with")
     w("// fields has a namespace of the same name: for each field k<Field>Lsb, k<Field>Width,")
     w("// k<Field>Max (largest value), Get<Field>(reg) and Set<Field>(reg, v), which returns reg with")
@@ -300,6 +317,8 @@ def gen_cpp(spec):
     for r in spec["register"]:
         w(f"inline constexpr uint32_t k{camel(r['name'])} = 0x{r['addr']:03X};  // {r['access']}: {r['doc']}")
         w(f"inline constexpr uint32_t k{camel(r['name'])}Reset = 0x{r['reset']:08X};")
+    w("// The RoCEv2 ingress counters (RoceCounter order), after the Counters.")
+    w("inline constexpr uint32_t kRoceCounterBase = kCounterBase + 4 * kNumCounters;")
     for r in spec["register"]:
         if not r.get("fields"):
             continue
@@ -324,14 +343,28 @@ def gen_cpp(spec):
     return "\n".join(L) + "\n"
 
 
-def crc_beat_maps(spec):
+def icrc_params(spec):
+    r = spec["roce"]
+    return {"poly": r["icrc_poly"], "init": r["icrc_init"], "xorout": r["icrc_xorout"],
+            "residue": r["icrc_residue"], "check": r["icrc_check"]}
+
+
+# Bytes of an Ethernet + IPv4 (no options) + UDP + BTH frame the ICRC takes as all-ones: IP TOS,
+# TTL and header checksum, UDP checksum, BTH byte 4 (docs/rdma.md). The ICRC covers the frame from
+# the IPv4 header (byte 14), after 8 bytes of 0xFF.
+ICRC_START = 14
+ICRC_ONES = (14 + 1, 14 + 8, 14 + 10, 14 + 11, 34 + 6, 34 + 7, 42 + 4)
+
+
+def crc_beat_maps(spec, icrc=False):
     """The CRC32C's linear maps over one beat of B bytes (B = [crc] beat_bytes), for
     rtl/core/ina_crc32c.sv. A beat taken whole from register r gives A^B r xor D(beat); D is linear
     in the beat's bits (bit j = byte j // 8, bit j % 8, as tdata holds them). Returns rows: a
     matrix is a list of 32 ints, row o = the mask of input bits that XOR into output bit o."""
-    crc = Crc(spec)
+    c = icrc_params(spec) if icrc else spec["crc"]
+    crc = Crc(spec, c)
     nb = spec["crc"]["beat_bytes"]
-    start = spec["protocol"]["frame_prefix_bytes"]
+    start = ICRC_START if icrc else spec["protocol"]["frame_prefix_bytes"]
 
     def rows(columns):
         return [sum(((col >> o) & 1) << j for j, col in enumerate(columns)) for o in range(32)]
@@ -353,14 +386,25 @@ def crc_beat_maps(spec):
     # Rewinding by n bytes (n = 0, 4, ..., B-4): a beat whose data ends at byte hi was taken whole,
     # as if followed by B-hi zero bytes; A^-(B-hi) undoes them.
     rewind = [rows([back(1 << m, 4 * k) for m in range(32)]) for k in range(nb // 4)]
-    res = spec["crc"]["residue"]
+    res = c["residue"]
+    first = zeros(crc.init, nb - start)
+    ones = 0
+    if icrc:
+        # From the register after 8 bytes of 0xFF, and with the all-ones bytes in: the module takes
+        # them as zero (first_zero), so their contribution is folded in here.
+        tmpl = bytearray(nb)
+        for i in ICRC_ONES:
+            tmpl[i] = 0xFF
+            ones |= 1 << i
+        first = crc.reg(bytes(tmpl[start:]), crc.reg(b"\xff" * 8, crc.init))
     return {
         "beat": rows(beat),
         "adv": rows(adv),
         # Register after the first beat's bytes 0 .. start-1 taken as zeros from a zero register
         # and the header bytes from init: A^(B-start) init, xored with D(the beat, bytes < start
         # zeroed).
-        "first": zeros(crc.init, nb - start),
+        "first": first,
+        "first_zero": ones,
         # A frame ending at byte hi of its last beat is good iff the register, taken whole,
         # equals A^(B-hi) residue: entry n = A^n residue.
         "residue_at": [zeros(res, n) for n in range(nb)],
@@ -368,6 +412,27 @@ def crc_beat_maps(spec):
         "nb": nb,
         "start": start,
     }
+
+
+def beat_check(maps, frame):
+    """rtl/core/ina_crc32c.sv's Check = 1 algorithm on `frame`, with the generated maps."""
+    nb = maps["nb"]
+
+    def apply(rows_, v):
+        return sum(((bin(r & v).count("1") & 1) << o) for o, r in enumerate(rows_))
+
+    reg = 0
+    for b0 in range(0, len(frame), nb):
+        beat = bytearray(frame[b0:b0 + nb])
+        n = len(beat)
+        if b0 == 0:
+            for i in range(nb if n == nb else n):
+                if i < maps["start"] or (maps["first_zero"] >> i) & 1:
+                    beat[i] = 0
+        beat += bytes(nb - n)
+        d = apply(maps["beat"], int.from_bytes(beat, "little"))
+        reg = (maps["first"] if b0 == 0 else apply(maps["adv"], reg)) ^ d
+    return reg == maps["residue_at"][nb - n]
 
 
 def sv_flat(rows_list, width):
@@ -425,6 +490,22 @@ def gen_sv(spec):
     w(f"  localparam logic [{nb // 4}*1024-1:0] CrcRewindMat = "
       f"{sv_flat([sum(r << (32 * o) for o, r in enumerate(mat)) for mat in m['rewind']], 1024)};")
     w("")
+    m = crc_beat_maps(spec, icrc=True)
+    ic = icrc_params(spec)
+    w("  // The RoCEv2 ICRC ([roce] icrc_*: zlib's CRC-32), the same maps for ina_crc32c with Icrc = 1:")
+    w("  // it covers a frame from IcrcStartByte (the IPv4 header) after 8 bytes of 0xFF; the bytes")
+    w("  // of IcrcFirstZero (TOS, TTL, IP checksum, UDP checksum, BTH byte 4) are taken as all-ones,")
+    w("  // which the module does by zeroing them and IcrcFirstState by including their ones.")
+    w(f"  localparam int unsigned IcrcStartByte = {m['start']};")
+    w(f"  localparam logic [{nb}-1:0] IcrcFirstZero = {nb}'h{m['first_zero']:0{nb // 4}X};")
+    w(f"  localparam logic [31:0] IcrcResidue = 32'h{ic['residue']:08X};")
+    w(f"  localparam logic [32*{8 * nb}-1:0] IcrcBeatMat = {sv_flat(m['beat'], 8 * nb)};")
+    w(f"  localparam logic [32*32-1:0] IcrcAdvMat = {sv_flat(m['adv'], 32)};")
+    w(f"  localparam logic [31:0] IcrcFirstState = 32'h{m['first']:08X};")
+    w(f"  localparam logic [{nb}*32-1:0] IcrcResidueAt = {sv_flat(m['residue_at'], 32)};")
+    w(f"  localparam logic [{nb // 4}*1024-1:0] IcrcRewindMat = "
+      f"{sv_flat([sum(r << (32 * o) for o, r in enumerate(mat)) for mat in m['rewind']], 1024)};")
+    w("")
     w("  // Field byte offsets within the ina header, and widths in bytes.")
     for f in spec["field"]:
         c = camel(f["name"])
@@ -444,6 +525,16 @@ def gen_sv(spec):
     items = [f"    Cnt{camel(c['name'])} = {i}" for i, c in enumerate(spec["counter"])]
     w(",\n".join(items))
     w("  } counter_e;")
+    r = spec["roce"]
+    w("  // RoCEv2 ([roce]).")
+    for k in ("udp_port", "bth_bytes", "deth_bytes", "icrc_bytes", "opcode_ud_send_only"):
+        name = "RoceOpUdSendOnly" if k == "opcode_ud_send_only" else "Roce" + camel(k)
+        w(f"  localparam int unsigned {name} = {r[k]};")
+    w(f"  localparam int unsigned NumRoceCounters = {len(spec['roce_counter'])};")
+    w("  typedef enum int unsigned {")
+    items = [f"    Cnt{camel(c['name'])} = {i}" for i, c in enumerate(spec["roce_counter"])]
+    w(",\n".join(items))
+    w("  } roce_counter_e;")
     w("")
     for r in spec["register"]:
         w(f"  localparam logic [11:0] Reg{camel(r['name'])}Addr = 12'h{r['addr']:03X};")
@@ -497,6 +588,13 @@ def gen_md(spec):
     for i, c in enumerate(spec["counter"]):
         w(f"| {i} | `{c['name']}` | {c['doc']} |")
     w("")
+    w("RoCEv2 ingress counters of the hardware fabric (register map: after the counters above).")
+    w("")
+    w("| roce counter | name | meaning |")
+    w("|---|---|---|")
+    for i, c in enumerate(spec["roce_counter"]):
+        w(f"| {i} | `{c['name']}` | {c['doc']} |")
+    w("")
     w("| register | address | access | reset | meaning | fields |")
     w("|---|---|---|---|---|---|")
     for r in spec["register"]:
@@ -546,6 +644,23 @@ def check_roce(spec):
             sys.exit(f"gen.py: roce_field {f['name']} does not fit its {size}-byte {f['header']}")
         if "mask" in f and (f["bytes"] != 1 or not 0 < f["mask"] < 256):
             sys.exit(f"gen.py: roce_field {f['name']}: a mask needs a 1-byte field")
+    ic = icrc_params(spec)
+    crc = Crc(spec, ic)
+    if crc(b"123456789") != ic["check"] or crc(b"123456789") != zlib.crc32(b"123456789"):
+        sys.exit("gen.py: [roce] icrc_check does not hold (or the ICRC is not zlib's crc32)")
+    for m in (b"", b"ina", bytes(range(256)) * 5):
+        if crc.reg(m + crc_trailer(crc, m), crc.init) != ic["residue"]:
+            sys.exit("gen.py: [roce] icrc_residue does not hold")
+    # The beat maps, run as rtl/core/ina_crc32c.sv runs them (Check = 1), accept every known-answer
+    # packet behind an Ethernet header and reject it with one bit flipped.
+    maps = crc_beat_maps(spec, icrc=True)
+    for rk in spec["roce_kat"]:
+        pkt, _ = encode_roce_kat(spec, rk)
+        frame = bytes(range(14)) + pkt
+        bad = bytearray(frame)
+        bad[len(bad) // 2] ^= 0x10
+        if not beat_check(maps, frame) or beat_check(maps, bytes(bad)):
+            sys.exit(f"gen.py: the ICRC beat maps disagree with zlib on {rk['name']}")
 
 
 def roce_put(buf, f, value):

@@ -23,7 +23,11 @@
 #   test_cuda_allreduce_matches_cpu: 2 processes, float32/int32/bfloat16 CUDA tensors through the
 #   fabric, bit-identical to the CPU path). Needs a torch with CUDA: Debian's python3-torch is
 #   CPU-only, and then torch_cuda_ok is null with the reason (listed in "not_run").
-# check_gpu_quant, check_gpu_allreduce: see the functions below.
+# check_gpu_allreduce: 2 ina-gpu-allreduce ranks on GPU 0 through that ina-switchd, each checking
+#   its device result bit for bit against the host call; run twice: both ranks quantizing on the
+#   GPU (gpu_allreduce_*), and rank 1 on the copying path (--copy-float: float32 staged and
+#   quantized on the CPU; gpu_allreduce_mixed_*), whose packets must equal the GPU path's.
+# check_gpu_quant: see the function below.
 # --build-dir: where the binaries are (default build/; the hw ctest passes its own with
 # --no-build). Ends with one JSON line; exit 0 when every check ran and passed (CollNet used and results
 # right). Each check is one function that adds its fields to that line (later issues add more).
@@ -254,31 +258,38 @@ check_gpu_quant() {
 # check_gpu_allreduce: a device-memory all-reduce (the CUDA memory domain, docs/gpu.md) through
 #   the ina-switchd this script started, 2 ranks as 2 processes on GPU 0, each checking its
 #   result bit for bit against the host-memory call on the same values (ina-gpu-allreduce).
+# $1: "gpu" (both ranks quantize on the GPU: gpu_allreduce_* fields) or "mixed" (rank 1 copies
+# float32 to the CPU instead, --copy-float: the two paths' packets must be bit-identical on the
+# wire; gpu_allreduce_mixed_* fields).
 check_gpu_allreduce() {
-  local bin=$BUILD_DIR/bin/ina-gpu-allreduce r pids=() rcs=() ok=true
+  local mode=${1:-gpu} bin=$BUILD_DIR/bin/ina-gpu-allreduce r pids=() rcs=() ok=true
+  local tag=gpu_allreduce job=211
+  if [[ $mode == mixed ]]; then tag=gpu_allreduce_mixed; job=212; fi
   if [[ ! -x $bin ]]; then
     fail "$bin not built (CUDA toolkit not found by CMake)"
-    json_add gpu_allreduce_ok false
+    json_add "${tag}_ok" false
     return 0
   fi
   for r in 0 1; do
-    env INA_SWITCH="127.0.0.1:$SW_PORT" INA_JOB=211 INA_RANK="$r" INA_WORLD=2 \
-      timeout 120 "$bin" --count "$COUNT" --iters "$ITERS" \
-      >"$OUT/gpu_allreduce$r.out" 2>"$OUT/gpu_allreduce$r.log" &
+    local extra=()
+    if [[ $mode == mixed && $r == 1 ]]; then extra=(--copy-float); fi
+    env INA_SWITCH="127.0.0.1:$SW_PORT" INA_JOB=$job INA_RANK="$r" INA_WORLD=2 \
+      timeout 120 "$bin" --count "$COUNT" --iters "$ITERS" "${extra[@]}" \
+      >"$OUT/$tag$r.out" 2>"$OUT/$tag$r.log" &
     pids+=($!)
   done
   for r in 0 1; do
     local rc=0
     wait "${pids[$r]}" || rc=$?
     rcs+=("$rc")
-    grep -q '"ok":true' "$OUT/gpu_allreduce$r.out" 2>/dev/null || ok=false
+    grep -q '"ok":true' "$OUT/$tag$r.out" 2>/dev/null || ok=false
   done
   [[ ${rcs[0]} == 0 && ${rcs[1]} == 0 ]] || ok=false
-  [[ $ok == true ]] || fail "device all-reduce failed (exit ${rcs[0]}/${rcs[1]}): $(tail -q -n 2 "$OUT/gpu_allreduce0.log" "$OUT/gpu_allreduce1.log" | tr '\n' ' ')"
-  json_add gpu_allreduce_ok "$ok"
+  [[ $ok == true ]] || fail "device all-reduce ($mode) failed (exit ${rcs[0]}/${rcs[1]}): $(tail -q -n 2 "$OUT/${tag}0.log" "$OUT/${tag}1.log" | tr '\n' ' ')"
+  json_add "${tag}_ok" "$ok"
   local line
-  line=$(head -1 "$OUT/gpu_allreduce0.out" 2>/dev/null || true)
-  json_add gpu_allreduce_rank0 "${line:-null}"
+  line=$(head -1 "$OUT/${tag}0.out" 2>/dev/null || true)
+  json_add "${tag}_rank0" "${line:-null}"
 }
 
 main() {
@@ -290,7 +301,8 @@ main() {
   build
   check_gpu_quant
   if start_switch; then
-    check_gpu_allreduce
+    check_gpu_allreduce gpu
+    check_gpu_allreduce mixed
     check_nccl_collnet host
     check_nccl_collnet gpubuf
     check_torch_cuda

@@ -5,8 +5,8 @@
 #   lut6     the same mapped to generic 6-input LUTs (abc -lut 6; $lut cells, memories kept);
 #   xilinx   synth_xilinx for 7-series (LUT6, FDRE, RAMB36/RAMB18, LUTRAM, CARRY4, DSP48E1);
 #   xcup     synth_xilinx -family xcup -uram for UltraScale+ (adds URAM288 for large memories).
-# xilinx and xcup keep the blocks' hierarchy (ina_agg, ina_ingress, ina_egress, ina_crc32c, ina_regs,
-# ina_fifo; ina_slot_mem and ina_lane_adder are flattened into ina_agg) so that each block gets its
+# xilinx and xcup keep the blocks' hierarchy (ina_agg, ina_roce_rx, ina_ingress, ina_egress,
+# ina_crc32c, ina_regs, ina_fifo; ina_slot_mem and ina_lane_adder are flattened into ina_agg) so that each block gets its
 # own figures, then flatten for the whole core. Both report, per block and for the whole core, the
 # cell counts (stat) and a timing proxy: the longest combinational path in cells, from yosys `ltp`
 # on the netlist with its flip-flops and RAMs deleted (so every path runs register or RAM output
@@ -31,9 +31,9 @@ out=$build/synth
 mkdir -p "$out"
 cp "$pkg" "$out/ina_proto_pkg.sv"
 srcs="$out/ina_proto_pkg.sv $root/rtl/pkg/ina_rtl_pkg.sv $root/rtl/lib/ina_fifo.sv \
-$root/rtl/core/ina_crc32c.sv $root/rtl/core/ina_egress.sv $root/rtl/core/ina_ingress.sv $root/rtl/core/ina_slot_mem.sv $root/rtl/core/ina_lane_adder.sv \
+$root/rtl/core/ina_crc32c.sv $root/rtl/core/ina_roce_rx.sv $root/rtl/core/ina_egress.sv $root/rtl/core/ina_ingress.sv $root/rtl/core/ina_slot_mem.sv $root/rtl/core/ina_lane_adder.sv \
 $root/rtl/core/ina_regs.sv $root/rtl/core/ina_agg.sv $root/rtl/top/ina_core.sv"
-blocks="*ina_agg* *ina_ingress* *ina_egress* *ina_crc32c* *ina_regs* *ina_fifo*"
+blocks="*ina_agg* *ina_roce_rx* *ina_ingress* *ina_egress* *ina_crc32c* *ina_regs* *ina_fifo*"
 # The timing proxy: flip-flops, RAMs (block, ultra, LUT), clock buffers deleted; the cells left are
 # renamed by type so the printed path shows what it crosses.
 proxy="delete t:FD* t:RAMB* t:URAM* t:RAM32* t:RAM64* t:RAM128* t:RAM256* t:SRL* t:BUFG*; \
@@ -52,7 +52,7 @@ summarize_stat() {
     }
     /^=== / {
       flush(); delete c; mod = ""
-      if (match($2, /ina_[a-z0-9_]+/)) mod = substr($2, RSTART, RLENGTH) ($2 ~ /Check=1.0/ ? "(Check=0)" : "")
+      if (match($2, /ina_[a-z0-9_]+/)) mod = substr($2, RSTART, RLENGTH) ($2 ~ /Check=1.0/ ? "(Check=0)" : "") ($2 ~ /Icrc=1.1/ ? "(Icrc)" : "")
     }
     mod != "" && NF == 2 && $2 ~ /^[0-9]+$/ {
       t = $1; n = $2
@@ -79,7 +79,7 @@ summarize_ltp() {
     }
     /Longest topological path in/ {
       flush(); mod = ""; len = $6; gsub(/[^0-9-]/, "", len)
-      if (match($5, /ina_[a-z0-9_]+/)) mod = substr($5, RSTART, RLENGTH) ($5 ~ /Check=1.0/ ? "(Check=0)" : "")
+      if (match($5, /ina_[a-z0-9_]+/)) mod = substr($5, RSTART, RLENGTH) ($5 ~ /Check=1.0/ ? "(Check=0)" : "") ($5 ~ /Icrc=1.1/ ? "(Icrc)" : "")
       delete n; first = ""; last = ""
     }
     /^ +[0-9]+: / {

@@ -13,6 +13,11 @@
 //   with the residue, which holds for a good frame whatever its contents.
 // Check = 0: crc_o = the CRC32C of all the frame's covered bytes (the trailer to append).
 //   REQUIRES: the last beat's byte count is a multiple of 4 (ina payloads are whole int32 lanes).
+// Icrc = 1: the same for the RoCEv2 ICRC (zlib's CRC-32, proto/ina.toml [roce] icrc_*) with the
+//   Icrc* maps of ina_proto_pkg: covered from byte IcrcStartByte (14, the IPv4 header; StartByte is
+//   then ignored) after 8 bytes of 0xFF, and the first beat's bytes in IcrcFirstZero (IP TOS, TTL,
+//   header checksum, UDP checksum, BTH byte 4) taken as all-ones (they are zeroed here and their
+//   ones are in IcrcFirstState). Check = 1 then checks a frame whose last 4 bytes are its ICRC.
 //
 // How: a beat taken whole from register r leaves A^64 r ^ D(beat), A the register's step over one
 // zero byte and D linear in the beat's 512 bits (ina_proto_pkg::CrcAdvMat, CrcBeatMat, generated
@@ -31,7 +36,8 @@
 module ina_crc32c
 #(
   parameter bit          Check     = 1'b1,
-  parameter int unsigned StartByte = ina_proto_pkg::CrcStartByte
+  parameter int unsigned StartByte = ina_proto_pkg::CrcStartByte,
+  parameter bit          Icrc      = 1'b0
 ) (
   input  logic                               clk_i,
   input  logic                               rst_ni,
@@ -46,11 +52,23 @@ module ina_crc32c
 );
   localparam int unsigned NB = ina_rtl_pkg::BeatBytes;
   localparam int unsigned Chunks = NB / 8;
+  // The CRC's maps (CRC32C, or the ICRC's CRC-32).
+  localparam int unsigned Start = Icrc ? ina_proto_pkg::IcrcStartByte : StartByte;
+  localparam logic [NB-1:0] FirstZero = Icrc ? ina_proto_pkg::IcrcFirstZero : '0;
+  localparam logic [32*8*NB-1:0] BeatMat =
+      Icrc ? ina_proto_pkg::IcrcBeatMat : ina_proto_pkg::CrcBeatMat;
+  localparam logic [32*32-1:0] AdvMat = Icrc ? ina_proto_pkg::IcrcAdvMat : ina_proto_pkg::CrcAdvMat;
+  localparam logic [31:0] FirstState =
+      Icrc ? ina_proto_pkg::IcrcFirstState : ina_proto_pkg::CrcFirstState;
+  localparam logic [NB*32-1:0] ResidueAt =
+      Icrc ? ina_proto_pkg::IcrcResidueAt : ina_proto_pkg::CrcResidueAt;
+  localparam logic [NB/4*1024-1:0] RewindMat =
+      Icrc ? ina_proto_pkg::IcrcRewindMat : ina_proto_pkg::CrcRewindMat;
 
   if (ina_proto_pkg::CrcBeatBytes != NB || NB != 64) begin : gen_bad_beat
     $error("ina_crc32c: the generated CRC maps are for 64-byte beats");
   end
-  if (StartByte >= NB) begin : gen_bad_start
+  if (Start >= NB) begin : gen_bad_start
     $error("ina_crc32c: StartByte must fall in the first beat");
   end
 
@@ -75,10 +93,10 @@ module ina_crc32c
     logic [31:0]          p;
     for (int unsigned c = 0; c < Chunks; c++) begin
       for (int unsigned b = 0; b < 8; b++) begin
-        x[8*b +: 8] = (keep[8*c + b] && (in_frame || 8*c + b >= StartByte)) ? data[64*c + 8*b +: 8]
+        x[8*b +: 8] = (keep[8*c + b] && (in_frame || (8*c + b >= Start && !FirstZero[8*c + b]))) ? data[64*c + 8*b +: 8]
                                                                              : 8'd0;
       end
-      for (int unsigned o = 0; o < 32; o++) p[o] = ^(x & ina_proto_pkg::CrcBeatMat[8*NB*o + 64*c +: 64]);
+      for (int unsigned o = 0; o < 32; o++) p[o] = ^(x & BeatMat[8*NB*o + 64*c +: 64]);
       part[32*c +: 32] = p;
     end
     beat_part = part;
@@ -157,8 +175,7 @@ module ina_crc32c
   // Datapath: a frame's first beat always loads it.
   always_ff @(posedge clk_i) begin
     if (s2_valid_q) begin
-      reg_q     <= (s2_first_q ? ina_proto_pkg::CrcFirstState
-                               : mat32(ina_proto_pkg::CrcAdvMat, reg_q)) ^ d_q;
+      reg_q     <= (s2_first_q ? FirstState : mat32(AdvMat, reg_q)) ^ d_q;
       s3_back_q <= 6'(7'd64 - s2_n_q);
     end
   end
@@ -177,7 +194,7 @@ module ina_crc32c
     end
 
     always_ff @(posedge clk_i) begin
-      if (s3_done_q) ok_q <= reg_q == ina_proto_pkg::CrcResidueAt[32*s3_back_q +: 32];
+      if (s3_done_q) ok_q <= reg_q == ResidueAt[32*s3_back_q +: 32];
     end
 
     assign crc_valid_o = valid_q;
@@ -204,19 +221,19 @@ module ina_crc32c
     always_ff @(posedge clk_i) begin
       if (s3_done_q) begin
         unique case (s3_back_q[3:2])
-          2'd0:    lo_q <= mat32(ina_proto_pkg::CrcRewindMat[1024*0 +: 1024], reg_q);
-          2'd1:    lo_q <= mat32(ina_proto_pkg::CrcRewindMat[1024*1 +: 1024], reg_q);
-          2'd2:    lo_q <= mat32(ina_proto_pkg::CrcRewindMat[1024*2 +: 1024], reg_q);
-          default: lo_q <= mat32(ina_proto_pkg::CrcRewindMat[1024*3 +: 1024], reg_q);
+          2'd0:    lo_q <= mat32(RewindMat[1024*0 +: 1024], reg_q);
+          2'd1:    lo_q <= mat32(RewindMat[1024*1 +: 1024], reg_q);
+          2'd2:    lo_q <= mat32(RewindMat[1024*2 +: 1024], reg_q);
+          default: lo_q <= mat32(RewindMat[1024*3 +: 1024], reg_q);
         endcase
         k_hi_q <= s3_back_q[5:4];
       end
       if (v4_q) begin
         unique case (k_hi_q)
-          2'd0:    out_q <= ~mat32(ina_proto_pkg::CrcRewindMat[1024*0 +: 1024], lo_q);
-          2'd1:    out_q <= ~mat32(ina_proto_pkg::CrcRewindMat[1024*4 +: 1024], lo_q);
-          2'd2:    out_q <= ~mat32(ina_proto_pkg::CrcRewindMat[1024*8 +: 1024], lo_q);
-          default: out_q <= ~mat32(ina_proto_pkg::CrcRewindMat[1024*12 +: 1024], lo_q);
+          2'd0:    out_q <= ~mat32(RewindMat[1024*0 +: 1024], lo_q);
+          2'd1:    out_q <= ~mat32(RewindMat[1024*4 +: 1024], lo_q);
+          2'd2:    out_q <= ~mat32(RewindMat[1024*8 +: 1024], lo_q);
+          default: out_q <= ~mat32(RewindMat[1024*12 +: 1024], lo_q);
         endcase
       end
     end

@@ -98,10 +98,15 @@ module ina_egress
   // The append.
   logic                                extra_q, extra_d;  // presenting the added trailer beat
   logic [ina_rtl_pkg::OutUserBits-1:0] user_q;
-  logic [6:0]                          n;                 // bytes in the head beat
+  logic                                room;              // the head beat has room for the trailer
   logic                                take;
 
-  assign n = 7'($countones(h_keep));
+  // tkeep is contiguous from byte 0 and a last beat holds a multiple of 4 bytes (4 to 64), so the
+  // trailer's place follows from tkeep alone, without counting its bytes: the last beat has room
+  // when its byte NB - 4 is empty (60 bytes or fewer), and trailer byte i % 4 goes to byte i when
+  // byte i is empty and byte i - 4 is not. One LUT level per byte from the FIFO head, where a
+  // byte count (a popcount) and its compares took 8-10 (docs/rtl/synthesis.md).
+  assign room = !h_keep[NB-4];
 
   // The beat presented (registered state only: the FIFO heads and extra_q).
   always_comb begin
@@ -121,10 +126,10 @@ module ina_egress
       m_axis_tvalid_o = head_valid;
     end else begin
       m_axis_tvalid_o = head_valid && cf_valid;
-      if (n <= 7'(NB - 4)) begin
-        for (int unsigned i = 0; i < NB; i++) begin
-          if (7'(i) >= n && 7'(i) < n + 7'd4) begin
-            m_axis_tdata_o[8*i +: 8] = cf_crc[8*(i % 4) +: 8];  // n is a multiple of 4
+      if (room) begin
+        for (int unsigned i = 4; i < NB; i++) begin
+          if (!h_keep[i] && h_keep[i-4]) begin
+            m_axis_tdata_o[8*i +: 8] = cf_crc[8*(i % 4) +: 8];
             m_axis_tkeep_o[i]        = 1'b1;
           end
         end
@@ -138,9 +143,9 @@ module ina_egress
 
   always_comb begin
     head_pop = take && !extra_q;
-    cf_pop   = take && (extra_q || (h_last && n <= 7'(NB - 4)));
+    cf_pop   = take && (extra_q || (h_last && room));
     extra_d  = extra_q;
-    if (take) extra_d = !extra_q && h_last && n > 7'(NB - 4);
+    if (take) extra_d = !extra_q && h_last && !room;
   end
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
@@ -169,6 +174,20 @@ module ina_egress
   a_egress_crc_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
       crc_valid |-> cf_ready_unused)
     else $error("ina_egress: a trailer pushed into the full CRC FIFO");
+  // The producer's tkeep contract, which the trailer's placement relies on: contiguous from
+  // byte 0, full except in a last beat, and a multiple of 4 bytes.
+  logic [NB/4-1:0] keep_grp_split;
+  always_comb begin
+    for (int unsigned g = 0; g < NB / 4; g++) keep_grp_split[g] = in_keep_i[4*g] != in_keep_i[4*g+3];
+  end
+  always_ff @(posedge clk_i) begin
+    if (rst_ni && in_valid_i) begin
+      a_egress_keep: assert (in_keep_i[0] && (in_keep_i & (in_keep_i + 1'b1)) == '0 &&
+                             (in_last_i || &in_keep_i) && keep_grp_split == '0)
+        else $error("ina_egress: tkeep %h breaks the contract (contiguous, full unless last, whole lanes)",
+                    in_keep_i);
+    end
+  end
   // a_egress_hold as an immediate assertion at the clock edge over last cycle's beat, kept here
   // (a concurrent one with $stable makes Verilator 5.006 copy the 609-bit beat twice on every
   // evaluation, as in ina_fifo).

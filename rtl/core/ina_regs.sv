@@ -3,7 +3,9 @@
 // Map (byte addresses, 32-bit registers) from proto/ina.toml [[register]] via ina_proto_pkg:
 //   id, version, params (ro); job_sel, job_id, job_slots, job_world (rw); job_commit (wo);
 //   fail_where, fail_who (ro);
-//   counters (ro) from counter_base, one per ina_proto_pkg::counter_e.
+//   roce_qpn, roce_qkey, roce_pkey (rw: the RoCEv2 ingress's identity, ina_roce_rx);
+//   counters (ro) from counter_base, one per ina_proto_pkg::counter_e, then one per
+//   ina_proto_pkg::roce_counter_e.
 // Writes to job_id/job_slots/job_world go to staging registers; writing 1 to job_commit copies
 // them into entry job_sel (ignored when job_sel >= NumJobs) and pulses commit_o so the aggregation
 // stage resets the entry's slots. Reads of job_id/job_slots/job_world return entry job_sel.
@@ -13,7 +15,8 @@
 //
 // Bus: one request per cycle (req_i, we_i, addr_i, wdata_i); a read's data is in rdata_o with
 // rvalid_o the next cycle. Unknown addresses read 0; writes to read-only registers are ignored.
-// Counters wrap at 2^32; cnt_inc_i[i] adds one to counter i in that cycle.
+// Counters wrap at 2^32; cnt_inc_i[i] adds one to counter i in that cycle, roce_cnt_inc_i[i] to
+// RoCEv2 counter i.
 // fail_i marks entry fail_entry_i failed: job_valid_o drops it (its packets are unknown_job) and
 // job_id reads its failed bit until the next commit to the entry; fail_where / fail_who hold the
 // latest failure.
@@ -40,8 +43,13 @@ module ina_regs
   output logic        commit_o,
   output logic [31:0] commit_slots_o,
   output logic        commit_valid_o,
+  // RoCEv2 ingress identity (roce_qpn.qpn, roce_qkey, roce_pkey.pkey).
+  output logic [23:0] roce_qpn_o,
+  output logic [31:0] roce_qkey_o,
+  output logic [15:0] roce_pkey_o,
   // Counters.
   input  logic [ina_proto_pkg::NumCounters-1:0] cnt_inc_i,
+  input  logic [ina_proto_pkg::NumRoceCounters-1:0] roce_cnt_inc_i,
   // The aggregation stage ended a job (ranks disagree): entry, slot, generation, rank.
   input  logic        fail_i,
   input  logic [7:0]  fail_entry_i,
@@ -57,7 +65,12 @@ module ina_regs
     $error("ina_regs: PoolSlots must be 2..65536");
   end
 
+  if (ina_proto_pkg::RegRoceQpnQpnWidth != 24 || ina_proto_pkg::RegRocePkeyPkeyWidth != 16) begin : gen_bad_roce
+    $error("ina_regs: roce_qpn.qpn must be 24 bits and roce_pkey.pkey 16 (proto/ina.toml)");
+  end
+
   localparam int unsigned JW = (NumJobs > 1) ? $clog2(NumJobs) : 1;
+  localparam int unsigned NumCnt = ina_proto_pkg::NumCounters + ina_proto_pkg::NumRoceCounters;
 
   logic [31:0] sel_q, slots_q, world_q;
   logic        id_valid_q;
@@ -68,7 +81,11 @@ module ina_regs
   // [32j +: 32], counter i at [32i +: 32].
   logic [NumJobs*16-1:0]    jid_q;
   logic [NumJobs*32-1:0]    jslots_q, jworld_q;
-  logic [ina_proto_pkg::NumCounters*32-1:0] cnt_q;
+  logic [NumCnt*32-1:0] cnt_q;
+  logic [NumCnt-1:0]    inc;
+  logic [23:0] roce_qpn_q;
+  logic [31:0] roce_qkey_q;
+  logic [15:0] roce_pkey_q;
   logic        commit_q;
   logic [31:0] rdata_d;
   logic        wr, rd, do_commit, sel_ok;
@@ -136,10 +153,28 @@ module ina_regs
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
+      roce_qpn_q  <= ina_proto_pkg::RegRoceQpnReset[ina_proto_pkg::RegRoceQpnQpnLsb +: 24];
+      roce_qkey_q <= ina_proto_pkg::RegRoceQkeyReset;
+      roce_pkey_q <= ina_proto_pkg::RegRocePkeyReset[ina_proto_pkg::RegRocePkeyPkeyLsb +: 16];
+    end else if (wr) begin
+      if (addr_i == ina_proto_pkg::RegRoceQpnAddr) begin
+        roce_qpn_q <= wdata_i[ina_proto_pkg::RegRoceQpnQpnLsb +: 24];
+      end
+      if (addr_i == ina_proto_pkg::RegRoceQkeyAddr) roce_qkey_q <= wdata_i;
+      if (addr_i == ina_proto_pkg::RegRocePkeyAddr) begin
+        roce_pkey_q <= wdata_i[ina_proto_pkg::RegRocePkeyPkeyLsb +: 16];
+      end
+    end
+  end
+
+  assign inc = {roce_cnt_inc_i, cnt_inc_i};
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
       cnt_q <= '0;
     end else begin
-      for (int unsigned i = 0; i < ina_proto_pkg::NumCounters; i++) begin
-        if (cnt_inc_i[i]) cnt_q[32*i +: 32] <= cnt_q[32*i +: 32] + 32'd1;
+      for (int unsigned i = 0; i < NumCnt; i++) begin
+        if (inc[i]) cnt_q[32*i +: 32] <= cnt_q[32*i +: 32] + 32'd1;
       end
     end
   end
@@ -165,8 +200,11 @@ module ina_regs
       ina_proto_pkg::RegJobWorldAddr: rdata_d = sel_ok ? jworld_q[32*sel +: 32] : '0;
       ina_proto_pkg::RegFailWhereAddr: rdata_d = fail_where_q;
       ina_proto_pkg::RegFailWhoAddr:   rdata_d = fail_who_q;
+      ina_proto_pkg::RegRoceQpnAddr:   rdata_d = 32'(roce_qpn_q) << ina_proto_pkg::RegRoceQpnQpnLsb;
+      ina_proto_pkg::RegRoceQkeyAddr:  rdata_d = roce_qkey_q;
+      ina_proto_pkg::RegRocePkeyAddr:  rdata_d = 32'(roce_pkey_q) << ina_proto_pkg::RegRocePkeyPkeyLsb;
       default: begin
-        if (addr_i >= ina_proto_pkg::RegCounterBaseAddr && addr_i < ina_proto_pkg::RegCounterBaseAddr + 12'(4 * ina_proto_pkg::NumCounters)
+        if (addr_i >= ina_proto_pkg::RegCounterBaseAddr && addr_i < ina_proto_pkg::RegCounterBaseAddr + 12'(4 * NumCnt)
             && addr_i[1:0] == 2'b00) begin
           rdata_d = cnt_q[32*(6'((addr_i - ina_proto_pkg::RegCounterBaseAddr) >> 2)) +: 32];
         end
@@ -191,5 +229,8 @@ module ina_regs
   assign commit_o       = commit_q;
   assign commit_slots_o = jslots_q[32*sel +: 32];
   assign commit_valid_o = valid_q[sel];
+  assign roce_qpn_o     = roce_qpn_q;
+  assign roce_qkey_o    = roce_qkey_q;
+  assign roce_pkey_o    = roce_pkey_q;
 
 endmodule

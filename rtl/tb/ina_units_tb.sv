@@ -10,6 +10,7 @@
 //   crck_* ina_crc32c, Check = 1 (trailer check)
 //   crcv_* ina_crc32c, Check = 0 (trailer value)
 //   egr_*  ina_egress (EgrDepth beats)
+//   rrx_*  ina_roce_rx
 // Parameters are small so that the model verilates and simulates fast.
 module ina_units_tb
 #(
@@ -64,6 +65,10 @@ module ina_units_tb
   output logic [31:0]                           regs_commit_slots_o,
   output logic                                  regs_commit_valid_o,
   input  logic [ina_proto_pkg::NumCounters-1:0] regs_cnt_inc_i,
+  input  logic [ina_proto_pkg::NumRoceCounters-1:0] regs_roce_cnt_inc_i,
+  output logic [23:0]                           regs_roce_qpn_o,
+  output logic [31:0]                           regs_roce_qkey_o,
+  output logic [15:0]                           regs_roce_pkey_o,
   input  logic                                  regs_fail_i,
   input  logic [7:0]                            regs_fail_entry_i,
   input  logic [15:0]                           regs_fail_slot_i,
@@ -126,7 +131,27 @@ module ina_units_tb
   output logic [ina_rtl_pkg::BeatBytes-1:0]     egr_m_axis_tkeep_o,
   output logic                                  egr_m_axis_tlast_o,
   output logic [ina_rtl_pkg::OutUserBits-1:0]   egr_m_axis_tuser_o,
-  output logic                                  egr_busy_o
+  output logic                                  egr_busy_o,
+  // ina_roce_rx.
+  input  logic                                  rrx_s_axis_tvalid_i,
+  output logic                                  rrx_s_axis_tready_o,
+  input  logic [ina_rtl_pkg::BeatBits-1:0]      rrx_s_axis_tdata_i,
+  input  logic [ina_rtl_pkg::BeatBytes-1:0]     rrx_s_axis_tkeep_i,
+  input  logic                                  rrx_s_axis_tlast_i,
+  input  logic                                  rrx_s_axis_tuser_i,
+  output logic                                  rrx_m_axis_tvalid_o,
+  input  logic                                  rrx_m_axis_tready_i,
+  output logic [ina_rtl_pkg::BeatBits-1:0]      rrx_m_axis_tdata_o,
+  output logic [ina_rtl_pkg::BeatBytes-1:0]     rrx_m_axis_tkeep_o,
+  output logic                                  rrx_m_axis_tlast_o,
+  output logic                                  rrx_m_axis_tuser_o,
+  output logic                                  rrx_verdict_valid_o,
+  output logic                                  rrx_verdict_drop_o,
+  input  logic [23:0]                           rrx_qpn_i,
+  input  logic [31:0]                           rrx_qkey_i,
+  input  logic [15:0]                           rrx_pkey_i,
+  output logic [ina_proto_pkg::NumRoceCounters-1:0] rrx_cnt_inc_o,
+  output logic                                  rrx_busy_o
 );
   ina_rtl_pkg::desc_t ing_desc, agg_desc;
 
@@ -191,7 +216,11 @@ module ina_units_tb
     .commit_o      (regs_commit_o),
     .commit_slots_o(regs_commit_slots_o),
     .commit_valid_o(regs_commit_valid_o),
+    .roce_qpn_o    (regs_roce_qpn_o),
+    .roce_qkey_o   (regs_roce_qkey_o),
+    .roce_pkey_o   (regs_roce_pkey_o),
     .cnt_inc_i     (regs_cnt_inc_i),
+    .roce_cnt_inc_i(regs_roce_cnt_inc_i),
     .fail_i        (regs_fail_i),
     .fail_entry_i  (regs_fail_entry_i),
     .fail_slot_i   (regs_fail_slot_i),
@@ -282,6 +311,30 @@ module ina_units_tb
     .m_axis_tlast_o (egr_m_axis_tlast_o),
     .m_axis_tuser_o (egr_m_axis_tuser_o),
     .busy_o         (egr_busy_o)
+  );
+
+  ina_roce_rx u_roce_rx (
+    .clk_i,
+    .rst_ni,
+    .s_axis_tvalid_i(rrx_s_axis_tvalid_i),
+    .s_axis_tready_o(rrx_s_axis_tready_o),
+    .s_axis_tdata_i (rrx_s_axis_tdata_i),
+    .s_axis_tkeep_i (rrx_s_axis_tkeep_i),
+    .s_axis_tlast_i (rrx_s_axis_tlast_i),
+    .s_axis_tuser_i (rrx_s_axis_tuser_i),
+    .m_axis_tvalid_o(rrx_m_axis_tvalid_o),
+    .m_axis_tready_i(rrx_m_axis_tready_i),
+    .m_axis_tdata_o (rrx_m_axis_tdata_o),
+    .m_axis_tkeep_o (rrx_m_axis_tkeep_o),
+    .m_axis_tlast_o (rrx_m_axis_tlast_o),
+    .m_axis_tuser_o (rrx_m_axis_tuser_o),
+    .verdict_valid_o(rrx_verdict_valid_o),
+    .verdict_drop_o (rrx_verdict_drop_o),
+    .qpn_i          (rrx_qpn_i),
+    .qkey_i         (rrx_qkey_i),
+    .pkey_i         (rrx_pkey_i),
+    .cnt_inc_o      (rrx_cnt_inc_o),
+    .busy_o         (rrx_busy_o)
   );
 
   logic unused_tb;

@@ -1,33 +1,47 @@
 // ina aggregation core: the dataplane an FPGA SmartNIC runs between its MAC and its multicast
 // replication logic.
 //
-//   s_axis -+-> ina_ingress -> payload FIFO / descriptor FIFO -+-> ina_agg -> ina_egress -> m_axis
-//           +-> ina_crc32c (check) ----------> CRC-ok FIFO ----+   (output FIFO, CRC32C trailer)
+//   s_axis -> ina_roce_rx -+-> ina_ingress -> payload FIFO / descriptor FIFO -+-> ina_agg -> ...
+//   (RoCEv2 checks, ICRC)  +-> ina_crc32c (check) ----------> CRC-ok FIFO ----+
+//        its verdicts ------------------------------------> RoCE verdict FIFO +
+//     ... ina_agg -> ina_egress -> m_axis (output FIFO, CRC32C trailer)
 //                                                   ina_regs (job table, counters) <-> reg bus
 //
 // s_axis: frames (Ethernet + IPv4 + UDP + ina header in the first 64-byte beat, then payload
 //   beats, then the ina message's 4-byte CRC32C trailer; tdata byte 0 = frame byte 0; tkeep
-//   contiguous; tuser = MAC error). The trailer is checked as the frame streams in; the verdict
+//   contiguous; tuser = MAC error), or the same ina message as a RoCEv2 UD SEND_ONLY (UDP
+//   destination port 4791, BTH and DETH before it, pad and ICRC after it: docs/rdma.md), which
+//   ina_roce_rx checks (roce_* counters) and decapsulates into the UDP layout; every frame after it
+//   is in the UDP layout. The trailer is checked as the frame streams in; the verdict
 //   joins the frame's descriptor (a frame's descriptor goes to ina_agg only with it), and a frame
-//   whose trailer does not match is dropped (drop_bad_crc) before it touches any slot.
+//   whose trailer does not match is dropped (drop_bad_crc) before it touches any slot. A RoCEv2
+//   frame that ina_roce_rx found bad only after forwarding it (bad ICRC, lengths) has a drop
+//   verdict: its descriptor and payload beats are discarded here (the drain below) while the
+//   aggregation stage is idle, so it touches no slot and counts no engine counter.
 // m_axis: result frames, same layout, trailer appended by ina_egress; tuser [15:0] = the job's
 //   multicast group, [31:16] = destination rank (0xFFFF: every rank of the group; else re-send to
 //   that rank only). The L2-L4 addresses, ports and checksums of result frames are zero: the shell
 //   fills them per destination (the CRC32C covers the ina message only, so it needs no update).
+//   Results leave as UDP frames whether the packets came over UDP or RoCEv2: BTH, DETH, pad and
+//   ICRC of a RoCEv2 result are the shell's (per destination QP and PSN; docs/rtl/ina_roce_rx.md).
 // reg bus: see ina_regs.
 // Throughput: one beat per cycle in and out; a frame of n payload beats (its trailer included)
-// costs n + 1 cycles.
+// costs n + 1 cycles; the same message as a RoCEv2 frame costs its own beats (26 bytes more: at
+// most one beat more; a full K=64 or K=256 message has as many beats either way).
 // Latency: store-and-forward; a result's first beat leaves 5 cycles after the completing frame's
-// CRC verdict (4 cycles after its last beat: ingress, descriptor FIFO, issue, S1, S2, output FIFO),
-// its last beat once its own CRC is known (ina_egress).
+// CRC verdict (ingress, descriptor FIFO, issue, S1, S2, output FIFO), which comes 4 cycles after
+// the frame's last beat into ina_ingress; that beat enters 1 cycle after the frame's last beat on
+// s_axis (ina_roce_rx holds one beat; 0 cycles for a RoCEv2 frame whose tail beyond 20 bytes is
+// only pad and ICRC). Its last beat leaves once its own CRC is known (ina_egress).
 // Backpressure: m_axis_tready low fills the output FIFO; the aggregation stage then waits between
-// packets and the input FIFOs fill; s_axis_tready_o falls when they are full.
+// packets and the input FIFOs fill; s_axis_tready_o falls when they are full (ina_roce_rx passes
+// ina_ingress's ready on while it forwards a beat).
 module ina_core
 #(
   parameter int unsigned NumJobs   = 8,
   parameter int unsigned PoolSlots = 1024,
   parameter int unsigned PayDepth  = 64,  // payload FIFO beats (>= 2 * MaxPayloadBeats)
-  parameter int unsigned DescDepth = 8,
+  parameter int unsigned DescDepth = 8,   // also the RoCE verdict FIFO's, times 2
   parameter int unsigned OutDepth  = 32   // output FIFO beats (> MaxPayloadBeats + 3)
 ) (
   input  logic                   clk_i,
@@ -66,6 +80,9 @@ module ina_core
   if (PayDepth < 2 * ina_rtl_pkg::MaxPayloadBeats) begin : gen_bad_pay
     $error("ina_core: PayDepth must hold two maximal frames");
   end
+  if (DescDepth < 2) begin : gen_bad_desc_depth
+    $error("ina_core: DescDepth must be at least 2");
+  end
   if (OutDepth < ina_rtl_pkg::MaxPayloadBeats + 4) begin : gen_bad_out
     $error("ina_core: OutDepth must hold a result frame plus the pipeline");
   end
@@ -98,14 +115,62 @@ module ina_core
   logic [31:0] crc_unused_value;
   logic        ok_valid, ok_ready, ok_data;
   logic [$clog2(DescDepth):0] unused_ok_free;
+  // The frames after ina_roce_rx (UDP layout), its verdicts, and the RoCEv2 identity registers.
+  logic        dec_valid, dec_ready, dec_last, dec_user;
+  logic [ina_rtl_pkg::BeatBits-1:0]  dec_data;
+  logic [ina_rtl_pkg::BeatBytes-1:0] dec_keep;
+  logic        rv_in_valid, rv_in_drop, rv_in_ready, rv_valid, rv_ready, rv_drop, roce_busy;
+  logic [$clog2(2 * DescDepth):0] unused_rv_free;
+  logic [23:0] roce_qpn;
+  logic [31:0] roce_qkey;
+  logic [15:0] roce_pkey;
+  logic [ina_proto_pkg::NumRoceCounters-1:0] roce_cnt_inc;
+
+  ina_roce_rx u_roce_rx (
+    .clk_i,
+    .rst_ni,
+    .s_axis_tvalid_i,
+    .s_axis_tready_o,
+    .s_axis_tdata_i,
+    .s_axis_tkeep_i,
+    .s_axis_tlast_i,
+    .s_axis_tuser_i,
+    .m_axis_tvalid_o(dec_valid),
+    .m_axis_tready_i(dec_ready),
+    .m_axis_tdata_o (dec_data),
+    .m_axis_tkeep_o (dec_keep),
+    .m_axis_tlast_o (dec_last),
+    .m_axis_tuser_o (dec_user),
+    .verdict_valid_o(rv_in_valid),
+    .verdict_drop_o (rv_in_drop),
+    .qpn_i          (roce_qpn),
+    .qkey_i         (roce_qkey),
+    .pkey_i         (roce_pkey),
+    .cnt_inc_o      (roce_cnt_inc),
+    .busy_o         (roce_busy)
+  );
+
+  // One RoCE verdict per frame ina_roce_rx forwards, popped with its descriptor. It can be pushed
+  // before the descriptor (ina_roce_rx holds up to two frames' tails), hence twice DescDepth.
+  ina_fifo #(.Width(1), .Depth(2 * DescDepth)) u_rv_fifo (
+    .clk_i,
+    .rst_ni,
+    .in_valid_i (rv_in_valid),
+    .in_ready_o (rv_in_ready),
+    .in_data_i  (rv_in_drop),
+    .out_valid_o(rv_valid),
+    .out_ready_i(rv_ready),
+    .out_data_o (rv_drop),
+    .free_o     (unused_rv_free)
+  );
 
   ina_crc32c #(.Check(1'b1)) u_crc_rx (
     .clk_i,
     .rst_ni,
-    .s_axis_tvalid_i(s_axis_tvalid_i && s_axis_tready_o),
-    .s_axis_tdata_i,
-    .s_axis_tkeep_i,
-    .s_axis_tlast_i,
+    .s_axis_tvalid_i(dec_valid && dec_ready),
+    .s_axis_tdata_i (dec_data),
+    .s_axis_tkeep_i (dec_keep),
+    .s_axis_tlast_i (dec_last),
     .crc_valid_o    (crc_valid),
     .crc_o          (crc_unused_value),
     .crc_ok_o       (crc_ok),
@@ -129,12 +194,12 @@ module ina_core
   ina_ingress u_ingress (
     .clk_i,
     .rst_ni,
-    .s_axis_tvalid_i,
-    .s_axis_tready_o,
-    .s_axis_tdata_i,
-    .s_axis_tkeep_i,
-    .s_axis_tlast_i,
-    .s_axis_tuser_i,
+    .s_axis_tvalid_i(dec_valid),
+    .s_axis_tready_o(dec_ready),
+    .s_axis_tdata_i (dec_data),
+    .s_axis_tkeep_i (dec_keep),
+    .s_axis_tlast_i (dec_last),
+    .s_axis_tuser_i (dec_user),
     .pay_valid_o (pay_in_valid),
     .pay_ready_i (pay_in_ready),
     .pay_data_o  (pay_in_data),
@@ -168,9 +233,30 @@ module ina_core
     .free_o     (unused_desc_free)
   );
 
-  logic agg_desc_ready;
-  assign desc_out_ready = agg_desc_ready;
-  assign ok_ready       = agg_desc_ready;
+  // A frame with a RoCE drop verdict at the head is drained here: its descriptor (with its two
+  // verdicts) is popped, then its stored payload beats, all while ina_agg is idle (not busy: it
+  // pops payload only while busy, and it is offered no descriptor meanwhile).
+  logic agg_desc_ready, agg_pay_ready, head_ready, drain_start, drain_q;
+  logic [4:0] drain_left_q;
+  assign head_ready     = desc_out_valid && ok_valid && rv_valid;
+  assign drain_start    = head_ready && rv_drop && !drain_q && !agg_busy;
+  assign desc_out_ready = agg_desc_ready || drain_start;
+  assign ok_ready       = desc_out_ready;
+  assign rv_ready       = desc_out_ready;
+  assign pay_out_ready  = drain_q ? pay_out_valid : agg_pay_ready;
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      drain_q      <= 1'b0;
+      drain_left_q <= '0;
+    end else if (drain_start) begin
+      drain_q      <= desc_out.stored_beats != '0;
+      drain_left_q <= desc_out.stored_beats;
+    end else if (drain_q && pay_out_valid) begin
+      drain_q      <= drain_left_q != 5'd1;
+      drain_left_q <= drain_left_q - 5'd1;
+    end
+  end
 
   ina_agg #(
     .NumJobs  (NumJobs),
@@ -179,12 +265,12 @@ module ina_core
   ) u_agg (
     .clk_i,
     .rst_ni,
-    .desc_valid_i  (desc_out_valid && ok_valid),
+    .desc_valid_i  (head_ready && !rv_drop && !drain_q),
     .desc_ready_o  (agg_desc_ready),
     .desc_i        (desc_out),
     .desc_crc_ok_i (ok_data),
-    .pay_valid_i   (pay_out_valid),
-    .pay_ready_o   (pay_out_ready),
+    .pay_valid_i   (pay_out_valid && !drain_q),
+    .pay_ready_o   (agg_pay_ready),
     .pay_data_i    (pay_out_data),
     .job_valid_i   (job_valid),
     .job_id_i      (job_id),
@@ -228,10 +314,11 @@ module ina_core
   );
 
   assign idle_o = !in_frame && !desc_out_valid && !pay_out_valid && !agg_busy && !crc_busy &&
-                  !ok_valid && !egress_busy;
+                  !ok_valid && !egress_busy && !roce_busy && !rv_valid && !drain_q;
 
   logic unused_crc;
-  assign unused_crc = ^{crc_unused_ready, crc_unused_value, unused_ok_free};
+  assign unused_crc = ^{crc_unused_ready, crc_unused_value, unused_ok_free, unused_rv_free,
+                        rv_in_ready};
 
   ina_regs #(
     .NumJobs  (NumJobs),
@@ -252,7 +339,11 @@ module ina_core
     .commit_o      (commit),
     .commit_slots_o(commit_slots),
     .commit_valid_o(commit_valid),
+    .roce_qpn_o    (roce_qpn),
+    .roce_qkey_o   (roce_qkey),
+    .roce_pkey_o   (roce_pkey),
     .cnt_inc_i     (cnt_inc),
+    .roce_cnt_inc_i(roce_cnt_inc),
     .fail_i        (fail),
     .fail_entry_i  (fail_entry),
     .fail_slot_i   (fail_slot),
@@ -272,6 +363,17 @@ module ina_core
   a_core_ok_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
       crc_valid |-> crc_unused_ready)
     else $error("ina_core: a CRC verdict pushed into the full verdict FIFO");
+  a_core_rv_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      rv_in_valid |-> rv_in_ready)
+    else $error("ina_core: a RoCE verdict pushed into the full RoCE verdict FIFO");
+  // The decapsulated stream keeps the AXI-Stream rule too (given the shell keeps it on s_axis).
+  a_core_dec_hold: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      dec_valid && !dec_ready |=> dec_valid && $stable({dec_data, dec_keep, dec_last, dec_user}))
+    else $error("ina_core: ina_roce_rx changed a stalled beat");
+  // A drain pops only its frame's payload beats: ina_agg pops none meanwhile.
+  a_core_drain_alone: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      drain_q |-> !agg_pay_ready && !agg_desc_ready)
+    else $error("ina_core: ina_agg took a beat or descriptor during a RoCE drain");
 `endif
 
 endmodule

@@ -8,11 +8,16 @@
 // CUDA memory domain (ordered after that stream), then all-reduces the host copy, downloads the
 // device result and compares the two bit for bit. Every rank makes the same calls.
 //
-// Prints one JSON line: {"rank":R,"world":W,"count":N,"iters":I,"ok":true|false,"mismatches":M,
-// "device_seconds":S,"host_seconds":S} (seconds: the all-reduce calls only, summed over rounds).
+// The device call quantizes on the GPU (the CUDA domain's default, docs/gpu.md "Quantizing on
+// the device"); --copy-float stages float32 and quantizes on the CPU instead. Both put the same
+// packets on the wire, so ranks may differ in it.
+//
+// Prints one JSON line: {"rank":R,"world":W,"count":N,"iters":I,"device_quant":true|false,
+// "ok":true|false,"mismatches":M,"device_seconds":S,"host_seconds":S} (seconds: the all-reduce
+// calls only, summed over rounds).
 // Exit 0 when ok, 1 on a mismatch or error, 77 without a usable CUDA device (reason on stderr).
 //
-// Usage: ina-gpu-allreduce [--count N] [--iters I]
+// Usage: ina-gpu-allreduce [--count N] [--iters I] [--copy-float]
 #include <cuda_runtime_api.h>
 
 #include <chrono>
@@ -55,9 +60,16 @@ std::vector<float> Values(uint64_t seed, size_t n) {
 int Run(int argc, char** argv) {
   size_t count = size_t{1} << 22;
   int iters = 3;
+  bool device_quant = true;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (i + 1 >= argc) return Fail("usage: ina-gpu-allreduce [--count N] [--iters I]");
+    if (a == "--copy-float") {
+      device_quant = false;
+      continue;
+    }
+    if (i + 1 >= argc) {
+      return Fail("usage: ina-gpu-allreduce [--count N] [--iters I] [--copy-float]");
+    }
     char* end = nullptr;
     const unsigned long long v = std::strtoull(argv[++i], &end, 0);
     if (end == nullptr || *end != '\0' || v == 0) return Fail("bad value for " + a);
@@ -78,7 +90,9 @@ int Run(int argc, char** argv) {
   if (!cfg.ok()) return Fail(cfg.status().ToString());
   auto comm = ina::host::Communicator::Create(*cfg);
   if (!comm.ok()) return Fail(comm.status().ToString());
-  auto dom = ina::gpu::MakeCudaDomain();
+  ina::gpu::CudaDomainOptions dom_opts;
+  dom_opts.quantize = device_quant;
+  auto dom = ina::gpu::MakeCudaDomain(dom_opts);
   if (!dom.ok()) return Fail(dom.status().ToString());
   auto buf = ina::gpu::DeviceBuffer::Allocate(count * sizeof(float));
   if (!buf.ok()) return Fail(buf.status().ToString());
@@ -116,10 +130,10 @@ int Run(int argc, char** argv) {
   (void)cudaStreamDestroy(stream);
   const bool ok = mismatches == 0;
   std::printf(
-      "{\"rank\":%u,\"world\":%u,\"count\":%zu,\"iters\":%d,\"ok\":%s,\"mismatches\":%llu,"
-      "\"device_seconds\":%.4f,\"host_seconds\":%.4f}\n",
-      cfg->rank, cfg->world_size, count, iters, ok ? "true" : "false",
-      static_cast<unsigned long long>(mismatches), dev_s, host_s);
+      "{\"rank\":%u,\"world\":%u,\"count\":%zu,\"iters\":%d,\"device_quant\":%s,\"ok\":%s,"
+      "\"mismatches\":%llu,\"device_seconds\":%.4f,\"host_seconds\":%.4f}\n",
+      cfg->rank, cfg->world_size, count, iters, device_quant ? "true" : "false",
+      ok ? "true" : "false", static_cast<unsigned long long>(mismatches), dev_s, host_s);
   return ok ? 0 : 1;
 }
 

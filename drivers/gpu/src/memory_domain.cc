@@ -1,17 +1,20 @@
-// The CUDA memory domain (ina/gpu/memory_domain.h). Plain C++ over the CUDA runtime API: no
-// kernels, so no nvcc compile.
+// The CUDA memory domain (ina/gpu/memory_domain.h). Plain C++ over the CUDA runtime API and the
+// kernels' launch functions (ina/gpu/quant.h): no nvcc compile here.
 #include "ina/gpu/memory_domain.h"
 
 #include <cuda_runtime_api.h>
 
 #include <chrono>
+#include <cstdint>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "ina/gpu/device.h"
+#include "ina/gpu/quant.h"
 
 namespace ina::gpu {
 namespace {
@@ -49,7 +52,7 @@ const char* MemoryTypeName(cudaMemoryType t) {
 
 class CudaDomain final : public MemoryDomain {
  public:
-  explicit CudaDomain(const CudaDomainOptions& o) : opts_(o) {}
+  explicit CudaDomain(const CudaDomainOptions& o) : opts_(o), quantize_(o.quantize) {}
 
   ~CudaDomain() override {
     (void)cudaSetDevice(opts_.device);
@@ -60,12 +63,33 @@ class CudaDomain final : public MemoryDomain {
     for (cudaEvent_t e : free_) (void)cudaEventDestroy(e);
     for (auto& p : pending_) (void)cudaEventDestroy(p.event);
     if (order_event_ != nullptr) (void)cudaEventDestroy(order_event_);
+    if (pool_ != nullptr) (void)cudaMemPoolDestroy(pool_);
   }
 
   Status Init() {
     INA_CUDA_RETURN_IF_ERROR(cudaSetDevice(opts_.device));
     INA_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
     INA_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&order_event_, cudaEventDisableTiming));
+    int pools = 0;
+    INA_CUDA_RETURN_IF_ERROR(
+        cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, opts_.device));
+    // Without stream-ordered pools (old drivers, some virtualised GPUs) floats take the copying
+    // path: the same results, quantized on the CPU.
+    if (pools == 0) quantize_ = false;
+    if (quantize_) {
+      // The device scratch of the quantization calls (exponents, int32 blocks) comes from a pool
+      // of the domain's own, stream-ordered (cudaMallocFromPoolAsync / cudaFreeAsync on the copy
+      // stream), which keeps what it grew to: no allocation, free or synchronisation per call
+      // once warm, and the process's default pool (the framework's) is left alone.
+      cudaMemPoolProps props{};
+      props.allocType = cudaMemAllocationTypePinned;
+      props.location.type = cudaMemLocationTypeDevice;
+      props.location.id = opts_.device;
+      INA_CUDA_RETURN_IF_ERROR(cudaMemPoolCreate(&pool_, &props));
+      uint64_t keep = UINT64_MAX;
+      INA_CUDA_RETURN_IF_ERROR(
+          cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
+    }
     return Status::Ok();
   }
 
@@ -108,10 +132,81 @@ class CudaDomain final : public MemoryDomain {
   }
 
   Result<Fence> CopyIn(uint8_t* staging, const void* src, size_t bytes) override {
-    return Copy(staging, src, bytes, cudaMemcpyDeviceToHost);
+    return Enqueue([&](cudaStream_t st) {
+      return Call(cudaMemcpyAsync(staging, src, bytes, cudaMemcpyDeviceToHost, st),
+                  "cudaMemcpyAsync(staging, device, " + std::to_string(bytes) + ", D2H)");
+    });
   }
   Result<Fence> CopyOut(void* dst, const uint8_t* staging, size_t bytes) override {
-    return Copy(dst, staging, bytes, cudaMemcpyHostToDevice);
+    return Enqueue([&](cudaStream_t st) {
+      return Call(cudaMemcpyAsync(dst, staging, bytes, cudaMemcpyHostToDevice, st),
+                  "cudaMemcpyAsync(device, staging, " + std::to_string(bytes) + ", H2D)");
+    });
+  }
+
+  bool quantizes() const override { return quantize_; }
+
+  // Each quantization call: device scratch from the pool, the kernel, the copies between scratch
+  // and staging, the scratch freed (stream-ordered), one event: all on the copy stream, so in
+  // order with the copies and with each other.
+  Result<Fence> BlockExps(const float* src, size_t n, size_t k, uint8_t* exps,
+                          uint8_t* nonfinite) override {
+    INA_RETURN_IF_ERROR(CheckQuantize(k));
+    const size_t blocks = BlockCount(n, static_cast<int>(k));
+    return Enqueue([&](cudaStream_t st) -> Status {
+      uint8_t* d = nullptr;
+      INA_RETURN_IF_ERROR(Alloc(&d, 2 * blocks, st));
+      Status s = gpu::BlockExps(src, DType::kFloat32, n, static_cast<int>(k), d, d + blocks, st);
+      if (s.ok())
+        s = Call(cudaMemcpyAsync(exps, d, blocks, cudaMemcpyDeviceToHost, st), "exps D2H");
+      if (s.ok()) {
+        s = Call(cudaMemcpyAsync(nonfinite, d + blocks, blocks, cudaMemcpyDeviceToHost, st),
+                 "nonfinite D2H");
+      }
+      return Free(d, st, s);
+    });
+  }
+
+  Result<Fence> Quantize(const float* src, size_t n, size_t k, const uint8_t* exps, int precision,
+                         uint8_t* wire) override {
+    INA_RETURN_IF_ERROR(CheckQuantize(k));
+    const size_t blocks = BlockCount(n, static_cast<int>(k));
+    const size_t exp_bytes = (blocks + 15) / 16 * 16;  // the int32 after them 16-byte aligned
+    return Enqueue([&](cudaStream_t st) -> Status {
+      uint8_t* d = nullptr;
+      INA_RETURN_IF_ERROR(Alloc(&d, exp_bytes + 4 * n, st));
+      Status s = Call(cudaMemcpyAsync(d, exps, blocks, cudaMemcpyHostToDevice, st), "exps H2D");
+      if (s.ok()) {
+        s = gpu::Quantize(src, DType::kFloat32, n, static_cast<int>(k), d, precision, d + exp_bytes,
+                          0, st);
+      }
+      if (s.ok()) {
+        s = Call(cudaMemcpyAsync(wire, d + exp_bytes, 4 * n, cudaMemcpyDeviceToHost, st),
+                 "cudaMemcpyAsync(staging, int32 blocks, " + std::to_string(4 * n) + ", D2H)");
+      }
+      return Free(d, st, s);
+    });
+  }
+
+  Result<Fence> Dequantize(float* dst, const uint8_t* wire, size_t n, size_t k, const uint8_t* exps,
+                           int precision, int divisor) override {
+    INA_RETURN_IF_ERROR(CheckQuantize(k));
+    const size_t blocks = BlockCount(n, static_cast<int>(k));
+    const size_t exp_bytes = (blocks + 15) / 16 * 16;
+    return Enqueue([&](cudaStream_t st) -> Status {
+      uint8_t* d = nullptr;
+      INA_RETURN_IF_ERROR(Alloc(&d, exp_bytes + 4 * n, st));
+      Status s = Call(cudaMemcpyAsync(d, exps, blocks, cudaMemcpyHostToDevice, st), "exps H2D");
+      if (s.ok()) {
+        s = Call(cudaMemcpyAsync(d + exp_bytes, wire, 4 * n, cudaMemcpyHostToDevice, st),
+                 "cudaMemcpyAsync(int32 blocks, staging, " + std::to_string(4 * n) + ", H2D)");
+      }
+      if (s.ok()) {
+        s = gpu::Dequantize(d + exp_bytes, 0, n, static_cast<int>(k), d, precision, divisor, dst,
+                            st);
+      }
+      return Free(d, st, s);
+    });
   }
 
   Result<bool> Wait(Fence f, microseconds timeout) override {
@@ -133,7 +228,34 @@ class CudaDomain final : public MemoryDomain {
     cudaEvent_t event;
   };
 
-  Result<Fence> Copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
+  static Status Call(cudaError_t err, const std::string& what) {
+    return err == cudaSuccess ? Status::Ok() : CudaStatus(err, what);
+  }
+
+  Status CheckQuantize(size_t k) const {
+    if (!quantize_) {
+      return Unimplemented(name() + ": does not quantize (options, or no memory pools)");
+    }
+    if (k < 1 || k > INT32_MAX) return InvalidArgument(name() + ": k " + std::to_string(k));
+    return Status::Ok();
+  }
+
+  Status Alloc(uint8_t** p, size_t bytes, cudaStream_t st) {
+    void* v = nullptr;
+    INA_RETURN_IF_ERROR(Call(cudaMallocFromPoolAsync(&v, bytes == 0 ? 1 : bytes, pool_, st),
+                             "cudaMallocFromPoolAsync(&p, " + std::to_string(bytes) + ")"));
+    *p = static_cast<uint8_t*>(v);
+    return Status::Ok();
+  }
+  // Frees the scratch after the work enqueued before it; returns the first error.
+  static Status Free(uint8_t* p, cudaStream_t st, const Status& s) {
+    Status f = Call(cudaFreeAsync(p, st), "cudaFreeAsync(scratch)");
+    return s.ok() ? f : s;
+  }
+
+  // Runs `work` (which enqueues on the copy stream and returns its first error) under the lock,
+  // then records the fence's event after it.
+  Result<Fence> Enqueue(const std::function<Status(cudaStream_t)>& work) {
     std::lock_guard<std::mutex> lk(mu_);
     INA_RETURN_IF_ERROR(error_);
     INA_CUDA_RETURN_IF_ERROR(cudaSetDevice(opts_.device));
@@ -144,14 +266,11 @@ class CudaDomain final : public MemoryDomain {
     } else {
       INA_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
     }
-    cudaError_t err = cudaMemcpyAsync(dst, src, bytes, kind, stream_);
-    if (err == cudaSuccess) err = cudaEventRecord(ev, stream_);
-    if (err != cudaSuccess) {
+    Status s = work(stream_);
+    if (s.ok()) s = Call(cudaEventRecord(ev, stream_), "cudaEventRecord(fence)");
+    if (!s.ok()) {
       free_.push_back(ev);
-      return CudaStatus(
-          err, kind == cudaMemcpyDeviceToHost
-                   ? "cudaMemcpyAsync(staging, device, " + std::to_string(bytes) + ", D2H)"
-                   : "cudaMemcpyAsync(device, staging, " + std::to_string(bytes) + ", H2D)");
+      return s;
     }
     pending_.push_back({++enqueued_, ev});
     return enqueued_;
@@ -178,8 +297,10 @@ class CudaDomain final : public MemoryDomain {
   }
 
   const CudaDomainOptions opts_;
+  bool quantize_;  // opts_.quantize and the device has memory pools; set by Init
   cudaStream_t stream_ = nullptr;
   cudaEvent_t order_event_ = nullptr;  // guarded by mu_
+  cudaMemPool_t pool_ = nullptr;       // device scratch of the quantization calls
   std::mutex mu_;
   std::deque<Pending> pending_;    // guarded by mu_: recorded, not yet seen complete
   std::vector<cudaEvent_t> free_;  // guarded by mu_

@@ -353,7 +353,9 @@ class Communicator::Impl {
   // the op enqueued completed, failed or not.
   Status RunStaged(const Op& op) {
     internal::OpDesc d = op.desc;
-    const size_t bytes = d.n * proto::kElemBytes;
+    // Float tensors in a domain that quantizes are quantized there (staged_op.h).
+    const bool quantize = d.is_float && op.domain->quantizes();
+    const size_t bytes = internal::StagedOp::StagingBytes(d.n, proto::kElemBytes, cfg_.k, quantize);
     if (staging_ == nullptr || staging_domain_ != op.domain || staging_->size() < bytes) {
       staging_.reset();
       auto st = op.domain->AllocStaging(bytes);
@@ -365,8 +367,12 @@ class Communicator::Impl {
       staging_domain_ = op.domain;
     }
     void* user = d.is_float ? static_cast<void*>(d.f) : static_cast<void*>(d.i);
+    internal::StagedOp::Quant quant;
+    quant.precision = quant::Precision(cfg_.world_size);
+    quant.window = grant_.window;
     internal::StagedOp staged(*op.domain, staging_->data(), user, d.n, proto::kElemBytes, cfg_.k,
-                              stop_flag_, lanes_.size() > 1 ? &op_cancel_ : nullptr);
+                              stop_flag_, lanes_.size() > 1 ? &op_cancel_ : nullptr,
+                              quantize ? &quant : nullptr);
     Status s = staged.Start();
     if (s.ok()) {
       if (d.is_float) {

@@ -62,6 +62,7 @@ Status Progress::Turn(microseconds max_wait) {
   auto now = clock_.Now();
   INA_RETURN_IF_ERROR(Deliver(got, now));
   window_.OnTimers(now);
+  INA_RETURN_IF_ERROR(window_.OnReady());
   bool backlog = false;
   if (window_.tx_queued() > 0) {
     INA_RETURN_IF_ERROR(Flush());
@@ -74,6 +75,7 @@ Status Progress::Turn(microseconds max_wait) {
   }
   auto next = window_.NextDeadline();
   if (backlog) next = std::min(next, now + kSendRetry);
+  if (window_.parked() > 0) next = std::min(next, now + kParkedPoll);
   microseconds wait = max_wait;
   if (next != TimePoint::max()) {
     wait = std::clamp(std::chrono::duration_cast<microseconds>(next - now), microseconds(0),

@@ -2,8 +2,10 @@
 //
 // A turn (Turn) sends what the window queued (bursts of kBurst; a partial send is retried at the
 // next turn, at most 100 us later), hands the window a burst of what already arrived, retransmits
-// what is then due, checks the progress timeout, and when nothing had arrived receives one burst,
-// waiting at most until the window's next deadline (and at most `max_wait`). Packets waiting in
+// what is then due, sends the parked slots whose block the domain has quantized since (polled at
+// least every kParkedPoll while a slot is parked), checks the progress timeout, and when nothing
+// had arrived receives one burst, waiting at most until the window's next deadline (and at most
+// `max_wait`). Packets waiting in
 // the transport are always read before timers are judged: a thread that was descheduled finds
 // results, not losses. RunOp turns until the op is done, failed or stopped.
 // Unavailable from the transport (ICMP port unreachable: the fabric is down or restarting) is not
@@ -36,6 +38,8 @@ inline constexpr size_t kBurst = 32;
 inline constexpr size_t kRxBufBytes = 2048;  // > kMaxPacketBytes, so oversize packets are visible
 inline constexpr std::chrono::microseconds kMaxWait{10000};  // re-check the stop flag this often
 inline constexpr std::chrono::microseconds kSendRetry{100};  // after a partial send
+// How often parked slots (waiting for the domain's quantization) are polled.
+inline constexpr std::chrono::microseconds kParkedPoll{20};
 
 class Progress {
  public:

@@ -50,7 +50,7 @@ void SlotWindow::Regrant(uint16_t window) {
 
 SlotWindow::SlotView SlotWindow::slot(uint16_t s) const {
   const Slot& sl = slots_[s];
-  return SlotView{sl.gen,   sl.next_gen, sl.busy,   sl.queued,
+  return SlotView{sl.gen,   sl.next_gen, sl.busy,   sl.queued,  sl.parked,
                   sl.block, sl.retries,  sl.rto_us, sl.deadline};
 }
 
@@ -101,16 +101,52 @@ void SlotWindow::Prefetch(int64_t b) const {
   for (size_t i = 0; i < BlockCount(b) * proto::kElemBytes; i += 64) __builtin_prefetch(p + i);
 }
 
-uint8_t SlotWindow::LocalExp(int64_t b, bool* nonfinite) const {
-  return kern_.block_exp(op_.f + static_cast<size_t>(b) * cfg_.k, BlockCount(b), nonfinite);
+Status SlotWindow::LocalExp(int64_t b, uint8_t* exp, bool* nonfinite) {
+  if (quant_ != nullptr) return quant_->LocalExp(b, exp, nonfinite);
+  if (op_.stager != nullptr) INA_RETURN_IF_ERROR(op_.stager->Acquire(b));
+  *exp = kern_.block_exp(op_.f + static_cast<size_t>(b) * cfg_.k, BlockCount(b), nonfinite);
+  return Status::Ok();
 }
 
 Status SlotWindow::SendExpRound(uint16_t s) {
   Slot& sl = slots_[s];
   sl.block = -1;
-  if (op_.stager != nullptr) INA_RETURN_IF_ERROR(op_.stager->Acquire(s));
-  sl.pending_exp = LocalExp(s, &sl.pending_nonfinite);
+  INA_RETURN_IF_ERROR(LocalExp(s, &sl.pending_exp, &sl.pending_nonfinite));
   PutHeader(s, 0, proto::kExpNone, sl.pending_exp, 0, static_cast<uint32_t>(s) * cfg_.k);
+  return Status::Ok();
+}
+
+Status SlotWindow::StartBlock(uint16_t s, int64_t b, uint8_t e) {
+  const Slot& cur = slots_[s];
+  // Checked before anything is quantized at `e` (|x| >= 2^E is outside the kernels' contract).
+  if (op_.is_float && !cur.pending_nonfinite && e < cur.pending_exp) {
+    return Internal("slot " + std::to_string(s) + " block " + std::to_string(b) +
+                    ": agreed exponent " + std::to_string(e) + " below the local exponent " +
+                    std::to_string(cur.pending_exp) + " (fabric did not max-reduce next_exp?)");
+  }
+  if (quant_ == nullptr) return SendBlock(s, b, e);
+  INA_RETURN_IF_ERROR(quant_->Agree(b, e));
+  INA_ASSIGN_OR_RETURN(const bool ready, quant_->Quantized(b));
+  if (ready) return SendBlock(s, b, e);
+  Slot& sl = slots_[s];
+  sl.block = b;
+  sl.parked = true;
+  sl.parked_exp = e;
+  ++parked_;
+  return Status::Ok();
+}
+
+Status SlotWindow::OnReady() {
+  if (parked_ == 0) return Status::Ok();
+  for (uint16_t s = cfg_.lane; s < used_; s = static_cast<uint16_t>(s + cfg_.lanes)) {
+    Slot& sl = slots_[s];
+    if (!sl.parked) continue;
+    INA_ASSIGN_OR_RETURN(const bool ready, quant_->Quantized(sl.block));
+    if (!ready) continue;
+    sl.parked = false;
+    --parked_;
+    INA_RETURN_IF_ERROR(SendBlock(s, sl.block, sl.parked_exp));
+  }
   return Status::Ok();
 }
 
@@ -130,21 +166,17 @@ Status SlotWindow::SendBlock(uint16_t s, int64_t b, uint8_t e) {
     return Status::Ok();
   }
   const bool nonfinite = sl.pending_nonfinite;
-  if (!nonfinite && e < sl.pending_exp) {
-    return Internal("slot " + std::to_string(s) + " block " + std::to_string(b) +
-                    ": agreed exponent " + std::to_string(e) + " below the local exponent " +
-                    std::to_string(sl.pending_exp) + " (fabric did not max-reduce next_exp?)");
-  }
   uint8_t next_exp = proto::kExpNone;
   const int64_t nb = b + window_;
   if (nb < blocks_) {
-    if (op_.stager != nullptr) INA_RETURN_IF_ERROR(op_.stager->Acquire(nb));
-    Prefetch(nb + kPrefetchBlocks);
-    next_exp = LocalExp(nb, &sl.pending_nonfinite);
+    if (quant_ == nullptr) Prefetch(nb + kPrefetchBlocks);
+    INA_RETURN_IF_ERROR(LocalExp(nb, &next_exp, &sl.pending_nonfinite));
     sl.pending_exp = next_exp;
   }
   if (nonfinite) {
     std::memset(payload, 0, cnt * proto::kElemBytes);
+  } else if (quant_ != nullptr) {  // quantized by the domain, at the same exponent
+    std::memcpy(payload, quant_->wire() + off * proto::kElemBytes, cnt * proto::kElemBytes);
   } else {
     kern_.quantize(op_.f + off, cnt, e, precision_, payload);
   }
@@ -170,7 +202,9 @@ Status SlotWindow::Begin(const OpDesc& op, TimePoint now) {
   ring_head_ = ring_size_ = 0;
   last_transport_error_ = Status::Ok();
   used_ = static_cast<uint16_t>(std::min<int64_t>(window_, blocks_));
-  for (Slot& sl : slots_) sl.busy = sl.queued = false;
+  quant_ = op.is_float && op.stager != nullptr && op.stager->quantizes() ? op.stager : nullptr;
+  parked_ = 0;
+  for (Slot& sl : slots_) sl.busy = sl.queued = sl.parked = false;
   for (uint32_t s = cfg_.lane; s < used_; s += cfg_.lanes) {
     remaining_ += (blocks_ - s + window_ - 1) / window_;  // blocks s, s+W, ... < B
   }
@@ -191,10 +225,12 @@ void SlotWindow::End() {
   deadline_floor_ = due_floor_ = TimePoint::max();
   ring_head_ = ring_size_ = 0;
   for (Slot& sl : slots_) {
-    sl.busy = sl.queued = false;
+    sl.busy = sl.queued = sl.parked = false;
     sl.deadline = TimePoint::max();
   }
   op_ = OpDesc{};
+  quant_ = nullptr;
+  parked_ = 0;
 }
 
 size_t SlotWindow::PeekTx(std::span<TxPacket> out) const {
@@ -350,11 +386,18 @@ Status SlotWindow::HandleResult(const uint8_t* p, size_t len, TimePoint now) {
   const uint16_t s = h.slot;
   const uint8_t* payload = p + proto::kHeaderBytes;
   if (sl.block < 0) {  // exponent round: the result's next_exp is block s's agreed exponent
-    return SendBlock(s, s, h.next_exp);
+    return StartBlock(s, s, h.next_exp);
   }
   const int64_t b = sl.block;
   const size_t off = static_cast<size_t>(b) * cfg_.k;
-  if (op_.is_float) {
+  if (quant_ != nullptr) {  // the domain dequantizes the chunk once its results are all here
+    if (h.flags & proto::flags::kNonfinite) {
+      quant_->ResultNonfinite(b);
+    } else {
+      std::memcpy(quant_->wire() + off * proto::kElemBytes, payload,
+                  size_t{h.count} * proto::kElemBytes);
+    }
+  } else if (op_.is_float) {
     if (h.flags & proto::flags::kNonfinite) {
       std::fill_n(op_.f + off, h.count, std::numeric_limits<float>::quiet_NaN());
     } else {
@@ -366,7 +409,7 @@ Status SlotWindow::HandleResult(const uint8_t* p, size_t len, TimePoint now) {
   --remaining_;
   if (op_.stager != nullptr) INA_RETURN_IF_ERROR(op_.stager->Release(b));
   const int64_t nb = b + window_;
-  if (nb < blocks_) return SendBlock(s, nb, h.next_exp);
+  if (nb < blocks_) return StartBlock(s, nb, h.next_exp);
   return Status::Ok();
 }
 
@@ -392,6 +435,10 @@ std::string SlotWindow::DescribeStall(TimePoint now) const {
          (worst->block < 0 ? std::string(" (exponent round)")
                            : " (block " + std::to_string(worst->block) + ")") +
          " waited, " + std::to_string(worst->retries) + " retransmissions";
+  }
+  if (parked_ > 0) {
+    m += "; " + std::to_string(parked_) +
+         " slots waiting for their quantization in the memory domain";
   }
   m += "; " + std::to_string(remaining_) + " of " + std::to_string(blocks_) + " blocks pending" +
        (cfg_.lanes > 1 ? " on this lane" : "");

@@ -38,7 +38,13 @@
 //
 // A staged op (OpDesc::stager) reads and writes the staging copy of the tensor and tells the
 // stager before its first read of a block (which may wait for that chunk's copy; its error fails
-// the op) and after a block's result was written.
+// the op) and after a block's result was written. A stager that quantizes (float tensors in a
+// domain that quantizes, staged_op.h) gives the local exponents, is told each agreed exponent,
+// and holds the quantized blocks and the results (big-endian int32 in stager->wire()): the window
+// copies a block into its packet instead of quantizing it, and stores a result there instead of
+// dequantizing it. A slot whose next block is not quantized yet is parked (no packet in flight,
+// no timer) and sent by OnReady once it is; the packets on the wire are the same as the CPU
+// path's, bit for bit.
 //
 // Buffers: W packet buffers (proto::kMaxPacketBytes each: header, payload, trailer) allocated at
 // construction; nothing is allocated per packet. A float op quantizes into the slot's buffer and
@@ -143,6 +149,11 @@ class SlotWindow {
 
   // Queues the slots whose retransmission timer expired (flag retx, backoff). No-op when idle.
   void OnTimers(TimePoint now);
+  // Sends the parked slots whose block is now quantized (a quantizing stager). No-op when no slot
+  // is parked. Errors: the stager's (a failed quantization).
+  Status OnReady();
+  // Slots waiting for their block's quantization: the caller polls OnReady while > 0.
+  uint16_t parked() const { return parked_; }
   // DeadlineExceeded when no result was accepted for progress_timeout (or since Begin).
   Status CheckProgress(TimePoint now) const;
   // The earliest time OnTimers or CheckProgress may have something to do (never later than it;
@@ -177,6 +188,7 @@ class SlotWindow {
     uint16_t next_gen = 0;  // generation of its next use
     bool busy = false;      // awaiting a result
     bool queued = false;    // waiting to be (re)sent
+    bool parked = false;    // waiting for its block's quantization
     int64_t block = -1;     // -1: exponent round
     uint32_t retries = 0;
     int64_t rto_us = 0;
@@ -190,7 +202,9 @@ class SlotWindow {
     uint16_t gen = 0;
     bool busy = false;
     bool queued = false;
-    bool sent = false;  // sent at least once
+    bool sent = false;    // sent at least once
+    bool parked = false;  // block's agreed exponent known, its quantization not done yet
+    uint8_t parked_exp = 0;
     int64_t block = -1;
     uint8_t pending_exp = 0;         // local biased exponent of the next block this slot sends
     bool pending_nonfinite = false;  // ... and whether it holds Inf/NaN
@@ -209,7 +223,12 @@ class SlotWindow {
   void Enqueue(uint16_t s);
   void PutHeader(uint16_t s, uint8_t flags, uint8_t exp, uint8_t next_exp, uint16_t count,
                  uint32_t offset);
-  uint8_t LocalExp(int64_t b, bool* nonfinite) const;
+  // Block b's local exponent: the CPU kernel on the tensor (after Acquire for a staged one), or
+  // the quantizing stager's.
+  Status LocalExp(int64_t b, uint8_t* exp, bool* nonfinite);
+  // Block b's agreed exponent `e` is known: sends it on slot s, or parks the slot until the
+  // quantizing stager has the block.
+  Status StartBlock(uint16_t s, int64_t b, uint8_t e);
   void Prefetch(int64_t b) const;  // block b's elements into the cache (no-op past the end)
   Status SendExpRound(uint16_t s);
   Status SendBlock(uint16_t s, int64_t b, uint8_t e);
@@ -233,7 +252,9 @@ class SlotWindow {
   OpDesc op_;
   int64_t blocks_ = 0;
   int64_t remaining_ = 0;
-  uint16_t used_ = 0;  // slots the op uses
+  uint16_t used_ = 0;             // slots the op uses
+  BlockStager* quant_ = nullptr;  // the op's stager when it quantizes
+  uint16_t parked_ = 0;
   std::vector<Slot> slots_;
   std::vector<uint8_t> tx_bufs_;
   std::vector<uint16_t> send_ring_;

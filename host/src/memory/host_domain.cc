@@ -1,15 +1,46 @@
-// HostDomain (ina/host/memory_domain.h): host memory behind one copy thread, FIFO.
+// HostDomain (ina/host/memory_domain.h): host memory behind one copy thread, FIFO; the
+// quantization calls run ScalarKernels() on the same thread. Also the interface's defaults.
+#include <algorithm>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <thread>
 #include <vector>
 
 #include "ina/host/memory_domain.h"
+#include "ina/host/quant.h"
 
 namespace ina::host {
+
+Result<MemoryDomain::Fence> MemoryDomain::BlockExps(const float*, size_t, size_t, uint8_t*,
+                                                    uint8_t*) {
+  return Unimplemented(name() + ": does not quantize (quantizes() is false)");
+}
+Result<MemoryDomain::Fence> MemoryDomain::Quantize(const float*, size_t, size_t, const uint8_t*,
+                                                   int, uint8_t*) {
+  return Unimplemented(name() + ": does not quantize (quantizes() is false)");
+}
+Result<MemoryDomain::Fence> MemoryDomain::Dequantize(float*, const uint8_t*, size_t, size_t,
+                                                     const uint8_t*, int, int) {
+  return Unimplemented(name() + ": does not quantize (quantizes() is false)");
+}
+
 namespace {
+
+Status CheckQuantArgs(const char* what, size_t k, int precision, int divisor = 1) {
+  if (k < 1) return InvalidArgument(std::string("host-async: ") + what + ": k 0");
+  if (precision < 1 || precision > 30) {
+    return InvalidArgument(std::string("host-async: ") + what + ": precision " +
+                           std::to_string(precision) + " outside [1, 30]");
+  }
+  if (divisor < 1) {
+    return InvalidArgument(std::string("host-async: ") + what + ": divisor " +
+                           std::to_string(divisor) + " < 1");
+  }
+  return Status::Ok();
+}
 
 class HeapStaging final : public StagingBuffer {
  public:
@@ -53,10 +84,59 @@ class HostDomain final : public MemoryDomain {
   }
 
   Result<Fence> CopyIn(uint8_t* staging, const void* src, size_t bytes) override {
-    return Enqueue(staging, src, bytes);
+    return EnqueueCopy(staging, src, bytes);
   }
   Result<Fence> CopyOut(void* dst, const uint8_t* staging, size_t bytes) override {
-    return Enqueue(dst, staging, bytes);
+    return EnqueueCopy(dst, staging, bytes);
+  }
+
+  bool quantizes() const override { return opts_.quantize; }
+
+  Result<Fence> BlockExps(const float* src, size_t n, size_t k, uint8_t* exps,
+                          uint8_t* nonfinite) override {
+    INA_RETURN_IF_ERROR(CheckQuantize("BlockExps", k, 30));
+    return Enqueue([=, this] {
+      for (size_t b = 0, off = 0; off < n; ++b, off += k) {
+        bool nf = false;
+        exps[b] = kern_.block_exp(src + off, std::min(k, n - off), &nf);
+        nonfinite[b] = nf ? 1 : 0;
+      }
+    });
+  }
+
+  Result<Fence> Quantize(const float* src, size_t n, size_t k, const uint8_t* exps, int precision,
+                         uint8_t* wire) override {
+    INA_RETURN_IF_ERROR(CheckQuantize("Quantize", k, precision));
+    return Enqueue([=, this] {
+      for (size_t b = 0, off = 0; off < n; ++b, off += k) {
+        const size_t cnt = std::min(k, n - off);
+        // Outside the contract (Inf/NaN) the CPU's conversion is undefined: zeros instead (the
+        // communicator sends zeros for such a block and never reads these).
+        bool nonfinite = false;
+        (void)kern_.block_exp(src + off, cnt, &nonfinite);
+        if (nonfinite) {
+          std::memset(wire + 4 * off, 0, 4 * cnt);
+        } else {
+          kern_.quantize(src + off, cnt, exps[b], precision, wire + 4 * off);
+        }
+      }
+    });
+  }
+
+  Result<Fence> Dequantize(float* dst, const uint8_t* wire, size_t n, size_t k, const uint8_t* exps,
+                           int precision, int divisor) override {
+    INA_RETURN_IF_ERROR(CheckQuantize("Dequantize", k, precision, divisor));
+    return Enqueue([=, this] {
+      for (size_t b = 0, off = 0; off < n; ++b, off += k) {
+        const size_t cnt = std::min(k, n - off);
+        kern_.dequantize(wire + 4 * off, cnt, exps[b], precision, dst + off);
+        if (divisor > 1) {
+          // As the GPU's fused averaging (ina/gpu/quant_elem.h): one IEEE division.
+          const float d = static_cast<float>(divisor);
+          for (size_t i = 0; i < cnt; ++i) dst[off + i] /= d;
+        }
+      }
+    });
   }
 
   Result<bool> Wait(Fence f, std::chrono::microseconds timeout) override {
@@ -66,15 +146,22 @@ class HostDomain final : public MemoryDomain {
   }
 
  private:
-  struct Copy {
-    void* dst;
-    const void* src;
-    size_t bytes;
-  };
+  Status CheckQuantize(const char* what, size_t k, int precision, int divisor = 1) const {
+    if (!opts_.quantize) {
+      return Unimplemented("host-async: does not quantize (HostDomainOptions::quantize false)");
+    }
+    return CheckQuantArgs(what, k, precision, divisor);
+  }
 
-  Result<Fence> Enqueue(void* dst, const void* src, size_t bytes) {
+  Result<Fence> EnqueueCopy(void* dst, const void* src, size_t bytes) {
+    return Enqueue([=] {
+      if (bytes > 0) std::memcpy(dst, src, bytes);
+    });
+  }
+
+  Result<Fence> Enqueue(std::function<void()> task) {
     std::lock_guard<std::mutex> lk(mu_);
-    queue_.push_back({dst, src, bytes});
+    queue_.push_back(std::move(task));
     cv_.notify_one();
     return ++enqueued_;
   }
@@ -83,11 +170,11 @@ class HostDomain final : public MemoryDomain {
     std::unique_lock<std::mutex> lk(mu_);
     while (true) {
       cv_.wait(lk, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stop_, and every queued copy done
-      const Copy c = queue_.front();
+      if (queue_.empty()) return;  // stop_, and every queued task done
+      std::function<void()> task = std::move(queue_.front());
       queue_.pop_front();
       lk.unlock();
-      if (c.bytes > 0) std::memcpy(c.dst, c.src, c.bytes);
+      task();
       lk.lock();
       ++completed_;
       done_cv_.notify_all();
@@ -95,14 +182,15 @@ class HostDomain final : public MemoryDomain {
   }
 
   const HostDomainOptions opts_;
+  const quant::Kernels& kern_ = quant::ScalarKernels();
   std::mutex mu_;
-  std::condition_variable cv_;       // copy thread: work or stop
-  std::condition_variable done_cv_;  // waiters: completed_ moved
-  std::deque<Copy> queue_;           // guarded by mu_
-  Fence enqueued_ = 0;               // guarded by mu_
-  Fence completed_ = 0;              // guarded by mu_
-  bool stop_ = false;                // guarded by mu_
-  std::thread thread_;               // last: started after the state above
+  std::condition_variable cv_;               // copy thread: work or stop
+  std::condition_variable done_cv_;          // waiters: completed_ moved
+  std::deque<std::function<void()>> queue_;  // guarded by mu_
+  Fence enqueued_ = 0;                       // guarded by mu_
+  Fence completed_ = 0;                      // guarded by mu_
+  bool stop_ = false;                        // guarded by mu_
+  std::thread thread_;                       // last: started after the state above
 };
 
 }  // namespace

@@ -486,6 +486,99 @@ TEST_F(SlotWindowTest, RankMismatchFailsAtOnceNamingWhere) {
   EXPECT_EQ(w.OnPacket(b, t0_).code(), StatusCode::kAborted);
 }
 
+// A quantizing stager run by the test (staged_op.h's contract, synchronous): the CPU kernels for
+// the local exponents, and a block is quantized into wire() at its agreed exponent only when the
+// test says so (MakeReady), as a domain whose Quantize completes late.
+class ScriptedStager final : public BlockStager {
+ public:
+  ScriptedStager(const std::vector<float>& x, size_t k, int precision)
+      : x_(x), k_(k), precision_(precision), wire_(4 * x.size()) {
+    const size_t blocks = (x.size() + k - 1) / k;
+    agreed.assign(blocks, 0);
+    ready.assign(blocks, false);
+  }
+  Status Acquire(int64_t) override { return Internal("Acquire on a quantizing stager"); }
+  Status Release(int64_t b) override {
+    released.push_back(b);
+    return Status::Ok();
+  }
+  bool quantizes() const override { return true; }
+  uint8_t* wire() const override { return const_cast<uint8_t*>(wire_.data()); }
+  Status LocalExp(int64_t b, uint8_t* exp, bool* nonfinite) override {
+    *exp = quant::ScalarKernels().block_exp(x_.data() + b * k_, Count(b), nonfinite);
+    return Status::Ok();
+  }
+  Status Agree(int64_t b, uint8_t exp) override {
+    agreed[b] = exp;
+    return Status::Ok();
+  }
+  Result<bool> Quantized(int64_t b) override { return static_cast<bool>(ready[b]); }
+  void MakeReady(int64_t b) {
+    quant::ScalarKernels().quantize(x_.data() + b * k_, Count(b), agreed[b], precision_,
+                                    wire_.data() + 4 * b * k_);
+    ready[b] = true;
+  }
+
+  std::vector<uint8_t> agreed;
+  std::vector<bool> ready;
+  std::vector<int64_t> released;
+
+ private:
+  size_t Count(int64_t b) const { return std::min(k_, x_.size() - b * k_); }
+  const std::vector<float>& x_;
+  const size_t k_;
+  const int precision_;
+  std::vector<uint8_t> wire_;
+};
+
+// With a quantizing stager the window sends the same bytes as the plain window; a slot whose block
+// is not quantized yet is parked (nothing queued, no timer) until OnReady finds it ready; results
+// go to the stager's wire() and Release (the op has no tensor pointer: the stager owns it).
+TEST_F(SlotWindowTest, QuantizingStagerParksSlotsAndSendsTheSameBytes) {
+  SlotWindow plain(Config(1, 64, 4), quant::ScalarKernels());
+  SlotWindow qw(Config(1, 64, 4), quant::ScalarKernels());
+  std::vector<float> x(64 * 6 + 10), y;
+  for (size_t j = 0; j < x.size(); ++j) x[j] = std::ldexp(1.0f + j % 7, static_cast<int>(j / 64));
+  y = x;
+  ScriptedStager st(x, 64, quant::Precision(1));
+  ASSERT_TRUE(plain.Begin(OpDesc{true, y.data(), nullptr, y.size(), 0}, t0_).ok());
+  OpDesc qd{true, nullptr, nullptr, x.size(), 0};
+  qd.stager = &st;
+  ASSERT_TRUE(qw.Begin(qd, t0_).ok());
+  const auto rounds_p = SendAll(plain, t0_);
+  const auto rounds_q = SendAll(qw, t0_);
+  ASSERT_EQ(rounds_q, rounds_p);  // the exponent rounds, byte for byte
+  // Slot 1's exponent result: block 1's exponent is agreed; not quantized yet: parked.
+  ASSERT_TRUE(plain.OnPacket(ResultOf(rounds_p[1]), t0_).ok());
+  ASSERT_TRUE(qw.OnPacket(ResultOf(rounds_q[1]), t0_).ok());
+  EXPECT_EQ(st.agreed[1], proto::DecodeHeader(rounds_p[1].data()).next_exp);
+  EXPECT_EQ(qw.tx_queued(), 0u);
+  EXPECT_EQ(qw.parked(), 1);
+  EXPECT_TRUE(qw.slot(1).parked);
+  EXPECT_FALSE(qw.slot(1).busy);
+  ASSERT_TRUE(qw.OnReady().ok());  // still not ready
+  EXPECT_EQ(qw.tx_queued(), 0u);
+  st.MakeReady(1);
+  ASSERT_TRUE(qw.OnReady().ok());
+  EXPECT_EQ(qw.parked(), 0);
+  const auto b1p = SendAll(plain, t0_);
+  const auto b1q = SendAll(qw, t0_);
+  ASSERT_EQ(b1q.size(), 1u);
+  EXPECT_EQ(b1q, b1p);  // block 1, byte for byte (header, payload, trailer)
+  // Block 5 (1 + W) is ready before block 1's result brings its exponent: sent at once.
+  st.agreed[5] = proto::DecodeHeader(b1p[0].data()).next_exp;
+  st.MakeReady(5);
+  ASSERT_TRUE(plain.OnPacket(ResultOf(b1p[0]), t0_).ok());
+  ASSERT_TRUE(qw.OnPacket(ResultOf(b1q[0]), t0_).ok());
+  EXPECT_EQ(st.released, std::vector<int64_t>{1});
+  EXPECT_EQ(std::memcmp(st.wire() + 4 * 64, b1q[0].data() + proto::kHeaderBytes, 4 * 64), 0);
+  EXPECT_EQ(qw.parked(), 0);
+  const auto b5p = SendAll(plain, t0_);
+  const auto b5q = SendAll(qw, t0_);
+  ASSERT_EQ(b5q.size(), 1u);
+  EXPECT_EQ(b5q, b5p);
+}
+
 // Lanes: two windows, lane 0 and lane 1 of 2, split one op's slots (even / odd) between them.
 TEST_F(SlotWindowTest, TwoLanesSplitTheSlotsAndEachIsDoneWithItsOwnBlocks) {
   constexpr uint16_t kW = 5;

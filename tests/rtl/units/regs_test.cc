@@ -35,7 +35,10 @@ struct Model {
   std::array<bool, kJobs> valid{};
   std::array<uint16_t, kJobs> jid{};
   std::array<uint32_t, kJobs> jslots{}, jworld{};
-  std::array<uint32_t, p::kNumCounters> cnt{};
+  uint32_t roce_qpn = r::roce_qpn::GetQpn(r::kRoceQpnReset);
+  uint32_t roce_qkey = r::kRoceQkeyReset;
+  uint32_t roce_pkey = r::roce_pkey::GetPkey(r::kRocePkeyReset);
+  std::array<uint32_t, p::kNumCounters + p::kNumRoceCounters> cnt{};
 
   uint32_t Read(uint32_t a) const {
     bool ok = sel < kJobs;
@@ -56,10 +59,16 @@ struct Model {
         return ok ? jslots[sel] : 0;
       case r::kJobWorld:
         return ok ? jworld[sel] : 0;
+      case r::kRoceQpn:
+        return r::roce_qpn::SetQpn(0, roce_qpn);
+      case r::kRoceQkey:
+        return roce_qkey;
+      case r::kRocePkey:
+        return r::roce_pkey::SetPkey(0, roce_pkey);
       default:
         break;
     }
-    if (a >= r::kCounterBase && a < r::kCounterBase + 4 * p::kNumCounters && a % 4 == 0) {
+    if (a >= r::kCounterBase && a < r::kCounterBase + 4 * cnt.size() && a % 4 == 0) {
       return cnt[(a - r::kCounterBase) / 4];
     }
     return 0;
@@ -80,6 +89,15 @@ struct Model {
       case r::kJobWorld:
         world = v;
         break;
+      case r::kRoceQpn:
+        roce_qpn = r::roce_qpn::GetQpn(v);
+        break;
+      case r::kRoceQkey:
+        roce_qkey = v;
+        break;
+      case r::kRocePkey:
+        roce_pkey = r::roce_pkey::GetPkey(v);
+        break;
       case r::kJobCommit:
         if (r::job_commit::GetGo(v) && sel < kJobs) {
           valid[sel] = id_valid;
@@ -99,13 +117,17 @@ struct Model {
 uint32_t RandomAddr(std::mt19937_64& rng) {
   static constexpr uint32_t kNamed[] = {r::kId,    r::kVersion,  r::kParams,   r::kJobSel,
                                         r::kJobId, r::kJobSlots, r::kJobWorld, r::kJobCommit};
-  switch (rng() % 8) {
+  static constexpr uint32_t kRoce[] = {r::kRoceQpn, r::kRoceQkey, r::kRocePkey};
+  constexpr size_t kCounters = p::kNumCounters + p::kNumRoceCounters;
+  switch (rng() % 9) {
     case 0:
-      return r::kCounterBase + 4 * (rng() % p::kNumCounters);
+      return r::kCounterBase + 4 * (rng() % kCounters);
     case 1:
-      return r::kCounterBase + 4 * (rng() % (p::kNumCounters + 2)) + rng() % 4;
+      return r::kCounterBase + 4 * (rng() % (kCounters + 2)) + rng() % 4;
     case 2:
       return rng() % 4096;
+    case 3:
+      return kRoce[rng() % 3];
     default:
       return kNamed[rng() % 8];
   }
@@ -123,10 +145,11 @@ TEST_P(RtlRegsTest, RegisterMapUnderIdleBus) {
   uint32_t want_rdata = 0;
   // The run lasts a fixed number of bus requests whatever the idle rate, so that the coverage
   // counts below have the same expectation for every parameter. Per request: a read 1/2; a named
-  // register 5/8 x 1/8 each (RandomAddr); a commit write 1/2 x 5/64 x 7/8 (bit 0) x 7/12 (job_sel
-  // valid: 7/8 x 4/6) = 1/50; a job_id read 1/2 x 5/64 x 7/12 x 1/2 (entry valid) = 1/88. So
-  // 20000 requests give about 10000 reads, 400 commits and 230 valid job_id reads; the thresholds
-  // sit at a quarter of those (seeds 1..1000: means 10000 / 400 / 225, minima 9744 / 295 / 131).
+  // register 5/9 x 1/8 each (RandomAddr); a commit write 1/2 x 5/72 x 7/8 (bit 0) x 7/12 (job_sel
+  // valid: 7/8 x 4/6) = 1/56; a job_id read 1/2 x 5/72 x 7/12 x 1/2 (entry valid) = 1/99. So
+  // 20000 requests give about 10000 reads, 355 commits and 200 valid job_id reads; the thresholds
+  // sit below a third of those (with 8 choices instead of 9, seeds 1..1000 gave means
+  // 10000 / 400 / 225, minima 9744 / 295 / 131).
   constexpr int kRequests = 20000;
   int requests = 0, reads = 0, commits = 0, job_reads_hit = 0;
   for (int cyc = 0; requests < kRequests; ++cyc) {
@@ -143,7 +166,10 @@ TEST_P(RtlRegsTest, RegisterMapUnderIdleBus) {
     tb->regs_we_i = we;
     tb->regs_addr_i = addr;
     tb->regs_wdata_i = data;
+    const uint32_t roce_inc = static_cast<uint32_t>(rng()) & static_cast<uint32_t>(rng()) &
+                              ((1u << p::kNumRoceCounters) - 1);
     tb->regs_cnt_inc_i = inc;
+    tb->regs_roce_cnt_inc_i = roce_inc;
     tb.Settle();
     ASSERT_EQ(tb->regs_rvalid_o, want_rvalid) << "cycle " << cyc;
     ASSERT_EQ(tb->regs_rdata_o, want_rdata) << "cycle " << cyc << " (valid " << want_rvalid << ")";
@@ -158,6 +184,9 @@ TEST_P(RtlRegsTest, RegisterMapUnderIdleBus) {
       ASSERT_EQ(GetBits(tb->regs_job_slots_o, 32 * j, 32), m.jslots[j]) << "cycle " << cyc;
       ASSERT_EQ(GetBits(tb->regs_job_world_o, 32 * j, 32), m.jworld[j]) << "cycle " << cyc;
     }
+    ASSERT_EQ(tb->regs_roce_qpn_o, m.roce_qpn) << "cycle " << cyc;
+    ASSERT_EQ(tb->regs_roce_qkey_o, m.roce_qkey) << "cycle " << cyc;
+    ASSERT_EQ(tb->regs_roce_pkey_o, m.roce_pkey) << "cycle " << cyc;
     bool rd = req && !we;
     if (rd) {
       want_rdata = m.Read(addr);
@@ -168,6 +197,9 @@ TEST_P(RtlRegsTest, RegisterMapUnderIdleBus) {
     want_commit = req && we && m.Write(addr, data);
     commits += want_commit;
     for (size_t i = 0; i < p::kNumCounters; ++i) m.cnt[i] += (inc >> i) & 1;
+    for (size_t i = 0; i < p::kNumRoceCounters; ++i) {
+      m.cnt[p::kNumCounters + i] += (roce_inc >> i) & 1;
+    }
     tb.Edge();
   }
   std::printf("idle %.1f: reads=%d commits=%d job_reads_hit=%d\n", idle, reads, commits,

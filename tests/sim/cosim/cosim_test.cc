@@ -11,9 +11,15 @@
 // bad CRC before they touch a slot, by ina_crc32c in the RTL and the scalar CRC in the reference);
 // random input idle cycles and output backpressure. Result frames carry the trailer ina_egress
 // appends; it must equal the reference's byte for byte. INA_SEED replays a run.
+// RoCEv2 (CosimRoce): the same traffic with some packets sent as RoCEv2 UD SEND_ONLY frames (the
+// software codec, ina/sim/roce_frame.h), mixed with UDP frames, plus RoCEv2 frames the RTL must
+// drop (bad ICRC, opcode, QPN, keys, short or inconsistent lengths) that the reference never sees
+// (the software RoCE port drops them before the engine): results and engine counters as the
+// reference's, each roce_* counter as tallied.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -26,6 +32,7 @@
 #include "ina/proto/wire.h"
 #include "ina/sim/core_sim.h"
 #include "ina/sim/frame_diff.h"
+#include "ina/sim/roce_frame.h"
 #include "ina/sim/rtl_engine.h"
 #include "support/seed.h"
 
@@ -288,18 +295,31 @@ std::vector<ResultFrame> RefResults(const std::vector<RefOut>& want, const std::
   return r;
 }
 
+// How Lockstep hands a packet to the RTL: the frames to send for it, and the RoCEv2 counters
+// the RTL must show for everything sent so far (the default: the packet's UDP frame, no RoCE).
+class FrameSender {
+ public:
+  virtual ~FrameSender() = default;
+  virtual std::vector<std::vector<uint8_t>> Frames(const std::vector<uint8_t>& pkt) = 0;
+  std::array<uint64_t, p::kNumRoceCounters> roce_want{};
+};
+
 // Feeds `packets` to both fabrics and checks results, counters and ended jobs agree. Returns the
 // reference's counters (all packets so far) and appends the jobs it ended to *failed (which must
 // hold every job ended since the entries were last programmed; fresh: and since reset). A result
 // stream that differs fails with the first difference's report (frame_diff.h).
 dp::CounterSnapshot Lockstep(dp::Engine& ref, CoreSim& rtl, const std::vector<Job>& jobs,
                              const std::vector<std::vector<uint8_t>>& packets,
-                             std::vector<dp::JobFailure>* failed, uint64_t seed,
-                             bool fresh = true) {
+                             std::vector<dp::JobFailure>* failed, uint64_t seed, bool fresh = true,
+                             FrameSender* sender = nullptr) {
   Collect want;
   for (const auto& pkt : packets) {
     ref.Process(pkt, want);
-    rtl.SendFrame(MakeFrame(pkt));
+    if (sender == nullptr) {
+      rtl.SendFrame(MakeFrame(pkt));
+    } else {
+      for (const auto& f : sender->Frames(pkt)) rtl.SendFrame(f);
+    }
     dp::JobFailure f[2];
     for (size_t n = ref.PollFailures(f), i = 0; i < n; ++i) failed->push_back(f[i]);
   }
@@ -316,6 +336,14 @@ dp::CounterSnapshot Lockstep(dp::Engine& ref, CoreSim& rtl, const std::vector<Jo
   const auto wc = ref.counters();
   for (size_t c = 0; rc.ok() && c < p::kNumCounters; ++c) {
     EXPECT_EQ((*rc)[c], wc[c] & 0xFFFFFFFFu) << p::kCounterNames[c];
+  }
+  for (size_t c = 0; c < p::kNumRoceCounters; ++c) {
+    auto v = rtl.Read32(p::reg::kRoceCounterBase + 4 * static_cast<uint32_t>(c));
+    EXPECT_TRUE(v.ok());
+    const uint64_t w = sender != nullptr ? sender->roce_want[c] : 0;
+    if (v.ok()) {
+      EXPECT_EQ(*v, w & 0xFFFFFFFFu) << p::kRoceCounterNames[c];
+    }
   }
   // The jobs ended: entry i is failed iff the reference ended jobs[i]; the latest is in
   // fail_where / fail_who.
@@ -588,6 +616,307 @@ TEST(CosimReport, NamesTheFirstDifferingResult) {
   EXPECT_EQ(m->index, 0u);
   EXPECT_NE(m->report.find("group differs"), std::string::npos) << m->report;
   EXPECT_EQ(m->report.find("bytes differ"), std::string::npos) << m->report;
+}
+
+// ---- RoCEv2 -----------------------------------------------------------------------------------
+
+// The ways a RoCEv2 frame is dropped, and the counter each must land in.
+enum class RoceBad { kIcrc, kOpcode, kTver, kQpn, kQkey, kPkey, kCut, kUdpLen, kIhl, kTrailing };
+constexpr int kNumRoceBad = 10;
+
+p::RoceCounter CounterOf(RoceBad b) {
+  switch (b) {
+    case RoceBad::kIcrc:
+      return p::RoceCounter::kRoceBadIcrc;
+    case RoceBad::kOpcode:
+    case RoceBad::kTver:
+      return p::RoceCounter::kRoceBadOpcode;
+    case RoceBad::kQpn:
+      return p::RoceCounter::kRoceWrongQpn;
+    case RoceBad::kQkey:
+    case RoceBad::kPkey:
+      return p::RoceCounter::kRoceBadKey;
+    default:
+      return p::RoceCounter::kRoceShort;
+  }
+}
+
+// Sends a share of the packets as RoCEv2 frames (the rest as UDP frames) and, now and then, a
+// RoCEv2 frame that must be dropped (before the packet's own frame), tallying its counter.
+class RoceMix : public FrameSender {
+ public:
+  RoceMix(uint64_t seed, double roce_share, double bad_rate, uint32_t qpn, uint32_t qkey,
+          uint16_t pkey)
+      : rng_(seed),
+        roce_share_(roce_share),
+        bad_rate_(bad_rate),
+        qpn_(qpn),
+        qkey_(qkey),
+        pkey_(pkey) {}
+
+  std::vector<std::vector<uint8_t>> Frames(const std::vector<uint8_t>& pkt) override {
+    std::vector<std::vector<uint8_t>> out;
+    RoceFrameFields f = Fields(pkt);
+    if (u_(rng_) < bad_rate_)
+      out.push_back(Bad(pkt, f, static_cast<RoceBad>(rng_() % kNumRoceBad)));
+    if (u_(rng_) < roce_share_) {
+      out.push_back(MakeRoceFrame(pkt, f));
+      ++roce_frames;
+    } else {
+      out.push_back(MakeFrame(pkt));
+    }
+    return out;
+  }
+
+  // A frame of `pkt` broken as `b`; counts it in roce_want.
+  std::vector<uint8_t> Bad(const std::vector<uint8_t>& pkt, RoceFrameFields f, RoceBad b) {
+    ++roce_want[static_cast<size_t>(CounterOf(b))];
+    switch (b) {
+      case RoceBad::kOpcode:
+        f.opcode = rng_() % 2 ? 0x65 : static_cast<uint8_t>(rng_() % 0x64);  // SEND_ONLY_IMM, ...
+        break;
+      case RoceBad::kQpn:
+        f.dest_qp = (qpn_ + 1 + static_cast<uint32_t>(rng_() % 0xFFFFFE)) & 0xFFFFFF;
+        break;
+      case RoceBad::kQkey:
+        f.qkey = rng_() % 2 ? p::roce::kGsiQkey : qkey_ ^ (1u << (rng_() % 32));
+        break;
+      case RoceBad::kPkey:
+        f.pkey = static_cast<uint16_t>(pkey_ ^ (1u << (rng_() % 15)));
+        break;
+      default:
+        break;
+    }
+    std::vector<uint8_t> frame = MakeRoceFrame(pkt, f);
+    uint8_t* ip = frame.data() + kEthBytes;
+    switch (b) {
+      case RoceBad::kIcrc: {  // one bit in the addresses, the PSN, or from the message on
+        size_t at;
+        switch (rng_() % 3) {
+          case 0:
+            at = kEthBytes + 12 + rng_() % 8;
+            break;
+          case 1:
+            at = kEthBytes + 28 + 9 + rng_() % 3;
+            break;
+          default:
+            at = kEthBytes + 48 + rng_() % (frame.size() - kEthBytes - 48);
+            break;
+        }
+        frame[at] ^= static_cast<uint8_t>(1u << (rng_() % 8));
+        return frame;
+      }
+      case RoceBad::kTver:
+        ip[28 + 1] |= static_cast<uint8_t>(1 + rng_() % 15);
+        break;
+      case RoceBad::kCut:  // never shorter than the UDP port (else it is not seen as RoCEv2)
+        frame.resize(38 + rng_() % (frame.size() - 38));
+        return frame;
+      case RoceBad::kUdpLen:
+        p::Store16(ip + 24, static_cast<uint16_t>(p::Load16(ip + 24) + 4 * (rng_() % 2) - 2));
+        break;
+      case RoceBad::kIhl:
+        ip[0] = 0x46;
+        break;
+      case RoceBad::kTrailing:
+        frame.resize(frame.size() + 1 + rng_() % 8, 0);
+        break;
+      default:
+        break;
+    }
+    ResealRoceFrame(frame);
+    return frame;
+  }
+
+  uint64_t roce_frames = 0;
+
+ private:
+  RoceFrameFields Fields(const std::vector<uint8_t>& pkt) {
+    RoceFrameFields f;
+    const uint16_t rank = pkt.size() >= p::kHeaderBytes ? p::Load16(&pkt[p::kRankOffset]) : 0;
+    f.src_ip = 0x0A000100 + rank % 200;
+    f.src_port = static_cast<uint16_t>(49152 + rng_() % 16384);
+    f.ip_id = static_cast<uint16_t>(rng_());
+    f.src_qp = 0x20 + rank;
+    f.psn = psn_++ & 0xFFFFFF;
+    f.dest_qp = qpn_;
+    f.qkey = qkey_;
+    // The membership bit is not compared: full and limited members of the partition both pass.
+    f.pkey = static_cast<uint16_t>((pkey_ & 0x7FFF) | (rng_() % 2 ? 0x8000 : 0));
+    return f;
+  }
+
+  std::mt19937_64 rng_;
+  std::uniform_real_distribution<double> u_{0, 1};
+  double roce_share_, bad_rate_;
+  uint32_t qpn_, qkey_;
+  uint16_t pkey_;
+  uint32_t psn_ = 0;
+};
+
+class CosimRoce : public ::testing::TestWithParam<std::pair<double, double>> {};
+
+// Random traffic as in CosimTest, half of it over RoCEv2, with RoCEv2 frames to drop mixed in:
+// the results, engine counters and ended jobs are the reference's; every roce_* counter is as
+// tallied, so a dropped frame neither reached a slot nor disturbed another job's results.
+TEST_P(CosimRoce, RoceAndUdpMixMatchReference) {
+  const uint64_t seed = Seed();
+  std::mt19937_64 rng(seed);
+  std::array<uint64_t, p::kNumRoceCounters> roce{};
+  uint64_t roce_frames = 0;
+  for (int iter = 0; iter < 6 && !HasFailure(); ++iter) {
+    SCOPED_TRACE("iteration " + std::to_string(iter));
+    auto ref = dp::MakeReferenceEngine(dp::EngineLimits{kRtlPoolSlots, kRtlJobs});
+    CoreSim rtl(SimOptions(GetParam().first, GetParam().second, rng()));
+    auto jobs = MakeJobs(rng);
+    for (size_t i = 0; i < jobs.size(); ++i) {
+      ASSERT_TRUE(ref->AddJob(jobs[i].cfg).ok());
+      ASSERT_TRUE(drv::ProgramJob(rtl, static_cast<uint32_t>(i), jobs[i].cfg, jobs[i].group).ok());
+    }
+    // Every other iteration, the RoCEv2 identity registers are programmed away from their resets.
+    uint32_t qpn = static_cast<uint32_t>(p::reg::kRoceQpnReset);
+    uint32_t qkey = p::reg::kRoceQkeyReset;
+    uint16_t pkey = static_cast<uint16_t>(p::reg::kRocePkeyReset);
+    if (iter % 2 == 1) {
+      qpn = static_cast<uint32_t>(rng() & 0xFFFFFF);
+      qkey = static_cast<uint32_t>(rng());
+      pkey = static_cast<uint16_t>(rng());
+      ASSERT_TRUE(rtl.Write32(p::reg::kRoceQpn, qpn).ok());
+      ASSERT_TRUE(rtl.Write32(p::reg::kRoceQkey, qkey).ok());
+      ASSERT_TRUE(rtl.Write32(p::reg::kRocePkey, pkey).ok());
+      auto back = rtl.Read32(p::reg::kRoceQpn);
+      ASSERT_TRUE(back.ok());
+      EXPECT_EQ(*back, qpn);
+    }
+    RoceMix mix(rng(), 0.5, 0.08, qpn, qkey, pkey);
+    Traffic t = MakeTraffic(rng, jobs, 8, /*disagree=*/iter % 3 == 2);
+    std::vector<dp::JobFailure> failed;
+    const auto wc = Lockstep(*ref, rtl, jobs, t.packets, &failed, seed, true, &mix);
+    EXPECT_GT(dp::Get(wc, p::Counter::kResults), 0u);
+    for (size_t c = 0; c < p::kNumRoceCounters; ++c) roce[c] += mix.roce_want[c];
+    roce_frames += mix.roce_frames;
+    std::printf("iteration %d: %zu packets (%llu over RoCEv2), %llu results, %llu cycles\n", iter,
+                t.packets.size(), static_cast<unsigned long long>(mix.roce_frames),
+                static_cast<unsigned long long>(dp::Get(wc, p::Counter::kResults)),
+                static_cast<unsigned long long>(rtl.cycles()));
+  }
+  std::printf("RoCEv2 frames forwarded %llu; dropped:",
+              static_cast<unsigned long long>(roce_frames));
+  for (size_t c = 0; c < p::kNumRoceCounters; ++c) {
+    std::printf(" %s=%llu", std::string(p::kRoceCounterNames[c]).c_str(),
+                static_cast<unsigned long long>(roce[c]));
+    // 1 packet in 12.5 gets a bad frame, 1..3 kinds in 10 per counter: dozens per run.
+    EXPECT_GT(roce[c], 3u) << p::kRoceCounterNames[c];
+  }
+  std::printf("\n");
+}
+
+INSTANTIATE_TEST_SUITE_P(Traffic, CosimRoce,
+                         ::testing::Values(std::pair{0.0, 0.0}, std::pair{0.3, 0.6}));
+
+// Directed: two jobs over RoCEv2; one frame of each bad kind, between good frames, each counted
+// once in its counter; the jobs' results exact.
+TEST(CosimRoceDirected, EachCheckCountsItsDrop) {
+  const uint64_t seed = Seed();
+  std::mt19937_64 rng(seed);
+  auto ref = dp::MakeReferenceEngine(dp::EngineLimits{kRtlPoolSlots, kRtlJobs});
+  CoreSim rtl(SimOptions(0.2, 0.3, rng()));
+  std::vector<Job> jobs(2);
+  jobs[0].cfg = {310, 3, 256, 0, 2};
+  jobs[0].group = 0x3333;
+  jobs[1].cfg = {311, 2, 64, 4, 2};
+  jobs[1].group = 0x4444;
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    ASSERT_TRUE(ref->AddJob(jobs[i].cfg).ok());
+    ASSERT_TRUE(drv::ProgramJob(rtl, static_cast<uint32_t>(i), jobs[i].cfg, jobs[i].group).ok());
+  }
+  RoceMix mix(rng(), 1.0, 0.0, p::reg::kRoceQpnReset, p::reg::kRoceQkeyReset,
+              static_cast<uint16_t>(p::reg::kRocePkeyReset));
+  std::vector<std::vector<uint8_t>> pk;
+  for (uint16_t slot = 0; slot < 2; ++slot) {
+    for (const Job& j : jobs) {
+      for (uint16_t r = 0; r < j.cfg.world_size; ++r) {
+        pk.push_back(DataPacket(rng, j, r, slot, 0, j.cfg.k, uint32_t{slot} * j.cfg.k, 0));
+      }
+    }
+  }
+  // The bad frames go in through a sender that interleaves them before the good packets.
+  struct Directed : FrameSender {
+    RoceMix* mix;
+    std::vector<std::vector<uint8_t>> bad;
+    std::vector<std::vector<uint8_t>> Frames(const std::vector<uint8_t>& pkt) override {
+      auto out = mix->Frames(pkt);
+      if (!bad.empty()) {
+        out.insert(out.begin(), bad.back());
+        bad.pop_back();
+      }
+      return out;
+    }
+  } d;
+  d.mix = &mix;
+  for (int b = 0; b < kNumRoceBad; ++b) {
+    RoceFrameFields f;
+    d.bad.push_back(mix.Bad(pk[static_cast<size_t>(b) % pk.size()], f, static_cast<RoceBad>(b)));
+  }
+  ASSERT_LE(d.bad.size(), pk.size());
+  d.roce_want = mix.roce_want;
+  std::vector<dp::JobFailure> failed;
+  const auto wc = Lockstep(*ref, rtl, jobs, pk, &failed, seed, true, &d);
+  auto v =
+      rtl.Read32(p::reg::kRoceCounterBase + 4 * static_cast<uint32_t>(p::RoceCounter::kRoceShort));
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, 4u);  // cut, UDP length, IHL, trailing bytes
+  for (p::RoceCounter c : {p::RoceCounter::kRoceBadOpcode, p::RoceCounter::kRoceBadKey}) {
+    v = rtl.Read32(p::reg::kRoceCounterBase + 4 * static_cast<uint32_t>(c));
+    ASSERT_TRUE(v.ok());
+    EXPECT_EQ(*v, 2u);
+  }
+  for (p::RoceCounter c : {p::RoceCounter::kRoceBadIcrc, p::RoceCounter::kRoceWrongQpn}) {
+    v = rtl.Read32(p::reg::kRoceCounterBase + 4 * static_cast<uint32_t>(c));
+    ASSERT_TRUE(v.ok());
+    EXPECT_EQ(*v, 1u);
+  }
+  EXPECT_EQ(dp::Get(wc, p::Counter::kResults), 4u);
+  EXPECT_EQ(dp::Get(wc, p::Counter::kRxPackets), pk.size());
+}
+
+// Throughput: K=256 packets back to back over UDP and over RoCEv2 (no idle, no backpressure): the
+// core takes one beat per cycle either way; prints cycles per packet.
+TEST(CosimRoceDirected, OneBeatPerCycle) {
+  std::mt19937_64 rng(Seed());
+  Job a;
+  a.cfg = {320, 4, 256, 0, 64};
+  std::vector<std::vector<uint8_t>> pk;
+  for (uint16_t gen = 0; gen < 2; ++gen) {
+    for (uint16_t slot = 0; slot < 64; ++slot) {
+      for (uint16_t r = 0; r < 4; ++r) {
+        pk.push_back(DataPacket(rng, a, r, slot, gen, 256, (uint32_t{gen} * 64 + slot) * 256, 0));
+      }
+    }
+  }
+  uint64_t results[2] = {};
+  for (int roce = 0; roce < 2; ++roce) {
+    CoreSim rtl(CoreSim::Options{0.0, 0.0, 1});
+    ASSERT_TRUE(drv::ProgramJob(rtl, 0, a.cfg, 7).ok());
+    ASSERT_TRUE(rtl.Run(10'000, 200).ok());  // the job's slot reset walk done
+    const uint64_t start = rtl.cycles(), beats0 = rtl.in_beats();
+    RoceFrameFields f;
+    for (const auto& x : pk) rtl.SendFrame(roce ? MakeRoceFrame(x, f) : MakeFrame(x));
+    ASSERT_TRUE(rtl.Run(10'000'000).ok());
+    results[roce] = rtl.TakeOutput().size();
+    const uint64_t beats = rtl.in_beats() - beats0;
+    const uint64_t span = rtl.last_in_cycle() - start + 1;
+    std::printf(
+        "%s: %zu packets, %llu beats in %llu cycles: %.2f cycles/packet, %.3f beats/cycle\n",
+        roce ? "RoCEv2" : "UDP", pk.size(), static_cast<unsigned long long>(beats),
+        static_cast<unsigned long long>(span),
+        static_cast<double>(span) / static_cast<double>(pk.size()),
+        static_cast<double>(beats) / static_cast<double>(span));
+    EXPECT_EQ(beats, pk.size() * 18);  // 1092 (UDP) and 1118 (RoCEv2) bytes: 18 beats each
+    EXPECT_LE(span, beats + 8);        // the input never waits beyond the pipeline's start
+  }
+  EXPECT_EQ(results[0], 128u);
+  EXPECT_EQ(results[1], 128u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Traffic, CosimTest,

@@ -9,6 +9,10 @@
 // is still copying while chunk i is on the wire), and a chunk's copy back is enqueued as soon as
 // its last block's result is in staging. The request completes when the last copy back is done.
 // Nothing synchronises the whole device: one fence (CUDA event) per copy.
+// A domain that quantizes (quantizes(), below; the CUDA domain and HostDomain by default) moves
+// float tensors as the wire's int32 instead: per chunk it computes the block exponents, and once
+// the fabric agreed them it quantizes the chunk into staging, and later dequantizes the chunk's
+// results from staging into the tensor (docs/gpu.md, "Quantizing on the device").
 //
 // The interface is narrow on purpose: libina builds and runs without CUDA. This header has no
 // CUDA types (`stream` is an opaque cudaStream_t for the CUDA domain); HostDomain (below) is the
@@ -77,14 +81,49 @@ class MemoryDomain {
   // Blocks up to `timeout` for fence `f`: true when it completed, false when the time ran out,
   // the copy's error when it (or an earlier copy) failed. timeout 0 polls.
   virtual Result<bool> Wait(Fence f, std::chrono::microseconds timeout) = 0;
+
+  // --- Quantization in the domain (docs/gpu.md, "Quantizing on the device") ---
+  //
+  // A domain whose quantizes() is true runs a float all-reduce's quantization on its own
+  // processor: the communicator asks it for the block exponents of each chunk, agrees them with
+  // the fabric, has it quantize the chunk into staging as the wire's big-endian int32, sends from
+  // there, and has it dequantize the results from staging into the tensor. int32 tensors keep
+  // the copies above (to_wire is a byte swap). Each call below only enqueues, in the same order
+  // as the copies (its fence completes after every earlier fence); the arrays in staging must
+  // stay alive and unchanged (written ones unread) until its fence completes. The results are
+  // those of ScalarKernels() (ina/host/quant.h) applied block by block, bit for bit.
+  // Blocks: block b of x[0..n) is x[b*k, min(n, (b+1)*k)); blocks = ceil(n / k).
+  // Default: quantizes() false and the three calls Unimplemented.
+  virtual bool quantizes() const { return false; }
+
+  // exps[b] = biased block exponent of block b of src[0..n) (domain memory, float32),
+  // nonfinite[b] = 1 if the block holds an Inf or NaN, else 0 (staging, `blocks` bytes each).
+  virtual Result<Fence> BlockExps(const float* src, size_t n, size_t k, uint8_t* exps,
+                                  uint8_t* nonfinite);
+  // Quantizes src[0..n) (domain memory) block by block at the biased exponents exps[b] (staging;
+  // the fabric's max, >= the block's own) and `precision` (quant::Precision(world)) into `wire`
+  // (staging, 4 * n bytes: block b at wire + 4 * k * b, big-endian int32). REQUIRES (as the CPU
+  // kernel): the block's elements finite (the communicator sends zeros for a nonfinite block and
+  // ignores what was written for it).
+  virtual Result<Fence> Quantize(const float* src, size_t n, size_t k, const uint8_t* exps,
+                                 int precision, uint8_t* wire);
+  // dst[0..n) (domain memory, float32) = the big-endian int32 in `wire` (staging, laid out as
+  // Quantize writes it) dequantized at exps[b] and precision, divided by float(divisor) when
+  // divisor > 1 (docs/gpu.md, averaging). REQUIRES: divisor >= 1.
+  virtual Result<Fence> Dequantize(float* dst, const uint8_t* wire, size_t n, size_t k,
+                                   const uint8_t* exps, int precision, int divisor);
 };
 
-// Host memory through the same pipeline: CopyIn/CopyOut are memcpy run by one copy thread in
-// FIFO order (fences complete in order), staging is plain heap memory. For tests of the staged
-// path on machines without a GPU, and as the reference the CUDA domain is compared with.
+// Host memory through the same pipeline: CopyIn/CopyOut (and the quantization calls) run on one
+// copy thread in FIFO order (fences complete in order), staging is plain heap memory. For tests of
+// the staged path on machines without a GPU, and as the reference the CUDA domain is compared with.
 // Threading: thread-safe. The destructor finishes the queued copies, then joins the thread.
+// With `quantize` (the default) it also quantizes in the domain (quantizes() true): the copy
+// thread runs ScalarKernels() for BlockExps, Quantize and Dequantize, so the device-quantizing
+// pipeline runs, in order and asynchronously, on every machine.
 struct HostDomainOptions {
   size_t chunk_bytes = size_t{1} << 20;  // >= 4
+  bool quantize = true;
 };
 Result<std::unique_ptr<MemoryDomain>> MakeHostDomain(const HostDomainOptions& options = {});
 

@@ -8,6 +8,12 @@
 // wait for it (cudaStreamWaitEvent: a device-side dependency, the host does not wait).
 // CheckPointer accepts device and managed memory of this domain's device
 // (cudaPointerGetAttributes) and names what anything else is.
+// With `quantize` (the default) float all-reduces quantize on the GPU (quantizes() true):
+// BlockExps, Quantize and Dequantize run the kernels of ina/gpu/quant.h on the same stream, each
+// with device scratch from a stream-ordered memory pool of the domain's own, and the int32 blocks
+// (and exponents) move between that scratch and staging with cudaMemcpyAsync; one event per call.
+// A device without memory pools (cudaDevAttrMemoryPoolsSupported 0) takes the copying path
+// instead (quantizes() false): the same results, quantized on the CPU.
 //
 // Built only with a CUDA compiler (target ina::gpu_domain, links ina::host and the CUDA runtime);
 // libina itself never depends on CUDA. Threading: thread-safe (one mutex around the fence queue;
@@ -25,6 +31,7 @@ namespace ina::gpu {
 struct CudaDomainOptions {
   int device = 0;
   size_t chunk_bytes = size_t{4} << 20;  // per copy: large enough for full PCIe bandwidth
+  bool quantize = true;                  // quantize on the GPU (false: stage float32, CPU kernels)
 };
 
 // Errors: Unavailable without a driver or device (the reason from cudaGetDeviceCount),
