@@ -331,34 +331,28 @@ module ina_agg
   logic pre_fresh, fail_q;
 
   always_comb begin
-    logic [NumJobs-1:0] hit, sel;
+    logic [NumJobs-1:0] hit;
     logic [15:0] base, window, group;
     logic [7:0]  world, kq, idx;
     logic [16:0] k;
     logic [32:0] first_off;
     logic        known, bad_type, bad_len, bad_count, bad_rank, bad_slot;
-    // The lowest matching entry: one-hot select, then an AND-OR multiplexer (no priority chain).
+    // The lowest matching entry (an 8-input priority encoder), then its fields by index (a mux
+    // tree; cheaper for a simulator than an AND-OR over every entry). With no match, entry 0's
+    // fields, which no rule uses (unknown job).
     for (int unsigned j = 0; j < NumJobs; j++) begin
       hit[j] = job_valid_i[j] && job_id_i[16*j +: 16] == desc_i.job;
     end
-    for (int unsigned j = 0; j < NumJobs; j++) begin
-      sel[j] = hit[j] && (j == 0 || (hit & ((NumJobs'(1) << j) - NumJobs'(1))) == '0);
-    end
-    base = '0;
-    window = '0;
-    group = '0;
-    world = '0;
-    kq = '0;
     idx = '0;
-    for (int unsigned j = 0; j < NumJobs; j++) begin
-      // Register fields from proto/ina.toml (ina_proto_pkg::Reg<Register><Field>Lsb/Width).
-      base   |= {16{sel[j]}} & job_slots_i[32*j + ina_proto_pkg::RegJobSlotsBaseLsb +: ina_proto_pkg::RegJobSlotsBaseWidth];
-      window |= {16{sel[j]}} & job_slots_i[32*j + ina_proto_pkg::RegJobSlotsWindowLsb +: ina_proto_pkg::RegJobSlotsWindowWidth];
-      world  |= {8{sel[j]}} & job_world_i[32*j + ina_proto_pkg::RegJobWorldWorldLsb +: ina_proto_pkg::RegJobWorldWorldWidth];
-      kq     |= {8{sel[j]}} & job_world_i[32*j + ina_proto_pkg::RegJobWorldK64Lsb +: ina_proto_pkg::RegJobWorldK64Width];
-      group  |= {16{sel[j]}} & job_world_i[32*j + ina_proto_pkg::RegJobWorldGroupLsb +: ina_proto_pkg::RegJobWorldGroupWidth];
-      idx    |= {8{sel[j]}} & 8'(j);
+    for (int j = NumJobs - 1; j >= 0; j--) begin
+      if (hit[j]) idx = 8'(j);
     end
+    // Register fields from proto/ina.toml (ina_proto_pkg::Reg<Register><Field>Lsb/Width).
+    base   = job_slots_i[32*idx + ina_proto_pkg::RegJobSlotsBaseLsb +: ina_proto_pkg::RegJobSlotsBaseWidth];
+    window = job_slots_i[32*idx + ina_proto_pkg::RegJobSlotsWindowLsb +: ina_proto_pkg::RegJobSlotsWindowWidth];
+    world  = job_world_i[32*idx + ina_proto_pkg::RegJobWorldWorldLsb +: ina_proto_pkg::RegJobWorldWorldWidth];
+    kq     = job_world_i[32*idx + ina_proto_pkg::RegJobWorldK64Lsb +: ina_proto_pkg::RegJobWorldK64Width];
+    group  = job_world_i[32*idx + ina_proto_pkg::RegJobWorldGroupLsb +: ina_proto_pkg::RegJobWorldGroupWidth];
     k = (kq == 8'd0) ? 17'(ina_rtl_pkg::MaxK) : {3'b0, kq, 6'b0};
     known = (desc_i.flags & ~((8'd1 << ina_proto_pkg::FlagRetxBit) |
                               (8'd1 << ina_proto_pkg::FlagNonfiniteBit) |
@@ -808,7 +802,7 @@ module ina_agg
   end
   // The pre-stage (pre_q, registered last cycle) is what the header op would compute now from
   // desc_i and the job table (pre_d) whenever it is used: pre_fresh is right. Mutation-checked:
-  // without the desc_i == pre_desc_q term RtlAggTest fails here.
+  // without the desc_i == pre_desc_q term RtlAggTest fails (counters differ from the reference).
   // An immediate assertion: pre_t is a struct, compared once per header op.
   logic [NumJobs*(1+16+32+32)-1:0] tbl_q;
   logic tbl_q_valid;
