@@ -18,7 +18,7 @@
 //   roce_short      IPv4 header length not 5 (options), IPv4 total length != 20 + UDP length,
 //                   UDP length < 8 + BTH + DETH + ICRC, pad count > the message bytes, or the
 //                   frame not 14 + IPv4 total length bytes long (no trailing bytes either)
-//   roce_bad_icrc   the ICRC (ina_crc32c, Icrc = 1, over the raw frame as it streams in)
+//   roce_bad_icrc   the ICRC (ina_crc32c, Icrc = 1, over the raw RoCEv2 frame as it streams in)
 //   roce_bad_opcode BTH opcode not UD SEND_ONLY (0x64), or transport version not 0
 //   roce_wrong_qpn  BTH destination QP != qpn_i
 //   roce_bad_key    DETH Q_Key != qkey_i, or BTH P_Key[14:0] != pkey_i[14:0]
@@ -297,10 +297,13 @@ module ina_roce_rx
   logic icrc_valid, icrc_ok, icrc_busy;
   logic [31:0] unused_icrc;
 
+  // Only RoCEv2 frames go through it (their mode is set at the first beat and held), so a plain
+  // frame's beats cost a simulator none of its parities (ina_crc32c evaluates each stage only
+  // under that stage's valid).
   ina_crc32c #(.Check(1'b1), .Icrc(1'b1)) u_icrc (
     .clk_i,
     .rst_ni,
-    .s_axis_tvalid_i(beat),
+    .s_axis_tvalid_i(beat && mode_now != ModePlain),
     .s_axis_tdata_i,
     .s_axis_tkeep_i,
     .s_axis_tlast_i,
@@ -379,9 +382,10 @@ module ina_roce_rx
 
 `ifndef SYNTHESIS
   // Invariants (docs/rtl/assertions.md).
-  // The tag line and the ICRC pipeline have the same latency: a verdict is found for each frame.
+  // The tag line and the ICRC pipeline have the same latency: a verdict is found for each
+  // RoCEv2 frame (plain frames do not enter the ICRC).
   a_roce_rx_tag_align: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      v_valid == icrc_valid)
+      (v_valid && v_roce) == icrc_valid)
     else $error("ina_roce_rx: a frame's tag and its ICRC verdict are not in the same cycle");
   // The last out beat of a frame is pending only between frames.
   a_roce_rx_flush_between: assert property (@(posedge clk_i) disable iff (!rst_ni)
