@@ -187,13 +187,20 @@ class DpdkE2eTest : public ::testing::Test {
   // Stops the switch; returns its port_counters JSON line.
   std::string StopSwitch() {
     auto st = switch_->Stop(SIGTERM, 10s);
-    EXPECT_TRUE(st.ok() && WIFEXITED(*st) && WEXITSTATUS(*st) == 0);
+    const bool clean = st.ok() && WIFEXITED(*st) && WEXITSTATUS(*st) == 0;
+    // How it ended, when not cleanly: a signal of its own (a crash) or the SIGKILL after 10 s
+    // without exiting on SIGTERM (a core stuck) read differently.
+    EXPECT_TRUE(clean) << "ina-switchd: "
+                       << (!st.ok()           ? st.status().ToString()
+                           : WIFSIGNALED(*st) ? "killed by signal " + std::to_string(WTERMSIG(*st))
+                           : WIFEXITED(*st)   ? "exit " + std::to_string(WEXITSTATUS(*st))
+                                              : "status " + std::to_string(*st));
     std::string ports;
     for (const auto& l : switch_->Drain(5s)) {
       if (l.rfind("{\"port_counters\"", 0) == 0) ports = l;
       if (l.rfind("{\"switch_counters\"", 0) == 0) counters_line_ = l;
-      if (l.rfind("  ", 0) == 0 || l[0] == '{' || l.rfind("ina-switchd", 0) == 0) {
-        std::printf("switch: %s\n", l.c_str());
+      if (!clean || l.rfind("  ", 0) == 0 || l[0] == '{' || l.rfind("ina-switchd", 0) == 0) {
+        std::printf("switch: %s\n", l.c_str());  // all of it after an unclean end
       }
     }
     switch_.reset();
