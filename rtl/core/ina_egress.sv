@@ -188,26 +188,11 @@ module ina_egress
                     in_keep_i);
     end
   end
-  // a_egress_hold as an immediate assertion at the clock edge over last cycle's beat, kept here
-  // (a concurrent one with $stable makes Verilator 5.006 copy the 609-bit beat twice on every
-  // evaluation, as in ina_fifo).
-  logic stalled_q;
-  logic [ina_rtl_pkg::BeatBits+NB+1+ina_rtl_pkg::OutUserBits-1:0] beat_q;
-  always_ff @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) begin
-      stalled_q <= 1'b0;
-    end else begin
-      stalled_q <= m_axis_tvalid_o && !m_axis_tready_i;
-    end
-  end
-  always_ff @(posedge clk_i) begin
-    beat_q <= {m_axis_tdata_o, m_axis_tkeep_o, m_axis_tlast_o, m_axis_tuser_o};
-    if (rst_ni && stalled_q) begin
-      a_egress_hold: assert (m_axis_tvalid_o &&
-                             {m_axis_tdata_o, m_axis_tkeep_o, m_axis_tlast_o, m_axis_tuser_o} == beat_q)
-        else $error("ina_egress: m_axis changed while stalled");
-    end
-  end
+  // m_axis holds a beat while the receiver stalls (AXI-Stream).
+  ina_hold_check #(.Width(ina_rtl_pkg::BeatBits + NB + 1 + ina_rtl_pkg::OutUserBits),
+                   .What("ina_egress: m_axis")) a_egress_hold (
+    .clk_i, .rst_ni, .valid_i(m_axis_tvalid_o), .ready_i(m_axis_tready_i),
+    .data_i({m_axis_tdata_o, m_axis_tkeep_o, m_axis_tlast_o, m_axis_tuser_o}));
 `endif
 
 endmodule

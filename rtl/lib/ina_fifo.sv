@@ -65,26 +65,9 @@ module ina_fifo #(
   // Invariants, checked in simulation (Verilator --assert; docs/rtl/assertions.md).
   a_fifo_used: assert property (@(posedge clk_i) disable iff (!rst_ni) used <= Depth[AW:0])
     else $error("ina_fifo: %0d words used of %0d", used, Depth);
-  // The head word holds while the reader stalls: an immediate assertion at the clock edge over
-  // last cycle's head, kept here. (As a concurrent one with $stable, Verilator 5.006 copies the
-  // whole word twice on every evaluation to sample it: a tenth of the core model's time,
-  // docs/rtl/benchmarks.md.)
-  logic             stalled_q;
-  logic [Width-1:0] head_q;
-  always_ff @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) begin
-      stalled_q <= 1'b0;
-    end else begin
-      stalled_q <= out_valid_o && !out_ready_i;
-    end
-  end
-  always_ff @(posedge clk_i) begin
-    head_q <= out_data_o;
-    if (rst_ni && stalled_q) begin
-      a_fifo_hold: assert (out_valid_o && out_data_o == head_q)
-        else $error("ina_fifo: the head word changed while the reader stalled");
-    end
-  end
+  // The head word holds while the reader stalls.
+  ina_hold_check #(.Width(Width), .What("ina_fifo: the head word")) a_fifo_hold (
+    .clk_i, .rst_ni, .valid_i(out_valid_o), .ready_i(out_ready_i), .data_i(out_data_o));
 `endif
 
 endmodule

@@ -355,26 +355,10 @@ module ina_core
   // Invariants (docs/rtl/assertions.md).
   // The shell's side of s_axis (AXI-Stream): a beat once presented holds until taken. Checked, so
   // a shell or testbench that breaks it is named here rather than as a wrong sum later.
-  // An immediate assertion at the clock edge over last cycle's beat, kept here (as a concurrent
-  // one with $stable, Verilator 5.006 copies the 578-bit beat twice on every evaluation to sample
-  // it, as in ina_fifo).
-  logic in_stalled_q;
-  logic [ina_rtl_pkg::BeatBits+ina_rtl_pkg::BeatBytes+1:0] in_beat_q;
-  always_ff @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) begin
-      in_stalled_q <= 1'b0;
-    end else begin
-      in_stalled_q <= s_axis_tvalid_i && !s_axis_tready_o;
-    end
-  end
-  always_ff @(posedge clk_i) begin
-    in_beat_q <= {s_axis_tdata_i, s_axis_tkeep_i, s_axis_tlast_i, s_axis_tuser_i};
-    if (rst_ni && in_stalled_q) begin
-      a_core_in_hold: assert (s_axis_tvalid_i &&
-                              {s_axis_tdata_i, s_axis_tkeep_i, s_axis_tlast_i, s_axis_tuser_i} == in_beat_q)
-        else $error("ina_core: s_axis changed while stalled (the shell must hold a presented beat)");
-    end
-  end
+  ina_hold_check #(.Width(ina_rtl_pkg::BeatBits + ina_rtl_pkg::BeatBytes + 2),
+                   .What("ina_core: s_axis (the shell must hold a presented beat)")) a_core_in_hold (
+    .clk_i, .rst_ni, .valid_i(s_axis_tvalid_i), .ready_i(s_axis_tready_o),
+    .data_i({s_axis_tdata_i, s_axis_tkeep_i, s_axis_tlast_i, s_axis_tuser_i}));
   // One CRC verdict per descriptor: never more verdicts than the descriptor FIFO can hold.
   a_core_ok_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
       crc_valid |-> crc_unused_ready)
@@ -383,23 +367,10 @@ module ina_core
       rv_in_valid |-> rv_in_ready)
     else $error("ina_core: a RoCE verdict pushed into the full RoCE verdict FIFO");
   // The decapsulated stream keeps the AXI-Stream rule too (given the shell keeps it on s_axis).
-  // (Immediate, over last cycle's beat kept here, like a_core_in_hold.)
-  logic dec_stalled_q;
-  logic [ina_rtl_pkg::BeatBits+ina_rtl_pkg::BeatBytes+1:0] dec_beat_q;
-  always_ff @(posedge clk_i or negedge rst_ni) begin
-    if (!rst_ni) begin
-      dec_stalled_q <= 1'b0;
-    end else begin
-      dec_stalled_q <= dec_valid && !dec_ready;
-    end
-  end
-  always_ff @(posedge clk_i) begin
-    dec_beat_q <= {dec_data, dec_keep, dec_last, dec_user};
-    if (rst_ni && dec_stalled_q) begin
-      a_core_dec_hold: assert (dec_valid && {dec_data, dec_keep, dec_last, dec_user} == dec_beat_q)
-        else $error("ina_core: ina_roce_rx changed a stalled beat");
-    end
-  end
+  ina_hold_check #(.Width(ina_rtl_pkg::BeatBits + ina_rtl_pkg::BeatBytes + 2),
+                   .What("ina_core: ina_roce_rx's output")) a_core_dec_hold (
+    .clk_i, .rst_ni, .valid_i(dec_valid), .ready_i(dec_ready),
+    .data_i({dec_data, dec_keep, dec_last, dec_user}));
   // A drain pops only its frame's payload beats: ina_agg pops none meanwhile.
   a_core_drain_alone: assert property (@(posedge clk_i) disable iff (!rst_ni)
       drain_q |-> !agg_pay_ready && !agg_desc_ready)
