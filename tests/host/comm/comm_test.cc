@@ -45,13 +45,7 @@ uint64_t Seed() {
 }
 
 std::unique_ptr<TestFabric> StartFabric(double drop = 0, double dup = 0) {
-  FabricOptions o;
-  o.drop = drop;
-  o.dup = dup;
-  o.seed = Seed() ^ 0x5eed;
-  auto f = TestFabric::Start(o);
-  EXPECT_TRUE(f.ok()) << f.status().ToString();
-  return f.ok() ? std::move(f).value() : nullptr;
+  return testing::StartFabric(Seed() ^ 0x5eed, drop, dup);
 }
 
 // Waits (up to 10 s) until the fabric has handled n JOIN messages: a test that needs one rank's

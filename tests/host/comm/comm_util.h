@@ -1,5 +1,6 @@
 // Helpers shared by the communicator tests that run over the in-process fabric (test_fabric.h):
-// a config aimed at it, a parallel loop, and creating every rank's communicator at once.
+// starting it, a config aimed at it, a parallel loop, and creating every rank's communicator at
+// once.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -30,6 +31,26 @@ inline CommConfig FabricConfig(const TestFabric& f, uint16_t job, uint16_t world
   c.window = window;
   c.join_timeout_ms = 5000;
   return c;
+}
+
+// The in-process fabric, dropping (and duplicating) packets at those rates with `seed` (a test
+// binary's seed mixed with a salt of its own); a test failure and null when it does not start.
+inline std::unique_ptr<TestFabric> StartFabric(uint64_t seed, double drop = 0, double dup = 0) {
+  FabricOptions o;
+  o.drop = drop;
+  o.dup = dup;
+  o.seed = seed;
+  auto f = TestFabric::Start(o);
+  EXPECT_TRUE(f.ok()) << f.status().ToString();
+  return f.ok() ? std::move(f).value() : nullptr;
+}
+
+// True when every rank's communicator was created (CreateAll left no null entry).
+inline bool AllCreated(const std::vector<std::unique_ptr<Communicator>>& comms) {
+  for (const auto& c : comms) {
+    if (c == nullptr) return false;
+  }
+  return true;
 }
 
 inline void ParallelFor(int n, const std::function<void(int)>& fn) {

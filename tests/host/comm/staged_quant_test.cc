@@ -35,8 +35,8 @@ namespace ina::host {
 namespace {
 
 using std::chrono::microseconds;
+using testing::AllCreated;
 using testing::CreateAll;
-using testing::FabricOptions;
 using testing::ParallelFor;
 using testing::TestFabric;
 using testutil::RandomFloats;
@@ -216,12 +216,7 @@ TEST(HostDomainQuant, CallsMatchTheCpuKernels) {
 }
 
 std::unique_ptr<TestFabric> StartFabric(double drop = 0) {
-  FabricOptions o;
-  o.drop = drop;
-  o.seed = Seed() ^ 0x9a4a7;
-  auto f = TestFabric::Start(o);
-  EXPECT_TRUE(f.ok()) << f.status().ToString();
-  return f.ok() ? std::move(f).value() : nullptr;
+  return testing::StartFabric(Seed() ^ 0x9a4a7, drop);
 }
 
 CommConfig BaseConfig(const TestFabric& f, uint16_t world, uint16_t k, uint16_t window,
@@ -229,13 +224,6 @@ CommConfig BaseConfig(const TestFabric& f, uint16_t world, uint16_t k, uint16_t 
   CommConfig c = testing::FabricConfig(f, /*job=*/12, world, k, window);
   c.progress_threads = lanes;
   return c;
-}
-
-bool AllCreated(const std::vector<std::unique_ptr<Communicator>>& comms) {
-  for (const auto& c : comms) {
-    if (c == nullptr) return false;
-  }
-  return true;
 }
 
 // How rank r runs the staged call.

@@ -29,8 +29,8 @@ namespace {
 
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
+using testing::AllCreated;
 using testing::CreateAll;
-using testing::FabricOptions;
 using testing::ParallelFor;
 using testing::TestFabric;
 using testutil::RandomFloats;
@@ -164,12 +164,7 @@ class CountingDomain final : public MemoryDomain {
 };
 
 std::unique_ptr<TestFabric> StartFabric(double drop = 0) {
-  FabricOptions o;
-  o.drop = drop;
-  o.seed = Seed() ^ 0x57a6ed;
-  auto f = TestFabric::Start(o);
-  EXPECT_TRUE(f.ok()) << f.status().ToString();
-  return f.ok() ? std::move(f).value() : nullptr;
+  return testing::StartFabric(Seed() ^ 0x57a6ed, drop);
 }
 
 CommConfig BaseConfig(const TestFabric& f, uint16_t world, uint16_t k, uint16_t window,
@@ -177,13 +172,6 @@ CommConfig BaseConfig(const TestFabric& f, uint16_t world, uint16_t k, uint16_t 
   CommConfig c = testing::FabricConfig(f, /*job=*/11, world, k, window);
   c.progress_threads = lanes;
   return c;
-}
-
-bool AllCreated(const std::vector<std::unique_ptr<Communicator>>& comms) {
-  for (const auto& c : comms) {
-    if (c == nullptr) return false;
-  }
-  return true;
 }
 
 TEST(HostDomain, CopiesCompleteInFenceOrder) {
