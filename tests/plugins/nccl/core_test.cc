@@ -83,21 +83,32 @@ TEST(CollListener, NoFabricIsADeadlineErrorAtConnect) {
       << cc.status().ToString();
 }
 
+// A config aimed at the in-process fabric, with time for several nodes to join.
+host::CommConfig FabricBase(const testing::TestFabric& f) {
+  host::CommConfig base;
+  base.switch_port = f.port();
+  base.join_timeout_ms = 10000;
+  return base;
+}
+
+// Node 0's handle for `job`, built by hand: the test fabric does not allocate job ids.
+CollHandle NodeZeroHandle(const host::CommConfig& base, uint16_t job) {
+  CollHandle h;
+  h.job_id = job;
+  h.switch_host = base.switch_host;
+  h.switch_port = base.switch_port;
+  h.k = base.k;
+  h.window = base.window;
+  return h;
+}
+
 // Three ranks as threads: int32 sums exact, many requests in flight, a full pool gives nullptr.
 TEST(CollComm, InFlightRequestsAndFullPool) {
   auto f = testing::TestFabric::Start({});
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   constexpr int kNodes = 3;
-  host::CommConfig base;
-  base.switch_port = (*f)->port();
-  base.join_timeout_ms = 10000;
-  // The test fabric does not allocate job ids: node 0's handle is built by hand.
-  CollHandle h0;
-  h0.job_id = 4711;
-  h0.switch_host = base.switch_host;
-  h0.switch_port = base.switch_port;
-  h0.k = base.k;
-  h0.window = base.window;
+  const host::CommConfig base = FabricBase(**f);
+  const CollHandle h0 = NodeZeroHandle(base, 4711);
   std::vector<CollHandle> handles(kNodes, h0);  // only node 0's is used
   constexpr size_t kOps = CollComm::kMaxRequests + 6;
   std::vector<std::string> errors(kNodes);
@@ -193,15 +204,8 @@ TEST(CollComm, DeviceMemoryPathMatchesTheHostPath) {
   auto f = testing::TestFabric::Start({});
   ASSERT_TRUE(f.ok()) << f.status().ToString();
   constexpr int kNodes = 2;
-  host::CommConfig base;
-  base.switch_port = (*f)->port();
-  base.join_timeout_ms = 10000;
-  CollHandle h0;
-  h0.job_id = 4712;
-  h0.switch_host = base.switch_host;
-  h0.switch_port = base.switch_port;
-  h0.k = base.k;
-  h0.window = base.window;
+  const host::CommConfig base = FabricBase(**f);
+  const CollHandle h0 = NodeZeroHandle(base, 4712);
   std::vector<CollHandle> handles(kNodes, h0);
   std::vector<std::string> errors(kNodes);
   std::vector<int> device_calls(kNodes, 0);

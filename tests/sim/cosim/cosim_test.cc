@@ -62,6 +62,14 @@ struct Job {
   uint16_t group;
 };
 
+// Adds every job to the reference and programs it into the RTL's job table, entry i for jobs[i].
+void AddJobs(dp::Engine& ref, CoreSim& rtl, const std::vector<Job>& jobs) {
+  for (size_t i = 0; i < jobs.size(); ++i) {
+    ASSERT_TRUE(ref.AddJob(jobs[i].cfg).ok());
+    ASSERT_TRUE(drv::ProgramJob(rtl, static_cast<uint32_t>(i), jobs[i].cfg, jobs[i].group).ok());
+  }
+}
+
 // Packets (UDP payloads) of a random workload; mac_err marks frames sent with tuser set (the
 // reference gets a truncated copy, which it also counts as malformed).
 struct Traffic {
@@ -385,10 +393,7 @@ TEST_P(CosimTest, RtlMatchesReferencePacketForPacket) {
     auto ref = dp::MakeReferenceEngine(dp::EngineLimits{kRtlPoolSlots, kRtlJobs});
     CoreSim rtl(SimOptions(GetParam().first, GetParam().second, rng()));
     auto jobs = MakeJobs(rng);
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      ASSERT_TRUE(ref->AddJob(jobs[i].cfg).ok());
-      ASSERT_TRUE(drv::ProgramJob(rtl, static_cast<uint32_t>(i), jobs[i].cfg, jobs[i].group).ok());
-    }
+    ASSERT_NO_FATAL_FAILURE(AddJobs(*ref, rtl, jobs));
     Traffic t = MakeTraffic(rng, jobs, 12, /*disagree=*/iter % 2 == 1);
     std::vector<dp::JobFailure> failed;
     const auto wc = Lockstep(*ref, rtl, jobs, t.packets, &failed, seed);
@@ -423,10 +428,7 @@ TEST(CosimDirected, WindowHistoryAndDisagreeingRanks) {
   jobs[0].group = 0x1111;
   jobs[1].cfg = {301, 2, 256, 4, 1};
   jobs[1].group = 0x2222;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    ASSERT_TRUE(ref->AddJob(jobs[i].cfg).ok());
-    ASSERT_TRUE(drv::ProgramJob(rtl, static_cast<uint32_t>(i), jobs[i].cfg, jobs[i].group).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(AddJobs(*ref, rtl, jobs));
   const Job& a = jobs[0];
   const Job& b = jobs[1];
   const uint8_t i32 = p::flags::kInt32;
@@ -769,10 +771,7 @@ TEST_P(CosimRoce, RoceAndUdpMixMatchReference) {
     auto ref = dp::MakeReferenceEngine(dp::EngineLimits{kRtlPoolSlots, kRtlJobs});
     CoreSim rtl(SimOptions(GetParam().first, GetParam().second, rng()));
     auto jobs = MakeJobs(rng);
-    for (size_t i = 0; i < jobs.size(); ++i) {
-      ASSERT_TRUE(ref->AddJob(jobs[i].cfg).ok());
-      ASSERT_TRUE(drv::ProgramJob(rtl, static_cast<uint32_t>(i), jobs[i].cfg, jobs[i].group).ok());
-    }
+    ASSERT_NO_FATAL_FAILURE(AddJobs(*ref, rtl, jobs));
     // Every other iteration, the RoCEv2 identity registers are programmed away from their resets.
     uint32_t qpn = static_cast<uint32_t>(p::reg::kRoceQpnReset);
     uint32_t qkey = p::reg::kRoceQkeyReset;
@@ -826,10 +825,7 @@ TEST(CosimRoceDirected, EachCheckCountsItsDrop) {
   jobs[0].group = 0x3333;
   jobs[1].cfg = {311, 2, 64, 4, 2};
   jobs[1].group = 0x4444;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    ASSERT_TRUE(ref->AddJob(jobs[i].cfg).ok());
-    ASSERT_TRUE(drv::ProgramJob(rtl, static_cast<uint32_t>(i), jobs[i].cfg, jobs[i].group).ok());
-  }
+  ASSERT_NO_FATAL_FAILURE(AddJobs(*ref, rtl, jobs));
   RoceMix mix(rng(), 1.0, 0.0, p::reg::kRoceQpnReset, p::reg::kRoceQkeyReset,
               static_cast<uint16_t>(p::reg::kRocePkeyReset));
   std::vector<std::vector<uint8_t>> pk;
