@@ -146,6 +146,14 @@ int ina_allreduce_i32(ina_comm* comm, int32_t* data, size_t count); /* exact, wr
 int ina_iallreduce_f32(ina_comm* comm, float* data, size_t count, ina_request** req);
 int ina_iallreduce_i32(ina_comm* comm, int32_t* data, size_t count, ina_request** req);
 
+/* The same four, averaged: the sum divided by the world size (float32: one IEEE division per
+ * element of the float sum; int32: the wrapped sum divided truncating toward zero). Every rank
+ * must average the same calls. AllReduceOptions::average in ina/host/communicator.h. */
+int ina_allreduce_avg_f32(ina_comm* comm, float* data, size_t count);
+int ina_allreduce_avg_i32(ina_comm* comm, int32_t* data, size_t count);
+int ina_iallreduce_avg_f32(ina_comm* comm, float* data, size_t count, ina_request** req);
+int ina_iallreduce_avg_i32(ina_comm* comm, int32_t* data, size_t count, ina_request** req);
+
 /* *done = 1 once the request finished (its status is then available through ina_wait). */
 int ina_test(ina_request* req, int* done);
 /* Blocks until the request finished; returns its status. */

@@ -210,20 +210,24 @@ int Report(const Status& s) {
 int BadArg(const char* what) { return Report(InvalidArgument(what)); }
 
 template <typename T>
-int Async(ina_comm* comm, T* data, size_t count, ina_request** req) {
+int Async(ina_comm* comm, T* data, size_t count, ina_request** req, bool average = false) {
   if (comm == nullptr || req == nullptr) return BadArg("ina_iallreduce: null comm or req");
   if (data == nullptr && count != 0) return BadArg("ina_iallreduce: null data");
-  auto r = comm->comm->AllReduceAsync(std::span<T>(data, count));
+  AllReduceOptions options;
+  options.average = average;
+  auto r = comm->comm->AllReduceAsync(std::span<T>(data, count), options);
   if (!r.ok()) return Report(r.status());
   *req = new ina_request{std::move(r).value()};
   return INA_OK;
 }
 
 template <typename T>
-int Blocking(ina_comm* comm, T* data, size_t count) {
+int Blocking(ina_comm* comm, T* data, size_t count, bool average = false) {
   if (comm == nullptr) return BadArg("ina_allreduce: null comm");
   if (data == nullptr && count != 0) return BadArg("ina_allreduce: null data");
-  return Report(comm->comm->AllReduce(std::span<T>(data, count)));
+  AllReduceOptions options;
+  options.average = average;
+  return Report(comm->comm->AllReduce(std::span<T>(data, count), options));
 }
 
 }  // namespace
@@ -327,6 +331,19 @@ int ina_iallreduce_f32(ina_comm* comm, float* data, size_t count, ina_request** 
 }
 int ina_iallreduce_i32(ina_comm* comm, int32_t* data, size_t count, ina_request** req) {
   return capi::Async(comm, data, count, req);
+}
+
+int ina_allreduce_avg_f32(ina_comm* comm, float* data, size_t count) {
+  return capi::Blocking(comm, data, count, /*average=*/true);
+}
+int ina_allreduce_avg_i32(ina_comm* comm, int32_t* data, size_t count) {
+  return capi::Blocking(comm, data, count, /*average=*/true);
+}
+int ina_iallreduce_avg_f32(ina_comm* comm, float* data, size_t count, ina_request** req) {
+  return capi::Async(comm, data, count, req, /*average=*/true);
+}
+int ina_iallreduce_avg_i32(ina_comm* comm, int32_t* data, size_t count, ina_request** req) {
+  return capi::Async(comm, data, count, req, /*average=*/true);
 }
 
 int ina_test(ina_request* req, int* done) {

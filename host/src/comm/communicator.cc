@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "counter.h"
@@ -370,6 +371,7 @@ class Communicator::Impl {
     internal::StagedOp::Quant quant;
     quant.precision = quant::Precision(cfg_.world_size);
     quant.window = grant_.window;
+    quant.divisor = d.divisor;
     internal::StagedOp staged(*op.domain, staging_->data(), user, d.n, proto::kElemBytes, cfg_.k,
                               stop_flag_, lanes_.size() > 1 ? &op_cancel_ : nullptr,
                               quantize ? &quant : nullptr);
@@ -719,33 +721,25 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const CommConfig& con
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 
-Status Communicator::AllReduce(std::span<float> data) {
-  INA_ASSIGN_OR_RETURN(Request r, AllReduceAsync(data));
-  return r.Wait();
-}
-
-Status Communicator::AllReduce(std::span<int32_t> data) {
-  INA_ASSIGN_OR_RETURN(Request r, AllReduceAsync(data));
-  return r.Wait();
-}
-
-Result<Request> Communicator::AllReduceAsync(std::span<float> data) {
-  Op op;
-  op.desc.is_float = true;
-  op.desc.f = data.data();
-  op.desc.n = data.size();
-  return impl_->Submit(std::move(op));
-}
-
-Result<Request> Communicator::AllReduceAsync(std::span<int32_t> data) {
-  Op op;
-  op.desc.is_float = false;
-  op.desc.i = data.data();
-  op.desc.n = data.size();
-  return impl_->Submit(std::move(op));
-}
-
 namespace {
+
+// The op of a call on `data` (host memory, or `domain`'s when not null).
+template <typename T>
+Op MakeOp(std::span<T> data, MemoryDomain* domain, const AllReduceOptions& options,
+          uint16_t world_size) {
+  Op op;
+  if constexpr (std::is_same_v<T, float>) {
+    op.desc.is_float = true;
+    op.desc.f = data.data();
+  } else {
+    op.desc.is_float = false;
+    op.desc.i = data.data();
+  }
+  op.desc.n = data.size();
+  op.desc.divisor = options.average ? world_size : 1;
+  op.domain = domain;
+  return op;
+}
 
 // The checks of a staged call made in the caller's thread, before the op is queued.
 Status PrepareStaged(MemoryDomain& domain, const void* data, size_t n, void* stream) {
@@ -756,36 +750,48 @@ Status PrepareStaged(MemoryDomain& domain, const void* data, size_t n, void* str
 
 }  // namespace
 
-Status Communicator::AllReduce(std::span<float> data, MemoryDomain& domain, void* stream) {
-  INA_ASSIGN_OR_RETURN(Request r, AllReduceAsync(data, domain, stream));
+Status Communicator::AllReduce(std::span<float> data, const AllReduceOptions& options) {
+  INA_ASSIGN_OR_RETURN(Request r, AllReduceAsync(data, options));
   return r.Wait();
 }
 
-Status Communicator::AllReduce(std::span<int32_t> data, MemoryDomain& domain, void* stream) {
-  INA_ASSIGN_OR_RETURN(Request r, AllReduceAsync(data, domain, stream));
+Status Communicator::AllReduce(std::span<int32_t> data, const AllReduceOptions& options) {
+  INA_ASSIGN_OR_RETURN(Request r, AllReduceAsync(data, options));
+  return r.Wait();
+}
+
+Result<Request> Communicator::AllReduceAsync(std::span<float> data,
+                                             const AllReduceOptions& options) {
+  return impl_->Submit(MakeOp(data, nullptr, options, impl_->config().world_size));
+}
+
+Result<Request> Communicator::AllReduceAsync(std::span<int32_t> data,
+                                             const AllReduceOptions& options) {
+  return impl_->Submit(MakeOp(data, nullptr, options, impl_->config().world_size));
+}
+
+Status Communicator::AllReduce(std::span<float> data, MemoryDomain& domain, void* stream,
+                               const AllReduceOptions& options) {
+  INA_ASSIGN_OR_RETURN(Request r, AllReduceAsync(data, domain, stream, options));
+  return r.Wait();
+}
+
+Status Communicator::AllReduce(std::span<int32_t> data, MemoryDomain& domain, void* stream,
+                               const AllReduceOptions& options) {
+  INA_ASSIGN_OR_RETURN(Request r, AllReduceAsync(data, domain, stream, options));
   return r.Wait();
 }
 
 Result<Request> Communicator::AllReduceAsync(std::span<float> data, MemoryDomain& domain,
-                                             void* stream) {
+                                             void* stream, const AllReduceOptions& options) {
   INA_RETURN_IF_ERROR(PrepareStaged(domain, data.data(), data.size(), stream));
-  Op op;
-  op.desc.is_float = true;
-  op.desc.f = data.data();
-  op.desc.n = data.size();
-  op.domain = &domain;
-  return impl_->Submit(std::move(op));
+  return impl_->Submit(MakeOp(data, &domain, options, impl_->config().world_size));
 }
 
 Result<Request> Communicator::AllReduceAsync(std::span<int32_t> data, MemoryDomain& domain,
-                                             void* stream) {
+                                             void* stream, const AllReduceOptions& options) {
   INA_RETURN_IF_ERROR(PrepareStaged(domain, data.data(), data.size(), stream));
-  Op op;
-  op.desc.is_float = false;
-  op.desc.i = data.data();
-  op.desc.n = data.size();
-  op.domain = &domain;
-  return impl_->Submit(std::move(op));
+  return impl_->Submit(MakeOp(data, &domain, options, impl_->config().world_size));
 }
 
 CommStats Communicator::stats() const { return impl_->stats(); }

@@ -100,6 +100,10 @@ struct OpDesc {
   int32_t* i = nullptr;  // !is_float
   size_t n = 0;          // elements, 1 .. 2^32-1
   uint64_t seq = 0;      // the call number on this communicator, from 0
+  // Averaging (AllReduceOptions::average): world_size; 1 for a sum. The window divides each
+  // block's result (quant::DivideBy) where it writes it (tensor or copying stager's staging); a
+  // quantizing stager divides in its own dequantization instead.
+  int divisor = 1;
   // A tensor staged from a memory domain (staged_op.h): f / i point into its staging, Acquire(b)
   // comes before block b is first read, Release(b) after its result was written. nullptr: plain
   // host memory.

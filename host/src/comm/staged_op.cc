@@ -56,6 +56,7 @@ StagedOp::StagedOp(MemoryDomain& domain, uint8_t* staging, void* user, size_t n,
     return;
   }
   precision_ = quant->precision;
+  divisor_ = quant->divisor;
   qblocks_ = std::min<size_t>(blocks_per_chunk, std::max<size_t>(1, quant->window / 2));
   qchunks_ = (blocks_ + qblocks_ - 1) / qblocks_;
   exps_ = staging + 4 * n;
@@ -191,7 +192,7 @@ Status StagedOp::EnqueueDequantize(size_t qc) {
   const size_t off = b0 * k_;
   const size_t cnt = std::min(qblocks_ * k_, n_ - off);
   float* dst = reinterpret_cast<float*>(user_) + off;
-  auto f = domain_.Dequantize(dst, staging_ + 4 * off, cnt, k_, agreed_ + b0, precision_, 1);
+  auto f = domain_.Dequantize(dst, staging_ + 4 * off, cnt, k_, agreed_ + b0, precision_, divisor_);
   if (!f.ok()) {
     return f.status().WithContext(domain_.name() + ": dequantization of blocks " +
                                   std::to_string(b0) + ".." +

@@ -69,6 +69,7 @@ class StagedOp final : public BlockStager {
   struct Quant {
     int precision = 30;
     uint16_t window = 1;
+    int divisor = 1;  // averaging: passed to the domain's Dequantize (world_size; 1: sum)
   };
 
   // The staging bytes an op needs: n * elem_bytes, or with quantization the int32 blocks, three
@@ -128,6 +129,7 @@ class StagedOp final : public BlockStager {
   // one block of NaN (4k).
   const bool quant_ = false;
   int precision_ = 30;
+  int divisor_ = 1;
   size_t blocks_ = 0;
   size_t qblocks_ = 1;  // blocks per quantization chunk
   size_t qchunks_ = 0;

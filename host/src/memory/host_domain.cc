@@ -130,11 +130,8 @@ class HostDomain final : public MemoryDomain {
       for (size_t b = 0, off = 0; off < n; ++b, off += k) {
         const size_t cnt = std::min(k, n - off);
         kern_.dequantize(wire + 4 * off, cnt, exps[b], precision, dst + off);
-        if (divisor > 1) {
-          // As the GPU's fused averaging (ina/gpu/quant_elem.h): one IEEE division.
-          const float d = static_cast<float>(divisor);
-          for (size_t i = 0; i < cnt; ++i) dst[off + i] /= d;
-        }
+        // As the GPU's fused averaging (ina/gpu/quant_elem.h): one IEEE division.
+        quant::DivideBy(dst + off, cnt, divisor);
       }
     });
   }

@@ -1,6 +1,6 @@
-// Precision() and the kernel choice: each SIMD variant is offered only when the compiler built it
-// and the CPU (with OS support for the register state) runs it; ActiveKernels() picks the fastest
-// once; KernelsByName gives the one a CommConfig names.
+// Precision(), the averaging division (DivideBy) and the kernel choice: each SIMD variant is
+// offered only when the compiler built it and the CPU (with OS support for the register state) runs
+// it; ActiveKernels() picks the fastest once; KernelsByName gives the one a CommConfig names.
 #include <bit>
 #include <string_view>
 
@@ -12,6 +12,17 @@ int Precision(int world) {
   // ceil(log2(world)) is the bit width of world - 1 (0 for world == 1).
   const unsigned above = world > 1 ? static_cast<unsigned>(world - 1) : 0u;
   return 30 - std::bit_width(above);
+}
+
+void DivideBy(float* x, size_t n, int divisor) {
+  if (divisor <= 1) return;
+  const float d = static_cast<float>(divisor);
+  for (size_t i = 0; i < n; ++i) x[i] /= d;
+}
+
+void DivideBy(int32_t* x, size_t n, int divisor) {
+  if (divisor <= 1) return;
+  for (size_t i = 0; i < n; ++i) x[i] /= divisor;
 }
 
 const Kernels* Avx2Kernels() {

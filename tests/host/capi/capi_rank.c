@@ -77,6 +77,23 @@ int capi_run_rank(uint16_t port, uint16_t rank, uint16_t world, char* err, size_
     CHECK(fv[i] == 0.5f * (float)(i % 100) * (float)(world * (world + 1) / 2));
   }
 
+  /* Averaged: the wrapped sum divided by the world, truncating toward zero (C's `/`), and the
+   * float sum divided by (float)world with one IEEE division. */
+  for (i = 0; i < kN; ++i) iv[i] = (int32_t)((rank + 1) * i) - 7 * (int32_t)rank;
+  CHECK(ina_allreduce_avg_i32(comm, iv, kN) == INA_OK);
+  for (i = 0; i < kN; ++i) {
+    const int32_t sum =
+        (int32_t)(i * world * (world + 1) / 2) - 7 * (int32_t)(world * (world - 1) / 2);
+    CHECK(iv[i] == sum / (int32_t)world);
+  }
+  for (i = 0; i < kN; ++i) fv[i] = 0.5f * (float)(i % 100) * (float)(rank + 1);
+  CHECK(ina_iallreduce_avg_f32(comm, fv, kN, &req) == INA_OK);
+  CHECK(ina_wait(req) == INA_OK);
+  ina_request_free(req);
+  for (i = 0; i < kN; ++i) {
+    CHECK(fv[i] == 0.5f * (float)(i % 100) * (float)(world * (world + 1) / 2) / (float)world);
+  }
+
   CHECK(ina_iallreduce_i32(comm, iv, 0, &req) == INA_OK); /* empty: done at once */
   CHECK(ina_test(req, &done) == INA_OK && done == 1);
   CHECK(ina_wait(req) == INA_OK);
@@ -86,7 +103,7 @@ int capi_run_rank(uint16_t port, uint16_t rank, uint16_t world, char* err, size_
     ina_stats st;
     CHECK(ina_comm_stats(comm, &st) == INA_OK);
     CHECK(st.struct_size == sizeof(st));
-    CHECK(st.ops_completed >= 2 && st.ops_failed == 0);
+    CHECK(st.ops_completed >= 4 && st.ops_failed == 0);
     CHECK(st.packets_sent >= 2 * ((kN + 63) / 64) && st.results >= 2 * ((kN + 63) / 64));
   }
   CHECK(ina_version() == INA_VERSION);

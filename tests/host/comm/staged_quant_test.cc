@@ -352,6 +352,85 @@ INSTANTIATE_TEST_SUITE_P(
         Params{3, 64, 16, 2, 64 * 4 * 4, 0.05, {P::kPlainHost, P::kLazyParking, P::kCopying}}),
     [](const ::testing::TestParamInfo<Params>& i) { return "case" + std::to_string(i.index); });
 
+// Averaging (AllReduceOptions::average), one definition on every path: for worlds 1, 2, 3 and 5
+// (3 and 5: the divisor is no power of two, so the division rounds), the averaged call in host
+// memory, in a quantizing domain (fused into Dequantize; lazy and parking too), in a copying
+// domain and mixed across ranks gives, bit for bit, the sum call's result divided by
+// float(world) (NaN blocks stay NaN), and for int32 the wrapped sum divided truncating toward zero.
+TEST(StagedQuant, AverageIsTheSumOverWorldOnEveryPath) {
+  auto fabric = StartFabric();
+  ASSERT_NE(fabric, nullptr);
+  uint16_t job = 40;
+  for (const uint16_t world : {1, 2, 3, 5}) {
+    SCOPED_TRACE("world=" + std::to_string(world));
+    constexpr uint16_t kK = 64;
+    constexpr size_t kChunk = kK * 4 * 3;
+    auto comms = CreateAll(testing::FabricConfig(*fabric, job++, world, kK, 8));
+    ASSERT_TRUE(AllCreated(comms));
+    std::vector<std::unique_ptr<MemoryDomain>> doms;
+    for (int r = 0; r < world; ++r) {
+      switch ((r + world) % 4) {
+        case 0:
+          doms.push_back(Host(kChunk));
+          break;
+        case 1:
+          doms.push_back(std::make_unique<LazyDomain>(kChunk, /*poll_misses=*/3));
+          break;
+        case 2:
+          doms.push_back(Host(kChunk, /*quantize=*/false));
+          break;
+        default:
+          doms.push_back(std::make_unique<LazyDomain>(kChunk));
+          break;
+      }
+    }
+    for (const size_t n : {size_t{1}, size_t{kK + 1}, size_t{17 * kK + 5}}) {
+      SCOPED_TRACE("n=" + std::to_string(n));
+      // Per rank: the sum (host), the average in host memory, in the rank's domain.
+      std::vector<std::vector<float>> fsum(world), fhost(world), fdom(world);
+      std::vector<std::vector<int32_t>> isum(world), ihost(world), idom(world);
+      for (int r = 0; r < world; ++r) {
+        std::mt19937_64 rng(Seed() * 7919 + n * 131 + world * 17 + r);
+        fsum[r] = RandomFloats(rng, n, kK);
+        if (n > 3 * kK && r == world - 1) fsum[r][kK + 2] = std::numeric_limits<float>::quiet_NaN();
+        fhost[r] = fdom[r] = fsum[r];
+        isum[r].resize(n);
+        for (auto& x : isum[r]) x = static_cast<int32_t>(rng());
+        ihost[r] = idom[r] = isum[r];
+      }
+      AllReduceOptions avg;
+      avg.average = true;
+      std::vector<Status> errs(world * 6);
+      ParallelFor(world, [&](int r) {
+        errs[r * 6 + 0] = comms[r]->AllReduce(std::span<float>(fsum[r]));
+        errs[r * 6 + 1] = comms[r]->AllReduce(std::span<float>(fhost[r]), avg);
+        errs[r * 6 + 2] = comms[r]->AllReduce(std::span<float>(fdom[r]), *doms[r], nullptr, avg);
+        errs[r * 6 + 3] = comms[r]->AllReduce(std::span<int32_t>(isum[r]));
+        errs[r * 6 + 4] = comms[r]->AllReduce(std::span<int32_t>(ihost[r]), avg);
+        errs[r * 6 + 5] = comms[r]->AllReduce(std::span<int32_t>(idom[r]), *doms[r], nullptr, avg);
+      });
+      for (const Status& e : errs) ASSERT_TRUE(e.ok()) << e.ToString();
+      std::vector<float> fwant(fsum[0]);
+      for (float& x : fwant) x = x / static_cast<float>(world);
+      std::vector<int32_t> iwant(isum[0]);
+      for (int32_t& x : iwant) x = x / static_cast<int32_t>(world);
+      for (int r = 0; r < world; ++r) {
+        EXPECT_TRUE(SameBits(fsum[r], fsum[0])) << "rank " << r;
+        EXPECT_TRUE(SameBits(fhost[r], fwant)) << "rank " << r << " host memory";
+        EXPECT_TRUE(SameBits(fdom[r], fwant)) << "rank " << r << " domain " << doms[r]->name();
+        EXPECT_EQ(ihost[r], iwant) << "rank " << r << " host memory";
+        EXPECT_EQ(idom[r], iwant) << "rank " << r << " domain " << doms[r]->name();
+      }
+      if (n > 3 * kK) {
+        EXPECT_TRUE(std::isnan(fdom[0][kK])) << "the nonfinite block";
+      }
+      if (world > 1) {  // the average is not the sum (some element is not 0 for these inputs)
+        EXPECT_NE(ihost[0], isum[0]);
+      }
+    }
+  }
+}
+
 // A quantization that fails (seen when its fence is polled) fails the op with its error, the
 // other rank promptly with Aborted (not at the progress timeout); every call enqueued is drained.
 TEST(StagedQuant, QuantizationFailureFailsTheOp) {

@@ -8,7 +8,7 @@
 // Numerics: float tensors are block-quantized (ina/host/quant.h) with exponents agreed through
 // the fabric, so every rank gets a bit-identical result within the documented error bound; a
 // block in which any rank has Inf or NaN becomes all-NaN. int32 tensors are summed exactly with
-// int32 wrap-around.
+// int32 wrap-around. AllReduceOptions::average divides the sum by the world size (below).
 //
 // Failure: if no result is accepted for config.progress_timeout_ms while an op is pending, that op
 // and every queued op fail with DeadlineExceeded and the communicator is failed: later calls
@@ -53,6 +53,22 @@ struct CommStats {
 namespace internal {
 struct OpState;
 }
+
+// Options of one all-reduce call. Every rank must pass the same options to the same call.
+struct AllReduceOptions {
+  // Average instead of sum: the result is the sum this call would give, element by element,
+  // divided by config().world_size, with one definition on every path (host memory, a staged
+  // domain that copies, a domain that quantizes: bit-identical results):
+  //  - float: the float sum divided by float(world_size) with one IEEE division (round to nearest
+  //    even), as dequantize-then-`/ float(divisor)` of ina/gpu/quant_elem.h (DequantizeAvgElem);
+  //    a nonfinite block stays NaN. Fused: host memory divides each block as its result arrives,
+  //    a quantizing domain divides in its Dequantize (divisor = world_size), a copying domain in
+  //    staging before the copy back; never a second pass over the tensor.
+  //  - int32: the wrapped int32 sum divided by world_size, truncating toward zero (C++ `/`; as
+  //    NCCL's ncclAvg and torch's div(rounding_mode="trunc")).
+  // world_size 1: the input, unchanged.
+  bool average = false;
+};
 
 // The handle of an async all-reduce. Copyable (shared state); outlives its Communicator (a
 // destroyed communicator completes its pending requests with Aborted).
@@ -101,12 +117,14 @@ class Communicator {
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
-  // In-place all-reduce (sum), blocking. REQUIRES: data.size() < 2^32.
-  Status AllReduce(std::span<float> data);
-  Status AllReduce(std::span<int32_t> data);  // exact, wrapping
+  // In-place all-reduce (sum, or average with options.average), blocking.
+  // REQUIRES: data.size() < 2^32.
+  Status AllReduce(std::span<float> data, const AllReduceOptions& options = {});
+  Status AllReduce(std::span<int32_t> data,
+                   const AllReduceOptions& options = {});  // exact, wrapping
   // Queues the op and returns at once. Errors: FailedPrecondition when the communicator failed.
-  Result<Request> AllReduceAsync(std::span<float> data);
-  Result<Request> AllReduceAsync(std::span<int32_t> data);
+  Result<Request> AllReduceAsync(std::span<float> data, const AllReduceOptions& options = {});
+  Result<Request> AllReduceAsync(std::span<int32_t> data, const AllReduceOptions& options = {});
 
   // The same on a tensor in `domain`'s memory (ina/host/memory_domain.h), e.g. GPU memory with
   // ina::gpu's CUDA domain (ina/gpu/memory_domain.h). The wire traffic and the result are the
@@ -122,12 +140,14 @@ class Communicator {
   // domain.CheckPointer (not this domain's memory) or OrderAfter. A staging allocation or copy
   // that fails fails the op and the communicator (the other ranks are aborted, as for a transport
   // error): the ranks must make the same calls, so one rank cannot skip one.
-  Status AllReduce(std::span<float> data, MemoryDomain& domain, void* stream = nullptr);
-  Status AllReduce(std::span<int32_t> data, MemoryDomain& domain, void* stream = nullptr);
+  Status AllReduce(std::span<float> data, MemoryDomain& domain, void* stream = nullptr,
+                   const AllReduceOptions& options = {});
+  Status AllReduce(std::span<int32_t> data, MemoryDomain& domain, void* stream = nullptr,
+                   const AllReduceOptions& options = {});
   Result<Request> AllReduceAsync(std::span<float> data, MemoryDomain& domain,
-                                 void* stream = nullptr);
+                                 void* stream = nullptr, const AllReduceOptions& options = {});
   Result<Request> AllReduceAsync(std::span<int32_t> data, MemoryDomain& domain,
-                                 void* stream = nullptr);
+                                 void* stream = nullptr, const AllReduceOptions& options = {});
 
   CommStats stats() const;  // a snapshot; thread-safe
   uint16_t window() const;  // slots granted by the fabric (the current grant's); thread-safe

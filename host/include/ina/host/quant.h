@@ -50,6 +50,13 @@ struct Kernels {
   void (*from_wire)(const uint8_t* in, size_t n, int32_t* out);
 };
 
+// Averaging (the all-reduce's AllReduceOptions::average, ina/host/communicator.h), in place:
+// x[i] / float(divisor) with one IEEE division each (as ina/gpu/quant_elem.h's
+// DequantizeAvgElem after the dequantization), and for int32 C++'s `/`, truncating toward zero.
+// No-op for divisor 1. REQUIRES: divisor >= 1.
+void DivideBy(float* x, size_t n, int divisor);
+void DivideBy(int32_t* x, size_t n, int divisor);
+
 const Kernels& ScalarKernels();
 // nullptr when the CPU (or the compiler) lacks the instructions.
 const Kernels* Avx2Kernels();
