@@ -459,6 +459,11 @@ ncclResult_t CollConnect(void* handles[], int nranks, int rank, void* listen_com
   return ncclSuccess;
 }
 
+// Sums only. ncclAvg never reaches a CollNet plugin: NCCL asks reduceSupport and iallreduce with
+// ncclSum for it ("Network sees avg as sum", enqueue.cc) and averages on the GPU itself
+// (float: PreMulSum by 1/nRanks before the network; int: SumPostDiv after), so the plugin must
+// not average too (Communicator's AllReduceOptions::average is for callers that hand the average
+// to ina, as the torch backend does).
 bool Supported(int type, int op, ElemType* elem) {
   if (op != ncclSum) return false;
   if (type == ncclFloat32) {

@@ -33,13 +33,13 @@ class CudaPath final : public DevicePath {
     return PrepareLocked(device);
   }
 
-  Status AllReduce(host::Communicator& comm, int device, std::span<float> data,
-                   void* ready) override {
-    return Run(comm, device, data, ready);
+  Status AllReduce(host::Communicator& comm, int device, std::span<float> data, void* ready,
+                   const host::AllReduceOptions& options) override {
+    return Run(comm, device, data, ready, options);
   }
-  Status AllReduce(host::Communicator& comm, int device, std::span<int32_t> data,
-                   void* ready) override {
-    return Run(comm, device, data, ready);
+  Status AllReduce(host::Communicator& comm, int device, std::span<int32_t> data, void* ready,
+                   const host::AllReduceOptions& options) override {
+    return Run(comm, device, data, ready, options);
   }
 
  private:
@@ -62,7 +62,8 @@ class CudaPath final : public DevicePath {
   }
 
   template <typename T>
-  Status Run(host::Communicator& comm, int device, std::span<T> data, void* ready) {
+  Status Run(host::Communicator& comm, int device, std::span<T> data, void* ready,
+             const host::AllReduceOptions& options) {
     host::MemoryDomain* domain;
     cudaStream_t stream;
     {
@@ -75,7 +76,7 @@ class CudaPath final : public DevicePath {
     if (ready != nullptr) {
       INA_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(stream, static_cast<cudaEvent_t>(ready), 0));
     }
-    return comm.AllReduce(data, *domain, stream);
+    return comm.AllReduce(data, *domain, stream, options);
   }
 
   std::mutex mu_;

@@ -35,17 +35,18 @@ class DevicePath {
   // stream. Blocks only for the CUDA calls.
   virtual Status Prepare(int device) = 0;
 
-  // In-place all-reduce (sum) of `data`, memory of Prepare()d CUDA device `device`, through
-  // `comm`. The copies out of `data` start after `ready` (a cudaEvent_t as void*, recorded by the
-  // caller on the stream that wrote `data`): the ina stream waits for it on the device
-  // (cudaStreamWaitEvent), the host does not. Blocks until the result is in `data` (every copy
-  // back done, so any stream's later work sees it). Errors: Communicator::AllReduce's; the CUDA
-  // error of the stream wait.
+  // In-place all-reduce (sum, or with options.average the average, fused into the result's
+  // dequantization: Communicator's AllReduceOptions) of `data`, memory of Prepare()d CUDA device
+  // `device`, through `comm`. The copies out of `data` start after `ready` (a cudaEvent_t as
+  // void*, recorded by the caller on the stream that wrote `data`): the ina stream waits for it on
+  // the device (cudaStreamWaitEvent), the host does not. Blocks until the result is in `data`
+  // (every copy back done, so any stream's later work sees it). Errors: Communicator::AllReduce's;
+  // the CUDA error of the stream wait.
   // REQUIRES: `comm` is destroyed before this object (its staging belongs to the domain).
-  virtual Status AllReduce(host::Communicator& comm, int device, std::span<float> data,
-                           void* ready) = 0;
+  virtual Status AllReduce(host::Communicator& comm, int device, std::span<float> data, void* ready,
+                           const host::AllReduceOptions& options) = 0;
   virtual Status AllReduce(host::Communicator& comm, int device, std::span<int32_t> data,
-                           void* ready) = 0;
+                           void* ready, const host::AllReduceOptions& options) = 0;
 };
 
 // The peer this build has.

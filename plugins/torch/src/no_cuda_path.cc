@@ -13,10 +13,12 @@ class NoCudaPath final : public DevicePath {
  public:
   bool built() const override { return false; }
   Status Prepare(int) override { return FailedPrecondition(kWhy); }
-  Status AllReduce(host::Communicator&, int, std::span<float>, void*) override {
+  Status AllReduce(host::Communicator&, int, std::span<float>, void*,
+                   const host::AllReduceOptions&) override {
     return FailedPrecondition(kWhy);
   }
-  Status AllReduce(host::Communicator&, int, std::span<int32_t>, void*) override {
+  Status AllReduce(host::Communicator&, int, std::span<int32_t>, void*,
+                   const host::AllReduceOptions&) override {
     return FailedPrecondition(kWhy);
   }
 };

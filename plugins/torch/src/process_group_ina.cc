@@ -83,9 +83,10 @@ std::string FabricRefusal(const at::Tensor& t, uint8_t op) {
   return "";
 }
 
-// In-place AVG after the sum: float division, int32 truncating toward zero (as NCCL's). On
-// CUDA by a 0-dim device tensor: ATen's CUDA kernel turns a division by a CPU scalar into a
-// multiplication by its reciprocal, which would differ from the CPU path's IEEE division.
+// In-place AVG after a Gloo sum (the fabric averages itself: AllReduceOptions::average, with the
+// same definition): float division, int32 truncating toward zero (as NCCL's). On CUDA by a 0-dim
+// device tensor: ATen's CUDA kernel turns a division by a CPU scalar into a multiplication by its
+// reciprocal, which would differ from the CPU path's IEEE division.
 void DivideByWorld(at::Tensor& t, int world) {
   if (t.scalar_type() == at::kInt) {
     t.div_(world, "trunc");
@@ -438,22 +439,25 @@ void ProcessGroupIna::RunTask(const std::shared_ptr<CudaCall>& call,
   }
 }
 
-Status ProcessGroupIna::FabricAllReduce(at::Tensor& staging) {
+Status ProcessGroupIna::FabricAllReduce(at::Tensor& staging, bool average) {
   const size_t n = static_cast<size_t>(staging.numel());
   const bool is_int = staging.scalar_type() == at::kInt;
+  host::AllReduceOptions options;
+  options.average = average;
   if (!staging.is_cuda()) {
-    return is_int ? comm_->AllReduce(std::span<int32_t>(staging.data_ptr<int32_t>(), n))
-                  : comm_->AllReduce(std::span<float>(staging.data_ptr<float>(), n));
+    return is_int ? comm_->AllReduce(std::span<int32_t>(staging.data_ptr<int32_t>(), n), options)
+                  : comm_->AllReduce(std::span<float>(staging.data_ptr<float>(), n), options);
   }
   // The staging copy was enqueued on the current (ina) stream; the fabric's copies start after it.
   TorchEvent ready(staging.device());
   ready.Record(CudaImpl()->getStream(staging.device()));
   const int device = staging.device().index();
-  return is_int
-             ? device_path_->AllReduce(
-                   *comm_, device, std::span<int32_t>(staging.data_ptr<int32_t>(), n), ready.get())
-             : device_path_->AllReduce(*comm_, device,
-                                       std::span<float>(staging.data_ptr<float>(), n), ready.get());
+  return is_int ? device_path_->AllReduce(*comm_, device,
+                                          std::span<int32_t>(staging.data_ptr<int32_t>(), n),
+                                          ready.get(), options)
+                : device_path_->AllReduce(*comm_, device,
+                                          std::span<float>(staging.data_ptr<float>(), n),
+                                          ready.get(), options);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupIna::allreduce(std::vector<at::Tensor>& tensors,
@@ -497,8 +501,9 @@ void ProcessGroupIna::AllreduceNow(std::vector<at::Tensor>& tensors,
     return s.contiguous();
   };
   at::Tensor staging = make_staging();
-  auto write_back = [&] {
-    if (avg) DivideByWorld(staging, size_);
+  // `divide`: staging holds a Gloo sum that AVG still divides (the fabric averaged already).
+  auto write_back = [&](bool divide) {
+    if (divide) DivideByWorld(staging, size_);
     for (auto& t : tensors) t.copy_(staging);
   };
 
@@ -511,14 +516,14 @@ void ProcessGroupIna::AllreduceNow(std::vector<at::Tensor>& tensors,
     status = fabric_status_;
   }
   if (fabric) {
-    Status st = FabricAllReduce(staging);
+    Status st = FabricAllReduce(staging, avg);
     if (st.ok()) {
       {
         std::lock_guard<std::mutex> lock(state_mu_);
         ++fabric_calls_;
-        last_result_ = avg ? staging.clone() : staging;  // write_back divides AVG in place
+        last_result_ = staging;  // the call's result (averaged for AVG), never changed later
       }
-      write_back();
+      write_back(/*divide=*/false);
       return;
     }
     const std::string why = "fabric all-reduce call " + std::to_string(fabric_calls_) + " (job " +
@@ -534,7 +539,7 @@ void ProcessGroupIna::AllreduceNow(std::vector<at::Tensor>& tensors,
       TORCH_CHECK(false, error);
     }
     if (Recover(fabric_calls_, &staging, why)) {
-      write_back();
+      write_back(/*divide=*/false);  // another rank's fabric result: averaged already for AVG
       return;
     }
     staging = make_staging();  // redone on Gloo from the caller's untouched input
@@ -545,7 +550,7 @@ void ProcessGroupIna::AllreduceNow(std::vector<at::Tensor>& tensors,
   c10d::AllreduceOptions sum;
   sum.reduceOp = c10d::ReduceOp::SUM;
   WaitGloo(gloo_->allreduce(v, sum));
-  write_back();
+  write_back(/*divide=*/avg);
 }
 
 bool ProcessGroupIna::Recover(int64_t failed_call, at::Tensor* staging, const std::string& why) {

@@ -13,8 +13,9 @@
 // matching.
 //
 // Numerics and safety: the fabric all-reduces a staging copy, written back to the caller's
-// tensors only when the call succeeded (AVG divides after the sum; int32 AVG truncates toward
-// zero, as NCCL's does). All ranks get bit-identical results.
+// tensors only when the call succeeded (AVG: the fabric averages, AllReduceOptions::average:
+// float32 sum / float(world) with one IEEE division, int32 truncating toward zero as NCCL's does;
+// a call done on Gloo divides its sum the same way). All ranks get bit-identical results.
 //
 // Rendezvous (constructor, blocks up to the store's timeout and the join timeout): every rank
 // publishes whether its settings are valid under "ina/config/<rank>" (one bad rank: every rank
@@ -192,8 +193,9 @@ class ProcessGroupIna : public c10d::ProcessGroup {
   // stream, when `call` is set) and completes `work` with its result or exception.
   void RunTask(const std::shared_ptr<CudaCall>& call, const std::vector<at::Tensor>& touched,
                InaWork& work, const std::function<void()>& body);
-  // A fabric all-reduce of contiguous float32/int32 `staging` (CPU or CUDA memory), in place.
-  Status FabricAllReduce(at::Tensor& staging);
+  // A fabric all-reduce of contiguous float32/int32 `staging` (CPU or CUDA memory), in place;
+  // `average`: AVG (AllReduceOptions::average).
+  Status FabricAllReduce(at::Tensor& staging, bool average);
 
   c10::intrusive_ptr<c10d::Store> store_;
   c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo_;      // main Gloo group
@@ -214,7 +216,7 @@ class ProcessGroupIna : public c10d::ProcessGroup {
   int job_id_ = -1;
   std::string fabric_status_;
   int64_t fabric_calls_ = 0;  // completed fabric calls
-  at::Tensor last_result_;    // sum of the last completed fabric call
+  at::Tensor last_result_;    // result of the last completed fabric call (AVG: averaged)
   bool failed_hard_ = false;  // fallback off and a fabric call failed
   std::string hard_error_;
 

@@ -77,6 +77,11 @@ def check_float_sum_avg(rank, world, ref, seed):
         assert bool(((a.double() - exact / world).abs() <= bound / world + 1e-7 *
                      exact.abs() / world).all()), f"float32 AVG n={n}"
         same_on_all_ranks(a, ref, f"float32 AVG n={n}")
+        # One definition of AVG (AllReduceOptions::average): the SUM's result divided by the world
+        # with one IEEE float32 division (ATen's CPU div), bit for bit.
+        assert torch.equal(a.view(torch.int32), (t / world).view(torch.int32)), \
+            f"float32 AVG n={n} is not the SUM's result / world bit for bit"
+
     print(f"rank {rank}: float32 SUM/AVG within the quantization bound, ranks identical",
           flush=True)
 
