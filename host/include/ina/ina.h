@@ -92,6 +92,7 @@ typedef struct ina_config {
   int verbs_send_depth;      /* send queue and TX bounce slots, 1..16384 */
   int verbs_recv_depth;      /* posted receive buffers, 1..16384 */
   int slot_wait_timeout_ms;  /* how long a JOIN waits for slots in a shared pool (join_wait) */
+  uint64_t staging_bytes;    /* staging of device-memory calls pre-sized for tensors this large */
   /* New fields go here, at the end (see the ABI rule above). */
 } ina_config;
 

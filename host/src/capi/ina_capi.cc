@@ -48,8 +48,8 @@ constexpr Layout kConfigLayouts[] = {
     {1568, offsetof(ina_config, progress_threads) + sizeof(int)},
     // 0.2: .. quant, udp_gso (sizeof 1584 on LP64).
     {1584, offsetof(ina_config, udp_gso) + sizeof(int)},
-    // 0.3: .. the verbs_* fields, slot_wait_timeout_ms.
-    {sizeof(ina_config), offsetof(ina_config, slot_wait_timeout_ms) + sizeof(int)},
+    // 0.3: .. the verbs_* fields, slot_wait_timeout_ms, staging_bytes.
+    {sizeof(ina_config), offsetof(ina_config, staging_bytes) + sizeof(uint64_t)},
 };
 constexpr Layout kStatsLayouts[] = {
     // 0.1: struct_size .. ops_failed.
@@ -61,7 +61,7 @@ constexpr Layout kStatsLayouts[] = {
 // struct without adding a layout fails here.
 static_assert(kConfigLayouts[std::size(kConfigLayouts) - 1].size == sizeof(ina_config));
 static_assert(kStatsLayouts[std::size(kStatsLayouts) - 1].size == sizeof(ina_stats));
-static_assert(sizeof(void*) != 8 || sizeof(ina_config) == 1680,
+static_assert(sizeof(void*) != 8 || sizeof(ina_config) == 1688,
               "ina_config changed: append fields only, add a Layout to kConfigLayouts");
 static_assert(sizeof(void*) != 8 || sizeof(ina_stats) == 72,
               "ina_stats changed: append fields only, add a Layout to kStatsLayouts");
@@ -104,7 +104,8 @@ Status WriteString(const std::string& in, const char* field, char (&out)[N]) {
 Status FullToC(const CommConfig& c, ina_config* out) {
   const auto& [switch_host, switch_port, job_id, rank, world_size, k, window, join_timeout_ms,
                slot_wait_timeout_ms, progress_timeout_ms, rto_min_us, rto_max_us, rto_initial_us,
-               progress_threads, transport, socket_buffer_bytes, dpdk, verbs, quant, udp_gso] = c;
+               progress_threads, transport, socket_buffer_bytes, dpdk, verbs, quant, udp_gso,
+               staging_bytes] = c;
   const auto& [eal_args, port, local_ip, local_port, local_mac, fabric_mac, backoff_max_us,
                zero_copy] = dpdk;
   std::memset(out, 0, sizeof(*out));
@@ -144,6 +145,7 @@ Status FullToC(const CommConfig& c, ina_config* out) {
   out->verbs_send_depth = send_depth;
   out->verbs_recv_depth = recv_depth;
   out->slot_wait_timeout_ms = slot_wait_timeout_ms;
+  out->staging_bytes = staging_bytes;
   return Status::Ok();
 }
 
@@ -151,7 +153,8 @@ Result<CommConfig> FullFromC(const ina_config& in) {
   CommConfig c;
   auto& [switch_host, switch_port, job_id, rank, world_size, k, window, join_timeout_ms,
          slot_wait_timeout_ms, progress_timeout_ms, rto_min_us, rto_max_us, rto_initial_us,
-         progress_threads, transport, socket_buffer_bytes, dpdk, verbs, quant, udp_gso] = c;
+         progress_threads, transport, socket_buffer_bytes, dpdk, verbs, quant, udp_gso,
+         staging_bytes] = c;
   auto& [eal_args, port, local_ip, local_port, local_mac, fabric_mac, backoff_max_us, zero_copy] =
       dpdk;
   INA_RETURN_IF_ERROR(ReadString(in.switch_host, "switch_host", &switch_host));
@@ -196,6 +199,7 @@ Result<CommConfig> FullFromC(const ina_config& in) {
   send_depth = in.verbs_send_depth;
   recv_depth = in.verbs_recv_depth;
   slot_wait_timeout_ms = in.slot_wait_timeout_ms;
+  staging_bytes = in.staging_bytes;
   return c;
 }
 

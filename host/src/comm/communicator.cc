@@ -287,6 +287,33 @@ class Communicator::Impl {
     return req;
   }
 
+  // Staging of at least `bytes` bytes from `domain`, and at least what config.staging_bytes asks
+  // for: the domain's cached buffer while large enough, else a new one. Never frees staging (for
+  // CUDA, cudaFreeHost may wait for the device, where a framework's kernel may be waiting for
+  // this very op): a buffer outgrown is kept until ~Impl. Lane 0's thread or ReserveStaging's
+  // caller; a buffer handed out stays valid until ~Impl.
+  Result<uint8_t*> Staging(MemoryDomain& domain, size_t bytes) {
+    std::lock_guard<std::mutex> lk(staging_mu_);
+    auto it = std::find_if(staging_.begin(), staging_.end(),
+                           [&](const DomainStaging& s) { return s.domain == &domain; });
+    if (it != staging_.end() && it->buffer->size() >= bytes) return it->buffer->data();
+    const size_t floor = internal::StagedOp::StagingBytes(
+        cfg_.staging_bytes / proto::kElemBytes, proto::kElemBytes, cfg_.k, domain.quantizes());
+    const size_t want = std::max(bytes, cfg_.staging_bytes == 0 ? 0 : floor);
+    auto st = domain.AllocStaging(want);
+    if (!st.ok()) {
+      return st.status().WithContext(domain.name() + ": staging of " + std::to_string(want) +
+                                     " bytes");
+    }
+    if (it == staging_.end()) {
+      staging_.push_back(DomainStaging{&domain, std::move(st).value()});
+      return staging_.back().buffer->data();
+    }
+    outgrown_staging_.push_back(std::move(it->buffer));
+    it->buffer = std::move(st).value();
+    return it->buffer->data();
+  }
+
   CommStats stats() const {
     CommStats s;
     for (const Lane& lane : lanes_) {
@@ -357,30 +384,21 @@ class Communicator::Impl {
     // Float tensors in a domain that quantizes are quantized there (staged_op.h).
     const bool quantize = d.is_float && op.domain->quantizes();
     const size_t bytes = internal::StagedOp::StagingBytes(d.n, proto::kElemBytes, cfg_.k, quantize);
-    if (staging_ == nullptr || staging_domain_ != op.domain || staging_->size() < bytes) {
-      staging_.reset();
-      auto st = op.domain->AllocStaging(bytes);
-      if (!st.ok()) {
-        return st.status().WithContext(op.domain->name() + ": staging of " + std::to_string(bytes) +
-                                       " bytes");
-      }
-      staging_ = std::move(st).value();
-      staging_domain_ = op.domain;
-    }
+    INA_ASSIGN_OR_RETURN(uint8_t* const staging, Staging(*op.domain, bytes));
     void* user = d.is_float ? static_cast<void*>(d.f) : static_cast<void*>(d.i);
     internal::StagedOp::Quant quant;
     quant.precision = quant::Precision(cfg_.world_size);
     quant.window = grant_.window;
     quant.divisor = d.divisor;
-    internal::StagedOp staged(*op.domain, staging_->data(), user, d.n, proto::kElemBytes, cfg_.k,
-                              stop_flag_, lanes_.size() > 1 ? &op_cancel_ : nullptr,
+    internal::StagedOp staged(*op.domain, staging, user, d.n, proto::kElemBytes, cfg_.k, stop_flag_,
+                              lanes_.size() > 1 ? &op_cancel_ : nullptr,
                               quantize ? &quant : nullptr);
     Status s = staged.Start();
     if (s.ok()) {
       if (d.is_float) {
-        d.f = reinterpret_cast<float*>(staging_->data());
+        d.f = reinterpret_cast<float*>(staging);
       } else {
-        d.i = reinterpret_cast<int32_t*>(staging_->data());
+        d.i = reinterpret_cast<int32_t*>(staging);
       }
       d.stager = &staged;
       s = RunOnAllLanes(d);
@@ -509,11 +527,16 @@ class Communicator::Impl {
 
   const CommConfig cfg_;
   internal::SteadyClock clock_;
-  // Staging of the last staged op (lane 0's thread only), and the domain that allocated it.
-  std::unique_ptr<StagingBuffer> staging_;
-  const MemoryDomain* staging_domain_ = nullptr;
-  std::vector<Lane> lanes_;         // fixed after construction
-  Grant grant_;                     // lane 0's thread
+  // Staging (Staging()): one buffer per domain used, and the buffers outgrown, freed only here.
+  struct DomainStaging {
+    const MemoryDomain* domain;
+    std::unique_ptr<StagingBuffer> buffer;
+  };
+  std::mutex staging_mu_;
+  std::vector<DomainStaging> staging_;                            // guarded by staging_mu_
+  std::vector<std::unique_ptr<StagingBuffer>> outgrown_staging_;  // guarded by staging_mu_
+  std::vector<Lane> lanes_;                                       // fixed after construction
+  Grant grant_;                                                   // lane 0's thread
   uint64_t calls_in_grant_ = 0;     // lane 0's thread: calls run under grant_
   std::atomic<uint16_t> window_;    // grant_.window, for window() from any thread
   std::vector<Grant> lane_grants_;  // [l]: lane l's thread during a re-join
@@ -792,6 +815,18 @@ Result<Request> Communicator::AllReduceAsync(std::span<int32_t> data, MemoryDoma
                                              void* stream, const AllReduceOptions& options) {
   INA_RETURN_IF_ERROR(PrepareStaged(domain, data.data(), data.size(), stream));
   return impl_->Submit(MakeOp(data, &domain, options, impl_->config().world_size));
+}
+
+Status Communicator::ReserveStaging(MemoryDomain& domain, size_t tensor_bytes) {
+  const size_t bytes = std::max<size_t>(tensor_bytes, config().staging_bytes);
+  if (bytes == 0) return Status::Ok();
+  if (bytes > CommConfig::kMaxStagingBytes) {
+    return InvalidArgument("ReserveStaging: " + std::to_string(bytes) + " bytes > " +
+                           std::to_string(CommConfig::kMaxStagingBytes) + " (the largest call)");
+  }
+  const size_t staging = internal::StagedOp::StagingBytes(
+      bytes / proto::kElemBytes, proto::kElemBytes, config().k, domain.quantizes());
+  return impl_->Staging(domain, staging).status();
 }
 
 CommStats Communicator::stats() const { return impl_->stats(); }

@@ -96,6 +96,10 @@ Status CommConfig::Validate() const {
   if (quant != "auto" && quant != "scalar" && quant != "avx2" && quant != "avx512") {
     return bad("quant '" + quant + "' is not auto, scalar, avx2 or avx512");
   }
+  if (staging_bytes > kMaxStagingBytes) {
+    return bad("staging_bytes " + std::to_string(staging_bytes) + " > " +
+               std::to_string(kMaxStagingBytes) + " (4 bytes times the largest call, 2^32 - 1)");
+  }
   return Status::Ok();
 }
 
@@ -108,7 +112,7 @@ std::string CommConfig::ToString() const {
     << rto_initial_us << "," << rto_max_us << "]"
     << " progress_threads=" << progress_threads << " transport=" << transport
     << " socket_buffer_bytes=" << socket_buffer_bytes << " udp_gso=" << udp_gso
-    << " quant=" << quant;
+    << " quant=" << quant << " staging_bytes=" << staging_bytes;
   if (transport == "dpdk") {
     o << " dpdk_eal='" << dpdk.eal_args << "' dpdk_port=" << dpdk.port
       << " dpdk_local=" << dpdk.local_ip << ":" << dpdk.local_port
@@ -162,6 +166,10 @@ Result<CommConfig> CommConfig::FromEnv(CommConfig c) {
       return InvalidArgument("INA_QUANT='" + q + "': not auto, scalar, avx2 or avx512");
     }
     c.quant = q;
+  }
+  if (const char* v = std::getenv("INA_STAGING_BYTES")) {
+    INA_ASSIGN_OR_RETURN(c.staging_bytes,
+                         ParseUint("INA_STAGING_BYTES", v, 0, CommConfig::kMaxStagingBytes));
   }
   if (c.transport == "dpdk") INA_RETURN_IF_ERROR(ApplyDpdkEnv(&c.dpdk));
   if (c.transport == "verbs") INA_RETURN_IF_ERROR(ApplyVerbsEnv(&c.verbs));

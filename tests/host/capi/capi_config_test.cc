@@ -151,6 +151,7 @@ TEST(CApiConfig, OlderLayoutGetsDefaultsForTheFieldsItLacks) {
   tail_defaults.udp_gso = CommConfig{}.udp_gso;
   tail_defaults.verbs = CommConfig{}.verbs;
   tail_defaults.slot_wait_timeout_ms = CommConfig{}.slot_wait_timeout_ms;
+  tail_defaults.staging_bytes = CommConfig{}.staging_bytes;
   t::ExpectFields(*r, tail_defaults, /*same=*/true);
 
   // Writing for that caller touches nothing past its fields.
@@ -248,6 +249,7 @@ TEST(CApiConfig, Release02LayoutStillWorks) {
   EXPECT_EQ(sd, sd0);
   EXPECT_EQ(rd, rd0);
   EXPECT_EQ(r->slot_wait_timeout_ms, CommConfig{}.slot_wait_timeout_ms);
+  EXPECT_EQ(r->staging_bytes, CommConfig{}.staging_bytes);
   ina_config out;
   std::memset(&out, 0x5A, sizeof(out));
   ASSERT_EQ(ina_config_init_sized(&out, size02), INA_OK) << ina_last_error();

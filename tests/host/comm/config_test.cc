@@ -76,6 +76,7 @@ TEST(CommConfig, ValidateRejectsEachBadField) {
        }},
       {"quant", [](CommConfig& c) { c.quant = "sse9"; }},
       {"socket_buffer_bytes", [](CommConfig& c) { c.socket_buffer_bytes = -1; }},
+      {"staging_bytes", [](CommConfig& c) { c.staging_bytes = CommConfig::kMaxStagingBytes + 1; }},
   };
   for (const auto& tc : cases) {
     CommConfig c;
@@ -210,6 +211,27 @@ TEST(CommConfig, QuantGsoAndSocketBufferFromEnv) {
   EXPECT_NE(r->ToString().find("socket_buffer_bytes=65536 udp_gso=0 quant=scalar"),
             std::string::npos)
       << r->ToString();
+}
+
+// INA_STAGING_BYTES: parsed with the one integer parser, bounded by the largest call's bytes.
+TEST(CommConfig, StagingBytesFromEnv) {
+  EXPECT_EQ(CommConfig{}.staging_bytes, 0u);
+  {
+    EnvVar s("INA_STAGING_BYTES", "67108864");
+    auto r = CommConfig::FromEnv(CommConfig{});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ(r->staging_bytes, uint64_t{64} << 20);
+    EXPECT_TRUE(r->Validate().ok());
+    EXPECT_NE(r->ToString().find("staging_bytes=67108864"), std::string::npos) << r->ToString();
+  }
+  for (const char* bad : {"-1", "lots", "17179869181"}) {
+    EnvVar s("INA_STAGING_BYTES", bad);
+    auto r = CommConfig::FromEnv(CommConfig{});
+    ASSERT_FALSE(r.ok()) << bad;
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(r.status().ToString().find("INA_STAGING_BYTES"), std::string::npos)
+        << r.status().ToString();
+  }
 }
 
 TEST(CommConfig, VerbsSettingsFromTheConfigAndTheEnvironment) {

@@ -54,7 +54,9 @@ class CountingDomain final : public MemoryDomain {
     size_t bytes;
   };
 
-  explicit CountingDomain(size_t chunk_bytes, bool lazy = false) : lazy_(lazy) {
+  // quantize: quantizes() and the quantization calls forwarded to the HostDomain (not lazy).
+  explicit CountingDomain(size_t chunk_bytes, bool lazy = false, bool quantize = false)
+      : lazy_(lazy), quantize_(quantize) {
     HostDomainOptions o;
     o.chunk_bytes = chunk_bytes;
     auto d = MakeHostDomain(o);
@@ -69,9 +71,25 @@ class CountingDomain final : public MemoryDomain {
     if (p == reject_) return InvalidArgument("counting: not this domain's memory");
     return inner_->CheckPointer(p, bytes);
   }
+  // Counts allocations, and frees (the buffer's destruction) in frees().
   Result<std::unique_ptr<StagingBuffer>> AllocStaging(size_t bytes) override {
     allocs_.fetch_add(1);
-    return inner_->AllocStaging(bytes);
+    auto b = inner_->AllocStaging(bytes);
+    if (!b.ok()) return b.status();
+    return std::unique_ptr<StagingBuffer>(new CountedStaging(std::move(b).value(), &frees_));
+  }
+  bool quantizes() const override { return quantize_; }
+  Result<Fence> BlockExps(const float* src, size_t n, size_t k, uint8_t* exps,
+                          uint8_t* nonfinite) override {
+    return inner_->BlockExps(src, n, k, exps, nonfinite);
+  }
+  Result<Fence> Quantize(const float* src, size_t n, size_t k, const uint8_t* exps, int precision,
+                         uint8_t* wire) override {
+    return inner_->Quantize(src, n, k, exps, precision, wire);
+  }
+  Result<Fence> Dequantize(float* dst, const uint8_t* wire, size_t n, size_t k, const uint8_t* exps,
+                           int precision, int divisor) override {
+    return inner_->Dequantize(dst, wire, n, k, exps, precision, divisor);
   }
   Status OrderAfter(void* stream) override { return inner_->OrderAfter(stream); }
   Result<Fence> CopyIn(uint8_t* staging, const void* src, size_t bytes) override {
@@ -109,6 +127,7 @@ class CountingDomain final : public MemoryDomain {
     return copies_;
   }
   int allocs() const { return allocs_.load(); }
+  int frees() const { return frees_.load(); }
   void FailFrom(Fence f) { fail_from_.store(f); }
   void Hold(bool h) { held_.store(h); }
   void Reject(const void* p) { reject_ = p; }
@@ -124,6 +143,19 @@ class CountingDomain final : public MemoryDomain {
   }
 
  private:
+  class CountedStaging final : public StagingBuffer {
+   public:
+    CountedStaging(std::unique_ptr<StagingBuffer> inner, std::atomic<int>* frees)
+        : inner_(std::move(inner)), frees_(frees) {}
+    ~CountedStaging() override { frees_->fetch_add(1); }
+    uint8_t* data() const override { return inner_->data(); }
+    size_t size() const override { return inner_->size(); }
+
+   private:
+    std::unique_ptr<StagingBuffer> inner_;
+    std::atomic<int>* frees_;
+  };
+
   struct Deferred {
     void* dst;
     const void* src;
@@ -149,6 +181,7 @@ class CountingDomain final : public MemoryDomain {
   }
 
   const bool lazy_;
+  const bool quantize_;
   std::unique_ptr<MemoryDomain> inner_;
   std::mutex lazy_mu_;
   std::vector<Deferred> deferred_;  // guarded by lazy_mu_
@@ -157,6 +190,7 @@ class CountingDomain final : public MemoryDomain {
   const uint8_t* user_ = nullptr;  // guarded by mu_
   std::vector<CopyRec> copies_;    // guarded by mu_
   std::atomic<int> allocs_{0};
+  std::atomic<int> frees_{0};
   std::atomic<Fence> fail_from_{UINT64_MAX};
   std::atomic<bool> held_{false};
   std::atomic<Fence> last_{0};
@@ -321,8 +355,10 @@ INSTANTIATE_TEST_SUITE_P(
                       Params{3, 64, 16, 2, 64 * 4 * 2, 0.05, true}),  // lazy, lanes, loss
     [](const ::testing::TestParamInfo<Params>& i) { return "case" + std::to_string(i.index); });
 
-// A larger call than the cached staging gets a new one; the domain changing too.
-TEST(Staged, StagingGrowsAndFollowsTheDomain) {
+// A larger call than the cached staging gets a new one; each domain keeps its own. Staging is
+// never freed while the communicator lives (for CUDA, cudaFreeHost may wait for the device, where
+// a framework's kernel may wait for this very op): the outgrown buffer goes at destruction.
+TEST(Staged, StagingGrowsPerDomainAndIsFreedOnlyAtDestruction) {
   auto fabric = StartFabric();
   ASSERT_NE(fabric, nullptr);
   auto comms = CreateAll(BaseConfig(*fabric, 2, 64, 8));
@@ -338,13 +374,73 @@ TEST(Staged, StagingGrowsAndFollowsTheDomain) {
     EXPECT_TRUE(comms[r]->AllReduce(std::span<float>(x), *a[r]).ok());
     EXPECT_TRUE(comms[r]->AllReduce(std::span<float>(y), *a[r]).ok());  // larger: new staging
     EXPECT_TRUE(comms[r]->AllReduce(std::span<float>(z), *b[r]).ok());  // other domain
-    EXPECT_EQ(x[0], 4.0f);
+    EXPECT_TRUE(comms[r]->AllReduce(std::span<float>(x), *a[r]).ok());  // a's staging kept
+    EXPECT_TRUE(comms[r]->AllReduce(std::span<float>(z), *b[r]).ok());
+    EXPECT_EQ(x[0], 8.0f);
     EXPECT_EQ(y[999], 4.0f);
-    EXPECT_EQ(z[9], 6.0f);
+    EXPECT_EQ(z[9], 12.0f);
   });
   for (int r = 0; r < 2; ++r) {
-    EXPECT_EQ(a[r]->allocs(), 2);
-    EXPECT_EQ(b[r]->allocs(), 1);
+    EXPECT_EQ(a[r]->allocs(), 2) << "rank " << r;
+    EXPECT_EQ(b[r]->allocs(), 1) << "rank " << r;
+    EXPECT_EQ(a[r]->frees(), 0) << "rank " << r << ": staging freed while the communicator lives";
+    EXPECT_EQ(b[r]->frees(), 0) << "rank " << r;
+  }
+  comms.clear();
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(a[r]->frees(), 2) << "rank " << r;
+    EXPECT_EQ(b[r]->frees(), 1) << "rank " << r;
+  }
+}
+
+// config.staging_bytes (INA_STAGING_BYTES) sizes a domain's staging at its first use, and
+// ReserveStaging allocates it before any call: calls up to that size (float quantized in the
+// domain or copied, int32) then never allocate; a larger one allocates once and frees nothing.
+TEST(Staged, PreSizedStagingNeverAllocatesInACall) {
+  auto fabric = StartFabric();
+  ASSERT_NE(fabric, nullptr);
+  constexpr size_t kMax = 5000;  // elements
+  for (const bool quantize : {false, true}) {
+    SCOPED_TRACE(quantize ? "quantizing domain" : "copying domain");
+    CommConfig base = BaseConfig(*fabric, 2, 64, 8);
+    base.job_id = quantize ? 21 : 22;
+    base.staging_bytes = kMax * 4;
+    auto comms = CreateAll(base);
+    ASSERT_TRUE(AllCreated(comms));
+    std::vector<std::unique_ptr<CountingDomain>> d;
+    for (int r = 0; r < 2; ++r) {
+      d.push_back(std::make_unique<CountingDomain>(1024, /*lazy=*/false, quantize));
+    }
+    // Rank 0 reserves up front; rank 1 gets the configured size at its first call.
+    ASSERT_TRUE(comms[0]->ReserveStaging(*d[0]).ok());
+    EXPECT_EQ(d[0]->allocs(), 1);
+    ASSERT_TRUE(comms[0]->ReserveStaging(*d[0], 100).ok());  // fits: no-op
+    EXPECT_EQ(d[0]->allocs(), 1);
+    EXPECT_EQ(d[1]->allocs(), 0);
+    ParallelFor(2, [&](int r) {
+      for (const size_t n : {size_t{10}, kMax, size_t{1}, kMax - 1, size_t{700}}) {
+        std::vector<float> f(n, 1.5f);
+        std::vector<int32_t> i(n, -3);
+        EXPECT_TRUE(comms[r]->AllReduce(std::span<float>(f), *d[r]).ok()) << n;
+        EXPECT_TRUE(comms[r]->AllReduce(std::span<int32_t>(i), *d[r]).ok()) << n;
+        EXPECT_EQ(f[n - 1], 3.0f);
+        EXPECT_EQ(i[n - 1], -6);
+      }
+    });
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(d[r]->allocs(), 1) << "rank " << r << ": a call allocated";
+      EXPECT_EQ(d[r]->frees(), 0) << "rank " << r;
+    }
+    ParallelFor(2, [&](int r) {
+      std::vector<float> big(kMax + 1, 1.0f);
+      EXPECT_TRUE(comms[r]->AllReduce(std::span<float>(big), *d[r]).ok());
+    });
+    for (int r = 0; r < 2; ++r) {
+      EXPECT_EQ(d[r]->allocs(), 2) << "rank " << r;
+      EXPECT_EQ(d[r]->frees(), 0) << "rank " << r << ": the outgrown staging freed during a call";
+    }
+    comms.clear();
+    for (int r = 0; r < 2; ++r) EXPECT_EQ(d[r]->frees(), 2) << "rank " << r;
   }
 }
 

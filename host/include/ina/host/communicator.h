@@ -133,9 +133,14 @@ class Communicator {
   // the result copied back chunk by chunk as the chunk's blocks complete. The copies start after
   // the work enqueued on `stream` before this call (opaque: a cudaStream_t for CUDA, nullptr for
   // the default stream / HostDomain). The request completes when the last copy back is done, so
-  // after Wait() the tensor holds the result for any stream. Staging (domain.AllocStaging) is
-  // allocated at the first call and reused while it is large enough and the domain the same.
-  // REQUIRES: `domain` outlives this communicator (the cached staging is freed by ~Communicator).
+  // after Wait() the tensor holds the result for any stream. Staging (domain.AllocStaging) is kept
+  // per domain: allocated at the domain's first call (or by ReserveStaging), at least
+  // config.staging_bytes' worth, and reused while large enough. A larger call allocates a larger
+  // one first; the outgrown buffer is not freed before ~Communicator. Staging is never freed
+  // during a call (for CUDA, cudaFreeHost may wait for the device, where a framework's kernel can
+  // be waiting for this op: a deadlock); set config.staging_bytes (INA_STAGING_BYTES) or call
+  // ReserveStaging so calls do not allocate at all.
+  // REQUIRES: `domain` outlives this communicator (its staging is freed by ~Communicator).
   // Errors at the call: FailedPrecondition as above, InvalidArgument from
   // domain.CheckPointer (not this domain's memory) or OrderAfter. A staging allocation or copy
   // that fails fails the op and the communicator (the other ranks are aborted, as for a transport
@@ -148,6 +153,15 @@ class Communicator {
                                  void* stream = nullptr, const AllReduceOptions& options = {});
   Result<Request> AllReduceAsync(std::span<int32_t> data, MemoryDomain& domain,
                                  void* stream = nullptr, const AllReduceOptions& options = {});
+
+  // Allocates now, in the calling thread, `domain`'s staging for staged calls on tensors of up to
+  // max(tensor_bytes, config().staging_bytes) bytes (float32 quantized in the domain included),
+  // so that no such call allocates (for CUDA: no cudaHostAlloc while a framework's kernels run).
+  // No-op when the domain's staging is large enough already or both sizes are 0. Thread-safe; a
+  // call already running keeps its buffer. Blocks for the allocation only. Errors: the domain's
+  // (ResourceExhausted, ...), InvalidArgument past CommConfig::kMaxStagingBytes.
+  // REQUIRES: `domain` outlives this communicator.
+  Status ReserveStaging(MemoryDomain& domain, size_t tensor_bytes = 0);
 
   CommStats stats() const;  // a snapshot; thread-safe
   uint16_t window() const;  // slots granted by the fabric (the current grant's); thread-safe

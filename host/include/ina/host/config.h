@@ -3,7 +3,8 @@
 // Environment (FromEnv): INA_SWITCH=host:port, INA_JOB, INA_RANK, INA_WORLD, INA_K, INA_WINDOW,
 // INA_JOIN_TIMEOUT_MS, INA_SLOT_WAIT_MS, INA_PROGRESS_TIMEOUT_MS, INA_RTO_MIN_US,
 // INA_RTO_INITIAL_US, INA_RTO_MAX_US, INA_PROGRESS_THREADS, INA_TRANSPORT (udp | dpdk | verbs),
-// INA_SOCKET_BUFFER_BYTES, INA_UDP_GSO (0 | 1), INA_QUANT (auto | scalar | avx2 | avx512), with
+// INA_SOCKET_BUFFER_BYTES, INA_UDP_GSO (0 | 1), INA_QUANT (auto | scalar | avx2 | avx512),
+// INA_STAGING_BYTES, with
 // dpdk the INA_DPDK_* variables of transport.h (ApplyDpdkEnv), with verbs the INA_VERBS_* ones
 // (ApplyVerbsEnv). docs/host.md has the table. The library reads no environment variable anywhere
 // else: a program that builds its CommConfig itself gets exactly what it set.
@@ -52,9 +53,15 @@ struct CommConfig {
   // "scalar", "avx2", "avx512" (Communicator::Create fails if this CPU or build lacks it).
   std::string quant = "auto";
   bool udp_gso = true;  // transport "udp": send trains with UDP GSO and receive with GRO
+  // Device-memory calls (Communicator::AllReduce(data, domain, ...)): the staging a domain's first
+  // staged call (or Communicator::ReserveStaging) allocates serves tensors of up to this many
+  // bytes (float32 quantized in the domain included), so calls up to it never allocate again;
+  // 0: sized by the first call. At most 4 * (2^32 - 1) (the largest call).
+  uint64_t staging_bytes = 0;
 
   static constexpr uint16_t kMaxWindow = 4096;
   static constexpr int kMaxProgressThreads = 16;  // proto::kMaxLanes
+  static constexpr uint64_t kMaxStagingBytes = uint64_t{4} * 0xffffffffu;
 
   // InvalidArgument naming the first bad field.
   Status Validate() const;
