@@ -156,6 +156,11 @@ Result<CollRequest*> CollComm::IAllReduce(const void* send, void* recv, size_t c
   return slot;
 }
 
+Status CollComm::ReserveStaging(size_t bytes, DeviceMemory& device) {
+  return device.ReserveStaging(*comm_, bytes)
+      .WithContext("collnet staging of " + std::to_string(bytes) + " bytes");
+}
+
 Status CollComm::Test(CollRequest* request, bool* done, size_t* bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   if (request == nullptr || request->owner != this || !request->in_use) {

@@ -92,6 +92,9 @@ class DeviceMemory {
   // device. The request completes when every copy back into recv is done.
   virtual Result<host::Request> StartAllReduce(host::Communicator& comm, const void* send,
                                                void* recv, size_t count, ElemType type) = 0;
+  // comm.ReserveStaging(domain, bytes): this device's staging for calls of up to `bytes` bytes,
+  // allocated now (pinned memory for CUDA), so that no StartAllReduce allocates.
+  virtual Status ReserveStaging(host::Communicator& comm, size_t bytes) = 0;
 };
 
 class CollComm;
@@ -127,6 +130,11 @@ class CollComm {
   // the device's errors.
   Result<CollRequest*> IAllReduce(const void* send, void* recv, size_t count, ElemType type,
                                   DeviceMemory* device = nullptr);
+  // The staging of `device`'s all-reduces for calls of up to `bytes` bytes, allocated now
+  // (DeviceMemory::ReserveStaging): the plugin calls it when NCCL registers a CUDA buffer for
+  // CollNet (regMr), since iallreduce calls never exceed a registered buffer, so no call
+  // allocates (or frees) pinned memory while NCCL's kernels run. Errors: the allocation's.
+  Status ReserveStaging(size_t bytes, DeviceMemory& device);
   // Does not block. On done, *bytes is the byte count reduced and the slot is free again (the
   // pointer must not be tested again). A failed op is done too: its Status is returned.
   Status Test(CollRequest* request, bool* done, size_t* bytes);

@@ -36,6 +36,10 @@ class CudaDeviceMemory final : public DeviceMemory {
                                      *domain_, stream_);
   }
 
+  Status ReserveStaging(host::Communicator& comm, size_t bytes) override {
+    return comm.ReserveStaging(*domain_, bytes);
+  }
+
   Status Copy(void* dst, const void* src, size_t bytes, cudaMemcpyKind kind) {
     if (bytes == 0) return Status::Ok();
     std::lock_guard<std::mutex> lock(copy_mu_);

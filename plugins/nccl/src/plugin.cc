@@ -483,13 +483,32 @@ ncclResult_t CollReduceSupport(ncclDataType_t type, ncclRedOp_t op, int* support
   return ncclSuccess;
 }
 
+// A CUDA buffer registered for CollNet is what NCCL's iallreduce calls read and write, never more:
+// the communicator's staging for its device is allocated now, sized for it (CollComm::
+// ReserveStaging), so no iallreduce allocates pinned memory while NCCL's kernels run (and staging
+// is never freed during a call: Communicator::AllReduce). A failed allocation fails the
+// registration, with the region released.
+ncclResult_t ReserveForRegion(void* coll_comm, void** mhandle, const char* where) {
+  const MemRegion* m = CudaRegion(*mhandle);
+  if (m == nullptr || coll_comm == nullptr) return ncclSuccess;
+  Result<DeviceMemory*> mem = Cuda().Memory(m->device);
+  const Status st =
+      mem.ok() ? static_cast<CollComm*>(coll_comm)->ReserveStaging(m->size, **mem) : mem.status();
+  if (st.ok()) return ncclSuccess;
+  MemDereg(nullptr, *mhandle);
+  *mhandle = nullptr;
+  return Fail(st, where);
+}
+
 ncclResult_t CollRegMr(void* coll_comm, void* data, size_t size, int type, void** mhandle) {
-  return MemReg(data, size, type, mhandle, "collnet regMr");
+  const ncclResult_t r = MemReg(data, size, type, mhandle, "collnet regMr");
+  return r != ncclSuccess ? r : ReserveForRegion(coll_comm, mhandle, "collnet regMr");
 }
 
 ncclResult_t CollRegMrDmaBuf(void* coll_comm, void* data, size_t size, int type, uint64_t offset,
                              int fd, void** mhandle) {
-  return MemRegDmaBuf(data, size, type, offset, fd, mhandle, "collnet regMrDmaBuf");
+  const ncclResult_t r = MemRegDmaBuf(data, size, type, offset, fd, mhandle, "collnet regMrDmaBuf");
+  return r != ncclSuccess ? r : ReserveForRegion(coll_comm, mhandle, "collnet regMrDmaBuf");
 }
 
 ncclResult_t CollIallreduce(void* coll_comm, void* send, void* recv, size_t count,
