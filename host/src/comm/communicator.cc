@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "communicator_factory.h"
 #include "counter.h"
 #include "exchange.h"
 #include "ina/host/quant.h"
@@ -794,12 +795,27 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const CommConfig& con
     INA_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, MakeTransport(lane));
     transports.push_back(std::move(t));
   }
+  return internal::CommunicatorFactory::Create(config, *kernels, std::move(transports));
+}
+
+namespace internal {
+
+Result<std::unique_ptr<Communicator>> CommunicatorFactory::Create(
+    const CommConfig& config, const quant::Kernels& kernels,
+    std::vector<std::unique_ptr<Transport>> transports) {
+  if (transports.size() != static_cast<size_t>(config.progress_threads)) {
+    return InvalidArgument("communicator: " + std::to_string(transports.size()) +
+                           " transports for " + std::to_string(config.progress_threads) +
+                           " progress threads");
+  }
   INA_ASSIGN_OR_RETURN(const Grant grant, JoinLanes(config, transports));
-  auto impl = std::make_unique<Impl>(config, *kernels, std::move(transports), grant);
+  auto impl = std::make_unique<Communicator::Impl>(config, kernels, std::move(transports), grant);
   INA_RETURN_IF_ERROR(impl->RegisterTxMemory());
   impl->Start();
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
+
+}  // namespace internal
 
 Status Communicator::AllReduce(std::span<float> data) {
   INA_ASSIGN_OR_RETURN(Request r, AllReduceAsync(data));

@@ -56,7 +56,8 @@ struct CommStats {
 
 namespace internal {
 struct OpState;
-}
+class CommunicatorFactory;  // host/src/comm/communicator_factory.h
+}  // namespace internal
 
 // The handle of an async all-reduce. Copyable (shared state); outlives its Communicator (a
 // destroyed communicator completes its pending requests with Aborted).
@@ -133,18 +134,19 @@ class Communicator {
   Result<Request> AllReduceAsync(std::span<int32_t> data, MemoryDomain& domain,
                                  void* stream = nullptr);
 
-  CommStats stats() const;
+  CommStats stats() const;  // a snapshot; thread-safe
   // How float all-reduces in a quantizing memory domain send (docs/gpu.md, "GPUDirect RDMA"):
   // empty until the first such call over a transport that can send from device memory (verbs);
   // then "gpudirect" (payloads straight from the domain's memory), or "host staging: <why>" (the
   // reason is also printed once to stderr, and every later call stages through host memory).
-  std::string device_send_path() const;  // a snapshot; thread-safe
+  std::string device_send_path() const;  // thread-safe
   uint16_t window() const;  // slots granted by the fabric (the current grant's); thread-safe
   const CommConfig& config() const;
 
   class Impl;
 
  private:
+  friend class internal::CommunicatorFactory;
   explicit Communicator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
