@@ -592,7 +592,7 @@ class Communicator::Impl {
   size_t nic_registered_ = 0;  // lanes 0.. whose transport registered nic_
   bool nic_off_ = false;       // host staging for good (the reason was printed)
   mutable std::mutex path_mu_;
-  std::string send_path_;  // guarded by path_mu_: device_send_path()
+  std::string send_path_;           // guarded by path_mu_: device_send_path()
   std::vector<Lane> lanes_;         // fixed after construction
   Grant grant_;                     // lane 0's thread
   uint64_t calls_in_grant_ = 0;     // lane 0's thread: calls run under grant_

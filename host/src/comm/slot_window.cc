@@ -93,8 +93,8 @@ void SlotWindow::Seal(uint16_t s) {
   Slot& sl = slots_[s];
   uint8_t* b = Buf(s);
   if (sl.body == nullptr) {
-    sl.len = proto::SealMessage(b, proto::kHeaderBytes + size_t{proto::GetCount(b)} *
-                                                             proto::kElemBytes);
+    sl.len =
+        proto::SealMessage(b, proto::kHeaderBytes + size_t{proto::GetCount(b)} * proto::kElemBytes);
     return;
   }
   const uint32_t crc =

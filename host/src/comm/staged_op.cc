@@ -23,8 +23,7 @@ Result<bool> BlockStager::Quantized(int64_t) {
   return Internal("staged op: Quantized on a stager that does not quantize");
 }
 
-size_t StagedOp::StagingBytes(size_t n, size_t elem_bytes, size_t k, bool quantize,
-                              bool nic_wire) {
+size_t StagedOp::StagingBytes(size_t n, size_t elem_bytes, size_t k, bool quantize, bool nic_wire) {
   if (!quantize) return n * elem_bytes;
   const size_t blocks = (n + k - 1) / k;
   // + alignment of the NaN block (and of the CRCs after it)

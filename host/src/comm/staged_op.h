@@ -148,8 +148,8 @@ class StagedOp final : public BlockStager {
   uint8_t* nonfinite_ = nullptr;
   uint8_t* agreed_ = nullptr;
   uint8_t* nan_block_ = nullptr;
-  uint8_t* nic_wire_ = nullptr;  // Quant::nic_wire
-  uint32_t* crcs_ = nullptr;     // with a NIC wire: per block, in staging
+  uint8_t* nic_wire_ = nullptr;                        // Quant::nic_wire
+  uint32_t* crcs_ = nullptr;                           // with a NIC wire: per block, in staging
   std::vector<uint8_t> result_nf_;                     // per block: its result was nonfinite
   std::unique_ptr<std::atomic<uint32_t>[]> unagreed_;  // per quantization chunk
   std::unique_ptr<std::atomic<MemoryDomain::Fence>[]> q_fence_;  // 0: Quantize not enqueued

@@ -161,9 +161,9 @@ class VerbsTransportImpl final : public VerbsTransport {
                                                         iova, IBV_ACCESS_LOCAL_WRITE));
       body_regions_.push_back(std::move(mr));
     } else {
-      INA_ASSIGN_OR_RETURN(MemoryRegion mr,
-                           MemoryRegion::Register(pd_, dev_, const_cast<void*>(data), len,
-                                                  IBV_ACCESS_LOCAL_WRITE));
+      INA_ASSIGN_OR_RETURN(
+          MemoryRegion mr,
+          MemoryRegion::Register(pd_, dev_, const_cast<void*>(data), len, IBV_ACCESS_LOCAL_WRITE));
       body_regions_.push_back(std::move(mr));
     }
     return Status::Ok();
@@ -213,8 +213,8 @@ class VerbsTransportImpl final : public VerbsTransport {
   std::optional<MemoryRegion> rx_mr_, tx_mr_;
   std::vector<MemoryRegion> tx_regions_;
   std::vector<MemoryRegion> body_regions_;  // RegisterTxBody
-  std::vector<uint32_t> free_tx_;  // free bounce slots
-  size_t outstanding_ = 0;         // posted sends not yet completed
+  std::vector<uint32_t> free_tx_;           // free bounce slots
+  size_t outstanding_ = 0;                  // posted sends not yet completed
   bool cq_armed_ = false;
   VerbsCounters counters_;
 };
@@ -397,8 +397,8 @@ Result<size_t> VerbsTransportImpl::SendBurst(std::span<const TxPacket> packets) 
   for (const TxPacket& p : packets) {
     if (p.bytes() > static_cast<size_t>(mtu_)) {
       if (sent > 0) break;  // report the ones sent; this packet fails on the next call
-      return InvalidArgument("verbs: packet of " + std::to_string(p.bytes()) +
-                             " bytes above the " + std::to_string(mtu_) + "-byte MTU of " + dev_);
+      return InvalidArgument("verbs: packet of " + std::to_string(p.bytes()) + " bytes above the " +
+                             std::to_string(mtu_) + "-byte MTU of " + dev_);
     }
     const MemoryRegion* body_mr = nullptr;
     if (p.body != nullptr) {
