@@ -7,18 +7,17 @@
 // loss recovery runs as over UDP.
 //
 // Memory: the verbs calls that touch memory are wrapped once (MemoryRegion: ibv_reg_mr, and
-// ibv_reg_dmabuf_mr for device memory, ready for GPUDirect). TX: a packet whose bytes lie in a
-// region registered with RegisterTxMemory is posted from where it lies (zero copy; the caller
-// keeps it unchanged until the fabric answers it, as the communicator does for its slot buffers);
-// any other packet is copied into a registered bounce slot. RX: receive buffers are a registered
-// pool (each with the 40-byte GRH room UD needs); RecvBurst copies the message into the caller's
-// RxPacket and reposts the buffer. Completions are polled in SendBurst (reclaiming slots) and
-// RecvBurst (which blocks on a completion channel when asked to wait).
-// A packet with a body (TxPacket::body, GPUDirect RDMA) is posted as a gather list: header and
-// trailer from the caller's registered memory (or a bounce slot), the payload from a region
-// registered with RegisterTxBody (device memory through a dma-buf). UnregisterTxBody waits for
-// every posted send to complete first.
-// Received messages whose source QP or GID is not the fabric's are dropped (counted).
+// ibv_reg_dmabuf_mr for device memory: GPUDirect RDMA, RegisterTxBody). TX: a packet whose bytes
+// lie in a region registered with RegisterTxMemory is posted from where it lies (zero copy; the
+// caller keeps it unchanged until the fabric answers it, as the communicator does for its slot
+// buffers); any other packet is copied into a registered bounce slot. RX: receive buffers are a
+// registered pool (each with the 40-byte GRH room UD needs); RecvBurst copies the message into the
+// caller's RxPacket and reposts the buffer. Completions are polled in SendBurst (reclaiming slots)
+// and RecvBurst (which blocks on a completion channel when asked to wait). A packet with a body
+// (TxPacket::body, GPUDirect RDMA) is posted as a gather list: header and trailer from the caller's
+// registered memory (or a bounce slot), the payload from a region registered with RegisterTxBody
+// (device memory through a dma-buf). UnregisterTxBody waits for every posted send to complete
+// first. Received messages whose source QP or GID is not the fabric's are dropped (counted).
 // Errors: every failing verbs call becomes a Status that names the call and the device.
 #pragma once
 
