@@ -70,7 +70,7 @@ struct Options {
   // domain over host memory, HostDomain: the staged, domain-quantizing path; over verbs its
   // payloads leave from the domain's NIC buffer, GPUDirect RDMA's send path, docs/gpu.md).
   std::string memory = "host";
-  std::string memif_dir;       // internal (memif): the parent's folder of memif sockets
+  std::string memif_dir;  // internal (memif): the parent's folder of memif sockets
 };
 
 // Parses argv[1..]. Sets *help and returns the defaults when --help or -h is given.
