@@ -29,15 +29,13 @@ std::vector<uint8_t> RandomBytes(std::mt19937_64& rng, size_t n) {
 // The block's CRC as the kernel computes it: each of `lanes` lanes its segment, then combined.
 uint32_t LaneCrc(const std::vector<uint8_t>& block, uint32_t lanes) {
   const auto words = static_cast<uint32_t>(block.size() / 4);
+  std::vector<uint32_t> w(words);
+  std::memcpy(w.data(), block.data(), block.size());  // little-endian host (quant_elem.h)
   uint32_t factor[32];
   BlockCrcFactors(words, lanes, factor);
   uint32_t reg = 0;
   for (uint32_t g = 0; g < lanes; ++g) {
-    const uint32_t r = BlockCrcLane(kTables.t, words, lanes, g, [&](uint32_t j) {
-      uint32_t w;
-      std::memcpy(&w, block.data() + 4 * j, 4);  // little-endian host (quant_elem.h asserts it)
-      return w;
-    });
+    const uint32_t r = BlockCrcLane(kTables.t, w.data(), words, lanes, g);
     reg ^= BlockCrcTerm(r, factor[g]);
   }
   return ~reg;

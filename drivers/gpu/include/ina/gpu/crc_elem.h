@@ -122,19 +122,16 @@ INA_HD constexpr void BlockCrcFactors(uint32_t words, uint32_t lanes, uint32_t* 
   }
 }
 
-// Lane g's raw register over its segment of the block `w[0, words)` (zero-register start, word 0
-// XORed with ~0). Load(i) returns word i of the block (the device reads memory, tests a vector).
-template <typename Load>
-INA_HD inline uint32_t BlockCrcLane(const uint32_t (*t)[256], uint32_t words, uint32_t lanes,
-                                    uint32_t g, Load load) {
+// Lane g's raw register over its segment of the block w[0, words) (zero-register start, word 0
+// XORed with ~0; words are little-endian).
+INA_HD inline uint32_t BlockCrcLane(const uint32_t (*t)[256], const uint32_t* w, uint32_t words,
+                                    uint32_t lanes, uint32_t g) {
   const LaneSplit sp = SplitBlock(words, lanes);
   const uint32_t begin = g * sp.s, end = begin + sp.s;  // padded indices
   uint32_t reg = 0;
   for (uint32_t i = begin < sp.pad ? sp.pad : begin; i < end; ++i) {
     const uint32_t j = i - sp.pad;
-    uint32_t w = load(j);
-    if (j == 0) w = ~w;
-    reg = RawWord(t, reg, w);
+    reg = RawWord(t, reg, j == 0 ? ~w[j] : w[j]);
   }
   return reg;
 }
