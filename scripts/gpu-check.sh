@@ -268,7 +268,7 @@ check_gpu_nicbuf() {
     json_add gpu_nicbuf_reason "$(json_str "$bin or $crc not built")"
     return 0
   fi
-  timeout 60 "$bin" --gtest_filter='NicBufferHwTest.AllocExports*' >"$OUT/nicbuf.log" 2>&1 || rc=$?
+  timeout 60 "$bin" --gtest_filter='GpuNicBufferHwTest.AllocExports*' >"$OUT/nicbuf.log" 2>&1 || rc=$?
   if line=$(grep -m1 '^dma-buf fd' "$OUT/nicbuf.log"); then
     json_add gpu_nicbuf_dmabuf true
   else

@@ -70,7 +70,7 @@ void WaitOk(MemoryDomain& d, const Result<MemoryDomain::Fence>& f) {
 
 // A CUDA domain and, where the device exports dma-bufs, a NicBuffer of `bytes`; skips otherwise
 // (the reason is the Status AllocNicBuffer returned, which must be DmaBufSupport's).
-class NicBufferHwTest : public ::testing::Test {
+class GpuNicBufferHwTest : public ::testing::Test {
  protected:
   void SetUp() override {
     SKIP_WITHOUT_GPU();
@@ -108,7 +108,7 @@ class NicBufferHwTest : public ::testing::Test {
   if (HasFailure()) return;     \
   if (var == nullptr) GTEST_SKIP() << "no dma-buf on this device: " << DmaBufSupport(0).ToString()
 
-TEST_F(NicBufferHwTest, AllocExportsDeviceMemoryAsDmaBuf) {
+TEST_F(GpuNicBufferHwTest, AllocExportsDeviceMemoryAsDmaBuf) {
   NIC_OR_SKIP(nic, 3 << 20);
   EXPECT_GE(nic->size(), size_t{3} << 20);
   EXPECT_EQ(nic->size() % (size_t{2} << 20), 0u);
@@ -141,7 +141,7 @@ TEST_F(NicBufferHwTest, AllocExportsDeviceMemoryAsDmaBuf) {
 // Quantize into a NicBuffer writes the bytes Quantize into staging writes (and HostDomain);
 // PayloadCrcs over either equals the CPU's CRC of those bytes and HostDomain's; Dequantize from
 // the NicBuffer equals Dequantize from staging.
-TEST_F(NicBufferHwTest, QuantizeAndCrcsInNicBufferMatchStagingAndHostDomain) {
+TEST_F(GpuNicBufferHwTest, QuantizeAndCrcsInNicBufferMatchStagingAndHostDomain) {
   if (!cuda_->quantizes()) GTEST_SKIP() << "the device has no stream-ordered memory pools";
   NIC_OR_SKIP(nic, 8 << 20);
   std::mt19937_64 rng(tests::Seed(20261207, "nic quantize"));
@@ -197,7 +197,7 @@ TEST_F(NicBufferHwTest, QuantizeAndCrcsInNicBufferMatchStagingAndHostDomain) {
 }
 
 // A range that starts in a NicBuffer and runs past its end is an error, not a silent copy.
-TEST_F(NicBufferHwTest, RangesPastTheBufferAreRefused) {
+TEST_F(GpuNicBufferHwTest, RangesPastTheBufferAreRefused) {
   NIC_OR_SKIP(nic, 1);
   auto st = cuda_->AllocStaging(64);
   ASSERT_TRUE(st.ok());
@@ -210,7 +210,7 @@ TEST_F(NicBufferHwTest, RangesPastTheBufferAreRefused) {
 
 // PayloadCrcs over staging needs no dma-buf: random words, K from 1 to 1024, against the CPU's
 // CRC and HostDomain's.
-TEST_F(NicBufferHwTest, PayloadCrcsOverStagingMatchHostDomain) {
+TEST_F(GpuNicBufferHwTest, PayloadCrcsOverStagingMatchHostDomain) {
   std::mt19937_64 rng(tests::Seed(20261208, "staged crcs"));
   for (size_t k : {size_t{1}, size_t{7}, size_t{64}, size_t{256}, size_t{1024}}) {
     for (size_t n : {size_t{1}, k - 1, k, k + 1, 5 * k + 3, size_t{262147}}) {
