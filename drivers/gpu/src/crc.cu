@@ -18,19 +18,22 @@ constexpr unsigned kFullMask = 0xffffffffu;
 
 __device__ const crc::Crc32cTables kDeviceTables = crc::MakeCrc32cTables();
 
-// The lanes' multipliers for a full block and for the last one (which may be shorter).
-struct Factors {
-  uint32_t full[32];
-  uint32_t last[32];
-};
-
 // `group` lanes (a power of two <= 32) per block; a warp covers 32 / group blocks per round.
+// Each thread block first copies the table into shared memory and computes the lanes'
+// multipliers for a full block and for the last one (which may be shorter): group threads each,
+// a few hundred operations once per thread block.
 __global__ void BlockCrcKernel(const uint32_t* __restrict__ wire, size_t n, uint32_t k,
-                               size_t blocks, unsigned group, Factors f,
+                               size_t blocks, unsigned group, uint32_t last_words,
                                uint32_t* __restrict__ crcs) {
   __shared__ uint32_t t[4][256];
+  __shared__ uint32_t factor[2][32];  // [0]: full blocks, [1]: the last block
   for (unsigned i = threadIdx.x; i < 4 * 256; i += blockDim.x) {
     t[i / 256][i % 256] = kDeviceTables.t[i / 256][i % 256];
+  }
+  if (threadIdx.x < 64 && threadIdx.x % 32 < group) {
+    const unsigned g = threadIdx.x % 32;
+    const uint32_t words = threadIdx.x < 32 ? k : last_words;
+    factor[threadIdx.x / 32][g] = crc::BlockCrcFactor(words, group, g);
   }
   __syncthreads();
   const unsigned lane = threadIdx.x % 32;
@@ -45,9 +48,10 @@ __global__ void BlockCrcKernel(const uint32_t* __restrict__ wire, size_t n, uint
     uint32_t term = 0;
     if (b < blocks) {
       const size_t first = b * k;
-      const auto words = static_cast<uint32_t>(min(static_cast<size_t>(k), n - first));
+      const bool last = b + 1 == blocks;
+      const uint32_t words = last ? last_words : k;
       const uint32_t reg = crc::BlockCrcLane(t, wire + first, words, group, glane);
-      term = crc::BlockCrcTerm(reg, b + 1 == blocks ? f.last[glane] : f.full[glane]);
+      term = crc::BlockCrcTerm(reg, factor[last ? 1 : 0][glane]);
     }
     for (unsigned off = group / 2; off > 0; off /= 2) term ^= __shfl_xor_sync(kFullMask, term, off);
     if (b < blocks && glane == 0) crcs[b] = ~term;
@@ -68,13 +72,11 @@ Status BlockCrcs(const uint8_t* wire, size_t n, int k, uint32_t* crcs, cudaStrea
   const auto kk = static_cast<uint32_t>(k);
   const size_t blocks = (n + kk - 1) / kk;
   const unsigned group = crc::BlockCrcLanes(kk);
-  Factors f{};
-  crc::BlockCrcFactors(kk, group, f.full);
-  crc::BlockCrcFactors(static_cast<uint32_t>(n - (blocks - 1) * kk), group, f.last);
+  const auto last_words = static_cast<uint32_t>(n - (blocks - 1) * kk);
   const size_t ctas = (blocks * group + kThreads - 1) / kThreads;
   const auto grid = static_cast<unsigned>(std::clamp<size_t>(ctas, 1, kMaxGrid));
   BlockCrcKernel<<<grid, kThreads, 0, stream>>>(reinterpret_cast<const uint32_t*>(wire), n, kk,
-                                                blocks, group, f, crcs);
+                                                blocks, group, last_words, crcs);
   return CudaStatus(cudaGetLastError(), "launch BlockCrcKernel");
 }
 

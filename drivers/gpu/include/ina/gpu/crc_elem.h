@@ -19,8 +19,9 @@
 //    rest) for the first word W (four bytes of input XOR into the register before any table
 //    step), so the lane holding word 0 XORs it with ~0 and every lane starts from register 0.
 //  - lane g's register is shifted over the (G - 1 - g) * s words after its segment, a multiply by
-//    factor[g] = x^(32 * s * (G - 1 - g)) mod P (computed once per block length, on the host), and
-//    the G products XORed: the block's raw register; its inversion is the CRC.
+//    factor[g] = x^(32 * s * (G - 1 - g)) mod P (once per block length: the kernel computes them
+//    per thread block), and the G products XORed: the block's raw register; its inversion is the
+//    CRC.
 // The device kernel reads the block as aligned little-endian 32-bit words (CUDA devices and
 // supported hosts are little-endian, see quant_elem.h).
 //
@@ -114,12 +115,15 @@ INA_HD constexpr LaneSplit SplitBlock(uint32_t words, uint32_t lanes) {
   return {s, lanes * s - words};
 }
 
-// factor[g] for g < lanes (the rest untouched). REQUIRES: lanes a power of two <= 32, words >= 1.
+// Lane g's multiplier, x^(32 * s * (lanes - 1 - g)) mod P. REQUIRES: lanes a power of two
+// <= 32, g < lanes, words >= 1.
+INA_HD constexpr uint32_t BlockCrcFactor(uint32_t words, uint32_t lanes, uint32_t g) {
+  return X8n(uint64_t{4} * SplitBlock(words, lanes).s * (lanes - 1 - g));
+}
+
+// factor[g] = BlockCrcFactor(words, lanes, g) for g < lanes (the rest untouched).
 INA_HD constexpr void BlockCrcFactors(uint32_t words, uint32_t lanes, uint32_t* factor) {
-  const LaneSplit sp = SplitBlock(words, lanes);
-  for (uint32_t g = 0; g < lanes; ++g) {
-    factor[g] = X8n(uint64_t{4} * sp.s * (lanes - 1 - g));
-  }
+  for (uint32_t g = 0; g < lanes; ++g) factor[g] = BlockCrcFactor(words, lanes, g);
 }
 
 // Lane g's raw register over its segment of the block w[0, words) (zero-register start, word 0
