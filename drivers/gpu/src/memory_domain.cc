@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -20,6 +19,7 @@
 #include "ina/gpu/device.h"
 #include "ina/gpu/dmabuf.h"
 #include "ina/gpu/quant.h"
+#include "nic_ranges.h"
 
 namespace ina::gpu {
 namespace {
@@ -273,10 +273,7 @@ class CudaDomain final : public MemoryDomain {
       return fd.status().WithContext(name());
     }
     auto buf = std::make_unique<CudaNicBuffer>(this, base, p, size, *fd);
-    {
-      std::lock_guard<std::mutex> lk(nic_mu_);
-      nic_[a] = size;
-    }
+    nic_.Add(a, size);
     return std::unique_ptr<NicBuffer>(std::move(buf));
   }
 
@@ -312,10 +309,7 @@ class CudaDomain final : public MemoryDomain {
   // Called by ~CudaNicBuffer: forgets the range, waits for the copy stream (a kernel may still
   // write the buffer), closes the fd and frees the memory.
   void ReleaseNicBuffer(void* base, uint8_t* p, int fd) {
-    {
-      std::lock_guard<std::mutex> lk(nic_mu_);
-      nic_.erase(reinterpret_cast<uintptr_t>(p));
-    }
+    nic_.Remove(reinterpret_cast<uintptr_t>(p));
     (void)cudaSetDevice(opts_.device);
     (void)cudaStreamSynchronize(stream_);
     if (fd >= 0) (void)close(fd);
@@ -348,23 +342,7 @@ class CudaDomain final : public MemoryDomain {
   // True when [p, p + bytes) lies in one of this domain's NicBuffers, false when it touches none;
   // InvalidArgument when it straddles one's end.
   Result<bool> InNicBuffer(const void* p, size_t bytes, const char* op) const {
-    const auto a = reinterpret_cast<uintptr_t>(p);
-    std::lock_guard<std::mutex> lk(nic_mu_);
-    auto it = nic_.upper_bound(a);
-    if (it != nic_.begin()) {
-      --it;
-      if (a < it->first + it->second) {
-        if (bytes <= it->first + it->second - a) return true;
-        return InvalidArgument(name() + ": " + op + ": " + std::to_string(bytes) +
-                               " bytes run past the end of a NIC buffer");
-      }
-    }
-    auto next = nic_.upper_bound(a);
-    if (next != nic_.end() && bytes > next->first - a) {
-      return InvalidArgument(name() + ": " + op + ": " + std::to_string(bytes) +
-                             " bytes run into a NIC buffer");
-    }
-    return false;
+    return nic_.Contains(p, bytes, name() + ": " + op);
   }
 
   Status CheckQuantize(size_t k) const {
@@ -442,8 +420,7 @@ class CudaDomain final : public MemoryDomain {
   Fence enqueued_ = 0;             // guarded by mu_
   Fence completed_ = 0;            // guarded by mu_
   Status error_;                   // guarded by mu_: sticky
-  mutable std::mutex nic_mu_;
-  std::map<uintptr_t, size_t> nic_;  // guarded by nic_mu_: the live NicBuffers, start -> bytes
+  internal::NicRanges nic_;        // the live NicBuffers
 };
 
 CudaNicBuffer::~CudaNicBuffer() { domain_->ReleaseNicBuffer(base_, p_, fd_); }
