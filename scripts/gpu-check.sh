@@ -28,6 +28,7 @@
 #   GPU (gpu_allreduce_*), and rank 1 on the copying path (--copy-float: float32 staged and
 #   quantized on the CPU; gpu_allreduce_mixed_*), whose packets must equal the GPU path's.
 # check_gpu_quant: see the function below.
+# check_gpu_nicbuf: the CUDA domain's GPUDirect side, see the function below.
 # --build-dir: where the binaries are (default build/; the hw ctest passes its own with
 # --no-build). Ends with one JSON line; exit 0 when every check ran and passed (CollNet used and results
 # right). Each check is one function that adds its fields to that line (later issues add more).
@@ -255,6 +256,34 @@ check_gpu_quant() {
   [[ $rc -eq 0 ]] || fail "GPU quantization check failed (rc $rc)"
 }
 
+# check_gpu_nicbuf: whether the CUDA domain's AllocNicBuffer exports device memory as a dma-buf
+#   here (gpu_nicbuf_dmabuf true, the fd's /proc link in gpu_nicbuf_reason; false with the Status
+#   the communicator would print after "GPUDirect RDMA off:"; not a failure: the fallback is the
+#   host-staging path), and the payload CRC kernel's rate at K = 256 over 256 MiB
+#   (gpu_block_crc_line). The tests themselves ran in check_gpu_quant (scripts/gpu/quant-check.sh).
+check_gpu_nicbuf() {
+  local bin=$BUILD_DIR/bin/drv_gpu_nicbuf_hw_test crc=$BUILD_DIR/bin/drv_gpu_crc_hw_test rc=0 line
+  if [[ ! -x $bin || ! -x $crc ]]; then
+    json_add gpu_nicbuf_dmabuf null
+    json_add gpu_nicbuf_reason "$(json_str "$bin or $crc not built")"
+    return 0
+  fi
+  timeout 60 "$bin" --gtest_filter='GpuNicBufferHwTest.AllocExports*' >"$OUT/nicbuf.log" 2>&1 || rc=$?
+  if line=$(grep -m1 '^dma-buf fd' "$OUT/nicbuf.log"); then
+    json_add gpu_nicbuf_dmabuf true
+  else
+    json_add gpu_nicbuf_dmabuf false
+    line=$(grep -m1 'GPUDirect RDMA off' "$OUT/nicbuf.log" || tail -n 2 "$OUT/nicbuf.log" | tr '\n' ' ')
+  fi
+  json_add gpu_nicbuf_reason "$(json_str "$line")"
+  [[ $rc == 0 ]] || fail "NIC buffer test failed (rc $rc): $(tail -n 3 "$OUT/nicbuf.log" | tr '\n' ' ')"
+  rc=0
+  timeout 60 "$crc" --gtest_filter='GpuCrcTest.Rate' >"$OUT/crc_rate.log" 2>&1 || rc=$?
+  line=$(grep -m1 '^gpu BlockCrcs' "$OUT/crc_rate.log" || true)
+  json_add gpu_block_crc_line "$(json_str "${line:-none}")"
+  [[ $rc == 0 ]] || fail "CRC kernel rate run failed (rc $rc)"
+}
+
 # check_gpu_allreduce: a device-memory all-reduce (the CUDA memory domain, docs/gpu.md) through
 #   the ina-switchd this script started, 2 ranks as 2 processes on GPU 0, each checking its
 #   result bit for bit against the host-memory call on the same values (ina-gpu-allreduce).
@@ -300,6 +329,7 @@ main() {
   trap cleanup EXIT
   build
   check_gpu_quant
+  check_gpu_nicbuf
   if start_switch; then
     check_gpu_allreduce gpu
     check_gpu_allreduce mixed

@@ -68,6 +68,60 @@ void Crc32cShift::Init(size_t bytes) {
 
 }  // namespace internal
 
+namespace {
+
+// Carry-less a * b mod P, both as reflected polynomials (bit 31 is x^0), as zlib's multmodp.
+uint32_t MulModP(uint32_t a, uint32_t b) {
+  uint32_t m = uint32_t{1} << 31, p = 0;
+  for (;;) {
+    if (a & m) {
+      p ^= b;
+      if ((a & (m - 1)) == 0) return p;
+    }
+    m >>= 1;
+    b = (b & 1) ? (b >> 1) ^ kCrc32cPolyReflected : b >> 1;
+  }
+}
+
+// kX2n[k] = x^(2^k) mod P.
+constexpr std::array<uint32_t, 32> kX2n = [] {
+  std::array<uint32_t, 32> t{};
+  t[0] = uint32_t{1} << 30;  // x^1
+  for (size_t k = 1; k < 32; ++k) {
+    // t[k] = t[k-1]^2 (MulModP, constexpr-evaluable inline).
+    uint32_t a = t[k - 1], b = t[k - 1], m = uint32_t{1} << 31, p = 0;
+    for (;;) {
+      if (a & m) {
+        p ^= b;
+        if ((a & (m - 1)) == 0) break;
+      }
+      m >>= 1;
+      b = (b & 1) ? (b >> 1) ^ kCrc32cPolyReflected : b >> 1;
+    }
+    t[k] = p;
+  }
+  return t;
+}();
+
+}  // namespace
+
+uint32_t Crc32cShiftFactor(size_t len_b) {
+  uint32_t p = uint32_t{1} << 31;  // x^0
+  // x^(8 len_b): the bits of len_b from k = 3 up.
+  for (size_t n = len_b, k = 3; n != 0; n >>= 1, ++k) {
+    if (n & 1) p = MulModP(kX2n[k & 31], p);
+  }
+  return p;
+}
+
+uint32_t Crc32cCombineWith(uint32_t crc_a, uint32_t crc_b, uint32_t shift_factor) {
+  return MulModP(shift_factor, crc_a) ^ crc_b;
+}
+
+uint32_t Crc32cCombine(uint32_t crc_a, uint32_t crc_b, size_t len_b) {
+  return Crc32cCombineWith(crc_a, crc_b, Crc32cShiftFactor(len_b));
+}
+
 const Crc32cVariant& Crc32cBest() {
   static const Crc32cVariant* const best = Crc32cVariants().items[0];
   return *best;

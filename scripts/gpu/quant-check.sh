@@ -20,8 +20,11 @@ QC_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 QC_BUILD="${INA_BUILD_DIR:-$QC_ROOT/build}"
 # With them the memory domain's tests (the CUDA domain's no-device unit test and its hw test: a
 # device all-reduce through the in-process fabric, bit for bit against the host path).
+# And the GPUDirect side: the payload CRC arithmetic (unit) and kernel (hw), the CUDA domain's
+# NIC buffers (hw: skips where the device exports no dma-buf).
 QC_TESTS=(drv_gpu_elem_test drv_gpu_map_test drv_gpu_api_test drv_gpu_quant_hw_test
-  drv_gpu_domain_test drv_gpu_domain_hw_test)
+  drv_gpu_domain_test drv_gpu_domain_hw_test drv_gpu_crc_elem_test drv_gpu_crc_hw_test
+  drv_gpu_nic_ranges_test drv_gpu_nicbuf_hw_test)
 
 qc_log() { echo "quant-check: $*" >&2; }
 
@@ -58,7 +61,7 @@ qc_build() {
   if ! grep -q '^CMAKE_CUDA_COMPILER:' "$QC_BUILD/CMakeCache.txt" 2>/dev/null ||
     grep -q '^CMAKE_CUDA_COMPILER:.*NOTFOUND' "$QC_BUILD/CMakeCache.txt"; then
     qc_log "no CUDA compiler in this build: only the host-compiled unit tests build"
-    QC_TESTS=(drv_gpu_elem_test drv_gpu_map_test)
+    QC_TESTS=(drv_gpu_elem_test drv_gpu_map_test drv_gpu_crc_elem_test drv_gpu_nic_ranges_test)
     cmake --build "$QC_BUILD" -j"$(nproc)" --target "${QC_TESTS[@]}" >&2
     return
   fi

@@ -88,6 +88,27 @@ TEST(Crc32c, VariantsMatchTheScalarTwinOnRandomBuffersAndSplits) {
   }
 }
 
+// Combining the CRCs of two parts gives the CRC of their concatenation (the GPUDirect sender's
+// seal: a host header's CRC with a device payload's, docs/gpu.md).
+TEST(Crc32c, CombineEqualsTheCrcOfTheConcatenation) {
+  std::mt19937_64 g(tests::Seed(2, "Crc32c.Combine"));
+  std::vector<uint8_t> buf(9000);
+  for (auto& b : buf) b = static_cast<uint8_t>(g());
+  for (int it = 0; it < 2000; ++it) {
+    const size_t n = it < 300 ? static_cast<size_t>(it) : g() % buf.size();
+    const size_t cut = n == 0 ? 0 : g() % (n + 1);
+    const uint32_t a = Crc32c(0, buf.data(), cut);
+    const uint32_t b = Crc32c(0, buf.data() + cut, n - cut);
+    const uint32_t want = Crc32cScalar(0, buf.data(), n);
+    ASSERT_EQ(Crc32cCombine(a, b, n - cut), want) << "n=" << n << " cut=" << cut;
+    ASSERT_EQ(Crc32cCombineWith(a, b, Crc32cShiftFactor(n - cut)), want);
+  }
+  // An ina data message: header, then a payload the sender never reads.
+  EXPECT_EQ(Crc32cCombine(Crc32c(0, buf.data(), 24), Crc32c(0, buf.data() + 24, 1024), 1024),
+            Crc32c(0, buf.data(), 24 + 1024));
+  EXPECT_EQ(Crc32cCombine(0x12345678u, 0, 0), 0x12345678u);  // an empty second part
+}
+
 TEST(Crc32c, SealAndCheckAMessage) {
   std::vector<uint8_t> m(kHeaderBytes + 8 + kCrcBytes, 0);
   for (size_t i = 0; i < kHeaderBytes + 8; ++i) m[i] = static_cast<uint8_t>(i * 7);

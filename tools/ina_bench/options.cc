@@ -271,6 +271,11 @@ const std::vector<Flag>& Flags() {
        "the workers' quantization kernels (default auto; env INA_QUANT)",
        Choice(&Options::quant, {"auto", "scalar", "avx2", "avx512"}), kShared, Get(&Options::quant),
        "INA_QUANT"},
+      {"--memory", "host|host-async", "",
+       "where the workers' tensors live: host (default) or host-async, a\n"
+       "memory domain over host memory (the staged path a GPU's tensors take;\n"
+       "over verbs, payloads sent from the domain's NIC buffer: docs/gpu.md)",
+       Choice(&Options::memory, {"host", "host-async"}), kShared, Get(&Options::memory)},
       {"--role", "worker", "a worker (started by the parent, or by hand on its host):",
        "this process is one rank; it takes the run options from the\n"
        "coordinator (any it is given must agree with the coordinator's)",

@@ -66,7 +66,11 @@ struct Options {
   int dpdk_backoff_us = 200;
   bool udp_gso = true;         // workers' CommConfig::udp_gso and the switch's --udp-gso
   std::string quant = "auto";  // workers' CommConfig::quant
-  std::string memif_dir;       // internal (memif): the parent's folder of memif sockets
+  // Where the workers' tensors live: "host" (the plain call) or "host-async" (through a memory
+  // domain over host memory, HostDomain: the staged, domain-quantizing path; over verbs its
+  // payloads leave from the domain's NIC buffer, GPUDirect RDMA's send path, docs/gpu.md).
+  std::string memory = "host";
+  std::string memif_dir;  // internal (memif): the parent's folder of memif sockets
 };
 
 // Parses argv[1..]. Sets *help and returns the defaults when --help or -h is given.

@@ -143,11 +143,12 @@ int ReportRun(const Options& o, const SharedView& view, const Reaped& reaped,
   const Shared* sh = view.shared;
   const bool ok = AllRanksOk(o, sh, reaped);
   const Verdict v = Verify(o, view, ok);
-  uint64_t retx = 0, sent = 0, bad_crc = 0;
+  uint64_t retx = 0, sent = 0, bad_crc = 0, from_device = 0;
   for (int r = 0; r < o.workers; ++r) {
     retx += sh->ranks[r].retransmissions;
     sent += sh->ranks[r].packets_sent;
     bad_crc += sh->ranks[r].bad_crc;
+    from_device += sh->ranks[r].packets_from_device;
   }
   const size_t bytes = o.elements * 4;
   const bool gloo_ran = ok && o.gloo && !o.int32;
@@ -201,6 +202,8 @@ int ReportRun(const Options& o, const SharedView& view, const Reaped& reaped,
       .Uint("retransmissions", retx)
       .Uint("packets_sent", sent)
       .Uint("worker_bad_crc", bad_crc)
+      .Str("memory", o.memory)
+      .Uint("worker_packets_from_device", from_device)
       .Bool("verified", verified)
       .Str("dataplane", o.dataplane)
       .Str("transport", o.transport)

@@ -20,6 +20,7 @@ struct RankSlot {
   double error_ms;  // with --kill-rank: time from the call's start to its error
   uint64_t fingerprint;
   uint64_t retransmissions, packets_sent, bad_crc;
+  uint64_t packets_from_device;  // CommStats::packets_from_device (--memory host-async)
   int gloo_code;
   char gloo_error[256];
   double gloo_ms[kMaxIters];

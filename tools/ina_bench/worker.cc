@@ -15,6 +15,7 @@
 #include "coord_client.h"
 #include "gloo_ring.h"
 #include "ina/host/communicator.h"
+#include "ina/host/memory_domain.h"
 #include "ina/host/transport.h"
 #include "launch.h"
 #include "verify.h"
@@ -143,14 +144,27 @@ int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
     SetError(me.ina_error, comm.status());
     return 1;
   }
+  // --memory host-async: the tensors go through a memory domain over host memory.
+  std::unique_ptr<host::MemoryDomain> domain;
+  if (o.memory == "host-async") {
+    auto d = host::MakeHostDomain();
+    if (!d.ok()) {
+      me.ina_code = static_cast<int>(d.status().code());
+      SetError(me.ina_error, d.status());
+      return 1;
+    }
+    domain = std::move(d).value();
+  }
   // An empty input's data() is null, which memcpy must not get even for 0 bytes.
   auto run_once = [&]() -> Status {
     if (o.int32) {
       if (bytes > 0) std::memcpy(buf.data(), iin.data(), bytes);
-      return (*comm)->AllReduce(std::span<int32_t>(reinterpret_cast<int32_t*>(buf.data()), n));
+      const std::span<int32_t> t(reinterpret_cast<int32_t*>(buf.data()), n);
+      return domain ? (*comm)->AllReduce(t, *domain) : (*comm)->AllReduce(t);
     }
     if (bytes > 0) std::memcpy(buf.data(), fin.data(), bytes);
-    return (*comm)->AllReduce(std::span<float>(reinterpret_cast<float*>(buf.data()), n));
+    const std::span<float> t(reinterpret_cast<float*>(buf.data()), n);
+    return domain ? (*comm)->AllReduce(t, *domain) : (*comm)->AllReduce(t);
   };
 
   // A barrier that fails (another rank or the parent is gone) ends this rank with its error.
@@ -210,6 +224,7 @@ int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
   me.retransmissions = st.retransmissions;
   me.packets_sent = st.packets_sent;
   me.bad_crc = st.bad_crc;
+  me.packets_from_device = st.packets_from_device;
   comm->reset();
 
   if (!o.gloo || o.int32) return 0;

@@ -3,7 +3,9 @@
 #include "ina/gpu/memory_domain.h"
 
 #include <cuda_runtime_api.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -13,14 +15,18 @@
 #include <thread>
 #include <vector>
 
+#include "ina/gpu/crc.h"
 #include "ina/gpu/device.h"
+#include "ina/gpu/dmabuf.h"
 #include "ina/gpu/quant.h"
+#include "nic_ranges.h"
 
 namespace ina::gpu {
 namespace {
 
 using host::MemoryDomain;
 using host::MemoryKind;
+using host::NicBuffer;
 using host::StagingBuffer;
 using std::chrono::microseconds;
 
@@ -50,6 +56,32 @@ const char* MemoryTypeName(cudaMemoryType t) {
   return "unknown memory";
 }
 
+// NIC buffers are cudaMalloc'd in multiples of this (cuMemGetHandleForAddressRange wants the range
+// page-aligned; 2 MiB covers every host page size and is the GPU's large-page size).
+constexpr size_t kNicAlign = size_t{2} << 20;
+
+class CudaDomain;
+
+// Device memory exported as a dma-buf; the domain keeps its range (Quantize and PayloadCrcs then
+// read or write it directly). The destructor (via the domain) waits for the copy stream, then
+// closes the fd and frees the memory.
+class CudaNicBuffer final : public NicBuffer {
+ public:
+  CudaNicBuffer(CudaDomain* domain, void* base, uint8_t* p, size_t bytes, int fd)
+      : domain_(domain), base_(base), p_(p), bytes_(bytes), fd_(fd) {}
+  ~CudaNicBuffer() override;
+  uint8_t* data() const override { return p_; }
+  size_t size() const override { return bytes_; }
+  int dmabuf_fd() const override { return fd_; }
+
+ private:
+  CudaDomain* domain_;
+  void* base_;  // what cudaMalloc returned (p_ rounded up to the page if it was not aligned)
+  uint8_t* p_;
+  size_t bytes_;
+  int fd_;
+};
+
 class CudaDomain final : public MemoryDomain {
  public:
   explicit CudaDomain(const CudaDomainOptions& o) : opts_(o), quantize_(o.quantize) {}
@@ -76,11 +108,12 @@ class CudaDomain final : public MemoryDomain {
     // Without stream-ordered pools (old drivers, some virtualised GPUs) floats take the copying
     // path: the same results, quantized on the CPU.
     if (pools == 0) quantize_ = false;
-    if (quantize_) {
-      // The device scratch of the quantization calls (exponents, int32 blocks) comes from a pool
-      // of the domain's own, stream-ordered (cudaMallocFromPoolAsync / cudaFreeAsync on the copy
-      // stream), which keeps what it grew to: no allocation, free or synchronisation per call
-      // once warm, and the process's default pool (the framework's) is left alone.
+    if (pools != 0) {
+      // The device scratch of the quantization and CRC calls (exponents, int32 blocks, CRCs)
+      // comes from a pool of the domain's own, stream-ordered (cudaMallocFromPoolAsync /
+      // cudaFreeAsync on the copy stream), which keeps what it grew to: no allocation, free or
+      // synchronisation per call once warm, and the process's default pool (the framework's) is
+      // left alone.
       cudaMemPoolProps props{};
       props.allocType = cudaMemAllocationTypePinned;
       props.location.type = cudaMemLocationTypeDevice;
@@ -167,46 +200,120 @@ class CudaDomain final : public MemoryDomain {
     });
   }
 
+  // `wire` in one of this domain's NicBuffers: the kernel writes the int32 there (no scratch for
+  // them, no copy); in staging: into scratch, then copied to staging.
   Result<Fence> Quantize(const float* src, size_t n, size_t k, const uint8_t* exps, int precision,
                          uint8_t* wire) override {
     INA_RETURN_IF_ERROR(CheckQuantize(k));
+    INA_ASSIGN_OR_RETURN(const bool nic, InNicBuffer(wire, 4 * n, "Quantize"));
     const size_t blocks = BlockCount(n, static_cast<int>(k));
     const size_t exp_bytes = (blocks + 15) / 16 * 16;  // the int32 after them 16-byte aligned
     return Enqueue([&](cudaStream_t st) -> Status {
       uint8_t* d = nullptr;
-      INA_RETURN_IF_ERROR(Alloc(&d, exp_bytes + 4 * n, st));
+      INA_RETURN_IF_ERROR(Alloc(&d, exp_bytes + (nic ? 0 : 4 * n), st));
+      uint8_t* out = nic ? wire : d + exp_bytes;
       Status s = Call(cudaMemcpyAsync(d, exps, blocks, cudaMemcpyHostToDevice, st), "exps H2D");
       if (s.ok()) {
-        s = gpu::Quantize(src, DType::kFloat32, n, static_cast<int>(k), d, precision, d + exp_bytes,
-                          0, st);
+        s = gpu::Quantize(src, DType::kFloat32, n, static_cast<int>(k), d, precision, out, 0, st);
       }
-      if (s.ok()) {
-        s = Call(cudaMemcpyAsync(wire, d + exp_bytes, 4 * n, cudaMemcpyDeviceToHost, st),
+      if (s.ok() && !nic) {
+        s = Call(cudaMemcpyAsync(wire, out, 4 * n, cudaMemcpyDeviceToHost, st),
                  "cudaMemcpyAsync(staging, int32 blocks, " + std::to_string(4 * n) + ", D2H)");
       }
       return Free(d, st, s);
     });
   }
 
+  // `wire` in staging (the communicator's receive path) is copied to scratch first; in a
+  // NicBuffer it is read where it lies.
   Result<Fence> Dequantize(float* dst, const uint8_t* wire, size_t n, size_t k, const uint8_t* exps,
                            int precision, int divisor) override {
     INA_RETURN_IF_ERROR(CheckQuantize(k));
+    INA_ASSIGN_OR_RETURN(const bool nic, InNicBuffer(wire, 4 * n, "Dequantize"));
     const size_t blocks = BlockCount(n, static_cast<int>(k));
     const size_t exp_bytes = (blocks + 15) / 16 * 16;
     return Enqueue([&](cudaStream_t st) -> Status {
       uint8_t* d = nullptr;
-      INA_RETURN_IF_ERROR(Alloc(&d, exp_bytes + 4 * n, st));
+      INA_RETURN_IF_ERROR(Alloc(&d, exp_bytes + (nic ? 0 : 4 * n), st));
+      const uint8_t* in = nic ? wire : d + exp_bytes;
       Status s = Call(cudaMemcpyAsync(d, exps, blocks, cudaMemcpyHostToDevice, st), "exps H2D");
-      if (s.ok()) {
+      if (s.ok() && !nic) {
         s = Call(cudaMemcpyAsync(d + exp_bytes, wire, 4 * n, cudaMemcpyHostToDevice, st),
                  "cudaMemcpyAsync(int32 blocks, staging, " + std::to_string(4 * n) + ", H2D)");
       }
       if (s.ok()) {
-        s = gpu::Dequantize(d + exp_bytes, 0, n, static_cast<int>(k), d, precision, divisor, dst,
-                            st);
+        s = gpu::Dequantize(in, 0, n, static_cast<int>(k), d, precision, divisor, dst, st);
       }
       return Free(d, st, s);
     });
+  }
+
+  // Device memory exported as a dma-buf (ina/gpu/dmabuf.h), in multiples of kNicAlign.
+  Result<std::unique_ptr<NicBuffer>> AllocNicBuffer(size_t bytes) override {
+    INA_CUDA_RETURN_IF_ERROR(cudaSetDevice(opts_.device));
+    if (Status s = DmaBufSupport(opts_.device); !s.ok()) return s.WithContext(name());
+    const size_t size = (std::max<size_t>(bytes, 1) + kNicAlign - 1) / kNicAlign * kNicAlign;
+    const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    void* base = nullptr;
+    Status s = Call(cudaMalloc(&base, size), "cudaMalloc(&p, " + std::to_string(size) + ")");
+    if (s.ok() && reinterpret_cast<uintptr_t>(base) % page != 0) {
+      // cudaMalloc aligns large allocations to 2 MiB in practice, but does not promise it: retry
+      // with room to align by hand.
+      (void)cudaFree(base);
+      base = nullptr;
+      s = Call(cudaMalloc(&base, size + page),
+               "cudaMalloc(&p, " + std::to_string(size + page) + ")");
+    }
+    if (!s.ok()) return s.WithContext(name() + ": NIC buffer");
+    const uintptr_t a = (reinterpret_cast<uintptr_t>(base) + page - 1) / page * page;
+    auto* p = reinterpret_cast<uint8_t*>(a);
+    Result<int> fd = ExportDmaBuf(p, size);
+    if (!fd.ok()) {
+      (void)cudaFree(base);
+      return fd.status().WithContext(name());
+    }
+    auto buf = std::make_unique<CudaNicBuffer>(this, base, p, size, *fd);
+    nic_.Add(a, size);
+    return std::unique_ptr<NicBuffer>(std::move(buf));
+  }
+
+  // crcs[b] from the BlockCrcs kernel: `wire` in a NicBuffer read where it lies, in staging
+  // copied to scratch first; the CRCs copied from scratch to `crcs`.
+  Result<Fence> PayloadCrcs(const uint8_t* wire, size_t n, size_t k, uint32_t* crcs) override {
+    if (pool_ == nullptr) {
+      return Unimplemented(name() + ": PayloadCrcs: no memory pools on the device");
+    }
+    if (k < 1 || k > INT32_MAX) {
+      return InvalidArgument(name() + ": PayloadCrcs: k " + std::to_string(k));
+    }
+    INA_ASSIGN_OR_RETURN(const bool nic, InNicBuffer(wire, 4 * n, "PayloadCrcs"));
+    const size_t blocks = BlockCount(n, static_cast<int>(k));
+    const size_t crc_bytes = (4 * blocks + 15) / 16 * 16;
+    return Enqueue([&](cudaStream_t st) -> Status {
+      uint8_t* d = nullptr;
+      INA_RETURN_IF_ERROR(Alloc(&d, crc_bytes + (nic ? 0 : 4 * n), st));
+      const uint8_t* in = nic ? wire : d + crc_bytes;
+      Status s;
+      if (!nic) {
+        s = Call(cudaMemcpyAsync(d + crc_bytes, wire, 4 * n, cudaMemcpyHostToDevice, st),
+                 "cudaMemcpyAsync(int32 blocks, staging, " + std::to_string(4 * n) + ", H2D)");
+      }
+      if (s.ok()) s = BlockCrcs(in, n, static_cast<int>(k), reinterpret_cast<uint32_t*>(d), st);
+      if (s.ok()) {
+        s = Call(cudaMemcpyAsync(crcs, d, 4 * blocks, cudaMemcpyDeviceToHost, st), "crcs D2H");
+      }
+      return Free(d, st, s);
+    });
+  }
+
+  // Called by ~CudaNicBuffer: forgets the range, waits for the copy stream (a kernel may still
+  // write the buffer), closes the fd and frees the memory.
+  void ReleaseNicBuffer(void* base, uint8_t* p, int fd) {
+    nic_.Remove(reinterpret_cast<uintptr_t>(p));
+    (void)cudaSetDevice(opts_.device);
+    (void)cudaStreamSynchronize(stream_);
+    if (fd >= 0) (void)close(fd);
+    (void)cudaFree(base);
   }
 
   Result<bool> Wait(Fence f, microseconds timeout) override {
@@ -230,6 +337,12 @@ class CudaDomain final : public MemoryDomain {
 
   static Status Call(cudaError_t err, const std::string& what) {
     return err == cudaSuccess ? Status::Ok() : CudaStatus(err, what);
+  }
+
+  // True when [p, p + bytes) lies in one of this domain's NicBuffers, false when it touches none;
+  // InvalidArgument when it straddles one's end.
+  Result<bool> InNicBuffer(const void* p, size_t bytes, const char* op) const {
+    return nic_.Contains(p, bytes, name() + ": " + op);
   }
 
   Status CheckQuantize(size_t k) const {
@@ -307,7 +420,10 @@ class CudaDomain final : public MemoryDomain {
   Fence enqueued_ = 0;             // guarded by mu_
   Fence completed_ = 0;            // guarded by mu_
   Status error_;                   // guarded by mu_: sticky
+  internal::NicRanges nic_;        // the live NicBuffers
 };
+
+CudaNicBuffer::~CudaNicBuffer() { domain_->ReleaseNicBuffer(base_, p_, fd_); }
 
 }  // namespace
 

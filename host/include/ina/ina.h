@@ -107,6 +107,9 @@ typedef struct ina_stats {
   uint64_t ops_completed;
   uint64_t ops_failed;
   uint64_t bad_crc; /* packets dropped: CRC32C trailer not matching (the second layout) */
+  /* of packets_sent, those whose payload the NIC read from device memory (GPUDirect RDMA,
+   * docs/gpu.md; the third layout) */
+  uint64_t packets_from_device;
   /* New fields go here, at the end. */
 } ina_stats;
 

@@ -55,7 +55,9 @@ constexpr Layout kStatsLayouts[] = {
     // 0.1: struct_size .. ops_failed.
     {64, offsetof(ina_stats, ops_failed) + sizeof(uint64_t)},
     // after 0.1: + bad_crc (the CRC32C trailer).
-    {sizeof(ina_stats), offsetof(ina_stats, bad_crc) + sizeof(uint64_t)},
+    {72, offsetof(ina_stats, bad_crc) + sizeof(uint64_t)},
+    // + packets_from_device (GPUDirect RDMA).
+    {sizeof(ina_stats), offsetof(ina_stats, packets_from_device) + sizeof(uint64_t)},
 };
 // The newest entry must be the current layout. On LP64 the sizes are pinned, so that changing a
 // struct without adding a layout fails here.
@@ -63,7 +65,7 @@ static_assert(kConfigLayouts[std::size(kConfigLayouts) - 1].size == sizeof(ina_c
 static_assert(kStatsLayouts[std::size(kStatsLayouts) - 1].size == sizeof(ina_stats));
 static_assert(sizeof(void*) != 8 || sizeof(ina_config) == 1688,
               "ina_config changed: append fields only, add a Layout to kConfigLayouts");
-static_assert(sizeof(void*) != 8 || sizeof(ina_stats) == 72,
+static_assert(sizeof(void*) != 8 || sizeof(ina_stats) == 80,
               "ina_stats changed: append fields only, add a Layout to kStatsLayouts");
 
 Result<Layout> FindLayout(std::span<const Layout> layouts, size_t size, const char* what) {
@@ -264,7 +266,7 @@ Status ConfigToC(const CommConfig& c, ina_config* out, size_t struct_size,
 Status StatsToC(const CommStats& s, ina_stats* out, size_t struct_size) {
   INA_ASSIGN_OR_RETURN(Layout l, FindLayout(kStatsLayouts, struct_size, "ina_stats"));
   const auto& [packets_sent, packets_received, retransmissions, results, stale_results_ignored,
-               ops_completed, ops_failed, bad_crc] = s;
+               ops_completed, ops_failed, bad_crc, packets_from_device] = s;
   ina_stats full;
   std::memset(&full, 0, sizeof(full));
   full.packets_sent = packets_sent;
@@ -275,6 +277,7 @@ Status StatsToC(const CommStats& s, ina_stats* out, size_t struct_size) {
   full.ops_completed = ops_completed;
   full.ops_failed = ops_failed;
   full.bad_crc = bad_crc;
+  full.packets_from_device = packets_from_device;
   std::memcpy(static_cast<void*>(out), &full, l.used);
   out->struct_size = struct_size;
   return Status::Ok();

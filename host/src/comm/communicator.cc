@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
+#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <limits>
@@ -22,6 +23,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "communicator_factory.h"
 #include "counter.h"
 #include "exchange.h"
 #include "ina/host/quant.h"
@@ -297,8 +299,9 @@ class Communicator::Impl {
     auto it = std::find_if(staging_.begin(), staging_.end(),
                            [&](const DomainStaging& s) { return s.domain == &domain; });
     if (it != staging_.end() && it->buffer->size() >= bytes) return it->buffer->data();
-    const size_t floor = internal::StagedOp::StagingBytes(
-        cfg_.staging_bytes / proto::kElemBytes, proto::kElemBytes, cfg_.k, domain.quantizes());
+    const size_t floor =
+        internal::StagedOp::StagingBytes(cfg_.staging_bytes / proto::kElemBytes, proto::kElemBytes,
+                                         cfg_.k, domain.quantizes(), /*nic_wire=*/true);
     const size_t want = std::max(bytes, cfg_.staging_bytes == 0 ? 0 : floor);
     auto st = domain.AllocStaging(want);
     if (!st.ok()) {
@@ -324,6 +327,7 @@ class Communicator::Impl {
       s.results += w.results.Get();
       s.stale_results_ignored += w.stale.Get();
       s.bad_crc += w.bad_crc.Get();
+      s.packets_from_device += w.sent_from_body.Get();
     }
     s.ops_completed = ops_completed_.Get();
     s.ops_failed = ops_failed_.Get();
@@ -383,13 +387,17 @@ class Communicator::Impl {
     internal::OpDesc d = op.desc;
     // Float tensors in a domain that quantizes are quantized there (staged_op.h).
     const bool quantize = d.is_float && op.domain->quantizes();
-    const size_t bytes = internal::StagedOp::StagingBytes(d.n, proto::kElemBytes, cfg_.k, quantize);
+    // With a NIC buffer the CRCs come after the rest (room for them either way: the choice is
+    // made below and staging is kept across calls).
+    const size_t bytes = internal::StagedOp::StagingBytes(d.n, proto::kElemBytes, cfg_.k, quantize,
+                                                          /*nic_wire=*/true);
     INA_ASSIGN_OR_RETURN(uint8_t* const staging, Staging(*op.domain, bytes));
     void* user = d.is_float ? static_cast<void*>(d.f) : static_cast<void*>(d.i);
     internal::StagedOp::Quant quant;
     quant.precision = quant::Precision(cfg_.world_size);
     quant.window = grant_.window;
     quant.divisor = d.divisor;
+    if (quantize) quant.nic_wire = NicWire(*op.domain, 4 * d.n);
     internal::StagedOp staged(*op.domain, staging, user, d.n, proto::kElemBytes, cfg_.k, stop_flag_,
                               lanes_.size() > 1 ? &op_cancel_ : nullptr,
                               quantize ? &quant : nullptr);
@@ -406,6 +414,75 @@ class Communicator::Impl {
     return staged.Finish(s);
   }
 
+  // Lane 0's thread: the NIC buffer a quantizing op of `bytes` int32 bytes in `domain` sends from
+  // (GPUDirect RDMA, docs/gpu.md), or nullptr for host staging: always where the transport sends
+  // from host memory only (udp, dpdk), and, after one line on stderr saying why, for the rest of
+  // the communicator's life where the domain has no NIC buffer or the transport cannot register
+  // it. Kept across calls while large enough; a larger one replaces it between ops.
+  uint8_t* NicWire(MemoryDomain& domain, size_t bytes) {
+    if (nic_off_ || !lanes_[0].transport->sends_body()) return nullptr;
+    if (nic_ != nullptr && nic_domain_ == &domain && nic_->size() >= bytes) return nic_->data();
+    Status s = ReleaseNicWire();
+    if (s.ok()) {
+      auto b = domain.AllocNicBuffer(bytes);
+      if (b.ok()) {
+        nic_ = std::move(b).value();
+        nic_domain_ = &domain;
+        for (size_t l = 0; l < lanes_.size() && s.ok(); ++l) {
+          s = lanes_[l].transport->RegisterTxBody(nic_->data(), nic_->size(), nic_->dmabuf_fd(),
+                                                  nic_->dmabuf_offset());
+          if (s.ok()) ++nic_registered_;
+        }
+      } else {
+        s = b.status();
+      }
+    }
+    if (s.ok()) {
+      NoteSendPath("gpudirect");
+      return nic_->data();
+    }
+    (void)ReleaseNicWire();
+    nic_off_ = true;
+    NoteSendPath("host staging: " + s.ToString());
+    std::fprintf(stderr,
+                 "ina: rank %d job %d: GPUDirect RDMA off for %s over %s (%s); staging through "
+                 "host memory\n",
+                 cfg_.rank, cfg_.job_id, domain.name().c_str(),
+                 std::string(lanes_[0].transport->name()).c_str(), s.ToString().c_str());
+    return nullptr;
+  }
+
+  // Unregisters the NIC buffer from the lanes that registered it (each waits for its posted
+  // sends), then frees it. Lane 0's thread, between ops.
+  Status ReleaseNicWire() {
+    Status first;
+    for (size_t l = 0; l < nic_registered_; ++l) {
+      Status s = lanes_[l].transport->UnregisterTxBody(nic_->data());
+      if (!s.ok() && first.ok()) first = s;
+    }
+    nic_registered_ = 0;
+    if (!first.ok()) {
+      (void)nic_.release();  // a posted send may still read it: leak it rather than free it
+      nic_domain_ = nullptr;
+      return first;
+    }
+    nic_.reset();
+    nic_domain_ = nullptr;
+    return Status::Ok();
+  }
+
+  void NoteSendPath(std::string path) {
+    std::lock_guard<std::mutex> lk(path_mu_);
+    send_path_ = std::move(path);
+  }
+
+ public:
+  std::string device_send_path() const {
+    std::lock_guard<std::mutex> lk(path_mu_);
+    return send_path_;
+  }
+
+ private:
   // Lane 0's thread: runs `op` on every lane (or with `regrant`, re-joins every lane and takes the
   // new grant); the first failure of any lane.
   Status RunOnAllLanes(const internal::OpDesc& op, bool regrant = false) {
@@ -535,8 +612,15 @@ class Communicator::Impl {
   std::mutex staging_mu_;
   std::vector<DomainStaging> staging_;                            // guarded by staging_mu_
   std::vector<std::unique_ptr<StagingBuffer>> outgrown_staging_;  // guarded by staging_mu_
-  std::vector<Lane> lanes_;                                       // fixed after construction
-  Grant grant_;                                                   // lane 0's thread
+  // GPUDirect RDMA (NicWire): lane 0's thread only.
+  std::unique_ptr<NicBuffer> nic_;
+  const MemoryDomain* nic_domain_ = nullptr;
+  size_t nic_registered_ = 0;  // lanes 0.. whose transport registered nic_
+  bool nic_off_ = false;       // host staging for good (the reason was printed)
+  mutable std::mutex path_mu_;
+  std::string send_path_;           // guarded by path_mu_: device_send_path()
+  std::vector<Lane> lanes_;         // fixed after construction
+  Grant grant_;                     // lane 0's thread
   uint64_t calls_in_grant_ = 0;     // lane 0's thread: calls run under grant_
   std::atomic<uint16_t> window_;    // grant_.window, for window() from any thread
   std::vector<Grant> lane_grants_;  // [l]: lane l's thread during a re-join
@@ -737,12 +821,27 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const CommConfig& con
     INA_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, MakeTransport(lane));
     transports.push_back(std::move(t));
   }
+  return internal::CommunicatorFactory::Create(config, *kernels, std::move(transports));
+}
+
+namespace internal {
+
+Result<std::unique_ptr<Communicator>> CommunicatorFactory::Create(
+    const CommConfig& config, const quant::Kernels& kernels,
+    std::vector<std::unique_ptr<Transport>> transports) {
+  if (transports.size() != static_cast<size_t>(config.progress_threads)) {
+    return InvalidArgument("communicator: " + std::to_string(transports.size()) +
+                           " transports for " + std::to_string(config.progress_threads) +
+                           " progress threads");
+  }
   INA_ASSIGN_OR_RETURN(const Grant grant, JoinLanes(config, transports));
-  auto impl = std::make_unique<Impl>(config, *kernels, std::move(transports), grant);
+  auto impl = std::make_unique<Communicator::Impl>(config, kernels, std::move(transports), grant);
   INA_RETURN_IF_ERROR(impl->RegisterTxMemory());
   impl->Start();
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
+
+}  // namespace internal
 
 namespace {
 
@@ -824,12 +923,14 @@ Status Communicator::ReserveStaging(MemoryDomain& domain, size_t tensor_bytes) {
     return InvalidArgument("ReserveStaging: " + std::to_string(bytes) + " bytes > " +
                            std::to_string(CommConfig::kMaxStagingBytes) + " (the largest call)");
   }
-  const size_t staging = internal::StagedOp::StagingBytes(
-      bytes / proto::kElemBytes, proto::kElemBytes, config().k, domain.quantizes());
+  const size_t staging =
+      internal::StagedOp::StagingBytes(bytes / proto::kElemBytes, proto::kElemBytes, config().k,
+                                       domain.quantizes(), /*nic_wire=*/true);
   return impl_->Staging(domain, staging).status();
 }
 
 CommStats Communicator::stats() const { return impl_->stats(); }
+std::string Communicator::device_send_path() const { return impl_->device_send_path(); }
 uint16_t Communicator::window() const { return impl_->window(); }
 const CommConfig& Communicator::config() const { return impl_->config(); }
 

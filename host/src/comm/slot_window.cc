@@ -85,8 +85,22 @@ void SlotWindow::PutHeader(uint16_t s, uint8_t flags, uint8_t exp, uint8_t next_
   sl.retries = 0;
   sl.rto_us = rto_.rto_us();
   // Sealed last: after the payload was quantized into the buffer and the header written.
-  sl.len = proto::SealMessage(Buf(s), proto::kHeaderBytes + size_t{count} * proto::kElemBytes);
+  Seal(s);
   Enqueue(s);
+}
+
+void SlotWindow::Seal(uint16_t s) {
+  Slot& sl = slots_[s];
+  uint8_t* b = Buf(s);
+  if (sl.body == nullptr) {
+    sl.len =
+        proto::SealMessage(b, proto::kHeaderBytes + size_t{proto::GetCount(b)} * proto::kElemBytes);
+    return;
+  }
+  const uint32_t crc =
+      proto::Crc32cCombine(proto::Crc32c(0, b, proto::kHeaderBytes), sl.body_crc, sl.body_len);
+  proto::StoreCrc(b + proto::kHeaderBytes, crc);
+  sl.len = proto::kHeaderBytes + proto::kCrcBytes;
 }
 
 // Float: local exponent (and non-finiteness) of block b, kept for when the slot sends it.
@@ -111,6 +125,7 @@ Status SlotWindow::LocalExp(int64_t b, uint8_t* exp, bool* nonfinite) {
 Status SlotWindow::SendExpRound(uint16_t s) {
   Slot& sl = slots_[s];
   sl.block = -1;
+  sl.body = nullptr;
   INA_RETURN_IF_ERROR(LocalExp(s, &sl.pending_exp, &sl.pending_nonfinite));
   PutHeader(s, 0, proto::kExpNone, sl.pending_exp, 0, static_cast<uint32_t>(s) * cfg_.k);
   return Status::Ok();
@@ -154,6 +169,7 @@ Status SlotWindow::OnReady() {
 Status SlotWindow::SendBlock(uint16_t s, int64_t b, uint8_t e) {
   Slot& sl = slots_[s];
   sl.block = b;
+  sl.body = nullptr;
   const size_t cnt = BlockCount(b);
   const size_t off = static_cast<size_t>(b) * cfg_.k;
   uint8_t* payload = Buf(s) + proto::kHeaderBytes;
@@ -175,6 +191,10 @@ Status SlotWindow::SendBlock(uint16_t s, int64_t b, uint8_t e) {
   }
   if (nonfinite) {
     std::memset(payload, 0, cnt * proto::kElemBytes);
+  } else if (quant_ != nullptr && quant_->tx_body() != nullptr) {  // the NIC reads it there
+    sl.body = quant_->tx_body() + off * proto::kElemBytes;
+    sl.body_len = static_cast<uint32_t>(cnt * proto::kElemBytes);
+    sl.body_crc = quant_->PayloadCrc(b);
   } else if (quant_ != nullptr) {  // quantized by the domain, at the same exponent
     std::memcpy(payload, quant_->wire() + off * proto::kElemBytes, cnt * proto::kElemBytes);
   } else {
@@ -237,7 +257,9 @@ size_t SlotWindow::PeekTx(std::span<TxPacket> out) const {
   const size_t n = std::min(out.size(), ring_size_);
   for (size_t i = 0; i < n; ++i) {
     const uint16_t s = send_ring_[(ring_head_ + i) % window_];
-    out[i] = {Buf(s), slots_[s].len, /*payload_checked=*/true};  // data: the trailer covers it
+    const Slot& sl = slots_[s];
+    // Data: the trailer covers it.
+    out[i] = {Buf(s), sl.len, /*payload_checked=*/true, sl.body, sl.body_len, proto::kHeaderBytes};
   }
   return n;
 }
@@ -256,6 +278,7 @@ void SlotWindow::OnSent(size_t n, TimePoint now) {
     due_floor_ = std::min(due_floor_, Due(sl));
     counters_.packets_sent.Inc();
     if (proto::GetFlags(Buf(s)) & proto::flags::kRetx) counters_.retransmissions.Inc();
+    if (sl.body != nullptr) counters_.sent_from_body.Inc();
   }
 }
 
@@ -283,7 +306,7 @@ void SlotWindow::OnTimers(TimePoint now) {
       const uint8_t flags = proto::GetFlags(Buf(s));
       if ((flags & proto::flags::kRetx) == 0) {  // the first retransmission: flag it, seal again
         proto::SetFlags(Buf(s), flags | proto::flags::kRetx);
-        proto::SealMessage(Buf(s), sl.len - proto::kCrcBytes);
+        Seal(s);
       }
       ++sl.retries;
       sl.rto_us = rto_.Backoff(sl.rto_us);

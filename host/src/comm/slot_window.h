@@ -116,6 +116,8 @@ struct WindowCounters {
   Counter results;          // results accepted
   Counter stale;            // packets ignored (old generation, another job, malformed, ...)
   Counter bad_crc;          // packets dropped: CRC32C trailer not matching (damaged in flight)
+  Counter sent_from_body;   // of packets_sent, those whose payload the NIC read from domain
+                            // memory (GPUDirect RDMA, BlockStager::tx_body)
 };
 
 class SlotWindow {
@@ -217,6 +219,11 @@ class SlotWindow {
     TimePoint sent_at{};
     TimePoint deadline = TimePoint::max();
     size_t len = 0;  // bytes of the packet in the buffer
+    // GPUDirect (BlockStager::tx_body): the payload lies there, not in the buffer, which holds
+    // the header and then the trailer; body_crc is its CRC32C. nullptr: all in the buffer.
+    const uint8_t* body = nullptr;
+    uint32_t body_len = 0;
+    uint32_t body_crc = 0;
   };
 
   uint8_t* Buf(uint16_t s) { return tx_bufs_.data() + size_t{s} * kBufBytes; }
@@ -227,6 +234,9 @@ class SlotWindow {
   void Enqueue(uint16_t s);
   void PutHeader(uint16_t s, uint8_t flags, uint8_t exp, uint8_t next_exp, uint16_t count,
                  uint32_t offset);
+  // Writes slot s's trailer: the CRC32C of its header and payload (with a body, the header's
+  // combined with the body's CRC). Sets sl.len.
+  void Seal(uint16_t s);
   // Block b's local exponent: the CPU kernel on the tensor (after Acquire for a staged one), or
   // the quantizing stager's.
   Status LocalExp(int64_t b, uint8_t* exp, bool* nonfinite);

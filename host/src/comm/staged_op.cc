@@ -23,10 +23,11 @@ Result<bool> BlockStager::Quantized(int64_t) {
   return Internal("staged op: Quantized on a stager that does not quantize");
 }
 
-size_t StagedOp::StagingBytes(size_t n, size_t elem_bytes, size_t k, bool quantize) {
+size_t StagedOp::StagingBytes(size_t n, size_t elem_bytes, size_t k, bool quantize, bool nic_wire) {
   if (!quantize) return n * elem_bytes;
   const size_t blocks = (n + k - 1) / k;
-  return 4 * n + 3 * blocks + 4 * k + 16;  // + alignment of the NaN block
+  // + alignment of the NaN block (and of the CRCs after it)
+  return 4 * n + 3 * blocks + 4 * k + 16 + (nic_wire ? 4 * blocks : 0);
 }
 
 StagedOp::StagedOp(MemoryDomain& domain, uint8_t* staging, void* user, size_t n, size_t elem_bytes,
@@ -64,6 +65,10 @@ StagedOp::StagedOp(MemoryDomain& domain, uint8_t* staging, void* user, size_t n,
   agreed_ = nonfinite_ + blocks_;
   const uintptr_t nan_at = reinterpret_cast<uintptr_t>(agreed_ + blocks_);
   nan_block_ = agreed_ + blocks_ + ((16 - nan_at % 16) % 16);
+  if (quant->nic_wire != nullptr) {
+    nic_wire_ = quant->nic_wire;
+    crcs_ = reinterpret_cast<uint32_t*>(nan_block_ + 4 * k);  // 16-byte aligned, as the NaN block
+  }
   result_nf_.assign(blocks_, 0);
   left_ = std::make_unique<std::atomic<uint32_t>[]>(qchunks_);
   unagreed_ = std::make_unique<std::atomic<uint32_t>[]>(qchunks_);
@@ -162,8 +167,13 @@ Status StagedOp::Agree(int64_t b, uint8_t exp) {
   const size_t b0 = qc * qblocks_;
   const size_t off = b0 * k_;
   const size_t cnt = std::min(qblocks_ * k_, n_ - off);
+  uint8_t* wire = (nic_wire_ != nullptr ? nic_wire_ : staging_) + 4 * off;
   auto f = domain_.Quantize(reinterpret_cast<const float*>(user_) + off, cnt, k_, agreed_ + b0,
-                            precision_, staging_ + 4 * off);
+                            precision_, wire);
+  if (f.ok() && nic_wire_ != nullptr) {
+    // The payload CRCs after the quantization (in order): the block is sendable when they are.
+    f = domain_.PayloadCrcs(wire, cnt, k_, crcs_ + b0);
+  }
   if (!f.ok()) {
     return f.status().WithContext(domain_.name() + ": quantization of blocks " +
                                   std::to_string(b0) + ".." +

@@ -60,6 +60,12 @@ class BlockStager {
   virtual Result<bool> Quantized(int64_t b);
   // Block b's result carried the nonfinite flag: it becomes NaN (call before Release(b)).
   virtual void ResultNonfinite(int64_t /*b*/) {}
+  // Sending from the domain's memory (GPUDirect RDMA, docs/gpu.md): block b's int32 lie at
+  // tx_body() + 4 * k * b in a NicBuffer the host never reads (the packet takes its payload from
+  // there: TxPacket::body), and PayloadCrc(b) is their CRC32C (valid once Quantized(b)).
+  // nullptr: the window copies the block from wire() into its packet.
+  virtual const uint8_t* tx_body() const { return nullptr; }
+  virtual uint32_t PayloadCrc(int64_t /*b*/) const { return 0; }
 };
 
 class StagedOp final : public BlockStager {
@@ -70,11 +76,16 @@ class StagedOp final : public BlockStager {
     int precision = 30;
     uint16_t window = 1;
     int divisor = 1;  // averaging: passed to the domain's Dequantize (world_size; 1: sum)
+    // A NicBuffer's memory of at least 4 * n bytes (GPUDirect RDMA): the domain quantizes into it
+    // and computes each block's payload CRC, packets take their payload from it (tx_body()), and
+    // results still come back into staging. nullptr: quantize into staging.
+    uint8_t* nic_wire = nullptr;
   };
 
   // The staging bytes an op needs: n * elem_bytes, or with quantization the int32 blocks, three
-  // per-block arrays and one block of NaN.
-  static size_t StagingBytes(size_t n, size_t elem_bytes, size_t k, bool quantize);
+  // per-block arrays and one block of NaN (and with a NIC wire, one CRC per block).
+  static size_t StagingBytes(size_t n, size_t elem_bytes, size_t k, bool quantize,
+                             bool nic_wire = false);
 
   // `staging` holds StagingBytes(...) bytes; `user` is the caller's tensor in `domain`. Chunks
   // are domain.chunk_bytes() rounded down to whole blocks of k elements (at least one block).
@@ -94,6 +105,8 @@ class StagedOp final : public BlockStager {
   Status Agree(int64_t b, uint8_t exp) override;
   Result<bool> Quantized(int64_t b) override;
   void ResultNonfinite(int64_t b) override { result_nf_[static_cast<size_t>(b)] = 1; }
+  const uint8_t* tx_body() const override { return nic_wire_; }
+  uint32_t PayloadCrc(int64_t b) const override { return crcs_[b]; }
   // Waits for every copy enqueued so far (bounded only by the domain). `op_status` is the op's
   // result; returns it, or the copies' error when the op itself succeeded.
   Status Finish(const Status& op_status);
@@ -137,6 +150,8 @@ class StagedOp final : public BlockStager {
   uint8_t* nonfinite_ = nullptr;
   uint8_t* agreed_ = nullptr;
   uint8_t* nan_block_ = nullptr;
+  uint8_t* nic_wire_ = nullptr;                        // Quant::nic_wire
+  uint32_t* crcs_ = nullptr;                           // with a NIC wire: per block, in staging
   std::vector<uint8_t> result_nf_;                     // per block: its result was nonfinite
   std::unique_ptr<std::atomic<uint32_t>[]> unagreed_;  // per quantization chunk
   std::unique_ptr<std::atomic<MemoryDomain::Fence>[]> q_fence_;  // 0: Quantize not enqueued

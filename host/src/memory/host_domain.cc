@@ -1,7 +1,12 @@
 // HostDomain (ina/host/memory_domain.h): host memory behind one copy thread, FIFO; the
 // quantization calls run ScalarKernels() on the same thread. Also the interface's defaults.
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <condition_variable>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <functional>
@@ -11,6 +16,7 @@
 
 #include "ina/host/memory_domain.h"
 #include "ina/host/quant.h"
+#include "ina/proto/crc32c.h"
 
 namespace ina::host {
 
@@ -25,6 +31,13 @@ Result<MemoryDomain::Fence> MemoryDomain::Quantize(const float*, size_t, size_t,
 Result<MemoryDomain::Fence> MemoryDomain::Dequantize(float*, const uint8_t*, size_t, size_t,
                                                      const uint8_t*, int, int) {
   return Unimplemented(name() + ": does not quantize (quantizes() is false)");
+}
+
+Result<std::unique_ptr<NicBuffer>> MemoryDomain::AllocNicBuffer(size_t) {
+  return Unimplemented(name() + ": no memory a NIC can send from");
+}
+Result<MemoryDomain::Fence> MemoryDomain::PayloadCrcs(const uint8_t*, size_t, size_t, uint32_t*) {
+  return Unimplemented(name() + ": no payload CRCs in the domain");
 }
 
 namespace {
@@ -50,6 +63,51 @@ class HeapStaging final : public StagingBuffer {
 
  private:
   std::vector<uint8_t> buf_;
+};
+
+// A NicBuffer in host memory: heap (fd -1), or a memfd's mapping with the memfd as its "dma-buf"
+// (HostNicMemory::kMemfd: not a dma-buf, so a provider's ibv_reg_dmabuf_mr refuses it).
+class HostNicBuffer final : public NicBuffer {
+ public:
+  ~HostNicBuffer() override {
+    if (fd_ >= 0) {
+      munmap(p_, bytes_);
+      close(fd_);
+    } else {
+      std::free(p_);
+    }
+  }
+  static Result<std::unique_ptr<NicBuffer>> Make(size_t bytes, bool memfd) {
+    bytes = std::max<size_t>(4096, (bytes + 4095) / 4096 * 4096);
+    auto b = std::unique_ptr<HostNicBuffer>(new HostNicBuffer);
+    b->bytes_ = bytes;
+    if (!memfd) {
+      b->p_ = static_cast<uint8_t*>(std::aligned_alloc(4096, bytes));
+      if (b->p_ == nullptr) {
+        return ResourceExhausted("host-async: NIC buffer of " + std::to_string(bytes) + " bytes");
+      }
+      return std::unique_ptr<NicBuffer>(std::move(b));
+    }
+    b->fd_ = memfd_create("ina-nic-buffer", MFD_CLOEXEC);
+    if (b->fd_ < 0) return Unavailable("host-async: memfd_create: " + ErrnoText(errno));
+    if (ftruncate(b->fd_, static_cast<off_t>(bytes)) != 0) {
+      return Unavailable("host-async: ftruncate(memfd): " + ErrnoText(errno));
+    }
+    void* m = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, b->fd_, 0);
+    if (m == MAP_FAILED) return Unavailable("host-async: mmap(memfd): " + ErrnoText(errno));
+    b->p_ = static_cast<uint8_t*>(m);
+    return std::unique_ptr<NicBuffer>(std::move(b));
+  }
+  uint8_t* data() const override { return p_; }
+  size_t size() const override { return bytes_; }
+  int dmabuf_fd() const override { return fd_; }
+
+ private:
+  HostNicBuffer() = default;
+  static std::string ErrnoText(int e) { return std::string(std::strerror(e)); }
+  uint8_t* p_ = nullptr;
+  size_t bytes_ = 0;
+  int fd_ = -1;
 };
 
 class HostDomain final : public MemoryDomain {
@@ -132,6 +190,27 @@ class HostDomain final : public MemoryDomain {
         kern_.dequantize(wire + 4 * off, cnt, exps[b], precision, dst + off);
         // As the GPU's fused averaging (ina/gpu/quant_elem.h): one IEEE division.
         quant::DivideBy(dst + off, cnt, divisor);
+      }
+    });
+  }
+
+  Result<std::unique_ptr<NicBuffer>> AllocNicBuffer(size_t bytes) override {
+    switch (opts_.nic_memory) {
+      case HostNicMemory::kHeap:
+        return HostNicBuffer::Make(bytes, /*memfd=*/false);
+      case HostNicMemory::kMemfd:
+        return HostNicBuffer::Make(bytes, /*memfd=*/true);
+      case HostNicMemory::kNone:
+        break;
+    }
+    return Unimplemented("host-async: no NIC buffers (HostDomainOptions::nic_memory kNone)");
+  }
+
+  Result<Fence> PayloadCrcs(const uint8_t* wire, size_t n, size_t k, uint32_t* crcs) override {
+    if (k < 1) return InvalidArgument("host-async: PayloadCrcs: k 0");
+    return Enqueue([=] {
+      for (size_t b = 0, off = 0; off < n; ++b, off += k) {
+        crcs[b] = proto::Crc32c(0, wire + 4 * off, 4 * std::min(k, n - off));
       }
     });
   }

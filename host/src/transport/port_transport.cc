@@ -10,6 +10,11 @@ Result<size_t> PortTransport::SendBurst(std::span<const TxPacket> packets) {
     const size_t n = std::min(kChunk, packets.size() - sent);
     for (size_t i = 0; i < n; ++i) {
       const TxPacket& p = packets[sent + i];
+      if (p.body != nullptr) {  // sends_body() is false: a caller's bug, not a packet to cut
+        return InvalidArgument(std::string(name()) +
+                               ": a packet with a device-memory body (this transport sends "
+                               "from host memory only)");
+      }
       tx_[i] = {p.data, static_cast<uint32_t>(p.len), nullptr,
                 p.payload_checked ? net::kTxPayloadChecked : 0u};
     }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "ina/gpu/device.h"
+#include "ina/gpu/dmabuf.h"
 
 namespace ina::gpu {
 namespace {
@@ -26,6 +27,22 @@ TEST(GpuDomainTest, ArgumentsAndNoDevice) {
   CudaDomainOptions out_of_range;
   out_of_range.device = *count;
   EXPECT_EQ(MakeCudaDomain(out_of_range).status().code(), StatusCode::kInvalidArgument);
+}
+
+// Without a driver the dma-buf entry points are missing: a one-line reason, no crash (the library
+// never links libcuda). With a device, only that the answer is a clean Status either way.
+TEST(GpuDomainTest, DmaBufSupportSaysWhyNot) {
+  const Status s = DmaBufSupport(0);
+  std::printf("DmaBufSupport(0): %s\n", s.ToString().c_str());
+  if (!DeviceCount().ok()) {
+    EXPECT_FALSE(s.ok());
+    EXPECT_NE(s.message().find("cuda"), std::string::npos) << s.ToString();
+    EXPECT_EQ(s.message().find('\n'), std::string::npos) << "one line: " << s.ToString();
+    const Result<int> fd = ExportDmaBuf(nullptr, 4096);
+    EXPECT_FALSE(fd.ok());
+  }
+  EXPECT_EQ(ExportDmaBuf(reinterpret_cast<void*>(4096), 100).status().code(),
+            DeviceCount().ok() ? StatusCode::kInvalidArgument : DmaBufSupport(0).code());
 }
 
 }  // namespace

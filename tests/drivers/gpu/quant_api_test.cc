@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "ina/gpu/crc.h"
 #include "ina/gpu/device.h"
 #include "ina/gpu/quant.h"
 
@@ -109,6 +110,17 @@ TEST(GpuApi, EmptyAllocationNeedsNoDevice) {
   Result<DeviceBuffer> buf = DeviceBuffer::Allocate(0);
   ASSERT_TRUE(buf.ok());
   EXPECT_EQ(buf->data(), nullptr);
+}
+
+TEST(GpuApi, BlockCrcsRejectsBadArguments) {
+  auto* crcs = reinterpret_cast<uint32_t*>(bytes + 512);
+  EXPECT_EQ(BlockCrcs(bytes, 8, 0, crcs, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(BlockCrcs(nullptr, 8, 4, crcs, nullptr).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(BlockCrcs(bytes, 8, 4, nullptr, nullptr).code(), StatusCode::kInvalidArgument);
+  const Status mis = BlockCrcs(bytes + 2, 8, 4, crcs, nullptr);
+  EXPECT_EQ(mis.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(mis.message().find("aligned to 4 bytes"), std::string::npos) << mis.ToString();
+  EXPECT_TRUE(BlockCrcs(nullptr, 0, 4, nullptr, nullptr).ok());  // n == 0: nothing enqueued
 }
 
 TEST(GpuApi, DTypes) {

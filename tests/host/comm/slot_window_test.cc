@@ -67,13 +67,23 @@ WindowConfig Config(uint16_t world, uint16_t k, uint16_t window) {
 
 // ---- SlotWindow alone (world 1: a result is the packet itself, as type result) ----
 
+// A packet's bytes as the fabric sees them (a packet with a body: header, body, trailer, as the
+// verbs transport's gather list).
+std::vector<uint8_t> Linear(const TxPacket& p) {
+  std::vector<uint8_t> out(p.data, p.data + p.split * (p.body != nullptr));
+  if (p.body == nullptr) return {p.data, p.data + p.len};
+  out.insert(out.end(), p.body, p.body + p.body_len);
+  out.insert(out.end(), p.data + p.split, p.data + p.len);
+  return out;
+}
+
 // The packets the window queued, as bytes (and marks them sent at `now`).
 std::vector<std::vector<uint8_t>> SendAll(SlotWindow& w, TimePoint now) {
   std::vector<std::vector<uint8_t>> out;
   TxPacket tx[64];
   while (w.tx_queued() > 0) {
     const size_t n = w.PeekTx(tx);
-    for (size_t i = 0; i < n; ++i) out.emplace_back(tx[i].data, tx[i].data + tx[i].len);
+    for (size_t i = 0; i < n; ++i) out.push_back(Linear(tx[i]));
     w.OnSent(n, now);
   }
   return out;
@@ -489,13 +499,16 @@ TEST_F(SlotWindowTest, RankMismatchFailsAtOnceNamingWhere) {
 // A quantizing stager run by the test (staged_op.h's contract, synchronous): the CPU kernels for
 // the local exponents, and a block is quantized into wire() at its agreed exponent only when the
 // test says so (MakeReady), as a domain whose Quantize completes late.
+// With `body` it quantizes into a body region of its own instead (GPUDirect RDMA: tx_body(),
+// PayloadCrc), and results still come back into wire().
 class ScriptedStager final : public BlockStager {
  public:
-  ScriptedStager(const std::vector<float>& x, size_t k, int precision)
-      : x_(x), k_(k), precision_(precision), wire_(4 * x.size()) {
+  ScriptedStager(const std::vector<float>& x, size_t k, int precision, bool body = false)
+      : x_(x), k_(k), precision_(precision), wire_(4 * x.size()), body_(body ? 4 * x.size() : 0) {
     const size_t blocks = (x.size() + k - 1) / k;
     agreed.assign(blocks, 0);
     ready.assign(blocks, false);
+    crcs_.assign(blocks, 0);
   }
   Status Acquire(int64_t) override { return Internal("Acquire on a quantizing stager"); }
   Status Release(int64_t b) override {
@@ -513,11 +526,21 @@ class ScriptedStager final : public BlockStager {
     return Status::Ok();
   }
   Result<bool> Quantized(int64_t b) override { return static_cast<bool>(ready[b]); }
+  const uint8_t* tx_body() const override { return body_.empty() ? nullptr : body_.data(); }
+  uint32_t PayloadCrc(int64_t b) const override { return crcs_.at(b); }
   void MakeReady(int64_t b) {
-    quant::ScalarKernels().quantize(x_.data() + b * k_, Count(b), agreed[b], precision_,
-                                    wire_.data() + 4 * b * k_);
+    uint8_t* out = (body_.empty() ? wire_.data() : body_.data()) + 4 * b * k_;
+    bool nonfinite = false;
+    (void)quant::ScalarKernels().block_exp(x_.data() + b * k_, Count(b), &nonfinite);
+    if (nonfinite) {
+      std::memset(out, 0, 4 * Count(b));  // as HostDomain: never sent
+    } else {
+      quant::ScalarKernels().quantize(x_.data() + b * k_, Count(b), agreed[b], precision_, out);
+    }
+    crcs_[b] = proto::Crc32c(0, out, 4 * Count(b));
     ready[b] = true;
   }
+  std::span<const uint8_t> body() const { return body_; }
 
   std::vector<uint8_t> agreed;
   std::vector<bool> ready;
@@ -529,6 +552,8 @@ class ScriptedStager final : public BlockStager {
   const size_t k_;
   const int precision_;
   std::vector<uint8_t> wire_;
+  std::vector<uint8_t> body_;
+  std::vector<uint32_t> crcs_;
 };
 
 // With a quantizing stager the window sends the same bytes as the plain window; a slot whose block
@@ -577,6 +602,75 @@ TEST_F(SlotWindowTest, QuantizingStagerParksSlotsAndSendsTheSameBytes) {
   const auto b5q = SendAll(qw, t0_);
   ASSERT_EQ(b5q.size(), 1u);
   EXPECT_EQ(b5q, b5p);
+}
+
+// GPUDirect RDMA: with a stager whose blocks lie in a body region (tx_body), a block's packet is
+// the slot's header and trailer in the TX buffer around a body pointing into that region, sealed
+// from the header's CRC combined with the block's payload CRC; the fabric sees the same bytes as
+// from the plain window, first sends and retransmissions alike. A nonfinite block (zeros) and the
+// exponent rounds have no body.
+TEST_F(SlotWindowTest, BlocksFromABodyRegionAreTheSameBytesSealedByCombiningCrcs) {
+  constexpr size_t kK = 64;
+  SlotWindow plain(Config(1, kK, 4), quant::ScalarKernels());
+  SlotWindow bw(Config(1, kK, 4), quant::ScalarKernels());
+  std::vector<float> x(kK * 6 + 10);
+  for (size_t j = 0; j < x.size(); ++j) x[j] = std::ldexp(1.0f + j % 5, static_cast<int>(j % 9));
+  x[2 * kK + 3] = std::numeric_limits<float>::infinity();  // block 2: nonfinite
+  std::vector<float> y = x;
+  ScriptedStager st(x, kK, quant::Precision(1), /*body=*/true);
+  ASSERT_TRUE(plain.Begin(OpDesc{true, y.data(), nullptr, y.size(), 0}, t0_).ok());
+  OpDesc bd{true, nullptr, nullptr, x.size(), 0};
+  bd.stager = &st;
+  ASSERT_TRUE(bw.Begin(bd, t0_).ok());
+  auto pp = SendAll(plain, t0_);
+  auto pb = SendAll(bw, t0_);
+  ASSERT_EQ(pb, pp);  // exponent rounds
+  const std::span<const uint8_t> body = st.body(), mem = bw.tx_memory();
+  uint64_t with_body = 0;
+  for (int round = 0; round < 20 && plain.blocks_remaining() > 0; ++round) {
+    for (size_t i = 0; i < pp.size(); ++i) {
+      ASSERT_TRUE(plain.OnPacket(ResultOf(pp[i]), t0_).ok());
+      ASSERT_TRUE(bw.OnPacket(ResultOf(pb[i]), t0_).ok());
+    }
+    for (size_t b = 0; b < st.ready.size(); ++b) {
+      if (!st.ready[b] && st.agreed[b] != 0) st.MakeReady(static_cast<int64_t>(b));
+    }
+    ASSERT_TRUE(bw.OnReady().ok());
+    // Look at the queued packets before sending them.
+    TxPacket tx[16];
+    const size_t n = bw.PeekTx(tx);
+    for (size_t i = 0; i < n; ++i) {
+      if (tx[i].body == nullptr) continue;
+      ++with_body;
+      EXPECT_EQ(tx[i].len, proto::kHeaderBytes + proto::kCrcBytes);
+      EXPECT_EQ(tx[i].split, proto::kHeaderBytes);
+      EXPECT_GE(tx[i].body, body.data());
+      EXPECT_LE(tx[i].body + tx[i].body_len, body.data() + body.size());
+      EXPECT_GE(tx[i].data, mem.data());
+      EXPECT_LE(tx[i].data + tx[i].len, mem.data() + mem.size());
+      EXPECT_FALSE(proto::GetFlags(tx[i].data) & proto::flags::kNonfinite);
+    }
+    pp = SendAll(plain, t0_);
+    pb = SendAll(bw, t0_);
+    ASSERT_EQ(pb, pp) << "round " << round;
+    for (const auto& p : pb) EXPECT_TRUE(proto::MessageCrcOk(p));
+    if (round == 1) {  // retransmissions: the retx flag, resealed by combining again
+      plain.OnTimers(t0_ + seconds(10));
+      bw.OnTimers(t0_ + seconds(10));
+      const auto rp = SendAll(plain, t0_ + seconds(10));
+      const auto rb = SendAll(bw, t0_ + seconds(10));
+      ASSERT_FALSE(rb.empty());
+      ASSERT_EQ(rb, rp);
+      for (const auto& p : rb) {
+        EXPECT_TRUE(proto::GetFlags(p.data()) & proto::flags::kRetx);
+        EXPECT_TRUE(proto::MessageCrcOk(p));
+      }
+    }
+  }
+  EXPECT_EQ(bw.blocks_remaining(), 0);
+  EXPECT_EQ(with_body, 6u);  // 7 blocks, block 2 nonfinite
+  EXPECT_GE(bw.counters().sent_from_body.Get(), 6u);
+  EXPECT_EQ(plain.counters().sent_from_body.Get(), 0u);
 }
 
 // Lanes: two windows, lane 0 and lane 1 of 2, split one op's slots (even / odd) between them.

@@ -1,7 +1,9 @@
 """The fallback's recovery when ranks stop one call apart: rank 1 misses the results of fabric
 call 1 (a relay drops them) while rank 0 completes it. Rank 0 must hand its result of call 1 to
 rank 1 (bit-identical), and call 2 onwards runs on Gloo, whether rank 0's next op is a fabric
-call (it fails: job aborted) or a Gloo op (it sees the recovery in the store)."""
+call (it fails: job aborted) or a Gloo op (it sees the recovery in the store). Calls 1 and 2 are
+AVG: rank 0's handed-over result of call 1 is averaged by the fabric already (rank 1 must not
+divide it again), call 2's Gloo sum is divided after it."""
 import os
 import sys
 import unittest
@@ -27,6 +29,10 @@ def exact(call, seed):
     return torch.stack([x.long() for x in inputs(call, seed)]).sum(0).int()
 
 
+def exact_avg(call, seed):  # int32 AVG: the sum divided truncating toward zero
+    return torch.div(exact(call, seed).long(), WORLD, rounding_mode="trunc").int()
+
+
 def worker(rank, relay_addr, port, seed, next_op, cut, done, q):
     import ina_torch
     ina_torch.configure(switch=relay_addr, progress_timeout_ms=1000)
@@ -43,14 +49,15 @@ def worker(rank, relay_addr, port, seed, next_op, cut, done, q):
         done.wait(10)
     dist.barrier(group=ref)
     t1 = inputs(1, seed)[rank].clone()
-    dist.all_reduce(t1)  # fabric call 1: rank 0 completes it, rank 1 does not
+    dist.all_reduce(t1, op=dist.ReduceOp.AVG)  # fabric call 1: rank 0 completes it, rank 1 not
     if next_op == "gloo":
         b = torch.full((5,), float(rank))
         dist.broadcast(b, 0)  # rank 0 waits here while rank 1 times out in call 1
         assert torch.equal(b, torch.zeros(5))
     t2 = inputs(2, seed)[rank].clone()
-    dist.all_reduce(t2)  # call 2: rank 0's fails (or never reaches the fabric), then Gloo
-    q.put((rank, torch.equal(t1, exact(1, seed)), torch.equal(t2, exact(2, seed)),
+    dist.all_reduce(t2, op=dist.ReduceOp.AVG)  # call 2: rank 0's fails (or never reaches the
+    # fabric), then Gloo
+    q.put((rank, torch.equal(t1, exact_avg(1, seed)), torch.equal(t2, exact_avg(2, seed)),
            pg.fabric_active, pg.fabric_calls, pg.fabric_status))
     dist.destroy_process_group()
 

@@ -3,7 +3,8 @@
 #  1. float and int32 all-reduces with loss injected at the switch (its FaultPort drops 1% of the
 #     ina packets each way: ina's own recovery resends), verified by ina-bench (exact quantized
 #     sum, bit-identical ranks) and bit-identical to the fingerprint of the same run over UDP
-#     (ina-bench's own switch on loopback, same seed and sizes);
+#     (ina-bench's own switch on loopback, same seed and sizes); then the float run through a
+#     memory domain, its payloads sent from the domain's NIC buffer (GPUDirect RDMA's path);
 #  2. a worker killed mid-run: the others end with an error within a bound, not a hang;
 #  4. the float run again through --io roce --dpdk (net_af_packet) from a third rxe device;
 #  3. (sent first, at the same switch) bad RoCE packets (wrong QPN, repeated PSN, wrong opcode,
@@ -115,6 +116,22 @@ for dt in float int32; do
   [ -n "$fv" ] && [ "$fv" = "$fu" ] || fail "$dt: fingerprint over RoCE ($fv) != over UDP ($fu)"
   echo "WORKER ina verbs worker via ina-switchd --io roce ($dt, 4 workers, K=256, 1% drop): $(json $W/$dt.parent ina_pps) pkt/s per worker, $(json $W/$dt.parent ina_ms_median) ms per all-reduce of $ELEMS"
 done
+# 1b. The float run again through a memory domain (--memory host-async, HostDomain): GPUDirect
+# RDMA's send path on rxe (each block's payload posted from the domain's NIC buffer in a gather
+# list, its trailer sealed by combining the header's CRC with the domain's payload CRC), under the
+# same 1% loss; the fingerprint must be the UDP run's, and the bad-packet counters below must not
+# move (a wrong ICRC or trailer from a gather list would).
+stage "float over RoCE from the NIC buffer"
+run_verbs gdr 47105 --elements $ELEMS --iters $ITERS --seed $SEED --dtype float --window $WIN \
+  --rto-initial-us 20000 --memory host-async; rc=$?
+tail -3 $W/gdr.parent
+v=$(json $W/gdr.parent verified) fg=$(json $W/gdr.parent fingerprint) fu=$(json $W/float.udp fingerprint)
+pd=$(json $W/gdr.parent worker_packets_from_device)
+echo "float from the NIC buffer: rc=$rc verified=$v fingerprint=$fg udp=$fu packets_from_device=$pd"
+[ $rc = 0 ] && [ "$v" = true ] || { fail "float from the NIC buffer"; for r in 0 1 2 3; do grep -v "^  --" $W/gdr.w$r | tail -5; done; }
+[ -n "$fg" ] && [ "$fg" = "$fu" ] || fail "fingerprint from the NIC buffer ($fg) != over UDP ($fu)"
+[ "${pd:-0}" -gt 0 ] || fail "no packet left from the NIC buffer (worker_packets_from_device=${pd:-missing})"
+grep -h "GPUDirect RDMA off" $W/gdr.w* && fail "a worker fell back to host staging"
 stop_switch || fail "switch exit status"
 tail -1 $W/sw1.log
 echo "switch: tx_packets=$(counter $W/sw1.log tx_packets) tx_errors=$(counter $W/sw1.log tx_errors) roce_psn_gaps=$(counter $W/sw1.log roce_psn_gaps) result_resends=$(counter $W/sw1.log result_resends)"

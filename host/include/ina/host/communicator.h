@@ -32,6 +32,7 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 
 #include "ina/base/status.h"
 #include "ina/host/config.h"
@@ -48,11 +49,15 @@ struct CommStats {
   uint64_t ops_completed = 0;          // calls that succeeded, empty ones included
   uint64_t ops_failed = 0;
   uint64_t bad_crc = 0;  // packets dropped because their CRC32C trailer did not match
+  // Of packets_sent, those whose payload the NIC read from the memory domain (GPUDirect RDMA,
+  // docs/gpu.md): 0 over udp and dpdk, and where the domain or the NIC cannot.
+  uint64_t packets_from_device = 0;
 };
 
 namespace internal {
 struct OpState;
-}
+class CommunicatorFactory;  // host/src/comm/communicator_factory.h
+}  // namespace internal
 
 // Options of one all-reduce call. Every rank must pass the same options to the same call.
 struct AllReduceOptions {
@@ -164,12 +169,18 @@ class Communicator {
   Status ReserveStaging(MemoryDomain& domain, size_t tensor_bytes = 0);
 
   CommStats stats() const;  // a snapshot; thread-safe
+  // How float all-reduces in a quantizing memory domain send (docs/gpu.md, "GPUDirect RDMA"):
+  // empty until the first such call over a transport that can send from device memory (verbs);
+  // then "gpudirect" (payloads straight from the domain's memory), or "host staging: <why>" (the
+  // reason is also printed once to stderr, and every later call stages through host memory).
+  std::string device_send_path() const;  // thread-safe
   uint16_t window() const;  // slots granted by the fabric (the current grant's); thread-safe
   const CommConfig& config() const;
 
   class Impl;
 
  private:
+  friend class internal::CommunicatorFactory;
   explicit Communicator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -47,6 +47,23 @@ class StagingBuffer {
   virtual size_t size() const = 0;  // bytes
 };
 
+// Memory of a domain's own that a NIC sends from (GPUDirect RDMA; docs/gpu.md, "GPUDirect
+// RDMA"): the communicator has the domain quantize into it, registers it with a transport that
+// posts packet payloads from where they lie (Transport::RegisterTxBody: verbs), and sends every
+// packet's payload from it, so the wire's int32 never cross host memory on the way out. Freed by
+// the destructor (after the transport unregistered it); must not outlive its domain.
+class NicBuffer {
+ public:
+  virtual ~NicBuffer() = default;
+  virtual uint8_t* data() const = 0;  // the domain's address (CUDA: the device pointer)
+  virtual size_t size() const = 0;    // bytes
+  // A dma-buf that exports [data(), data() + size()) from dmabuf_offset(), owned by the buffer
+  // (CUDA: cuMemGetHandleForAddressRange; the NIC registers it with ibv_reg_dmabuf_mr); -1 for
+  // host memory (registered with ibv_reg_mr).
+  virtual int dmabuf_fd() const = 0;
+  virtual uint64_t dmabuf_offset() const { return 0; }
+};
+
 class MemoryDomain {
  public:
   // A copy's completion ticket, from 1, increasing in enqueue order. 0: none (always complete).
@@ -112,6 +129,19 @@ class MemoryDomain {
   // divisor > 1 (docs/gpu.md, averaging). REQUIRES: divisor >= 1.
   virtual Result<Fence> Dequantize(float* dst, const uint8_t* wire, size_t n, size_t k,
                                    const uint8_t* exps, int precision, int divisor);
+
+  // --- Sending from the domain's memory (GPUDirect RDMA; docs/gpu.md) ---
+  //
+  // A NicBuffer of at least `bytes` bytes, which Quantize may take as its `wire` (then the
+  // int32 stay in domain memory) and PayloadCrcs reads. Errors say why there is none, in one
+  // line, for the communicator's fallback message (the CUDA domain: no dma-buf support on the
+  // device or driver, the export's error). Default: Unimplemented.
+  virtual Result<std::unique_ptr<NicBuffer>> AllocNicBuffer(size_t bytes);
+  // crcs[b] = proto::Crc32c(0, block b's bytes, 4 * count_b) for each block of wire[0, 4n) laid
+  // out as Quantize writes it (wire in staging or in a NicBuffer of this domain; crcs in
+  // staging, host byte order), so the sender seals a packet whose payload it never reads
+  // (proto::Crc32cCombine). Enqueued in order like the calls above. Default: Unimplemented.
+  virtual Result<Fence> PayloadCrcs(const uint8_t* wire, size_t n, size_t k, uint32_t* crcs);
 };
 
 // Host memory through the same pipeline: CopyIn/CopyOut (and the quantization calls) run on one
@@ -121,9 +151,15 @@ class MemoryDomain {
 // With `quantize` (the default) it also quantizes in the domain (quantizes() true): the copy
 // thread runs ScalarKernels() for BlockExps, Quantize and Dequantize, so the device-quantizing
 // pipeline runs, in order and asynchronously, on every machine.
+// NIC buffers (AllocNicBuffer): heap memory (kHeap, the default: the verbs transport registers it
+// with ibv_reg_mr, so the whole GPUDirect send path runs over soft-RoCE without a GPU), none
+// (kNone: Unimplemented, the host-staging path), or a memfd exported as if it were a dma-buf
+// (kMemfd: a provider's ibv_reg_dmabuf_mr refuses it, which tests the fallback).
+enum class HostNicMemory { kHeap, kNone, kMemfd };
 struct HostDomainOptions {
   size_t chunk_bytes = size_t{1} << 20;  // >= 4
   bool quantize = true;
+  HostNicMemory nic_memory = HostNicMemory::kHeap;
 };
 Result<std::unique_ptr<MemoryDomain>> MakeHostDomain(const HostDomainOptions& options = {});
 

@@ -27,6 +27,14 @@ struct TxPacket {
   size_t len = 0;  // bytes
   bool payload_checked =
       false;  // a data packet: its CRC32C trailer covers it (net::kTxPayloadChecked)
+  // A packet in two memories (GPUDirect RDMA, docs/gpu.md): with `body`, the message is
+  // data[0, split) + body[0, body_len) + data[split, len), and body lies in a region registered
+  // with RegisterTxBody (device memory the host never reads). Only to a transport whose
+  // sends_body() is true.
+  const uint8_t* body = nullptr;
+  size_t body_len = 0;
+  size_t split = 0;
+  size_t bytes() const { return len + body_len; }  // the whole message
 };
 
 // One received packet. The caller sets data/cap (its buffer); RecvBurst sets len and may point
@@ -60,6 +68,23 @@ class Transport {
   virtual Status RegisterTxMemory(const void* data, size_t len) {
     (void)data, (void)len;
     return Status::Ok();
+  }
+
+  // Sending payloads from device memory (TxPacket::body; GPUDirect RDMA, docs/gpu.md).
+  // sends_body(): this transport posts a packet from two memories (verbs: a gather list of host
+  // header, device payload, host trailer). RegisterTxBody registers [data, data + len) for
+  // bodies: a dma-buf (dmabuf_fd >= 0, from dmabuf_offset; verbs: ibv_reg_dmabuf_mr) or host
+  // memory (dmabuf_fd -1: ibv_reg_mr). UnregisterTxBody waits (bounded) until no posted send
+  // reads the region, then releases it. Defaults: false and Unimplemented.
+  virtual bool sends_body() const { return false; }
+  virtual Status RegisterTxBody(const void* data, size_t len, int dmabuf_fd,
+                                uint64_t dmabuf_offset) {
+    (void)data, (void)len, (void)dmabuf_fd, (void)dmabuf_offset;
+    return Unimplemented(std::string(name()) + ": sends packets from host memory only");
+  }
+  virtual Status UnregisterTxBody(const void* data) {
+    (void)data;
+    return Unimplemented(std::string(name()) + ": sends packets from host memory only");
   }
 };
 

@@ -112,6 +112,7 @@ class VerbsTransportImpl final : public VerbsTransport {
     if (ah_ != nullptr) ibv_destroy_ah(ah_);
     if (qp_ != nullptr) ibv_destroy_qp(qp_);
     tx_regions_.clear();
+    body_regions_.clear();
     rx_mr_.reset();
     tx_mr_.reset();
     if (send_cq_ != nullptr) ibv_destroy_cq(send_cq_);
@@ -150,6 +151,44 @@ class VerbsTransportImpl final : public VerbsTransport {
     tx_regions_.push_back(std::move(mr));
     return Status::Ok();
   }
+  bool sends_body() const override { return true; }
+  Status RegisterTxBody(const void* data, size_t len, int dmabuf_fd,
+                        uint64_t dmabuf_offset) override {
+    const auto iova = reinterpret_cast<uintptr_t>(data);
+    if (dmabuf_fd >= 0) {
+      INA_ASSIGN_OR_RETURN(MemoryRegion mr,
+                           MemoryRegion::RegisterDmabuf(pd_, dev_, dmabuf_fd, dmabuf_offset, len,
+                                                        iova, IBV_ACCESS_LOCAL_WRITE));
+      body_regions_.push_back(std::move(mr));
+    } else {
+      INA_ASSIGN_OR_RETURN(
+          MemoryRegion mr,
+          MemoryRegion::Register(pd_, dev_, const_cast<void*>(data), len, IBV_ACCESS_LOCAL_WRITE));
+      body_regions_.push_back(std::move(mr));
+    }
+    return Status::Ok();
+  }
+  Status UnregisterTxBody(const void* data) override {
+    const auto p = reinterpret_cast<uintptr_t>(data);
+    auto it = std::find_if(body_regions_.begin(), body_regions_.end(),
+                           [&](const MemoryRegion& r) { return r.base() == p; });
+    if (it == body_regions_.end()) {
+      return NotFound("verbs: no body region registered at this address on " + dev_);
+    }
+    // No posted send may still read the region: wait for every completion (bounded).
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+    while (outstanding_ > 0) {
+      Status s = ReapSends();
+      if (!s.ok()) break;  // the failed sends completed (in error): nothing reads the region
+      if (std::chrono::steady_clock::now() >= until) {
+        return DeadlineExceeded("verbs: " + std::to_string(outstanding_) +
+                                " sends still posted on " + dev_ +
+                                " after 5 s; the body region stays registered");
+      }
+    }
+    body_regions_.erase(it);
+    return Status::Ok();
+  }
   uint32_t qp_num() const override { return qp_->qp_num; }
   int active_mtu() const override { return mtu_; }
   VerbsCounters counters() const override { return counters_; }
@@ -173,8 +212,9 @@ class VerbsTransportImpl final : public VerbsTransport {
   std::vector<uint8_t> rx_pool_, tx_pool_;
   std::optional<MemoryRegion> rx_mr_, tx_mr_;
   std::vector<MemoryRegion> tx_regions_;
-  std::vector<uint32_t> free_tx_;  // free bounce slots
-  size_t outstanding_ = 0;         // posted sends not yet completed
+  std::vector<MemoryRegion> body_regions_;  // RegisterTxBody
+  std::vector<uint32_t> free_tx_;           // free bounce slots
+  size_t outstanding_ = 0;                  // posted sends not yet completed
   bool cq_armed_ = false;
   VerbsCounters counters_;
 };
@@ -276,7 +316,7 @@ Status VerbsTransportImpl::Open(const TransportConfig& config) {
   qa.qp_type = IBV_QPT_UD;
   qa.cap.max_send_wr = static_cast<uint32_t>(cfg_.send_depth);
   qa.cap.max_recv_wr = static_cast<uint32_t>(cfg_.recv_depth);
-  qa.cap.max_send_sge = 1;
+  qa.cap.max_send_sge = 3;  // a packet with a body: header, body, trailer
   qa.cap.max_recv_sge = 1;
   qp_ = ibv_create_qp(pd_, &qa);
   if (qp_ == nullptr) return VerbsError("ibv_create_qp(UD)", dev_, errno);
@@ -355,37 +395,65 @@ Result<size_t> VerbsTransportImpl::SendBurst(std::span<const TxPacket> packets) 
   INA_RETURN_IF_ERROR(ReapSends());
   size_t sent = 0;
   for (const TxPacket& p : packets) {
-    if (p.len > static_cast<size_t>(mtu_)) {
+    if (p.bytes() > static_cast<size_t>(mtu_)) {
       if (sent > 0) break;  // report the ones sent; this packet fails on the next call
-      return InvalidArgument("verbs: packet of " + std::to_string(p.len) + " bytes above the " +
+      return InvalidArgument("verbs: packet of " + std::to_string(p.bytes()) + " bytes above the " +
                              std::to_string(mtu_) + "-byte MTU of " + dev_);
     }
+    const MemoryRegion* body_mr = nullptr;
+    if (p.body != nullptr) {
+      const auto b = reinterpret_cast<uintptr_t>(p.body);
+      for (const auto& r : body_regions_) {
+        if (r.Contains(b, p.body_len)) body_mr = &r;
+      }
+      if (body_mr == nullptr || p.split > p.len) {
+        if (sent > 0) break;
+        return InvalidArgument(
+            "verbs: a packet's body is not in a region registered with RegisterTxBody on " + dev_);
+      }
+    }
     if (outstanding_ >= static_cast<size_t>(cfg_.send_depth)) break;
-    ibv_sge sge{};
-    sge.length = static_cast<uint32_t>(p.len);
     uint64_t wr_id = 0;
     const auto addr = reinterpret_cast<uintptr_t>(p.data);
     const MemoryRegion* mr = nullptr;
     for (const auto& r : tx_regions_) {
       if (r.Contains(addr, p.len)) mr = &r;
     }
+    uintptr_t host = addr;  // the host part: where the caller has it, or a bounce slot
+    uint32_t host_lkey = 0;
     if (mr != nullptr) {
-      sge.addr = addr;
-      sge.lkey = mr->lkey();
+      host_lkey = mr->lkey();
     } else {
       if (free_tx_.empty()) break;
       const uint32_t slot = free_tx_.back();
       free_tx_.pop_back();
       uint8_t* dst = tx_pool_.data() + static_cast<size_t>(slot) * static_cast<size_t>(mtu_);
       std::memcpy(dst, p.data, p.len);
-      sge.addr = reinterpret_cast<uintptr_t>(dst);
-      sge.lkey = tx_mr_->lkey();
+      host = reinterpret_cast<uintptr_t>(dst);
+      host_lkey = tx_mr_->lkey();
       wr_id = slot + 1;
+    }
+    // One SGE, or header / body / trailer (a zero-length part is left out).
+    ibv_sge sge[3]{};
+    int nsge = 0;
+    auto add = [&](uintptr_t a, size_t n, uint32_t lkey) {
+      if (n == 0) return;
+      sge[nsge].addr = a;
+      sge[nsge].length = static_cast<uint32_t>(n);
+      sge[nsge].lkey = lkey;
+      ++nsge;
+    };
+    if (p.body == nullptr) {
+      add(host, p.len, host_lkey);
+    } else {
+      add(host, p.split, host_lkey);
+      add(reinterpret_cast<uintptr_t>(p.body), p.body_len, body_mr->lkey());
+      add(host + p.split, p.len - p.split, host_lkey);
     }
     ibv_send_wr wr{};
     wr.wr_id = wr_id;
-    wr.sg_list = &sge;
-    wr.num_sge = 1;
+    wr.sg_list = sge;
+    wr.num_sge = nsge;
     wr.opcode = IBV_WR_SEND;
     wr.send_flags = IBV_SEND_SIGNALED;
     wr.wr.ud.ah = ah_;
@@ -399,6 +467,7 @@ Result<size_t> VerbsTransportImpl::SendBurst(std::span<const TxPacket> packets) 
     }
     ++outstanding_;
     ++(mr != nullptr ? counters_.tx_zero_copy : counters_.tx_bounced);
+    if (p.body != nullptr) ++counters_.tx_gather;
     ++sent;
   }
   return sent;

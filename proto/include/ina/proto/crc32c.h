@@ -46,6 +46,16 @@ const Crc32cVariant& Crc32cBest();
 // The CRC32C of p[0, n) continuing `crc` (0 to start). n may be 0 (returns crc).
 uint32_t Crc32c(uint32_t crc, const uint8_t* p, size_t n);
 
+// The CRC32C of A followed by B from crc_a = Crc32c(0, A), crc_b = Crc32c(0, B) and B's length
+// (zlib's crc32_combine for the Castagnoli polynomial): crc_a carried over len_b zero bytes, XOR
+// crc_b. For a sender that seals a message whose payload it never reads (GPUDirect RDMA: the
+// payload's CRC comes from the device, docs/gpu.md). O(log len_b) carry-less products.
+uint32_t Crc32cCombine(uint32_t crc_a, uint32_t crc_b, size_t len_b);
+// The same with the shift by len_b bytes computed once (Crc32cShiftFactor(len_b)): for many
+// messages whose second part has one length.
+uint32_t Crc32cShiftFactor(size_t len_b);
+uint32_t Crc32cCombineWith(uint32_t crc_a, uint32_t crc_b, uint32_t shift_factor);
+
 // Writes the trailer of the message msg[0, len) into msg[len, len + kCrcBytes) and returns
 // len + kCrcBytes. REQUIRES: those kCrcBytes bytes are writable.
 inline size_t SealMessage(uint8_t* msg, size_t len, Crc32cFn fn = Crc32c) {

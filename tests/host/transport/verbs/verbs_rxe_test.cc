@@ -5,6 +5,8 @@
 // runs it with INA_VERBS_DEVICE, INA_VERBS_FABRIC (the reflector's IPv4), INA_VERBS_QPN/QKEY and
 // INA_VERBS_EXPECT=replies|none (none: the reflector corrupts its replies, which must be dropped).
 #include <gtest/gtest.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdint>
@@ -71,14 +73,30 @@ class VerbsRxe : public ::testing::Test {
   }
 
   // Sends all packets (first half from a registered buffer: zero copy; second half bounced).
-  void SendAll(uint32_t seed) {
+  // With `gather` (GPUDirect RDMA's packets, TxPacket::body): header and trailer there, the
+  // payload from a body region registered with RegisterTxBody, one gather list per packet.
+  void SendAll(uint32_t seed, bool gather = false) {
     tx_.assign(kPackets * kBytes, 0);
     ASSERT_TRUE(t_->RegisterTxMemory(tx_.data(), tx_.size() / 2).ok());
+    constexpr size_t kBody = kBytes - kHeaderBytes - proto::kCrcBytes;
+    if (gather) {
+      body_.assign(kPackets * kBody, 0);
+      ASSERT_TRUE(t_->RegisterTxBody(body_.data(), body_.size(), -1, 0).ok());
+    }
     std::vector<TxPacket> pk;
     for (int i = 0; i < kPackets; ++i) {
       const auto p = Packet(i, seed);
-      std::copy(p.begin(), p.end(), tx_.begin() + i * kBytes);
-      pk.push_back({tx_.data() + i * kBytes, kBytes});
+      uint8_t* at = tx_.data() + i * kBytes;
+      if (!gather) {
+        std::copy(p.begin(), p.end(), at);
+        pk.push_back({at, kBytes});
+        continue;
+      }
+      uint8_t* body = body_.data() + i * kBody;
+      std::copy(p.begin(), p.begin() + kHeaderBytes, at);
+      std::copy(p.begin() + kHeaderBytes, p.end() - proto::kCrcBytes, body);
+      std::copy(p.end() - proto::kCrcBytes, p.end(), at + kHeaderBytes);
+      pk.push_back({at, kHeaderBytes + proto::kCrcBytes, true, body, kBody, kHeaderBytes});
     }
     size_t done = 0;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
@@ -90,8 +108,44 @@ class VerbsRxe : public ::testing::Test {
     }
   }
 
+  // Receives the reflector's replies to SendAll(seed): each once, intact, elements + 1. Returns
+  // how many came back.
+  int CheckReplies(uint32_t seed) {
+    std::vector<bool> seen(kPackets, false);
+    std::vector<uint8_t> buf(8 * 4096);
+    int got = 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (got < kPackets && std::chrono::steady_clock::now() < deadline) {
+      RxPacket rx[8];
+      for (int j = 0; j < 8; ++j) rx[j] = {buf.data() + j * 4096, 4096, 0};
+      auto n = t_->RecvBurst(rx, std::chrono::milliseconds(200));
+      EXPECT_TRUE(n.ok()) << n.status().message();
+      if (!n.ok()) return got;
+      for (size_t j = 0; j < *n; ++j) {
+        EXPECT_EQ(rx[j].len, kBytes);
+        if (rx[j].len != kBytes) return got;
+        const uint16_t slot = proto::GetSlot(rx[j].data);
+        EXPECT_LT(slot, kPackets);
+        if (slot >= kPackets) return got;
+        EXPECT_FALSE(seen[slot]) << "duplicate reply for slot " << slot;
+        seen[slot] = true;
+        const auto want = Packet(slot, seed);
+        EXPECT_EQ(0, std::memcmp(rx[j].data, want.data(), kHeaderBytes)) << "header, slot " << slot;
+        EXPECT_TRUE(proto::MessageCrcOk({rx[j].data, rx[j].len})) << "trailer, slot " << slot;
+        for (size_t o = kHeaderBytes; o < kBytes - proto::kCrcBytes; o += 4) {
+          if (proto::Load32(rx[j].data + o) != proto::Load32(want.data() + o) + 1) {
+            ADD_FAILURE() << "slot " << slot << " byte " << o;
+            return got;
+          }
+        }
+        ++got;
+      }
+    }
+    return got;
+  }
+
   std::unique_ptr<verbs::VerbsTransport> t_;
-  std::vector<uint8_t> tx_;
+  std::vector<uint8_t> tx_, body_;
 };
 
 TEST_F(VerbsRxe, RepliesComeBackIntact) {
@@ -100,31 +154,7 @@ TEST_F(VerbsRxe, RepliesComeBackIntact) {
   std::printf("seed %u\n", seed);
   const auto t0 = std::chrono::steady_clock::now();
   SendAll(seed);
-  std::vector<bool> seen(kPackets, false);
-  std::vector<uint8_t> buf(8 * 4096);
-  int got = 0;
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (got < kPackets && std::chrono::steady_clock::now() < deadline) {
-    RxPacket rx[8];
-    for (int j = 0; j < 8; ++j) rx[j] = {buf.data() + j * 4096, 4096, 0};
-    auto n = t_->RecvBurst(rx, std::chrono::milliseconds(200));
-    ASSERT_TRUE(n.ok()) << n.status().message();
-    for (size_t j = 0; j < *n; ++j) {
-      ASSERT_EQ(rx[j].len, kBytes);
-      const uint16_t slot = proto::GetSlot(rx[j].data);
-      ASSERT_LT(slot, kPackets);
-      EXPECT_FALSE(seen[slot]) << "duplicate reply for slot " << slot;
-      seen[slot] = true;
-      const auto want = Packet(slot, seed);
-      ASSERT_EQ(0, std::memcmp(rx[j].data, want.data(), kHeaderBytes)) << "header, slot " << slot;
-      ASSERT_TRUE(proto::MessageCrcOk({rx[j].data, rx[j].len})) << "trailer, slot " << slot;
-      for (size_t o = kHeaderBytes; o < kBytes - proto::kCrcBytes; o += 4) {
-        ASSERT_EQ(proto::Load32(rx[j].data + o), proto::Load32(want.data() + o) + 1)
-            << "slot " << slot << " byte " << o;
-      }
-      ++got;
-    }
-  }
+  const int got = CheckReplies(seed);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   // A figure, not a check: this worker's send-to-last-reply rate through the reflector.
   std::printf("WORKER verbs UD %zu-byte messages: %d round trips in %.3f s = %.0f msg/s\n", kBytes,
@@ -137,6 +167,46 @@ TEST_F(VerbsRxe, RepliesComeBackIntact) {
   EXPECT_EQ(c.tx_zero_copy, static_cast<uint64_t>(kPackets / 2));
   EXPECT_EQ(c.tx_bounced, static_cast<uint64_t>(kPackets / 2));
   EXPECT_EQ(c.wc_errors, 0u);
+}
+
+// GPUDirect RDMA's packets (TxPacket::body): one gather list each, header and trailer from the
+// caller's memory (registered or bounced), the payload from a body region (host memory here,
+// ibv_reg_mr; a GPU's through ibv_reg_dmabuf_mr). The reflector, which checks the ICRC and the
+// ina trailer, must see whole messages, and answer each.
+TEST_F(VerbsRxe, GatherListsFromABodyRegionArriveAsWholeMessages) {
+  if (Env("INA_VERBS_EXPECT") == "none") GTEST_SKIP() << "this run expects no replies";
+  SendAll(77, /*gather=*/true);
+  const int got = CheckReplies(77);
+  const auto c = t_->counters();
+  std::printf("gather: replies %d/%d; tx gather %lu (zero-copy %lu, bounced %lu)\n", got, kPackets,
+              c.tx_gather, c.tx_zero_copy, c.tx_bounced);
+  EXPECT_EQ(got, kPackets);
+  EXPECT_EQ(c.tx_gather, static_cast<uint64_t>(kPackets));
+  EXPECT_EQ(c.wc_errors, 0u);
+  // A body outside every registered region is refused, not sent from wherever it points.
+  std::vector<uint8_t> stray(64), hdr(kHeaderBytes + proto::kCrcBytes);
+  TxPacket p{hdr.data(), hdr.size(), true, stray.data(), stray.size(), kHeaderBytes};
+  auto n = t_->SendBurst(std::span(&p, 1));
+  ASSERT_FALSE(n.ok());
+  EXPECT_NE(n.status().message().find("RegisterTxBody"), std::string::npos) << n.status().message();
+  EXPECT_TRUE(t_->UnregisterTxBody(body_.data()).ok());
+}
+
+// What the communicator's fallback sees on a provider without dma-buf support (rxe): a descriptor
+// that is not a GPU's dma-buf (a memfd) is refused, naming the call and the device.
+TEST_F(VerbsRxe, ADmabufTheProviderCannotTakeIsRefusedNamingTheCall) {
+  const int fd = memfd_create("ina-not-a-dmabuf", MFD_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 1 << 16), 0);
+  std::vector<uint8_t> va(1 << 16);
+  const Status s = t_->RegisterTxBody(va.data(), va.size(), fd, 0);
+  close(fd);
+  std::printf("dma-buf registration: %s\n", s.ToString().c_str());
+  ASSERT_FALSE(s.ok());
+  EXPECT_TRUE(s.message().find("ibv_reg_dmabuf_mr") != std::string::npos ||
+              s.message().find("not in this rdma-core") != std::string::npos)
+      << s.message();
+  EXPECT_NE(s.message().find(Env("INA_VERBS_DEVICE")), std::string::npos) << s.message();
 }
 
 TEST_F(VerbsRxe, CorruptRepliesAreDropped) {

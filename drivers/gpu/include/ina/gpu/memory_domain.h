@@ -14,6 +14,15 @@
 // (and exponents) move between that scratch and staging with cudaMemcpyAsync; one event per call.
 // A device without memory pools (cudaDevAttrMemoryPoolsSupported 0) takes the copying path
 // instead (quantizes() false): the same results, quantized on the CPU.
+// GPUDirect RDMA (docs/gpu.md, "In the CUDA domain"): AllocNicBuffer returns device memory
+// (cudaMalloc, rounded up to 2 MiB, page-aligned) exported as a dma-buf (ina/gpu/dmabuf.h), or a
+// one-line Status saying why not (no dma-buf support on the device, no or too old a driver, the
+// export's CUresult). The domain keeps the live NicBuffers' ranges: Quantize with `wire` inside
+// one writes the int32 there (no scratch for them, no copy), Dequantize reads one where it lies,
+// and PayloadCrcs (the BlockCrcs kernel of ina/gpu/crc.h) reads a NicBuffer directly or copies a
+// staging `wire` to scratch first; a range that runs past a NicBuffer's end is InvalidArgument.
+// PayloadCrcs needs the memory pool (Unimplemented without one). A NicBuffer's destructor waits
+// for the copy stream, closes the fd and frees the memory.
 //
 // Built only with a CUDA compiler (target ina::gpu_domain, links ina::host and the CUDA runtime);
 // libina itself never depends on CUDA. Threading: thread-safe (one mutex around the fence queue;

@@ -1,0 +1,277 @@
+// GPUDirect RDMA's send path without an RDMA device (docs/gpu.md, "GPUDirect RDMA"): the
+// communicator over a transport that takes packets with a body (TxPacket::body), as the verbs
+// transport does with a gather list. GatherTransport wraps a real UDP transport to the in-process
+// fabric (test_fabric.h: the real control plane and ina::dp_ref) and does what a NIC does with
+// the gather list: it checks the body lies in a region registered with RegisterTxBody and sends
+// header, body and trailer as one datagram. The domain is HostDomain, whose NIC buffers are heap
+// memory (kHeap), absent (kNone) or a memfd that this "NIC" refuses as a dma-buf (kMemfd), as
+// rxe refuses every dma-buf. Every result is compared bit for bit with the plain host-memory call
+// on the same values (the CPU path is the oracle), under loss. The real gather list on soft-RoCE
+// runs in the VM (tests/vm/guest/40_switch_roce.sh). Seeds: INA_SEED replays a run.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "comm_util.h"
+#include "communicator_factory.h"
+#include "expected.h"
+#include "ina/host/communicator.h"
+#include "ina/host/memory_domain.h"
+#include "ina/host/quant.h"
+#include "ina/host/transport.h"
+#include "support/seed.h"
+#include "test_fabric.h"
+
+namespace ina::host {
+namespace {
+
+using testing::AllCreated;
+using testing::ParallelFor;
+using testing::TestFabric;
+using testutil::RandomFloats;
+
+uint64_t Seed() {
+  static const uint64_t seed = ina::tests::Seed();
+  return seed;
+}
+
+// What every GatherTransport of a test saw.
+struct GatherLog {
+  std::atomic<uint64_t> gathered{0};      // packets sent with a body
+  std::atomic<uint64_t> registered{0};    // RegisterTxBody calls that succeeded
+  std::atomic<uint64_t> unregistered{0};  // UnregisterTxBody calls
+  std::atomic<uint64_t> refused{0};       // dma-bufs refused
+};
+
+class GatherTransport final : public Transport {
+ public:
+  GatherTransport(std::unique_ptr<Transport> inner, GatherLog* log)
+      : inner_(std::move(inner)), log_(log) {}
+
+  Result<size_t> SendBurst(std::span<const TxPacket> packets) override {
+    std::vector<TxPacket> out(packets.begin(), packets.end());
+    lin_.resize(packets.size());
+    for (size_t i = 0; i < packets.size(); ++i) {
+      const TxPacket& p = packets[i];
+      if (p.body == nullptr) continue;
+      if (!InRegion(p.body, p.body_len) || p.split > p.len) {
+        return InvalidArgument("gather: a body outside every registered region");
+      }
+      std::vector<uint8_t>& l = lin_[i];
+      l.assign(p.data, p.data + p.split);
+      l.insert(l.end(), p.body, p.body + p.body_len);
+      l.insert(l.end(), p.data + p.split, p.data + p.len);
+      out[i] = {l.data(), l.size(), p.payload_checked};
+    }
+    INA_ASSIGN_OR_RETURN(const size_t n, inner_->SendBurst(out));
+    for (size_t i = 0; i < n; ++i) {
+      if (packets[i].body != nullptr) log_->gathered.fetch_add(1);
+    }
+    return n;
+  }
+  Result<size_t> RecvBurst(std::span<RxPacket> packets, std::chrono::microseconds t) override {
+    return inner_->RecvBurst(packets, t);
+  }
+  std::string_view name() const override { return "gather(udp)"; }
+  Status RegisterTxMemory(const void* data, size_t len) override {
+    return inner_->RegisterTxMemory(data, len);
+  }
+  bool sends_body() const override { return true; }
+  Status RegisterTxBody(const void* data, size_t len, int fd, uint64_t) override {
+    if (fd >= 0) {  // as rxe: no dma-buf support in the provider
+      log_->refused.fetch_add(1);
+      return Unimplemented("gather: this NIC takes no dma-buf (fd " + std::to_string(fd) + ")");
+    }
+    regions_.push_back({static_cast<const uint8_t*>(data), len});
+    log_->registered.fetch_add(1);
+    return Status::Ok();
+  }
+  Status UnregisterTxBody(const void* data) override {
+    for (auto it = regions_.begin(); it != regions_.end(); ++it) {
+      if (it->first == data) {
+        regions_.erase(it);
+        log_->unregistered.fetch_add(1);
+        return Status::Ok();
+      }
+    }
+    return NotFound("gather: no such region");
+  }
+
+ private:
+  bool InRegion(const uint8_t* p, size_t n) const {
+    for (const auto& [b, len] : regions_) {
+      if (p >= b && p + n <= b + len) return true;
+    }
+    return false;
+  }
+  std::unique_ptr<Transport> inner_;
+  GatherLog* log_;
+  std::vector<std::pair<const uint8_t*, size_t>> regions_;
+  std::vector<std::vector<uint8_t>> lin_;
+};
+
+// Every rank's communicator over GatherTransports (one per lane) around UDP to the fabric.
+std::vector<std::unique_ptr<Communicator>> CreateGathering(const CommConfig& base, GatherLog* log) {
+  std::vector<std::unique_ptr<Communicator>> comms(base.world_size);
+  ParallelFor(base.world_size, [&](int r) {
+    CommConfig c = base;
+    c.rank = static_cast<uint16_t>(r);
+    std::vector<std::unique_ptr<Transport>> ts;
+    for (int l = 0; l < c.progress_threads; ++l) {
+      TransportConfig tc;
+      tc.fabric_host = c.switch_host;
+      tc.fabric_port = c.switch_port;
+      auto t = MakeTransport(tc);
+      ASSERT_TRUE(t.ok()) << t.status().ToString();
+      ts.push_back(std::make_unique<GatherTransport>(std::move(t).value(), log));
+    }
+    auto cr = internal::CommunicatorFactory::Create(c, quant::ScalarKernels(), std::move(ts));
+    ASSERT_TRUE(cr.ok()) << "rank " << r << ": " << cr.status().ToString();
+    comms[r] = std::move(cr).value();
+  });
+  return comms;
+}
+
+std::unique_ptr<MemoryDomain> Host(HostNicMemory nic) {
+  HostDomainOptions o;
+  o.chunk_bytes = 64 << 10;
+  o.nic_memory = nic;
+  auto d = MakeHostDomain(o);
+  EXPECT_TRUE(d.ok()) << d.status().ToString();
+  return d.ok() ? std::move(d).value() : nullptr;
+}
+
+::testing::AssertionResult SameBits(const std::vector<float>& got, const std::vector<float>& want) {
+  if (got.size() != want.size()) return ::testing::AssertionFailure() << "size differs";
+  for (size_t j = 0; j < got.size(); ++j) {
+    if (std::bit_cast<uint32_t>(got[j]) != std::bit_cast<uint32_t>(want[j])) {
+      return ::testing::AssertionFailure()
+             << "element " << j << ": got " << got[j] << " want " << want[j];
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
+// Each size: every rank's float tensor through its domain, then the same values through the plain
+// host call; the two must agree bit for bit on every rank (and so with each other).
+void RunSizes(std::vector<std::unique_ptr<Communicator>>& comms,
+              std::vector<std::unique_ptr<MemoryDomain>>& domains, const std::vector<size_t>& sizes,
+              uint64_t salt) {
+  const int world = static_cast<int>(comms.size());
+  const int k = comms[0]->config().k;
+  for (size_t n : sizes) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    std::mt19937_64 g(Seed() * 7919 + salt + n);
+    std::vector<std::vector<float>> dev(world), host(world);
+    for (int r = 0; r < world; ++r) {
+      dev[r] = RandomFloats(g, n, k);
+      if (n > 3) dev[r][n / 2] = r == 1 ? std::numeric_limits<float>::infinity() : dev[r][n / 2];
+      host[r] = dev[r];
+    }
+    std::vector<Status> sd(world), sh(world);
+    ParallelFor(world, [&](int r) { sd[r] = comms[r]->AllReduce(dev[r], *domains[r]); });
+    ParallelFor(world, [&](int r) { sh[r] = comms[r]->AllReduce(std::span<float>(host[r])); });
+    for (int r = 0; r < world; ++r) {
+      ASSERT_TRUE(sd[r].ok()) << "rank " << r << ": " << sd[r].ToString();
+      ASSERT_TRUE(sh[r].ok()) << "rank " << r << ": " << sh[r].ToString();
+      EXPECT_TRUE(SameBits(dev[r], host[r])) << "rank " << r;
+      EXPECT_TRUE(SameBits(dev[r], dev[0])) << "rank " << r << " vs rank 0";
+    }
+  }
+}
+
+// Heap NIC buffers: every block's payload leaves from the NIC buffer (the gather list), sealed by
+// combining CRCs, under 3 % loss both ways, with one and with two lanes; a larger call replaces
+// the buffer between ops (unregistered, then a new one registered).
+TEST(GpuDirect, PayloadsFromTheNicBufferGiveTheHostPathsResultsUnderLoss) {
+  for (int lanes : {1, 2}) {
+    SCOPED_TRACE("lanes=" + std::to_string(lanes));
+    auto fabric = testing::StartFabric(Seed() * 31 + 5 + lanes, 0.03);
+    ASSERT_NE(fabric, nullptr);
+    CommConfig base = testing::FabricConfig(*fabric, 21, 3, 64, 16);
+    base.progress_threads = lanes;
+    base.rto_initial_us = 20000;
+    GatherLog log;
+    auto comms = CreateGathering(base, &log);
+    ASSERT_TRUE(AllCreated(comms));
+    std::vector<std::unique_ptr<MemoryDomain>> domains;
+    for (int r = 0; r < 3; ++r) domains.push_back(Host(HostNicMemory::kHeap));
+    RunSizes(comms, domains, {1, 64 * 16 * 3 + 17, 64 * 16 * 40 + 3}, 1);
+    for (int r = 0; r < 3; ++r) {
+      EXPECT_EQ(comms[r]->device_send_path(), "gpudirect") << "rank " << r;
+      const CommStats s = comms[r]->stats();
+      EXPECT_GT(s.packets_from_device, 0u) << "rank " << r;
+      EXPECT_LT(s.packets_from_device, s.packets_sent) << "rank " << r;  // the plain calls too
+    }
+    EXPECT_GT(log.gathered.load(), 0u);
+    // Two growths per rank and lane (the first call allocates, the 2nd and 3rd grow it).
+    EXPECT_EQ(log.registered.load(), 3u * 3 * lanes);
+    EXPECT_EQ(log.unregistered.load(), 2u * 3 * lanes);
+    EXPECT_GT(fabric->dropped(), 0u) << "no loss was injected";
+  }
+}
+
+// No NIC buffer (kNone) on rank 0, or a dma-buf the NIC refuses (kMemfd) on rank 1: those ranks
+// stage through host memory for good, say why, and their packets are bit-identical to the
+// others', so the job's results are the host path's.
+TEST(GpuDirect, RanksThatCannotFallBackToHostStagingAndSayWhy) {
+  auto fabric = testing::StartFabric(Seed() * 31 + 9, 0.02);
+  ASSERT_NE(fabric, nullptr);
+  CommConfig base = testing::FabricConfig(*fabric, 22, 3, 64, 8);
+  base.rto_initial_us = 20000;
+  GatherLog log;
+  auto comms = CreateGathering(base, &log);
+  ASSERT_TRUE(AllCreated(comms));
+  std::vector<std::unique_ptr<MemoryDomain>> domains;
+  domains.push_back(Host(HostNicMemory::kNone));
+  domains.push_back(Host(HostNicMemory::kMemfd));
+  domains.push_back(Host(HostNicMemory::kHeap));
+  RunSizes(comms, domains, {64 * 8 * 5 + 1, 64 * 8 * 9}, 2);
+  const std::string p0 = comms[0]->device_send_path(), p1 = comms[1]->device_send_path();
+  EXPECT_EQ(p0.rfind("host staging: ", 0), 0u) << p0;
+  EXPECT_NE(p0.find("no NIC buffers"), std::string::npos) << p0;
+  EXPECT_EQ(p1.rfind("host staging: ", 0), 0u) << p1;
+  EXPECT_NE(p1.find("takes no dma-buf"), std::string::npos) << p1;
+  EXPECT_EQ(comms[2]->device_send_path(), "gpudirect");
+  EXPECT_EQ(comms[0]->stats().packets_from_device, 0u);
+  EXPECT_EQ(comms[1]->stats().packets_from_device, 0u);
+  EXPECT_GT(comms[2]->stats().packets_from_device, 0u);
+  EXPECT_EQ(log.refused.load(), 1u) << "a refused rank tries once, not on every call";
+}
+
+// int32 tensors in the domain are byte-swapped copies, never quantized: no NIC buffer, no path.
+TEST(GpuDirect, Int32CallsKeepTheCopyingPath) {
+  auto fabric = testing::StartFabric(Seed() * 31 + 13);
+  ASSERT_NE(fabric, nullptr);
+  CommConfig base = testing::FabricConfig(*fabric, 23, 2, 64, 8);
+  GatherLog log;
+  auto comms = CreateGathering(base, &log);
+  ASSERT_TRUE(AllCreated(comms));
+  std::vector<std::unique_ptr<MemoryDomain>> domains;
+  for (int r = 0; r < 2; ++r) domains.push_back(Host(HostNicMemory::kHeap));
+  std::vector<std::vector<int32_t>> x(2, std::vector<int32_t>(1000));
+  for (int r = 0; r < 2; ++r) {
+    for (size_t j = 0; j < x[r].size(); ++j) x[r][j] = static_cast<int32_t>(j * 7 + r);
+  }
+  std::vector<Status> st(2);
+  ParallelFor(2, [&](int r) { st[r] = comms[r]->AllReduce(x[r], *domains[r]); });
+  for (int r = 0; r < 2; ++r) {
+    ASSERT_TRUE(st[r].ok()) << st[r].ToString();
+    for (size_t j = 0; j < x[r].size(); ++j) ASSERT_EQ(x[r][j], static_cast<int32_t>(j * 14 + 1));
+    EXPECT_EQ(comms[r]->device_send_path(), "");
+    EXPECT_EQ(comms[r]->stats().packets_from_device, 0u);
+  }
+  EXPECT_EQ(log.gathered.load(), 0u);
+}
+
+}  // namespace
+}  // namespace ina::host
