@@ -103,8 +103,10 @@ std::string CudaRefusal() {
 }
 
 // ptrSupport of both tables: host always; CUDA where CudaRefusal() is empty; DMA-BUF on top of
-// CUDA only with INA_NCCL_DMABUF=1 (the data path reads GPU memory through the CUDA runtime, not
-// a NIC, so the dma-buf brings nothing yet; docs/nccl.md).
+// CUDA only with INA_NCCL_DMABUF=1. The data path reads NCCL's GPU buffer with CUDA kernels, not
+// with a NIC: over verbs the communicator quantizes it into a NIC buffer of its own, which the
+// NIC reads (GPUDirect RDMA, docs/gpu.md). So a dma-buf of NCCL's buffer brings nothing
+// (docs/nccl.md).
 int PtrSupport() {
   int p = NCCL_PTR_HOST;
   if (CudaRefusal().empty()) {

@@ -291,8 +291,8 @@ TEST(CApiConfig, InvalidConfigNamesTheField) {
 
 TEST(CApiStats, EveryCounterReachesC) {
   CommStats s;
-  const auto& [a, b, c, d, e, f, g, h] = s;  // a field added to CommStats breaks this line
-  (void)a, (void)b, (void)c, (void)d, (void)e, (void)f, (void)g, (void)h;
+  const auto& [a, b, c, d, e, f, g, h, i] = s;  // a field added to CommStats breaks this line
+  (void)a, (void)b, (void)c, (void)d, (void)e, (void)f, (void)g, (void)h, (void)i;
   s.packets_sent = 11;
   s.packets_received = 12;
   s.retransmissions = 13;
@@ -301,6 +301,7 @@ TEST(CApiStats, EveryCounterReachesC) {
   s.ops_completed = 16;
   s.ops_failed = 17;
   s.bad_crc = 18;
+  s.packets_from_device = 19;
   ina_stats out;
   std::memset(&out, 0xA5, sizeof(out));
   ASSERT_TRUE(capi::StatsToC(s, &out, sizeof(out)).ok());
@@ -313,6 +314,7 @@ TEST(CApiStats, EveryCounterReachesC) {
   EXPECT_EQ(out.ops_completed, 16u);
   EXPECT_EQ(out.ops_failed, 17u);
   EXPECT_EQ(out.bad_crc, 18u);
+  EXPECT_EQ(out.packets_from_device, 19u);
 
   // The 0.1 layout (up to ops_failed, 64 bytes) is still served, bad_crc untouched.
   ina_stats old;
@@ -321,6 +323,12 @@ TEST(CApiStats, EveryCounterReachesC) {
   EXPECT_EQ(old.struct_size, 64u);
   EXPECT_EQ(old.ops_failed, 17u);
   EXPECT_EQ(old.bad_crc, 0xA5A5A5A5A5A5A5A5u);
+  // The second layout (up to bad_crc, 72 bytes): packets_from_device untouched.
+  ina_stats second;
+  std::memset(&second, 0xA5, sizeof(second));
+  ASSERT_TRUE(capi::StatsToC(s, &second, 72).ok());
+  EXPECT_EQ(second.bad_crc, 18u);
+  EXPECT_EQ(second.packets_from_device, 0xA5A5A5A5A5A5A5A5u);
 
   auto bad = capi::StatsToC(s, &out, sizeof(out) + 8);
   ASSERT_FALSE(bad.ok());
