@@ -29,6 +29,7 @@
 namespace ina::gpu {
 namespace {
 
+using host::AllReduceOptions;
 using host::CommConfig;
 using host::Communicator;
 using host::MemoryDomain;
@@ -152,6 +153,80 @@ TEST_P(GpuDomainHwTest, DeviceAllReduceBitIdenticalToHostPath) {
     }
     if (n > 600) {
       EXPECT_TRUE(std::isnan(host[0][512])) << "the block with an Inf";
+    }
+  }
+}
+
+// Averaging (AllReduceOptions::average) over three ranks (the divisor no power of two): the device
+// call divides in the CUDA domain's Dequantize (fused, DequantizeAvgElem) or, copying, in staging
+// on the CPU; either way bit-identical to the averaged host call, which is the sum / float(3).
+TEST_P(GpuDomainHwTest, AveragedDeviceAllReduceBitIdenticalToHostPath) {
+  SKIP_WITHOUT_GPU();
+  const Mode mode = GetParam();
+  const uint64_t seed = ina::tests::Seed();
+  auto fabric = testing::TestFabric::Start({});
+  ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
+  constexpr int kWorld = 3;
+  std::vector<std::unique_ptr<Communicator>> comms(kWorld);
+  std::vector<std::unique_ptr<MemoryDomain>> doms(kWorld);
+  ParallelFor(kWorld, [&](int r) {
+    CommConfig c;
+    c.switch_host = "127.0.0.1";
+    c.switch_port = (*fabric)->port();
+    c.job_id = 13;
+    c.world_size = kWorld;
+    c.rank = static_cast<uint16_t>(r);
+    c.k = 256;
+    c.window = 64;
+    auto cr = Communicator::Create(c);
+    ASSERT_TRUE(cr.ok()) << cr.status().ToString();
+    comms[r] = std::move(cr).value();
+    CudaDomainOptions o;
+    o.chunk_bytes = 256 * 4 * 16;
+    o.quantize = mode == Mode::kQuantize || (mode == Mode::kMixed && r == 0);
+    auto d = MakeCudaDomain(o);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    doms[r] = std::move(d).value();
+  });
+  for (int r = 0; r < kWorld; ++r) ASSERT_NE(comms[r], nullptr);
+  AllReduceOptions avg;
+  avg.average = true;
+  for (size_t n : {size_t{1}, size_t{4096 + 3}, size_t{100000}}) {
+    SCOPED_TRACE("n=" + std::to_string(n));
+    std::vector<std::vector<float>> host(kWorld), dev_out(kWorld);
+    std::vector<std::vector<int32_t>> ihost(kWorld), idev_out(kWorld);
+    std::vector<Status> errs(kWorld * 4);
+    ParallelFor(kWorld, [&](int r) {
+      std::mt19937_64 rng(seed * 7919 + n + r + 17);
+      host[r] = RandomFloats(rng, n, 256);
+      if (n > 600 && r == 2) host[r][513] = std::numeric_limits<float>::quiet_NaN();
+      ihost[r].resize(n);
+      for (auto& x : ihost[r]) x = static_cast<int32_t>(rng());
+      auto buf = DeviceBuffer::Allocate(n * 4);
+      ASSERT_TRUE(buf.ok()) << buf.status().ToString();
+      auto ibuf = DeviceBuffer::Allocate(n * 4);
+      ASSERT_TRUE(ibuf.ok()) << ibuf.status().ToString();
+      ASSERT_EQ(cudaMemcpy(buf->data(), host[r].data(), n * 4, cudaMemcpyHostToDevice),
+                cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(ibuf->data(), ihost[r].data(), n * 4, cudaMemcpyHostToDevice),
+                cudaSuccess);
+      errs[r * 4] =
+          comms[r]->AllReduce(std::span<float>(buf->as<float>(), n), *doms[r], nullptr, avg);
+      errs[r * 4 + 1] =
+          comms[r]->AllReduce(std::span<int32_t>(ibuf->as<int32_t>(), n), *doms[r], nullptr, avg);
+      dev_out[r].resize(n);
+      idev_out[r].resize(n);
+      ASSERT_EQ(cudaMemcpy(dev_out[r].data(), buf->data(), n * 4, cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      ASSERT_EQ(cudaMemcpy(idev_out[r].data(), ibuf->data(), n * 4, cudaMemcpyDeviceToHost),
+                cudaSuccess);
+      errs[r * 4 + 2] = comms[r]->AllReduce(std::span<float>(host[r]), avg);
+      errs[r * 4 + 3] = comms[r]->AllReduce(std::span<int32_t>(ihost[r]), avg);
+    });
+    for (const Status& e : errs) ASSERT_TRUE(e.ok()) << e.ToString();
+    for (int r = 0; r < kWorld; ++r) {
+      EXPECT_TRUE(SameBits(dev_out[r], host[r])) << "rank " << r;
+      EXPECT_EQ(idev_out[r], ihost[r]) << "rank " << r;
     }
   }
 }
