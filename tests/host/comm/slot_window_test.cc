@@ -437,7 +437,7 @@ TEST_F(SlotWindowTest, AStallSaysWhenTheTransportStoppedTakingPackets) {
   ASSERT_TRUE(w.Begin(OpDesc{false, nullptr, v.data(), v.size(), 0}, t0_).ok());
   auto p = SendAll(w, t0_ + milliseconds(10));
   ASSERT_TRUE(w.OnPacket(ResultOf(p[0]), t0_ + milliseconds(20)).ok());  // block 2 queued...
-  EXPECT_EQ(w.tx_queued(), 1u);                                           // ...and never taken
+  EXPECT_EQ(w.tx_queued(), 1u);                                          // ...and never taken
   const Status s = w.CheckProgress(t0_ + milliseconds(220));
   EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded);
   EXPECT_NE(s.message().find("1 packets queued for sending, the transport took none for 210 ms"),
