@@ -221,6 +221,7 @@ Status SlotWindow::Begin(const OpDesc& op, TimePoint now) {
   remaining_ = 0;
   ring_head_ = ring_size_ = 0;
   last_transport_error_ = Status::Ok();
+  last_taken_ = now;
   used_ = static_cast<uint16_t>(std::min<int64_t>(window_, blocks_));
   quant_ = op.is_float && op.stager != nullptr && op.stager->quantizes() ? op.stager : nullptr;
   parked_ = 0;
@@ -265,6 +266,7 @@ size_t SlotWindow::PeekTx(std::span<TxPacket> out) const {
 }
 
 void SlotWindow::OnSent(size_t n, TimePoint now) {
+  if (n > 0) last_taken_ = now;
   for (size_t i = 0; i < n && ring_size_ > 0; ++i) {
     const uint16_t s = send_ring_[ring_head_];
     ring_head_ = (ring_head_ + 1) % window_;
@@ -467,6 +469,14 @@ std::string SlotWindow::DescribeStall(TimePoint now) const {
   }
   m += "; " + std::to_string(remaining_) + " of " + std::to_string(blocks_) + " blocks pending" +
        (cfg_.lanes > 1 ? " on this lane" : "");
+  if (ring_size_ > 0) {
+    // A queued packet is not retransmitted again until the transport took it: few
+    // retransmissions above then mean a transport that stopped sending (a full TX queue whose
+    // peer stopped draining), not a quiet fabric.
+    const auto idle = std::chrono::duration_cast<milliseconds>(now - last_taken_).count();
+    m += "; " + std::to_string(ring_size_) + " packets queued for sending, the transport took " +
+         (idle > 0 ? "none for " + std::to_string(idle) + " ms" : std::string("some just now"));
+  }
   if (!last_transport_error_.ok()) {
     m += "; last transport error: " + last_transport_error_.ToString();
   }

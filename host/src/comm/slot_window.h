@@ -275,7 +275,8 @@ class SlotWindow {
   size_t ring_head_ = 0;
   size_t ring_size_ = 0;
   TimePoint last_progress_{};
-  TimePoint rack_sent_{};  // latest send time of a first transmission that got a result
+  TimePoint rack_sent_{};   // latest send time of a first transmission that got a result
+  TimePoint last_taken_{};  // when the transport last took a packet (OnSent with n > 0)
   // Bounds for the slots awaiting a result (not queued): no deadline before deadline_floor_, no
   // Due() before due_floor_ (exact after a scan; lowered by sends and results, see OnTimers).
   TimePoint deadline_floor_ = TimePoint::max();

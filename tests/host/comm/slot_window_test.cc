@@ -426,6 +426,23 @@ TEST_F(SlotWindowTest, ProgressTimeoutAtExactlyTheConfiguredTime) {
   EXPECT_NE(s.message().find("no result for 200 ms"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("slot 1 gen 0 (block 1)"), std::string::npos) << s.message();
   EXPECT_NE(s.message().find("3 of 4 blocks pending"), std::string::npos) << s.message();
+  EXPECT_EQ(s.message().find("queued for sending"), std::string::npos) << s.message();
+}
+
+// A transport that stopped taking packets (a full TX queue nobody drains): the stall says so, as
+// the slots waiting in the queue are not retransmitted (and not counted) again meanwhile.
+TEST_F(SlotWindowTest, AStallSaysWhenTheTransportStoppedTakingPackets) {
+  SlotWindow w(Config(1, 64, 2), quant::ActiveKernels());
+  std::vector<int32_t> v(64 * 4, 1);
+  ASSERT_TRUE(w.Begin(OpDesc{false, nullptr, v.data(), v.size(), 0}, t0_).ok());
+  auto p = SendAll(w, t0_ + milliseconds(10));
+  ASSERT_TRUE(w.OnPacket(ResultOf(p[0]), t0_ + milliseconds(20)).ok());  // block 2 queued...
+  EXPECT_EQ(w.tx_queued(), 1u);                                          // ...and never taken
+  const Status s = w.CheckProgress(t0_ + milliseconds(220));
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded);
+  EXPECT_NE(s.message().find("1 packets queued for sending, the transport took none for 210 ms"),
+            std::string::npos)
+      << s.message();
 }
 
 TEST_F(SlotWindowTest, JobAbortedAndRankLeft) {
