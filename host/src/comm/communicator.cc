@@ -418,31 +418,47 @@ class Communicator::Impl {
   // (GPUDirect RDMA, docs/gpu.md), or nullptr for host staging: always where the transport sends
   // from host memory only (udp, dpdk), and, after one line on stderr saying why, for the rest of
   // the communicator's life where the domain has no NIC buffer or the transport cannot register
-  // it. Kept across calls while large enough; a larger one replaces it between ops.
+  // it. As staging (Staging()): at least config.staging_bytes' worth, kept across calls while
+  // large enough, taken from ReserveNic's reservation when that is large enough, and a buffer
+  // outgrown is unregistered but freed only at ~Impl (for CUDA, cudaFree may wait for the device).
   uint8_t* NicWire(MemoryDomain& domain, size_t bytes) {
     if (nic_off_ || !lanes_[0].transport->sends_body()) return nullptr;
     if (nic_ != nullptr && nic_domain_ == &domain && nic_->size() >= bytes) return nic_->data();
-    Status s = ReleaseNicWire();
+    Status s = UnregisterNicWire();
+    std::unique_ptr<NicBuffer> b;
     if (s.ok()) {
-      auto b = domain.AllocNicBuffer(bytes);
-      if (b.ok()) {
-        nic_ = std::move(b).value();
-        nic_domain_ = &domain;
-        for (size_t l = 0; l < lanes_.size() && s.ok(); ++l) {
-          s = lanes_[l].transport->RegisterTxBody(nic_->data(), nic_->size(), nic_->dmabuf_fd(),
-                                                  nic_->dmabuf_offset());
-          if (s.ok()) ++nic_registered_;
-        }
+      std::lock_guard<std::mutex> lk(nic_mu_);
+      if (reserved_nic_ != nullptr && reserved_nic_domain_ == &domain &&
+          reserved_nic_->size() >= bytes) {
+        b = std::move(reserved_nic_);
+      }
+    }
+    if (s.ok() && b == nullptr) {
+      auto a = domain.AllocNicBuffer(std::max(bytes, NicFloor()));
+      if (a.ok()) {
+        b = std::move(a).value();
       } else {
-        s = b.status();
+        s = a.status();
+      }
+    }
+    if (s.ok()) {
+      nic_ = std::move(b);
+      nic_domain_ = &domain;
+      for (size_t l = 0; l < lanes_.size() && s.ok(); ++l) {
+        s = lanes_[l].transport->RegisterTxBody(nic_->data(), nic_->size(), nic_->dmabuf_fd(),
+                                                nic_->dmabuf_offset());
+        if (s.ok()) ++nic_registered_;
       }
     }
     if (s.ok()) {
       NoteSendPath("gpudirect");
       return nic_->data();
     }
-    (void)ReleaseNicWire();
-    nic_off_ = true;
+    (void)UnregisterNicWire();
+    {
+      std::lock_guard<std::mutex> lk(nic_mu_);
+      nic_off_ = true;
+    }
     NoteSendPath("host staging: " + s.ToString());
     std::fprintf(stderr,
                  "ina: rank %d job %d: GPUDirect RDMA off for %s over %s (%s); staging through "
@@ -452,23 +468,43 @@ class Communicator::Impl {
     return nullptr;
   }
 
+ public:
+  // ReserveStaging's part for the NIC buffer (any thread): allocates it now for quantizing calls
+  // of up to `bytes` int32 bytes in `domain`, where the GPUDirect path may be taken; lane 0's
+  // thread registers it at the next call (a transport is used by its lane's thread only).
+  // Errors: none (a failed allocation is the next call's fallback, with its line).
+  void ReserveNic(MemoryDomain& domain, size_t bytes) {
+    if (!domain.quantizes() || !lanes_[0].transport->sends_body()) return;
+    std::lock_guard<std::mutex> lk(nic_mu_);
+    if (nic_off_) return;
+    if (reserved_nic_ != nullptr && reserved_nic_domain_ == &domain &&
+        reserved_nic_->size() >= bytes) {
+      return;
+    }
+    auto a = domain.AllocNicBuffer(std::max(bytes, NicFloor()));
+    if (!a.ok()) return;
+    if (reserved_nic_ != nullptr) outgrown_nic_.push_back(std::move(reserved_nic_));
+    reserved_nic_ = std::move(a).value();
+    reserved_nic_domain_ = &domain;
+  }
+
+ private:
+  size_t NicFloor() const { return cfg_.staging_bytes; }  // the int32 of that many bytes of floats
+
   // Unregisters the NIC buffer from the lanes that registered it (each waits for its posted
-  // sends), then frees it. Lane 0's thread, between ops.
-  Status ReleaseNicWire() {
+  // sends) and keeps it, outgrown, until ~Impl. Lane 0's thread, between ops.
+  Status UnregisterNicWire() {
+    if (nic_ == nullptr) return Status::Ok();
     Status first;
     for (size_t l = 0; l < nic_registered_; ++l) {
       Status s = lanes_[l].transport->UnregisterTxBody(nic_->data());
       if (!s.ok() && first.ok()) first = s;
     }
     nic_registered_ = 0;
-    if (!first.ok()) {
-      (void)nic_.release();  // a posted send may still read it: leak it rather than free it
-      nic_domain_ = nullptr;
-      return first;
-    }
-    nic_.reset();
     nic_domain_ = nullptr;
-    return Status::Ok();
+    std::lock_guard<std::mutex> lk(nic_mu_);
+    outgrown_nic_.push_back(std::move(nic_));
+    return first;
   }
 
   void NoteSendPath(std::string path) {
@@ -613,10 +649,17 @@ class Communicator::Impl {
   std::vector<DomainStaging> staging_;                            // guarded by staging_mu_
   std::vector<std::unique_ptr<StagingBuffer>> outgrown_staging_;  // guarded by staging_mu_
   // GPUDirect RDMA (NicWire): lane 0's thread only.
+  // Declared before lanes_, so freed after the transports (which deregister what they hold).
   std::unique_ptr<NicBuffer> nic_;
   const MemoryDomain* nic_domain_ = nullptr;
   size_t nic_registered_ = 0;  // lanes 0.. whose transport registered nic_
+  std::mutex nic_mu_;          // guards the three below (ReserveNic's caller vs lane 0)
   bool nic_off_ = false;       // host staging for good (the reason was printed)
+  std::unique_ptr<NicBuffer> reserved_nic_;  // ReserveNic's, not registered yet
+  const MemoryDomain* reserved_nic_domain_ = nullptr;
+  // Outgrown or failed NIC buffers, freed only at ~Impl (a failed unregistration may leave one
+  // registered: the transport is destroyed first).
+  std::vector<std::unique_ptr<NicBuffer>> outgrown_nic_;
   mutable std::mutex path_mu_;
   std::string send_path_;           // guarded by path_mu_: device_send_path()
   std::vector<Lane> lanes_;         // fixed after construction
@@ -926,7 +969,9 @@ Status Communicator::ReserveStaging(MemoryDomain& domain, size_t tensor_bytes) {
   const size_t staging =
       internal::StagedOp::StagingBytes(bytes / proto::kElemBytes, proto::kElemBytes, config().k,
                                        domain.quantizes(), /*nic_wire=*/true);
-  return impl_->Staging(domain, staging).status();
+  INA_RETURN_IF_ERROR(impl_->Staging(domain, staging).status());
+  impl_->ReserveNic(domain, bytes);  // quantized float32: as many int32 bytes
+  return Status::Ok();
 }
 
 CommStats Communicator::stats() const { return impl_->stats(); }

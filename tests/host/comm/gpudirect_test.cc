@@ -220,6 +220,30 @@ TEST(GpuDirect, PayloadsFromTheNicBufferGiveTheHostPathsResultsUnderLoss) {
   }
 }
 
+// Reserved up front (ReserveStaging: NCCL's regMr does this), the NIC buffer is allocated in the
+// caller's thread, registered at the first call and never replaced: no allocation, free or
+// re-registration while a framework's kernels may be waiting for an op.
+TEST(GpuDirect, AReservedNicBufferIsRegisteredOnceAndNeverReplaced) {
+  auto fabric = testing::StartFabric(Seed() * 31 + 17, 0.01);
+  ASSERT_NE(fabric, nullptr);
+  CommConfig base = testing::FabricConfig(*fabric, 24, 2, 64, 16);
+  base.rto_initial_us = 20000;
+  GatherLog log;
+  auto comms = CreateGathering(base, &log);
+  ASSERT_TRUE(AllCreated(comms));
+  std::vector<std::unique_ptr<MemoryDomain>> domains;
+  const size_t largest = 64 * 16 * 20 + 5;
+  for (int r = 0; r < 2; ++r) {
+    domains.push_back(Host(HostNicMemory::kHeap));
+    ASSERT_TRUE(comms[r]->ReserveStaging(*domains[r], 4 * largest).ok());
+  }
+  EXPECT_EQ(log.registered.load(), 0u) << "registration is the progress thread's, at a call";
+  RunSizes(comms, domains, {64 * 3, largest, 64 * 16 * 7}, 3);
+  EXPECT_EQ(log.registered.load(), 2u);
+  EXPECT_EQ(log.unregistered.load(), 0u);
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(comms[r]->device_send_path(), "gpudirect");
+}
+
 // No NIC buffer (kNone) on rank 0, or a dma-buf the NIC refuses (kMemfd) on rank 1: those ranks
 // stage through host memory for good, say why, and their packets are bit-identical to the
 // others', so the job's results are the host path's.
