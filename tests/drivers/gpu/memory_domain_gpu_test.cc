@@ -71,6 +71,49 @@ enum class Mode {
 
 class GpuDomainHwTest : public ::testing::TestWithParam<Mode> {};
 
+// `world` ranks of job `job` on an in-process fabric, each with a communicator and a CUDA domain
+// (many chunks: 16 blocks of 256) quantizing as `mode` says. ok: every rank was made.
+struct Ranks {
+  std::unique_ptr<testing::TestFabric> fabric;
+  std::vector<std::unique_ptr<MemoryDomain>> doms;  // before comms: outlive their staging
+  std::vector<std::unique_ptr<Communicator>> comms;
+  bool ok = false;
+};
+Ranks StartRanks(int world, uint16_t job, Mode mode) {
+  Ranks j;
+  auto fabric = testing::TestFabric::Start({});
+  EXPECT_TRUE(fabric.ok()) << fabric.status().ToString();
+  if (!fabric.ok()) return j;
+  j.fabric = std::move(fabric).value();
+  j.comms.resize(world);
+  j.doms.resize(world);
+  ParallelFor(world, [&](int r) {
+    CommConfig c;
+    c.switch_host = "127.0.0.1";
+    c.switch_port = j.fabric->port();
+    c.job_id = job;
+    c.world_size = static_cast<uint16_t>(world);
+    c.rank = static_cast<uint16_t>(r);
+    c.k = 256;
+    c.window = 64;
+    auto cr = Communicator::Create(c);
+    ASSERT_TRUE(cr.ok()) << cr.status().ToString();
+    CudaDomainOptions o;
+    o.chunk_bytes = 256 * 4 * 16;  // many chunks for the sizes the tests use
+    o.quantize = mode == Mode::kQuantize || (mode == Mode::kMixed && r == 0);
+    auto d = MakeCudaDomain(o);
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    int pools = 0;
+    ASSERT_EQ(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, 0), cudaSuccess);
+    EXPECT_EQ((*d)->quantizes(), o.quantize && pools != 0);
+    j.comms[r] = std::move(cr).value();
+    j.doms[r] = std::move(d).value();
+  });
+  j.ok = true;
+  for (int r = 0; r < world; ++r) j.ok = j.ok && j.comms[r] != nullptr && j.doms[r] != nullptr;
+  return j;
+}
+
 // Two ranks, device tensors uploaded on the caller's stream without a wait (the all-reduce orders
 // after it), float (with an Inf in one rank's block: that block's result is NaN) and int32: the
 // device results are bit-identical to the host call's; host memory is refused at the call.
@@ -78,34 +121,11 @@ TEST_P(GpuDomainHwTest, DeviceAllReduceBitIdenticalToHostPath) {
   SKIP_WITHOUT_GPU();
   const Mode mode = GetParam();
   const uint64_t seed = ina::tests::Seed();
-  auto fabric = testing::TestFabric::Start({});
-  ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
   constexpr int kWorld = 2;
-  std::vector<std::unique_ptr<Communicator>> comms(kWorld);
-  std::vector<std::unique_ptr<MemoryDomain>> doms(kWorld);
-  ParallelFor(kWorld, [&](int r) {
-    CommConfig c;
-    c.switch_host = "127.0.0.1";
-    c.switch_port = (*fabric)->port();
-    c.job_id = 12;
-    c.world_size = kWorld;
-    c.rank = static_cast<uint16_t>(r);
-    c.k = 256;
-    c.window = 64;
-    auto cr = Communicator::Create(c);
-    ASSERT_TRUE(cr.ok()) << cr.status().ToString();
-    comms[r] = std::move(cr).value();
-    CudaDomainOptions o;
-    o.chunk_bytes = 256 * 4 * 16;  // many chunks for the sizes below
-    o.quantize = mode == Mode::kQuantize || (mode == Mode::kMixed && r == 0);
-    auto d = MakeCudaDomain(o);
-    ASSERT_TRUE(d.ok()) << d.status().ToString();
-    doms[r] = std::move(d).value();
-    int pools = 0;
-    ASSERT_EQ(cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, 0), cudaSuccess);
-    EXPECT_EQ(doms[r]->quantizes(), o.quantize && pools != 0);
-  });
-  for (int r = 0; r < kWorld; ++r) ASSERT_NE(comms[r], nullptr);
+  Ranks j = StartRanks(kWorld, 12, mode);
+  auto& comms = j.comms;
+  auto& doms = j.doms;
+  ASSERT_TRUE(j.ok);
   for (size_t n : {size_t{1} << 20, size_t{1}, size_t{255}, size_t{4096 + 3}, size_t{100000}}) {
     SCOPED_TRACE("n=" + std::to_string(n));
     std::vector<std::vector<float>> host(kWorld), dev_out(kWorld);
@@ -164,31 +184,11 @@ TEST_P(GpuDomainHwTest, AveragedDeviceAllReduceBitIdenticalToHostPath) {
   SKIP_WITHOUT_GPU();
   const Mode mode = GetParam();
   const uint64_t seed = ina::tests::Seed();
-  auto fabric = testing::TestFabric::Start({});
-  ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
   constexpr int kWorld = 3;
-  std::vector<std::unique_ptr<Communicator>> comms(kWorld);
-  std::vector<std::unique_ptr<MemoryDomain>> doms(kWorld);
-  ParallelFor(kWorld, [&](int r) {
-    CommConfig c;
-    c.switch_host = "127.0.0.1";
-    c.switch_port = (*fabric)->port();
-    c.job_id = 13;
-    c.world_size = kWorld;
-    c.rank = static_cast<uint16_t>(r);
-    c.k = 256;
-    c.window = 64;
-    auto cr = Communicator::Create(c);
-    ASSERT_TRUE(cr.ok()) << cr.status().ToString();
-    comms[r] = std::move(cr).value();
-    CudaDomainOptions o;
-    o.chunk_bytes = 256 * 4 * 16;
-    o.quantize = mode == Mode::kQuantize || (mode == Mode::kMixed && r == 0);
-    auto d = MakeCudaDomain(o);
-    ASSERT_TRUE(d.ok()) << d.status().ToString();
-    doms[r] = std::move(d).value();
-  });
-  for (int r = 0; r < kWorld; ++r) ASSERT_NE(comms[r], nullptr);
+  Ranks j = StartRanks(kWorld, 13, mode);
+  auto& comms = j.comms;
+  auto& doms = j.doms;
+  ASSERT_TRUE(j.ok);
   AllReduceOptions avg;
   avg.average = true;
   for (size_t n : {size_t{1}, size_t{4096 + 3}, size_t{100000}}) {

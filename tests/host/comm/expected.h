@@ -106,4 +106,17 @@ inline ::testing::AssertionResult SameFloats(const std::vector<float>& got,
   return ::testing::AssertionSuccess();
 }
 
+// Bitwise equality, NaN payloads included: a path that must be the same arithmetic as another.
+inline ::testing::AssertionResult SameBits(const std::vector<float>& got,
+                                           const std::vector<float>& want) {
+  if (got.size() != want.size()) return ::testing::AssertionFailure() << "size differs";
+  for (size_t j = 0; j < got.size(); ++j) {
+    if (std::bit_cast<uint32_t>(got[j]) != std::bit_cast<uint32_t>(want[j])) {
+      return ::testing::AssertionFailure()
+             << "element " << j << ": got " << got[j] << " want " << want[j];
+    }
+  }
+  return ::testing::AssertionSuccess();
+}
+
 }  // namespace ina::host::testutil

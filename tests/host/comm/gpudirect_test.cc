@@ -38,6 +38,7 @@ using testing::AllCreated;
 using testing::ParallelFor;
 using testing::TestFabric;
 using testutil::RandomFloats;
+using testutil::SameBits;
 
 uint64_t Seed() {
   static const uint64_t seed = ina::tests::Seed();
@@ -141,6 +142,24 @@ std::vector<std::unique_ptr<Communicator>> CreateGathering(const CommConfig& bas
   return comms;
 }
 
+// A job of `world` ranks over GatherTransports to a fabric dropping `drop` of the packets.
+struct GatherJob {
+  std::unique_ptr<TestFabric> fabric;
+  std::unique_ptr<GatherLog> log = std::make_unique<GatherLog>();
+  std::vector<std::unique_ptr<Communicator>> comms;
+};
+GatherJob StartGatherJob(uint64_t salt, double drop, uint16_t job, uint16_t world, uint16_t window,
+                         int lanes = 1) {
+  GatherJob j;
+  j.fabric = testing::StartFabric(Seed() * 31 + salt, drop);
+  if (j.fabric == nullptr) return j;
+  CommConfig base = testing::FabricConfig(*j.fabric, job, world, 64, window);
+  base.progress_threads = lanes;
+  base.rto_initial_us = 20000;
+  j.comms = CreateGathering(base, j.log.get());
+  return j;
+}
+
 std::unique_ptr<MemoryDomain> Host(HostNicMemory nic) {
   HostDomainOptions o;
   o.chunk_bytes = 64 << 10;
@@ -148,17 +167,6 @@ std::unique_ptr<MemoryDomain> Host(HostNicMemory nic) {
   auto d = MakeHostDomain(o);
   EXPECT_TRUE(d.ok()) << d.status().ToString();
   return d.ok() ? std::move(d).value() : nullptr;
-}
-
-::testing::AssertionResult SameBits(const std::vector<float>& got, const std::vector<float>& want) {
-  if (got.size() != want.size()) return ::testing::AssertionFailure() << "size differs";
-  for (size_t j = 0; j < got.size(); ++j) {
-    if (std::bit_cast<uint32_t>(got[j]) != std::bit_cast<uint32_t>(want[j])) {
-      return ::testing::AssertionFailure()
-             << "element " << j << ": got " << got[j] << " want " << want[j];
-    }
-  }
-  return ::testing::AssertionSuccess();
 }
 
 // Each size: every rank's float tensor through its domain, then the same values through the plain
@@ -195,14 +203,10 @@ void RunSizes(std::vector<std::unique_ptr<Communicator>>& comms,
 TEST(GpuDirect, PayloadsFromTheNicBufferGiveTheHostPathsResultsUnderLoss) {
   for (int lanes : {1, 2}) {
     SCOPED_TRACE("lanes=" + std::to_string(lanes));
-    auto fabric = testing::StartFabric(Seed() * 31 + 5 + lanes, 0.03);
-    ASSERT_NE(fabric, nullptr);
-    CommConfig base = testing::FabricConfig(*fabric, 21, 3, 64, 16);
-    base.progress_threads = lanes;
-    base.rto_initial_us = 20000;
-    GatherLog log;
-    auto comms = CreateGathering(base, &log);
-    ASSERT_TRUE(AllCreated(comms));
+    GatherJob j = StartGatherJob(5 + lanes, 0.03, 21, 3, 16, lanes);
+    auto& comms = j.comms;
+    const GatherLog& log = *j.log;
+    ASSERT_TRUE(j.fabric != nullptr && AllCreated(comms));
     std::vector<std::unique_ptr<MemoryDomain>> domains;
     for (int r = 0; r < 3; ++r) domains.push_back(Host(HostNicMemory::kHeap));
     RunSizes(comms, domains, {1, 64 * 16 * 3 + 17, 64 * 16 * 40 + 3}, 1);
@@ -216,7 +220,7 @@ TEST(GpuDirect, PayloadsFromTheNicBufferGiveTheHostPathsResultsUnderLoss) {
     // Two growths per rank and lane (the first call allocates, the 2nd and 3rd grow it).
     EXPECT_EQ(log.registered.load(), 3u * 3 * lanes);
     EXPECT_EQ(log.unregistered.load(), 2u * 3 * lanes);
-    EXPECT_GT(fabric->dropped(), 0u) << "no loss was injected";
+    EXPECT_GT(j.fabric->dropped(), 0u) << "no loss was injected";
   }
 }
 
@@ -224,13 +228,10 @@ TEST(GpuDirect, PayloadsFromTheNicBufferGiveTheHostPathsResultsUnderLoss) {
 // caller's thread, registered at the first call and never replaced: no allocation, free or
 // re-registration while a framework's kernels may be waiting for an op.
 TEST(GpuDirect, AReservedNicBufferIsRegisteredOnceAndNeverReplaced) {
-  auto fabric = testing::StartFabric(Seed() * 31 + 17, 0.01);
-  ASSERT_NE(fabric, nullptr);
-  CommConfig base = testing::FabricConfig(*fabric, 24, 2, 64, 16);
-  base.rto_initial_us = 20000;
-  GatherLog log;
-  auto comms = CreateGathering(base, &log);
-  ASSERT_TRUE(AllCreated(comms));
+  GatherJob j = StartGatherJob(17, 0.01, 24, 2, 16);
+  auto& comms = j.comms;
+  const GatherLog& log = *j.log;
+  ASSERT_TRUE(j.fabric != nullptr && AllCreated(comms));
   std::vector<std::unique_ptr<MemoryDomain>> domains;
   const size_t largest = 64 * 16 * 20 + 5;
   for (int r = 0; r < 2; ++r) {
@@ -248,13 +249,10 @@ TEST(GpuDirect, AReservedNicBufferIsRegisteredOnceAndNeverReplaced) {
 // stage through host memory for good, say why, and their packets are bit-identical to the
 // others', so the job's results are the host path's.
 TEST(GpuDirect, RanksThatCannotFallBackToHostStagingAndSayWhy) {
-  auto fabric = testing::StartFabric(Seed() * 31 + 9, 0.02);
-  ASSERT_NE(fabric, nullptr);
-  CommConfig base = testing::FabricConfig(*fabric, 22, 3, 64, 8);
-  base.rto_initial_us = 20000;
-  GatherLog log;
-  auto comms = CreateGathering(base, &log);
-  ASSERT_TRUE(AllCreated(comms));
+  GatherJob j = StartGatherJob(9, 0.02, 22, 3, 8);
+  auto& comms = j.comms;
+  const GatherLog& log = *j.log;
+  ASSERT_TRUE(j.fabric != nullptr && AllCreated(comms));
   std::vector<std::unique_ptr<MemoryDomain>> domains;
   domains.push_back(Host(HostNicMemory::kNone));
   domains.push_back(Host(HostNicMemory::kMemfd));
@@ -274,12 +272,10 @@ TEST(GpuDirect, RanksThatCannotFallBackToHostStagingAndSayWhy) {
 
 // int32 tensors in the domain are byte-swapped copies, never quantized: no NIC buffer, no path.
 TEST(GpuDirect, Int32CallsKeepTheCopyingPath) {
-  auto fabric = testing::StartFabric(Seed() * 31 + 13);
-  ASSERT_NE(fabric, nullptr);
-  CommConfig base = testing::FabricConfig(*fabric, 23, 2, 64, 8);
-  GatherLog log;
-  auto comms = CreateGathering(base, &log);
-  ASSERT_TRUE(AllCreated(comms));
+  GatherJob j = StartGatherJob(13, 0, 23, 2, 8);
+  auto& comms = j.comms;
+  const GatherLog& log = *j.log;
+  ASSERT_TRUE(j.fabric != nullptr && AllCreated(comms));
   std::vector<std::unique_ptr<MemoryDomain>> domains;
   for (int r = 0; r < 2; ++r) domains.push_back(Host(HostNicMemory::kHeap));
   std::vector<std::vector<int32_t>> x(2, std::vector<int32_t>(1000));

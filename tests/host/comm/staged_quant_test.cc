@@ -40,23 +40,13 @@ using testing::CreateAll;
 using testing::ParallelFor;
 using testing::TestFabric;
 using testutil::RandomFloats;
+using testutil::SameBits;
 
 constexpr microseconds kLong{30'000'000};
 
 uint64_t Seed() {
   static const uint64_t seed = ina::tests::Seed();
   return seed;
-}
-
-::testing::AssertionResult SameBits(const std::vector<float>& got, const std::vector<float>& want) {
-  if (got.size() != want.size()) return ::testing::AssertionFailure() << "size differs";
-  for (size_t j = 0; j < got.size(); ++j) {
-    if (std::bit_cast<uint32_t>(got[j]) != std::bit_cast<uint32_t>(want[j])) {
-      return ::testing::AssertionFailure()
-             << "element " << j << ": got " << got[j] << " want " << want[j];
-    }
-  }
-  return ::testing::AssertionSuccess();
 }
 
 std::unique_ptr<MemoryDomain> Host(size_t chunk_bytes, bool quantize = true) {
