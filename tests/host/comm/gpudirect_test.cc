@@ -146,6 +146,7 @@ std::vector<std::unique_ptr<Communicator>> CreateGathering(const CommConfig& bas
 struct GatherJob {
   std::unique_ptr<TestFabric> fabric;
   std::unique_ptr<GatherLog> log = std::make_unique<GatherLog>();
+  std::vector<std::unique_ptr<MemoryDomain>> domains;  // the test's: outlive the communicators
   std::vector<std::unique_ptr<Communicator>> comms;
 };
 GatherJob StartGatherJob(uint64_t salt, double drop, uint16_t job, uint16_t world, uint16_t window,
@@ -207,7 +208,7 @@ TEST(GpuDirect, PayloadsFromTheNicBufferGiveTheHostPathsResultsUnderLoss) {
     auto& comms = j.comms;
     const GatherLog& log = *j.log;
     ASSERT_TRUE(j.fabric != nullptr && AllCreated(comms));
-    std::vector<std::unique_ptr<MemoryDomain>> domains;
+    auto& domains = j.domains;
     for (int r = 0; r < 3; ++r) domains.push_back(Host(HostNicMemory::kHeap));
     RunSizes(comms, domains, {1, 64 * 16 * 3 + 17, 64 * 16 * 40 + 3}, 1);
     for (int r = 0; r < 3; ++r) {
@@ -232,7 +233,7 @@ TEST(GpuDirect, AReservedNicBufferIsRegisteredOnceAndNeverReplaced) {
   auto& comms = j.comms;
   const GatherLog& log = *j.log;
   ASSERT_TRUE(j.fabric != nullptr && AllCreated(comms));
-  std::vector<std::unique_ptr<MemoryDomain>> domains;
+  auto& domains = j.domains;
   const size_t largest = 64 * 16 * 20 + 5;
   for (int r = 0; r < 2; ++r) {
     domains.push_back(Host(HostNicMemory::kHeap));
@@ -253,7 +254,7 @@ TEST(GpuDirect, RanksThatCannotFallBackToHostStagingAndSayWhy) {
   auto& comms = j.comms;
   const GatherLog& log = *j.log;
   ASSERT_TRUE(j.fabric != nullptr && AllCreated(comms));
-  std::vector<std::unique_ptr<MemoryDomain>> domains;
+  auto& domains = j.domains;
   domains.push_back(Host(HostNicMemory::kNone));
   domains.push_back(Host(HostNicMemory::kMemfd));
   domains.push_back(Host(HostNicMemory::kHeap));
@@ -276,7 +277,7 @@ TEST(GpuDirect, Int32CallsKeepTheCopyingPath) {
   auto& comms = j.comms;
   const GatherLog& log = *j.log;
   ASSERT_TRUE(j.fabric != nullptr && AllCreated(comms));
-  std::vector<std::unique_ptr<MemoryDomain>> domains;
+  auto& domains = j.domains;
   for (int r = 0; r < 2; ++r) domains.push_back(Host(HostNicMemory::kHeap));
   std::vector<std::vector<int32_t>> x(2, std::vector<int32_t>(1000));
   for (int r = 0; r < 2; ++r) {

@@ -269,12 +269,13 @@ TEST_P(StagedTest, BitIdenticalToHostPathWithChunkCopies) {
   const Params prm = GetParam();
   auto fabric = StartFabric(prm.drop);
   ASSERT_NE(fabric, nullptr);
-  auto comms = CreateAll(BaseConfig(*fabric, prm.world, prm.k, prm.window, prm.lanes));
-  ASSERT_TRUE(AllCreated(comms));
+  // The domains first: they outlive the communicators, whose staging they made (and count).
   std::vector<std::unique_ptr<CountingDomain>> doms;
   for (int r = 0; r < prm.world; ++r) {
     doms.push_back(std::make_unique<CountingDomain>(prm.chunk_bytes, prm.lazy));
   }
+  auto comms = CreateAll(BaseConfig(*fabric, prm.world, prm.k, prm.window, prm.lanes));
+  ASSERT_TRUE(AllCreated(comms));
   const size_t k = prm.k;
   const size_t blocks_per_chunk = std::max<size_t>(1, prm.chunk_bytes / (4 * k));
   const size_t chunk = blocks_per_chunk * k;
