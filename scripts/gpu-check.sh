@@ -28,7 +28,8 @@
 #   GPU (gpu_allreduce_*), and rank 1 on the copying path (--copy-float: float32 staged and
 #   quantized on the CPU; gpu_allreduce_mixed_*), whose packets must equal the GPU path's.
 # check_gpu_quant: see the function below.
-# check_gpu_nicbuf: the CUDA domain's GPUDirect side, see the function below.
+# check_gpu_nicbuf: the CUDA domain's GPUDirect side, see the function below; also the whole send
+#   path on the GPU with a stand-in NIC (gpudirect_pipeline_ok, gpudirect_send_path).
 # --build-dir: where the binaries are (default build/; the hw ctest passes its own with
 # --no-build). Ends with one JSON line; exit 0 when every check ran and passed (CollNet used and results
 # right). Each check is one function that adds its fields to that line (later issues add more).
@@ -282,6 +283,20 @@ check_gpu_nicbuf() {
   line=$(grep -m1 '^gpu BlockCrcs' "$OUT/crc_rate.log" || true)
   json_add gpu_block_crc_line "$(json_str "${line:-none}")"
   [[ $rc == 0 ]] || fail "CRC kernel rate run failed (rc $rc)"
+  # The whole send path on this GPU: 2 ranks quantize into the NIC buffer, payload CRCs on the
+  # device, packets gathered from device memory by a stand-in NIC (drv_gpu_gpudirect_hw_test,
+  # which quant-check also ran): gpudirect_pipeline_ok, and the path rank 0 took.
+  local gd=$BUILD_DIR/bin/drv_gpu_gpudirect_hw_test
+  if [[ ! -x $gd ]]; then
+    json_add gpudirect_pipeline_ok null
+    return 0
+  fi
+  rc=0
+  timeout 120 "$gd" >"$OUT/gpudirect.log" 2>&1 || rc=$?
+  line=$(grep -m1 '^rank 0: send path' "$OUT/gpudirect.log" || true)
+  json_add gpudirect_pipeline_ok "$([[ $rc == 0 ]] && echo true || echo false)"
+  json_add gpudirect_send_path "$(json_str "${line:-none}")"
+  [[ $rc == 0 ]] || fail "GPUDirect pipeline test failed (rc $rc): $(tail -n 3 "$OUT/gpudirect.log" | tr '\n' ' ')"
 }
 
 # check_gpu_allreduce: a device-memory all-reduce (the CUDA memory domain, docs/gpu.md) through

@@ -24,7 +24,7 @@ QC_BUILD="${INA_BUILD_DIR:-$QC_ROOT/build}"
 # NIC buffers (hw: skips where the device exports no dma-buf).
 QC_TESTS=(drv_gpu_elem_test drv_gpu_map_test drv_gpu_api_test drv_gpu_quant_hw_test
   drv_gpu_domain_test drv_gpu_domain_hw_test drv_gpu_crc_elem_test drv_gpu_crc_hw_test
-  drv_gpu_nic_ranges_test drv_gpu_nicbuf_hw_test)
+  drv_gpu_nic_ranges_test drv_gpu_nicbuf_hw_test drv_gpu_gpudirect_hw_test)
 
 qc_log() { echo "quant-check: $*" >&2; }
 

@@ -24,6 +24,7 @@
 #include "comm_util.h"
 #include "communicator_factory.h"
 #include "expected.h"
+#include "gather_transport.h"
 #include "ina/host/communicator.h"
 #include "ina/host/memory_domain.h"
 #include "ina/host/quant.h"
@@ -35,6 +36,8 @@ namespace ina::host {
 namespace {
 
 using testing::AllCreated;
+using testing::CreateGathering;
+using testing::GatherLog;
 using testing::ParallelFor;
 using testing::TestFabric;
 using testutil::RandomFloats;
@@ -43,103 +46,6 @@ using testutil::SameBits;
 uint64_t Seed() {
   static const uint64_t seed = ina::tests::Seed();
   return seed;
-}
-
-// What every GatherTransport of a test saw.
-struct GatherLog {
-  std::atomic<uint64_t> gathered{0};      // packets sent with a body
-  std::atomic<uint64_t> registered{0};    // RegisterTxBody calls that succeeded
-  std::atomic<uint64_t> unregistered{0};  // UnregisterTxBody calls
-  std::atomic<uint64_t> refused{0};       // dma-bufs refused
-};
-
-class GatherTransport final : public Transport {
- public:
-  GatherTransport(std::unique_ptr<Transport> inner, GatherLog* log)
-      : inner_(std::move(inner)), log_(log) {}
-
-  Result<size_t> SendBurst(std::span<const TxPacket> packets) override {
-    std::vector<TxPacket> out(packets.begin(), packets.end());
-    lin_.resize(packets.size());
-    for (size_t i = 0; i < packets.size(); ++i) {
-      const TxPacket& p = packets[i];
-      if (p.body == nullptr) continue;
-      if (!InRegion(p.body, p.body_len) || p.split > p.len) {
-        return InvalidArgument("gather: a body outside every registered region");
-      }
-      std::vector<uint8_t>& l = lin_[i];
-      l.assign(p.data, p.data + p.split);
-      l.insert(l.end(), p.body, p.body + p.body_len);
-      l.insert(l.end(), p.data + p.split, p.data + p.len);
-      out[i] = {l.data(), l.size(), p.payload_checked};
-    }
-    INA_ASSIGN_OR_RETURN(const size_t n, inner_->SendBurst(out));
-    for (size_t i = 0; i < n; ++i) {
-      if (packets[i].body != nullptr) log_->gathered.fetch_add(1);
-    }
-    return n;
-  }
-  Result<size_t> RecvBurst(std::span<RxPacket> packets, std::chrono::microseconds t) override {
-    return inner_->RecvBurst(packets, t);
-  }
-  std::string_view name() const override { return "gather(udp)"; }
-  Status RegisterTxMemory(const void* data, size_t len) override {
-    return inner_->RegisterTxMemory(data, len);
-  }
-  bool sends_body() const override { return true; }
-  Status RegisterTxBody(const void* data, size_t len, int fd, uint64_t) override {
-    if (fd >= 0) {  // as rxe: no dma-buf support in the provider
-      log_->refused.fetch_add(1);
-      return Unimplemented("gather: this NIC takes no dma-buf (fd " + std::to_string(fd) + ")");
-    }
-    regions_.push_back({static_cast<const uint8_t*>(data), len});
-    log_->registered.fetch_add(1);
-    return Status::Ok();
-  }
-  Status UnregisterTxBody(const void* data) override {
-    for (auto it = regions_.begin(); it != regions_.end(); ++it) {
-      if (it->first == data) {
-        regions_.erase(it);
-        log_->unregistered.fetch_add(1);
-        return Status::Ok();
-      }
-    }
-    return NotFound("gather: no such region");
-  }
-
- private:
-  bool InRegion(const uint8_t* p, size_t n) const {
-    for (const auto& [b, len] : regions_) {
-      if (p >= b && p + n <= b + len) return true;
-    }
-    return false;
-  }
-  std::unique_ptr<Transport> inner_;
-  GatherLog* log_;
-  std::vector<std::pair<const uint8_t*, size_t>> regions_;
-  std::vector<std::vector<uint8_t>> lin_;
-};
-
-// Every rank's communicator over GatherTransports (one per lane) around UDP to the fabric.
-std::vector<std::unique_ptr<Communicator>> CreateGathering(const CommConfig& base, GatherLog* log) {
-  std::vector<std::unique_ptr<Communicator>> comms(base.world_size);
-  ParallelFor(base.world_size, [&](int r) {
-    CommConfig c = base;
-    c.rank = static_cast<uint16_t>(r);
-    std::vector<std::unique_ptr<Transport>> ts;
-    for (int l = 0; l < c.progress_threads; ++l) {
-      TransportConfig tc;
-      tc.fabric_host = c.switch_host;
-      tc.fabric_port = c.switch_port;
-      auto t = MakeTransport(tc);
-      ASSERT_TRUE(t.ok()) << t.status().ToString();
-      ts.push_back(std::make_unique<GatherTransport>(std::move(t).value(), log));
-    }
-    auto cr = internal::CommunicatorFactory::Create(c, quant::ScalarKernels(), std::move(ts));
-    ASSERT_TRUE(cr.ok()) << "rank " << r << ": " << cr.status().ToString();
-    comms[r] = std::move(cr).value();
-  });
-  return comms;
 }
 
 // A job of `world` ranks over GatherTransports to a fabric dropping `drop` of the packets.
