@@ -144,28 +144,17 @@ class VerbsTransportImpl final : public VerbsTransport {
     }
     return NotFound("verbs: no TX region registered at this address on " + dev_);
   }
-  Status RegisterTxDmabuf(int fd, uint64_t offset, size_t len, uint64_t iova) override {
-    INA_ASSIGN_OR_RETURN(
-        MemoryRegion mr,
-        MemoryRegion::RegisterDmabuf(pd_, dev_, fd, offset, len, iova, IBV_ACCESS_LOCAL_WRITE));
-    tx_regions_.push_back(std::move(mr));
-    return Status::Ok();
-  }
   bool sends_body() const override { return true; }
   Status RegisterTxBody(const void* data, size_t len, int dmabuf_fd,
                         uint64_t dmabuf_offset) override {
-    const auto iova = reinterpret_cast<uintptr_t>(data);
-    if (dmabuf_fd >= 0) {
-      INA_ASSIGN_OR_RETURN(MemoryRegion mr,
-                           MemoryRegion::RegisterDmabuf(pd_, dev_, dmabuf_fd, dmabuf_offset, len,
-                                                        iova, IBV_ACCESS_LOCAL_WRITE));
-      body_regions_.push_back(std::move(mr));
-    } else {
-      INA_ASSIGN_OR_RETURN(
-          MemoryRegion mr,
-          MemoryRegion::Register(pd_, dev_, const_cast<void*>(data), len, IBV_ACCESS_LOCAL_WRITE));
-      body_regions_.push_back(std::move(mr));
-    }
+    INA_ASSIGN_OR_RETURN(MemoryRegion mr,
+                         dmabuf_fd >= 0
+                             ? MemoryRegion::RegisterDmabuf(pd_, dev_, dmabuf_fd, dmabuf_offset,
+                                                            len, reinterpret_cast<uintptr_t>(data),
+                                                            IBV_ACCESS_LOCAL_WRITE)
+                             : MemoryRegion::Register(pd_, dev_, const_cast<void*>(data), len,
+                                                      IBV_ACCESS_LOCAL_WRITE));
+    body_regions_.push_back(std::move(mr));
     return Status::Ok();
   }
   Status UnregisterTxBody(const void* data) override {

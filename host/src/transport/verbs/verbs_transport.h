@@ -51,13 +51,10 @@ class VerbsTransport : public Transport {
   // communicator needs to quantize straight into NIC-readable memory (docs/rdma.md).
   Status RegisterTxMemory(const void* data, size_t len) override = 0;
   virtual Status UnregisterTxMemory(const void* data) = 0;
-  // Registers device memory exported as a dma-buf (ibv_reg_dmabuf_mr) for zero-copy sends from
-  // `iova` .. iova + len (for GPU memory: its device virtual address). Unimplemented when the
-  // rdma-core at build time lacks it; the provider's error otherwise (rxe has no dma-buf).
-  virtual Status RegisterTxDmabuf(int fd, uint64_t offset, size_t len, uint64_t iova) = 0;
   // Transport::RegisterTxBody: dmabuf_fd >= 0 registers through ibv_reg_dmabuf_mr (iova = data,
-  // the device's virtual address), -1 through ibv_reg_mr. Each TxPacket with a body is one SEND
-  // of a gather list: the host header, the body, the host trailer.
+  // the device's virtual address; Unimplemented when the rdma-core at build time lacks it, the
+  // provider's error otherwise: rxe has no dma-buf), -1 through ibv_reg_mr. Each TxPacket with a
+  // body is one SEND of a gather list: the host header, the body, the host trailer.
   virtual uint32_t qp_num() const = 0;  // this worker's QP number (the fabric replies to it)
   virtual int active_mtu() const = 0;   // the path MTU in bytes
   virtual VerbsCounters counters() const = 0;
