@@ -13,12 +13,24 @@
 # -> register or RAM input, one pipeline stage), with the LUTs, carry cells, wide muxes and DSPs
 # on it counted. LUTRAM (FIFO storage) is deleted too: a path leaving a FIFO's output starts after
 # its LUTRAM read (one more LUT level, two with the F7/F8 muxes of a 64-deep FIFO).
-# Usage: scripts/synth.sh [build-dir (holds gen/ina_proto_pkg.sv)] [PoolSlots] [flows...]
+# Usage: scripts/synth.sh [--max-k K] [build-dir (has gen/ina_proto_pkg.sv)] [PoolSlots] [flows...]
+#   --max-k K: ina_core's MaxK (largest K per packet: a power of two, 64..8192; default 256, the RTL
+#   default). The slot memory is PoolSlots x 2 x K/16 beats of 512 bits, the payload FIFO K/4 beats
+#   and the output FIFO K/8 (ina_core's defaults).
 #   flows: any of generic, lut6, xilinx, xcup (default generic lut6 xilinx). Logs, stat files and
-#   the ltp paths go to <build-dir>/synth/ (<flow>-<PoolSlots>.*).
+#   the ltp paths go to <build-dir>/synth/ (<flow>-<PoolSlots>.* at MaxK 256, else
+#   <flow>-<PoolSlots>-k<K>.*).
 # Figures and the commands that made them: docs/rtl/synthesis.md.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
+maxk=256
+if [[ ${1:-} == --max-k ]]; then
+  [[ $# -ge 2 && $2 =~ ^[0-9]+$ ]] || { echo "synth.sh: --max-k needs a number" >&2; exit 2; }
+  maxk=$2
+  shift 2
+fi
+(( maxk >= 64 && maxk <= 8192 && (maxk & (maxk - 1)) == 0 )) ||
+  { echo "synth.sh: --max-k must be a power of two in 64..8192 (got $maxk)" >&2; exit 2; }
 build=${1:-$root/build}
 slots=${2:-1024}
 shift $(( $# > 2 ? 2 : $# ))
@@ -91,6 +103,7 @@ summarize_ltp() {
 
 for flow in "${flows[@]}"; do
   tag=$flow-$slots
+  [[ $maxk == 256 ]] || tag=$tag-k$maxk
   post=""
   case $flow in
     generic)
@@ -111,9 +124,9 @@ design -load mapped; setattr -mod -unset keep_hierarchy; flatten; opt_clean"
   esac
   rm -f "$out/$tag.ltp" "$out/$tag.blocks.ltp"
   start=$(date +%s)
-  yosys -q -l "$out/$tag.log" -p "read_verilog -sv $srcs; chparam -set PoolSlots $slots ina_core; \
+  yosys -q -l "$out/$tag.log" -p "read_verilog -sv $srcs; chparam -set PoolSlots $slots -set MaxK $maxk ina_core; \
 $cmd; tee -o $out/$tag.stat stat$post" >/dev/null
-  echo "== $flow (PoolSlots=$slots, $(( $(date +%s) - start )) s) =="
+  echo "== $flow (PoolSlots=$slots, MaxK=$maxk, $(( $(date +%s) - start )) s) =="
   grep -E "Number of (wires|cells|wire bits)|LUT|\\\$lut|FD|RAM|DSP|CARRY|MUXF|\\\$_|\\\$mem" \
     "$out/$tag.stat" | awk 'NR <= 40'
   if [[ -f $out/$tag.ltp ]]; then

@@ -35,6 +35,12 @@
 // Throughput: 1 + payload beats cycles per packet = the input rate of the frame, so the stage keeps
 // up with a saturated input. A packet starts only when the output FIFO has room for a whole result
 // frame plus the ops in flight (out_free_i >= OutReserve), so the pipeline never stalls mid-packet.
+// Parameters: NumJobs entries; PoolSlots, a power of two 2..65536; MaxK, the largest K (elements
+// per packet; a power of two, 64 .. ina_rtl_pkg::MaxKLimit = 8192): every width below follows
+// from it (MaxBeats = MaxK / 16 payload beats, the beat counters, the slot memory's PoolSlots x 2
+// copies x MaxBeats beats of 512 bits, OutReserve); a job's K (job_world.k64 x 64, 0 meaning MaxK)
+// must not exceed it (the software's check: params.k64 reads MaxK / 64); OutFreeW, the width of
+// out_free_i, must count OutReserve.
 // Slot reset: after a job commit, the job's slots are reset one per cycle (both copies to
 // generations 0xFFFE/0xFFFF, empty); no packet starts meanwhile. Out of reset the same walk covers
 // the whole pool (PoolSlots cycles before the first packet starts).
@@ -42,6 +48,7 @@ module ina_agg
 #(
   parameter int unsigned NumJobs   = 8,
   parameter int unsigned PoolSlots = 1024,
+  parameter int unsigned MaxK      = 256,
   parameter int unsigned OutFreeW  = 6
 ) (
   input  logic                clk_i,
@@ -82,12 +89,18 @@ module ina_agg
 );
 
   localparam int unsigned SW = $clog2(PoolSlots);
-  localparam int unsigned BW = $clog2(ina_rtl_pkg::MaxPayloadBeats);
+  localparam int unsigned MaxBeats = MaxK / ina_rtl_pkg::Lanes;  // payload beats at K = MaxK
+  localparam int unsigned BW = $clog2(MaxBeats);  // a beat's index in a slot copy
+  localparam int unsigned CW = BW + 1;            // a count of beats, 0 .. MaxBeats
   localparam int unsigned AW = SW + 1 + BW;  // {pool slot, copy, beat}
-  localparam int unsigned OutReserve = 1 + ina_rtl_pkg::MaxPayloadBeats + 2;
+  localparam int unsigned OutReserve = 1 + MaxBeats + 2;
 
   if (PoolSlots < 2 || (1 << SW) != PoolSlots || PoolSlots > 65536) begin : gen_bad_slots
     $error("ina_agg: PoolSlots must be a power of two in 2..65536");
+  end
+  if (MaxK < 64 || MaxK > ina_rtl_pkg::MaxKLimit || (MaxK & (MaxK - 1)) != 0 ||
+      MaxK / 64 >= (1 << ina_proto_pkg::RegJobWorldK64Width)) begin : gen_bad_max_k
+    $error("ina_agg: MaxK must be a power of two in 64..MaxKLimit with MaxK / 64 in job_world.k64");
   end
   if (OutReserve >= (1 << (OutFreeW - 1)) * 2) begin : gen_bad_free
     $error("ina_agg: the output FIFO must hold a result frame plus the pipeline");
@@ -247,10 +260,10 @@ module ina_agg
   // ---------------------------------------------------------------------------------------------
   // S0: the decision for the descriptor at the FIFO head.
   logic          busy_q, busy_d;         // issuing the payload ops of a packet
-  logic [4:0]    op_q, op_d;             // next payload op
-  logic [4:0]    nops_q, nops_d;         // payload ops of the packet
-  logic [4:0]    inb_q, inb_d;           // payload beats to pop
-  logic [4:0]    outb_q, outb_d;         // payload beats to read / emit
+  logic [CW-1:0] op_q, op_d;             // next payload op
+  logic [CW-1:0] nops_q, nops_d;         // payload ops of the packet
+  logic [CW-1:0] inb_q, inb_d;           // payload beats to pop
+  logic [CW-1:0] outb_q, outb_d;         // payload beats to read / emit
   mode_e         mode_q, mode_d;
   logic          emit_q, emit_d;
   logic [SW-1:0] ps_q, ps_d;
@@ -265,15 +278,15 @@ module ina_agg
   logic [ina_proto_pkg::NumCounters-1:0] inc;
   logic        hdr_emit;
   logic [15:0] hdr_rank;
-  logic [4:0]  beats_of_stored;
+  logic [CW-1:0] beats_of_stored;
   logic        retx, int32_new, int32_old, runt;
 
-  // Payload beats of `count` elements: ceil(count / Lanes), at most MaxPayloadBeats (no adder
-  // wider than the beat count: this is on the header op's path from the metadata RAM).
-  function automatic logic [4:0] beats_of(input logic [15:0] count);
-    localparam int unsigned LB = $clog2(ina_rtl_pkg::Lanes);
-    if (count > 16'(ina_rtl_pkg::MaxK)) beats_of = 5'(ina_rtl_pkg::MaxPayloadBeats);
-    else beats_of = 5'(count >> LB) + 5'(|count[LB-1:0]);
+  // Payload beats of `count` elements: ceil(count / Lanes), at most MaxBeats (no adder wider than
+  // the beat count: this is on the header op's path from the metadata RAM).
+  localparam int unsigned LB = $clog2(ina_rtl_pkg::Lanes);
+  function automatic logic [CW-1:0] beats_of(input logic [15:0] count);
+    if (count > 16'(MaxK)) beats_of = CW'(MaxBeats);
+    else beats_of = CW'(count >> LB) + CW'(|count[LB-1:0]);
   endfunction
 
   // a + b == c (mod 2^n) without a carry chain: bit i of the sum is c's exactly when the carry
@@ -324,7 +337,7 @@ module ina_agg
     logic          hist_ok;    // rule 12 may take the other copy's history (known flags, count > 0)
     logic [33:0]   stride;     // window x K
     logic [15:0]   gen_m1, gen_m2;
-    logic [4:0]    beats;      // payload beats of count
+    logic [CW-1:0] beats;      // payload beats of count
   } pre_t;
   pre_t pre_d, pre_q;
   ina_rtl_pkg::desc_t pre_desc_q;
@@ -353,7 +366,7 @@ module ina_agg
     world  = job_world_i[32*idx + ina_proto_pkg::RegJobWorldWorldLsb +: ina_proto_pkg::RegJobWorldWorldWidth];
     kq     = job_world_i[32*idx + ina_proto_pkg::RegJobWorldK64Lsb +: ina_proto_pkg::RegJobWorldK64Width];
     group  = job_world_i[32*idx + ina_proto_pkg::RegJobWorldGroupLsb +: ina_proto_pkg::RegJobWorldGroupWidth];
-    k = (kq == 8'd0) ? 17'(ina_rtl_pkg::MaxK) : {3'b0, kq, 6'b0};
+    k = (kq == 8'd0) ? 17'(MaxK) : {3'b0, kq, 6'b0};
     known = (desc_i.flags & ~((8'd1 << ina_proto_pkg::FlagRetxBit) |
                               (8'd1 << ina_proto_pkg::FlagNonfiniteBit) |
                               (8'd1 << ina_proto_pkg::FlagInt32Bit))) == '0;
@@ -449,7 +462,8 @@ module ina_agg
   // Rule 13: a block that fits the history but differs from another rank's: the ranks disagree.
   assign differs = desc_i.offset != m.offset || desc_i.count != m.count || int32_new != int32_old;
 
-  assign beats_of_stored = desc_i.stored_beats;
+  // ina_ingress keeps at most MaxBeats payload beats per frame (the same MaxK).
+  assign beats_of_stored = CW'(desc_i.stored_beats);
 
   // The decision as flat conditions (each cause is the first to hold in engine.h's order), not an
   // if-else chain, which synthesis would map to a chain of multiplexers through every cause.
@@ -573,9 +587,9 @@ module ina_agg
   assign s0_pop  = s0_pay && op_q < inb_q;
   assign s0_rd   = s0_pay && op_q < outb_q && (mode_q == ModeAdd || mode_q == ModeResend);
   assign s0_emit = s0_pay && op_q < outb_q && emit_q;
-  assign s0_last = op_q + 5'd1 == outb_q;
+  assign s0_last = op_q + CW'(1) == outb_q;
   assign s0_addr = {ps_q, cp_q, op_q[BW-1:0]};
-  assign s0_left = {1'b0, cnt_elems_q} - {8'd0, op_q, 4'd0};
+  assign s0_left = {1'b0, cnt_elems_q} - (17'(op_q) << LB);
   assign pay_ready_o = s0_pop;
   // The payload beats of a descriptor are always in the FIFO before it (ingress order).
   logic unused_pay_valid;
@@ -594,7 +608,7 @@ module ina_agg
     busy_d = busy_q;
     op_d   = op_q;
     if (busy_q) begin
-      op_d = op_q + 5'd1;
+      op_d = op_q + CW'(1);
       if (op_d == nops_q) busy_d = 1'b0;
     end else if (start) begin
       op_d   = '0;
@@ -704,7 +718,7 @@ module ina_agg
   end
 
   ina_slot_mem #(
-    .Words(PoolSlots * 2 * ina_rtl_pkg::MaxPayloadBeats),
+    .Words(PoolSlots * 2 * MaxBeats),
     .Width(ina_rtl_pkg::BeatBits)
   ) u_mem (
     .clk_i,
@@ -753,6 +767,12 @@ module ina_agg
   a_agg_pay_present: assert property (@(posedge clk_i) disable iff (!rst_ni)
       s0_pop |-> pay_valid_i)
     else $error("ina_agg: payload op on an empty payload FIFO");
+  // A descriptor never says more payload beats than MaxBeats (ina_ingress and ina_agg built with
+  // the same MaxK), so the beat counters and the slot memory's beat index hold every payload op.
+  a_agg_stored_beats: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      desc_valid_i |-> desc_i.stored_beats <= ina_rtl_pkg::StoredBeatsBits'(MaxBeats))
+    else $error("ina_agg: a descriptor with %0d payload beats, more than MaxK / 16 = %0d",
+                desc_i.stored_beats, MaxBeats);
   // The room reserved before a packet (OutReserve) covers every beat it emits: the output FIFO is
   // never pushed while full, so the pipeline never stalls mid-packet.
   a_agg_out_room: assert property (@(posedge clk_i) disable iff (!rst_ni)

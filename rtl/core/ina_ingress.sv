@@ -7,14 +7,18 @@
 // only ina UDP traffic to this core. The frame length (sum of tkeep bits, saturating) is carried to
 // the aggregation stage, which checks it against the header's count.
 //
-// Outputs: the first MaxPayloadBeats payload beats of each frame are pushed to the payload FIFO
+// Parameter: MaxK, the largest K (elements per packet; a power of two, 64 ..
+// ina_rtl_pkg::MaxKLimit = 8192; ina_core's). MaxK / Lanes is the most payload beats a frame keeps.
+// Outputs: the first MaxK / Lanes payload beats of each frame are pushed to the payload FIFO
 // (later beats of an over-long frame are dropped: such a frame is malformed anyway); at tlast one
 // descriptor is pushed, after the frame's payload beats.
 // Latency: the descriptor is pushed in the cycle of the tlast beat.
 // Throughput: one beat per cycle. Backpressure: s_axis_tready_o = both FIFOs can take a word (it
 // depends on FIFO state only, never on tvalid).
 module ina_ingress
-(
+#(
+  parameter int unsigned MaxK = 256
+) (
   input  logic                clk_i,
   input  logic                rst_ni,
   // Frames in.
@@ -41,6 +45,11 @@ module ina_ingress
   logic [6:0]                keep_cnt;
   logic                      beat;
   logic [ina_rtl_pkg::FrameBytesBits:0]   bytes_wide;
+
+  localparam int unsigned MaxBeats = MaxK / ina_rtl_pkg::Lanes;
+  if (MaxK < 64 || MaxK > ina_rtl_pkg::MaxKLimit || (MaxK & (MaxK - 1)) != 0) begin : gen_bad_max_k
+    $error("ina_ingress: MaxK must be a power of two in 64..ina_rtl_pkg::MaxKLimit");
+  end
 
   assign s_axis_tready_o = pay_ready_i && desc_ready_i;
   assign beat            = s_axis_tvalid_i && s_axis_tready_o;
@@ -70,15 +79,16 @@ module ina_ingress
     bytes_sum  = bytes_wide[ina_rtl_pkg::FrameBytesBits] ? '1 : bytes_wide[ina_rtl_pkg::FrameBytesBits-1:0];
   end
 
-  // A payload beat is kept while fewer than MaxPayloadBeats were kept for this frame.
-  assign pay_valid_o = beat && in_frame_q && (hdr_q.stored_beats < 5'(ina_rtl_pkg::MaxPayloadBeats));
+  // A payload beat is kept while fewer than MaxBeats were kept for this frame.
+  assign pay_valid_o = beat && in_frame_q &&
+                       (hdr_q.stored_beats < ina_rtl_pkg::StoredBeatsBits'(MaxBeats));
   assign pay_data_o  = s_axis_tdata_i;
 
   always_comb begin
     hdr_d = hdr_now;
     hdr_d.frame_bytes = bytes_sum;
     hdr_d.mac_err = hdr_now.mac_err | s_axis_tuser_i;
-    if (pay_valid_o) hdr_d.stored_beats = hdr_now.stored_beats + 5'd1;
+    if (pay_valid_o) hdr_d.stored_beats = hdr_now.stored_beats + ina_rtl_pkg::StoredBeatsBits'(1);
   end
 
   assign desc_valid_o = beat && s_axis_tlast_i;

@@ -11,7 +11,9 @@
 // stage resets the entry's slots. Reads of job_id/job_slots/job_world return entry job_sel.
 // Register fields (job_id id/valid, job_slots base/window, job_world world/k64/group, params,
 // job_commit go) are declared in proto/ina.toml and used here as ina_proto_pkg::Reg<Reg><Field>Lsb
-// / Width; job_world.k64 0 means MaxK.
+// / Width; job_world.k64 0 means MaxK; params.k64 reads MaxK / 64.
+// Parameters: NumJobs entries; PoolSlots (log2 in params.log2_slots); MaxK, the core's largest K
+// (a power of two, 64 .. ina_rtl_pkg::MaxKLimit, so that MaxK / 64 fits the 8-bit k64 fields).
 //
 // Bus: one request per cycle (req_i, we_i, addr_i, wdata_i); a read's data is in rdata_o with
 // rvalid_o the next cycle. Unknown addresses read 0; writes to read-only registers are ignored.
@@ -23,7 +25,8 @@
 module ina_regs
 #(
   parameter int unsigned NumJobs   = 8,
-  parameter int unsigned PoolSlots = 1024
+  parameter int unsigned PoolSlots = 1024,
+  parameter int unsigned MaxK      = 256
 ) (
   input  logic        clk_i,
   input  logic        rst_ni,
@@ -63,6 +66,12 @@ module ina_regs
   end
   if (PoolSlots < 2 || PoolSlots > 65536) begin : gen_bad_slots
     $error("ina_regs: PoolSlots must be 2..65536");
+  end
+  // MaxK / 64 must fit params.k64 and job_world.k64 (proto/ina.toml), and the descriptor.
+  if (MaxK < 64 || MaxK > ina_rtl_pkg::MaxKLimit || (MaxK & (MaxK - 1)) != 0 ||
+      MaxK / 64 >= (1 << ina_proto_pkg::RegParamsK64Width) ||
+      MaxK / 64 >= (1 << ina_proto_pkg::RegJobWorldK64Width)) begin : gen_bad_max_k
+    $error("ina_regs: MaxK must be a power of two in 64..MaxKLimit, MaxK / 64 in the k64 fields");
   end
 
   if (ina_proto_pkg::RegRoceQpnQpnWidth != 24 || ina_proto_pkg::RegRocePkeyPkeyWidth != 16) begin : gen_bad_roce
@@ -183,7 +192,7 @@ module ina_regs
   logic [31:0] params_rd, job_id_rd;
   assign params_rd = (32'($clog2(PoolSlots)) << ina_proto_pkg::RegParamsLog2SlotsLsb) |
                      (32'(ina_proto_pkg::MaxWorkers) << ina_proto_pkg::RegParamsMaxWorkersLsb) |
-                     (32'(ina_rtl_pkg::MaxK / 64) << ina_proto_pkg::RegParamsK64Lsb);
+                     (32'(MaxK / 64) << ina_proto_pkg::RegParamsK64Lsb);
   assign job_id_rd = (32'(valid_q[sel]) << ina_proto_pkg::RegJobIdValidLsb) |
                      (32'(failed_q[sel]) << ina_proto_pkg::RegJobIdFailedLsb) |
                      (32'(jid_q[16*sel +: 16]) << ina_proto_pkg::RegJobIdIdLsb);

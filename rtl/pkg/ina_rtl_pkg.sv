@@ -10,9 +10,14 @@ package ina_rtl_pkg;
   // (yosys 0.23 cannot read another package's parameters inside a package: the two wire constants
   // below are restated, and ina_core checks them against ina_proto_pkg at elaboration.)
   localparam int unsigned Lanes = BeatBytes / 4;
-  // Largest K the RTL supports (elements per packet) and its payload beats.
-  localparam int unsigned MaxK = 256;
-  localparam int unsigned MaxPayloadBeats = MaxK / Lanes;
+  // The largest K (elements per packet) is the MaxK parameter of ina_core (and of ina_ingress,
+  // ina_agg, ina_regs, which it passes it to): a power of two, 64 .. MaxKLimit, checked at
+  // elaboration (each module's gen_bad_max_k). MaxKLimit is what the descriptor's beat count
+  // (StoredBeatsBits) and the job_world.k64 / params.k64 register fields (8 bits: K / 64 <= 255)
+  // hold; a frame of K = 8192 (32 KiB of payload) is beyond any Ethernet MTU anyway.
+  localparam int unsigned MaxKLimit = 8192;
+  // Bits of a payload beat count 0 .. MaxKLimit / Lanes (desc_t.stored_beats).
+  localparam int unsigned StoredBeatsBits = 10;
   // Byte offset of the ina header in the frame (Ethernet + IPv4 + UDP).
   localparam int unsigned InaHdrByte = 42;
   // Output tuser: [15:0] multicast group of the job, [31:16] destination rank (RankAll: the group).
@@ -34,11 +39,11 @@ package ina_rtl_pkg;
     logic [15:0] count;
     logic [31:0] offset;
     logic [FrameBytesBits-1:0] frame_bytes;  // bytes of the whole frame (saturating)
-    logic [4:0]  stored_beats;               // payload beats kept in the payload FIFO (<= 16)
+    logic [StoredBeatsBits-1:0] stored_beats;  // payload beats kept (<= MaxK / Lanes)
     logic        mac_err;                    // tuser of any beat was set: the MAC saw an error
   } desc_t;
   // $bits(desc_t), spelled out for yosys 0.23 ($bits of a package type); ina_core checks it.
-  localparam int unsigned DescBits = 5 * 8 + 5 * 16 + 32 + FrameBytesBits + 5 + 1;
+  localparam int unsigned DescBits = 5 * 8 + 5 * 16 + 32 + FrameBytesBits + StoredBeatsBits + 1;
 
   // Byte `i` of a beat.
   function automatic logic [7:0] beat_byte(input logic [BeatBits-1:0] d, input int unsigned i);

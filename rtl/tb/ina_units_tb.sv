@@ -11,7 +11,9 @@
 //   crcv_* ina_crc32c, Check = 0 (trailer value)
 //   egr_*  ina_egress (EgrDepth beats)
 //   rrx_*  ina_roce_rx
-// Parameters are small so that the model verilates and simulates fast.
+// Parameters are small so that the model verilates and simulates fast. MaxK (ina_ingress,
+// ina_regs, ina_agg) is 512, neither the RTL default (256) nor the core model's (2048), so that the
+// per-module tests check that the widths follow the parameter (K 64, 256 and 512, k64 0 = 512).
 module ina_units_tb
 #(
   parameter int unsigned MemWords  = 16,
@@ -20,7 +22,8 @@ module ina_units_tb
   parameter int unsigned RegsSlots = 64,
   parameter int unsigned AggJobs   = 2,
   parameter int unsigned AggSlots  = 4,
-  parameter int unsigned AggFreeW  = 6,
+  parameter int unsigned AggFreeW  = 7,
+  parameter int unsigned MaxK      = 512,
   parameter int unsigned EgrDepth  = 32
 ) (
   input  logic                                  clk_i,
@@ -159,7 +162,7 @@ module ina_units_tb
     $error("ina_units_tb: ina_rtl_pkg::DescBits is not $bits(desc_t)");
   end
 
-  ina_ingress u_ingress (
+  ina_ingress #(.MaxK(MaxK)) u_ingress (
     .clk_i,
     .rst_ni,
     .s_axis_tvalid_i(ing_s_axis_tvalid_i),
@@ -199,7 +202,8 @@ module ina_units_tb
 
   ina_regs #(
     .NumJobs  (RegsJobs),
-    .PoolSlots(RegsSlots)
+    .PoolSlots(RegsSlots),
+    .MaxK     (MaxK)
   ) u_regs (
     .clk_i,
     .rst_ni,
@@ -233,6 +237,7 @@ module ina_units_tb
   ina_agg #(
     .NumJobs  (AggJobs),
     .PoolSlots(AggSlots),
+    .MaxK     (MaxK),
     .OutFreeW (AggFreeW)
   ) u_agg (
     .clk_i,

@@ -27,7 +27,7 @@
 // reg bus: see ina_regs.
 // Throughput: one beat per cycle in and out; a frame of n payload beats (its trailer included)
 // costs n + 1 cycles; the same message as a RoCEv2 frame costs its own beats (26 bytes more: at
-// most one beat more; a full K=64 or K=256 message has as many beats either way).
+// most one beat more; a full message of any K in proto/ina.toml has as many beats either way).
 // Latency: store-and-forward; a result's first beat leaves 5 cycles after the completing frame's
 // CRC verdict (ingress, descriptor FIFO, issue, S1, S2, output FIFO), which comes 4 cycles after
 // the frame's last beat into ina_ingress; that beat enters 1 cycle after the frame's last beat on
@@ -40,9 +40,12 @@ module ina_core
 #(
   parameter int unsigned NumJobs   = 8,
   parameter int unsigned PoolSlots = 1024,
-  parameter int unsigned PayDepth  = 64,  // payload FIFO beats (>= 2 * MaxPayloadBeats)
-  parameter int unsigned DescDepth = 8,   // also the RoCE verdict FIFO's, times 2
-  parameter int unsigned OutDepth  = 32   // output FIFO beats (> MaxPayloadBeats + 3)
+  // Largest K (elements per packet): a power of two, 64 .. ina_rtl_pkg::MaxKLimit (8192); every
+  // job's K must be at most MaxK (params.k64 reads MaxK / 64). MaxBeats = MaxK / 16 payload beats.
+  parameter int unsigned MaxK      = 256,
+  parameter int unsigned PayDepth  = MaxK / 4,  // payload FIFO beats (>= 2 * MaxBeats; 4 frames)
+  parameter int unsigned DescDepth = 8,         // also the RoCE verdict FIFO's, times 2
+  parameter int unsigned OutDepth  = MaxK / 8   // output FIFO beats (>= MaxBeats + 4; 2 frames)
 ) (
   input  logic                   clk_i,
   input  logic                   rst_ni,
@@ -69,6 +72,7 @@ module ina_core
   output logic                   idle_o
 );
   localparam int unsigned OutFreeW = $clog2(OutDepth) + 1;
+  localparam int unsigned MaxBeats = MaxK / ina_rtl_pkg::Lanes;
 
   if (ina_rtl_pkg::InaHdrByte != ina_proto_pkg::FramePrefixBytes ||
       ina_rtl_pkg::Lanes * ina_proto_pkg::ElemBytes != ina_rtl_pkg::BeatBytes) begin : gen_bad_pkg
@@ -77,13 +81,20 @@ module ina_core
   if ($bits(desc_in) != ina_rtl_pkg::DescBits) begin : gen_bad_desc
     $error("ina_core: ina_rtl_pkg::DescBits is not $bits(desc_t)");
   end
-  if (PayDepth < 2 * ina_rtl_pkg::MaxPayloadBeats) begin : gen_bad_pay
+  // MaxK: a power of two that the descriptor's beat count and the k64 register fields hold.
+  if (MaxK < 64 || MaxK > ina_rtl_pkg::MaxKLimit || (MaxK & (MaxK - 1)) != 0 ||
+      MaxK / ina_rtl_pkg::Lanes >= (1 << ina_rtl_pkg::StoredBeatsBits) ||
+      MaxK / 64 >= (1 << ina_proto_pkg::RegParamsK64Width) ||
+      MaxK / 64 >= (1 << ina_proto_pkg::RegJobWorldK64Width)) begin : gen_bad_max_k
+    $error("ina_core: MaxK must be a power of two in 64..MaxKLimit, MaxK / 64 in the k64 fields");
+  end
+  if (PayDepth < 2 * MaxBeats) begin : gen_bad_pay
     $error("ina_core: PayDepth must hold two maximal frames");
   end
   if (DescDepth < 2) begin : gen_bad_desc_depth
     $error("ina_core: DescDepth must be at least 2");
   end
-  if (OutDepth < ina_rtl_pkg::MaxPayloadBeats + 4) begin : gen_bad_out
+  if (OutDepth < MaxBeats + 4) begin : gen_bad_out
     $error("ina_core: OutDepth must hold a result frame plus the pipeline");
   end
 
@@ -191,7 +202,7 @@ module ina_core
     .free_o     (unused_ok_free)
   );
 
-  ina_ingress u_ingress (
+  ina_ingress #(.MaxK(MaxK)) u_ingress (
     .clk_i,
     .rst_ni,
     .s_axis_tvalid_i(dec_valid),
@@ -237,7 +248,7 @@ module ina_core
   // verdicts) is popped, then its stored payload beats, all while ina_agg is idle (not busy: it
   // pops payload only while busy, and it is offered no descriptor meanwhile).
   logic agg_desc_ready, agg_pay_ready, head_ready, drain_start, drain_q;
-  logic [4:0] drain_left_q;
+  logic [ina_rtl_pkg::StoredBeatsBits-1:0] drain_left_q;
   assign head_ready     = desc_out_valid && ok_valid && rv_valid;
   assign drain_start    = head_ready && rv_drop && !drain_q && !agg_busy;
   assign desc_out_ready = agg_desc_ready || drain_start;
@@ -253,14 +264,15 @@ module ina_core
       drain_q      <= desc_out.stored_beats != '0;
       drain_left_q <= desc_out.stored_beats;
     end else if (drain_q && pay_out_valid) begin
-      drain_q      <= drain_left_q != 5'd1;
-      drain_left_q <= drain_left_q - 5'd1;
+      drain_q      <= drain_left_q != ina_rtl_pkg::StoredBeatsBits'(1);
+      drain_left_q <= drain_left_q - ina_rtl_pkg::StoredBeatsBits'(1);
     end
   end
 
   ina_agg #(
     .NumJobs  (NumJobs),
     .PoolSlots(PoolSlots),
+    .MaxK     (MaxK),
     .OutFreeW (OutFreeW)
   ) u_agg (
     .clk_i,
@@ -322,7 +334,8 @@ module ina_core
 
   ina_regs #(
     .NumJobs  (NumJobs),
-    .PoolSlots(PoolSlots)
+    .PoolSlots(PoolSlots),
+    .MaxK     (MaxK)
   ) u_regs (
     .clk_i,
     .rst_ni,

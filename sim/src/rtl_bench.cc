@@ -1,6 +1,7 @@
 // ina-rtl-bench: figures of the RTL core from its Verilator model.
 //   - beat efficiency under saturated input (no idle, no backpressure): s_axis beats / cycles
-//     from the first to the last input beat, for K = 64 and 256 (full packets, world 4, window 8),
+//     from the first to the last input beat, for every K of proto/ina.toml up to the model's MaxK
+//     (64 .. 2048; full packets, world 4, window 8; 20000 x 64 / K packets, at least 640),
 //     in two orders: same-slot (the 4 ranks of a slot back to back: each packet's header op reads
 //     the metadata and adds to the slot data the previous packet just wrote) and interleaved (each
 //     rank sends its 8 slots in turn: consecutive packets on different slots);
@@ -10,6 +11,7 @@
 //     core).
 #include <time.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <vector>
@@ -69,7 +71,7 @@ int RunK(uint16_t k, int packets, bool same_slot) {
   double cpp = double(in_cycles) / packets;
   double gbps = 250e6 / cpp * (p::kPayloadOffset + 4.0 * k + p::kCrcBytes) * 8 / 1e9;
   std::printf(
-      "%-11s K=%-3u packets=%d in_beats=%llu cycles=%llu beat_efficiency=%.4f cycles/packet=%.3f "
+      "%-11s K=%-4u packets=%d in_beats=%llu cycles=%llu beat_efficiency=%.4f cycles/packet=%.3f "
       "line_rate@250MHz=%.1f Gbit/s results=%zu sim_speed=%.0f cycles/s "
       "sim_speed_cpu=%.0f cycles/cpu-s\n",
       same_slot ? "same-slot" : "interleaved", k, packets, (unsigned long long)sim.in_beats(),
@@ -85,11 +87,14 @@ int RunK(uint16_t k, int packets, bool same_slot) {
 }  // namespace
 
 int main() {
-  std::printf("ina_core PoolSlots=%u\n", ina::sim::kRtlPoolSlots);
+  std::printf("ina_core PoolSlots=%u MaxK=%u\n", ina::sim::kRtlPoolSlots, ina::sim::kRtlMaxK);
   int rc = 0;
   for (bool same_slot : {true, false}) {
-    rc |= RunK(64, 20000, same_slot);
-    rc |= RunK(256, 5000, same_slot);
+    for (uint16_t k : ina::proto::kKValues) {
+      if (k > ina::sim::kRtlMaxK) continue;
+      // 20000 packets at K 64, 5000 at 256, ... 640 at 2048 (20 generations of 32 packets).
+      rc |= RunK(k, std::max(640, 20000 * 64 / int{k}), same_slot);
+    }
   }
   return rc;
 }

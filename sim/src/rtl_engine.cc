@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <string>
 
 #include "ina/drv/job_table.h"
 #include "ina/proto/wire.h"
@@ -12,13 +13,22 @@ namespace ina::sim {
 namespace p = ::ina::proto;
 
 RtlEngine::RtlEngine(const CoreSim::Options& options) : sim_(std::make_unique<CoreSim>(options)) {
-  frame_.reserve(p::kFramePrefixBytes + 4096);
+  // The RTL's largest K as built, from its params register (k64 = MaxK / 64); 0 when the read
+  // fails, which then refuses every job (AddJob says why).
+  if (auto params = sim_->Read32(p::reg::kParams); params.ok()) {
+    max_k_ = 64 * p::reg::params::GetK64(*params);
+  }
+  frame_.reserve(p::kFramePrefixBytes + p::MessageBytes(std::max<uint32_t>(max_k_, 256)));
 }
 
 RtlEngine::~RtlEngine() = default;
 
 Status RtlEngine::AddJob(const dp::JobConfig& job) {
   if (!p::IsValidK(job.k)) return InvalidArgument("rtl engine: K not supported");
+  if (job.k > max_k_) {
+    return InvalidArgument("rtl engine: K " + std::to_string(job.k) + " exceeds the RTL's MaxK " +
+                           std::to_string(max_k_) + " (params.k64; the model's INA_RTL_SIM_MAX_K)");
+  }
   if (job.world_size < 1 || job.world_size > p::kMaxWorkers) {
     return InvalidArgument("rtl engine: world size out of range");
   }

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "ina/drv/job_table.h"
@@ -108,7 +109,7 @@ TEST_P(CoreTest, RegistersIdentifyAndReadBack) {
   uint32_t params = *sim_->Read32(r::kParams);
   EXPECT_EQ(1u << (params & 0xFF), kRtlPoolSlots);  // log2(PoolSlots)
   EXPECT_EQ((params >> 8) & 0xFF, p::kMaxWorkers);
-  EXPECT_EQ((params >> 16) & 0xFF, 4u);
+  EXPECT_EQ((params >> 16) & 0xFF, kRtlMaxK / 64);  // k64: the model's MaxK (not the spec's)
   Install(3, 0x1234, 5, 256, 10, 7, 0xBEEF);
   EXPECT_EQ(*sim_->Read32(r::kJobSel), 3u);
   EXPECT_EQ(*sim_->Read32(r::kJobId), 0x80001234u);
@@ -266,26 +267,30 @@ TEST_P(CoreTest, EveryDropCauseIsCounted) {
 }
 
 // Back-to-back packets to the same slot: the read-modify-write forwarding must make each add see
-// the previous one, whatever the spacing; generations advance through both copies.
+// the previous one, whatever the spacing; generations advance through both copies. At K 256 and
+// at the model's MaxK (2048: 128 payload beats, every beat address bit of the slot memory).
 TEST_P(CoreTest, BackToBackSameSlotForwarding) {
   const uint16_t kWorld = 8;
-  Install(2, 3, kWorld, 256, 32, 1, 77);
   std::mt19937 rng(static_cast<uint32_t>(seed_));
-  for (uint16_t gen = 0; gen < 6; ++gen) {
-    uint16_t count = static_cast<uint16_t>(1 + rng() % 256);
-    std::vector<int32_t> sum(count, 0);
-    for (uint16_t r = 0; r < kWorld; ++r) {
-      std::vector<int32_t> e(count);
-      for (auto& v : e) v = static_cast<int32_t>(rng() % 2000) - 1000;
-      for (size_t i = 0; i < count; ++i) sum[i] += e[i];
-      Send(Data(3, r, 0, gen, e));
+  for (uint32_t k : {256u, kRtlMaxK}) {
+    SCOPED_TRACE("K " + std::to_string(k));
+    Install(2, 3, kWorld, static_cast<uint16_t>(k), 32, 1, 77);  // commits: the slot starts afresh
+    for (uint16_t gen = 0; gen < 6; ++gen) {
+      uint16_t count = static_cast<uint16_t>(1 + rng() % k);
+      std::vector<int32_t> sum(count, 0);
+      for (uint16_t r = 0; r < kWorld; ++r) {
+        std::vector<int32_t> e(count);
+        for (auto& v : e) v = static_cast<int32_t>(rng() % 2000) - 1000;
+        for (size_t i = 0; i < count; ++i) sum[i] += e[i];
+        Send(Data(3, r, 0, gen, e));
+      }
+      auto out = RunAndTake();
+      ASSERT_EQ(out.size(), 1u) << "gen " << gen;
+      p::Header want = Data(3, p::kRankAll, 0, gen, {}).h;
+      want.type = 2;
+      want.count = count;
+      ExpectResult(out[0], want, sum, 77, p::kRankAll);
     }
-    auto out = RunAndTake();
-    ASSERT_EQ(out.size(), 1u) << "gen " << gen;
-    p::Header want = Data(3, p::kRankAll, 0, gen, {}).h;
-    want.type = 2;
-    want.count = count;
-    ExpectResult(out[0], want, sum, 77, p::kRankAll);
   }
 }
 

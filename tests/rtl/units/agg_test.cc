@@ -1,13 +1,13 @@
-// ina_agg alone (docs/rtl/ina_agg.md; the model: NumJobs 2, PoolSlots 4, OutFreeW 6) with its
-// descriptor and payload FIFOs, job table and output FIFO played by the test: descriptors arrive
-// with random idle cycles, the output FIFO (32 beats, its free count fed back on out_free_i) drains
-// under random backpressure. The oracle is the reference engine (ina/dp/ref_engine.h, the rules of
-// ina/dp/engine.h), packet for packet, plus the datasheet's own contract:
+// ina_agg alone (docs/rtl/ina_agg.md; the model: NumJobs 2, PoolSlots 4, MaxK 512, OutFreeW 7) with
+// its descriptor and payload FIFOs, job table and output FIFO played by the test: descriptors
+// arrive with random idle cycles, the output FIFO (64 beats, its free count fed back on out_free_i)
+// drains under random backpressure. The oracle is the reference engine (ina/dp/ref_engine.h, the
+// rules of ina/dp/engine.h), packet for packet, plus the datasheet's own contract:
 // - per descriptor taken, cnt_inc_o holds exactly the reference's counter changes (0 otherwise);
 // - a result's header beat is at the output 2 cycles after its descriptor is taken, and its
 //   payload beats follow one per cycle (no stall mid-packet); bytes, keep, last and user
 //   ({destination rank, the job's group}) as the reference's result packet;
-// - a descriptor is taken only while out_free_i >= 1 + MaxPayloadBeats + 2, so the output FIFO
+// - a descriptor is taken only while out_free_i >= 1 + MaxK / 16 + 2, so the output FIFO
 //   never overflows; payload beats are popped only when present, as many as the descriptor says;
 // - no descriptor is taken during the power-on slot walk (PoolSlots cycles) nor during the walk of
 //   a committed job's window (window cycles after the commit pulse); a removed job's slots are not
@@ -41,8 +41,8 @@ namespace {
 namespace p = proto;
 
 constexpr uint32_t kPoolSlots = 4;
-constexpr int kOutDepth = 32;
-constexpr int kOutReserve = 1 + 16 + 2;
+constexpr int kOutDepth = 64;
+constexpr int kOutReserve = 1 + static_cast<int>(kMaxBeats) + 2;
 
 struct JobEntry {
   uint16_t id, world, k, base, window, group;
@@ -50,10 +50,10 @@ struct JobEntry {
     namespace f = p::reg::job_slots;
     return f::SetWindow(f::SetBase(0, base), window);
   }
-  // K 256 as k64 0 (the RTL's MaxK), which ProgramJob never writes.
+  // K = kMaxK as k64 0 (the RTL's MaxK), which ProgramJob never writes.
   uint32_t WorldReg() const {
     namespace f = p::reg::job_world;
-    return f::SetGroup(f::SetK64(f::SetWorld(0, world), k == 256 ? 0u : k / 64u), group);
+    return f::SetGroup(f::SetK64(f::SetWorld(0, world), k == kMaxK ? 0u : k / 64u), group);
   }
   dp::JobConfig Config() const { return dp::JobConfig{id, world, k, base, window}; }
 };
@@ -93,8 +93,8 @@ Pkt Frame(std::vector<uint8_t> bytes, std::mt19937_64& rng) {
   x.desc.offset = p::GetOffset(h);
   x.desc.frame_bytes = static_cast<uint32_t>(p::kFramePrefixBytes + bytes.size());
   size_t pay = bytes.size() > p::kHeaderBytes ? bytes.size() - p::kHeaderBytes : 0;
-  size_t beats = std::min<size_t>((pay + 63) / 64, 16);
-  x.desc.stored_beats = static_cast<uint8_t>(beats);
+  size_t beats = std::min<size_t>((pay + 63) / 64, kMaxBeats);
+  x.desc.stored_beats = static_cast<uint16_t>(beats);
   x.crc_ok = p::MessageCrcOk(bytes);
   for (size_t b = 0; b < beats; ++b) {
     std::array<uint8_t, 64> beat;
@@ -262,7 +262,9 @@ TEST_P(RtlAggTest, MatchesReferenceUnderIdleAndBackpressure) {
   auto [idle, stall] = GetParam();
   std::mt19937_64 rng(Seed());
   std::uniform_real_distribution<double> u(0, 1);
-  JobEntry ja{0x0A11, 3, 64, 0, 2, 0x0101}, jb{0x0B22, 2, 256, 2, 2, 0x0202};
+  // K 64 or 256 (explicit k64) and K 512 = the model's MaxK (k64 0).
+  const uint16_t ka = stall >= 0.5 ? 256 : 64;
+  JobEntry ja{0x0A11, 3, ka, 0, 2, 0x0101}, jb{0x0B22, 2, kMaxK, 2, 2, 0x0202};
   auto ref = dp::MakeReferenceEngine({kPoolSlots, 2});
   ASSERT_TRUE(ref->AddJob(ja.Config()).ok());
   ASSERT_TRUE(ref->AddJob(jb.Config()).ok());

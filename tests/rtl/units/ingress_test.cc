@@ -2,7 +2,8 @@
 // payload/descriptor FIFO backpressure, against a model of its datasheet:
 // - s_axis_tready_o = pay_ready_i && desc_ready_i, whatever tvalid is;
 // - every accepted beat after a frame's first is pushed as a payload beat in its own cycle, data
-//   unchanged, up to MaxPayloadBeats (16) per frame; nothing is pushed while stalled;
+//   unchanged, up to MaxK / 16 (kMaxBeats, 32 at the model's MaxK 512) per frame; nothing is pushed
+//   while stalled;
 // - at the accepted tlast beat (same cycle, latency 0) one descriptor: the ina header of the first
 //   beat, the frame's byte count from tkeep (saturating at 2^20 - 1), the payload beats kept, and
 //   the OR of tuser over the frame; in_frame_o between a frame's first and last beat.
@@ -51,7 +52,7 @@ Desc Expected(const Frame& f) {
     d.mac_err |= b.user;
   }
   d.frame_bytes = static_cast<uint32_t>(std::min<uint64_t>(bytes, kFrameBytesMax));
-  d.stored_beats = static_cast<uint8_t>(std::min<size_t>(f.size() - 1, 16));
+  d.stored_beats = static_cast<uint16_t>(std::min<size_t>(f.size() - 1, kMaxBeats));
   return d;
 }
 
@@ -95,7 +96,7 @@ void RunIngress(const std::vector<Frame>& frames, double idle, double stall, std
     ASSERT_EQ(tb->ing_in_frame_o, in_frame) << "cycle " << cyc;
     bool take = valid && pay_ready && desc_ready;
     stalled_cycles += valid && !take;
-    bool want_pay = take && bi > 0 && bi <= 16;
+    bool want_pay = take && bi > 0 && bi <= kMaxBeats;
     ASSERT_EQ(tb->ing_pay_valid_o, want_pay)
         << "cycle " << cyc << " frame " << fi << " beat " << bi;
     if (want_pay) {
@@ -129,7 +130,7 @@ void RunIngress(const std::vector<Frame>& frames, double idle, double stall, std
   }
   EXPECT_EQ(descs, frames.size());
   size_t want_pays = 0;
-  for (const Frame& f : frames) want_pays += std::min<size_t>(f.size() - 1, 16);
+  for (const Frame& f : frames) want_pays += std::min<size_t>(f.size() - 1, kMaxBeats);
   EXPECT_EQ(pays, want_pays);
   if (stall > 0) {
     EXPECT_GT(stalled_cycles, 0u) << "backpressure never hit a beat";
@@ -143,8 +144,9 @@ TEST_P(RtlIngressTest, SplitsFramesUnderIdleAndBackpressure) {
   std::mt19937_64 rng(Seed());
   std::vector<Frame> frames;
   for (int i = 0; i < 2000; ++i) {
-    // Mostly frames of 1..17 beats (header only up to K=256), some over-long (dropped beats).
-    size_t beats = rng() % 8 == 0 ? 18 + rng() % 6 : 1 + rng() % 17;
+    // Mostly frames of 1..kMaxBeats + 1 beats (header only up to K = MaxK), some over-long
+    // (dropped beats).
+    size_t beats = rng() % 8 == 0 ? kMaxBeats + 2 + rng() % 6 : 1 + rng() % (kMaxBeats + 1);
     frames.push_back(RandomFrame(rng, beats));
   }
   RunIngress(frames, idle, stall, rng);

@@ -50,7 +50,7 @@ struct Model {
       case r::kParams:
         return r::params::SetK64(
             r::params::SetMaxWorkers(r::params::SetLog2Slots(0, kLog2Slots), p::kMaxWorkers),
-            p::kMaxK / 64);
+            kMaxK / 64);  // the RTL's own MaxK (ina_units_tb's), not the spec's largest K
       case r::kJobSel:
         return sel;
       case r::kJobId:

@@ -230,14 +230,19 @@ Traffic MakeTraffic(std::mt19937_64& rng, const std::vector<Job>& jobs, int roun
   return t;
 }
 
-std::vector<Job> MakeJobs(std::mt19937_64& rng) {
+// Three jobs, each of a K drawn from ks (default: 64 and 256, one draw per job).
+std::vector<Job> MakeJobs(std::mt19937_64& rng, const std::vector<uint16_t>& ks = {}) {
   std::vector<Job> jobs;
   uint32_t next_slot = 0;
   for (uint16_t i = 0; i < 3; ++i) {
     Job j;
     j.cfg.job_id = static_cast<uint16_t>(100 + 7 * i + rng() % 5);
     j.cfg.world_size = static_cast<uint16_t>(1 + rng() % 8);
-    j.cfg.k = (rng() % 2) ? 64 : 256;
+    if (ks.empty()) {
+      j.cfg.k = (rng() % 2) ? 64 : 256;
+    } else {
+      j.cfg.k = ks[rng() % ks.size()];
+    }
     j.cfg.window = static_cast<uint16_t>(1 + rng() % 4);
     j.cfg.slot_base = next_slot + static_cast<uint32_t>(rng() % 3);
     next_slot = j.cfg.slot_base + j.cfg.window;
@@ -331,7 +336,9 @@ dp::CounterSnapshot Lockstep(dp::Engine& ref, CoreSim& rtl, const std::vector<Jo
     dp::JobFailure f[2];
     for (size_t n = ref.PollFailures(f), i = 0; i < n; ++i) failed->push_back(f[i]);
   }
-  Status s = rtl.Run(50'000'000);
+  // Until the core is idle (idle_o): not just quiet for a while, which a run of dropped K = 2048
+  // packets (129 beats each, no output) outlasts.
+  Status s = rtl.RunUntilIdle(50'000'000);
   EXPECT_TRUE(s.ok()) << s.ToString();
   const auto got = RtlResults(rtl.TakeOutput());
   const auto mismatch = FirstMismatch(got, RefResults(want.out, jobs), DiffOptions{seed});
@@ -414,6 +421,57 @@ TEST_P(CosimTest, RtlMatchesReferencePacketForPacket) {
   std::printf("ended %llu early %llu history %llu\n", static_cast<unsigned long long>(ended),
               static_cast<unsigned long long>(early), static_cast<unsigned long long>(history));
 }
+
+// The same random traffic (loss, retransmission, duplicates, reordering, generations outside the
+// window, history drops, damaged frames, disagreeing ranks) on jobs of the large K of
+// proto/ina.toml: 512, 1024 and 2048 (a 9000-byte jumbo frame: 129 payload beats), which the
+// core model is built for (MaxK = kRtlMaxK, INA_RTL_SIM_MAX_K), under the same four mixes of idle
+// and backpressure. Fewer iterations than CosimTest: each packet is up to 8x longer. INA_SEED
+// replays a run (the seed is printed).
+class CosimLargeK : public ::testing::TestWithParam<std::pair<double, double>> {};
+
+TEST_P(CosimLargeK, RtlMatchesReferenceAtLargeK) {
+  std::vector<uint16_t> ks;
+  for (uint16_t k : p::kKValues) {
+    if (k >= 512 && k <= kRtlMaxK) ks.push_back(k);
+  }
+  if (std::find(ks.begin(), ks.end(), 2048) == ks.end()) {
+    GTEST_SKIP() << "the core model's MaxK is " << kRtlMaxK << " (INA_RTL_SIM_MAX_K), below 2048";
+  }
+  uint64_t seed = Seed();
+  std::mt19937_64 rng(seed);
+  uint64_t bad_crc = 0, results = 0, history = 0;
+  std::map<uint16_t, int> jobs_of_k;
+  for (int iter = 0; iter < 10 && !HasFailure(); ++iter) {
+    SCOPED_TRACE("iteration " + std::to_string(iter));
+    auto ref = dp::MakeReferenceEngine(dp::EngineLimits{kRtlPoolSlots, kRtlJobs});
+    CoreSim rtl(SimOptions(GetParam().first, GetParam().second, rng()));
+    auto jobs = MakeJobs(rng, ks);
+    ASSERT_NO_FATAL_FAILURE(AddJobs(*ref, rtl, jobs));
+    Traffic t = MakeTraffic(rng, jobs, 12, /*disagree=*/iter % 2 == 1);
+    std::vector<dp::JobFailure> failed;
+    const auto wc = Lockstep(*ref, rtl, jobs, t.packets, &failed, seed);
+    bad_crc += dp::Get(wc, p::Counter::kDropBadCrc);
+    history += dp::Get(wc, p::Counter::kDropHistory);
+    results += dp::Get(wc, p::Counter::kResults);
+    for (const Job& j : jobs) ++jobs_of_k[j.cfg.k];
+    std::printf(
+        "iteration %d: K %u/%u/%u, %zu packets, %llu results, %zu jobs ended, %llu cycles\n", iter,
+        jobs[0].cfg.k, jobs[1].cfg.k, jobs[2].cfg.k, t.packets.size(),
+        static_cast<unsigned long long>(dp::Get(wc, p::Counter::kResults)), failed.size(),
+        static_cast<unsigned long long>(rtl.cycles()));
+  }
+  EXPECT_GT(results, 0u);
+  EXPECT_GT(bad_crc, 0u) << "the traffic damaged no frame";
+  EXPECT_GT(history, 0u);
+  for (uint16_t k : {1024, 2048}) {
+    EXPECT_GT(jobs_of_k[k], 0) << "no job of K " << k << " in this run";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Traffic, CosimLargeK,
+                         ::testing::Values(std::pair{0.0, 0.0}, std::pair{0.25, 0.0},
+                                           std::pair{0.0, 0.4}, std::pair{0.3, 0.6}));
 
 // Directed cases of rules 11-13, each packet sealed: generations ahead of the window, a wrong
 // offset / count / flag as the first packet of a slot, then disagreeing ranks ending the job, its
@@ -513,6 +571,44 @@ TEST(RtlEngine, PollFailuresReportsAndRemovesTheEndedJob) {
   const auto c = engine.counters();
   EXPECT_EQ(dp::Get(c, p::Counter::kDropMismatch), 1u);
   EXPECT_EQ(dp::Get(c, p::Counter::kResults), 1u);
+}
+
+// RtlEngine reads the RTL's MaxK from the params register: it takes a job of every K of
+// proto/ina.toml up to it, aggregates one at MaxK, and refuses a larger K (a build with
+// INA_RTL_SIM_MAX_K below the spec's largest) with InvalidArgument naming the RTL's MaxK.
+TEST(RtlEngine, TakesEveryKUpToTheRtlMaxKAndRefusesLarger) {
+  std::mt19937_64 rng(Seed());
+  RtlEngine engine;
+  ASSERT_EQ(engine.max_k(), kRtlMaxK);
+  uint16_t id = 600, base = 0;
+  for (uint16_t k : p::kKValues) {
+    const dp::JobConfig cfg{id++, 2, k, base, 1};
+    const Status s = engine.AddJob(cfg);
+    if (k <= kRtlMaxK) {
+      EXPECT_TRUE(s.ok()) << "K " << k << ": " << s.ToString();
+      ++base;
+    } else {
+      EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << "K " << k;
+      EXPECT_NE(s.ToString().find("MaxK " + std::to_string(kRtlMaxK)), std::string::npos)
+          << s.ToString();
+    }
+  }
+  // A full block of K = MaxK from both ranks of its job: one result, the sum.
+  Job a;
+  a.cfg = {700, 2, static_cast<uint16_t>(kRtlMaxK), base, 1};
+  ASSERT_TRUE(engine.AddJob(a.cfg).ok());
+  auto ref = dp::MakeReferenceEngine(dp::EngineLimits{kRtlPoolSlots, kRtlJobs});
+  ASSERT_TRUE(ref->AddJob(a.cfg).ok());
+  Collect got, want;
+  for (uint16_t r = 0; r < 2; ++r) {
+    const auto pkt = DataPacket(rng, a, r, 0, 0, a.cfg.k, 0, 0);
+    engine.Process(pkt, got);
+    ref->Process(pkt, want);
+  }
+  ASSERT_EQ(got.out.size(), 1u);
+  ASSERT_EQ(want.out.size(), 1u);
+  EXPECT_EQ(got.out[0].bytes, want.out[0].bytes);
+  EXPECT_EQ(engine.sim_errors(), 0u);
 }
 
 // The first-difference report on a real run. The RTL and the reference agree on directed

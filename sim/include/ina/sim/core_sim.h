@@ -36,12 +36,15 @@ class VerilatedFstC;
 
 namespace ina::sim {
 
-// RTL build parameters of the model: PoolSlots as verilated (CMake INA_RTL_SIM_POOL_SLOTS; the
-// RTL default is 64), NumJobs the rtl/top/ina_core.sv default.
-#ifndef INA_RTL_POOL_SLOTS
-#error "INA_RTL_POOL_SLOTS comes from the ina::sim target"
+// RTL build parameters of the model: PoolSlots and MaxK as verilated (CMake INA_RTL_SIM_POOL_SLOTS
+// and INA_RTL_SIM_MAX_K, both 2048 by default; the RTL defaults are 1024 and 256), NumJobs the
+// rtl/top/ina_core.sv default. The model's params register reports the same (log2_slots, k64);
+// a job's K must be at most kRtlMaxK.
+#if !defined(INA_RTL_POOL_SLOTS) || !defined(INA_RTL_MAX_K)
+#error "INA_RTL_POOL_SLOTS and INA_RTL_MAX_K come from the ina::sim target"
 #endif
 inline constexpr uint32_t kRtlPoolSlots = INA_RTL_POOL_SLOTS;
+inline constexpr uint32_t kRtlMaxK = INA_RTL_MAX_K;
 inline constexpr uint32_t kRtlJobs = 8;
 
 struct OutFrame {

@@ -5,7 +5,7 @@
 // job_id, job_slots, job_world, job_commit) with ina::drv's ProgramJob/ClearJob
 // (ina/drv/job_table.h), the same code that programs the hardware; the engine only keeps the job
 // id -> job table entry map and the checks the RTL cannot make (K and window ranges, overlaps, a
-// full table).
+// full table; a K beyond the RTL's MaxK, which the constructor reads from the params register).
 // Process/ProcessBurst wrap each packet (UDP payload) in an Ethernet/IPv4/UDP frame, queue the
 // frames on s_axis, clock the model until it is idle (every result frame out), strip the 42-byte
 // prefix of each result frame and emit it: m_axis tuser[31:16] is the destination rank
@@ -40,8 +40,9 @@ class RtlEngine final : public dp::Engine {
   explicit RtlEngine(const CoreSim::Options& options = {});
   ~RtlEngine() override;
 
-  // Errors as in dp::Engine: InvalidArgument (K not in proto::kKValues, world size not in
-  // 1..kMaxWorkers, window 0, slot range outside [0, kRtlPoolSlots)), AlreadyExists (job id
+  // Errors as in dp::Engine: InvalidArgument (K not in proto::kKValues, K above max_k() (the
+  // message names the RTL's MaxK), world size not in 1..kMaxWorkers, window 0, slot range outside
+  // [0, kRtlPoolSlots)), AlreadyExists (job id
   // installed or slot range overlaps another job's), ResourceExhausted (all kRtlJobs entries used),
   // or the register access's error.
   Status AddJob(const dp::JobConfig& job) override;
@@ -54,6 +55,8 @@ class RtlEngine final : public dp::Engine {
 
   dp::CounterSnapshot counters() const override;
   uint32_t pool_slots() const override { return kRtlPoolSlots; }
+  // The largest K the RTL was built for (MaxK, read from its params register: kRtlMaxK).
+  uint32_t max_k() const { return max_k_; }
 
   // Simulation statistics: cycles clocked, and harness failures (the model not idle within its
   // cycle bound, or an AXI-stream rule broken; each is also printed to stderr once).
@@ -72,6 +75,7 @@ class RtlEngine final : public dp::Engine {
   std::unique_ptr<CoreSim> sim_;
   std::array<Entry, kRtlJobs> entries_{};
   std::vector<uint8_t> frame_;  // reused frame buffer
+  uint32_t max_k_ = 0;          // the RTL's MaxK (params.k64 x 64)
   uint64_t sim_errors_ = 0;
   uint32_t mismatches_seen_ = 0;  // the core's drop_mismatch counter at the last PollFailures
   std::vector<dp::JobFailure> failures_;  // found, not yet polled
