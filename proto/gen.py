@@ -172,6 +172,8 @@ def gen_cpp(spec):
     ks = ", ".join(str(k) for k in p["k_values"])
     w(f"inline constexpr std::array<uint16_t, {len(p['k_values'])}> kKValues = {{{ks}}};")
     w(f"inline constexpr uint16_t kMaxK = {max(p['k_values'])};")
+    kt = ", ".join(str(k) for k in p["k_values"][:-1]) + f" or {p['k_values'][-1]}"
+    w(f"inline constexpr std::string_view kKValuesText = \"{kt}\";  // for error messages")
     w("inline constexpr size_t kMaxPacketBytes = kHeaderBytes + kMaxK * kElemBytes + kCrcBytes;")
     w(f"inline constexpr uint16_t kMaxWorkers = {p['max_workers']};")
     w(f"inline constexpr uint16_t kMaxLanes = {p['max_lanes']};  // peers per rank (JOIN gen)")
@@ -205,6 +207,14 @@ def gen_cpp(spec):
     w("inline constexpr bool IsValidK(uint32_t k) {")
     w("  for (uint16_t v : kKValues) if (v == k) return true;")
     w("  return false;")
+    w("}")
+    w("// The largest K whose message (header, K elements, trailer) is at most max_message_bytes; 0")
+    w("// when not even the smallest fits. What a sender uses as its default K for a path: a")
+    w("// transport's largest message (UDP: path MTU - 28, RoCE: the path MTU) goes in.")
+    w("inline constexpr uint16_t LargestKFor(size_t max_message_bytes) {")
+    w("  uint16_t best = 0;")
+    w("  for (uint16_t v : kKValues) if (MessageBytes(v) <= max_message_bytes && v > best) best = v;")
+    w("  return best;")
     w("}")
     w("")
     for kind, enum, typ in (("msg_type", "MsgType", "uint8_t"), ("error_code", "ErrorCode", "uint16_t"),

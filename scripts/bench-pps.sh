@@ -1,27 +1,33 @@
 #!/usr/bin/env bash
-# Packets/s of one ina worker and one switch core over net_memif at K=256, side by side with the
-# ceiling: plain DPDK (ina-pps-ceiling, raw rte_ethdev) moving frames of the same size with the
-# same window over the same kind of link, echo on one side, fresh frames written on the other.
+# Packets/s of one ina worker and one switch core over net_memif at K elements per packet (default
+# 256), side by side with the ceiling: plain DPDK (ina-pps-ceiling, raw rte_ethdev) moving frames
+# of the same size with the same window over the same kind of link, echo on one side, fresh frames
+# written on the other. K above 256 runs jumbo frames (--dpdk-mtu 9000 on both ina sides).
 #
-#   scripts/bench-pps.sh [--build DIR] [--rounds N] [--elements E] [--seconds S]
+#   scripts/bench-pps.sh [--build DIR] [--rounds N] [--elements E] [--seconds S] [--k K]
 #
 # Each round runs ina (`ina-bench --transport memif --workers 1`, E float elements, 10 timed
 # all-reduces: frames per second of the median one) and then the ceiling (S seconds); the figures
 # are the medians over the rounds, so both see the same machine. Prints one line per run and, last,
-# one JSON line: {"ina_pps", "ceiling_pps", "ratio", ...}. Needs root (DPDK), builds nothing.
+# one JSON line: {"ina_pps", "ceiling_pps", "ratio", "ina_payload_gbps", "ceiling_payload_gbps",
+# ...} (payload: K x 4 bytes per frame). Needs root (DPDK), builds nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BUILD=build ROUNDS=3 ELEMENTS=16777216 SECONDS_=3
+BUILD=build ROUNDS=3 ELEMENTS=16777216 SECONDS_=3 K=256
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) BUILD=$2; shift 2 ;;
     --rounds) ROUNDS=$2; shift 2 ;;
     --elements) ELEMENTS=$2; shift 2 ;;
     --seconds) SECONDS_=$2; shift 2 ;;
-    -h|--help) sed -n '2,12p' "$0"; exit 0 ;;
+    --k) K=$2; shift 2 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     *) echo "bench-pps: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+[[ $K =~ ^(64|256|512|1024|2048)$ ]] || { echo "bench-pps: --k wants 64, 256, 512, 1024 or 2048" >&2; exit 2; }
+MTU=1500
+[ "$K" -le 256 ] || MTU=9000
 B=$BUILD/bin
 for x in ina-bench ina-switchd ina-pps-ceiling; do
   [ -x "$B/$x" ] || { echo "bench-pps: $B/$x missing (build with DPDK: scripts/build.sh)" >&2; exit 1; }
@@ -41,7 +47,7 @@ field() { grep -o "\"$1\": [0-9.]*" | head -1 | awk '{print $2}'; }
 ina=() ceil=() frame=0
 for r in $(seq 1 "$ROUNDS"); do
   out=$("$B/ina-bench" --transport memif --workers 1 --elements "$ELEMENTS" --iters 10 --no-gloo \
-        --quiet 2>"$dir/ina.err") || { cat "$dir/ina.err" >&2; exit 1; }
+        --k "$K" --dpdk-mtu "$MTU" --quiet 2>"$dir/ina.err") || { cat "$dir/ina.err" >&2; exit 1; }
   echo "$out" | grep -q '"verified": true' || { echo "bench-pps: ina run not verified: $out" >&2; exit 1; }
   pps=$(echo "$out" | field ina_pps); frame=$(echo "$out" | field data_frame_bytes)
   ina+=("$pps")
@@ -62,4 +68,5 @@ done
 median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {printf("%.0f\n", NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 mi=$(median "${ina[@]}") mc=$(median "${ceil[@]}")
 ratio=$(awk -v a="$mi" -v b="$mc" 'BEGIN {printf("%.3f", b > 0 ? a / b : 0)}')
-echo "{\"ina_pps\": $mi, \"ceiling_pps\": $mc, \"ratio\": $ratio, \"frame_bytes\": $frame, \"k\": 256, \"window\": 256, \"rounds\": $ROUNDS, \"elements\": $ELEMENTS, \"cpus\": $(nproc)}"
+gbps() { awk -v p="$1" -v k="$K" 'BEGIN {printf("%.2f", p * k * 4 * 8 / 1e9)}'; }
+echo "{\"ina_pps\": $mi, \"ceiling_pps\": $mc, \"ratio\": $ratio, \"ina_payload_gbps\": $(gbps "$mi"), \"ceiling_payload_gbps\": $(gbps "$mc"), \"frame_bytes\": $frame, \"k\": $K, \"mtu\": $MTU, \"window\": 256, \"rounds\": $ROUNDS, \"elements\": $ELEMENTS, \"cpus\": $(nproc)}"

@@ -5,6 +5,7 @@
 #                      [--systems ina,gloo,mpi] [--window W] [--overhead B] [--out DIR]
 #                      [--build DIR] [--timeout-s S] [--seed S] [--mpi-alg A]
 #                      [--dpdk-pmd af_packet|af_xdp] [--dpdk-backoff-us U] [--rto-min-us U|auto]
+#                      [--mtu 1500|9000] [--k auto|K]
 #
 # One namespace per worker (<prefix>-w<i>) and one for the switch (<prefix>-sw), prefix
 # "inatb<pid>". Worker i has a veth pair to the switch namespace, 10.77.<i>.2/24 on its side and
@@ -12,7 +13,11 @@
 # worker traffic (Gloo, MPI) crosses two links, like a ToR switch. Each direction of each link is
 # shaped by `tc tbf` to --rate, counting --overhead extra bytes per frame (24 = Ethernet preamble,
 # FCS and inter-frame gap, so the shaper counts what a real wire carries); GSO is off on the veths
-# so TCP's per-segment headers are counted too. Addresses never leave the namespaces.
+# so TCP's per-segment headers are counted too. Addresses never leave the namespaces. --mtu sets
+# every veth's MTU (9000: jumbo frames, Gloo's and MPI's TCP segments grow to 8948 bytes too);
+# --k is ina's elements per packet, auto (default) the largest whose frame fits the MTU (256 at
+# 1500, 2048 at 9000), and --window, unless given, is then 256 slots for K <= 256, else as many
+# as keep a window within 1 MiB (128 at K=2048), below the shapers' 2 MiB queues.
 #
 # Per size it runs ina-bench (ina over UDP through ina-switchd in the switch namespace, then
 # Gloo's ring on the same links, same worker processes, same data) and, with mpi in --systems,
@@ -56,6 +61,9 @@ MPI_ALG=0
 DPDK_PMD=af_packet
 DPDK_BACKOFF_US=200
 RTO_MIN_US=0
+MTU=1500
+K=auto
+WINDOW_SET=0
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 while [[ $# -gt 0 ]]; do
@@ -65,7 +73,9 @@ while [[ $# -gt 0 ]]; do
     --sizes) SIZES=$2; shift 2 ;;
     --iters) ITERS=$2; shift 2 ;;
     --systems) SYSTEMS=$2; shift 2 ;;
-    --window) WINDOW=$2; shift 2 ;;
+    --window) WINDOW=$2; WINDOW_SET=1; shift 2 ;;
+    --mtu) MTU=$2; shift 2 ;;
+    --k) K=$2; shift 2 ;;
     --overhead) OVERHEAD=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
@@ -90,6 +100,18 @@ die() { echo "testbed: $*" >&2; exit 2; }
 [[ $TIMEOUT_S =~ ^[0-9]+$ && $TIMEOUT_S -ge 1 ]] || die "--timeout-s wants seconds"
 [[ $DPDK_PMD == af_packet || $DPDK_PMD == af_xdp ]] || die "--dpdk-pmd wants af_packet or af_xdp"
 [[ $DPDK_BACKOFF_US =~ ^[0-9]+$ ]] || die "--dpdk-backoff-us wants microseconds"
+[[ $MTU =~ ^[0-9]+$ && $MTU -ge 1280 && $MTU -le 9000 ]] || die "--mtu wants 1280..9000"
+# The largest K whose message (22 header + 4K + 4 trailer bytes) fits an IPv4/UDP datagram of the
+# MTU: what libina's default (k 0) picks on these links.
+if [[ $K == auto ]]; then
+  K=0
+  for k in 64 256 512 1024 2048; do
+    ((22 + 4 * k + 4 + 28 <= MTU)) && K=$k
+  done
+fi
+[[ $K =~ ^(64|256|512|1024|2048)$ ]] || die "--k wants auto, 64, 256, 512, 1024 or 2048"
+((22 + 4 * K + 4 + 28 <= MTU)) || die "--k $K needs frames above --mtu $MTU"
+if [[ $WINDOW_SET -eq 0 && $K -gt 256 ]]; then WINDOW=$((1048576 / (4 * K))); fi
 # tc's rate syntax, converted to bit/s for the bound.
 RATE_BPS=$(awk -v r="$RATE" 'BEGIN {
   n = r + 0; u = tolower(substr(r, length(n "") + 1));
@@ -101,7 +123,7 @@ RATE_BPS=$(awk -v r="$RATE" 'BEGIN {
 # queueing delay a worker's own window can legitimately see (a smaller RTO fires spuriously).
 if [[ $RTO_MIN_US == auto ]]; then
   RTO_MIN_US=$(awk -v w="$WINDOW" -v o="$OVERHEAD" -v r="$RATE_BPS" \
-                 'BEGIN { printf "%.0f", w * (64 + 1024 + o) * 8 / r * 1e6 }')
+                 -v k="$K" 'BEGIN { printf "%.0f", w * (64 + 4 * k + o) * 8 / r * 1e6 }')
 fi
 [[ $RTO_MIN_US =~ ^[0-9]+$ ]] || die "--rto-min-us wants microseconds or auto"
 [[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, tc)"
@@ -170,7 +192,7 @@ trap 'exit 143' TERM
 
 # shellcheck source=scripts/netns_star.sh
 source "$ROOT/scripts/netns_star.sh"
-star_up "$SW" "$PREFIX" "$WORKERS" "$RATE" "$OVERHEAD" || die "ip netns add failed"
+star_up "$SW" "$PREFIX" "$WORKERS" "$RATE" "$OVERHEAD" "$MTU" || die "ip netns add failed"
 # ina-dpdk: the kernel gets a copy of every af_packet frame. The DPDK addresses are ones no kernel
 # owns (switch 10.77.255.1, worker i 10.77.i.3), routed to a blackhole in the namespace that
 # receives them, so the kernel drops its copies silently (no ICMP, no forwarding).
@@ -182,7 +204,7 @@ if has ina-dpdk; then
 fi
 if has ina-dpdk; then ip -n "$SW" route add blackhole "$DPDK_SW_IP/32"; fi
 echo "testbed: $WORKERS workers in $PREFIX-w*, switch in $SW, every link $RATE each way" \
-     "(+$OVERHEAD B/frame)"
+     "(+$OVERHEAD B/frame, MTU $MTU), ina K=$K window $WINDOW"
 
 # The switch: every worker reaches it at its own gateway address (10.77.i.1), which is also the
 # source of the replies it gets, as its connected UDP socket wants.
@@ -195,11 +217,14 @@ ALL_OK=1
 # Appends a JSON line with the testbed's fields added in front.
 record() {  # system bound_ms json [more fields]
   local extra="\"system\": \"$1\", \"rate_bps\": $RATE_BPS, \"overhead\": $OVERHEAD"
-  extra+=", \"rto_min_us\": $RTO_MIN_US"
+  extra+=", \"rto_min_us\": $RTO_MIN_US, \"mtu\": $MTU"
   extra+=", \"bound_ms\": $2${4:+, $4}"
   echo "{$extra, ${3#\{}" >> "$RESULTS"
 }
 jnum() { sed -n "s/.*\"$1\": \\(-\\{0,1\\}[0-9.e+-]*\\).*/\\1/p" <<< "$2"; }
+# CPU milliseconds (user + system) a process has used so far: ina-switchd's, read before and after
+# each ina run, gives the switch's CPU per packet (the scale model's switch cost, docs/scale.md).
+cpu_ms() { awk -v t="$(getconf CLK_TCK)" '{ printf "%.0f", ($14 + $15) * 1000 / t }' "/proc/$1/stat" 2> /dev/null || echo 0; }
 jstr() { sed -n "s/.*\"$1\": \"\\([^\"]*\\)\".*/\\1/p" <<< "$2"; }
 # ina's line-rate bound for an ina-bench line: every frame it sends (payload, headers, exponent
 # round) plus the shaper's per-frame overhead, at the link rate; up and down links run in parallel.
@@ -242,7 +267,7 @@ run_ina_dpdk() {  # n udp_fingerprint
     ALL_OK=0
     return
   fi
-  local args=(--workers "$WORKERS" --elements "$n" --iters "$ITERS" --window "$WINDOW"
+  local args=(--workers "$WORKERS" --elements "$n" --iters "$ITERS" --window "$WINDOW" --k "$K"
               --seed "$SEED" --quiet --no-gloo --worker-netns "$NSLIST" --worker-switch "$swlist"
               --worker-addr "$ADDRLIST" --timeout-s "$TIMEOUT_S" --transport dpdk
               --dpdk-eal "$DPDK_EAL --file-prefix $PREFIX-w{rank} $(dpdk_vdev 0 'w{rank}')"
@@ -277,14 +302,17 @@ run_ina_dpdk() {  # n udp_fingerprint
 for n in $SIZES; do
   udp_fp=
   if has ina || has gloo; then
-    args=(--workers "$WORKERS" --elements "$n" --iters "$ITERS" --window "$WINDOW" --seed "$SEED"
+    args=(--workers "$WORKERS" --elements "$n" --iters "$ITERS" --window "$WINDOW" --k "$K"
+          --seed "$SEED"
           --quiet
           --worker-netns "$NSLIST" --worker-switch "$SWLIST" --worker-addr "$ADDRLIST"
           --timeout-s "$TIMEOUT_S" --rto-min-us "$RTO_MIN_US")
     has gloo || args+=(--no-gloo)
     echo "testbed: ina$(has gloo && echo " + gloo"), $n floats ..."
+    cpu0=$(cpu_ms "$SWITCH_PID")
     run_child timeout -k 5 $((TIMEOUT_S + 30)) "$BENCH" "${args[@]}" > "$TMP/bench.out" \
       2> "$TMP/bench.err"
+    switch_cpu_ms=$(($(cpu_ms "$SWITCH_PID") - cpu0))
     line=$(grep '^{' "$TMP/bench.out" | tail -1 || true)
     if [[ $rc -ne 0 || -z $line ]]; then
       ALL_OK=0
@@ -294,7 +322,7 @@ for n in $SIZES; do
     if [[ -n $line ]]; then
       bound=$(ina_bound "$line")
       udp_fp=$(jstr fingerprint "$line")
-      record ina "$bound" "$line"
+      record ina "$bound" "$line" "\"switch_cpu_ms\": $switch_cpu_ms"
       ina_ms=$(jnum ina_ms_median "$line")
       gloo_ms=$(jnum gloo_ms_median "$line")
       echo "  ina $ina_ms ms (bound $bound ms), gloo $gloo_ms ms," \
@@ -332,7 +360,7 @@ done
 
 # Summary table: elements, ina, bound, gloo, mpi, ina-dpdk (ms; -1 where not run).
 {
-  echo -e "# elements\tina_ms\tbound_ms\tgloo_ms\tmpi_ms\tina_dpdk_ms\tworkers=$WORKERS rate=$RATE"
+  echo -e "# elements\tina_ms\tbound_ms\tgloo_ms\tmpi_ms\tina_dpdk_ms\tworkers=$WORKERS rate=$RATE mtu=$MTU k=$K"
   for n in $SIZES; do
     i=$(grep "\"system\": \"ina\"" "$RESULTS" | grep "\"elements\": $n," | tail -1 || true)
     m=$(grep "\"system\": \"mpi\"" "$RESULTS" | grep "\"elements\": $n," | tail -1 || true)
@@ -344,7 +372,7 @@ done
 } | sed 's/\t\t/\t-1\t/g; s/\t\t/\t-1\t/g; s/\t$/\t-1/' > "$OUT/summary.tsv"
 cat "$OUT/summary.tsv"
 if command -v gnuplot > /dev/null; then
-  vars="data='$OUT/summary.tsv'; out='$OUT/testbed.png'; title='$WORKERS workers, $RATE links'"
+  vars="data='$OUT/summary.tsv'; out='$OUT/testbed.png'; title='$WORKERS workers, $RATE links, MTU $MTU'"
   gnuplot -e "$vars" \
     "$ROOT/scripts/plot_testbed.gp" && echo "testbed: plot in $OUT/testbed.png"
 fi

@@ -127,8 +127,9 @@ Result<Fabric> StartFabric(const Options& o) {
                                    "--udp-gso",
                                    o.udp_gso ? "1" : "0"};
   if (memif) {
-    args.insert(args.end(), {"--dpdk", MemifEal(o, -1), "--dpdk-backoff-us",
-                             std::to_string(o.dpdk_backoff_us)});
+    args.insert(args.end(),
+                {"--dpdk", MemifEal(o, -1), "--dpdk-backoff-us", std::to_string(o.dpdk_backoff_us),
+                 "--dpdk-mtu", std::to_string(o.dpdk_mtu)});
   }
   for (const auto& [flag, p] :
        {std::pair{"--drop-rate", o.drop_rate}, std::pair{"--dup-rate", o.dup_rate},

@@ -168,11 +168,11 @@ const std::vector<Flag>& Flags() {
        Rate(&Options::corrupt_rate), kParent, Get(&Options::corrupt_rate)},
       {"--seed", "S", "", "input data and fault-injection seed (default 1)",
        Int(&Options::seed, 0, INT64_MAX), kShared, Get(&Options::seed)},
-      {"--k", "K", "", "elements per packet, 64 or 256 (default 256)",
+      {"--k", "K", "", "elements per packet, 64, 256, 512, 1024 or 2048 (default 256)",
        [](Options& o, const std::string& flag, const char* v) -> Status {
          INA_ASSIGN_OR_RETURN(long long x, ParseInt(flag, v, 0, 65535));
          if (!proto::IsValidK(static_cast<uint32_t>(x))) {
-           return InvalidArgument(flag + "='" + v + "': not 64 or 256");
+           return InvalidArgument(flag + "='" + v + "': not " + std::string(proto::kKValuesText));
          }
          o.k = static_cast<int>(x);
          return Status::Ok();
@@ -262,6 +262,10 @@ const std::vector<Flag>& Flags() {
        Get(&Options::dpdk_local)},
       {"--dpdk-backoff-us", "U", "", "idle RX back-off ceiling (default 200)",
        Int(&Options::dpdk_backoff_us, 0, 1000000), kShared, Get(&Options::dpdk_backoff_us)},
+      {"--dpdk-mtu", "M", "",
+       "memif / dpdk: the frames' IP MTU, 576 .. 9000 (default 1500; 9000:\n"
+       "jumbo frames, --k up to 2048)",
+       Int(&Options::dpdk_mtu, 576, 9000), kShared, Get(&Options::dpdk_mtu)},
       {"--udp-gso", "0|1", "",
        "UDP GSO trains out, GRO in, in the workers and the switch started\n"
        "here (default 1; env INA_UDP_GSO)",

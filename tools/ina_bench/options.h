@@ -64,6 +64,7 @@ struct Options {
   std::string dpdk_eal;
   std::string dpdk_local;
   int dpdk_backoff_us = 200;
+  int dpdk_mtu = 1500;         // memif / dpdk: the frames' IP MTU (9000: jumbo, K up to 2048)
   bool udp_gso = true;         // workers' CommConfig::udp_gso and the switch's --udp-gso
   std::string quant = "auto";  // workers' CommConfig::quant
   // Where the workers' tensors live: "host" (the plain call) or "host-async" (through a memory

@@ -56,6 +56,7 @@ Result<host::CommConfig> MakeConfig(const Options& o, int rank, const std::strin
     cfg.dpdk.local_ip = local.host;
     cfg.dpdk.local_port = local.port;
     cfg.dpdk.backoff_max_us = o.dpdk_backoff_us;
+    cfg.dpdk.mtu = static_cast<unsigned>(o.dpdk_mtu);
   } else if (o.transport == "verbs") {
     cfg.transport = "verbs";  // the fabric is switch_host (its port is 4791, not switch_port)
     INA_RETURN_IF_ERROR(host::ApplyVerbsEnv(&cfg.verbs));  // each worker's own device
@@ -66,6 +67,7 @@ Result<host::CommConfig> MakeConfig(const Options& o, int rank, const std::strin
     cfg.dpdk.local_ip = local.host;
     cfg.dpdk.local_port = local.port;
     cfg.dpdk.backoff_max_us = o.dpdk_backoff_us;
+    cfg.dpdk.mtu = static_cast<unsigned>(o.dpdk_mtu);
   }
   return cfg;
 }

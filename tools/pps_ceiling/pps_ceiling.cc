@@ -33,6 +33,7 @@ namespace {
 
 constexpr uint16_t kBurst = 32;
 constexpr uint16_t kRing = 1024;
+constexpr int kMaxFrame = 9014;  // a 9000-byte jumbo frame (ina at K=2048: 8260 bytes)
 volatile std::sig_atomic_t g_stop = 0;
 void OnSignal(int) { g_stop = 1; }
 
@@ -63,7 +64,7 @@ bool Parse(int argc, char** argv, Args* a) {
   }
   if (argc % 2 != 1) return false;
   return (a->role == "echo" || a->role == "client") && a->frame_bytes >= 60 &&
-         a->frame_bytes <= 1500 && a->window >= 1 && a->window <= kRing && a->seconds >= 0;
+         a->frame_bytes <= kMaxFrame && a->window >= 1 && a->window <= kRing && a->seconds >= 0;
 }
 
 int Fail(const char* what, int rc) {
@@ -77,7 +78,7 @@ int main(int argc, char** argv) {
   Args a;
   if (!Parse(argc, argv, &a)) {
     std::fprintf(stderr,
-                 "usage: ina-pps-ceiling --role echo|client --eal \"ARGS\" [--frame-bytes 60..1500]"
+                 "usage: ina-pps-ceiling --role echo|client --eal \"ARGS\" [--frame-bytes 60..9014]"
                  " [--window 1..1024] [--seconds S]\n");
     return 2;
   }
@@ -94,8 +95,9 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, OnSignal);
   if (rte_eth_dev_count_avail() == 0) return Fail("no ethdev (--vdev)", ENODEV);
   const uint16_t port = 0;
-  rte_mempool* pool =
-      rte_pktmbuf_pool_create("ceiling", 4095, 128, 0, RTE_MBUF_DEFAULT_BUF_SIZE, rte_socket_id());
+  // One mbuf per frame, jumbo ones too (both sides use the same size).
+  const auto room = static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + kMaxFrame);
+  rte_mempool* pool = rte_pktmbuf_pool_create("ceiling", 4095, 128, 0, room, rte_socket_id());
   if (pool == nullptr) return Fail("mbuf pool", rte_errno);
   rte_eth_conf conf{};
   if (int rc = rte_eth_dev_configure(port, 1, 1, &conf); rc != 0) return Fail("configure", rc);

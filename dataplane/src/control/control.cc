@@ -103,7 +103,7 @@ void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint no
     p::JoinParam param;
     uint32_t value;
   };
-  const Bad bad = !p::IsValidK(k)                       ? Bad{p::JoinParam::kK, k}
+  const Bad bad = !p::IsValidK(k) || k > config_.max_k  ? Bad{p::JoinParam::kK, k}
                   : world < 1 || world > p::kMaxWorkers ? Bad{p::JoinParam::kWorldSize, world}
                   : window < 1                          ? Bad{p::JoinParam::kWindow, window}
                   : h.rank >= world                     ? Bad{p::JoinParam::kRank, h.rank}

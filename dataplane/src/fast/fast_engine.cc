@@ -14,8 +14,6 @@ namespace {
 
 using proto::Counter;
 
-constexpr size_t kCopyElems = proto::kMaxK;                   // 256 int32 per copy
-constexpr size_t kCopyBytes = kCopyElems * sizeof(uint32_t);  // 1 KiB
 constexpr uint8_t kTypeData = static_cast<uint8_t>(proto::MsgType::kData);
 constexpr uint8_t kTypeResult = static_cast<uint8_t>(proto::MsgType::kResult);
 constexpr uint8_t kKnownFlags =
@@ -34,6 +32,7 @@ struct CopyMeta {
 };
 
 struct JobEntry {
+  uint32_t* data;   // the job's slot memory: window x 2 copies x K int32 (AddJob allocates it)
   uint64_t stride;  // window * K: from one block of a slot to its next
   uint32_t slot_base;
   uint16_t window;
@@ -60,7 +59,6 @@ class FastEngine final : public Engine {
         crc_(options.crc != nullptr ? options.crc : proto::Crc32cBest().fn),
         swap_copy_(kernels.swap_copy),
         swap_add_(kernels.swap_add),
-        data_(AllocAligned<uint32_t>(size_t{limits.pool_slots} * 2 * kCopyElems)),
         meta_(AllocAligned<CopyMeta>(size_t{limits.pool_slots} * 2)),
         job_index_(AllocAligned<uint16_t>(65536)),
         jobs_(AllocAligned<JobEntry>(size_t{limits.max_jobs} + 1)),
@@ -71,11 +69,16 @@ class FastEngine final : public Engine {
     installed_.reserve(limits.max_jobs);
   }
 
-  bool ok() const { return data_ && meta_ && job_index_ && jobs_ && result_; }
+  ~FastEngine() override {
+    for (uint16_t idx : installed_) std::free(jobs_[idx].data);
+  }
+
+  bool ok() const { return meta_ && job_index_ && jobs_ && result_; }
 
   Status AddJob(const JobConfig& job) override {
     if (!proto::IsValidK(job.k)) {
-      return InvalidArgument("AddJob: K " + std::to_string(job.k) + " is not 64 or 256");
+      return InvalidArgument("AddJob: K " + std::to_string(job.k) + " is not " +
+                             std::string(proto::kKValuesText));
     }
     if (job.world_size < 1 || job.world_size > proto::kMaxWorkers) {
       return InvalidArgument("AddJob: world size " + std::to_string(job.world_size) +
@@ -103,10 +106,18 @@ class FastEngine final : public Engine {
       return ResourceExhausted("AddJob: job table full (" + std::to_string(limits_.max_jobs) +
                                " jobs)");
     }
+    // Slot memory sized by the job's K (8 KiB a copy at K=2048, 256 B at K=64); allocated here,
+    // on the control path, so a pool of large-K jobs costs only what they use.
+    uint32_t* data = AllocAligned<uint32_t>(size_t{job.window} * 2 * job.k).release();
+    if (data == nullptr) {
+      return ResourceExhausted("AddJob: no memory for job " + std::to_string(job.job_id) + "'s " +
+                               std::to_string(job.window) + " slots of K " + std::to_string(job.k));
+    }
     const uint16_t idx = free_entries_.back();
     free_entries_.pop_back();
     jobs_[idx] = {
-        uint64_t{job.window} * job.k, job.slot_base, job.window, job.k, job.world_size, job.job_id};
+        data,      uint64_t{job.window} * job.k, job.slot_base, job.window, job.k, job.world_size,
+        job.job_id};
     for (uint64_t s = job.slot_base; s < end; ++s) {
       for (uint16_t c = 0; c < 2; ++c) {
         CopyMeta& m = meta_[s * 2 + c];
@@ -123,6 +134,8 @@ class FastEngine final : public Engine {
     const uint16_t idx = job_index_[job_id];
     if (idx == 0) return NotFound("RemoveJob: job " + std::to_string(job_id) + " not installed");
     job_index_[job_id] = 0;
+    std::free(jobs_[idx].data);
+    jobs_[idx].data = nullptr;
     for (size_t i = 0; i < installed_.size(); ++i) {
       if (installed_[i] == idx) {
         installed_[i] = installed_.back();
@@ -173,11 +186,12 @@ class FastEngine final : public Engine {
     const JobEntry& j = jobs_[idx];
     const uint16_t slot = proto::GetSlot(h);
     if (slot >= j.window) return;
-    const size_t c = (size_t{j.slot_base} + slot) * 2 + (proto::GetGen(h) & 1);
-    __builtin_prefetch(&meta_[c], 1);
-    const uint8_t* d = reinterpret_cast<const uint8_t*>(&data_[c * kCopyElems]);
-    const size_t bytes = size_t{proto::GetCount(h)} * 4;
-    for (size_t off = 0; off < bytes && off < kCopyBytes; off += 64) __builtin_prefetch(d + off, 1);
+    const size_t copy = size_t{slot} * 2 + (proto::GetGen(h) & 1);
+    __builtin_prefetch(&meta_[size_t{j.slot_base} * 2 + copy], 1);
+    const uint8_t* d = reinterpret_cast<const uint8_t*>(&j.data[copy * j.k]);
+    // The first KiB: enough to start the add; the hardware prefetcher follows a longer block.
+    const size_t bytes = std::min<size_t>(size_t{proto::GetCount(h)}, j.k) * 4;
+    for (size_t off = 0; off < bytes && off < 1024; off += 64) __builtin_prefetch(d + off, 1);
   }
 
   inline void ProcessOne(const uint8_t* p, size_t size, Emitter& out) {
@@ -217,10 +231,11 @@ class FastEngine final : public Engine {
 
     // Rules 11-13 of engine.h: the generation window, the slot's history, disagreeing ranks.
     const uint16_t gen = proto::GetGen(p);
-    const size_t c = (size_t{job.slot_base} + slot) * 2 + (gen & 1);
+    const size_t copy = size_t{slot} * 2 + (gen & 1);
+    const size_t c = size_t{job.slot_base} * 2 + copy;
     CopyMeta& m = meta_[c];
     const CopyMeta& prev = meta_[c ^ 1];  // generation gen - 1, when in the window
-    uint32_t* elems = &data_[c * kCopyElems];
+    uint32_t* elems = &job.data[copy * job.k];
     const uint64_t bit = uint64_t{1} << rank;
     const uint32_t offset = proto::GetOffset(p);
     const bool in_progress = gen == m.gen && m.contributions != 0;
@@ -323,7 +338,6 @@ class FastEngine final : public Engine {
   void (*const swap_copy_)(void*, const void*, size_t);
   void (*const swap_add_)(uint32_t*, const void*, size_t);
   uint64_t counters_[proto::kNumCounters];
-  std::unique_ptr<uint32_t[], FreeDeleter> data_;
   std::unique_ptr<CopyMeta[], FreeDeleter> meta_;
   std::unique_ptr<uint16_t[], FreeDeleter> job_index_;  // job id -> entry (0: none)
   std::unique_ptr<JobEntry[], FreeDeleter> jobs_;       // entries 1 .. max_jobs

@@ -42,7 +42,8 @@ class ReferenceEngine final : public Engine {
 
   Status AddJob(const JobConfig& job) override {
     if (!proto::IsValidK(job.k)) {
-      return InvalidArgument("AddJob: K " + std::to_string(job.k) + " is not 64 or 256");
+      return InvalidArgument("AddJob: K " + std::to_string(job.k) + " is not " +
+                             std::string(proto::kKValuesText));
     }
     if (job.world_size < 1 || job.world_size > proto::kMaxWorkers) {
       return InvalidArgument("AddJob: world size " + std::to_string(job.world_size) +

@@ -195,6 +195,9 @@ std::vector<Flag> Flags(const EngineMenu& engines) {
        [](const Config& c) { return c.dpdk_eal; }},
       UintFlag("--dpdk-backoff-us", "U", "idle poll back-off ceiling in us (default 1000)",
                "dpdk_backoff_us", &Config::dpdk_backoff_us, 0, 1000000),
+      UintFlag("--dpdk-mtu", "M",
+               "DPDK ports' IP MTU, 576 .. 9000 (default 1500; 9000: jumbo\nframes, K up to 2048)",
+               "dpdk_mtu", &Config::dpdk_mtu, 576, 9000),
       RateFlag("--rtl-idle",
                "probability of an idle input cycle of the core (default 0;\nenv INA_RTLSIM_IDLE)",
                "rtl_idle", &Config::rtl_idle, "INA_RTLSIM_IDLE", true),
@@ -377,6 +380,7 @@ void PrintConfig(const Config& c, std::string_view engine_description, std::FILE
   for (const Flag& f : Flags(engines)) {
     if (std::string_view(f.key) == "dpdk" && !c.uses_eal()) continue;
     if (std::string_view(f.key) == "dpdk_backoff_us" && !c.uses_eal()) continue;
+    if (std::string_view(f.key) == "dpdk_mtu" && !c.uses_eal()) continue;
     if (std::string_view(f.key).starts_with("roce_") && c.io != "roce") continue;
     const std::string v = f.show(c);
     if (std::string_view(f.key) == "engine") {

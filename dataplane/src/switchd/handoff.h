@@ -8,7 +8,8 @@
 // uses entries in place and then publishes the head (release). Full: Push returns false (the
 // caller counts a drop; ina's loss recovery resends). Memory: allocated at construction.
 // Handoff: the rings of N cores, one per ordered pair (from, to) of distinct cores and direction,
-// sized to about 64 MiB in all (4096 entries each at 2 cores, 256 from 8 cores up).
+// sized to about 64 MiB in all; an entry holds the largest ina packet (8 KiB at K=2048), so 1024
+// entries each at 2 cores, 64 (two bursts) from 8 cores up.
 #pragma once
 
 #include <atomic>
@@ -74,7 +75,7 @@ class PacketRing {
 class Handoff {
  public:
   // Rings of kMinEntries .. kMaxEntries (a power of two) within about kBudgetBytes for them all.
-  static constexpr size_t kMinEntries = 256, kMaxEntries = 4096;
+  static constexpr size_t kMinEntries = 64, kMaxEntries = 4096;
   static constexpr size_t kBudgetBytes = size_t{64} << 20;
 
   explicit Handoff(unsigned cores) : cores_(cores), rings_(2 * size_t{cores} * cores) {

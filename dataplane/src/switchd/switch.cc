@@ -67,7 +67,8 @@ bool SameEndpoint(const net::Endpoint& a, const net::Endpoint& b) {
 class Switch::Core final : private Emitter, private ReplySink, private LeafSink {
  public:
   using Clock = std::chrono::steady_clock;
-  static constexpr size_t kRxBufBytes = 2048;     // > proto::kMaxPacketBytes
+  // > proto::kMaxPacketBytes, so an oversize packet is seen as one (and dropped as malformed).
+  static constexpr size_t kRxBufBytes = (proto::kMaxPacketBytes / 64 + 2) * 64;
   static constexpr size_t kRxCap = 2 * kBurst;    // a burst and its duplicates (FaultPort)
   static constexpr size_t kItemCap = 4 * kBurst;  // packets of one RxBurst round
   static constexpr size_t kTxCap = 4096;          // queued sends before a forced flush
@@ -94,6 +95,11 @@ class Switch::Core final : private Emitter, private ReplySink, private LeafSink 
     // Packets reach core (job % cores): hand out only ids this core owns.
     cc.alloc_stride = static_cast<uint16_t>(config_.cores);
     cc.alloc_residue = static_cast<uint16_t>(index_);
+    // A job's K must fit every port's frames (no IP fragmentation on the way back).
+    size_t max_datagram = net::kMaxDatagramBytes;
+    for (const auto& port : ports)
+      max_datagram = std::min(max_datagram, port->max_datagram_bytes());
+    cc.max_k = proto::LargestKFor(max_datagram);
     INA_ASSIGN_OR_RETURN(control_, ControlPlane::Create(*engine_, cc));
     if (!config_.upstream.empty()) INA_RETURN_IF_ERROR(InitLeaf(cc));
     net::FaultConfig fc;
@@ -424,7 +430,7 @@ class Switch::Core final : private Emitter, private ReplySink, private LeafSink 
   // One received datagram into the capture (IPv4 peers; others, and datagrams too long for one
   // frame, are counted as skipped and reported when the switch stops).
   void Record(const net::Packet& pk, const net::Endpoint& from) {
-    if (from.addr.ss_family != AF_INET || pk.len > net::kMaxUdpPayload) {
+    if (from.addr.ss_family != AF_INET || pk.len > kRxBufBytes) {
       ++record_skipped_;
       return;
     }
@@ -789,6 +795,7 @@ Result<std::unique_ptr<Switch>> Switch::Create(const Config& config,
       pc.ip = config.bind;
       pc.udp_port = config.port;
       pc.backoff_max_us = static_cast<int>(config.dpdk_backoff_us);
+      pc.mtu = config.dpdk_mtu;
       pc.zero_copy = false;  // the send queue is reused at once: copy into the mbufs
       pc.tx_mbufs = 2047;
       pc.ipv4_datagrams = roce;  // RoCE over DPDK: the codec around a datagram port

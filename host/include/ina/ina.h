@@ -60,7 +60,7 @@ typedef struct ina_config {
   uint16_t job_id;
   uint16_t rank;
   uint16_t world_size;
-  uint16_t k;
+  uint16_t k; /* elements per packet, 64 .. 2048; 0 (default): the largest the path MTU carries */
   uint16_t window;
   int join_timeout_ms;
   int progress_timeout_ms;
@@ -93,6 +93,7 @@ typedef struct ina_config {
   int verbs_recv_depth;      /* posted receive buffers, 1..16384 */
   int slot_wait_timeout_ms;  /* how long a JOIN waits for slots in a shared pool (join_wait) */
   uint64_t staging_bytes;    /* staging of device-memory calls pre-sized for tensors this large */
+  int dpdk_mtu;              /* transport "dpdk": the frames' IP MTU, 576..9000 (9000: K=2048) */
   /* New fields go here, at the end (see the ABI rule above). */
 } ina_config;
 

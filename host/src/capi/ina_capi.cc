@@ -48,8 +48,8 @@ constexpr Layout kConfigLayouts[] = {
     {1568, offsetof(ina_config, progress_threads) + sizeof(int)},
     // 0.2: .. quant, udp_gso (sizeof 1584 on LP64).
     {1584, offsetof(ina_config, udp_gso) + sizeof(int)},
-    // 0.3: .. the verbs_* fields, slot_wait_timeout_ms, staging_bytes.
-    {sizeof(ina_config), offsetof(ina_config, staging_bytes) + sizeof(uint64_t)},
+    // 0.3 (unreleased): .. the verbs_* fields, slot_wait_timeout_ms, staging_bytes, dpdk_mtu.
+    {sizeof(ina_config), offsetof(ina_config, dpdk_mtu) + sizeof(int)},
 };
 constexpr Layout kStatsLayouts[] = {
     // 0.1: struct_size .. ops_failed.
@@ -63,7 +63,7 @@ constexpr Layout kStatsLayouts[] = {
 // struct without adding a layout fails here.
 static_assert(kConfigLayouts[std::size(kConfigLayouts) - 1].size == sizeof(ina_config));
 static_assert(kStatsLayouts[std::size(kStatsLayouts) - 1].size == sizeof(ina_stats));
-static_assert(sizeof(void*) != 8 || sizeof(ina_config) == 1688,
+static_assert(sizeof(void*) != 8 || sizeof(ina_config) == 1696,
               "ina_config changed: append fields only, add a Layout to kConfigLayouts");
 static_assert(sizeof(void*) != 8 || sizeof(ina_stats) == 80,
               "ina_stats changed: append fields only, add a Layout to kStatsLayouts");
@@ -109,7 +109,7 @@ Status FullToC(const CommConfig& c, ina_config* out) {
                progress_threads, transport, socket_buffer_bytes, dpdk, verbs, quant, udp_gso,
                staging_bytes] = c;
   const auto& [eal_args, port, local_ip, local_port, local_mac, fabric_mac, backoff_max_us,
-               zero_copy] = dpdk;
+               zero_copy, dpdk_mtu] = dpdk;
   std::memset(out, 0, sizeof(*out));
   out->struct_size = sizeof(*out);
   INA_RETURN_IF_ERROR(WriteString(switch_host, "switch_host", out->switch_host));
@@ -135,6 +135,7 @@ Status FullToC(const CommConfig& c, ina_config* out) {
   INA_RETURN_IF_ERROR(WriteString(fabric_mac, "dpdk_fabric_mac", out->dpdk_fabric_mac));
   out->dpdk_backoff_max_us = backoff_max_us;
   out->dpdk_zero_copy = zero_copy ? 1 : 0;
+  out->dpdk_mtu = static_cast<int>(dpdk_mtu);
   INA_RETURN_IF_ERROR(WriteString(quant, "quant", out->quant));
   out->udp_gso = udp_gso ? 1 : 0;
   const auto& [device, vport, gid_index, mtu, remote_qpn, qkey, send_depth, recv_depth] = verbs;
@@ -157,8 +158,8 @@ Result<CommConfig> FullFromC(const ina_config& in) {
          slot_wait_timeout_ms, progress_timeout_ms, rto_min_us, rto_max_us, rto_initial_us,
          progress_threads, transport, socket_buffer_bytes, dpdk, verbs, quant, udp_gso,
          staging_bytes] = c;
-  auto& [eal_args, port, local_ip, local_port, local_mac, fabric_mac, backoff_max_us, zero_copy] =
-      dpdk;
+  auto& [eal_args, port, local_ip, local_port, local_mac, fabric_mac, backoff_max_us, zero_copy,
+         dpdk_mtu] = dpdk;
   INA_RETURN_IF_ERROR(ReadString(in.switch_host, "switch_host", &switch_host));
   switch_port = in.switch_port;
   job_id = in.job_id;
@@ -186,6 +187,11 @@ Result<CommConfig> FullFromC(const ina_config& in) {
                            " is not 0 or 1");
   }
   zero_copy = in.dpdk_zero_copy == 1;
+  if (in.dpdk_mtu < 576 || in.dpdk_mtu > 9000) {
+    return InvalidArgument("ina_config.dpdk_mtu: " + std::to_string(in.dpdk_mtu) +
+                           " is not in 576 .. 9000");
+  }
+  dpdk_mtu = static_cast<unsigned>(in.dpdk_mtu);
   INA_RETURN_IF_ERROR(ReadString(in.quant, "quant", &quant));
   if (in.udp_gso != 0 && in.udp_gso != 1) {
     return InvalidArgument("ina_config.udp_gso: " + std::to_string(in.udp_gso) + " is not 0 or 1");

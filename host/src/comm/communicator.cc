@@ -144,7 +144,11 @@ Status JoinError(const proto::Header& e, const CommConfig& cfg, uint16_t lane,
                                " is out of the fabric's range");
       }
       return InvalidArgument(m + ": this rank's " + words + " " + own + " differs from " +
-                             std::to_string(e.offset) + ", what the ranks that joined first sent");
+                             std::to_string(e.offset) + ", what the ranks that joined first sent" +
+                             (param == proto::JoinParam::kK
+                                  ? " (k 0, the default, takes the largest K the path MTU "
+                                    "carries: set the same k / INA_K on every rank)"
+                                  : ""));
     case proto::ErrorCode::kNoSlots:
     case proto::ErrorCode::kTooManyJobs:
       return ResourceExhausted(m);
@@ -869,6 +873,37 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const CommConfig& con
 
 namespace internal {
 
+Status ResolveK(CommConfig* cfg, const std::vector<std::unique_ptr<Transport>>& transports) {
+  size_t max_msg = 65507;
+  std::string_view path = "the fabric";
+  for (const auto& t : transports) {
+    if (t->max_message_bytes() < max_msg) {
+      max_msg = t->max_message_bytes();
+      path = t->name();
+    }
+  }
+  const std::string where = "the " + std::string(path) + " path to " + cfg->switch_host +
+                            " carries messages of at most " + std::to_string(max_msg) + " bytes";
+  if (cfg->k == 0) {
+    cfg->k = proto::LargestKFor(max_msg);
+    if (cfg->k == 0) {
+      return FailedPrecondition("config: no K fits: " + where +
+                                ", K=" + std::to_string(proto::kKValues[0]) + " needs " +
+                                std::to_string(proto::MessageBytes(proto::kKValues[0])));
+    }
+    return Status::Ok();
+  }
+  if (proto::MessageBytes(cfg->k) > max_msg) {
+    const uint16_t fits = proto::LargestKFor(max_msg);
+    return InvalidArgument("config: k " + std::to_string(cfg->k) + " makes " +
+                           std::to_string(proto::MessageBytes(cfg->k)) + "-byte messages, but " +
+                           where + " (no IP fragmentation): use k " +
+                           (fits != 0 ? "<= " + std::to_string(fits) : "none") +
+                           " or k 0 (chosen from the MTU), or raise the MTU (9000 carries 2048)");
+  }
+  return Status::Ok();
+}
+
 Result<std::unique_ptr<Communicator>> CommunicatorFactory::Create(
     const CommConfig& config, const quant::Kernels& kernels,
     std::vector<std::unique_ptr<Transport>> transports) {
@@ -877,8 +912,10 @@ Result<std::unique_ptr<Communicator>> CommunicatorFactory::Create(
                            " transports for " + std::to_string(config.progress_threads) +
                            " progress threads");
   }
-  INA_ASSIGN_OR_RETURN(const Grant grant, JoinLanes(config, transports));
-  auto impl = std::make_unique<Communicator::Impl>(config, kernels, std::move(transports), grant);
+  CommConfig cfg = config;
+  INA_RETURN_IF_ERROR(ResolveK(&cfg, transports));
+  INA_ASSIGN_OR_RETURN(const Grant grant, JoinLanes(cfg, transports));
+  auto impl = std::make_unique<Communicator::Impl>(cfg, kernels, std::move(transports), grant);
   INA_RETURN_IF_ERROR(impl->RegisterTxMemory());
   impl->Start();
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));

@@ -14,6 +14,12 @@
 
 namespace ina::host::internal {
 
+// Settles config->k against the transports' largest message (Transport::max_message_bytes, the
+// smallest over the lanes): k 0 becomes the largest proto::kKValues entry that fits
+// (proto::LargestKFor; FailedPrecondition when none does); a set k whose messages do not fit is
+// InvalidArgument naming both sizes, so a job never relies on IP fragmentation.
+Status ResolveK(CommConfig* config, const std::vector<std::unique_ptr<Transport>>& transports);
+
 class CommunicatorFactory {
  public:
   static Result<std::unique_ptr<Communicator>> Create(

@@ -52,7 +52,10 @@ Status CommConfig::Validate() const {
   if (rank >= world_size) {
     return bad("rank " + std::to_string(rank) + " >= world_size " + std::to_string(world_size));
   }
-  if (!proto::IsValidK(k)) return bad("k " + std::to_string(k) + " is not 64 or 256");
+  if (k != 0 && !proto::IsValidK(k)) {
+    return bad("k " + std::to_string(k) + " is not " + std::string(proto::kKValuesText) +
+               " (0: the largest the path MTU carries)");
+  }
   if (window < 1 || window > kMaxWindow) {
     return bad("window " + std::to_string(window) + " not in [1, " + std::to_string(kMaxWindow) +
                "]");
@@ -106,8 +109,9 @@ Status CommConfig::Validate() const {
 std::string CommConfig::ToString() const {
   std::ostringstream o;
   o << "switch=" << switch_host << ":" << switch_port << " job=" << job_id << " rank=" << rank
-    << " world=" << world_size << " k=" << k << " window=" << window
-    << " join_timeout_ms=" << join_timeout_ms << " slot_wait_timeout_ms=" << slot_wait_timeout_ms
+    << " world=" << world_size << " k=" << (k == 0 ? std::string("auto") : std::to_string(k))
+    << " window=" << window << " join_timeout_ms=" << join_timeout_ms
+    << " slot_wait_timeout_ms=" << slot_wait_timeout_ms
     << " progress_timeout_ms=" << progress_timeout_ms << " rto_us=[" << rto_min_us << ","
     << rto_initial_us << "," << rto_max_us << "]"
     << " progress_threads=" << progress_threads << " transport=" << transport
@@ -116,7 +120,8 @@ std::string CommConfig::ToString() const {
   if (transport == "dpdk") {
     o << " dpdk_eal='" << dpdk.eal_args << "' dpdk_port=" << dpdk.port
       << " dpdk_local=" << dpdk.local_ip << ":" << dpdk.local_port
-      << " dpdk_backoff_us=" << dpdk.backoff_max_us << " dpdk_zero_copy=" << dpdk.zero_copy;
+      << " dpdk_backoff_us=" << dpdk.backoff_max_us << " dpdk_zero_copy=" << dpdk.zero_copy
+      << " dpdk_mtu=" << dpdk.mtu;
   }
   if (transport == "verbs") {
     o << " verbs_device=" << (verbs.device.empty() ? "(first)" : verbs.device)

@@ -35,7 +35,8 @@
 namespace ina::host::internal {
 
 inline constexpr size_t kBurst = 32;
-inline constexpr size_t kRxBufBytes = 2048;  // > kMaxPacketBytes, so oversize packets are visible
+// > kMaxPacketBytes, so oversize packets are visible.
+inline constexpr size_t kRxBufBytes = (proto::kMaxPacketBytes / 64 + 2) * 64;
 inline constexpr std::chrono::microseconds kMaxWait{10000};  // re-check the stop flag this often
 inline constexpr std::chrono::microseconds kSendRetry{100};  // after a partial send
 // How often parked slots (waiting for the domain's quantization) are polled.

@@ -22,6 +22,7 @@ class PortTransport final : public Transport {
   Result<size_t> SendBurst(std::span<const TxPacket> packets) override;
   Result<size_t> RecvBurst(std::span<RxPacket> packets, std::chrono::microseconds timeout) override;
   std::string_view name() const override { return name_; }
+  size_t max_message_bytes() const override { return port_->max_datagram_bytes(); }
 
  private:
   static constexpr size_t kChunk = 256;  // packets converted per port call (GSO trains: <= 64)

@@ -31,6 +31,10 @@ Status ApplyDpdkEnv(DpdkConfig* c) {
     INA_ASSIGN_OR_RETURN(long long us, ParseInt("INA_DPDK_BACKOFF_US", v, 0, 1000000));
     c->backoff_max_us = static_cast<int>(us);
   }
+  if (const char* v = std::getenv("INA_DPDK_MTU")) {
+    INA_ASSIGN_OR_RETURN(long long mtu, ParseInt("INA_DPDK_MTU", v, 576, 9000));
+    c->mtu = static_cast<unsigned>(mtu);
+  }
   if (const char* v = std::getenv("INA_DPDK_ZERO_COPY")) {
     INA_ASSIGN_OR_RETURN(long long z, ParseInt("INA_DPDK_ZERO_COPY", v, 0, 1));
     c->zero_copy = z != 0;

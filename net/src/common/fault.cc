@@ -214,6 +214,7 @@ class FaultPort final : public Port {
   std::string Describe() const override { return inner_->Describe(); }
   std::string name() const override { return inner_->name(); }
   std::string_view kind() const override { return kind_; }
+  size_t max_datagram_bytes() const override { return inner_->max_datagram_bytes(); }
 
  private:
   // Sends staged_[0, k) through the inner port, waiting (bounded) while it is full.

@@ -31,8 +31,7 @@ namespace {
 
 constexpr uint16_t kRingSize = 1024;
 constexpr unsigned kPoolCache = 128;
-constexpr size_t kScratchBytes = 2048;  // a multi-segment frame is copied here to be parsed
-constexpr size_t kMaxDatagram = kIpv4Bytes + kUdpBytes + kMaxUdpPayload;  // MTU 1500
+constexpr unsigned kMaxMtu = 9000;
 constexpr auto kTxPauseMax = std::chrono::microseconds(400);
 constexpr uint16_t kExtPriv =
     RTE_ALIGN(sizeof(rte_mbuf_ext_shared_info), RTE_MBUF_PRIV_ALIGN);  // ext mbufs' private area
@@ -88,6 +87,12 @@ class DpdkPort final : public Port {
 
   Status Init(const DpdkPortConfig& c) {
     if (c.udp_port == 0) return InvalidArgument("dpdk: udp_port is required");
+    if (c.mtu < 576 || c.mtu > kMaxMtu) {
+      return InvalidArgument("dpdk: mtu " + std::to_string(c.mtu) + " not in 576 .. " +
+                             std::to_string(kMaxMtu));
+    }
+    mtu_ = c.mtu;
+    scratch_.resize(kBurst * FrameBytes());
     if (c.backoff_max_us < 0) return InvalidArgument("dpdk: backoff_max_us < 0");
     INA_ASSIGN_OR_RETURN(ip_, ParseIp(c.ip, "local ip"));
     udp_port_ = htons(c.udp_port);
@@ -167,8 +172,8 @@ class DpdkPort final : public Port {
       for (size_t i = 0; i < n; ++i) {
         const TxPacket& p = pkts[sent + i];
         const bool routable = p.to != nullptr ? p.to->addr.ss_family == AF_INET : connected_;
-        const bool fits =
-            datagrams_ ? p.len >= kIpv4Bytes && p.len <= kMaxDatagram : p.len <= kMaxUdpPayload;
+        const bool fits = datagrams_ ? p.len >= kIpv4Bytes && p.len <= mtu_
+                                     : p.len <= mtu_ - kIpv4Bytes - kUdpBytes;
         if (!fits || !routable) {
           if (sent + i == 0) {
             return InvalidArgument(
@@ -229,9 +234,12 @@ class DpdkPort final : public Port {
            std::to_string(ntohs(udp_port_));
   }
   std::string_view kind() const override { return "dpdk"; }
+  size_t max_datagram_bytes() const override { return mtu_ - kIpv4Bytes - kUdpBytes; }
   std::string name() const override { return name_; }
 
  private:
+  size_t FrameBytes() const { return kEthBytes + mtu_; }  // the longest frame, without FCS
+
   Status Fail(const char* what, int rc) const {
     return Internal("dpdk: port " + name_ + " " + what + ": " + rte_strerror(-rc));
   }
@@ -240,6 +248,20 @@ class DpdkPort final : public Port {
     rte_eth_dev_info info{};
     if (int rc = rte_eth_dev_info_get(id_, &info); rc != 0) return Fail("dev_info_get", rc);
     rte_eth_conf conf{};
+    // net_memif reports 1518 but carries any frame (it chains its 2 KiB buffers, both ways);
+    // every other PMD is taken at its word.
+    const bool chains = std::string_view(info.driver_name) == "net_memif";
+    if (FrameBytes() > info.max_rx_pktlen && !chains) {
+      return FailedPrecondition("dpdk: port " + name_ + " (" + info.driver_name +
+                                ") takes frames of at most " + std::to_string(info.max_rx_pktlen) +
+                                " bytes, not mtu " + std::to_string(mtu_) + " + 14");
+    }
+    // The ethdev's own MTU where it has one that large (a PMD that reports less, or none, is left
+    // at its default: the virtual PMDs do not filter by it).
+    if (mtu_ > RTE_ETHER_MTU && info.max_mtu >= mtu_ &&
+        FrameBytes() + RTE_ETHER_CRC_LEN <= info.max_rx_pktlen) {
+      conf.rxmode.mtu = mtu_;
+    }
     const bool multi_seg = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
     zero_copy_ = c.zero_copy && !datagrams_ && multi_seg && rte_eal_iova_mode() == RTE_IOVA_VA;
     if (zero_copy_) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
@@ -259,8 +281,14 @@ class DpdkPort final : public Port {
     };
     // Each port its own RX pool: net_af_xdp builds its UMEM on the queue's pool, so two af_xdp
     // ports on one pool (without shared_umem) stall.
-    rx_pool_ = pool("rx", std::max(c.rx_mbufs, 2u * nrx + 1), 0, RTE_MBUF_DEFAULT_BUF_SIZE);
-    tx_pool_ = pool("tx", c.tx_mbufs, 0, RTE_MBUF_DEFAULT_BUF_SIZE);
+    // One mbuf holds a whole frame (jumbo too), so RX hands out frames in place.
+    const auto room = static_cast<uint16_t>(
+        std::max<size_t>(RTE_MBUF_DEFAULT_BUF_SIZE, RTE_PKTMBUF_HEADROOM + FrameBytes()));
+    // Jumbo mbufs are 4.5 times the size: as many as the rings need, so that a switch of several
+    // ports fits the memory a --no-huge EAL has (about 29 MiB a port at mtu 9000).
+    const bool jumbo = mtu_ > RTE_ETHER_MTU;
+    rx_pool_ = pool("rx", jumbo ? 2u * nrx + 1 : std::max(c.rx_mbufs, 2u * nrx + 1), 0, room);
+    tx_pool_ = pool("tx", jumbo ? std::min(c.tx_mbufs, 1023u) : c.tx_mbufs, 0, room);
     // Data-less mbufs for external buffers, each with its own shared info in its private area:
     // one shared info for every buffer would make each free an atomic on one cache line (it was
     // a fifth of a memif worker's time); a private one with refcount 1 is freed without.
@@ -309,9 +337,9 @@ class DpdkPort final : public Port {
     if (m->nb_segs == 1) {
       f = rte_pktmbuf_mtod(m, const uint8_t*);
     } else {
-      flen = std::min<size_t>(flen, kScratchBytes);
+      flen = std::min<size_t>(flen, FrameBytes());
       f = static_cast<const uint8_t*>(
-          rte_pktmbuf_read(m, 0, static_cast<uint32_t>(flen), scratch_[i].data()));
+          rte_pktmbuf_read(m, 0, static_cast<uint32_t>(flen), scratch_.data() + i * FrameBytes()));
       if (f == nullptr) return Other();
     }
     const bool nic_checked =
@@ -404,6 +432,7 @@ class DpdkPort final : public Port {
   bool claimed_ = false, configured_ = false, started_ = false;
   bool zero_copy_ = false;
   bool datagrams_ = false;  // ipv4_datagrams
+  unsigned mtu_ = RTE_ETHER_MTU;
   bool connected_ = false;
   rte_mempool* rx_pool_ = nullptr;
   rte_mempool* tx_pool_ = nullptr;
@@ -419,7 +448,7 @@ class DpdkPort final : public Port {
   size_t stash_head_ = 0, stash_n_ = 0;
   std::array<rte_mbuf*, kBurst> loaned_{};  // handed out by the last RxBurst
   size_t loaned_n_ = 0;
-  std::array<std::array<uint8_t, kScratchBytes>, kBurst> scratch_{};
+  std::vector<uint8_t> scratch_;  // kBurst x FrameBytes(): multi-segment frames copied to parse
 };
 
 }  // namespace

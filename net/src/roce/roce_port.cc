@@ -22,7 +22,8 @@ namespace r = ::ina::proto::roce;
 namespace {
 
 constexpr uint32_t kEmptyQp = 0xFFFFFFFFu;
-constexpr size_t kRxBufBytes = 9216;  // a jumbo frame's datagram (active MTU 4096 and more)
+constexpr size_t kRoceMaxMessage = 4096;  // RoCEv2's largest path MTU: one UD SEND's payload
+constexpr size_t kRxBufBytes = 9216;      // a jumbo frame's datagram (active MTU 4096 and more)
 constexpr size_t kRxCap = 2 * kBurst;
 // IPv4 + UDP headers (built for the ICRC, not sent), BTH .. ICRC around the largest message, pad.
 constexpr size_t kTxBufBytes =
@@ -280,6 +281,10 @@ class RoceCodecPort final : public Port {
   }
   std::string name() const override {
     return inner_->kind() == "dpdk" ? inner_->name() : std::string(kind());
+  }
+  // A UD SEND is one packet of at most the path MTU, 4096 bytes at most in RoCEv2.
+  size_t max_datagram_bytes() const override {
+    return std::min<size_t>(kRoceMaxMessage, inner_->max_datagram_bytes());
   }
 
  private:

@@ -80,6 +80,25 @@ class UdpPort final : public Port {
 
   int fd() const { return fd_; }
 
+  size_t max_datagram_bytes() const override {
+    if (!connected_) return kMaxDatagramBytes;
+    // The route's MTU towards the peer (the interface's, or a learnt path MTU).
+    int mtu = 0;
+    socklen_t len = sizeof(mtu);
+    sockaddr_storage local{};
+    socklen_t local_len = sizeof(local);
+    if (getsockname(fd_, reinterpret_cast<sockaddr*>(&local), &local_len) != 0) {
+      return kMaxDatagramBytes;
+    }
+    const bool v6 = local.ss_family == AF_INET6;
+    if (getsockopt(fd_, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_MTU : IP_MTU, &mtu, &len) != 0 ||
+        mtu <= 0) {
+      return kMaxDatagramBytes;
+    }
+    const int headers = (v6 ? 40 : 20) + 8;
+    return std::min<size_t>(kMaxDatagramBytes, static_cast<size_t>(std::max(mtu - headers, 0)));
+  }
+
   Result<size_t> RxBurst(std::span<Packet> pkts) override {
     if (pkts.empty()) return size_t{0};
     if (gro_) return RecvGro(pkts);
@@ -335,6 +354,17 @@ Result<std::unique_ptr<Port>> OpenUdpPort(const UdpPortConfig& c) {
   }
   if (connected && connect(fd, reinterpret_cast<const sockaddr*>(&peer.addr), peer.len) != 0) {
     return fail("udp: connect " + EndpointToString(peer), errno);
+  }
+  if (connected) {
+    // Never fragment: a datagram longer than the path MTU fails to send (EMSGSIZE) rather than
+    // crossing the network in IP fragments (a lost fragment loses the whole message, and a
+    // fabric does not reassemble). max_datagram_bytes() says what fits.
+    const int v6 = local.addr.ss_family == AF_INET6;
+    const int dont = v6 ? IPV6_PMTUDISC_DO : IP_PMTUDISC_DO;
+    if (setsockopt(fd, v6 ? IPPROTO_IPV6 : IPPROTO_IP, v6 ? IPV6_MTU_DISCOVER : IP_MTU_DISCOVER,
+                   &dont, sizeof(dont)) != 0) {
+      return fail("udp: IP_MTU_DISCOVER", errno);
+    }
   }
   // GSO needs no socket option (UDP_SEGMENT goes with each train); getsockopt tells whether this
   // kernel knows it. GRO is best effort: a kernel that refuses it delivers plain datagrams.

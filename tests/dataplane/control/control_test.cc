@@ -129,7 +129,7 @@ class ControlTest : public ::testing::Test {
   // tests set both.
   void Make(uint32_t pool_slots = 64, uint16_t max_jobs = 8,
             milliseconds timeout = milliseconds(1000), uint16_t engine_jobs = 0,
-            uint16_t min_window = 1, uint32_t lease_calls = 0) {
+            uint16_t min_window = 1, uint32_t lease_calls = 0, uint16_t max_k = p::kMaxK) {
     EngineLimits lim;
     lim.pool_slots = pool_slots;
     lim.max_jobs = engine_jobs ? engine_jobs : max_jobs;
@@ -139,6 +139,7 @@ class ControlTest : public ::testing::Test {
     cfg.job_timeout = timeout;
     cfg.min_window = min_window;
     cfg.lease_calls = lease_calls;
+    cfg.max_k = max_k;
     auto cp = ControlPlane::Create(*engine_, cfg);
     ASSERT_TRUE(cp.ok()) << cp.status().ToString();
     cp_ = std::move(cp).value();
@@ -289,6 +290,33 @@ TEST_F(ControlTest, OutOfRangeParamsAreBadParams) {
   out_.replies.clear();
   Send(Join(5, 63, 64, 256, 2), a);
   EXPECT_TRUE(out_.replies.empty());  // pending, 1 of 64
+}
+
+TEST_F(ControlTest, EveryKOfTheSpecJoinsAndAKAboveTheFabricsFramesIsBadParams) {
+  Make(64, 8, milliseconds(1000), 0, 1, 0, /*max_k=*/256);  // e.g. a DPDK port of 1500-byte frames
+  const Peer a = MakePeer(5000);
+  uint16_t job = 10;
+  for (uint16_t k : p::kKValues) {
+    out_.replies.clear();
+    Send(Join(job, 0, 1, k, 2), a);
+    ASSERT_EQ(out_.replies.size(), 1u) << "K " << k;
+    if (k <= 256) {
+      EXPECT_EQ(out_.replies[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck)) << "K " << k;
+      EXPECT_EQ(out_.replies[0].h.count, k);
+    } else {
+      ExpectParamError(out_.replies[0], a, job, 0, p::ErrorCode::kBadParams, p::JoinParam::kK,
+                       p::kJoinValueNone);
+    }
+    ++job;
+  }
+  EXPECT_EQ(Ctr(ControlCounter::kErrBadParams), 3u);  // 512, 1024, 2048
+  // The default fabric takes every K of the spec, up to 8 KiB payloads.
+  Make();
+  out_.replies.clear();
+  Send(Join(30, 0, 1, p::kMaxK, 2), a);
+  ASSERT_EQ(out_.replies.size(), 1u);
+  EXPECT_EQ(out_.replies[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+  EXPECT_EQ(p::kMaxK, 2048);
 }
 
 TEST_F(ControlTest, DifferingParamsNameTheParamAndTheJobsValue) {

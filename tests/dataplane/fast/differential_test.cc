@@ -191,7 +191,7 @@ void RunSimulation(uint64_t seed, const NetParams& net, size_t jobs, uint16_t ro
     JobModel m;
     m.cfg.job_id = static_cast<uint16_t>(j == 0 ? pick(65536) : models[0].cfg.job_id + j);
     m.cfg.world_size = static_cast<uint16_t>(chance(0.3) ? 1 + pick(64) : 1 + pick(8));
-    m.cfg.k = chance(0.5) ? 64 : 256;
+    m.cfg.k = proto::kKValues[pick(proto::kKValues.size())];  // every K, 64 .. 2048
     m.cfg.window = static_cast<uint16_t>(1 + pick(6));
     m.cfg.slot_base = next_slot;
     next_slot += m.cfg.window + static_cast<uint32_t>(pick(3));

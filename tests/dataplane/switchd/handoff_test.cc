@@ -76,10 +76,17 @@ TEST(PacketRing, TwoThreadsMoveEveryPacketIntactInOrder) {
 }
 
 TEST(Handoff, RingsPerPairAndDirectionSizedToTheBudget) {
+  // The largest power of two whose rings (2 per ordered pair of cores) fit the budget.
+  auto fits = [](size_t cores, size_t entries) {
+    return 2 * cores * (cores - 1) * entries * sizeof(PacketRing::Entry) <= Handoff::kBudgetBytes;
+  };
   Handoff two(2);
-  EXPECT_EQ(two.entries(), Handoff::kMaxEntries);
+  EXPECT_TRUE(fits(2, two.entries()));
+  EXPECT_FALSE(fits(2, 2 * two.entries()));
+  EXPECT_EQ(two.entries(), 1024u);  // 8 KiB entries (K=2048)
   Handoff eight(8);
   EXPECT_EQ(eight.entries(), Handoff::kMinEntries);
+  EXPECT_GE(Handoff::kMinEntries, 2 * net::kBurst);
   EXPECT_FALSE(two.Pending(1));
   ASSERT_TRUE(two.rx(0, 1).Push(Packet(1), Peer(1), 0));
   EXPECT_TRUE(two.Pending(1));

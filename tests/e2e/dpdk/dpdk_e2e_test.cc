@@ -89,6 +89,9 @@ std::vector<std::string> WorkerArgv(std::vector<std::string> prefix, int rank,
   prefix.push_back("INA_JOB=7");
   prefix.push_back("INA_JOIN_TIMEOUT_MS=30000");
   prefix.push_back("INA_PROGRESS_TIMEOUT_MS=30000");
+  // The same K on every path (the default follows the path MTU: 2048 over loopback, 256 over a
+  // DPDK port of 1500-byte frames), so results compare bit for bit; env may set another.
+  prefix.push_back("INA_K=256");
   prefix.insert(prefix.end(), env.begin(), env.end());
   prefix.push_back(INA_WORKER_BIN);
   prefix.push_back(std::to_string(kElements));
@@ -133,7 +136,8 @@ class DpdkE2eTest : public ::testing::Test {
 
   // The UDP path's fingerprints for the same inputs (no loss: the result does not depend on it),
   // for `world` ranks.
-  std::vector<WorkerResult> UdpBaseline(int world = kWorld) {
+  std::vector<WorkerResult> UdpBaseline(int world = kWorld,
+                                        const std::vector<std::string>& extra_env = {}) {
     auto sw = Process::Start({INA_SWITCHD_BIN, "--bind", "127.0.0.1", "--port", "0"});
     EXPECT_TRUE(sw.ok());
     if (!sw.ok()) return {};
@@ -143,9 +147,10 @@ class DpdkE2eTest : public ::testing::Test {
     const std::string addr = line->substr(std::string("ina-switchd listening on ").size());
     std::vector<std::vector<std::string>> argvs;
     for (int r = 0; r < world; ++r) {
-      argvs.push_back(WorkerArgv(
-          {}, r,
-          {"INA_TRANSPORT=udp", "INA_SWITCH=" + addr, "INA_WORLD=" + std::to_string(world)}));
+      std::vector<std::string> env = {"INA_TRANSPORT=udp", "INA_SWITCH=" + addr,
+                                      "INA_WORLD=" + std::to_string(world)};
+      env.insert(env.end(), extra_env.begin(), extra_env.end());
+      argvs.push_back(WorkerArgv({}, r, env));
     }
     auto res = RunWorkers(argvs);
     (void)sw->Stop(SIGTERM, 5s);
@@ -234,16 +239,21 @@ class DpdkE2eTest : public ::testing::Test {
   }
 
   // The four ranks over memif: the switch with one memif server port per rank (cores > 1:
-  // --cores, port r on core r % cores), each rank a DPDK client.
-  void FourWorkersOverMemif(int cores) {
-    const auto udp = UdpBaseline();
+  // --cores, port r on core r % cores), each rank a DPDK client. jumbo: 9000-byte frames on both
+  // sides (--dpdk-mtu, INA_DPDK_MTU) and K=2048, 8 KiB payloads, against UDP at K=2048.
+  void FourWorkersOverMemif(int cores, bool jumbo = false) {
+    const std::vector<std::string> k_env =
+        jumbo ? std::vector<std::string>{"INA_K=2048"} : std::vector<std::string>{};
+    const auto udp = UdpBaseline(kWorld, k_env);
     ASSERT_EQ(udp.size(), static_cast<size_t>(kWorld));
     std::string eal = EalCommon(Prefix("sw")) + (cores > 1 ? " -l 0-1" : " -l 0");
     for (int r = 0; r < kWorld; ++r) {
       eal += " --vdev net_memif" + std::to_string(r) + ",role=server,id=0,socket=" + dir_ + "/w" +
              std::to_string(r) + ".sock";
     }
-    if (!StartSwitch({}, eal, "0.01", {"--cores", std::to_string(cores)})) {
+    std::vector<std::string> sw_extra = {"--cores", std::to_string(cores)};
+    if (jumbo) sw_extra.insert(sw_extra.end(), {"--dpdk-mtu", "9000"});
+    if (!StartSwitch({}, eal, "0.01", sw_extra)) {
       if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
       return;
     }
@@ -252,7 +262,9 @@ class DpdkE2eTest : public ::testing::Test {
       const std::string weal =
           EalCommon(Prefix("w" + std::to_string(r))) + " -l " + std::to_string(r % 2) +
           " --vdev net_memif0,role=client,id=0,socket=" + dir_ + "/w" + std::to_string(r) + ".sock";
-      argvs.push_back(WorkerArgv({}, r, DpdkEnv(weal, r)));
+      std::vector<std::string> env = DpdkEnv(weal, r);
+      if (jumbo) env.insert(env.end(), {"INA_K=2048", "INA_DPDK_MTU=9000"});
+      argvs.push_back(WorkerArgv({}, r, env));
     }
     const auto got = RunWorkers(argvs);
     const std::string ports = StopSwitch();
@@ -262,6 +274,12 @@ class DpdkE2eTest : public ::testing::Test {
 };
 
 TEST_F(DpdkE2eTest, FourWorkersOverMemifWithLoss) { FourWorkersOverMemif(1); }
+
+// Jumbo frames: 8 KiB payloads (K=2048) in 9000-byte memif frames, 1% loss at the switch, bit for
+// bit UDP's result at K=2048; the frames are single mbufs on both sides.
+TEST_F(DpdkE2eTest, FourWorkersOverMemifJumboK2048WithLoss) {
+  FourWorkersOverMemif(1, /*jumbo=*/true);
+}
 
 // --cores 2 over DPDK with two jobs of 2 ranks: job 6 (core 0) on ports 0 and 1, job 7 (core 1)
 // on ports 2 and 3, so each core aggregates a job of its own and each job has a port on either

@@ -147,6 +147,7 @@ std::vector<std::string> WorkerArgv(const std::string& sw, int rank, const std::
           "INA_RANK=" + std::to_string(rank),
           "INA_WORLD=" + std::to_string(kWorld),
           "INA_WINDOW=32",
+          "INA_K=256",  // the same K on loopback and on the 1500-byte veths (default: the MTU's)
           "INA_JOIN_TIMEOUT_MS=30000",
           "INA_PROGRESS_TIMEOUT_MS=" + std::to_string(progress_ms),
           INA_WORKER_BIN,

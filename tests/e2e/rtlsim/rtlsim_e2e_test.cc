@@ -109,7 +109,9 @@ TEST_P(RtlsimE2e, FourWorkersVerifiedAndSameAsSwitchd) {
 
 INSTANTIATE_TEST_SUITE_P(Loss, RtlsimE2e,
                          ::testing::Values(Case{100003, "float", 256, 0.02, 0.01, 0.01},
-                                           Case{20011, "int32", 64, 0.05, 0.02, 0.02}),
+                                           Case{20011, "int32", 64, 0.05, 0.02, 0.02},
+                                           // 8 KiB payloads through the RTL (MaxK 2048).
+                                           Case{100003, "float", 2048, 0.02, 0.01, 0.01}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            return std::string(info.param.dtype) + "_k" +
                                   std::to_string(info.param.k);

@@ -36,6 +36,7 @@ inline CommConfig EveryFieldConfig(uint16_t port, bool runnable) {
   c.dpdk.fabric_mac = "02:00:00:00:00:01";
   c.dpdk.backoff_max_us = 250;
   c.dpdk.zero_copy = false;
+  c.dpdk.mtu = 9000;
   c.progress_threads = 2;
   c.quant = "scalar";
   c.udp_gso = false;
@@ -58,8 +59,8 @@ inline void ExpectFields(const CommConfig& got, const CommConfig& want, bool sam
                gb] = got;
   const auto& [w0, w1, w2, w3, w4, w5, w6, w7, ws, w8, w9, w10, w11, wp, w12, w13, wd, wv, wq, wg,
                wb] = want;
-  const auto& [gd0, gd1, gd2, gd3, gd4, gd5, gd6, gd7] = gd;
-  const auto& [wd0, wd1, wd2, wd3, wd4, wd5, wd6, wd7] = wd;
+  const auto& [gd0, gd1, gd2, gd3, gd4, gd5, gd6, gd7, gd8] = gd;
+  const auto& [wd0, wd1, wd2, wd3, wd4, wd5, wd6, wd7, wd8] = wd;
   const auto& [gv0, gv1, gv2, gv3, gv4, gv5, gv6, gv7] = gv;
   const auto& [wv0, wv1, wv2, wv3, wv4, wv5, wv6, wv7] = wv;
   auto check = [&](std::string_view name, const auto& g, const auto& w) {
@@ -93,6 +94,7 @@ inline void ExpectFields(const CommConfig& got, const CommConfig& want, bool sam
   check("dpdk.fabric_mac", gd5, wd5);
   check("dpdk.backoff_max_us", gd6, wd6);
   check("dpdk.zero_copy", gd7, wd7);
+  check("dpdk.mtu", gd8, wd8);
   check("quant", gq, wq);
   check("udp_gso", gg, wg);
   check("verbs.device", gv0, wv0);

@@ -39,4 +39,5 @@ void capi_fill_every_field(ina_config* c, uint16_t port, int runnable) {
   c->verbs_recv_depth = 128;
   c->slot_wait_timeout_ms = 9000;
   c->staging_bytes = 3 << 20;
+  c->dpdk_mtu = 9000;
 }

@@ -23,7 +23,7 @@ int capi_check_config(char* err, size_t cap) {
   CHECK(c.struct_size == sizeof(ina_config));
   CHECK(strcmp(c.switch_host, "127.0.0.1") == 0);
   CHECK(c.switch_port == 47000);
-  CHECK(c.world_size == 1 && c.rank == 0 && c.k == 256 && c.window == 256);
+  CHECK(c.world_size == 1 && c.rank == 0 && c.k == 0 && c.window == 256); /* k 0: from the MTU */
   CHECK(strcmp(c.transport, "udp") == 0);
   CHECK(c.progress_timeout_ms == 5000 && c.join_timeout_ms == 10000);
   setenv("INA_WORLD", "4", 1);

@@ -158,7 +158,7 @@ void TestFabric::SendTo(const dp::Peer& to, std::span<const uint8_t> packet) {
 }
 
 void TestFabric::Run() {
-  std::vector<uint8_t> buf(4096);
+  std::vector<uint8_t> buf(p::kMaxPacketBytes + 64);  // the largest message, and one longer
   Out out(this);
   auto last_tick = std::chrono::steady_clock::now();
   while (!stop_) {

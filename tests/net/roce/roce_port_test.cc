@@ -358,8 +358,9 @@ TEST_F(RocePortLoopback, ReceivesGoodDropsBadRepliesPerQp) {
 
   // Replies: to each QP its own PSN sequence from 0, ICRC of the datagram the kernel emits.
   std::vector<TxPacket> tx;
-  // The largest ina message (K=256, 1050 bytes) and a small one.
-  const auto big = Message(proto::kMaxPacketBytes, 5);
+  // The largest ina message RoCE carries (K=512 in a 4096-byte MTU: 2074 bytes) and a small one.
+  EXPECT_EQ(port_->max_datagram_bytes(), 4096u);
+  const auto big = Message(proto::MessageBytes(proto::LargestKFor(4096)), 5);
   const std::vector<const std::vector<uint8_t>*> body = {&big, &m2, &big, &m2};
   size_t bi = 0;
   for (const Endpoint* to : {&from[0], &from[1], &from[2], &from[0]}) {
@@ -373,7 +374,7 @@ TEST_F(RocePortLoopback, ReceivesGoodDropsBadRepliesPerQp) {
   for (int i = 0; i < 4; ++i) {
     pollfd p{fd_, POLLIN, 0};
     ASSERT_EQ(poll(&p, 1, 2000), 1);
-    std::vector<uint8_t> dg(2048);
+    std::vector<uint8_t> dg(8192);
     sockaddr_in src{};
     socklen_t sl = sizeof src;
     const ssize_t n = recvfrom(fd_, dg.data() + kL3L4, dg.size() - kL3L4, 0,

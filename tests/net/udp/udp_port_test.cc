@@ -1,9 +1,17 @@
 // The kernel UDP port on loopback: bursts both ways, senders in Packet::from, GSO trains split
-// by GRO across RxBurst calls, truncation, ICMP from a connected peer, reuseport steering.
+// by GRO across RxBurst calls, truncation, ICMP from a connected peer, reuseport steering, the
+// path MTU and no IP fragmentation.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <array>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <string>
 #include <vector>
 
 #include "ina/net/udp.h"
@@ -135,6 +143,53 @@ TEST(UdpPort, LongerThanTheBufferIsFlaggedTruncated) {
   EXPECT_EQ(pk.flags & kPacketTruncated, kPacketTruncated);
   EXPECT_LE(pk.len, 100u);
   EXPECT_EQ(p.server->stats().rx_truncated, 1u);
+}
+
+// In a network namespace of its own whose loopback has a 1500-byte MTU: the connected port says
+// 1472 (1500 less IPv4 and UDP), sends that much, and refuses one byte more instead of sending IP
+// fragments; the unconnected one says the largest datagram. Needs root (ip netns).
+TEST(UdpPort, ConnectedPortSaysItsPathMtuAndNeverFragments) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (a network namespace with a 1500-byte MTU)";
+  const std::string ns = "inaudpmtu" + std::to_string(getpid());
+  ASSERT_EQ(
+      std::system(("ip netns add " + ns + " && ip -n " + ns + " link set lo mtu 1500 up").c_str()),
+      0);
+  struct Cleanup {
+    std::string ns;
+    ~Cleanup() { (void)std::system(("ip netns del " + ns + " 2>/dev/null").c_str()); }
+  } cleanup{ns};
+  // Sockets belong to the namespace of the thread that made them: make the pair inside, return.
+  const int home = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  const int there = open(("/var/run/netns/" + ns).c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(home, 0);
+  ASSERT_GE(there, 0);
+  ASSERT_EQ(setns(there, CLONE_NEWNET), 0) << std::strerror(errno);
+  Pair p = MakePair(/*gso=*/true);
+  ASSERT_EQ(setns(home, CLONE_NEWNET), 0) << std::strerror(errno);
+  close(home);
+  close(there);
+  ASSERT_TRUE(p.client && p.server);
+  EXPECT_EQ(p.client->max_datagram_bytes(), 1472u);
+  EXPECT_EQ(p.server->max_datagram_bytes(), kMaxDatagramBytes);
+
+  const std::vector<uint8_t> fits = Payload(1, 1472);
+  TxPacket t{fits.data(), 1472, nullptr};
+  auto sent = p.client->TxBurst({&t, 1});
+  ASSERT_TRUE(sent.ok()) << sent.status().ToString();
+  EXPECT_EQ(*sent, 1u);
+  const auto got = RecvAll(*p.server, 1, 1);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0], fits);
+
+  // One byte more, alone and as a GSO train of two: refused, nothing reaches the peer.
+  const std::vector<uint8_t> big = Payload(2, 1473);
+  TxPacket one{big.data(), 1473, nullptr};
+  auto refused = p.client->TxBurst({&one, 1});
+  EXPECT_FALSE(refused.ok());
+  std::array<TxPacket, 2> train = {one, one};
+  auto refused2 = p.client->TxBurst(train);
+  EXPECT_FALSE(refused2.ok());
+  EXPECT_TRUE(RecvAll(*p.server, 1, 1).empty()) << "a datagram above the MTU left as fragments";
 }
 
 TEST(UdpPort, ConnectedPeerThatIsNotThereIsUnavailable) {

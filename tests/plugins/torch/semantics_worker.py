@@ -12,7 +12,8 @@ import torch.distributed as dist
 
 import ina_torch
 
-K = 256  # elements per packet (the default the backend publishes)
+K = 256  # elements per packet: set here (the default, 0, follows the path MTU: 2048 on loopback)
+os.environ.setdefault("INA_K", str(K))
 
 
 def gather_all(t, group):

@@ -15,9 +15,9 @@
 //   from peer P. L = 0 means 1 (a one-lane worker leaves slot and gen 0). A rank with L lanes
 //   joins from L peers (one socket per progress thread), lane l carrying the job's slots s with
 //   s mod L == l:
-//     - K not in proto::kKValues, N not in 1..kMaxWorkers, W == 0, rank >= N, L > kMaxLanes or
-//       l >= L: error(bad_params), slot = the proto::JoinParam at fault (checked in that order),
-//       offset = proto::kJoinValueNone.
+//     - K not in proto::kKValues or above ControlConfig::max_k, N not in 1..kMaxWorkers,
+//       W == 0, rank >= N, L > kMaxLanes or l >= L: error(bad_params), slot = the
+//       proto::JoinParam at fault (checked in that order), offset = proto::kJoinValueNone.
 //     - job pending or active with other (K, N, W, L): error(bad_params), slot = the first
 //       JoinParam that differs, offset = the job's value of it (what the ranks already joined
 //       sent); the job's entry is not changed.
@@ -178,6 +178,10 @@ struct ControlConfig {
   // keeps its slots until it ends, and queued jobs wait for jobs to end).
   uint16_t min_window = 8;
   uint32_t lease_calls = 0;
+  // The largest K the fabric's I/O carries in one frame (ina-switchd: from its ports'
+  // max_datagram_bytes, e.g. 256 for a DPDK port of 1500-byte frames); a JOIN asking more is
+  // refused with bad_params (K, out of the fabric's range).
+  uint16_t max_k = proto::kMaxK;
 };
 
 // Max-min fair division of `pool` slots among jobs asking `demands` slots (water-filling): a

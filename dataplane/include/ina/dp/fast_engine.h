@@ -2,13 +2,14 @@
 // results and counters to the reference engine, which the tests check packet for packet), built
 // for throughput on one core.
 //
-// Layout: flat preallocated slot memory (pool_slots x 2 copies x 256 int32, 64-byte aligned, one
-// KiB per copy) plus a small metadata record per copy; a direct-index job table (job id -> entry
-// index, 65536 x uint16) in front of max_jobs job entries; counters as a plain uint64 array; one
-// preallocated result buffer. Per packet: no allocation, locks, exceptions or logging. The
-// big-endian payload is byte-swapped and added with the best SIMD kernel the CPU has (AVX-512BW,
-// AVX2 or scalar), chosen once when the engine is made; the CRC32C trailer of each packet is
-// checked, and computed for each result, with the best ina/proto/crc32c.h variant.
+// Layout: a small metadata record per pool slot copy (pool_slots x 2, preallocated); each job's
+// slot memory (window x 2 copies x K int32, 64-byte aligned: 256 B a copy at K=64, 8 KiB at
+// K=2048) allocated by AddJob and freed by RemoveJob, on the control path; a direct-index job table
+// (job id -> entry index, 65536 x uint16) in front of max_jobs job entries; counters as a plain
+// uint64 array; one preallocated result buffer. Per packet: no allocation, locks, exceptions or
+// logging. The big-endian payload is byte-swapped and added with the best SIMD kernel the CPU has
+// (AVX-512BW, AVX2 or scalar), chosen once when the engine is made; the CRC32C trailer of each
+// packet is checked, and computed for each result, with the best ina/proto/crc32c.h variant.
 //
 // Threading: single-threaded like every Engine; run one per core.
 #pragma once
@@ -21,8 +22,8 @@
 
 namespace ina::dp {
 
-// Returns a fast engine with an empty job table and zero counters, or nullptr if its slot memory
-// (pool_slots KiB x 2, allocated here, once) cannot be allocated.
+// Returns a fast engine with an empty job table and zero counters, or nullptr if its tables
+// cannot be allocated. AddJob is ResourceExhausted when the job's slot memory cannot be.
 // REQUIRES: limits.pool_slots >= 1, limits.max_jobs >= 1.
 std::unique_ptr<Engine> MakeFastEngine(const EngineLimits& limits);
 

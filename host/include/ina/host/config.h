@@ -25,8 +25,12 @@ struct CommConfig {
   uint16_t job_id = 1;
   uint16_t rank = 0;        // 0 .. world_size-1
   uint16_t world_size = 1;  // 1 .. proto::kMaxWorkers
-  uint16_t k = 256;         // elements per packet: one of proto::kKValues
-  uint16_t window = 256;    // slots asked for in JOIN (the fabric may grant fewer): 1 .. kMaxWindow
+  // Elements per packet: one of proto::kKValues (64 .. 2048), the same on every rank; 0 (the
+  // default): the largest whose message the path carries unfragmented (Transport::
+  // max_message_bytes: 256 on a 1500-byte MTU, 2048 on a 9000-byte one or loopback, 512 on
+  // RoCE's 4096). Communicator::config() reports the K in use.
+  uint16_t k = 0;
+  uint16_t window = 256;  // slots asked for in JOIN (the fabric may grant fewer): 1 .. kMaxWindow
   int join_timeout_ms = 10000;  // every rank must have joined by then
   // Once every rank joined, how long to wait for slots while the fabric queues the job behind
   // others (join_wait; also at each re-join at a lease's end): DeadlineExceeded after that.

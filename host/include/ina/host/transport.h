@@ -58,6 +58,11 @@ class Transport {
   virtual Result<size_t> RecvBurst(std::span<RxPacket> packets,
                                    std::chrono::microseconds timeout) = 0;
   virtual std::string_view name() const = 0;
+  // The longest message (bytes: header, payload, trailer) one packet carries to the fabric
+  // without fragmentation: udp: the route's MTU less IPv4/IPv6 + UDP headers (1472 on a 1500-byte
+  // Ethernet, 8972 on a 9000-byte jumbo one); dpdk: the port's frames; verbs: the path MTU (a UD
+  // SEND is one packet). The communicator sizes K by it (CommConfig::k 0). Default: 65507.
+  virtual size_t max_message_bytes() const { return 65507; }
   // Registers [data, data + len) as memory packets will be sent from, so a transport that can
   // send from registered memory (verbs: ibv_reg_mr) posts them from where they lie instead of
   // copying; the caller keeps the region alive (and a packet's bytes unchanged until the fabric
@@ -90,7 +95,7 @@ class Transport {
 
 // The DPDK transport's settings (kind "dpdk"; see host/src/transport/dpdk/dpdk_transport.h).
 // Environment (ApplyDpdkEnv): INA_DPDK_EAL, INA_DPDK_PORT, INA_DPDK_LOCAL=ip:port, INA_DPDK_MAC,
-// INA_DPDK_FABRIC_MAC, INA_DPDK_BACKOFF_US, INA_DPDK_ZERO_COPY=0|1.
+// INA_DPDK_FABRIC_MAC, INA_DPDK_BACKOFF_US, INA_DPDK_ZERO_COPY=0|1, INA_DPDK_MTU.
 struct DpdkConfig {
   std::string eal_args;       // EAL command line, whitespace-separated, without argv[0]
   std::string port;           // ethdev name ("net_memif0"); empty: the first port
@@ -100,6 +105,7 @@ struct DpdkConfig {
   std::string fabric_mac;     // the switch's MAC; empty: broadcast until learnt from its packets
   int backoff_max_us = 1000;  // idle RX back-off ceiling (pause, then sleeps doubling up to it)
   bool zero_copy = true;      // attach TX buffers as external mbufs when the port allows
+  unsigned mtu = 1500;        // the frames' IP MTU, 576 .. 9000 (9000: jumbo frames, K=2048)
 };
 
 // Applies the INA_DPDK_* variables that are set. InvalidArgument names a malformed variable.

@@ -57,6 +57,7 @@ class VerbsTransport : public Transport {
   // body is one SEND of a gather list: the host header, the body, the host trailer.
   virtual uint32_t qp_num() const = 0;  // this worker's QP number (the fabric replies to it)
   virtual int active_mtu() const = 0;   // the path MTU in bytes
+  size_t max_message_bytes() const override { return static_cast<size_t>(active_mtu()); }
   virtual VerbsCounters counters() const = 0;
 };
 

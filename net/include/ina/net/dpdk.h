@@ -55,17 +55,24 @@ struct DpdkPortConfig {
   bool zero_copy = false;  // TX payload as external buffers (see above)
   // Whole IPv4 datagrams instead of UDP payloads (the RoCE port over DPDK, roce.h): RxBurst hands
   // out each accepted frame's IPv4 datagram, header first (`from` as usual); TxBurst takes whole
-  // IPv4 datagrams of at most 1500 bytes to an AF_INET destination, fills in the IPv4 header
+  // IPv4 datagrams of at most `mtu` bytes to an AF_INET destination, fills in the IPv4 header
   // checksum and sends the rest as given (no zero-copy).
   bool ipv4_datagrams = false;
+  // The IP MTU of the port's frames: 1500, or more for jumbo frames (up to 9000: an 8 KiB ina
+  // payload, K=2048, in one frame). Above 1500 the mbufs hold a whole frame (RX and copied TX)
+  // and the ethdev is configured with the MTU where it reports one that large; the vdev must
+  // carry such frames too: a PMD whose reported largest frame is shorter is FailedPrecondition,
+  // except net_memif, which reports 1518 but chains its 2 KiB buffers for any frame.
+  // max_datagram_bytes() is mtu - 28.
+  unsigned mtu = 1500;
   int backoff_max_us = 1000;  // idle RX back-off ceiling
   unsigned rx_mbufs = 4095;   // mbuf pool sizes (a power of two minus one suits the ring)
   unsigned tx_mbufs = 4095;
 };
 
-// Errors: InvalidArgument (bad address, MAC or port name), FailedPrecondition (no port, or the
-// port is in use), Internal (a port or pool call failed), Unavailable (EAL not started),
-// Unimplemented (not built).
+// Errors: InvalidArgument (bad address, MAC or port name, mtu outside 576 .. 9000),
+// FailedPrecondition (no port, the port is in use, or its frames are shorter than mtu + 14),
+// Internal (a port or pool call failed), Unavailable (EAL not started), Unimplemented (not built).
 Result<std::unique_ptr<Port>> OpenDpdkPort(const DpdkPortConfig& config);
 
 }  // namespace ina::net

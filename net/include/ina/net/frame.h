@@ -49,7 +49,7 @@ uint16_t UdpChecksum(uint32_t src_ip, uint32_t dst_ip, const uint8_t* udp,
 // Writes the 42 header bytes of a frame carrying `payload` into out[0, 42), UDP checksum
 // included (computed over payload, which Build does not copy) unless udp_checksum is false (then
 // 0: none, as IPv4 allows, for payloads that carry a check of their own). REQUIRES:
-// payload.size() <= kMaxUdpPayload.
+// payload.size() <= kMaxDatagramBytes (port.h; a frame of more than kMaxUdpPayload is a jumbo one).
 void BuildUdpHeaders(const FrameAddrs& a, std::span<const uint8_t> payload, uint8_t* out,
                      bool udp_checksum = true);
 

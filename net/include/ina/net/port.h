@@ -34,6 +34,7 @@
 namespace ina::net {
 
 inline constexpr size_t kBurst = 32;
+inline constexpr size_t kMaxDatagramBytes = 65507;  // IPv4's largest UDP payload
 
 struct Endpoint {
   sockaddr_storage addr{};
@@ -132,6 +133,12 @@ class Port {
   // True when TxBurst sends runs of equal-size packets to one destination as one message (GSO):
   // a user gains by grouping its packets per destination.
   virtual bool coalesces() const { return false; }
+  // The largest datagram (UDP payload, bytes) one frame of this port carries to its peer without
+  // IP fragmentation: a connected UDP port's path MTU less the IP and UDP headers (the kernel's
+  // IP_MTU; such a port also refuses to fragment: a longer datagram fails to send), an L2 port's
+  // MTU less its headers. A user sizes its messages by it (ina: the default K). Default: the
+  // largest UDP datagram.
+  virtual size_t max_datagram_bytes() const { return kMaxDatagramBytes; }
 
   virtual PortStats stats() const = 0;
   // The local address ("0.0.0.0:47000"; DPDK: "10.77.0.1:47000 net_memif0 02:..").

@@ -44,6 +44,7 @@ struct Config {
   std::string dpdk_eal;             // --dpdk: EAL arguments (implies --io dpdk unless --io roce);
                                     // every port probed (e.g. by --vdev) is a switch port
   uint32_t dpdk_backoff_us = 1000;  // idle back-off ceiling of the DPDK poll loop
+  uint32_t dpdk_mtu = 1500;         // the DPDK ports' IP MTU (9000: jumbo frames, K=2048)
   // True when the ports are DPDK ethdevs (--io dpdk, or --io roce with --dpdk).
   bool uses_eal() const { return io == "dpdk" || (io == "roce" && !dpdk_eal.empty()); }
   uint32_t cores = 1;  // loop threads, 1 .. kMaxCores: each owns the jobs j % cores; with
