@@ -26,8 +26,9 @@ while [ $# -gt 0 ]; do
   esac
 done
 [[ $K =~ ^(64|256|512|1024|2048)$ ]] || { echo "bench-pps: --k wants 64, 256, 512, 1024 or 2048" >&2; exit 2; }
-MTU=1500
-[ "$K" -le 256 ] || MTU=9000
+MTU=1500 BSIZE=""
+# Jumbo: memif buffers that hold a whole frame (ina-bench does the same; net/dpdk.h says why).
+[ "$K" -le 256 ] || { MTU=9000; BSIZE=",bsize=16384"; }
 B=$BUILD/bin
 for x in ina-bench ina-switchd ina-pps-ceiling; do
   [ -x "$B/$x" ] || { echo "bench-pps: $B/$x missing (build with DPDK: scripts/build.sh)" >&2; exit 1; }
@@ -52,12 +53,12 @@ for r in $(seq 1 "$ROUNDS"); do
   pps=$(echo "$out" | field ina_pps); frame=$(echo "$out" | field data_frame_bytes)
   ina+=("$pps")
   echo "round $r: ina      $pps packets/s (verified, ${frame}-byte frames)"
-  "$B/ina-pps-ceiling" --role echo --eal "$eal -l 0 --file-prefix ${prefix}e --vdev net_memif0,role=server,socket=$dir/c.sock" \
+  "$B/ina-pps-ceiling" --role echo --eal "$eal -l 0 --file-prefix ${prefix}e --vdev net_memif0,role=server,socket=$dir/c.sock$BSIZE" \
       >/dev/null 2>&1 &
   echo_pid=$!
   sleep 1
   out=$("$B/ina-pps-ceiling" --role client --frame-bytes "$frame" --window 256 --seconds "$SECONDS_" \
-        --eal "$eal -l 1 --file-prefix ${prefix}c --vdev net_memif0,role=client,socket=$dir/c.sock")
+        --eal "$eal -l 1 --file-prefix ${prefix}c --vdev net_memif0,role=client,socket=$dir/c.sock$BSIZE")
   kill "$echo_pid" 2>/dev/null || true  # it may have stopped itself (link down)
   wait "$echo_pid" 2>/dev/null || true
   echo_pid=

@@ -8,7 +8,9 @@
 # Sweeps (all by default): size (time against tensor size, 64 and 1024 workers), workers (time
 # against workers at 16 MiB), contention (1 to 8 jobs sharing 256 workers' fat tree), calib (the
 # testbed points of the calibration table; with --testbed, each a scripts/testbed.sh --out folder,
-# calib.md puts the measured times next to the model's). --tables-only remakes the tables and
+# calib.md puts the measured times next to the model's), jumbo (the testbed at 1 Gbit/s with
+# 9000-byte frames, ina at K=2048 and the ring's TCP at MSS 8948: jumbo.md beside the runs of
+# --testbed folders made with --mtu 9000). --tables-only remakes the tables and
 # plots from the JSON lines already in --out. Exit status: 0, 1 if a point failed, 2 on bad usage.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -26,18 +28,25 @@ while [[ $# -gt 0 ]]; do
     --testbed) TESTBED+=("$(cd "$2" && pwd)"); shift 2 ;;
     --tables-only) TABLES_ONLY=1; shift ;;
     -h|--help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
-    size|workers|contention|calib) SWEEPS+=("$1"); shift ;;
+    size|workers|contention|calib|jumbo) SWEEPS+=("$1"); shift ;;
     *) echo "scale-sim: unknown argument '$1' (see --help)" >&2; exit 2 ;;
   esac
 done
-[[ ${#SWEEPS[@]} -gt 0 ]] || SWEEPS=(calib size workers contention)
+[[ ${#SWEEPS[@]} -gt 0 ]] || SWEEPS=(calib jumbo size workers contention)
 SIM=$BUILD/bin/ina-scale-sim
 [[ -x $SIM ]] || { echo "scale-sim: no $SIM (build the ina-scale-sim target)" >&2; exit 2; }
 mkdir -p "$OUT"
 
 # The fabric of the scale figures: 100 Gbit/s worker links, 1 us per link crossed (cable and a
-# cut-through switch), 5 us per ring step (a send/receive through the host's stack), leaves of 32.
-SCALE="--rate 100gbit --hop-latency-us 1 --ring-step-us 5"
+# cut-through switch), 5 us per ring step (a send/receive through the host's stack), leaves of 32;
+# 9000-byte frames, as datacenter Ethernet runs: ina at K=2048 (8 KiB payloads, a window of 128
+# slots = 1 MiB), the ring's TCP at MSS 8948.
+SCALE="--rate 100gbit --hop-latency-us 1 --ring-step-us 5 --k 2048 --window 128 --mss 8948"
+# The jumbo testbed (docs/scale.md, "Calibration at 1 Gbit/s with 9000-byte frames"): the switch's
+# CPU per packet measured by scripts/testbed.sh in the same runs (switch_cpu_ms / packets), not
+# fitted to the times.
+JUMBO="--hop-latency-us 30 --switch-cost-us 14.3 --ring-step-us 0 --tcp-efficiency 0.86"
+JUMBO+=" --k 2048 --window 128 --mss 8948"
 # The testbed's calibrated parameters (docs/scale.md, "Calibration").
 CALIB="--hop-latency-us 30 --switch-cost-us 28 --ring-step-us 0 --tcp-efficiency 0.86"
 
@@ -73,6 +82,12 @@ for s in "${SWEEPS[@]}"; do
           for a in ina ring; do
             pts+=("--algo $a --workers $((256 / j)) --jobs $j --leaf-size 16 --placement spread --oversub $o --elements 4194304 $SCALE")
           done
+        done
+      done ;;
+    jumbo)
+      for n in 4 8; do
+        for e in 4194304 16777216; do
+          for a in ina ring; do pts+=("--algo $a --workers $n --rate 1gbit --elements $e $JUMBO"); done
         done
       done ;;
     calib)
@@ -175,6 +190,31 @@ if rows:
                 rr = ", ".join(f"{mr / b:.2f}" for _, b, _ in runs)
                 f.write(f"| {n} | {r / 1e6:g} Mbit/s | {e // 1048576}M | {ina_s} | {mi:.0f} | {ri} | "
                         f"{ring_s} | {mr:.0f} | {rr} |\n")
+rows = load("jumbo")
+if rows:
+    key = collections.defaultdict(dict)
+    for d in rows: key[(d["workers"], d["elements"])][d["algo"]] = d
+    meas = collections.defaultdict(list)
+    for d in testbed:
+        for l in open(os.path.join(d, "results.jsonl")):
+            m = json.loads(l)
+            if m.get("system") == "ina" and m.get("mtu") == 9000 and m.get("k") == 2048:
+                meas[(m["workers"], m["elements"])].append(m)
+    with open(os.path.join(out, "jumbo.md"), "w") as f:
+        f.write("| workers | floats | ina measured ms | ina model ms | model / measured | "
+                "switch us/packet measured | Gloo ring measured ms | ring model ms | model / measured |\n"
+                "|---|---|---|---|---|---|---|---|---|\n")
+        for (n, e), v in sorted(key.items()):
+            mi, mr = v["ina"]["time_ms"], v["ring"]["time_ms"]
+            runs = meas.get((n, e), [])
+            ina_s = ", ".join(f"{m['ina_ms_median']:.0f}" for m in runs) or "-"
+            ri = ", ".join(f"{mi / m['ina_ms_median']:.2f}" for m in runs) or "-"
+            cost = ", ".join(f"{1000 * m.get('switch_cpu_ms', 0) / max(1, m['packets_sent']):.1f}"
+                             for m in runs) or "-"
+            ring_s = ", ".join(f"{m['gloo_ms_median']:.0f}" for m in runs) or "-"
+            rr = ", ".join(f"{mr / m['gloo_ms_median']:.2f}" for m in runs) or "-"
+            f.write(f"| {n} | {e // 1048576}M | {ina_s} | {mi:.0f} | {ri} | {cost} | {ring_s} | "
+                    f"{mr:.0f} | {rr} |\n")
 PY
 if command -v gnuplot > /dev/null; then
   for fig in size workers contention; do

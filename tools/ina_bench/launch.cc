@@ -81,16 +81,21 @@ std::string MemifEal(const Options& o, int rank) {
     return o.memif_dir + "/w" + std::to_string(r) + (l > 0 ? "l" + std::to_string(l) : "") +
            ".sock";
   };
+  // Jumbo frames: memif buffers that hold a whole frame, so none is chained over several
+  // descriptors (DPDK 22.11's memif leaves a stale "next" flag on a descriptor that once began a
+  // chain, which glues a later one-descriptor frame to the next one).
+  const std::string bsize = o.dpdk_mtu > 1500 ? ",bsize=16384" : "";
   if (rank >= 0) {
     for (int l = 0; l < lanes; ++l) {
-      eal += " --vdev net_memif" + std::to_string(l) + ",role=client,socket=" + sock(rank, l);
+      eal +=
+          " --vdev net_memif" + std::to_string(l) + ",role=client,socket=" + sock(rank, l) + bsize;
     }
     return eal;
   }
   for (int r = 0; r < o.workers; ++r) {
     for (int l = 0; l < lanes; ++l) {
       eal += " --vdev net_memif" + std::to_string(r * lanes + l) +
-             ",role=server,id=0,socket=" + sock(r, l);
+             ",role=server,id=0,socket=" + sock(r, l) + bsize;
     }
   }
   return eal;

@@ -20,6 +20,7 @@
 #include <rte_mbuf.h>
 #include <rte_pause.h>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -95,8 +96,10 @@ int main(int argc, char** argv) {
   std::signal(SIGTERM, OnSignal);
   if (rte_eth_dev_count_avail() == 0) return Fail("no ethdev (--vdev)", ENODEV);
   const uint16_t port = 0;
-  // One mbuf per frame, jumbo ones too (both sides use the same size).
-  const auto room = static_cast<uint16_t>(RTE_PKTMBUF_HEADROOM + kMaxFrame);
+  // One mbuf per frame, jumbo ones too (both sides use the same size); the default size for
+  // frames that fit it.
+  const auto room = static_cast<uint16_t>(
+      std::max<int>(RTE_MBUF_DEFAULT_BUF_SIZE, RTE_PKTMBUF_HEADROOM + a.frame_bytes));
   rte_mempool* pool = rte_pktmbuf_pool_create("ceiling", 4095, 128, 0, room, rte_socket_id());
   if (pool == nullptr) return Fail("mbuf pool", rte_errno);
   rte_eth_conf conf{};
