@@ -240,7 +240,10 @@ dpdk_vdev() {  # index iface
   if [[ $DPDK_PMD == af_xdp ]]; then
     echo "--vdev net_af_xdp$1,iface=$2,start_queue=0,queue_count=1"
   else
-    echo "--vdev net_af_packet$1,iface=$2,qdisc_bypass=0"
+    # Jumbo: 10 KiB frames in the packet ring (the default, 2 KiB, holds a 1500-byte MTU's).
+    local jumbo=
+    ((MTU > 1500)) && jumbo=",framesz=10240,blocksz=20480"
+    echo "--vdev net_af_packet$1,iface=$2,qdisc_bypass=0$jumbo"
   fi
 }
 
@@ -253,7 +256,7 @@ run_ina_dpdk() {  # n udp_fingerprint
     swlist+=${swlist:+,}$DPDK_SW_IP:$DPDK_SW_PORT
   done
   ip netns exec "$SW" "$SWITCHD" --bind "$DPDK_SW_IP" --port "$DPDK_SW_PORT" --dpdk "$eal" \
-    --dpdk-backoff-us "$DPDK_BACKOFF_US" > "$TMP/dswitchd.out" 2>&1 &
+    --dpdk-backoff-us "$DPDK_BACKOFF_US" --dpdk-mtu "$MTU" > "$TMP/dswitchd.out" 2>&1 &
   DSWITCH_PID=$!
   for _ in $(seq 300); do
     grep -q ' listening on ' "$TMP/dswitchd.out" && break
@@ -272,6 +275,7 @@ run_ina_dpdk() {  # n udp_fingerprint
               --worker-addr "$ADDRLIST" --timeout-s "$TIMEOUT_S" --transport dpdk
               --dpdk-eal "$DPDK_EAL --file-prefix $PREFIX-w{rank} $(dpdk_vdev 0 'w{rank}')"
               --dpdk-local "10.77.{rank}.3:$DPDK_LOCAL_PORT" --dpdk-backoff-us "$DPDK_BACKOFF_US"
+              --dpdk-mtu "$MTU"
               --rto-min-us "$RTO_MIN_US")
   echo "testbed: ina-dpdk ($DPDK_PMD), $n floats ..."
   run_child timeout -k 5 $((TIMEOUT_S + 30)) "$BENCH" "${args[@]}" > "$TMP/bench.out" \

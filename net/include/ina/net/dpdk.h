@@ -62,7 +62,8 @@ struct DpdkPortConfig {
   // payload, K=2048, in one frame). Above 1500 the mbufs hold a whole frame (RX and copied TX)
   // and the ethdev is configured with the MTU where it reports one that large; the vdev must
   // carry such frames too: a PMD whose reported largest frame is shorter is FailedPrecondition,
-  // except net_memif, which reports 1518 but carries any frame. Give memif buffers that hold a
+  // except net_memif and net_af_packet, which report 1518 whatever they carry (af_packet: give it
+  // framesz=10240,blocksz=20480, else it drops the longer frames). Give memif buffers that hold a
   // whole frame (devarg bsize=16384 on both ends): a frame chained over several of its default
   // 2 KiB buffers arrives damaged now and then in DPDK 22.11 (the CRC32C trailer catches it and
   // loss recovery resends, at a fraction of the rate).
