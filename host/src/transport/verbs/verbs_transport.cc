@@ -7,6 +7,7 @@
 #include <poll.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
@@ -183,7 +184,8 @@ class VerbsTransportImpl final : public VerbsTransport {
   VerbsCounters counters() const override { return counters_; }
 
  private:
-  Status PostRecv(size_t slot);
+  static constexpr size_t kPostBatch = 32;  // work requests chained into one post
+  Status PostRecv(std::span<const uint32_t> slots);
   Status ReapSends();
 
   std::string dev_ = "(no device)";
@@ -209,18 +211,28 @@ class VerbsTransportImpl final : public VerbsTransport {
 };
 
 // wr_id of a send: bounce slot + 1, or 0 for a zero-copy send.
-Status VerbsTransportImpl::PostRecv(size_t slot) {
-  ibv_sge sge{};
-  sge.addr = reinterpret_cast<uintptr_t>(rx_pool_.data() + slot * slot_bytes_);
-  sge.length = static_cast<uint32_t>(slot_bytes_);
-  sge.lkey = rx_mr_->lkey();
-  ibv_recv_wr wr{};
-  wr.wr_id = slot;
-  wr.sg_list = &sge;
-  wr.num_sge = 1;
-  ibv_recv_wr* bad = nullptr;
-  const int rc = ibv_post_recv(qp_, &wr, &bad);
-  if (rc != 0) return VerbsError("ibv_post_recv", dev_, rc);
+// Posts the receive buffers of `slots` as one chain of work requests: one ibv_post_recv (one
+// doorbell, or one system call for a software provider such as rxe) per batch, not per packet.
+Status VerbsTransportImpl::PostRecv(std::span<const uint32_t> slots) {
+  std::array<ibv_sge, kPostBatch> sge{};
+  std::array<ibv_recv_wr, kPostBatch> wr{};
+  for (size_t at = 0; at < slots.size(); at += kPostBatch) {
+    const size_t n = std::min(kPostBatch, slots.size() - at);
+    for (size_t i = 0; i < n; ++i) {
+      const size_t slot = slots[at + i];
+      sge[i].addr = reinterpret_cast<uintptr_t>(rx_pool_.data() + slot * slot_bytes_);
+      sge[i].length = static_cast<uint32_t>(slot_bytes_);
+      sge[i].lkey = rx_mr_->lkey();
+      wr[i] = {};
+      wr[i].wr_id = slot;
+      wr[i].sg_list = &sge[i];
+      wr[i].num_sge = 1;
+      wr[i].next = i + 1 < n ? &wr[i + 1] : nullptr;
+    }
+    ibv_recv_wr* bad = nullptr;
+    const int rc = ibv_post_recv(qp_, wr.data(), &bad);
+    if (rc != 0) return VerbsError("ibv_post_recv", dev_, rc);
+  }
   return Status::Ok();
 }
 
@@ -357,7 +369,9 @@ Status VerbsTransportImpl::Open(const TransportConfig& config) {
       MemoryRegion::Register(pd_, dev_, tx_pool_.data(), tx_pool_.size(), IBV_ACCESS_LOCAL_WRITE));
   tx_mr_.emplace(std::move(tx));
   for (int i = cfg_.send_depth - 1; i >= 0; --i) free_tx_.push_back(static_cast<uint32_t>(i));
-  for (int i = 0; i < cfg_.recv_depth; ++i) INA_RETURN_IF_ERROR(PostRecv(static_cast<size_t>(i)));
+  std::vector<uint32_t> all(static_cast<size_t>(cfg_.recv_depth));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint32_t>(i);
+  INA_RETURN_IF_ERROR(PostRecv(all));
   return Status::Ok();
 }
 
@@ -383,81 +397,105 @@ Status VerbsTransportImpl::ReapSends() {
 Result<size_t> VerbsTransportImpl::SendBurst(std::span<const TxPacket> packets) {
   INA_RETURN_IF_ERROR(ReapSends());
   size_t sent = 0;
-  for (const TxPacket& p : packets) {
-    if (p.bytes() > static_cast<size_t>(mtu_)) {
-      if (sent > 0) break;  // report the ones sent; this packet fails on the next call
-      return InvalidArgument("verbs: packet of " + std::to_string(p.bytes()) + " bytes above the " +
-                             std::to_string(mtu_) + "-byte MTU of " + dev_);
-    }
-    const MemoryRegion* body_mr = nullptr;
-    if (p.body != nullptr) {
-      const auto b = reinterpret_cast<uintptr_t>(p.body);
-      for (const auto& r : body_regions_) {
-        if (r.Contains(b, p.body_len)) body_mr = &r;
+  // Up to kPostBatch packets are chained into one ibv_post_send (one doorbell, or one system call
+  // for a software provider such as rxe); a packet that cannot go now ends the chain.
+  std::array<ibv_send_wr, kPostBatch> wr{};
+  std::array<std::array<ibv_sge, 3>, kPostBatch> sge{};
+  std::array<uint8_t, kPostBatch> kind{};  // 1 zero-copy, 2 bounced; | 4 with a body
+  while (sent < packets.size()) {
+    size_t n = 0;
+    Status stop = Status::Ok();  // why the chain ended early, when it is an error
+    for (size_t at = sent; at < packets.size() && n < kPostBatch; ++at) {
+      const TxPacket& p = packets[at];
+      if (p.bytes() > static_cast<size_t>(mtu_)) {
+        stop = InvalidArgument("verbs: packet of " + std::to_string(p.bytes()) +
+                               " bytes above the " + std::to_string(mtu_) + "-byte MTU of " + dev_);
+        break;
       }
-      if (body_mr == nullptr || p.split > p.len) {
-        if (sent > 0) break;
-        return InvalidArgument(
-            "verbs: a packet's body is not in a region registered with RegisterTxBody on " + dev_);
+      const MemoryRegion* body_mr = nullptr;
+      if (p.body != nullptr) {
+        const auto b = reinterpret_cast<uintptr_t>(p.body);
+        for (const auto& r : body_regions_) {
+          if (r.Contains(b, p.body_len)) body_mr = &r;
+        }
+        if (body_mr == nullptr || p.split > p.len) {
+          stop = InvalidArgument(
+              "verbs: a packet's body is not in a region registered with RegisterTxBody on " +
+              dev_);
+          break;
+        }
       }
+      if (outstanding_ + n >= static_cast<size_t>(cfg_.send_depth)) break;
+      uint64_t wr_id = 0;
+      const auto addr = reinterpret_cast<uintptr_t>(p.data);
+      const MemoryRegion* mr = nullptr;
+      for (const auto& r : tx_regions_) {
+        if (r.Contains(addr, p.len)) mr = &r;
+      }
+      uintptr_t host = addr;  // the host part: where the caller has it, or a bounce slot
+      uint32_t host_lkey = 0;
+      if (mr != nullptr) {
+        host_lkey = mr->lkey();
+      } else {
+        if (free_tx_.empty()) break;
+        const uint32_t slot = free_tx_.back();
+        free_tx_.pop_back();
+        uint8_t* dst = tx_pool_.data() + static_cast<size_t>(slot) * static_cast<size_t>(mtu_);
+        std::memcpy(dst, p.data, p.len);
+        host = reinterpret_cast<uintptr_t>(dst);
+        host_lkey = tx_mr_->lkey();
+        wr_id = slot + 1;
+      }
+      // One SGE, or header / body / trailer (a zero-length part is left out).
+      int nsge = 0;
+      auto add = [&](uintptr_t a, size_t len, uint32_t lkey) {
+        if (len == 0) return;
+        sge[n][nsge] = {a, static_cast<uint32_t>(len), lkey};
+        ++nsge;
+      };
+      if (p.body == nullptr) {
+        add(host, p.len, host_lkey);
+      } else {
+        add(host, p.split, host_lkey);
+        add(reinterpret_cast<uintptr_t>(p.body), p.body_len, body_mr->lkey());
+        add(host + p.split, p.len - p.split, host_lkey);
+      }
+      wr[n] = {};
+      wr[n].wr_id = wr_id;
+      wr[n].sg_list = sge[n].data();
+      wr[n].num_sge = nsge;
+      wr[n].opcode = IBV_WR_SEND;
+      wr[n].send_flags = IBV_SEND_SIGNALED;
+      wr[n].wr.ud.ah = ah_;
+      wr[n].wr.ud.remote_qpn = cfg_.remote_qpn;
+      wr[n].wr.ud.remote_qkey = cfg_.qkey;
+      kind[n] = static_cast<uint8_t>((mr != nullptr ? 1 : 2) | (p.body != nullptr ? 4 : 0));
+      ++n;
     }
-    if (outstanding_ >= static_cast<size_t>(cfg_.send_depth)) break;
-    uint64_t wr_id = 0;
-    const auto addr = reinterpret_cast<uintptr_t>(p.data);
-    const MemoryRegion* mr = nullptr;
-    for (const auto& r : tx_regions_) {
-      if (r.Contains(addr, p.len)) mr = &r;
+    if (n == 0) {
+      if (sent == 0 && !stop.ok()) return stop;
+      break;  // queue or bounce slots full (the caller retries later), or the next call's error
     }
-    uintptr_t host = addr;  // the host part: where the caller has it, or a bounce slot
-    uint32_t host_lkey = 0;
-    if (mr != nullptr) {
-      host_lkey = mr->lkey();
-    } else {
-      if (free_tx_.empty()) break;
-      const uint32_t slot = free_tx_.back();
-      free_tx_.pop_back();
-      uint8_t* dst = tx_pool_.data() + static_cast<size_t>(slot) * static_cast<size_t>(mtu_);
-      std::memcpy(dst, p.data, p.len);
-      host = reinterpret_cast<uintptr_t>(dst);
-      host_lkey = tx_mr_->lkey();
-      wr_id = slot + 1;
-    }
-    // One SGE, or header / body / trailer (a zero-length part is left out).
-    ibv_sge sge[3]{};
-    int nsge = 0;
-    auto add = [&](uintptr_t a, size_t n, uint32_t lkey) {
-      if (n == 0) return;
-      sge[nsge].addr = a;
-      sge[nsge].length = static_cast<uint32_t>(n);
-      sge[nsge].lkey = lkey;
-      ++nsge;
-    };
-    if (p.body == nullptr) {
-      add(host, p.len, host_lkey);
-    } else {
-      add(host, p.split, host_lkey);
-      add(reinterpret_cast<uintptr_t>(p.body), p.body_len, body_mr->lkey());
-      add(host + p.split, p.len - p.split, host_lkey);
-    }
-    ibv_send_wr wr{};
-    wr.wr_id = wr_id;
-    wr.sg_list = sge;
-    wr.num_sge = nsge;
-    wr.opcode = IBV_WR_SEND;
-    wr.send_flags = IBV_SEND_SIGNALED;
-    wr.wr.ud.ah = ah_;
-    wr.wr.ud.remote_qpn = cfg_.remote_qpn;
-    wr.wr.ud.remote_qkey = cfg_.qkey;
+    for (size_t i = 0; i < n; ++i) wr[i].next = i + 1 < n ? &wr[i + 1] : nullptr;
     ibv_send_wr* bad = nullptr;
-    if (int rc = ibv_post_send(qp_, &wr, &bad); rc != 0) {
-      if (wr_id != 0) free_tx_.push_back(static_cast<uint32_t>(wr_id - 1));
+    const int rc = ibv_post_send(qp_, wr.data(), &bad);
+    // Everything before `bad` was posted; the rest gives its bounce slots back.
+    const size_t posted = rc == 0 ? n : static_cast<size_t>(bad - wr.data());
+    for (size_t i = 0; i < posted; ++i) {
+      ++outstanding_;
+      ++((kind[i] & 1) ? counters_.tx_zero_copy : counters_.tx_bounced);
+      if (kind[i] & 4) ++counters_.tx_gather;
+    }
+    for (size_t i = posted; i < n; ++i) {
+      if (wr[i].wr_id != 0) free_tx_.push_back(static_cast<uint32_t>(wr[i].wr_id - 1));
+    }
+    sent += posted;
+    if (rc != 0) {
       if (rc == ENOMEM && sent > 0) break;  // queue full: the caller retries the rest
+      if (sent > 0) break;                  // the error comes again on the next call
       return VerbsError("ibv_post_send", dev_, rc);
     }
-    ++outstanding_;
-    ++(mr != nullptr ? counters_.tx_zero_copy : counters_.tx_bounced);
-    if (p.body != nullptr) ++counters_.tx_gather;
-    ++sent;
+    if (n < kPostBatch || !stop.ok()) break;
   }
   return sent;
 }
@@ -472,6 +510,8 @@ Result<size_t> VerbsTransportImpl::RecvBurst(std::span<RxPacket> packets,
     const int want = static_cast<int>(std::min<size_t>(32, packets.size() - got));
     const int n = want == 0 ? 0 : ibv_poll_cq(recv_cq_, want, wc);
     if (n < 0) return VerbsError("ibv_poll_cq(recv)", dev_, EIO);
+    std::array<uint32_t, 32> repost;  // every buffer of this batch goes back in one post
+    for (int i = 0; i < n; ++i) repost[static_cast<size_t>(i)] = static_cast<uint32_t>(wc[i].wr_id);
     for (int i = 0; i < n; ++i) {
       const size_t slot = wc[i].wr_id;
       if (wc[i].status != IBV_WC_SUCCESS) {
@@ -479,7 +519,6 @@ Result<size_t> VerbsTransportImpl::RecvBurst(std::span<RxPacket> packets,
         if (wc[i].status == IBV_WC_WR_FLUSH_ERR) {
           return Unavailable("verbs: receive queue of " + dev_ + " flushed (QP in error)");
         }
-        INA_RETURN_IF_ERROR(PostRecv(slot));
         continue;
       }
       const uint8_t* buf = rx_pool_.data() + slot * slot_bytes_;
@@ -497,8 +536,8 @@ Result<size_t> VerbsTransportImpl::RecvBurst(std::span<RxPacket> packets,
         ++got;
         ++counters_.rx_delivered;
       }
-      INA_RETURN_IF_ERROR(PostRecv(slot));
     }
+    INA_RETURN_IF_ERROR(PostRecv({repost.data(), static_cast<size_t>(n)}));
     if (got == packets.size() || (got > 0 && n < want)) return got;
     if (n > 0) continue;
     const auto now = std::chrono::steady_clock::now();
