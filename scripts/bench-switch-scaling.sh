@@ -7,8 +7,13 @@
 # result goes back per packet) and the sum of the workers' own rates; the last line is JSON.
 # usage: scripts/bench-switch-scaling.sh [ELEMENTS=1048576] [REPEATS=20]   (BUILD=build)
 # ALL=1 runs every N even without the CPUs, unpinned (checks the script; the rates mean nothing).
+# ONE_JOB=1: one job on every core instead (ina-switchd --cores N --core-ports 1; one worker with
+# N lanes, INA_SWITCH_CORES=N, lane l to core l: docs/switchd.md "One job on every core").
+# K=256 (default) or another K for every worker (INA_K).
 set -u
 E=${1:-1048576}
+K=${K:-256}
+ONE_JOB=${ONE_JOB:-0}
 R=${2:-20}
 B=${BUILD:-build}/bin
 for f in "$B/ina-switchd" "$B/ina-dpdk-worker"; do
@@ -17,7 +22,7 @@ done
 CPUS=$(nproc)
 D=$(mktemp -d /tmp/ina-scale-XXXX)
 trap 'kill $SW 2>/dev/null; rm -rf "$D"' EXIT
-json="{\"elements\": $E, \"repeats\": $R, \"cpus\": $CPUS, \"runs\": ["
+json="{\"elements\": $E, \"repeats\": $R, \"k\": $K, \"one_job\": $ONE_JOB, \"cpus\": $CPUS, \"runs\": ["
 first=1
 for N in 1 2 4 8; do
   PIN_SW="taskset -c 0-$((N - 1))"
@@ -29,19 +34,27 @@ for N in 1 2 4 8; do
   fi
   # Switch threads on CPUs 0..N-1, worker j on CPU N+j (taskset, util-linux), so neither side
   # takes the other's CPUs.
-  $PIN_SW "$B/ina-switchd" --bind 127.0.0.1 --port 0 --cores "$N" \
+  $PIN_SW "$B/ina-switchd" --bind 127.0.0.1 --port 0 --cores "$N" --core-ports "$ONE_JOB" \
     > "$D/sw$N.log" 2>&1 &
   SW=$!
   for _ in $(seq 100); do grep -q "listening on" "$D/sw$N.log" && break; sleep 0.05; done
   ADDR=$(sed -n 's/^ina-switchd listening on //p' "$D/sw$N.log")
   t0=$(date +%s.%N)
   pids=()
-  for j in $(seq 0 $((N - 1))); do
-    INA_TRANSPORT=udp INA_SWITCH=$ADDR INA_JOB=$j INA_WORLD=1 INA_RANK=0 \
-      timeout 600 ${PIN_SW:+taskset -c $((N + j))} "$B/ina-dpdk-worker" "$E" $((j + 1)) "$R" \
-      > "$D/w$N.$j.log" 2> /dev/null &
+  if [ "$ONE_JOB" = 1 ]; then  # one worker, a lane per switch core, on CPUs N..2N-1
+    INA_TRANSPORT=udp INA_SWITCH=$ADDR INA_JOB=1 INA_WORLD=1 INA_RANK=0 INA_K=$K \
+      INA_PROGRESS_THREADS=$N INA_SWITCH_CORES=$N \
+      timeout 600 ${PIN_SW:+taskset -c $N-$((2 * N - 1))} "$B/ina-dpdk-worker" "$E" 1 "$R" \
+      > "$D/w$N.0.log" 2> /dev/null &
     pids+=($!)
-  done
+  else
+    for j in $(seq 0 $((N - 1))); do
+      INA_TRANSPORT=udp INA_SWITCH=$ADDR INA_JOB=$j INA_WORLD=1 INA_RANK=0 INA_K=$K \
+        timeout 600 ${PIN_SW:+taskset -c $((N + j))} "$B/ina-dpdk-worker" "$E" $((j + 1)) "$R" \
+        > "$D/w$N.$j.log" 2> /dev/null &
+      pids+=($!)
+    done
+  fi
   for p in "${pids[@]}"; do wait "$p"; done
   t1=$(date +%s.%N)
   kill -TERM $SW; wait $SW
@@ -50,7 +63,9 @@ for N in 1 2 4 8; do
     awk '{s += $1} END {printf "%.0f", s}')
   exact=$(cat "$D"/w$N.*.log | grep -c 'exact=1')
   pps=$(awk -v n="${rx:-0}" -v a="$t0" -v b="$t1" 'BEGIN {printf "%.0f", n / (b - a)}')
-  echo "cores=$N jobs=$N switch_packets_per_s=$pps workers_sum_packets_per_s=${wsum:-0} exact_jobs=$exact/$N"
+  jobs=$N
+  [ "$ONE_JOB" = 1 ] && jobs=1
+  echo "cores=$N jobs=$jobs switch_packets_per_s=$pps workers_sum_packets_per_s=${wsum:-0} exact_jobs=$exact/$jobs"
   [ $first -eq 1 ] || json+=", "
   json+="{\"cores\": $N, \"switch_pps\": $pps, \"workers_pps\": ${wsum:-0}, \"exact_jobs\": $exact}"
   first=0

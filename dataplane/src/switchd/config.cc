@@ -158,6 +158,10 @@ std::vector<Flag> Flags(const EngineMenu& engines) {
                "loop threads (default 1): each owns the jobs j % N and a\nsocket on the address "
                "(--io udp) or every N-th DPDK port",
                "cores", &Config::cores, 1, kMaxCores),
+      UintFlag("--core-ports", "0|1",
+               "--io udp: 1 gives core c its own port, --port + c, for\nworkers with lanes on "
+               "switch cores (INA_SWITCH_CORES): one job\non every core (default 0)",
+               "core_ports", &Config::core_ports, 0, 1),
       {"--io", "udp|dpdk|roce",
        "packet I/O (default udp; dpdk when built); roce: RoCEv2 UD\nSENDs on --bind:4791 (a raw "
        "socket: CAP_NET_RAW), docs/rdma.md",
@@ -282,6 +286,15 @@ Status Validate(Config& c, const EngineMenu& engines) {
     }
   } else if (c.leaf_index != 0 || c.leaves != 1) {
     return InvalidArgument("--leaf-index / --leaves need --upstream ADDR:PORT");
+  }
+  if (c.core_ports != 0 && c.io != "udp") {
+    return Bad("--core-ports", "0 unless --io udp (a port per core)", std::to_string(c.core_ports));
+  }
+  if (c.core_ports != 0 && c.port != 0 && c.port + c.cores - 1 > 65535) {
+    return Bad(
+        "--port",
+        "at most " + std::to_string(65536 - c.cores) + " with --core-ports (core c: port + c)",
+        std::to_string(c.port));
   }
   if (!c.record.empty() && c.cores != 1) {
     return Bad("--cores", "1 with --record (one capture file, one loop)", std::to_string(c.cores));

@@ -818,14 +818,43 @@ Result<std::unique_ptr<Switch>> Switch::Create(const Config& config,
     pc.bind_port = config.port;
     pc.socket_buffer_bytes = static_cast<int>(config.socket_buffer_bytes);
     pc.gso_gro = config.udp_gso;
-    pc.reuse_port = n > 1;
-    for (unsigned c = 0; c < n; ++c) {
-      auto port = net::OpenUdpPort(pc);
-      if (!port.ok()) return port.status().WithContext("--bind " + config.bind);
-      if (c == 0) pc.bind_port = net::UdpLocalPort(**port);  // --port 0: the one it got
-      ports[c].push_back(std::move(*port));
+    if (config.core_ports != 0) {
+      // A port per core, port + c: no reuseport group, no steering. --port 0: core 0's ephemeral
+      // port P, then P + c, tried again from a new P if one of those is taken.
+      Status last = Status::Ok();
+      for (int attempt = 0; attempt < 20; ++attempt) {
+        for (auto& v : ports) v.clear();
+        pc.bind_port = static_cast<uint16_t>(config.port);
+        last = Status::Ok();
+        for (unsigned c = 0; c < n && last.ok(); ++c) {
+          auto port = net::OpenUdpPort(pc);
+          if (!port.ok()) {
+            last = port.status().WithContext("--bind " + config.bind + " (core " +
+                                             std::to_string(c) + ", --core-ports)");
+            break;
+          }
+          if (c == 0) pc.bind_port = net::UdpLocalPort(**port);
+          if (c + 1 < n && pc.bind_port + c + 1 > 65535) {
+            last = InvalidArgument("--core-ports: port " + std::to_string(pc.bind_port) + " + " +
+                                   std::to_string(n - 1) + " is past 65535");
+          }
+          ports[c].push_back(std::move(*port));
+          if (c + 1 < n)
+            pc.bind_port = static_cast<uint16_t>(net::UdpLocalPort(*ports[0][0]) + c + 1);
+        }
+        if (last.ok() || config.port != 0) break;
+      }
+      INA_RETURN_IF_ERROR(last);
+    } else {
+      pc.reuse_port = n > 1;
+      for (unsigned c = 0; c < n; ++c) {
+        auto port = net::OpenUdpPort(pc);
+        if (!port.ok()) return port.status().WithContext("--bind " + config.bind);
+        if (c == 0) pc.bind_port = net::UdpLocalPort(**port);  // --port 0: the one it got
+        ports[c].push_back(std::move(*port));
+      }
+      if (n > 1) INA_RETURN_IF_ERROR(net::SteerByField16(*ports[0][0], p::kJobOffset, n));
     }
-    if (n > 1) INA_RETURN_IF_ERROR(net::SteerByField16(*ports[0][0], p::kJobOffset, n));
   }
   EngineLimits limits;
   limits.pool_slots = std::max<uint32_t>(1, config.slots / n);

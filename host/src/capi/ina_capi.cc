@@ -48,8 +48,9 @@ constexpr Layout kConfigLayouts[] = {
     {1568, offsetof(ina_config, progress_threads) + sizeof(int)},
     // 0.2: .. quant, udp_gso (sizeof 1584 on LP64).
     {1584, offsetof(ina_config, udp_gso) + sizeof(int)},
-    // 0.3 (unreleased): .. the verbs_* fields, slot_wait_timeout_ms, staging_bytes, dpdk_mtu.
-    {sizeof(ina_config), offsetof(ina_config, dpdk_mtu) + sizeof(int)},
+    // 0.3 (unreleased): .. the verbs_* fields, slot_wait_timeout_ms, staging_bytes, dpdk_mtu,
+    // switch_cores.
+    {sizeof(ina_config), offsetof(ina_config, switch_cores) + sizeof(int)},
 };
 constexpr Layout kStatsLayouts[] = {
     // 0.1: struct_size .. ops_failed.
@@ -107,7 +108,7 @@ Status FullToC(const CommConfig& c, ina_config* out) {
   const auto& [switch_host, switch_port, job_id, rank, world_size, k, window, join_timeout_ms,
                slot_wait_timeout_ms, progress_timeout_ms, rto_min_us, rto_max_us, rto_initial_us,
                progress_threads, transport, socket_buffer_bytes, dpdk, verbs, quant, udp_gso,
-               staging_bytes] = c;
+               staging_bytes, switch_cores] = c;
   const auto& [eal_args, port, local_ip, local_port, local_mac, fabric_mac, backoff_max_us,
                zero_copy, dpdk_mtu] = dpdk;
   std::memset(out, 0, sizeof(*out));
@@ -149,6 +150,7 @@ Status FullToC(const CommConfig& c, ina_config* out) {
   out->verbs_recv_depth = recv_depth;
   out->slot_wait_timeout_ms = slot_wait_timeout_ms;
   out->staging_bytes = staging_bytes;
+  out->switch_cores = switch_cores;
   return Status::Ok();
 }
 
@@ -157,7 +159,7 @@ Result<CommConfig> FullFromC(const ina_config& in) {
   auto& [switch_host, switch_port, job_id, rank, world_size, k, window, join_timeout_ms,
          slot_wait_timeout_ms, progress_timeout_ms, rto_min_us, rto_max_us, rto_initial_us,
          progress_threads, transport, socket_buffer_bytes, dpdk, verbs, quant, udp_gso,
-         staging_bytes] = c;
+         staging_bytes, switch_cores] = c;
   auto& [eal_args, port, local_ip, local_port, local_mac, fabric_mac, backoff_max_us, zero_copy,
          dpdk_mtu] = dpdk;
   INA_RETURN_IF_ERROR(ReadString(in.switch_host, "switch_host", &switch_host));
@@ -208,6 +210,7 @@ Result<CommConfig> FullFromC(const ina_config& in) {
   recv_depth = in.verbs_recv_depth;
   slot_wait_timeout_ms = in.slot_wait_timeout_ms;
   staging_bytes = in.staging_bytes;
+  switch_cores = in.switch_cores;
   return c;
 }
 

@@ -265,10 +265,14 @@ class Communicator::Impl {
     // Done (aux 0) when every op finished cleanly: the fabric keeps the job for ranks still
     // fetching lost results. Otherwise abort, so the others fail at once. The threads are joined
     // and Submit is not running (the caller is destroying us), so the count is final. One LEAVE,
-    // from lane 0: the fabric takes a LEAVE from any lane as the rank's.
+    // from lane 0: the fabric takes a LEAVE from any lane as the rank's; with lanes on switch
+    // cores, one to each core (each holds its share of the job on its own).
     const bool clean = rest.empty() && failed_.ok();
-    lanes_[0].progress->SendLeave(clean ? proto::ErrorCode::kNone : proto::ErrorCode::kJobAborted,
-                                  ops_completed_.Get());
+    const size_t leavers = cfg_.switch_cores > 1 ? lanes_.size() : 1;
+    for (size_t l = 0; l < leavers; ++l) {
+      lanes_[l].progress->SendLeave(clean ? proto::ErrorCode::kNone : proto::ErrorCode::kJobAborted,
+                                    ops_completed_.Get());
+    }
   }
 
   Result<Request> Submit(Op op) {
@@ -637,6 +641,9 @@ class Communicator::Impl {
       ops_failed_.Inc();
       op.state->Finish(s);
     }
+    // Lane l's core only: a transport is its lane thread's alone. With lanes on switch cores the
+    // other cores learn it from the other ranks, whose op fails with this core's abort, and from
+    // this rank's destructor, which tells every core.
     if (s.code() != StatusCode::kAborted) {
       lanes_[l].progress->SendLeave(proto::ErrorCode::kJobAborted, ops_completed_.Get());
     }
@@ -724,7 +731,9 @@ Result<Grant> Join(const CommConfig& cfg, Transport& t, uint16_t lane,
       (cfg.progress_threads > 1
            ? " lane " + std::to_string(lane) + " of " + std::to_string(cfg.progress_threads)
            : std::string()) +
-      " at " + cfg.switch_host + ":" + std::to_string(cfg.switch_port);
+      " at " + cfg.switch_host + ":" +
+      std::to_string(cfg.switch_cores > 1 ? cfg.switch_port + lane : cfg.switch_port) +
+      (cfg.switch_cores > 1 ? " (switch core " + std::to_string(lane) + ")" : std::string());
   uint8_t join[proto::MessageBytes(0)] = {};
   proto::Header h;
   h.version = proto::kVersion;
@@ -735,7 +744,9 @@ Result<Grant> Join(const CommConfig& cfg, Transport& t, uint16_t lane,
   h.offset = cfg.window;
   h.aux = cfg.world_size;
   h.exp = finished_epoch;
-  if (cfg.progress_threads > 1) {  // one lane: slot and gen stay 0, as for workers before lanes
+  // One lane: slot and gen stay 0, as for workers before lanes. Lanes on switch cores: each core
+  // holds its share of the job as a job of its own, where this rank has one lane (the core's).
+  if (cfg.progress_threads > 1 && cfg.switch_cores == 1) {
     h.slot = lane;
     h.gen = static_cast<uint16_t>(cfg.progress_threads);
   }
@@ -865,6 +876,8 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const CommConfig& con
       lane.dpdk.port = dpdk_ports[l];
       lane.dpdk.local_port = static_cast<uint16_t>(config.dpdk.local_port + l);
     }
+    // Lanes on switch cores: lane l to core l's own port (validated: it fits).
+    if (config.switch_cores > 1) lane.fabric_port = static_cast<uint16_t>(config.switch_port + l);
     INA_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, MakeTransport(lane));
     transports.push_back(std::move(t));
   }

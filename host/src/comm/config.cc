@@ -92,6 +92,25 @@ Status CommConfig::Validate() const {
                  " is past 65535 (lane l uses local_port + l)");
     }
   }
+  if (switch_cores < 1 || switch_cores > kMaxProgressThreads) {
+    return bad("switch_cores " + std::to_string(switch_cores) + " not in [1, " +
+               std::to_string(kMaxProgressThreads) + "]");
+  }
+  if (switch_cores > 1) {
+    if (progress_threads != switch_cores) {
+      return bad("switch_cores " + std::to_string(switch_cores) + " needs progress_threads " +
+                 std::to_string(switch_cores) + " (one lane per switch core), not " +
+                 std::to_string(progress_threads));
+    }
+    if (transport != "udp") {
+      return bad("switch_cores " + std::to_string(switch_cores) +
+                 " needs transport udp (a socket per core's port), not " + transport);
+    }
+    if (switch_port + switch_cores - 1 > 65535) {
+      return bad("switch_port " + std::to_string(switch_port) + " + core " +
+                 std::to_string(switch_cores - 1) + " is past 65535 (core c listens on port + c)");
+    }
+  }
   if (socket_buffer_bytes < 0) return bad("socket_buffer_bytes < 0");
   if (transport == "verbs") {
     if (Status s = ValidateVerbsConfig(verbs); !s.ok()) return s.WithContext("config: verbs");
@@ -117,6 +136,7 @@ std::string CommConfig::ToString() const {
     << " progress_threads=" << progress_threads << " transport=" << transport
     << " socket_buffer_bytes=" << socket_buffer_bytes << " udp_gso=" << udp_gso
     << " quant=" << quant << " staging_bytes=" << staging_bytes;
+  if (switch_cores > 1) o << " switch_cores=" << switch_cores;
   if (transport == "dpdk") {
     o << " dpdk_eal='" << dpdk.eal_args << "' dpdk_port=" << dpdk.port
       << " dpdk_local=" << dpdk.local_ip << ":" << dpdk.local_port
@@ -157,6 +177,7 @@ Result<CommConfig> CommConfig::FromEnv(CommConfig c) {
   INA_RETURN_IF_ERROR(EnvInt("INA_RTO_INITIAL_US", 0, &c.rto_initial_us));
   INA_RETURN_IF_ERROR(EnvInt("INA_RTO_MAX_US", 0, &c.rto_max_us));
   INA_RETURN_IF_ERROR(EnvInt("INA_PROGRESS_THREADS", 0, &c.progress_threads));
+  INA_RETURN_IF_ERROR(EnvInt("INA_SWITCH_CORES", 0, &c.switch_cores));
   if (const char* v = std::getenv("INA_TRANSPORT")) {
     if (*v == '\0') return InvalidArgument("INA_TRANSPORT: empty value");
     c.transport = v;

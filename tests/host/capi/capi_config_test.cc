@@ -152,6 +152,7 @@ TEST(CApiConfig, OlderLayoutGetsDefaultsForTheFieldsItLacks) {
   tail_defaults.verbs = CommConfig{}.verbs;
   tail_defaults.slot_wait_timeout_ms = CommConfig{}.slot_wait_timeout_ms;
   tail_defaults.staging_bytes = CommConfig{}.staging_bytes;
+  tail_defaults.switch_cores = CommConfig{}.switch_cores;
   t::ExpectFields(*r, tail_defaults, /*same=*/true);
 
   // Writing for that caller touches nothing past its fields.

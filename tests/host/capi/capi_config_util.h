@@ -50,15 +50,16 @@ inline CommConfig EveryFieldConfig(uint16_t port, bool runnable) {
   c.verbs.recv_depth = 128;
   c.slot_wait_timeout_ms = 9000;
   c.staging_bytes = 3 << 20;
+  c.switch_cores = runnable ? 1 : 2;
   return c;
 }
 
 // EXPECTs every field of got == want (same == true) or != want (same == false).
 inline void ExpectFields(const CommConfig& got, const CommConfig& want, bool same) {
   const auto& [g0, g1, g2, g3, g4, g5, g6, g7, gs, g8, g9, g10, g11, gp, g12, g13, gd, gv, gq, gg,
-               gb] = got;
+               gb, gc] = got;
   const auto& [w0, w1, w2, w3, w4, w5, w6, w7, ws, w8, w9, w10, w11, wp, w12, w13, wd, wv, wq, wg,
-               wb] = want;
+               wb, wc] = want;
   const auto& [gd0, gd1, gd2, gd3, gd4, gd5, gd6, gd7, gd8] = gd;
   const auto& [wd0, wd1, wd2, wd3, wd4, wd5, wd6, wd7, wd8] = wd;
   const auto& [gv0, gv1, gv2, gv3, gv4, gv5, gv6, gv7] = gv;
@@ -106,6 +107,7 @@ inline void ExpectFields(const CommConfig& got, const CommConfig& want, bool sam
   check("verbs.send_depth", gv6, wv6);
   check("verbs.recv_depth", gv7, wv7);
   check("staging_bytes", gb, wb);
+  check("switch_cores", gc, wc);
 }
 
 }  // namespace ina::host::testing

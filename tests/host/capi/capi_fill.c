@@ -40,4 +40,5 @@ void capi_fill_every_field(ina_config* c, uint16_t port, int runnable) {
   c->slot_wait_timeout_ms = 9000;
   c->staging_bytes = 3 << 20;
   c->dpdk_mtu = 9000;
+  c->switch_cores = runnable ? 1 : 2; /* the runnable one talks to a one-core test fabric */
 }

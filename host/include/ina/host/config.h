@@ -4,7 +4,7 @@
 // INA_JOIN_TIMEOUT_MS, INA_SLOT_WAIT_MS, INA_PROGRESS_TIMEOUT_MS, INA_RTO_MIN_US,
 // INA_RTO_INITIAL_US, INA_RTO_MAX_US, INA_PROGRESS_THREADS, INA_TRANSPORT (udp | dpdk | verbs),
 // INA_SOCKET_BUFFER_BYTES, INA_UDP_GSO (0 | 1), INA_QUANT (auto | scalar | avx2 | avx512),
-// INA_STAGING_BYTES, with
+// INA_STAGING_BYTES, INA_SWITCH_CORES, with
 // dpdk the INA_DPDK_* variables of transport.h (ApplyDpdkEnv), with verbs the INA_VERBS_* ones
 // (ApplyVerbsEnv). docs/host.md has the table. The library reads no environment variable anywhere
 // else: a program that builds its CommConfig itself gets exactly what it set.
@@ -62,6 +62,12 @@ struct CommConfig {
   // bytes (float32 quantized in the domain included), so calls up to it never allocate again;
   // 0: sized by the first call. At most 4 * (2^32 - 1) (the largest call).
   uint64_t staging_bytes = 0;
+  // Switch cores the lanes map onto (docs/host.md, "Lanes on switch cores"): with C > 1, lane l
+  // (progress_threads must be C) talks to the switch's core l at switch_port + l (ina-switchd
+  // --cores C --core-ports), which aggregates the slots s with s mod C == l of the job on its own:
+  // one job on every switch core, no state shared between them. Transport udp. 1: every lane to
+  // switch_port (lanes of one job on one switch core).
+  int switch_cores = 1;
 
   static constexpr uint16_t kMaxWindow = 4096;
   static constexpr int kMaxProgressThreads = 16;  // proto::kMaxLanes

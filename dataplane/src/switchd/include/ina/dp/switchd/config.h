@@ -50,6 +50,10 @@ struct Config {
   uint32_t cores = 1;  // loop threads, 1 .. kMaxCores: each owns the jobs j % cores; with
                        // --io udp a socket the kernel steers them to, with DPDK ports every
                        // cores-th port (at most kMaxDpdkCores); RoCE over raw sockets: 1
+  // --io udp with cores > 1: 1 gives core c a socket of its own at port + c instead of a share
+  // of the reuseport group; workers with lanes on switch cores (CommConfig::switch_cores) send
+  // lane c there, so every core aggregates a share of every job's slots (docs/switchd.md).
+  uint32_t core_ports = 0;
   uint32_t socket_buffer_bytes = 8u << 20;  // --io udp: SO_RCVBUF/SO_SNDBUF request (bursts from
                                             // many workers); 0: the kernel's default
   bool udp_gso = true;  // --io udp: GSO trains out, GRO in; env INA_UDP_GSO (0|1) if no flag

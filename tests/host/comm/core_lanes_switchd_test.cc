@@ -1,0 +1,124 @@
+// Lanes on switch cores through the real ina-switchd: --cores 2 --core-ports 1 and workers with
+// switch_cores 2 give one job on both cores (each aggregating the slots s with s mod 2 == its
+// index, from its own port), with the same bits as one core.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <regex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "../../dataplane/switchd/harness.h"
+#include "ina/host/communicator.h"
+
+namespace ina::host {
+namespace {
+
+constexpr int kWorld = 3;
+constexpr size_t kN = 100003;  // 391 blocks of K=256: both cores' slots, a short last block
+
+std::vector<float> Input(int rank) {
+  std::vector<float> v(kN);
+  uint64_t x = 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(rank + 1);
+  for (size_t i = 0; i < kN; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    v[i] = static_cast<float>(static_cast<int64_t>(x >> 40) - (1 << 23)) *
+           (i % 97 == 0 ? 1e-3f : 1e-6f);
+  }
+  return v;
+}
+
+// Every rank's result of two calls (a float sum, then an int32 sum) against the switch at `port`.
+std::vector<std::vector<float>> RunJob(uint16_t port, uint16_t job, int switch_cores,
+                                       std::vector<Status>* status) {
+  std::vector<std::vector<float>> out(kWorld);
+  status->assign(kWorld, Status::Ok());
+  std::vector<std::thread> ts;
+  for (int r = 0; r < kWorld; ++r) {
+    ts.emplace_back([&, r] {
+      CommConfig c;
+      c.switch_port = port;
+      c.job_id = job;
+      c.rank = static_cast<uint16_t>(r);
+      c.world_size = kWorld;
+      c.k = 256;
+      c.window = 64;
+      c.join_timeout_ms = 30000;
+      c.progress_threads = switch_cores;
+      c.switch_cores = switch_cores;
+      auto comm = Communicator::Create(c);
+      if (!comm.ok()) {
+        (*status)[r] = comm.status();
+        return;
+      }
+      std::vector<float> f = Input(r);
+      Status s = (*comm)->AllReduce(std::span<float>(f));
+      std::vector<int32_t> i(5000, r + 1);
+      if (s.ok()) s = (*comm)->AllReduce(std::span<int32_t>(i));
+      if (s.ok() && i[4999] != kWorld * (kWorld + 1) / 2) s = Internal("int32 sum wrong");
+      (*status)[r] = s;
+      out[r] = std::move(f);
+    });
+  }
+  for (auto& t : ts) t.join();
+  return out;
+}
+
+TEST(CoreLanes, OneJobOnTwoSwitchCoresIsBitIdenticalToOneCore) {
+  std::vector<Status> st;
+  test::SwitchProcess one({"--port", "0"});
+  ASSERT_TRUE(one.ok());
+  const auto want = RunJob(one.port(), 21, 1, &st);
+  for (int r = 0; r < kWorld; ++r)
+    ASSERT_TRUE(st[r].ok()) << "one core, rank " << r << ": " << st[r].ToString();
+
+  test::SwitchProcess two({"--port", "0", "--cores", "2", "--core-ports", "1"});
+  ASSERT_TRUE(two.ok());
+  const auto got = RunJob(two.port(), 21, 2, &st);
+  for (int r = 0; r < kWorld; ++r) {
+    ASSERT_TRUE(st[r].ok()) << "two cores, rank " << r << ": " << st[r].ToString();
+    EXPECT_EQ(got[r], want[r]) << "rank " << r << " differs from the one-core result";
+    EXPECT_EQ(got[r], got[0]) << "rank " << r << " differs from rank 0";
+  }
+  auto total = two.Stop();
+  // Both cores aggregated: the per-core counters line has data and results on each.
+  const std::string out = two.Output();
+  const auto at = out.find("{\"core_counters\": [");
+  ASSERT_NE(at, std::string::npos) << out;
+  const std::string line = out.substr(at, out.find('\n', at) - at);
+  std::vector<uint64_t> rx_data, results;
+  const std::regex d("\"rx_data\": ([0-9]+)"), res("\"results\": ([0-9]+)");
+  for (auto it = std::sregex_iterator(line.begin(), line.end(), d); it != std::sregex_iterator();
+       ++it) {
+    rx_data.push_back(std::stoull((*it)[1]));
+  }
+  for (auto it = std::sregex_iterator(line.begin(), line.end(), res); it != std::sregex_iterator();
+       ++it) {
+    results.push_back(std::stoull((*it)[1]));
+  }
+  ASSERT_EQ(rx_data.size(), 2u) << line;
+  ASSERT_EQ(results.size(), 2u) << line;
+  for (int c = 0; c < 2; ++c) {
+    EXPECT_GT(rx_data[c], 0u) << "core " << c << " aggregated nothing: " << line;
+    EXPECT_GT(results[c], 0u) << "core " << c << ": " << line;
+  }
+  EXPECT_EQ(total["rx_data"], rx_data[0] + rx_data[1]);
+  EXPECT_EQ(total["jobs_done"], 2u) << "each core's share ends with every rank's LEAVE";
+}
+
+TEST(CoreLanes, ConfigNeedsALanePerCoreOverUdp) {
+  CommConfig c;
+  c.switch_cores = 2;
+  EXPECT_EQ(c.Validate().code(), StatusCode::kInvalidArgument);  // one lane
+  c.progress_threads = 2;
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate().ToString();
+  c.transport = "verbs";
+  EXPECT_EQ(c.Validate().code(), StatusCode::kInvalidArgument);
+  c.transport = "udp";
+  c.switch_port = 65535;
+  EXPECT_EQ(c.Validate().code(), StatusCode::kInvalidArgument);  // core 1 at 65536
+}
+
+}  // namespace
+}  // namespace ina::host
