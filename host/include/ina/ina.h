@@ -94,7 +94,7 @@ typedef struct ina_config {
   int slot_wait_timeout_ms;  /* how long a JOIN waits for slots in a shared pool (join_wait) */
   uint64_t staging_bytes;    /* staging of device-memory calls pre-sized for tensors this large */
   int dpdk_mtu;              /* transport "dpdk": the frames' IP MTU, 576..9000 (9000: K=2048) */
-  int switch_cores;          /* lanes on switch cores: lane l to core l at switch_port + l; 1: off */
+  int switch_cores; /* lanes on switch cores: lane l to core l at switch_port + l; 1: off */
   /* New fields go here, at the end (see the ABI rule above). */
 } ina_config;
 
