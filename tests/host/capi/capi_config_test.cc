@@ -265,6 +265,7 @@ TEST(CApiConfig, VerbsFieldsAreValidatedFromC) {
   ina_config c = Filled(false);
   std::strcpy(c.transport, "verbs");
   c.progress_threads = 1;  // lanes are udp only
+  c.switch_cores = 1;
   c.verbs_mtu = 1500;
   ina_comm* comm = nullptr;
   EXPECT_EQ(ina_comm_create(&c, &comm), INA_ERR_INVALID_ARGUMENT);
