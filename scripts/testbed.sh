@@ -5,7 +5,7 @@
 #                      [--systems ina,gloo,mpi] [--window W] [--overhead B] [--out DIR]
 #                      [--build DIR] [--timeout-s S] [--seed S] [--mpi-alg A]
 #                      [--dpdk-pmd af_packet|af_xdp] [--dpdk-backoff-us U] [--rto-min-us U|auto]
-#                      [--mtu 1500|9000] [--k auto|K]
+#                      [--mtu 1500|9000] [--k auto|K] [--switch-cores N]
 #
 # One namespace per worker (<prefix>-w<i>) and one for the switch (<prefix>-sw), prefix
 # "inatb<pid>". Worker i has a veth pair to the switch namespace, 10.77.<i>.2/24 on its side and
@@ -17,7 +17,8 @@
 # every veth's MTU (9000: jumbo frames, Gloo's and MPI's TCP segments grow to 8948 bytes too);
 # --k is ina's elements per packet, auto (default) the largest whose frame fits the MTU (256 at
 # 1500, 2048 at 9000), and --window, unless given, is then 256 slots for K <= 256, else as many
-# as keep a window within 1 MiB (128 at K=2048), below the shapers' 2 MiB queues.
+# as keep a window within 1 MiB (128 at K=2048), below the shapers' 2 MiB queues. --switch-cores N
+# puts ina's job on N switch cores (ina-switchd --cores N --core-ports 1, N lanes per worker).
 #
 # Per size it runs ina-bench (ina over UDP through ina-switchd in the switch namespace, then
 # Gloo's ring on the same links, same worker processes, same data) and, with mpi in --systems,
@@ -64,6 +65,7 @@ RTO_MIN_US=0
 MTU=1500
 K=auto
 WINDOW_SET=0
+SWITCH_CORES=1
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 while [[ $# -gt 0 ]]; do
@@ -76,6 +78,7 @@ while [[ $# -gt 0 ]]; do
     --window) WINDOW=$2; WINDOW_SET=1; shift 2 ;;
     --mtu) MTU=$2; shift 2 ;;
     --k) K=$2; shift 2 ;;
+    --switch-cores) SWITCH_CORES=$2; shift 2 ;;
     --overhead) OVERHEAD=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
@@ -208,7 +211,11 @@ echo "testbed: $WORKERS workers in $PREFIX-w*, switch in $SW, every link $RATE e
 
 # The switch: every worker reaches it at its own gateway address (10.77.i.1), which is also the
 # source of the replies it gets, as its connected UDP socket wants.
-star_switch "$SW" "$TMP/switchd.out" "$SWITCHD" || die "ina-switchd did not come up"
+[[ $SWITCH_CORES =~ ^[0-9]+$ && $SWITCH_CORES -ge 1 && $SWITCH_CORES -le 16 ]] ||
+  die "--switch-cores wants 1..16"
+SW_FLAGS=()
+((SWITCH_CORES > 1)) && SW_FLAGS=(--cores "$SWITCH_CORES" --core-ports 1)
+star_switch "$SW" "$TMP/switchd.out" "$SWITCHD" "${SW_FLAGS[@]}" || die "ina-switchd did not come up"
 star_lists "$PREFIX" "$WORKERS" "$PORT"
 
 RESULTS=$OUT/results.jsonl
@@ -312,6 +319,7 @@ for n in $SIZES; do
           --worker-netns "$NSLIST" --worker-switch "$SWLIST" --worker-addr "$ADDRLIST"
           --timeout-s "$TIMEOUT_S" --rto-min-us "$RTO_MIN_US")
     has gloo || args+=(--no-gloo)
+    ((SWITCH_CORES > 1)) && args+=(--switch-cores "$SWITCH_CORES")
     echo "testbed: ina$(has gloo && echo " + gloo"), $n floats ..."
     cpu0=$(cpu_ms "$SWITCH_PID")
     run_child timeout -k 5 $((TIMEOUT_S + 30)) "$BENCH" "${args[@]}" > "$TMP/bench.out" \

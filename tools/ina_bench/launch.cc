@@ -131,6 +131,9 @@ Result<Fabric> StartFabric(const Options& o) {
                                    std::to_string(o.seed),
                                    "--udp-gso",
                                    o.udp_gso ? "1" : "0"};
+  if (o.switch_cores > 1) {
+    args.insert(args.end(), {"--cores", std::to_string(o.switch_cores), "--core-ports", "1"});
+  }
   if (memif) {
     args.insert(args.end(),
                 {"--dpdk", MemifEal(o, -1), "--dpdk-backoff-us", std::to_string(o.dpdk_backoff_us),

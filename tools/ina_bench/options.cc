@@ -213,6 +213,12 @@ const std::vector<Flag>& Flags() {
        "progress threads (lanes, one socket or memif link each) per worker\n(default 1)",
        Int(&Options::progress_threads, 1, host::CommConfig::kMaxProgressThreads), kShared,
        Get(&Options::progress_threads)},
+      {"--switch-cores", "N", "",
+       "one job on N switch cores: lane l to core l at the switch's port + l\n"
+       "(udp; implies --progress-threads N; the switch started here runs\n"
+       "--cores N --core-ports 1; default 1)",
+       Int(&Options::switch_cores, 1, host::CommConfig::kMaxProgressThreads), kShared,
+       Get(&Options::switch_cores)},
       {"--rto-min-us", "U", "", "retransmission timeout floor (default: CommConfig's, 500)",
        Int(&Options::rto_min_us, 0, 10000000), kShared, Get(&Options::rto_min_us)},
       {"--rto-initial-us", "U", "", "first retransmission timeout (default: CommConfig's, 5000)",
@@ -329,6 +335,17 @@ Status Validate(Options& o, bool complete) {
   }
   if (complete && o.kill_rank >= o.workers) {
     return InvalidArgument("--kill-rank must be < --workers");
+  }
+  if (o.switch_cores > 1) {
+    if (o.transport != "udp") return InvalidArgument("--switch-cores needs --transport udp");
+    const bool threads_given =
+        std::find(o.given.begin(), o.given.end(), "--progress-threads") != o.given.end();
+    if (threads_given && o.progress_threads != o.switch_cores) {
+      return InvalidArgument("--switch-cores " + std::to_string(o.switch_cores) +
+                             " needs --progress-threads " + std::to_string(o.switch_cores) +
+                             " (a lane per switch core)");
+    }
+    o.progress_threads = o.switch_cores;
   }
   for (const auto& [l, flag] : {std::pair{&o.worker_netns, "--worker-netns"},
                                 std::pair{&o.worker_switch, "--worker-switch"},

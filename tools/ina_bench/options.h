@@ -39,6 +39,9 @@ struct Options {
   int progress_timeout_ms = 5000;
   // CommConfig::progress_threads: lanes (progress threads, one socket each) per worker.
   int progress_threads = 1;
+  // CommConfig::switch_cores: one job on N switch cores (lane l to core l at the switch's port +
+  // l; the switch started here gets --cores N --core-ports 1). Sets progress_threads to N.
+  int switch_cores = 1;
   int rto_min_us = 0;      // 0: CommConfig's default
   int rto_initial_us = 0;  // 0: CommConfig's default
   int timeout_s = 600;

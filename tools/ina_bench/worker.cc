@@ -43,6 +43,7 @@ Result<host::CommConfig> MakeConfig(const Options& o, int rank, const std::strin
   cfg.window = static_cast<uint16_t>(o.window);
   cfg.progress_timeout_ms = o.progress_timeout_ms;
   cfg.progress_threads = o.progress_threads;
+  cfg.switch_cores = o.switch_cores;
   cfg.udp_gso = o.udp_gso;
   cfg.quant = o.quant;
   if (o.rto_min_us > 0) cfg.rto_min_us = o.rto_min_us;

@@ -220,6 +220,21 @@ TEST(BenchOptions, EnvironmentOverridesOfUdpGsoAndQuant) {
   unsetenv("INA_QUANT");
 }
 
+TEST(BenchOptions, SwitchCoresSetTheLanesAndNeedUdp) {
+  auto o = Parse({"--switch-cores", "4"});
+  ASSERT_TRUE(o.ok()) << o.status().ToString();
+  EXPECT_EQ(o->switch_cores, 4);
+  EXPECT_EQ(o->progress_threads, 4);  // a lane per switch core
+  o = Parse({"--switch-cores", "4", "--progress-threads", "2"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("--progress-threads 4"), std::string::npos)
+      << o.status().message();
+  o = Parse({"--switch-cores", "2", "--transport", "memif"});
+  ASSERT_FALSE(o.ok());
+  EXPECT_NE(o.status().message().find("--transport udp"), std::string::npos)
+      << o.status().message();
+}
+
 TEST(BenchOptions, HelpListsEveryFlagFromTheTable) {
   bool help = false;
   ASSERT_TRUE(Parse({"--workers", "3", "--help"}, &help).ok());
@@ -232,9 +247,10 @@ TEST(BenchOptions, HelpListsEveryFlagFromTheTable) {
   std::fclose(f);
   const std::string text(buf, len);
   free(buf);
-  for (const char* flag : {"--workers N", "--kill-after-ms T", "--worker-netns A,B,..",
-                           "--dpdk-backoff-us U", "--gloo-host ADDR", "worker transport:",
-                           "--listen HOST:PORT", "--coordinator HOST:PORT", "--join-timeout-s S"}) {
+  for (const char* flag :
+       {"--workers N", "--kill-after-ms T", "--worker-netns A,B,..", "--dpdk-backoff-us U",
+        "--gloo-host ADDR", "worker transport:", "--listen HOST:PORT", "--coordinator HOST:PORT",
+        "--join-timeout-s S", "--switch-cores N"}) {
     EXPECT_NE(text.find(flag), std::string::npos) << flag;
   }
 }
