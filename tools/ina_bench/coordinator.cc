@@ -302,9 +302,14 @@ bool Coordinator::ReadFrom(Conn& c) {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) break;
     // Closed (n == 0) or failed: resolve the rank, after handling what was complete.
+    // A process that dies with data unread in its socket (a barrier release on its way) resets
+    // the connection instead of closing it: the same event for the run, named the same way.
     const std::string why =
         n == 0 ? "closed its connection to the coordinator without reporting"
-               : std::string("lost its connection to the coordinator: ") + std::strerror(errno);
+        : errno == ECONNRESET
+            ? "closed its connection to the coordinator without reporting (reset: the process "
+              "ended with data unread)"
+            : std::string("lost its connection to the coordinator: ") + std::strerror(errno);
     while (c.in.size() >= kFrameHead) {
       auto h = ParseHead(c.in.data(), UINT64_MAX);
       if (c.in.size() < kFrameHead + h->body) break;
