@@ -82,8 +82,7 @@ std::string MemifEal(const Options& o, int rank) {
            ".sock";
   };
   // Jumbo frames: memif buffers that hold a whole frame, so none is chained over several
-  // descriptors (DPDK 22.11's memif leaves a stale "next" flag on a descriptor that once began a
-  // chain, which glues a later one-descriptor frame to the next one).
+  // descriptors (DPDK 22.11's memif delivered some chained jumbo frames damaged: net/dpdk.h).
   const std::string bsize = o.dpdk_mtu > 1500 ? ",bsize=16384" : "";
   if (rank >= 0) {
     for (int l = 0; l < lanes; ++l) {

@@ -824,23 +824,22 @@ Result<std::unique_ptr<Switch>> Switch::Create(const Config& config,
       Status last = Status::Ok();
       for (int attempt = 0; attempt < 20; ++attempt) {
         for (auto& v : ports) v.clear();
-        pc.bind_port = static_cast<uint16_t>(config.port);
         last = Status::Ok();
+        uint32_t base = config.port;  // core 0's port once bound
         for (unsigned c = 0; c < n && last.ok(); ++c) {
+          pc.bind_port = static_cast<uint16_t>(c == 0 ? base : base + c);
           auto port = net::OpenUdpPort(pc);
           if (!port.ok()) {
             last = port.status().WithContext("--bind " + config.bind + " (core " +
                                              std::to_string(c) + ", --core-ports)");
             break;
           }
-          if (c == 0) pc.bind_port = net::UdpLocalPort(**port);
-          if (c + 1 < n && pc.bind_port + c + 1 > 65535) {
-            last = InvalidArgument("--core-ports: port " + std::to_string(pc.bind_port) + " + " +
+          if (c == 0) base = net::UdpLocalPort(**port);
+          ports[c].push_back(std::move(*port));
+          if (base + n - 1 > 65535) {
+            last = InvalidArgument("--core-ports: port " + std::to_string(base) + " + " +
                                    std::to_string(n - 1) + " is past 65535");
           }
-          ports[c].push_back(std::move(*port));
-          if (c + 1 < n)
-            pc.bind_port = static_cast<uint16_t>(net::UdpLocalPort(*ports[0][0]) + c + 1);
         }
         if (last.ok() || config.port != 0) break;
       }

@@ -252,8 +252,8 @@ class DpdkPort final : public Port {
     // what its framesz devarg holds (it drops a longer frame and counts it). Every other PMD is
     // taken at its word.
     const std::string_view driver(info.driver_name);
-    const bool chains = driver == "net_memif" || driver == "net_af_packet";
-    if (FrameBytes() > info.max_rx_pktlen && !chains) {
+    const bool reports_less = driver == "net_memif" || driver == "net_af_packet";
+    if (FrameBytes() > info.max_rx_pktlen && !reports_less) {
       return FailedPrecondition("dpdk: port " + name_ + " (" + info.driver_name +
                                 ") takes frames of at most " + std::to_string(info.max_rx_pktlen) +
                                 " bytes, not mtu " + std::to_string(mtu_) + " + 14");
@@ -286,13 +286,12 @@ class DpdkPort final : public Port {
     // One mbuf holds a whole frame (jumbo too), so RX hands out frames in place. Jumbo mbufs get
     // 1 KiB or more of slack (10 KiB of data at mtu 9000): net_af_packet wants room for a whole
     // ring frame of its framesz (10240 holds a 9014-byte frame with its TPACKET header).
-    const size_t data_room =
-        mtu_ > RTE_ETHER_MTU ? RTE_ALIGN_CEIL(FrameBytes() + 1024, 2048) : FrameBytes();
+    const bool jumbo = mtu_ > RTE_ETHER_MTU;
+    const size_t data_room = jumbo ? RTE_ALIGN_CEIL(FrameBytes() + 1024, 2048) : FrameBytes();
     const auto room = static_cast<uint16_t>(
         std::max<size_t>(RTE_MBUF_DEFAULT_BUF_SIZE, RTE_PKTMBUF_HEADROOM + data_room));
     // Jumbo mbufs are 4.5 times the size: as many as the rings need, so that a switch of several
     // ports fits the memory a --no-huge EAL has (about 32 MiB a port at mtu 9000).
-    const bool jumbo = mtu_ > RTE_ETHER_MTU;
     rx_pool_ = pool("rx", jumbo ? 2u * nrx + 1 : std::max(c.rx_mbufs, 2u * nrx + 1), 0, room);
     tx_pool_ = pool("tx", jumbo ? std::min(c.tx_mbufs, 1023u) : c.tx_mbufs, 0, room);
     // Data-less mbufs for external buffers, each with its own shared info in its private area:

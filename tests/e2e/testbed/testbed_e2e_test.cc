@@ -99,6 +99,16 @@ class Testbed : public ::testing::Test {
     return Process::Start(argv);
   }
 
+  // The last line of results.jsonl for `system` ("ina", "ina-dpdk", ...), or "" when none.
+  std::string LastResult(const std::string& system) const {
+    std::ifstream in(out_ / "results.jsonl");
+    std::string line, last;
+    while (std::getline(in, line)) {
+      if (line.find("\"system\": \"" + system + "\"") != std::string::npos) last = line;
+    }
+    return last;
+  }
+
   // The "inatb<pid>" prefix the script announces, from its stdout lines.
   static std::string Prefix(const std::vector<std::string>& lines) {
     for (const auto& l : lines) {
@@ -167,11 +177,7 @@ TEST_F(Testbed, JumboFramesCarryK2048VerifiedWithinPhysics) {
   for (const auto& l : lines) std::printf("  | %s\n", l.c_str());
   ASSERT_TRUE(st.ok()) << "testbed.sh did not finish in time";
   EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 0);
-  std::ifstream in(out_ / "results.jsonl");
-  std::string line, ina;
-  while (std::getline(in, line)) {
-    if (line.find("\"system\": \"ina\"") != std::string::npos) ina = line;
-  }
+  const std::string ina = LastResult("ina");
   ASSERT_FALSE(ina.empty()) << "no ina result";
   EXPECT_TRUE(JsonTrue(ina, "verified")) << ina;
   EXPECT_EQ(JsonNumber(ina, "mtu"), 9000) << ina;
@@ -205,11 +211,7 @@ TEST_F(Testbed, InaOverDpdkIsShapedAndEqualToUdp) {
   ASSERT_FALSE(prefix.empty());
   EXPECT_TRUE(NamespacesWith(prefix + "-").empty()) << "namespaces left behind: " << prefix;
   EXPECT_TRUE(FilesWith("/var/run/dpdk", prefix + "-").empty()) << "DPDK runtime dirs left";
-  std::ifstream in(out_ / "results.jsonl");
-  std::string line, dpdk;
-  while (std::getline(in, line)) {
-    if (line.find("\"system\": \"ina-dpdk\"") != std::string::npos) dpdk = line;
-  }
+  const std::string dpdk = LastResult("ina-dpdk");
   ASSERT_FALSE(dpdk.empty()) << "no ina-dpdk result";
   EXPECT_TRUE(JsonTrue(dpdk, "verified")) << dpdk;
   EXPECT_TRUE(JsonTrue(dpdk, "fingerprint_equal_udp")) << dpdk;
