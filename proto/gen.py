@@ -9,6 +9,7 @@ OUTDIR/roce_kat.txt (whole IPv4 packets, ICRC by zlib.crc32). Standard library o
 can run it on a bare machine.
 """
 import pathlib
+import re
 import struct
 import sys
 import tomllib
@@ -107,6 +108,9 @@ def check(spec):
             sys.exit(f"gen.py: duplicate {kind} names")
     if {x["name"] for x in spec["counter"]} & {x["name"] for x in spec["roce_counter"]}:
         sys.exit("gen.py: a roce_counter has a counter's name")
+    for c in spec["counter"]:
+        if not re.fullmatch(r"[a-z][a-z0-9_]*", c.get("metric", c["name"])):
+            sys.exit(f"gen.py: counter {c['name']}: metric is not a Prometheus name")
     if len(spec["counter"]) + len(spec["roce_counter"]) > 64:
         sys.exit("gen.py: more than 64 counters (ina_regs decodes 6 bits of counter index)")
     width = spec["registers"]["width"]
@@ -132,6 +136,20 @@ def bits(f):
     """Verilog-style bit range of a register field: [hi:lo] or [b]."""
     lo, hi = f["lsb"], f["lsb"] + f["width"] - 1
     return f"[{lo}]" if lo == hi else f"[{hi}:{lo}]"
+
+
+def cpp_escape(s):
+    return s.replace("\\", "\\\\").replace('"', '\\"')
+
+
+DROPPED_HELP = "Packets the switch dropped, by reason (docs/protocol_table.md and docs/switchd.md)."
+
+
+# (family, reason, help) of a [[counter]] in Prometheus terms (see ina.toml's counter comment).
+def counter_metric(spec, c):
+    if c["name"].startswith("drop_") and "metric" not in c:
+        return "ina_switch_dropped_packets_total", c["name"][len("drop_"):], DROPPED_HELP
+    return f"ina_switch_{c.get('metric', c['name'])}_total", "", c["doc"]
 
 
 def encode_kat(spec, kat):
@@ -310,6 +328,19 @@ def gen_cpp(spec):
 
     w("// Per-cause counters, in the order every fabric keeps them (and the register map uses).")
     counter_enum("Counter", "counter")
+    w("// Prometheus view of each Counter (ina-switchd --metrics): the family's name, the reason")
+    w("// label (drop_<reason> counters share ina_switch_dropped_packets_total) and the HELP text.")
+    w("struct CounterMetric {")
+    w("  std::string_view family;")
+    w("  std::string_view reason;  // empty: no reason label")
+    w("  std::string_view help;")
+    w("};")
+    w("inline constexpr std::array<CounterMetric, kNumCounters> kCounterMetrics = {{")
+    for c in spec["counter"]:
+        family, reason, help_ = counter_metric(spec, c)
+        w(f'    {{"{family}", "{reason}", "{cpp_escape(help_)}"}},')
+    w("}};")
+    w("")
     w("// Drop counters of the hardware fabric's RoCEv2 ingress; in its register map after the")
     w("// Counters (reg::kRoceCounterBase). Not engine counters (no engine sees RoCE headers).")
     counter_enum("RoceCounter", "roce_counter")
@@ -588,10 +619,12 @@ def gen_md(spec):
     for f in spec["flag"]:
         w(f"| {f['bit']} | `{f['name']}` | {f['doc']} |")
     w("")
-    w("| counter | name | meaning |")
-    w("|---|---|---|")
+    w("| counter | name | Prometheus (`ina-switchd --metrics`) | meaning |")
+    w("|---|---|---|---|")
     for i, c in enumerate(spec["counter"]):
-        w(f"| {i} | `{c['name']}` | {c['doc']} |")
+        family, reason, _ = counter_metric(spec, c)
+        metric = f'{family}{{reason="{reason}"}}' if reason else family
+        w(f"| {i} | `{c['name']}` | `{metric}` | {c['doc']} |")
     w("")
     w("RoCEv2 ingress counters of the hardware fabric (register map: after the counters above).")
     w("")

@@ -14,6 +14,7 @@ PKGS=(
   openmpi-bin libopenmpi-dev gnuplot-nox   # testbed: MPI baseline and plots
   libsimgrid-dev         # ina-scale-sim: flow-level model of 4 to 1024+ workers (docs/scale.md)
   python3-torch libtorch-dev pybind11-dev python3-pybind11 python3-sklearn  # PyTorch backend
+  python3-prometheus-client  # Prometheus' own text-format parser: the metrics tests read scrapes with it
   # RDMA: libibverbs for the verbs transport; qemu + busybox-static boot Debian's kernel (fetched
   # by scripts/vm/run-vm.sh with apt-get download, never installed) for the soft-RoCE guest tests
   # (label vm), where the rdma tools and perftest (ib_send_bw, the ceiling figure) run.

@@ -637,7 +637,7 @@ std::vector<JobInfo> ControlPlane::Jobs() const {
   for (const JobEntry& j : jobs_) {
     if (!j.used) continue;
     v.push_back(JobInfo{j.job_id, j.active, j.world_size, j.k, j.window_asked, j.window,
-                        j.slot_base, j.joined, j.lanes, j.queued, j.epoch});
+                        j.slot_base, j.joined, j.lanes, j.queued, j.epoch, j.data_packets});
   }
   return v;
 }

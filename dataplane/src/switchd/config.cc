@@ -5,11 +5,15 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <functional>
 #include <string_view>
 
 #include "ina/base/parse.h"
+#include "ina/dp/switchd/metrics.h"
 #include "ina/net/port.h"
 
 namespace ina::dp::switchd {
@@ -224,6 +228,16 @@ std::vector<Flag> Flags(const EngineMenu& engines) {
                "--upstream: leaves under the spine (default 1); leaf I serves\nthe ranks r "
                "with floor(r L / N) == I",
                "leaves", &Config::leaves, 1, 64),
+      {"--metrics", "ADDR:PORT",
+       "serve Prometheus metrics over HTTP at http://ADDR:PORT/metrics\n(docs/switchd.md; "
+       "e.g. 127.0.0.1:9470; port 0: ephemeral)",
+       "metrics", nullptr, false,
+       [](Config& c, std::string_view what, const std::string& v) -> Status {
+         if (!ParseListenEndpoint(v).ok()) return Bad(what, "IPv4:PORT or [IPv6]:PORT", v);
+         c.metrics = v;
+         return Status::Ok();
+       },
+       [](const Config& c) { return c.metrics.empty() ? std::string("off") : c.metrics; }},
       PathFlag("--record",
                "write every datagram received to FILE (pcap, Ethernet/IPv4/UDP\nframes; --cores 1)",
                "record", &Config::record, false),
@@ -332,7 +346,9 @@ std::string Usage(const EngineMenu& engines) {
       u += std::string(27, ' ') + std::string(help.substr(0, nl)) + "\n";
     }
   }
-  u += "  --help                   this text\n"
+  u += "  --config FILE            read flags from FILE first: 'flag = value' lines (the flag\n"
+       "                           without '--'), '#' comments; the command line wins\n"
+       "  --help                   this text\n"
        "Flags take --flag value or --flag=value; a flag wins over its environment variable.\n"
        "On start it prints its configuration, then 'ina-switchd listening on ADDR:PORT'.\n"
        "SIGINT/SIGTERM: prints a summary and a last JSON line {\"switch_counters\": {...}},\n"
@@ -346,12 +362,56 @@ std::vector<std::string> FlagNames(const EngineMenu& engines) {
   return names;
 }
 
+namespace {
+
+std::string Trim(std::string_view s) {
+  const size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string_view::npos) return "";
+  const size_t e = s.find_last_not_of(" \t\r");
+  return std::string(s.substr(b, e - b + 1));
+}
+
+// --config FILE: "flag = value" lines (the flag's name without "--"), '#' comments, blank lines.
+Result<std::vector<std::pair<std::string, std::string>>> ReadConfigFile(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) return NotFound("--config " + path + ": cannot open (" + std::strerror(errno) + ")");
+  std::vector<std::pair<std::string, std::string>> lines;
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    const std::string s = Trim(line.substr(0, line.find('#')));
+    if (s.empty()) continue;
+    const size_t eq = s.find('=');
+    if (eq == std::string::npos) {
+      return InvalidArgument("--config " + path + ":" + std::to_string(n) + ": '" + s +
+                             "' is not 'flag = value'");
+    }
+    lines.emplace_back(path + ":" + std::to_string(n) + ": --" + Trim(s.substr(0, eq)),
+                       Trim(s.substr(eq + 1)));
+  }
+  return lines;
+}
+
+}  // namespace
+
 Result<Config> ParseArgs(const std::vector<std::string>& args, const EngineMenu& engines,
                          GetEnv getenv) {
   Config c;
   if (engines.fixed_slots != 0) c.slots = engines.fixed_slots;
   const std::vector<Flag> flags = Flags(engines);
   std::vector<const Flag*> given;
+  // `what` names the flag in errors (with the file and line for --config's).
+  auto apply = [&](std::string_view what, std::string_view name, const std::string& value) {
+    const Flag* flag = nullptr;
+    for (const Flag& f : flags) {
+      if (name == f.name) flag = &f;
+    }
+    if (flag == nullptr)
+      return InvalidArgument("unknown flag '" + std::string(what) + "' (see --help)");
+    given.push_back(flag);
+    return flag->set(c, what, value);
+  };
+  // The file first: flags on the command line win over its lines.
+  std::vector<std::pair<std::string, std::string>> rest;  // (flag, value) from the command line
   for (size_t i = 0; i < args.size(); ++i) {
     std::string name = args[i];
     std::string value;
@@ -365,18 +425,29 @@ Result<Config> ParseArgs(const std::vector<std::string>& args, const EngineMenu&
       c.help = true;
       continue;
     }
-    const Flag* flag = nullptr;
-    for (const Flag& f : flags) {
-      if (name == f.name) flag = &f;
-    }
-    if (flag == nullptr) return InvalidArgument("unknown flag '" + args[i] + "' (see --help)");
     if (!has_value) {
-      if (i + 1 >= args.size()) return InvalidArgument(name + ": missing value");
+      if (i + 1 >= args.size()) {
+        return InvalidArgument(name.rfind("--", 0) == 0
+                                   ? name + ": missing value"
+                                   : "unknown flag '" + name + "' (see --help)");
+      }
       value = args[++i];
     }
-    INA_RETURN_IF_ERROR(flag->set(c, name, value));
-    given.push_back(flag);
+    if (name == "--config") {
+      if (!c.config.empty()) return InvalidArgument("--config given twice");
+      c.config = value;
+      INA_ASSIGN_OR_RETURN(auto lines, ReadConfigFile(value));
+      for (const auto& [where, v] : lines) {
+        const std::string_view flag = std::string_view(where).substr(where.rfind(": ") + 2);
+        if (flag == "--config")
+          return InvalidArgument(where + ": a config file cannot include another");
+        INA_RETURN_IF_ERROR(apply(where, flag, v));
+      }
+      continue;
+    }
+    rest.emplace_back(std::move(name), std::move(value));
   }
+  for (const auto& [name, value] : rest) INA_RETURN_IF_ERROR(apply(name, name, value));
   // Environment overrides, for the flags the command line did not give.
   for (const Flag& f : flags) {
     if (f.env == nullptr || std::find(given.begin(), given.end(), &f) != given.end()) continue;

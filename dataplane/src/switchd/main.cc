@@ -11,6 +11,7 @@
 
 #include "engines.h"
 #include "ina/dp/switchd/config.h"
+#include "ina/dp/switchd/metrics.h"
 #include "ina/dp/switchd/reporter.h"
 #include "ina/dp/switchd/switch.h"
 
@@ -59,6 +60,18 @@ int main(int argc, char** argv) {
   sigaction(SIGTERM, &sa, nullptr);
 
   sd::PrintConfig(*config, sd::EngineDescription(config->engine), stdout, engines);
+  std::unique_ptr<sd::MetricsServer> metrics;
+  if (!config->metrics.empty()) {
+    sd::Switch* s = sw->get();
+    auto m =
+        sd::MetricsServer::Start(config->metrics, [s] { return sd::FormatMetrics(s->Snapshot()); });
+    if (!m.ok()) {
+      std::fprintf(stderr, "ina-switchd: %s\n", m.status().ToString().c_str());
+      return StartupExitCode(m.status());
+    }
+    metrics = std::move(*m);
+    std::printf("ina-switchd metrics at http://%s/metrics\n", metrics->address().c_str());
+  }
   std::printf("ina-switchd listening on %s\n", (*sw)->local_address().c_str());
   std::fflush(stdout);
 

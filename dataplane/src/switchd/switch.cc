@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <mutex>
 #include <thread>
 
 #include "handoff.h"
@@ -270,7 +271,22 @@ class Switch::Core final : private Emitter, private ReplySink, private LeafSink 
       }
     }
     pub_jobs_.store(control_->num_jobs(), std::memory_order_relaxed);
+    // The job table for --metrics: a copy under a lock, on the tick path only.
+    if (!config_.metrics.empty()) {
+      std::vector<JobInfo> jobs = control_->Jobs();
+      uint32_t in_use = 0;
+      for (const JobInfo& j : jobs) in_use += j.active ? j.window : 0;
+      pub_in_use_.store(in_use, std::memory_order_relaxed);
+      std::lock_guard<std::mutex> lock(pub_jobs_mu_);
+      pub_job_list_.swap(jobs);
+    }
   }
+  std::vector<JobInfo> published_job_list() const {
+    std::lock_guard<std::mutex> lock(pub_jobs_mu_);
+    return pub_job_list_;
+  }
+  uint32_t published_in_use() const { return pub_in_use_.load(std::memory_order_relaxed); }
+  uint32_t pool_slots() const { return control_->pool_slots(); }
 
   // The published values, in JSON order.
   NamedCounters Published() const {
@@ -731,6 +747,9 @@ class Switch::Core final : private Emitter, private ReplySink, private LeafSink 
   std::vector<std::atomic<uint64_t>> pub_;
   std::vector<std::atomic<uint64_t>> pub_ports_;
   std::atomic<size_t> pub_jobs_{0};
+  std::atomic<uint32_t> pub_in_use_{0};
+  mutable std::mutex pub_jobs_mu_;
+  std::vector<JobInfo> pub_job_list_;  // guarded by pub_jobs_mu_
 };
 
 Switch::~Switch() {
@@ -945,6 +964,11 @@ SwitchStats Switch::Snapshot() const {
     }
     s.per_core.push_back(std::move(v));
     s.jobs_open += cores_[c]->published_jobs();
+    s.pool_slots.push_back(cores_[c]->pool_slots());
+    s.slots_in_use.push_back(cores_[c]->published_in_use());
+    for (const JobInfo& j : cores_[c]->published_job_list()) {
+      s.jobs.push_back({static_cast<unsigned>(c), j});
+    }
     const auto& ports = cores_[c]->ports();
     for (size_t pi = 0; pi < ports.size(); ++pi) {
       s.ports.push_back(

@@ -144,6 +144,12 @@ static inline int ina_comm_stats(const ina_comm* comm, ina_stats* out) {
   return ina_comm_stats_sized(comm, out, sizeof(ina_stats));
 }
 
+/* The counters of ina_stats as Prometheus text (exposition format 0.0.4: ina_worker_*_total,
+ * labels job and rank; docs/host.md "Metrics"), NUL-terminated into buf[0 .. cap). *len (when not
+ * NULL) gets the text's length without the NUL, also on INA_ERR_RESOURCE_EXHAUSTED: cap too small
+ * (buf untouched; call again with cap = *len + 1). Thread-safe. */
+int ina_comm_metrics(const ina_comm* comm, char* buf, size_t cap, size_t* len);
+
 /* In-place sum over all ranks; blocking. */
 int ina_allreduce_f32(ina_comm* comm, float* data, size_t count);
 int ina_allreduce_i32(ina_comm* comm, int32_t* data, size_t count); /* exact, wrapping */

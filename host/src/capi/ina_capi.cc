@@ -10,6 +10,7 @@
 #include <string>
 
 #include "capi_internal.h"
+#include "ina/host/comm_metrics.h"
 #include "ina/host/communicator.h"
 #include "ina/ina.h"
 #include "ina/version.h"
@@ -334,6 +335,21 @@ uint16_t ina_comm_window(const ina_comm* comm) {
 int ina_comm_stats_sized(const ina_comm* comm, ina_stats* out, size_t struct_size) {
   if (comm == nullptr || out == nullptr) return capi::BadArg("ina_comm_stats: null comm or out");
   return capi::Report(capi::StatsToC(comm->comm->stats(), out, struct_size));
+}
+
+int ina_comm_metrics(const ina_comm* comm, char* buf, size_t cap, size_t* len) {
+  if (comm == nullptr) return capi::BadArg("ina_comm_metrics: null comm");
+  if (buf == nullptr && cap != 0) return capi::BadArg("ina_comm_metrics: null buf with cap > 0");
+  const ina::host::CommConfig& c = comm->comm->config();
+  const std::string text = ina::host::FormatCommMetrics(comm->comm->stats(), c.job_id, c.rank);
+  if (len != nullptr) *len = text.size();
+  if (cap <= text.size()) {
+    return capi::Report(ina::ResourceExhausted("ina_comm_metrics: the text needs " +
+                                               std::to_string(text.size() + 1) + " bytes, cap is " +
+                                               std::to_string(cap)));
+  }
+  std::memcpy(buf, text.c_str(), text.size() + 1);
+  return INA_OK;
 }
 
 int ina_allreduce_f32(ina_comm* comm, float* data, size_t count) {

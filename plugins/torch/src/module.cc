@@ -35,7 +35,12 @@ PYBIND11_MODULE(_C, m) {
       .def_property_readonly("fabric_active", &ProcessGroupIna::fabric_active)
       .def_property_readonly("job_id", &ProcessGroupIna::job_id)
       .def_property_readonly("fabric_status", &ProcessGroupIna::fabric_status)
-      .def_property_readonly("fabric_calls", &ProcessGroupIna::fabric_calls);
+      .def_property_readonly("fabric_calls", &ProcessGroupIna::fabric_calls)
+      .def("metrics", [](const ProcessGroupIna& pg) {
+        py::dict d;
+        for (const auto& [name, value] : pg.metrics()) d[py::str(name)] = value;
+        return d;
+      });
   // Whether this build takes CUDA tensors through the fabric (docs/pytorch.md, "CUDA tensors").
   m.def("cuda_path_built", [] { return ina::torch_backend::MakeDevicePath()->built(); });
 }

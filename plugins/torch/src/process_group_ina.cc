@@ -11,6 +11,7 @@
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include "ina/base/status.h"
+#include "ina/host/comm_metrics.h"
 #include "ina/host/job_alloc.h"
 
 namespace ina::torch_backend {
@@ -321,6 +322,17 @@ std::string ProcessGroupIna::fabric_status() const {
 int64_t ProcessGroupIna::fabric_calls() const {
   std::lock_guard<std::mutex> lock(state_mu_);
   return fabric_calls_;
+}
+
+std::vector<std::pair<std::string, uint64_t>> ProcessGroupIna::metrics() const {
+  std::lock_guard<std::mutex> lock(state_mu_);
+  const ina::host::CommStats s = comm_ != nullptr ? comm_->stats() : ina::host::CommStats{};
+  std::vector<std::pair<std::string, uint64_t>> v;
+  for (const ina::host::CommStatField& f : ina::host::kCommStatFields) {
+    v.emplace_back(std::string(f.name), s.*f.field);
+  }
+  v.emplace_back("fabric_calls", static_cast<uint64_t>(fabric_calls_));
+  return v;
 }
 
 void ProcessGroupIna::Enqueue(Task task) {

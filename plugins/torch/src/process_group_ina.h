@@ -162,6 +162,9 @@ class ProcessGroupIna : public c10d::ProcessGroup {
   int job_id() const;                 // the fabric job, -1 if none
   std::string fabric_status() const;  // "active job=...", or why not
   int64_t fabric_calls() const;       // fabric calls completed
+  // The communicator's counters by name (ina/host/comm_metrics.h: packets_sent, ...) and
+  // fabric_calls; zeros while no fabric is in use. Python: pg.metrics() -> dict.
+  std::vector<std::pair<std::string, uint64_t>> metrics() const;
 
  private:
   using Task = std::function<void()>;

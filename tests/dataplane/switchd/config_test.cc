@@ -215,6 +215,48 @@ TEST(SwitchdConfig, RtlsimFlagsAndItsFixedPool) {
 }
 
 // --help, the config print and docs/switchd.md all come from (or are checked against) the table.
+// --config FILE: flags from "flag = value" lines, comments and blank lines skipped; the command
+// line wins over the file wherever it stands; errors name the file and the line.
+TEST(SwitchdConfig, ConfigFileThenCommandLine) {
+  const std::string path = ::testing::TempDir() + "/switchd_config_test.conf";
+  {
+    std::ofstream f(path);
+    f << "# ina-switchd\n\nport = 47010\n  slots=4096  # a comment\nmetrics = 127.0.0.1:9470\n";
+  }
+  auto c = Parse({"--slots", "2048", "--config", path});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->port, 47010);
+  EXPECT_EQ(c->slots, 2048u);  // the command line wins, before or after --config
+  EXPECT_EQ(c->metrics, "127.0.0.1:9470");
+  EXPECT_EQ(c->config, path);
+  {
+    std::ofstream f(path);
+    f << "port = 1\nslots = zero\n";
+  }
+  c = Parse({"--config=" + path});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find(path + ":2: --slots"), std::string::npos)
+      << c.status().message();
+  {
+    std::ofstream f(path);
+    f << "port 47000\n";
+  }
+  c = Parse({"--config", path});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find(":1: 'port 47000' is not 'flag = value'"), std::string::npos)
+      << c.status().message();
+  {
+    std::ofstream f(path);
+    f << "no-such-flag = 1\n";
+  }
+  c = Parse({"--config", path});
+  ASSERT_FALSE(c.ok());
+  EXPECT_NE(c.status().message().find("unknown flag"), std::string::npos);
+  EXPECT_FALSE(Parse({"--config", path + ".missing"}).ok());
+  EXPECT_FALSE(Parse({"--metrics", "localhost:9470"}).ok());
+  std::remove(path.c_str());
+}
+
 TEST(SwitchdConfig, HelpPrintAndDocsListEveryFlag) {
   auto c = Parse({"--udp-gso", "0"}, kRtl);
   ASSERT_TRUE(c.ok());

@@ -106,6 +106,22 @@ int capi_run_rank(uint16_t port, uint16_t rank, uint16_t world, char* err, size_
     CHECK(st.ops_completed >= 4 && st.ops_failed == 0);
     CHECK(st.packets_sent >= 2 * ((kN + 63) / 64) && st.results >= 2 * ((kN + 63) / 64));
   }
+  {
+    /* The same counters as Prometheus text: too small a buffer says the size it needs. */
+    char small[16], big[8192], want[128];
+    size_t len = 0, len2 = 0;
+    ina_stats st;
+    CHECK(ina_comm_metrics(comm, small, sizeof(small), &len) == INA_ERR_RESOURCE_EXHAUSTED);
+    CHECK(len > sizeof(small) && len < sizeof(big));
+    CHECK(ina_comm_stats(comm, &st) == INA_OK); /* no call runs: the counters stand still */
+    CHECK(ina_comm_metrics(comm, big, sizeof(big), &len2) == INA_OK);
+    CHECK(len2 == strlen(big) && len2 >= len);
+    CHECK(strstr(big, "# TYPE ina_worker_ops_completed_total counter\n") != NULL);
+    snprintf(want, sizeof(want), "ina_worker_ops_completed_total{job=\"%u\",rank=\"%u\"} %llu\n",
+             (unsigned)c.job_id, (unsigned)rank, (unsigned long long)st.ops_completed);
+    CHECK(strstr(big, want) != NULL);
+    CHECK(ina_comm_metrics(NULL, big, sizeof(big), NULL) == INA_ERR_INVALID_ARGUMENT);
+  }
   CHECK(ina_version() == INA_VERSION);
 
   ina_comm_destroy(comm);

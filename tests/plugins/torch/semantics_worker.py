@@ -248,6 +248,10 @@ def run_checks(rank, world, seed, checks=CHECKS):
     for check in checks:
         check(rank, world, ref, seed)
     assert pg.fabric_active, f"rank {rank}: fell back: {pg.fabric_status}"
+    m = pg.metrics()  # the communicator's counters (docs/pytorch.md, "Metrics")
+    assert m["fabric_calls"] == pg.fabric_calls, m
+    assert m["ops_completed"] >= pg.fabric_calls > 0 and m["ops_failed"] == 0, m
+    assert m["results"] > 0 and m["packets_sent"] >= m["results"], m
     print(f"rank {rank}: {pg.fabric_calls} fabric calls, all checks passed", flush=True)
     dist.destroy_process_group()
 

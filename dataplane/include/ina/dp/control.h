@@ -254,12 +254,13 @@ struct JobInfo {
   uint16_t world_size = 0;
   uint16_t k = 0;
   uint32_t window_asked = 0;
-  uint16_t window = 0;     // granted (active jobs)
-  uint32_t slot_base = 0;  // first pool slot (active jobs)
-  uint16_t joined = 0;     // ranks with every lane joined so far
-  uint16_t lanes = 1;      // peers per rank (JOIN gen; 0 counts as 1)
-  bool queued = false;     // every lane (re-)joined, waiting for slots
-  uint8_t epoch = 0;       // the current (active) or last grant's epoch; 0: never granted
+  uint16_t window = 0;        // granted (active jobs)
+  uint32_t slot_base = 0;     // first pool slot (active jobs)
+  uint16_t joined = 0;        // ranks with every lane joined so far
+  uint16_t lanes = 1;         // peers per rank (JOIN gen; 0 counts as 1)
+  bool queued = false;        // every lane (re-)joined, waiting for slots
+  uint8_t epoch = 0;          // the current (active) or last grant's epoch; 0: never granted
+  uint64_t data_packets = 0;  // data packets that passed CheckDataSource (kOk) for this job
 };
 
 class ControlPlane {
@@ -301,6 +302,7 @@ class ControlPlane {
     if (!j.active || rank >= j.world_size) return SourceCheck::kPass;
     if (!(j.peers[PeerIndex(j, rank, LaneOf(j, slot))] == from)) return SourceCheck::kForeign;
     j.last_activity = now;
+    ++j.data_packets;
     return SourceCheck::kOk;
   }
 
@@ -361,6 +363,7 @@ class ControlPlane {
     uint64_t joined_mask = 0;                                // bit r: some lane of rank r joined
     uint64_t left_mask = 0;  // bit r: rank r left gracefully (done); it gets no errors
     TimePoint last_activity{};
+    uint64_t data_packets = 0;  // JobInfo::data_packets
     // The first JOIN refused while the job was pending (see the header comment).
     bool refused = false;
     uint16_t refused_rank = 0;

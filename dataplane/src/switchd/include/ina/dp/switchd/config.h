@@ -80,7 +80,11 @@ struct Config {
   std::string upstream;
   uint32_t leaf_index = 0;
   uint32_t leaves = 1;
-  bool help = false;  // --help: print Usage() and exit 0
+  // --metrics: Prometheus text format over HTTP at this "IPv4:PORT" or "[IPv6]:PORT" (GET
+  // /metrics; ina-switchd's metrics.h); empty: off.
+  std::string metrics;
+  std::string config;  // --config FILE it read ("flag = value" lines); empty: none
+  bool help = false;   // --help: print Usage() and exit 0
 };
 
 inline constexpr uint32_t kMaxSlots = 1u << 20;

@@ -100,6 +100,12 @@ struct PortSnapshot {
   net::PortStats stats;
 };
 
+// A job as one core's control plane saw it at the last tick (Config::metrics only).
+struct JobSnapshot {
+  unsigned core = 0;
+  JobInfo info;
+};
+
 struct SwitchStats {
   double uptime_s = 0;
   std::string engine;  // Config::engine
@@ -108,6 +114,9 @@ struct SwitchStats {
   NamedCounters counters;               // engine, control, switch; summed over cores
   std::vector<NamedCounters> per_core;  // the same, per core (one entry per core)
   std::vector<PortSnapshot> ports;
+  std::vector<uint32_t> pool_slots;    // per core: the slots its engine has
+  std::vector<uint32_t> slots_in_use;  // per core: granted to active jobs
+  std::vector<JobSnapshot> jobs;       // pending, queued and active jobs (Config::metrics only)
 };
 
 // Builds one core's engine for limits (ina-switchd: engines.h).
