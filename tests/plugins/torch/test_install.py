@@ -1,4 +1,4 @@
-"""cmake --install puts ina_torch under <prefix>/<libdir>/python3/dist-packages, and the
+"""cmake --install puts ina_torch under <prefix>/lib/python3/dist-packages (Debian's path), and the
 installed copy imports and registers backend "ina" without the build tree."""
 import glob
 import os
