@@ -36,8 +36,8 @@ pl::Plan RunQuantize(const T* x, size_t n, int k, const uint8_t* exps, int preci
                                                   out, ss);
             break;
           case pl::Body::kVec:
-            mp::QuantizeVecThread<T, Index, false>(cta, t, grid, x, first, end, kk, exps,
-                                                   precision, out, ss);
+            mp::QuantizeVecThread<T, Index, false>(cta, t, grid, x, first, end, kk, exps, precision,
+                                                   out, ss);
             break;
           case pl::Body::kOne:
             mp::QuantizeOneThread<T, Index>(cta, t, grid, x, first, end, kk, exps, precision, out,

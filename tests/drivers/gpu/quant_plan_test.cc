@@ -116,16 +116,16 @@ template <typename Want>
 std::string CheckCounts(const std::vector<uint16_t>& c, const char* what, Want want) {
   for (size_t i = 0; i < c.size(); ++i) {
     if (c[i] != want(i)) {
-      return std::string(what) + " byte " + std::to_string(i) + " touched " +
-             std::to_string(c[i]) + " times, want " + std::to_string(want(i));
+      return std::string(what) + " byte " + std::to_string(i) + " touched " + std::to_string(c[i]) +
+             " times, want " + std::to_string(want(i));
     }
   }
   return "";
 }
 
 std::vector<size_t> Lengths(size_t k) {
-  std::vector<size_t> v = {1, 2, 3, 4, 5, 7, 8, 9, k - 1, k, k + 1, k + 3, k + 4, k + 5,
-                           2 * k - 1, 2 * k + 3, 3 * k + 2};
+  std::vector<size_t> v = {1, 2,     3,     4,     5,     7,         8,         9,        k - 1,
+                           k, k + 1, k + 3, k + 4, k + 5, 2 * k - 1, 2 * k + 3, 3 * k + 2};
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
   v.erase(std::remove(v.begin(), v.end(), size_t{0}), v.end());
@@ -176,10 +176,9 @@ std::string QuantizeCase(InType type, int k, const Case& c, const Tensor& t,
   const pl::Plan plan = WithType(type, [&](auto tag) {
     using T = decltype(tag);
     const T* xt = reinterpret_cast<const T*>(x.data());
-    return c.idx64 ? RunQuantize<T, uint64_t>(xt, c.n, k, exps.data(), p, out.data(), c.stride,
-                                              c.grid)
-                   : RunQuantize<T, uint32_t>(xt, c.n, k, exps.data(), p, out.data(), c.stride,
-                                              c.grid);
+    return c.idx64
+               ? RunQuantize<T, uint64_t>(xt, c.n, k, exps.data(), p, out.data(), c.stride, c.grid)
+               : RunQuantize<T, uint32_t>(xt, c.n, k, exps.data(), p, out.data(), c.stride, c.grid);
   });
   if (!w.errors().empty()) return w.errors()[0];
   // The path the plan promises: vectors whenever K and the input's alignment allow.
@@ -189,9 +188,8 @@ std::string QuantizeCase(InType type, int k, const Case& c, const Tensor& t,
     return "int32 access width choice";
   }
   std::string e = CheckCounts(w.Count(rx), "x", [](size_t) { return 1; });
-  if (e.empty()) e = CheckCounts(w.Count(ro), "out", [&](size_t o) {
-    return InSlot(o, kk, c.stride) ? 1 : 0;
-  });
+  if (e.empty())
+    e = CheckCounts(w.Count(ro), "out", [&](size_t o) { return InSlot(o, kk, c.stride) ? 1 : 0; });
   if (e.empty()) {
     const auto& ce = w.Count(re);
     if (std::count(ce.begin(), ce.end(), 0) != 0) e = "a block's exponent never read";
@@ -221,21 +219,18 @@ std::string DequantizeCase(int k, const Case& c, const std::vector<uint8_t>& in,
   const int ri = w.Add("in", win.data(), wire, false);
   const int re = w.Add("exps", exps.data(), exps.size(), false);
   const int ro = w.Add("out", out.data(), 4 * c.n, true);
-  const pl::Plan plan =
-      c.idx64
-          ? RunDequantize<uint64_t>(win.data(), c.stride, c.n, k, exps.data(), p, divisor, o,
-                                    c.grid)
-          : RunDequantize<uint32_t>(win.data(), c.stride, c.n, k, exps.data(), p, divisor, o,
-                                    c.grid);
+  const pl::Plan plan = c.idx64 ? RunDequantize<uint64_t>(win.data(), c.stride, c.n, k, exps.data(),
+                                                          p, divisor, o, c.grid)
+                                : RunDequantize<uint32_t>(win.data(), c.stride, c.n, k, exps.data(),
+                                                          p, divisor, o, c.grid);
   if (!w.errors().empty()) return w.errors()[0];
   const bool vec_ok = kk % 4 == 0 && c.x_pad % 16 == 0;
   if (plan.vec_elems != (vec_ok ? c.n / 4 * 4 : 0)) return "path choice";
   if (plan.vec_elems > 0 && plan.wide_io != (c.w_pad % 16 == 0 && c.stride % 16 == 0)) {
     return "int32 access width choice";
   }
-  std::string e = CheckCounts(w.Count(ri), "in", [&](size_t o) {
-    return InSlot(o, kk, c.stride) ? 1 : 0;
-  });
+  std::string e =
+      CheckCounts(w.Count(ri), "in", [&](size_t o) { return InSlot(o, kk, c.stride) ? 1 : 0; });
   if (e.empty()) e = CheckCounts(w.Count(ro), "out", [](size_t) { return 1; });
   if (e.empty()) {
     const auto& ce = w.Count(re);
@@ -356,15 +351,14 @@ TEST_P(GpuPlanTest, BlockExpsReadEveryElementOnceWithWholeLaneGroups) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(All, GpuPlanTest,
-                         ::testing::Combine(::testing::Values(InType::kFloat32, InType::kBFloat16,
-                                                              InType::kFloat16),
-                                            ::testing::Values(1, 2, 3, 4, 7, 8, 64, 256, 512,
-                                                              1024, 2048)),
-                         [](const ::testing::TestParamInfo<Param>& info) {
-                           return std::string(InName(std::get<0>(info.param))) + "_k" +
-                                  std::to_string(std::get<1>(info.param));
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    All, GpuPlanTest,
+    ::testing::Combine(::testing::Values(InType::kFloat32, InType::kBFloat16, InType::kFloat16),
+                       ::testing::Values(1, 2, 3, 4, 7, 8, 64, 256, 512, 1024, 2048)),
+    [](const ::testing::TestParamInfo<Param>& info) {
+      return std::string(InName(std::get<0>(info.param))) + "_k" +
+             std::to_string(std::get<1>(info.param));
+    });
 
 // The H200 failures' shape (issue #22): 2^20 + 3 elements, the base one element off, the plan's
 // real grid (4096 CTAs: the last block's elements are in the second grid-stride round).
