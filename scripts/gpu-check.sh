@@ -10,8 +10,9 @@
 #   through libnccl-net-ina.so with 2 ranks on this machine's GPUs (both on GPU 0 when there is
 #   only one). NCCL_HOSTID differs per rank, so NCCL sees two nodes and CollNet applies
 #   (NCCL_COLLNET_ENABLE=1, NCCL_NET_PLUGIN=ina, NCCL_NET=ina, INA_SWITCH to an ina-switchd this
-#   script starts on loopback). From NCCL_DEBUG=INFO it reads whether the ina CollNet plugin
-#   loaded, connected and carried all-reduces (NCCL_TUNING "Algo CollNet..." lines).
+#   script starts on loopback). From NCCL_DEBUG=INFO, in whatever each rank printed (stdout and
+#   stderr: scripts/gpu/nccl-log.sh), it reads whether the ina CollNet plugin loaded, connected
+#   and carried all-reduces (NCCL_TUNING "Algo CollNet..." lines).
 #   ina-nccl-allreduce checks the results against the host-computed sums (exact by construction).
 #   Run twice: with host buffers (INA_NCCL_CUDA=0: NCCL copies GPU<->host around CollNet; fields
 #   nccl_*, collnet_*, nccl_plugin_ok) and with GPU buffers (the plugin advertises NCCL_PTR_CUDA;
@@ -35,6 +36,8 @@
 # right). Each check is one function that adds its fields to that line (later issues add more).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# shellcheck source=scripts/gpu/nccl-log.sh
+. scripts/gpu/nccl-log.sh
 
 COUNT=1048576
 ITERS=3
@@ -151,15 +154,14 @@ check_nccl_collnet() {
   wait "${pids[0]}" || rc0=$?
   wait "${pids[1]}" || rc1=$?
   t1=$(date +%s.%N)
-  local logs=("$OUT/${tag}rank0.log" "$OUT/${tag}rank1.log")
-  local loaded joined connected collnet_ops other_ops gdr_setups
-  loaded=$(cat "${logs[@]}" | grep -c 'Loaded collnet plugin ina' || true)
-  joined=$(cat "${logs[@]}" | grep -c 'NET/ina : CollNet job' || true)
-  connected=$(cat "${logs[@]}" | grep -c 'Connected CollNet' || true)
-  collnet_ops=$(cat "${logs[@]}" | grep -cE 'AllReduce: .* Algo CollNet(Direct|Chain)' || true)
-  other_ops=$(cat "${logs[@]}" | grep -E 'AllReduce: .* Algo ' | grep -cvE 'Algo CollNet' || true)
-  # "CollNet 00/0 : 0 [receive] via COLLNET/ina/0/GDRDMA": NCCL hands the plugin GPU memory.
-  gdr_setups=$(cat "${logs[@]}" | grep -cE 'CollNet .* via COLLNET/[^ ]*/GDRDMA' || true)
+  # Everything each rank printed: NCCL's INFO lines go to stdout (rank*.out), ours and NCCL's
+  # warnings to stderr (rank*.log); scripts/gpu/nccl-log.sh reads both.
+  local logs=("$OUT/${tag}rank0.out" "$OUT/${tag}rank0.log" "$OUT/${tag}rank1.out"
+              "$OUT/${tag}rank1.log")
+  local loaded joined connected collnet_ops other_ops gdr_setups offered key value
+  while read -r key value; do
+    printf -v "$key" '%s' "$value"
+  done < <(nccl_log_counts "$OUT" "$tag")
   local float_ok=true int_ok=true
   for r in 0 1; do
     grep -q '"float_ok":true' "$OUT/${tag}rank$r.out" 2>/dev/null || float_ok=false
@@ -174,9 +176,8 @@ check_nccl_collnet() {
   # unless it was built without one: a failure). Whether NCCL then takes them is NCCL's call on
   # this machine (GPUDirect RDMA support of the GPU and driver): without a /GDRDMA line the
   # GPU-buffer result is null, with NCCL's own words in not_run, not a failure.
-  local offered=0 nccl_says="" gpubuf_ok=false
+  local nccl_says="" gpubuf_ok=false
   if [[ $mode == gpubuf ]]; then
-    offered=$(cat "${logs[@]}" | grep -c 'NET/ina : .*buffers: host and CUDA' || true)
     nccl_says=$(cat "${logs[@]}" | grep -oE 'GPU Direct RDMA (Enabled|Disabled)[^"]*' | sort -u | head -3 | tr '\n' ';' || true)
     if [[ $offered -eq 0 ]]; then
       fail "the plugin did not offer GPU buffers on a GPU machine: $(grep -h 'NET/ina : .*buffers:' "${logs[@]}" | head -1)"

@@ -52,6 +52,8 @@ TEST_P(GpuCrcTest, BlockCrcsMatchCpu) {
     std::vector<uint32_t> got(blocks + 1, kGuardCrc);
     ASSERT_EQ(cudaMemcpy(dc->data(), got.data(), 4 * got.size(), cudaMemcpyHostToDevice),
               cudaSuccess);
+    // A pageable cudaMemcpy may return before its DMA lands; the kernels run on other streams.
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     const Status s = BlockCrcs(dw->as<uint8_t>(), n, k, dc->as<uint32_t>(), stream_);
     ASSERT_TRUE(s.ok()) << s.ToString();
     ASSERT_EQ(cudaStreamSynchronize(stream_), cudaSuccess);

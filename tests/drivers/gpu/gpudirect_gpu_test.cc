@@ -77,6 +77,8 @@ TEST(GpuDirectHw, DeviceQuantizedPayloadsFromTheNicBufferGiveTheHostPathsResults
       ASSERT_TRUE(buf.ok()) << buf.status().ToString();
       ASSERT_EQ(cudaMemcpy(buf->data(), host[r].data(), n * 4, cudaMemcpyHostToDevice),
                 cudaSuccess);
+      // A pageable cudaMemcpy may return before its DMA lands; the kernels run on other streams.
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       errs[2 * r] = comms[r]->AllReduce(std::span<float>(buf->as<float>(), n), *doms[r]);
       dev_out[r].resize(n);
       ASSERT_EQ(cudaMemcpy(dev_out[r].data(), buf->data(), n * 4, cudaMemcpyDeviceToHost),

@@ -210,6 +210,8 @@ TEST_P(GpuDomainHwTest, AveragedDeviceAllReduceBitIdenticalToHostPath) {
                 cudaSuccess);
       ASSERT_EQ(cudaMemcpy(ibuf->data(), ihost[r].data(), n * 4, cudaMemcpyHostToDevice),
                 cudaSuccess);
+      // A pageable cudaMemcpy may return before its DMA lands; the kernels run on other streams.
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       errs[r * 4] =
           comms[r]->AllReduce(std::span<float>(buf->as<float>(), n), *doms[r], nullptr, avg);
       errs[r * 4 + 1] =
@@ -259,6 +261,8 @@ TEST(GpuDomainCallsHwTest, MatchHostDomain) {
       auto dout = DeviceBuffer::Allocate(n * 4);
       ASSERT_TRUE(dx.ok() && dout.ok());
       ASSERT_EQ(cudaMemcpy(dx->data(), x.data(), n * 4, cudaMemcpyHostToDevice), cudaSuccess);
+      // A pageable cudaMemcpy may return before its DMA lands; the kernels run on other streams.
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       auto st = (*cuda)->AllocStaging(4 * n + 3 * blocks);
       ASSERT_TRUE(st.ok()) << st.status().ToString();
       uint8_t* wire = (*st)->data();

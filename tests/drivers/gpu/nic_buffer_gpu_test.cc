@@ -155,6 +155,8 @@ TEST_F(GpuNicBufferHwTest, QuantizeAndCrcsInNicBufferMatchStagingAndHostDomain) 
       auto dout = DeviceBuffer::Allocate(4 * n);
       ASSERT_TRUE(dx.ok() && dout.ok());
       ASSERT_EQ(cudaMemcpy(dx->data(), x.data(), 4 * n, cudaMemcpyHostToDevice), cudaSuccess);
+      // A pageable cudaMemcpy may return before its DMA lands; the kernels run on other streams.
+      ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       std::vector<uint8_t> exps(blocks), nf(blocks);
       WaitOk(*host_, host_->BlockExps(x.data(), n, k, exps.data(), nf.data()));
       auto st = cuda_->AllocStaging(4 * n + blocks + 8 * blocks);

@@ -1,9 +1,10 @@
-// The GPU kernels' per-thread bodies and path choice (ina/gpu/quant_map.h), run by the host
-// compiler in plain loops as the kernels' grid-stride loops run them, against the CPU kernels:
-// block exponents (lanes of a group combined as the warp reduction does), quantize and
+// The GPU kernels' per-thread bodies (ina/gpu/quant_map.h), run by the host compiler for every
+// thread of every launch of the kernels' plan (quant_plan.h, through plan_emu.h), against the CPU
+// kernels: block exponents (lanes of a group combined as the warp reduction does), quantize and
 // dequantize in dense and packet-strided layouts, vector and per-element paths, tails, 32- and
-// 64-bit indices. What this cannot check without a GPU: the launches, the grid-stride loop
-// bounds and the warp intrinsics themselves (drv_gpu_quant_hw_test does, on a device).
+// 64-bit indices, K up to 2048. Coverage, bounds and alignment of every access are
+// drv_gpu_plan_test's. What this cannot check without a GPU: the launches themselves and the
+// warp intrinsics (drv_gpu_quant_hw_test does, on a device).
 #include "ina/gpu/quant_map.h"
 
 #include <gtest/gtest.h>
@@ -14,11 +15,13 @@
 #include <vector>
 
 #include "gpu_test_util.h"
+#include "plan_emu.h"
 
 namespace ina::gpu::map {
 namespace {
 
 using namespace ::ina::gpu::testing;  // NOLINT: test helpers
+using namespace ::ina::gpu::plan;     // NOLINT: the plan under test
 
 // A buffer whose data() + pad is exactly `pad` bytes past a 64-byte boundary, filled with kGuard.
 class Buf {
@@ -41,64 +44,23 @@ class Buf {
   size_t pad_;
 };
 
-// Emulations of the launches in drivers/gpu/src/quant.cu (same plans, same bodies).
 template <typename T>
 void EmulateBlockExps(const T* x, size_t n, int k, uint8_t* exps, uint8_t* nonfinite,
                       bool* used_vec) {
-  const bool vec = BlockExpVec(x, sizeof(T), k);
-  const unsigned group = BlockExpGroup(k, vec);
-  *used_vec = vec;
-  for (size_t b = 0; b < Blocks(n, k); ++b) {
-    ExpPartial all;
-    for (unsigned lane = 0; lane < group; ++lane) {
-      const ExpPartial p = vec ? BlockExpPartial<T, true>(x, n, k, b, lane, group)
-                               : BlockExpPartial<T, false>(x, n, k, b, lane, group);
-      all.max_bits = std::max(all.max_bits, p.max_bits);
-      all.bad |= p.bad;
-    }
-    BlockExpFinish(all, b, exps, nonfinite);
-  }
+  const std::string lanes = RunBlockExps(x, n, k, exps, nonfinite, used_vec);
+  EXPECT_EQ(lanes, "");
 }
 
 template <typename T, typename Index>
-Plan EmulateQuantize(const T* x, size_t n, int k, const uint8_t* exps, int p, uint8_t* out,
-                     size_t stride) {
-  const Plan plan = PlanQuantize(x, sizeof(T), n, k, out, stride);
-  const auto kk = static_cast<Index>(k), ss = static_cast<Index>(stride);
-  for (Index v = 0; v < plan.vec_elems / 4; ++v) {
-    if (plan.wide_io) {
-      QuantizeVecAt<T, Index, true>(x, kk, exps, p, out, ss, v);
-    } else {
-      QuantizeVecAt<T, Index, false>(x, kk, exps, p, out, ss, v);
-    }
-  }
-  for (Index i = plan.vec_elems; i < n; ++i) QuantizeOneAt<T, Index>(x, kk, exps, p, out, ss, i);
-  return plan;
+plan::Plan EmulateQuantize(const T* x, size_t n, int k, const uint8_t* exps, int p, uint8_t* out,
+                           size_t stride) {
+  return RunQuantize<T, Index>(x, n, k, exps, p, out, stride);
 }
 
 template <typename Index>
-Plan EmulateDequantize(const uint8_t* in, size_t stride, size_t n, int k, const uint8_t* exps,
-                       int p, int divisor, float* out) {
-  const Plan plan = PlanDequantize(in, stride, n, k, out);
-  const auto kk = static_cast<Index>(k), ss = static_cast<Index>(stride);
-  const float d = static_cast<float>(divisor);
-  for (Index v = 0; v < plan.vec_elems / 4; ++v) {
-    if (divisor > 1) {
-      plan.wide_io ? DequantizeVecAt<Index, true, true>(in, ss, kk, exps, p, d, out, v)
-                   : DequantizeVecAt<Index, true, false>(in, ss, kk, exps, p, d, out, v);
-    } else {
-      plan.wide_io ? DequantizeVecAt<Index, false, true>(in, ss, kk, exps, p, d, out, v)
-                   : DequantizeVecAt<Index, false, false>(in, ss, kk, exps, p, d, out, v);
-    }
-  }
-  for (Index i = plan.vec_elems; i < n; ++i) {
-    if (divisor > 1) {
-      DequantizeOneAt<Index, true>(in, ss, kk, exps, p, d, out, i);
-    } else {
-      DequantizeOneAt<Index, false>(in, ss, kk, exps, p, d, out, i);
-    }
-  }
-  return plan;
+plan::Plan EmulateDequantize(const uint8_t* in, size_t stride, size_t n, int k, const uint8_t* exps,
+                             int p, int divisor, float* out) {
+  return RunDequantize<Index>(in, stride, n, k, exps, p, divisor, out);
 }
 
 template <typename Fn>
@@ -162,7 +124,7 @@ TEST_P(GpuMapTest, QuantizeMatchesCpu) {
           Buf x(t.raw.size(), pad);
           std::copy(t.raw.begin(), t.raw.end(), x.data());
           Buf out(want.size(), 0);
-          const Plan plan = WithType(type, [&](auto tag) {
+          const plan::Plan plan = WithType(type, [&](auto tag) {
             using T = decltype(tag);
             const T* xt = reinterpret_cast<const T*>(x.data());
             return idx64
@@ -201,10 +163,11 @@ TEST_P(GpuMapTest, DequantizeMatchesCpu) {
           std::copy(in.begin(), in.end(), in_buf.data());
           Buf out(4 * n, pad);
           float* o = reinterpret_cast<float*>(out.data());
-          const Plan plan = (n % 2 == 0) ? EmulateDequantize<uint32_t>(in_buf.data(), stride, n, k,
-                                                                       exps.data(), p, divisor, o)
-                                         : EmulateDequantize<uint64_t>(in_buf.data(), stride, n, k,
-                                                                       exps.data(), p, divisor, o);
+          const plan::Plan plan = (n % 2 == 0)
+                                      ? EmulateDequantize<uint32_t>(in_buf.data(), stride, n, k,
+                                                                    exps.data(), p, divisor, o)
+                                      : EmulateDequantize<uint64_t>(in_buf.data(), stride, n, k,
+                                                                    exps.data(), p, divisor, o);
           EXPECT_EQ(plan.vec_elems, k % 4 == 0 && pad == 0 ? n / 4 * 4 : 0) << "path choice";
           EXPECT_TRUE(out.GuardIntact(4 * n));
           ASSERT_EQ(FirstDiff(out.data(), want.data(), 4 * n), -1)
@@ -237,7 +200,7 @@ TEST(GpuMapPlan, GroupsAndPaths) {
 INSTANTIATE_TEST_SUITE_P(All, GpuMapTest,
                          ::testing::Combine(::testing::Values(InType::kFloat32, InType::kBFloat16,
                                                               InType::kFloat16),
-                                            ::testing::Values(64, 256, 7, 4, 1)),
+                                            ::testing::Values(64, 256, 7, 4, 1, 512, 1024, 2048)),
                          [](const ::testing::TestParamInfo<Param>& info) {
                            return std::string(InName(std::get<0>(info.param))) + "_k" +
                                   std::to_string(std::get<1>(info.param));
