@@ -18,6 +18,7 @@ if (rot > 0) {
 }
 set ylabel ylab
 set grid ytics
+set xlabel " "  # a line between the group labels and the key
 set key below center horizontal maxrows 2
 if (logy) {
   set logscale y
