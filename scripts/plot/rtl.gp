@@ -13,7 +13,7 @@ set xrange [48:2800]
 set xtics (64, 256, 512, 1024, 2048)
 set xlabel "elements per packet K"
 set grid
-set key bottom right
+set key bottom right opaque
 set ylabel "beat efficiency (beats taken / cycles)"
 set yrange [0:1.1]
 plot 1 with lines dt 2 lw 2 lc rgb 'black' title 'ceiling: a beat every cycle', \
@@ -22,7 +22,7 @@ plot 1 with lines dt 2 lw 2 lc rgb 'black' title 'ceiling: a beat every cycle', 
 set ylabel "frames through the core at 250 MHz (Gbit/s)"
 set yrange [0:140]
 plot 128 with lines dt 2 lw 2 lc rgb 'black' title 'bus: 512 bits x 250 MHz', \
-     sprintf('%s/order1.tsv', dir) using 1:4 with lines dt 3 lw 2 lc rgb 'dark-gray' \
+     sprintf('%s/order1.tsv', dir) using 1:4 with lines lw 8 lc rgb 'light-gray' \
        title 'one beat per cycle (K/16 + 2 beats a frame)', \
      for [i=1:norders] sprintf('%s/order%d.tsv', dir, i) using 1:3 with linespoints pt (5 + 2 * i) \
        ps 1.4 lw 2 lc i title orders[i]
