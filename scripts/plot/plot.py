@@ -359,7 +359,8 @@ def kind_collnet(d, paths, note):
         raise PlotError("no node reported ok")
     r = rows[0]
     title = (f"CollNet all-reduce through libnccl-net-ina.so on loopback (no NCCL, no GPU): "
-             f"{r['nodes']} nodes, {r['bytes'] // 1048576} MiB each; {cpus_text(rows)}")
+             f"{r['nodes']} nodes, {r['bytes'] // 1048576} MiB each"
+             + (f"; {cpus_text(rows)}" if any("cpus" in r for r in rows) else ""))
     fig = {"title": title, "ylabel": "data reduced (MB/s)",
            "series": ["ina CollNet (nccl_abi_peer bench)"], "groups": groups}
     return bars(d, fig, note)
