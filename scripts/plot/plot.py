@@ -15,6 +15,7 @@ quant            Google Benchmark JSON (scripts/bench-quant.sh)   GiB/s per kern
 rtl              rtl-bench.jsonl (scripts/bench-rtl.sh)           beat efficiency, Gbit/s and
                                                                   simulation speed vs K
 collnet          JSON lines (scripts/nccl-collnet-bench.sh)       MB/s per node
+torch            torch.json (scripts/torch_testbed.sh)            DDP median step, ina beside gloo
 scale-size, scale-workers, scale-contention
                  ina-scale-sim's JSON lines (scripts/scale-sim.sh) the model's sweeps
 scale-calib, scale-jumbo
@@ -366,6 +367,21 @@ def kind_collnet(d, paths, note):
     return bars(d, fig, note)
 
 
+def kind_torch(d, paths, note):
+    rows = load_all(paths)
+    groups = [{"label": f"{rate_text(r['rate_bps'])} links, MLP 64-{r['hidden']} x{r['layers']}-10, "
+                        f"{r['steps']} steps",
+               "bars": [(0, r["ina_median_step_ms"], None, f"{r['ina_median_step_ms']:.0f}"),
+                        (1, r["gloo_median_step_ms"], None, f"{r['gloo_median_step_ms']:.0f}")]}
+              for r in rows]
+    r = rows[0]
+    title = (f"PyTorch DDP training step (examples/train_ddp.py), {r['workers']} ranks on the "
+             f"rate-limited testbed, batch {r['batch']} per rank, CPU; {cpus_text(rows)}")
+    fig = {"title": title, "ylabel": "median step time (ms; steps after the first 2)",
+           "series": ["backend ina (ina-switchd)", "backend gloo (ring)"], "groups": groups}
+    return bars(d, fig, note)
+
+
 def scale_keyed(rows, key):
     out = {}
     for r in rows:
@@ -443,6 +459,7 @@ KINDS = {
     "quant": kind_quant,
     "rtl": kind_rtl,
     "collnet": kind_collnet,
+    "torch": kind_torch,
     "scale-size": kind_scale("size"),
     "scale-workers": kind_scale("workers"),
     "scale-contention": kind_scale("contention"),
