@@ -77,7 +77,7 @@ def q(s):
     return '"' + s + '"'
 
 
-def wrap(text, width=110):
+def wrap(text, width=95):
     """Breaks a title after "; " or ", " so that no line is longer than width (where it can)."""
     lines, cur = [], ""
     for part in text.replace("; ", ";\x00").replace(", ", ",\x00").split("\x00"):
@@ -203,7 +203,9 @@ def kind_testbed(d, paths, note):
              f"K={r['k']}" if "k" in r else None, f"window {r['window']}" if "window" in r else None,
              f"median of {r['iters']}" if "iters" in r else None, cpus_text(rows)]
     title = "all-reduce time vs size: " + ", ".join(p for p in parts if p)
-    return "testbed.gp", f"title = {q(wrap(title))}\nnote = {q(wrap(note))}\n"
+    ran = [int(any(row[c] is not None for row in tab)) for c in (3, 4, 5)]  # gloo, mpi, ina-dpdk
+    return "testbed.gp", (f"title = {q(wrap(title))}\nnote = {q(wrap(note))}\n"
+                          f"hasgloo = {ran[0]}\nhasmpi = {ran[1]}\nhasdpdk = {ran[2]}\n")
 
 
 def kind_switch_scaling(d, paths, note):
