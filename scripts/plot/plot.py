@@ -77,7 +77,7 @@ def q(s):
     return '"' + s + '"'
 
 
-def wrap(text, width=95):
+def wrap(text, width=95):  # width in characters: about a tenth of the figure's pixels
     """Breaks a title after "; " or ", " so that no line is longer than width (where it can)."""
     lines, cur = [], ""
     for part in text.replace("; ", ";\x00").replace(", ", ",\x00").split("\x00"):
@@ -173,7 +173,7 @@ def bars(d, fig, note):
             f"logy = {1 if fig.get('logy') else 0}\nytop = {top!r}\n"
             f"ylab = {q(fig['ylabel'])}\n"
             f"width = {width}\nrot = {rot}\n"
-            f"title = {q(wrap(fig['title']))}\nnote = {q(wrap(note))}\n")
+            f"title = {q(wrap(fig['title'], width // 10))}\nnote = {q(wrap(note, width // 10))}\n")
     return "bars.gp", pre
 
 
