@@ -43,7 +43,8 @@ for N in 1 2 4 8; do
   $PIN_SW "$B/ina-switchd" --bind 127.0.0.1 --port 0 --cores "$N" --core-ports "$ONE_JOB" \
     > "$D/sw$N.log" 2>&1 &
   SW=$!
-  for _ in $(seq 100); do grep -q "listening on" "$D/sw$N.log" && break; sleep 0.05; done
+  # (The log may not exist yet: the background shell opens it.)
+  for _ in $(seq 100); do grep -qs "listening on" "$D/sw$N.log" && break; sleep 0.05; done
   ADDR=$(sed -n 's/^ina-switchd listening on //p' "$D/sw$N.log")
   t0=$(date +%s.%N)
   pids=()
