@@ -27,7 +27,7 @@ while [ $# -gt 0 ]; do
     --seconds) SECONDS_=$2; shift 2 ;;
     --k) K=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
-    -h|--help) sed -n '2,18p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "bench-pps: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
