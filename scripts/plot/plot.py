@@ -210,13 +210,12 @@ def kind_testbed(d, paths, note):
 
 def kind_switch_scaling(d, paths, note):
     rows = load_all(paths)
-    names, maxn = [], 1
+    names = []
     for i, r in enumerate(rows):
         runs = sorted(r.get("runs", []), key=lambda x: x["cores"])
         one = next((x["switch_pps"] for x in runs if x["cores"] == 1), None)
         tab = [(x["cores"], x["switch_pps"], x["workers_pps"],
                 1 if x.get("pinned", True) else 0) for x in runs]
-        maxn = max([maxn] + [x["cores"] for x in runs])
         write_tsv(os.path.join(d, f"run{i + 1}.tsv"), tab)
         # The references start from the 1-core rate: N x it (ideal) and 0.7 N x it (the target).
         ref = [(n, one * n if one else None, 0.7 * one * n if one else None) for n in (1, 2, 4, 8)]
