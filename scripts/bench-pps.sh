@@ -5,15 +5,20 @@
 # written on the other. K above 256 runs jumbo frames (--dpdk-mtu 9000 on both ina sides).
 #
 #   scripts/bench-pps.sh [--build DIR] [--rounds N] [--elements E] [--seconds S] [--k K]
+#                        [--out DIR]
 #
 # Each round runs ina (`ina-bench --transport memif --workers 1`, E float elements, 10 timed
 # all-reduces: frames per second of the median one) and then the ceiling (S seconds); the figures
 # are the medians over the rounds, so both see the same machine. Prints one line per run and, last,
 # one JSON line: {"ina_pps", "ceiling_pps", "ratio", "ina_payload_gbps", "ceiling_payload_gbps",
-# ...} (payload: K x 4 bytes per frame). Needs root (DPDK), builds nothing.
+# ..., "ina_rounds", "ceiling_rounds"} (payload: K x 4 bytes per frame). That line also goes to
+# --out (default pps-out/) as pps-k<K>.json, its figure beside it (.png: ina's bar beside the
+# ceiling's, each round a dot, the ceiling drawn; scripts/plot/plot.py, skipped with a word where
+# gnuplot is missing). Needs root (DPDK), builds nothing.
 set -euo pipefail
+here=$PWD  # --out is relative to where it was run from
 cd "$(dirname "$0")/.."
-BUILD=build ROUNDS=3 ELEMENTS=16777216 SECONDS_=3 K=256
+BUILD=build ROUNDS=3 ELEMENTS=16777216 SECONDS_=3 K=256 OUT=pps-out
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) BUILD=$2; shift 2 ;;
@@ -21,10 +26,12 @@ while [ $# -gt 0 ]; do
     --elements) ELEMENTS=$2; shift 2 ;;
     --seconds) SECONDS_=$2; shift 2 ;;
     --k) K=$2; shift 2 ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    --out) OUT=$2; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
     *) echo "bench-pps: unknown option $1 (see --help)" >&2; exit 2 ;;
   esac
 done
+[[ $OUT == /* ]] || OUT=$here/$OUT
 [[ $K =~ ^(64|256|512|1024|2048)$ ]] || { echo "bench-pps: --k wants 64, 256, 512, 1024 or 2048" >&2; exit 2; }
 MTU=1500 BSIZE=""
 # Jumbo: memif buffers that hold a whole frame (ina-bench does the same; net/dpdk.h says why).
@@ -70,4 +77,12 @@ median() { printf '%s\n' "$@" | sort -n | awk '{a[NR]=$1} END {printf("%.0f\n", 
 mi=$(median "${ina[@]}") mc=$(median "${ceil[@]}")
 ratio=$(awk -v a="$mi" -v b="$mc" 'BEGIN {printf("%.3f", b > 0 ? a / b : 0)}')
 gbps() { awk -v p="$1" -v k="$K" 'BEGIN {printf("%.2f", p * k * 4 * 8 / 1e9)}'; }
-echo "{\"ina_pps\": $mi, \"ceiling_pps\": $mc, \"ratio\": $ratio, \"ina_payload_gbps\": $(gbps "$mi"), \"ceiling_payload_gbps\": $(gbps "$mc"), \"frame_bytes\": $frame, \"k\": $K, \"mtu\": $MTU, \"window\": 256, \"rounds\": $ROUNDS, \"elements\": $ELEMENTS, \"cpus\": $(nproc)}"
+list() { local IFS=,; echo "[$*]"; }
+json="{\"ina_pps\": $mi, \"ceiling_pps\": $mc, \"ratio\": $ratio, \"ina_payload_gbps\": $(gbps "$mi"), \"ceiling_payload_gbps\": $(gbps "$mc"), \"frame_bytes\": $frame, \"k\": $K, \"mtu\": $MTU, \"window\": 256, \"rounds\": $ROUNDS, \"elements\": $ELEMENTS, \"cpus\": $(nproc), \"ina_rounds\": $(list "${ina[@]}"), \"ceiling_rounds\": $(list "${ceil[@]}")}"
+echo "$json"
+# The file and its figure; what is said about them goes to stderr, so the JSON stays the last line.
+if mkdir -p "$OUT" && echo "$json" > "$OUT/pps-k$K.json"; then
+  python3 scripts/plot/plot.py pps "$OUT/pps-k$K.png" "$OUT/pps-k$K.json" || echo "bench-pps: no plot" >&2
+else
+  echo "bench-pps: could not write $OUT/pps-k$K.json" >&2
+fi

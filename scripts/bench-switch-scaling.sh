@@ -5,7 +5,11 @@
 # K 256, window 256), REPEATS float all-reduces of ELEMENTS each. Prints per N the packets/s
 # the switch handled (data packets in, rx_data, over the wall time of the slowest worker; one
 # result goes back per packet) and the sum of the workers' own rates; the last line is JSON.
-# usage: scripts/bench-switch-scaling.sh [ELEMENTS=1048576] [REPEATS=20]   (BUILD=build)
+# That JSON also goes to OUT (default switch-scaling-out/) as switch-scaling.json
+# (switch-scaling-one-job.json with ONE_JOB=1), its figure beside it (.png: packets/s against
+# cores, the ideal N x the 1-core rate and the 0.7 N target drawn; scripts/plot/plot.py,
+# skipped with a word where gnuplot is missing).
+# usage: scripts/bench-switch-scaling.sh [ELEMENTS=1048576] [REPEATS=20]   (BUILD=build OUT=DIR)
 # ALL=1 runs every N even without the CPUs, unpinned (checks the script; the rates mean nothing).
 # ONE_JOB=1: one job on every core instead (ina-switchd --cores N --core-ports 1; one worker with
 # N lanes, INA_SWITCH_CORES=N, lane l to core l: docs/switchd.md "One job on every core").
@@ -26,8 +30,10 @@ json="{\"elements\": $E, \"repeats\": $R, \"k\": $K, \"one_job\": $ONE_JOB, \"cp
 first=1
 for N in 1 2 4 8; do
   PIN_SW="taskset -c 0-$((N - 1))"
+  pinned=true
   if [ $((2 * N)) -gt "$CPUS" ] && [ "${ALL:-0}" = 1 ]; then
     PIN_SW=""
+    pinned=false
   elif [ $((2 * N)) -gt "$CPUS" ]; then
     echo "cores=$N skipped: needs $((2 * N)) CPUs (N switch cores + N workers), have $CPUS"
     continue
@@ -37,7 +43,8 @@ for N in 1 2 4 8; do
   $PIN_SW "$B/ina-switchd" --bind 127.0.0.1 --port 0 --cores "$N" --core-ports "$ONE_JOB" \
     > "$D/sw$N.log" 2>&1 &
   SW=$!
-  for _ in $(seq 100); do grep -q "listening on" "$D/sw$N.log" && break; sleep 0.05; done
+  # (The log may not exist yet: the background shell opens it.)
+  for _ in $(seq 100); do grep -qs "listening on" "$D/sw$N.log" && break; sleep 0.05; done
   ADDR=$(sed -n 's/^ina-switchd listening on //p' "$D/sw$N.log")
   t0=$(date +%s.%N)
   pids=()
@@ -67,7 +74,17 @@ for N in 1 2 4 8; do
   [ "$ONE_JOB" = 1 ] && jobs=1
   echo "cores=$N jobs=$jobs switch_packets_per_s=$pps workers_sum_packets_per_s=${wsum:-0} exact_jobs=$exact/$jobs"
   [ $first -eq 1 ] || json+=", "
-  json+="{\"cores\": $N, \"switch_pps\": $pps, \"workers_pps\": ${wsum:-0}, \"exact_jobs\": $exact}"
+  json+="{\"cores\": $N, \"switch_pps\": $pps, \"workers_pps\": ${wsum:-0}, \"exact_jobs\": $exact, \"pinned\": $pinned}"
   first=0
 done
 echo "$json]}"
+# The file and its figure; what is said about them goes to stderr, so the JSON stays the last line.
+OUT=${OUT:-switch-scaling-out}
+name=switch-scaling
+[ "$ONE_JOB" = 1 ] && name=switch-scaling-one-job
+if mkdir -p "$OUT" && echo "$json]}" > "$OUT/$name.json"; then
+  python3 "$(dirname "$0")/plot/plot.py" switch-scaling "$OUT/$name.png" "$OUT/$name.json" ||
+    echo "bench-switch-scaling: no plot" >&2
+else
+  echo "bench-switch-scaling: could not write $OUT/$name.json" >&2
+fi

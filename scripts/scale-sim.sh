@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Runs ina-scale-sim (tools/scale_sim, SimGrid) over the sweeps in docs/scale.md, writes one JSON
-# line per point and a TSV per figure to --out, and plots them with gnuplot (scripts/plot_scale.gp).
+# line per point and a TSV per figure to --out, and a PNG per sweep beside them
+# (scripts/plot/plot.py scale-<sweep>: scale-size.png, ..., scale-calib.png and scale-jumbo.png
+# with the --testbed runs beside the model; skipped, with a word, without gnuplot).
 #
 #   scripts/scale-sim.sh [--build DIR] [--out DIR] [--jobs-parallel P] [--testbed DIR]...
 #                        [--tables-only] [SWEEP...]
@@ -216,10 +218,18 @@ if rows:
             f.write(f"| {n} | {e // 1048576}M | {ina_s} | {mi:.0f} | {ri} | {cost} | {ring_s} | "
                     f"{mr:.0f} | {rr} |\n")
 PY
-if command -v gnuplot > /dev/null; then
-  for fig in size workers contention; do
-    [[ -s $OUT/$fig.tsv ]] || continue
-    gnuplot -e "dir='$OUT'; fig='$fig'" "$ROOT/scripts/plot_scale.gp" && echo "scale-sim: $OUT/scale-$fig.png"
-  done
-fi
+# The model's parameters per figure, for its title (the fabric of the scale figures is in scale.gp's).
+declare -A NOTE=([calib]="model: ${CALIB//--/}" [jumbo]="model: ${JUMBO//--/}")
+[[ $TABLES_ONLY -eq 1 ]] || NOTE[host]="computed on $(nproc) CPUs"
+for fig in size workers contention calib jumbo; do
+  [[ -s $OUT/$fig.jsonl ]] || continue
+  meas=()
+  if [[ $fig == calib || $fig == jumbo ]]; then
+    for d in "${TESTBED[@]}"; do meas+=("$d/results.jsonl"); done
+  fi
+  note=${NOTE[$fig]:-}
+  [[ -z ${NOTE[host]:-} ]] || note+=${note:+; }${NOTE[host]}
+  python3 "$ROOT/scripts/plot/plot.py" "scale-$fig" "$OUT/scale-$fig.png" "$OUT/$fig.jsonl" \
+    "${meas[@]}" --note "$note" || echo "scale-sim: no plot of $fig" >&2
+done
 exit $rc

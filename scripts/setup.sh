@@ -11,7 +11,8 @@ PKGS=(
   verilator yosys        # RTL simulation and synthesis figures
   zlib1g-dev             # FST waveforms of the verilated core (Verilator's fstapi needs zlib)
   dpdk-dev libdpdk-dev   # kernel-bypass transport and switch ports (memif, af_packet, af_xdp)
-  openmpi-bin libopenmpi-dev gnuplot-nox   # testbed: MPI baseline and plots
+  openmpi-bin libopenmpi-dev   # testbed: the MPI baseline
+  gnuplot-nox            # every benchmark script's PNG (scripts/plot/plot.py; skipped without it)
   libsimgrid-dev         # ina-scale-sim: flow-level model of 4 to 1024+ workers (docs/scale.md)
   python3-torch libtorch-dev pybind11-dev python3-pybind11 python3-sklearn  # PyTorch backend
   python3-prometheus-client  # Prometheus' own text-format parser: the metrics tests read scrapes with it

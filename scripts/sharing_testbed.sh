@@ -17,8 +17,10 @@
 # (sum x)^2 / (J sum x^2) and the aggregate throughput over that of one job alone (the first J
 # in --jobs should be 1).
 #
-# Output in --out (default sharing-out/): results.jsonl (ina-bench's lines with "jobs" and "job"
-# added), summary.tsv. Exit status: 0 if every run verified, 1 otherwise, 2 on bad usage or a
+# Output in --out (default sharing-out/): results.jsonl (ina-bench's lines with "jobs", "job",
+# "rate_bps", "slots", "lease_calls", "overhead" and "cpus" added), summary.tsv and sharing.png
+# beside them (each job's and the aggregate throughput per J, the line-rate bound and the fair
+# share drawn; scripts/plot/plot.py, skipped with a word where gnuplot is missing). Exit status: 0 if every run verified, 1 otherwise, 2 on bad usage or a
 # setup failure. Every namespace and process made here is removed on exit.
 set -euo pipefail
 
@@ -140,7 +142,7 @@ for J in $JOBS_LIST; do
       tail -20 "$TMP/bench-$J-$j.err" >&2
       continue
     fi
-    echo "{\"jobs\": $J, \"job\": $j, \"rate_bps\": $RATE_BPS, \"slots\": $SLOTS, \"lease_calls\": $LEASE, ${line#\{}" >> "$RESULTS"
+    echo "{\"jobs\": $J, \"job\": $j, \"rate_bps\": $RATE_BPS, \"slots\": $SLOTS, \"lease_calls\": $LEASE, \"overhead\": $OVERHEAD, \"cpus\": $(nproc), ${line#\{}" >> "$RESULTS"
     ms=$(jnum ina_ms_median "$line")
     xs+=("$(awk -v n="$ELEMENTS" -v ms="$ms" 'BEGIN { printf "%.2f", n * 4 * 8 / (ms / 1e3) / 1e6 }')")
   done
@@ -159,5 +161,7 @@ SWITCH_PID=
 sed -n 's/.*\("jobs_queued": [0-9]*\).*\("regrants": [0-9]*\).*/switch: \1, \2/p' \
   "$TMP/switchd.out" | tail -1
 cat "$OUT/summary.tsv"
+python3 "$ROOT/scripts/plot/plot.py" sharing "$OUT/sharing.png" "$RESULTS" ||
+  echo "sharing_testbed: no plot (the runs' results stand)" >&2
 [[ $ALL_OK -eq 1 ]] && echo "sharing_testbed: all runs verified" || echo "sharing_testbed: FAILED" >&2
 [[ $ALL_OK -eq 1 ]]

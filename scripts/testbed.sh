@@ -40,8 +40,8 @@
 # (default 200), which is what keeps 9 polling processes on a 2-core machine.
 #
 # Output in --out (default testbed-out/): results.jsonl (one JSON object per run, ina-bench's or
-# ina-mpi-bench's line plus "system", "rate_bps", "overhead", "bound_ms"), summary.tsv and
-# testbed.png (gnuplot, scripts/plot_testbed.gp) when gnuplot is installed.
+# ina-mpi-bench's line plus "system", "rate_bps", "overhead", "bound_ms", "cpus"), summary.tsv and
+# testbed.png beside them (scripts/plot/plot.py testbed; skipped, with a word, without gnuplot).
 # Exit status: 0 if every run verified, 1 otherwise, 2 on bad usage or a setup failure.
 # Every namespace and process made here is removed on exit, also on failure and on INT/TERM.
 set -euo pipefail
@@ -224,7 +224,7 @@ ALL_OK=1
 # Appends a JSON line with the testbed's fields added in front.
 record() {  # system bound_ms json [more fields]
   local extra="\"system\": \"$1\", \"rate_bps\": $RATE_BPS, \"overhead\": $OVERHEAD"
-  extra+=", \"rto_min_us\": $RTO_MIN_US, \"mtu\": $MTU"
+  extra+=", \"rto_min_us\": $RTO_MIN_US, \"mtu\": $MTU, \"cpus\": $NCPU"
   extra+=", \"bound_ms\": $2${4:+, $4}"
   echo "{$extra, ${3#\{}" >> "$RESULTS"
 }
@@ -383,11 +383,8 @@ done
   done
 } | sed 's/\t\t/\t-1\t/g; s/\t\t/\t-1\t/g; s/\t$/\t-1/' > "$OUT/summary.tsv"
 cat "$OUT/summary.tsv"
-if command -v gnuplot > /dev/null; then
-  vars="data='$OUT/summary.tsv'; out='$OUT/testbed.png'; title='$WORKERS workers, $RATE links, MTU $MTU'"
-  gnuplot -e "$vars" \
-    "$ROOT/scripts/plot_testbed.gp" && echo "testbed: plot in $OUT/testbed.png"
-fi
+python3 "$ROOT/scripts/plot/plot.py" testbed "$OUT/testbed.png" "$RESULTS" ||
+  echo "testbed: no plot (the runs' results stand)" >&2
 if grep -q '"verified": false' "$RESULTS"; then ALL_OK=0; fi
 [[ $ALL_OK -eq 1 ]] && echo "testbed: all runs verified" || echo "testbed: FAILED" >&2
 [[ $ALL_OK -eq 1 ]]

@@ -10,7 +10,10 @@
 # examples/train_ddp.py runs in its own worker namespace (--rank), reaching the switch at its own
 # gateway (INA_SWITCH=10.77.i.1:port) and rank 0's store at 10.77.0.2; Gloo (for gloo, and ina's
 # own Gloo groups) is bound to the worker's veth (GLOO_SOCKET_IFNAME). Prints both runs' median
-# step times and writes the outputs to --out (default build/torch-testbed/). Needs root.
+# step times and writes the outputs to --out (default build/torch-testbed/): each rank's output,
+# torch.json (both medians and the run's parameters) and torch.png beside it (the two backends'
+# median step side by side; scripts/plot/plot.py, skipped with a word where gnuplot is missing).
+# Needs root.
 # Every namespace and process made here is removed on exit, also on failure and on INT/TERM.
 set -euo pipefail
 
@@ -96,3 +99,11 @@ run() {  # backend
 run ina
 run gloo
 grep -h "fabric_calls" "$OUT"/ina.rank*.out | cut -c1-120
+median() { sed -n 's/^time .* median step \([0-9.]*\) ms.*/\1/p' "$OUT/$1.rank0.out"; }
+calls=$(sed -n 's/.* fabric_calls \([0-9]*\) .*/\1/p' "$OUT/ina.rank0.out")
+echo "{\"workers\": $WORKERS, \"rate_bps\": $RATE_BPS, \"overhead\": $OVERHEAD, \"steps\": $STEPS," \
+     "\"hidden\": $HIDDEN, \"layers\": $LAYERS, \"batch\": 32, \"cpus\": $(nproc)," \
+     "\"ina_median_step_ms\": $(median ina), \"gloo_median_step_ms\": $(median gloo)," \
+     "\"ina_fabric_calls\": ${calls:-0}}" > "$OUT/torch.json"
+python3 "$ROOT/scripts/plot/plot.py" torch "$OUT/torch.png" "$OUT/torch.json" ||
+  echo "torch_testbed: no plot" >&2
