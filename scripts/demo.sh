@@ -38,8 +38,14 @@ while [[ $# -gt 0 ]]; do
   esac
 done
 
+echo "demo: [1/4] installing what is missing (scripts/setup.sh)"
 scripts/setup.sh
-scripts/build.sh
+# The test command's configuration (scripts/build.sh), only the programs the demo runs: a later
+# scripts/test.sh builds the rest and rebuilds none of these.
+targets="ina-switchd ina-bench"
+[[ $DATAPLANE == rtl ]] && targets="$targets ina-rtlsim"
+echo "demo: [2/4] building $targets (scripts/build.sh; the first build takes minutes)"
+INA_BUILD_TARGETS=$targets scripts/build.sh
 
 OUT=$(mktemp -d /tmp/ina-demo-XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
@@ -62,23 +68,30 @@ if [[ $LOOPBACK_ONLY -eq 0 && $DATAPLANE == sw ]]; then
   if [[ -n $why ]]; then
     echo "demo: skipping the rate-limited star ($why); loopback only"
   else
-    echo "demo: 4 workers and a switch in network namespaces, every link $RATE each way, MTU $MTU"
+    echo "demo: [3/4] 4 workers and a switch in network namespaces, every link $RATE each way," \
+         "MTU $MTU: ina, then Gloo's ring (about a minute)"
     if scripts/testbed.sh --workers 4 --rate "$RATE" --mtu "$MTU" --sizes "$ELEMENTS" --iters 3 \
-         --systems ina,gloo --rto-min-us auto --out "$OUT/star"; then
+         --systems ina,gloo --rto-min-us auto --out "$OUT/star" > "$OUT/star.log" 2>&1; then
       star=$(grep '"system": "ina"' "$OUT/star/results.jsonl" | tail -1)
     else
       ok=0
-      echo "demo: the rate-limited star failed (above)" >&2
+      tail -30 "$OUT/star.log" >&2
+      echo "demo: the rate-limited star failed (its log's end above)" >&2
     fi
   fi
 elif [[ $DATAPLANE != sw ]]; then
   echo "demo: --dataplane $DATAPLANE runs on loopback only (the RTL simulation is far slower than a link)"
 fi
 
-echo "demo: 4 workers on loopback through the $DATAPLANE dataplane, 0.1% loss injected at the switch"
+echo "demo: [4/4] 4 workers on loopback through the $DATAPLANE dataplane, 0.1% loss injected" \
+     "at the switch: ina, then Gloo's ring"
 # K=2048: what libina's default picks on loopback (its MTU carries 8 KiB payloads in one datagram).
-build/bin/ina-bench --workers 4 --elements "$ELEMENTS" --iters 5 --drop-rate 0.001 --k 2048 \
-  --dataplane "$DATAPLANE" | tee "$OUT/loopback.out" || ok=0
+if ! build/bin/ina-bench --workers 4 --elements "$ELEMENTS" --iters 5 --drop-rate 0.001 --k 2048 \
+     --dataplane "$DATAPLANE" > "$OUT/loopback.out" 2>&1; then
+  ok=0
+  tail -30 "$OUT/loopback.out" >&2
+  echo "demo: the loopback run failed (its output's end above)" >&2
+fi
 loop=$(grep '^{' "$OUT/loopback.out" | tail -1 || true)
 
 echo
