@@ -45,7 +45,8 @@ constexpr OwnMetric kOwn[] = {
      "Datagrams received from the ports, before fault injection."},
     {"rx_truncated", "ina_switch_rx_truncated_datagrams_total", "",
      "Datagrams longer than the receive buffer (handed on truncated; the engine drops them)."},
-    {"drop_foreign_src", "ina_switch_dropped_packets_total", "reason=\"foreign_src\"", kDroppedHelp},
+    {"drop_foreign_src", "ina_switch_dropped_packets_total", "reason=\"foreign_src\"",
+     kDroppedHelp},
     {"inj_rx_drops", "ina_switch_injected_faults_total", "fault=\"rx_drop\"", kFaultsHelp},
     {"inj_rx_dups", "ina_switch_injected_faults_total", "fault=\"rx_dup\"", kFaultsHelp},
     {"inj_rx_reorders", "ina_switch_injected_faults_total", "fault=\"rx_reorder\"", kFaultsHelp},
@@ -240,9 +241,7 @@ void AddCounters(Exposition& e, const NamedCounters& v, const std::string& core)
   }
 }
 
-std::string Errno(std::string_view what) {
-  return std::string(what) + ": " + std::strerror(errno);
-}
+std::string Errno(std::string_view what) { return std::string(what) + ": " + std::strerror(errno); }
 
 }  // namespace
 
@@ -284,15 +283,16 @@ std::string FormatMetrics(const SwitchStats& s) {
       if (j.core != c) continue;
       (j.info.active ? active : j.info.queued ? queued : pending) += 1;
     }
-    const char* help = "Jobs by state: active (aggregating), queued (waiting for slots), "
-                       "pending (waiting for ranks to join).";
+    const char* help =
+        "Jobs by state: active (aggregating), queued (waiting for slots), "
+        "pending (waiting for ranks to join).";
     e.Add("ina_switch_jobs", "gauge", help, Join(core, Label("state", "active")), active);
     e.Add("ina_switch_jobs", "gauge", help, Join(core, Label("state", "queued")), queued);
     e.Add("ina_switch_jobs", "gauge", help, Join(core, Label("state", "pending")), pending);
   }
   for (const JobSnapshot& j : s.jobs) {
-    const std::string l = Label("core", std::to_string(j.core)) + "," +
-                          Label("job", std::to_string(j.info.job_id));
+    const std::string l =
+        Label("core", std::to_string(j.core)) + "," + Label("job", std::to_string(j.info.job_id));
     e.Add("ina_switch_job_world_size", "gauge", "Ranks of the job.", l, j.info.world_size);
     e.Add("ina_switch_job_k", "gauge", "Elements per packet (K) of the job.", l, j.info.k);
     e.Add("ina_switch_job_lanes", "gauge", "Peers per rank (lanes) of the job.", l, j.info.lanes);
@@ -320,7 +320,7 @@ std::string FormatMetrics(const SwitchStats& s) {
 }
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(std::string_view endpoint,
-                                                             std::function<std::string()> render) {
+                                                            std::function<std::string()> render) {
   auto ep = ParseListenEndpoint(endpoint);
   if (!ep.ok()) return ep.status().WithContext("--metrics");
   const int fd = socket(ep->addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -417,10 +417,10 @@ void MetricsServer::Serve(int conn) {
     body = "not found: the metrics are at /metrics\n";
   }
   const char* reason = code == 200 ? "OK" : code == 404 ? "Not Found" : "Method Not Allowed";
-  std::string out = "HTTP/1.1 " + std::to_string(code) + " " + reason + "\r\nContent-Type: " +
-                    type + "\r\nContent-Length: " + std::to_string(body.size()) +
-                    "\r\nConnection: close\r\n" + (code == 405 ? "Allow: GET, HEAD\r\n" : "") +
-                    "\r\n";
+  std::string out =
+      "HTTP/1.1 " + std::to_string(code) + " " + reason + "\r\nContent-Type: " + type +
+      "\r\nContent-Length: " + std::to_string(body.size()) + "\r\nConnection: close\r\n" +
+      (code == 405 ? "Allow: GET, HEAD\r\n" : "") + "\r\n";
   if (method != "HEAD") out += body;
   size_t sent = 0;
   while (sent < out.size()) {

@@ -22,8 +22,8 @@ struct CommStatField {
 inline constexpr std::array<CommStatField, 9> kCommStatFields = {{
     {"packets_sent", "ina_worker_sent_packets_total",
      "Data packets sent, first sends and retransmissions.", &CommStats::packets_sent},
-    {"packets_received", "ina_worker_received_packets_total",
-     "Packets the transport returned.", &CommStats::packets_received},
+    {"packets_received", "ina_worker_received_packets_total", "Packets the transport returned.",
+     &CommStats::packets_received},
     {"retransmissions", "ina_worker_retransmitted_packets_total",
      "Data packets sent again after a timeout.", &CommStats::retransmissions},
     {"results", "ina_worker_results_total", "Results accepted.", &CommStats::results},
