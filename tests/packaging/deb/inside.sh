@@ -45,6 +45,15 @@ echo "== torch: 2 ranks through the installed python3-ina-torch"
 timeout 180 python3 torch_rank.py 127.0.0.1:47000 >torch.out 2>&1 || { cat torch.out; fail "torch all-reduce"; }
 cat torch.out
 
+echo "== NCCL plugin: found by name, as NCCL_NET_PLUGIN=ina makes NCCL dlopen it"
+python3 - <<'PY' || fail "libnccl-net-ina.so"
+import ctypes
+lib = ctypes.CDLL("libnccl-net-ina.so")  # the loader's search path, as NCCL's dlopen
+for sym in ("ncclNetPlugin_v11", "ncclCollNetPlugin_v11"):
+    getattr(lib, sym)
+print("libnccl-net-ina.so loads by name and exports ncclNetPlugin_v11, ncclCollNetPlugin_v11")
+PY
+
 echo "== metrics"
 python3 - <<'PY' || fail "metrics"
 import urllib.request
