@@ -64,14 +64,20 @@ for _, fl in ipairs(spec.flags) do
 end
 
 -- Per-type views: for message type t, view_fields[t][field name] = ProtoField ina.<type>.<name>.
--- Error messages also take their error code's views (ina.error.<name>).
+-- Error messages also take their error code's views (ina.error.<name>; codes share these, and
+-- gen.py checks that one name there is one field, enum and doc: one ProtoField each).
+local view_by_abbrev = {}
 local function view_table(views, prefix)
   local out = {}
   for key, list in pairs(views) do
     out[key] = {}
     for _, v in ipairs(list) do
-      local f = fields_by_name[v.field]
-      out[key][v.field] = new_field(prefix(key) .. "." .. v.name, v.name, f.bytes, v.enum, v.doc)
+      local abbrev = prefix(key) .. "." .. v.name
+      if not view_by_abbrev[abbrev] then
+        local bytes = fields_by_name[v.field].bytes
+        view_by_abbrev[abbrev] = new_field(abbrev, v.name, bytes, v.enum, v.doc)
+      end
+      out[key][v.field] = view_by_abbrev[abbrev]
     end
   end
   return out
@@ -88,17 +94,13 @@ local hf_crc_computed = ProtoField.uint32("ina.crc.computed", "Computed CRC32C",
 local hf_crc_status = ProtoField.string("ina.crc.status", "CRC32C status", nil,
                                         "good: the trailer matches the message; bad: it does not")
 local hf_pad = ProtoField.bytes("ina.pad", "Pad", base.NONE, "RoCEv2 pad to 4 bytes (BTH PadCnt)")
-local hf_extra = ProtoField.bytes("ina.trailing", "Trailing bytes", base.NONE,
-                                  "Bytes after the message that count does not account for")
+local hf_partial = ProtoField.bytes("ina.partial", "Partial element", base.NONE,
+                                    "Payload bytes short of a whole int32 (a malformed message)")
 
-local all = { hf_payload, hf_value, hf_crc, hf_crc_computed, hf_crc_status, hf_pad, hf_extra }
+local all = { hf_payload, hf_value, hf_crc, hf_crc_computed, hf_crc_status, hf_pad, hf_partial }
 for _, f in ipairs(spec.fields) do all[#all + 1] = hf[f.name] end
 for _, f in ipairs(hf_flag) do all[#all + 1] = f end
-for _, tbl in ipairs({ view_fields, error_view_fields }) do
-  for _, per_type in pairs(tbl) do
-    for _, f in pairs(per_type) do all[#all + 1] = f end
-  end
-end
+for _, f in pairs(view_by_abbrev) do all[#all + 1] = f end
 ina.fields = all
 
 local ef_bad_crc = ProtoExpert.new("ina.crc.bad", "CRC32C trailer does not match the message",
@@ -107,7 +109,8 @@ local ef_version = ProtoExpert.new("ina.version.other", "Not this protocol versi
                                    expert.group.PROTOCOL, expert.severity.NOTE)
 local ef_type = ProtoExpert.new("ina.type.unknown", "Unknown message type",
                                 expert.group.MALFORMED, expert.severity.WARN)
-local ef_length = ProtoExpert.new("ina.length.bad", "Message length does not match its type and count",
+local ef_length = ProtoExpert.new("ina.length.bad",
+                                  "Message length does not match its type and count",
                                   expert.group.MALFORMED, expert.severity.WARN)
 local ef_short = ProtoExpert.new("ina.short", "Shorter than the ina header",
                                  expert.group.MALFORMED, expert.severity.ERROR)
@@ -150,6 +153,8 @@ local function dissect_message(tvb, pinfo, tree, len, pad, append_info)
   local root = tree:add(ina, tvb(0, len + pad))
   if len < spec.header_bytes then
     root:add_proto_expert_info(ef_short)
+    pinfo.cols.info = string.format("%d bytes, short of the %d-byte ina header", len,
+                                    spec.header_bytes)
     return
   end
   local version = get(tvb, "version")
@@ -194,6 +199,8 @@ local function dissect_message(tvb, pinfo, tree, len, pad, append_info)
     p:set_text(string.format("Payload: %d int32 value%s", n, n == 1 and "" or "s"))
     for i = 0, n - 1 do p:add(hf_value, tvb(spec.header_bytes + i * spec.elem_bytes, 4)) end
   end
+  local partial_at = spec.header_bytes + math.max(n, 0) * spec.elem_bytes
+  if body_end > partial_at then root:add(hf_partial, tvb(partial_at, body_end - partial_at)) end
   local want = expected_length(version, mtype, count)
   if len ~= want then
     root:add_proto_expert_info(ef_length, string.format(
@@ -202,7 +209,7 @@ local function dissect_message(tvb, pinfo, tree, len, pad, append_info)
   end
 
   local info = string.format("%s job=%d rank=%d", tname, get(tvb, "job"), get(tvb, "rank"))
-  if mtype == spec.data_type or mtype == spec.result_type then
+  if spec.payload_types[mtype] then
     info = info .. string.format(" slot=%d gen=%d count=%d offset=%d", get(tvb, "slot"),
                                  get(tvb, "gen"), count, get(tvb, "offset"))
   elseif code then

@@ -148,7 +148,8 @@ def check_views(spec):
             seen = set()
             for v in m.get("view", []):
                 where = f"{kind} {m['name']} view {v.get('name')}"
-                if set(v) - {"field", "name", "doc", "enum"} or not {"field", "name", "doc"} <= set(v):
+                keys = set(v)
+                if keys - {"field", "name", "doc", "enum"} or not {"field", "name", "doc"} <= keys:
                     sys.exit(f"gen.py: {where}: keys are field, name, doc and optionally enum")
                 if v["field"] not in fields or v["field"] in seen:
                     sys.exit(f"gen.py: {where}: not a header field, or named twice")
@@ -863,9 +864,10 @@ def gen_lua(spec, body):
     w("--")
     w(f"-- Wireshark dissector of the ina wire protocol, version {p['version']}, over UDP (port "
       f"{p['udp_port']} and")
-    w("-- the ina.udp_ports preference; a heuristic elsewhere) and as the payload of RoCEv2 UD SENDs.")
+    w("-- the ina.udp_ports preference; a heuristic elsewhere) and as the payload of RoCEv2 UD")
+    w("-- SENDs (docs/dissector.md):")
     w("--   tshark -X lua_script:ina.lua -r capture.pcap -V")
-    w("-- or install it into Wireshark's global Lua plugin folder (tshark -G folders). docs/dissector.md.")
+    w("-- or installed into Wireshark's global Lua plugin folder (tshark -G folders).")
     w("")
     w("local spec = {")
     w(f"  version = {p['version']},")
@@ -874,15 +876,14 @@ def gen_lua(spec, body):
     w(f"  elem_bytes = {p['elem_bytes']},  -- payload elements: int32, big-endian")
     w(f"  crc_bytes = {p['crc_bytes']},")
     w(f"  exp_bias = {p['exp_bias']},")
-    w(f"  data_type = {types['data']},")
-    w(f"  result_type = {types['result']},")
     w(f"  error_type = {types['error']},")
     h = p["header_bytes"]
-    w("  -- The trailer: CRC32C of every message byte before it (header and payload), little-endian.")
+    w("  -- The trailer: CRC32C of every message byte before it (header, payload), little-endian.")
     w(f"  crc = {{ poly_reflected = 0x{reflect32(c['poly']):08X}, init = 0x{c['init']:08X}, "
       f"xorout = 0x{c['xorout']:08X},")
     w(f"          check = 0x{c['check']:08X},")
-    w(f"          doc = {lua_str(f'CRC32C of bytes 0 .. {h}+4*count-1 (header and payload), little-endian')} }},")
+    doc = f"CRC32C of bytes 0 .. {h}+4*count-1 (header and payload), little-endian"
+    w(f"          doc = {lua_str(doc)} }},")
     w("}")
     w("")
     w("-- Header fields in wire order (big-endian).")
