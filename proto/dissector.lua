@@ -59,7 +59,7 @@ end
 
 local hf_flag = {}   -- flag bit fields under ina.flags
 for _, fl in ipairs(spec.flags) do
-  hf_flag[#hf_flag + 1] = ProtoField.bool("ina.flags." .. fl.name, fl.name, 8, nil, 2 ^ fl.bit,
+  hf_flag[#hf_flag + 1] = ProtoField.bool("ina.flags." .. fl.name, fl.name, 8, nil, fl.mask,
                                           fl.doc)
 end
 

@@ -900,7 +900,7 @@ def gen_lua(spec, body):
     w("")
     w("spec.flags = {")
     for f in spec["flag"]:
-        w(f"  {{ name = {lua_str(f['name'])}, bit = {f['bit']}, doc = {lua_str(f['doc'])} }},")
+        w(f"  {{ name = {lua_str(f['name'])}, mask = 0x{1 << f['bit']:02X}, doc = {lua_str(f['doc'])} }},")
     w("}")
     w("")
     for kind, table in (("msg_type", "msg_types"), ("error_code", "error_codes"),
