@@ -16,6 +16,11 @@ done
 dpkg-query -W $PKGS
 for p in $PKGS; do dpkg -L "$p"; done | sort -u >files.txt
 test -f /etc/ina/switchd.conf || fail "no /etc/ina/switchd.conf"
+if [[ " $PKGS " == *" ina-wireshark-dissector "* ]] && command -v tshark >/dev/null; then
+  # Installed where Debian's tshark looks (its global Lua plugin folder), so it loads without -X.
+  tshark -G plugins 2>/dev/null | grep -E "^ina\.lua\s.*lua script" ||
+    { grep wireshark files.txt; fail "tshark does not load the packaged ina.lua"; }
+fi
 grep -qx /etc/ina/switchd.conf /var/lib/dpkg/info/ina-switchd.conffiles || fail "switchd.conf is not a conffile"
 
 echo "== the service's command line"
