@@ -47,5 +47,10 @@ echo "setup: installing ${missing[*]}"
 # debconf prompts (wireshark-common's setuid question among them).
 APT=(env DEBIAN_FRONTEND=noninteractive apt-get)
 [ "$(id -u)" -eq 0 ] || APT=(sudo "${APT[@]}")
+echo "setup: apt-get update"
 "${APT[@]}" update -qq
-"${APT[@]}" install -y -qq --no-install-recommends "${missing[@]}"
+# A fresh machine fetches about a GB here: apt's own lines (Get:, Unpacking, Setting up) are the
+# progress; -q keeps them to one line each.
+echo "setup: apt-get install of ${#missing[@]} packages and what they need (minutes on a fresh machine)"
+"${APT[@]}" install -y -q --no-install-recommends "${missing[@]}"
+echo "setup: done"
