@@ -34,7 +34,7 @@ ASAN_TARGETS=(
   net_frame_test net_fault_test net_udp_port_test net_roce_port_test
   drv_job_table_test drv_pcie_bar_test drv_gpu_elem_test drv_gpu_map_test
   control_test dp_ref_rules_test dp_fast_kernels_test dp_fast_rules_test switchd_config_test
-  switchd_handoff_test
+  switchd_handoff_test switchd_metrics_test
   ina_bench_verify_test ina_bench_options_test ina_bench_coordinator_test
   host_udp_transport_test host_udp_gso_test host_transport_faults_test host_verbs_transport_test
   host_quant_test host_capi_config_test host_config_test host_rto_test host_slot_window_test
@@ -54,6 +54,7 @@ ASAN_LABELS='unit|prop|fuzz|e2e'
 TSAN_TARGETS=(
   host_comm_test host_capi_test host_job_alloc_test host_join_switchd_test nccl_core_test
   control_test switchd_e2e_test host_staged_test host_staged_quant_test host_gpudirect_test host_share_switchd_test switchd_handoff_test
+  switchd_metrics_test
 )
 TSAN_LABELS='unit|e2e'
 
