@@ -28,7 +28,8 @@
 //    already got its result (RACK-like time-ordering evidence) or no result at all was accepted
 //    for its RTO.
 //  - error(job_aborted): Aborted. error(rank_mismatch): Aborted, naming the slot, generation and
-//    rank the fabric reported (the ranks made different calls). error(rank_left, offset N): the
+//    rank the fabric reported (the ranks made different calls, or quantized with different
+//    exponents). error(rank_left, offset N): the
 //    current op fails with Aborted if it is call N or later, as does every later Begin; earlier
 //    ops carry on.
 //  - No accepted result for progress_timeout while an op is active: DeadlineExceeded
