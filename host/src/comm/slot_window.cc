@@ -395,7 +395,8 @@ Status SlotWindow::HandleResult(const uint8_t* p, size_t len, TimePoint now) {
   Slot& sl = slots_[h.slot];
   const uint8_t* mine = Buf(h.slot);
   if (!sl.busy || !sl.sent || h.gen != sl.gen || len != proto::MessageBytes(h.count) ||
-      h.count != proto::GetCount(mine) || h.offset != proto::GetOffset(mine)) {
+      h.count != proto::GetCount(mine) || h.offset != proto::GetOffset(mine) ||
+      (op_.is_float && h.exp != proto::GetExp(mine))) {
     counters_.stale.Inc();
     return Status::Ok();
   }
