@@ -21,7 +21,7 @@ if ! cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DINA_WERROR=
   echo "build.sh: configure failed (log: build/configure.log)" >&2
   exit 1
 fi
-grep -v -E '^-- (The (C|CXX) compiler|Detecting|Check for|Checking for|Looking for|Performing Test|Found|Could NOT find|Executing Verilator|Configuring done|Generating done|Build files have been written)|^\s*$' \
+grep -v -E '^-- (Caffe2: |The (C|CXX) compiler|Detecting|Check for|Checking for|Looking for|Performing Test|Found|Could NOT find|Executing Verilator|Configuring done|Generating done|Build files have been written)|^\s*$' \
   build/configure.log || true
 targets=()
 for t in ${INA_BUILD_TARGETS:-}; do targets+=(--target "$t"); done

@@ -20,6 +20,10 @@ PKGS=(
   # by scripts/vm/run-vm.sh with apt-get download, never installed) for the soft-RoCE guest tests
   # (label vm), where the rdma tools and perftest (ib_send_bw, the ceiling figure) run.
   libibverbs-dev rdma-core ibverbs-providers ibverbs-utils perftest qemu-system-x86 busybox-static
+  # tshark runs the generated Wireshark dissector (build/gen/ina.lua) over captures in its test
+  # (tests/proto/dissector_test.py); wireshark-common's setuid-dumpcap question takes its default
+  # ("no") under DEBIAN_FRONTEND=noninteractive below.
+  tshark
 )
 # CUDA (drivers/gpu) is not installed here. These machines carry NVIDIA's CUDA 13 toolkit in
 # /usr/local/cuda (not a Debian package), which CMake finds. A machine without a CUDA compiler
@@ -39,8 +43,14 @@ if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
 echo "setup: installing ${missing[*]}"
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO=sudo
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# DEBIAN_FRONTEND through env, so that sudo (which resets the environment) passes it on: no
+# debconf prompts (wireshark-common's setuid question among them).
+APT=(env DEBIAN_FRONTEND=noninteractive apt-get)
+[ "$(id -u)" -eq 0 ] || APT=(sudo "${APT[@]}")
+echo "setup: apt-get update"
+"${APT[@]}" update -qq
+# A fresh machine fetches about a GB here: apt's own lines (Get:, Unpacking, Setting up) are the
+# progress; -q keeps them to one line each.
+echo "setup: apt-get install of ${#missing[@]} packages and what they need (minutes on a fresh machine)"
+"${APT[@]}" install -y -q --no-install-recommends "${missing[@]}"
+echo "setup: done"

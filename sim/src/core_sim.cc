@@ -9,6 +9,7 @@
 #include "Vina_core.h"
 #include "coverage.h"
 #include "gtkwave/fstapi.h"
+#include "ina/base/parse.h"
 #include "ina/proto/wire.h"
 #include "verilated.h"
 #include "verilated_fst_c.h"
@@ -17,21 +18,16 @@ namespace ina::sim {
 
 namespace {
 
-Result<uint64_t> EnvNumber(const char* name) {
-  const char* v = std::getenv(name);
-  if (v == nullptr || *v == '\0') return uint64_t{0};
-  char* end = nullptr;
-  errno = 0;
-  const uint64_t x = std::strtoull(v, &end, 10);
-  if (errno != 0 || end == v || *end != '\0' || *v == '-') {
-    return InvalidArgument(std::string(name) + "='" + v + "': not a decimal cycle count");
-  }
-  return x;
-}
-
 bool EnvSet(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr && *v != '\0';
+}
+
+// A cycle count from the environment (base/parse.h); unset or empty: 0.
+Result<uint64_t> EnvCycles(const char* name) {
+  uint64_t x = 0;
+  if (EnvSet(name)) INA_RETURN_IF_ERROR(EnvUint(name, 0, UINT64_MAX, &x));
+  return x;
 }
 
 // PATH for the first model of this process tracing to PATH, then PATH.1.fst, PATH.2.fst...
@@ -50,8 +46,8 @@ std::string UniqueTracePath(const std::string& path) {
 Result<TraceOptions> TraceOptionsFromEnv() {
   TraceOptions t;
   if (const char* p = std::getenv("INA_TRACE"); p != nullptr) t.path = p;
-  INA_ASSIGN_OR_RETURN(t.from, EnvNumber("INA_TRACE_FROM"));
-  INA_ASSIGN_OR_RETURN(t.cycles, EnvNumber("INA_TRACE_CYCLES"));
+  INA_ASSIGN_OR_RETURN(t.from, EnvCycles("INA_TRACE_FROM"));
+  INA_ASSIGN_OR_RETURN(t.cycles, EnvCycles("INA_TRACE_CYCLES"));
   if (t.path.empty() && TraceWindowFromEnv()) {
     return InvalidArgument("INA_TRACE_FROM / INA_TRACE_CYCLES need INA_TRACE=FILE.fst");
   }

@@ -41,21 +41,8 @@ class ReferenceEngine final : public Engine {
   explicit ReferenceEngine(const EngineLimits& limits) : limits_(limits) { counters_.fill(0); }
 
   Status AddJob(const JobConfig& job) override {
-    if (!proto::IsValidK(job.k)) {
-      return InvalidArgument("AddJob: K " + std::to_string(job.k) + " is not " +
-                             std::string(proto::kKValuesText));
-    }
-    if (job.world_size < 1 || job.world_size > proto::kMaxWorkers) {
-      return InvalidArgument("AddJob: world size " + std::to_string(job.world_size) +
-                             " not in 1.." + std::to_string(proto::kMaxWorkers));
-    }
-    if (job.window < 1) return InvalidArgument("AddJob: window 0");
+    INA_RETURN_IF_ERROR(CheckJobConfig(job, limits_.pool_slots));
     const uint64_t end = uint64_t{job.slot_base} + job.window;
-    if (end > limits_.pool_slots) {
-      return InvalidArgument("AddJob: slots [" + std::to_string(job.slot_base) + ", " +
-                             std::to_string(end) + ") outside the pool of " +
-                             std::to_string(limits_.pool_slots));
-    }
     if (jobs_.count(job.job_id) != 0) {
       return AlreadyExists("AddJob: job " + std::to_string(job.job_id) + " already installed");
     }

@@ -13,13 +13,10 @@ static_assert(ina::host::CommConfig::kMaxProgressThreads == ina::proto::kMaxLane
 namespace ina::host {
 namespace {
 
+// INA_* integers (base/parse.h's EnvInt) up to the field type's largest value.
 template <typename T>
-Status EnvInt(const char* var, long long lo, T* field) {
-  const char* v = std::getenv(var);
-  if (v == nullptr) return Status::Ok();
-  INA_ASSIGN_OR_RETURN(long long x, ParseInt(var, v, lo, std::numeric_limits<T>::max()));
-  *field = static_cast<T>(x);
-  return Status::Ok();
+Status EnvField(const char* var, long long lo, T* field) {
+  return EnvInt(var, lo, static_cast<long long>(std::numeric_limits<T>::max()), field);
 }
 
 }  // namespace
@@ -165,24 +162,24 @@ Result<CommConfig> CommConfig::FromEnv(CommConfig c) {
     c.switch_host = s.substr(0, colon);
     c.switch_port = static_cast<uint16_t>(port);
   }
-  INA_RETURN_IF_ERROR(EnvInt("INA_JOB", 0, &c.job_id));
-  INA_RETURN_IF_ERROR(EnvInt("INA_RANK", 0, &c.rank));
-  INA_RETURN_IF_ERROR(EnvInt("INA_WORLD", 0, &c.world_size));
-  INA_RETURN_IF_ERROR(EnvInt("INA_K", 0, &c.k));
-  INA_RETURN_IF_ERROR(EnvInt("INA_WINDOW", 0, &c.window));
-  INA_RETURN_IF_ERROR(EnvInt("INA_JOIN_TIMEOUT_MS", 0, &c.join_timeout_ms));
-  INA_RETURN_IF_ERROR(EnvInt("INA_SLOT_WAIT_MS", 0, &c.slot_wait_timeout_ms));
-  INA_RETURN_IF_ERROR(EnvInt("INA_PROGRESS_TIMEOUT_MS", 0, &c.progress_timeout_ms));
-  INA_RETURN_IF_ERROR(EnvInt("INA_RTO_MIN_US", 0, &c.rto_min_us));
-  INA_RETURN_IF_ERROR(EnvInt("INA_RTO_INITIAL_US", 0, &c.rto_initial_us));
-  INA_RETURN_IF_ERROR(EnvInt("INA_RTO_MAX_US", 0, &c.rto_max_us));
-  INA_RETURN_IF_ERROR(EnvInt("INA_PROGRESS_THREADS", 0, &c.progress_threads));
-  INA_RETURN_IF_ERROR(EnvInt("INA_SWITCH_CORES", 0, &c.switch_cores));
+  INA_RETURN_IF_ERROR(EnvField("INA_JOB", 0, &c.job_id));
+  INA_RETURN_IF_ERROR(EnvField("INA_RANK", 0, &c.rank));
+  INA_RETURN_IF_ERROR(EnvField("INA_WORLD", 0, &c.world_size));
+  INA_RETURN_IF_ERROR(EnvField("INA_K", 0, &c.k));
+  INA_RETURN_IF_ERROR(EnvField("INA_WINDOW", 0, &c.window));
+  INA_RETURN_IF_ERROR(EnvField("INA_JOIN_TIMEOUT_MS", 0, &c.join_timeout_ms));
+  INA_RETURN_IF_ERROR(EnvField("INA_SLOT_WAIT_MS", 0, &c.slot_wait_timeout_ms));
+  INA_RETURN_IF_ERROR(EnvField("INA_PROGRESS_TIMEOUT_MS", 0, &c.progress_timeout_ms));
+  INA_RETURN_IF_ERROR(EnvField("INA_RTO_MIN_US", 0, &c.rto_min_us));
+  INA_RETURN_IF_ERROR(EnvField("INA_RTO_INITIAL_US", 0, &c.rto_initial_us));
+  INA_RETURN_IF_ERROR(EnvField("INA_RTO_MAX_US", 0, &c.rto_max_us));
+  INA_RETURN_IF_ERROR(EnvField("INA_PROGRESS_THREADS", 0, &c.progress_threads));
+  INA_RETURN_IF_ERROR(EnvField("INA_SWITCH_CORES", 0, &c.switch_cores));
   if (const char* v = std::getenv("INA_TRANSPORT")) {
     if (*v == '\0') return InvalidArgument("INA_TRANSPORT: empty value");
     c.transport = v;
   }
-  INA_RETURN_IF_ERROR(EnvInt("INA_SOCKET_BUFFER_BYTES", 0, &c.socket_buffer_bytes));
+  INA_RETURN_IF_ERROR(EnvField("INA_SOCKET_BUFFER_BYTES", 0, &c.socket_buffer_bytes));
   if (const char* v = std::getenv("INA_UDP_GSO")) {
     INA_ASSIGN_OR_RETURN(c.udp_gso, ParseBool("INA_UDP_GSO", v));
   }

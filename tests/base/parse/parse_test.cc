@@ -49,3 +49,30 @@ TEST(Parse, RealsAndBools) {
 
 }  // namespace
 }  // namespace ina
+
+// Environment overrides go through the same parsers: unset leaves the field, a set value is
+// parsed (empty and malformed ones refused, naming the variable), out of range refused.
+TEST(Parse, EnvironmentOverrides) {
+  const char* var = "INA_PARSE_TEST_VALUE";
+  unsetenv(var);
+  int x = 7;
+  EXPECT_TRUE(ina::EnvInt(var, 0, 100, &x).ok());
+  EXPECT_EQ(x, 7);
+  setenv(var, "0x20", 1);
+  EXPECT_TRUE(ina::EnvInt(var, 0, 100, &x).ok());
+  EXPECT_EQ(x, 32);
+  setenv(var, "101", 1);
+  auto st = ina::EnvInt(var, 0, 100, &x);
+  EXPECT_FALSE(st.ok());
+  EXPECT_NE(st.message().find(var), std::string::npos) << st.message();
+  EXPECT_EQ(x, 32);
+  setenv(var, "", 1);
+  EXPECT_FALSE(ina::EnvInt(var, 0, 100, &x).ok());
+  uint64_t u = 1;
+  setenv(var, "18446744073709551615", 1);
+  EXPECT_TRUE(ina::EnvUint(var, 0, UINT64_MAX, &u).ok());
+  EXPECT_EQ(u, UINT64_MAX);
+  setenv(var, "-1", 1);
+  EXPECT_FALSE(ina::EnvUint(var, 0, UINT64_MAX, &u).ok());
+  unsetenv(var);
+}

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <string_view>
 
 #include "ina/base/status.h"
@@ -21,5 +22,23 @@ Result<uint64_t> ParseUint(std::string_view what, std::string_view text, uint64_
 Result<double> ParseReal(std::string_view what, std::string_view text, double lo, double hi);
 // 0 or 1 (also "off"/"on", "false"/"true").
 Result<bool> ParseBool(std::string_view what, std::string_view text);
+
+// An environment override through ParseInt / ParseUint, errors naming the variable: when `var` is
+// set (empty counts as set, and is refused as any malformed value) *field gets its value in
+// [lo, hi]; when unset *field keeps what it holds.
+template <typename T>
+Status EnvInt(const char* var, long long lo, long long hi, T* field) {
+  const char* v = std::getenv(var);
+  if (v == nullptr) return Status::Ok();
+  INA_ASSIGN_OR_RETURN(long long x, ParseInt(var, v, lo, hi));
+  *field = static_cast<T>(x);
+  return Status::Ok();
+}
+inline Status EnvUint(const char* var, uint64_t lo, uint64_t hi, uint64_t* field) {
+  const char* v = std::getenv(var);
+  if (v == nullptr) return Status::Ok();
+  INA_ASSIGN_OR_RETURN(*field, ParseUint(var, v, lo, hi));
+  return Status::Ok();
+}
 
 }  // namespace ina

@@ -62,6 +62,7 @@
 #include <array>
 #include <cstdint>
 #include <span>
+#include <string>
 
 #include "ina/base/status.h"
 #include "ina/proto/wire.h"
@@ -91,6 +92,28 @@ struct JobConfig {
   uint32_t slot_base = 0;   // first pool slot
   uint16_t window = 0;      // slots, >= 1; [slot_base, slot_base + window) within the pool
 };
+
+// What every engine's AddJob checks first, the same way: K one of proto::kKValues, world size in
+// 1 .. kMaxWorkers, window >= 1 and [slot_base, slot_base + window) within a pool of pool_slots.
+// InvalidArgument naming the field otherwise.
+inline Status CheckJobConfig(const JobConfig& job, uint32_t pool_slots) {
+  if (!proto::IsValidK(job.k)) {
+    return InvalidArgument("AddJob: K " + std::to_string(job.k) + " is not " +
+                           std::string(proto::kKValuesText));
+  }
+  if (job.world_size < 1 || job.world_size > proto::kMaxWorkers) {
+    return InvalidArgument("AddJob: world size " + std::to_string(job.world_size) + " not in 1.." +
+                           std::to_string(proto::kMaxWorkers));
+  }
+  if (job.window < 1) return InvalidArgument("AddJob: window 0");
+  const uint64_t end = uint64_t{job.slot_base} + job.window;
+  if (end > pool_slots) {
+    return InvalidArgument("AddJob: slots [" + std::to_string(job.slot_base) + ", " +
+                           std::to_string(end) + ") outside the pool of " +
+                           std::to_string(pool_slots));
+  }
+  return Status::Ok();
+}
 
 // Receives results. The packet bytes are valid only during the call.
 class Emitter {

@@ -6,37 +6,14 @@
 #include "ina/host/transport.h"
 
 namespace ina::host {
-namespace {
-
-// The variable (known to be set) through the one parser; 0x hex is taken for the QPN and Q_Key.
-Result<long long> EnvInt(const char* var, long long lo, long long hi) {
-  return ParseInt(var, std::getenv(var), lo, hi);
-}
-
-}  // namespace
 
 Status ApplyVerbsEnv(VerbsConfig* c) {
   if (const char* v = std::getenv("INA_VERBS_DEVICE")) c->device = v;
-  if (std::getenv("INA_VERBS_PORT")) {
-    INA_ASSIGN_OR_RETURN(long long x, EnvInt("INA_VERBS_PORT", 1, 255));
-    c->port = static_cast<int>(x);
-  }
-  if (std::getenv("INA_VERBS_GID")) {
-    INA_ASSIGN_OR_RETURN(long long x, EnvInt("INA_VERBS_GID", -1, 255));
-    c->gid_index = static_cast<int>(x);
-  }
-  if (std::getenv("INA_VERBS_MTU")) {
-    INA_ASSIGN_OR_RETURN(long long x, EnvInt("INA_VERBS_MTU", 0, 4096));
-    c->mtu = static_cast<int>(x);
-  }
-  if (std::getenv("INA_VERBS_QPN")) {
-    INA_ASSIGN_OR_RETURN(long long x, EnvInt("INA_VERBS_QPN", 0, 0xFFFFFF));
-    c->remote_qpn = static_cast<uint32_t>(x);
-  }
-  if (std::getenv("INA_VERBS_QKEY")) {
-    INA_ASSIGN_OR_RETURN(long long x, EnvInt("INA_VERBS_QKEY", 0, 0xFFFFFFFFLL));
-    c->qkey = static_cast<uint32_t>(x);
-  }
+  INA_RETURN_IF_ERROR(EnvInt("INA_VERBS_PORT", 1, 255, &c->port));
+  INA_RETURN_IF_ERROR(EnvInt("INA_VERBS_GID", -1, 255, &c->gid_index));
+  INA_RETURN_IF_ERROR(EnvInt("INA_VERBS_MTU", 0, 4096, &c->mtu));
+  INA_RETURN_IF_ERROR(EnvInt("INA_VERBS_QPN", 0, 0xFFFFFF, &c->remote_qpn));
+  INA_RETURN_IF_ERROR(EnvInt("INA_VERBS_QKEY", 0, 0xFFFFFFFFLL, &c->qkey));
   return ValidateVerbsConfig(*c);
 }
 

@@ -43,8 +43,8 @@ mount --rbind /sys "$R/sys"
 mount -t tmpfs tmpfs "$R/tmp"
 mount -t tmpfs tmpfs "$R/run"
 cp -r "$T/debs" "$R/tmp/debs"
-cp "$SRC/tests/host/install/consumer/consumer.c" "$SRC/tests/packaging/torch_rank.py" "$R/tmp/"
-cp "$SRC/tests/packaging/inside.sh" "$R/tmp/"
+cp "$SRC/tests/host/install/consumer/consumer.c" "$SRC/tests/packaging/deb/torch_rank.py" "$R/tmp/"
+cp "$SRC/tests/packaging/deb/inside.sh" "$R/tmp/"
 ip link set lo up
 exec chroot "$R" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
   DEBIAN_FRONTEND=noninteractive /bin/bash /tmp/inside.sh

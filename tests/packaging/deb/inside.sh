@@ -16,6 +16,11 @@ done
 dpkg-query -W $PKGS
 for p in $PKGS; do dpkg -L "$p"; done | sort -u >files.txt
 test -f /etc/ina/switchd.conf || fail "no /etc/ina/switchd.conf"
+if [[ " $PKGS " == *" ina-wireshark-dissector "* ]] && command -v tshark >/dev/null; then
+  # Installed where Debian's tshark looks (its global Lua plugin folder), so it loads without -X.
+  tshark -G plugins 2>/dev/null | grep -E "^ina\.lua\s.*lua script" ||
+    { grep wireshark files.txt; fail "tshark does not load the packaged ina.lua"; }
+fi
 grep -qx /etc/ina/switchd.conf /var/lib/dpkg/info/ina-switchd.conffiles || fail "switchd.conf is not a conffile"
 
 echo "== the service's command line"
@@ -44,6 +49,15 @@ cat c0.out
 echo "== torch: 2 ranks through the installed python3-ina-torch"
 timeout 180 python3 torch_rank.py 127.0.0.1:47000 >torch.out 2>&1 || { cat torch.out; fail "torch all-reduce"; }
 cat torch.out
+
+echo "== NCCL plugin: found by name, as NCCL_NET_PLUGIN=ina makes NCCL dlopen it"
+python3 - <<'PY' || fail "libnccl-net-ina.so"
+import ctypes
+lib = ctypes.CDLL("libnccl-net-ina.so")  # the loader's search path, as NCCL's dlopen
+for sym in ("ncclNetPlugin_v11", "ncclCollNetPlugin_v11"):
+    getattr(lib, sym)
+print("libnccl-net-ina.so loads by name and exports ncclNetPlugin_v11, ncclCollNetPlugin_v11")
+PY
 
 echo "== metrics"
 python3 - <<'PY' || fail "metrics"
