@@ -47,7 +47,7 @@ ASAN_TARGETS=(
   # e2e on loopback
   switchd_e2e_test host_capi_test host_comm_test host_job_alloc_test host_join_switchd_test
   host_share_switchd_test host_staged_test host_staged_quant_test host_gpudirect_test e2e_allreduce_test e2e_multihost_test
-  tools_gloo_ring_test nccl_core_test
+  tools_gloo_ring_test nccl_core_test host_exp_rewrite_switchd_test
 )
 ASAN_LABELS='unit|prop|fuzz|e2e'
 

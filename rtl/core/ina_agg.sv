@@ -5,7 +5,8 @@
 // Rules: exactly those of dataplane/include/ina/dp/engine.h (drop causes in that order, duplicate
 // and re-send, the generation window (both copies of the slot are read: the copy of the packet's
 // generation and the other, which holds the previous generation), the slot-history check, the
-// disagreement of two ranks, generation reset of a copy, first contribution / add / complete).
+// disagreement of two ranks (offset, count, int32 flag, or a float block's exponent), generation
+// reset of a copy, first contribution / add / complete).
 // When two ranks disagree (rule 13) the stage pulses fail_o with the job's entry and where (slot,
 // generation, rank): ina_regs marks the entry failed, so its later packets are unknown_job, as
 // the reference engine removes the job. Also: a frame
@@ -460,7 +461,10 @@ module ina_agg
   logic unused_mo;
   assign unused_mo = ^{mo.bitmap, mo.exp, mo.next_exp};
   // Rule 13: a block that fits the history but differs from another rank's: the ranks disagree.
-  assign differs = desc_i.offset != m.offset || desc_i.count != m.count || int32_new != int32_old;
+  // A float block (int32 clear) must also carry the copy's exponent: the agreed one (an int32
+  // block has none, its exp is not compared).
+  assign differs = desc_i.offset != m.offset || desc_i.count != m.count || int32_new != int32_old ||
+                   (!int32_new && desc_i.exp != m.exp);
 
   // ina_ingress keeps at most MaxBeats payload beats per frame (the same MaxK).
   assign beats_of_stored = CW'(desc_i.stored_beats);

@@ -254,8 +254,11 @@ class FastEngine final : public Engine {
     if (!fits) [[unlikely]] {
       return Count(Counter::kDropHistory);
     }
+    // Rule 13: a float block's exponent too (an int32 block's exp is not compared).
     if (in_progress && (m.offset != offset || m.count != count ||
-                        ((m.flags ^ flags) & proto::flags::kInt32) != 0)) [[unlikely]] {
+                        ((m.flags ^ flags) & proto::flags::kInt32) != 0 ||
+                        ((flags & proto::flags::kInt32) == 0 && m.exp != proto::GetExp(p))))
+        [[unlikely]] {
       Count(Counter::kDropMismatch);
       failures_.push_back({job.job_id, proto::ErrorCode::kRankMismatch, slot, gen, rank});
       RemoveJob(job.job_id).IgnoreError();  // control path, once per failed job

@@ -121,9 +121,12 @@ class ReferenceEngine final : public Engine {
     }
     // Rule 12: the slot's history.
     if (!FitsHistory(job.config, h, prev)) return Count(Counter::kDropHistory);
-    // Rule 13: two ranks' blocks that each fit the history but differ: the ranks disagree.
-    if (in_progress && (copy.offset != h.offset || copy.count != h.count ||
-                        (copy.flags & proto::flags::kInt32) != (h.flags & proto::flags::kInt32))) {
+    // Rule 13: two ranks' blocks that each fit the history but differ: the ranks disagree. A float
+    // block (or exponent round) must also carry the copy's exponent; an int32 block has none.
+    const bool int32 = (h.flags & proto::flags::kInt32) != 0;
+    if (in_progress &&
+        (copy.offset != h.offset || copy.count != h.count ||
+         ((copy.flags & proto::flags::kInt32) != 0) != int32 || (!int32 && copy.exp != h.exp))) {
       Count(Counter::kDropMismatch);
       failures_.push_back({h.job, proto::ErrorCode::kRankMismatch, h.slot, h.gen, h.rank});
       jobs_.erase(it);

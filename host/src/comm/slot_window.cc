@@ -368,7 +368,7 @@ Status SlotWindow::HandleControl(const uint8_t* p, size_t len) {
         "job " + std::to_string(cfg_.job_id) + " ended by the fabric: the ranks disagree (rank " +
         std::to_string(proto::GetCount(p)) + "'s block for slot " +
         std::to_string(proto::GetSlot(p)) + " generation " + std::to_string(proto::GetGen(p)) +
-        " differs from another rank's in offset, count or type); did every rank make "
+        " differs from another rank's in offset, count, type or exponent); did every rank make "
         "the same all-reduce calls, with the same element count and type?");
   }
   if (type == proto::MsgType::kError &&
@@ -395,7 +395,8 @@ Status SlotWindow::HandleResult(const uint8_t* p, size_t len, TimePoint now) {
   Slot& sl = slots_[h.slot];
   const uint8_t* mine = Buf(h.slot);
   if (!sl.busy || !sl.sent || h.gen != sl.gen || len != proto::MessageBytes(h.count) ||
-      h.count != proto::GetCount(mine) || h.offset != proto::GetOffset(mine)) {
+      h.count != proto::GetCount(mine) || h.offset != proto::GetOffset(mine) ||
+      (op_.is_float && h.exp != proto::GetExp(mine))) {
     counters_.stale.Inc();
     return Status::Ok();
   }

@@ -22,13 +22,17 @@
 //    whose trailer does not match is dropped (bad_crc) before any other field is read; a lost
 //    result is fetched again by the retransmission timer, as after a loss.
 //  - A result is accepted only if type, version, job, destination (own rank or all), slot < W,
-//    gen, length, count and offset match the packet in flight; anything else counts as stale.
+//    gen, length, count and offset match the packet in flight, and for a float op its exp too
+//    (the fabric sums a float block only when every rank sent the same exp, docs/protocol.md, "The
+//    fabric checks that ranks agree", so another exp is a changed result, never to dequantize
+//    with); anything else counts as stale.
 //  - Loss: per-slot timers with the RTO of RtoEstimator (Karn, per-slot backoff); a slot past its
 //    timer is resent (retx flag) only when a first transmission sent at least one RTO after it
 //    already got its result (RACK-like time-ordering evidence) or no result at all was accepted
 //    for its RTO.
 //  - error(job_aborted): Aborted. error(rank_mismatch): Aborted, naming the slot, generation and
-//    rank the fabric reported (the ranks made different calls). error(rank_left, offset N): the
+//    rank the fabric reported (the ranks made different calls, or quantized with different
+//    exponents). error(rank_left, offset N): the
 //    current op fails with Aborted if it is call N or later, as does every later Begin; earlier
 //    ops carry on.
 //  - No accepted result for progress_timeout while an op is active: DeadlineExceeded

@@ -131,7 +131,10 @@ struct JobModel {
     const uint64_t h = Hash(seed, 3, slot, gen, rank);
     d.flags = static_cast<uint8_t>((Int32(slot, gen) ? proto::flags::kInt32 : 0) |
                                    ((h % 16 == 0) ? proto::flags::kNonfinite : 0));
-    d.exp = static_cast<uint8_t>(h >> 8);
+    // A float block's exp is the one every rank agreed (rule 13 compares it); an int32 block's is
+    // not compared, so each rank's may differ. next_exp is each rank's local exponent.
+    d.exp = Int32(slot, gen) ? static_cast<uint8_t>(h >> 8)
+                             : static_cast<uint8_t>(Hash(seed, 6, slot, gen) >> 8);
     d.next_exp = static_cast<uint8_t>(h >> 16);
     const uint16_t n = Count(slot, gen);
     d.elems.resize(n);
@@ -254,15 +257,17 @@ void RunSimulation(uint64_t seed, const NetParams& net, size_t jobs, uint16_t ro
         d.rank = std::min<uint16_t>(d.rank, 0xFFFF);
         return DataPacket(d);
       }
-      case 2: {  // mismatched offset / count / int32 flag for a live generation: against the
-                 // slot's history (drop_history) or, when it fits, a disagreement that ends the job
+      case 2: {  // mismatched offset / count / int32 flag / exponent for a live generation: against
+                 // the slot's history (drop_history) or, when it fits, a disagreement that ends the
+                 // job (an exponent only for a float block)
         DataSpec d = m.Packet(static_cast<uint16_t>(pick(m.cfg.world_size)),
                               static_cast<uint16_t>(pick(m.cfg.window)),
                               static_cast<uint16_t>(pick(rounds)));
-        const uint64_t what = pick(3);
+        const uint64_t what = pick(4);
         if (what == 0) d.offset += 1;
         if (what == 1) d.elems.resize(pick(m.cfg.k + 1));
         if (what == 2) d.flags ^= proto::flags::kInt32;
+        if (what == 3) d.exp = static_cast<uint8_t>(d.exp + 1 + pick(255));
         return DataPacket(d);
       }
       case 3: {  // a bit-flipped real packet, job kept: damage in flight (the trailer no longer
@@ -432,6 +437,87 @@ TEST(Properties, OrderIndependenceAndNoDoubleCounting) {
       EXPECT_EQ(Get(c, Counter::kResultResends), all.size() - 1);
     }
   }
+}
+
+// One rank's float block at an exponent the others did not use (say its result's next_exp was
+// changed on the way), among retransmissions and duplicates, in any order: the reference and
+// every fast variant end the job at the first packet that proves it (one failure, nothing of the
+// job emitted), and the neighbour job's result is the model's. An int32 block whose ranks' exp
+// differ completes: its exp is not compared (max-reduced, as ever).
+TEST(Properties, RanksWithDifferentExponentsEndTheJobInAnyOrder) {
+  const uint64_t seed = TestSeed();
+  std::mt19937_64 rng(seed);
+  uint64_t ended = 0, int32_done = 0;
+  for (int iter = 0; iter < 200 && !HasFailure(); ++iter) {
+    JobModel a, b;
+    a.cfg = {30, static_cast<uint16_t>(2 + rng() % 63), 64, 0, 4};
+    b.cfg = {31, static_cast<uint16_t>(1 + rng() % 8), 64, 4, 4};
+    a.seed = rng();
+    b.seed = rng();
+    // The first use of slot s in job a's model that is a float block (an int32 one every 4th
+    // iteration; either exists within a few uses).
+    const bool int32 = iter % 4 == 0;
+    const uint16_t slot = rng() % 4;
+    uint16_t gen = 0;
+    while (a.Int32(slot, gen) != int32 || a.Count(slot, gen) == 0) ++gen;
+    const uint16_t odd = rng() % a.cfg.world_size;
+    std::vector<Bytes> packets;
+    uint8_t max_exp = 0;
+    for (uint16_t r = 0; r < a.cfg.world_size; ++r) {
+      DataSpec d = a.Packet(r, slot, gen);
+      if (r == odd || int32) d.exp = static_cast<uint8_t>(d.exp + 1 + rng() % 255);
+      max_exp = std::max(max_exp, d.exp);
+      packets.push_back(DataPacket(d));
+      if (rng() % 3 == 0) {
+        d.flags |= proto::flags::kRetx;
+        packets.push_back(DataPacket(d));
+      }
+    }
+    for (uint16_t r = 0; r < b.cfg.world_size; ++r)
+      packets.push_back(DataPacket(b.Packet(r, 1, 0)));
+    std::shuffle(packets.begin(), packets.end(), rng);
+    Lockstep engines({8, 4});
+    engines.AddJob(a.cfg);
+    engines.AddJob(b.cfg);
+    ASSERT_FALSE(HasFatalFailure());
+    // Job a's generations before `gen` on the slot, complete (all ranks, the model's shapes).
+    for (uint16_t g = 0; g < gen; ++g) {
+      for (uint16_t r = 0; r < a.cfg.world_size; ++r)
+        engines.Feed(DataPacket(a.Packet(r, slot, g)));
+    }
+    ASSERT_TRUE(engines.failures().empty());
+    std::vector<Emitted> a_out, b_out;
+    for (const Bytes& p : packets) {
+      for (Emitted& e : engines.Feed(p)) (e.job == a.cfg.job_id ? a_out : b_out).push_back(e);
+    }
+    ASSERT_EQ(b_out.size(), 1u);
+    Bytes want_b = b.Expected(1, 0);
+    EXPECT_EQ(b_out[0].bytes, want_b);
+    const CounterSnapshot c = engines.ref().counters();
+    if (int32) {
+      EXPECT_TRUE(engines.failures().empty());
+      const auto all = std::find_if(a_out.begin(), a_out.end(),
+                                    [](const Emitted& e) { return e.dest == proto::kRankAll; });
+      ASSERT_NE(all, a_out.end());
+      const Bytes want = a.Expected(slot, gen);
+      EXPECT_EQ(Elements(all->bytes), Elements(want));
+      EXPECT_EQ(proto::GetExp(all->bytes.data()), max_exp);
+      ++int32_done;
+      continue;
+    }
+    EXPECT_TRUE(a_out.empty()) << "a block of the disagreeing ranks was emitted";
+    ASSERT_EQ(engines.failures().size(), 1u);
+    const JobFailure f = engines.failures()[0];
+    EXPECT_EQ(f.job_id, a.cfg.job_id);
+    EXPECT_EQ(f.code, proto::ErrorCode::kRankMismatch);
+    EXPECT_EQ(f.slot, slot);
+    EXPECT_EQ(f.gen, gen);
+    EXPECT_EQ(Get(c, Counter::kDropMismatch), 1u);
+    ++ended;
+  }
+  std::printf("  jobs ended %llu, int32 blocks completed %llu\n", (unsigned long long)ended,
+              (unsigned long long)int32_done);
+  EXPECT_GT(ended, 50u);
 }
 
 // Garbage aimed at job A never changes what job B emits: B's traffic alone and B's traffic

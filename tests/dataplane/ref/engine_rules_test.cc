@@ -170,10 +170,11 @@ TEST_P(EngineRulesTest, BadRankThenBadSlot) {
 
 TEST_P(EngineRulesTest, AggregatesAndEmitsOneResultToAll) {
   Install(3, 256, 4);  // slot 2 starts a call at block 2: offset 512
+  // The agreed exponent (the same on every rank), each rank's local exponent of the next block.
   Send({.rank = 0, .slot = 2, .offset = 512, .exp = 130, .next_exp = 1, .elems = {1, 2, 3}});
-  Send({.rank = 2, .slot = 2, .offset = 512, .exp = 128, .next_exp = 7, .elems = {10, 20, 30}});
+  Send({.rank = 2, .slot = 2, .offset = 512, .exp = 130, .next_exp = 7, .elems = {10, 20, 30}});
   EXPECT_TRUE(out_.got.empty());
-  Send({.rank = 1, .slot = 2, .offset = 512, .exp = 129, .next_exp = 3, .elems = {100, 200, 300}});
+  Send({.rank = 1, .slot = 2, .offset = 512, .exp = 130, .next_exp = 3, .elems = {100, 200, 300}});
   ASSERT_EQ(out_.got.size(), 1u);
   const Emitted& e = out_.got[0];
   EXPECT_EQ(e.job, kJob);
@@ -240,8 +241,10 @@ TEST_P(EngineRulesTest, DuplicateOfIncompleteCopyCountsOnce) {
 TEST_P(EngineRulesTest, DuplicateOfCompleteCopyResendsToThatRank) {
   Install(2);
   Send({.rank = 0, .slot = 1, .offset = 64, .exp = 3, .elems = {5, 6}});
-  Send({.rank = 1, .slot = 1, .offset = 64, .exp = 4, .elems = {1, 1}});
+  Send({.rank = 1, .slot = 1, .offset = 64, .exp = 3, .elems = {1, 1}});
   ASSERT_EQ(out_.got.size(), 1u);
+  // Copies of a rank that contributed are re-sends whatever they carry (here exp 0, not the
+  // copy's 3): rule 11 comes before the ranks are compared.
   Send({.rank = 1, .slot = 1, .offset = 64, .flags = proto::flags::kRetx, .elems = {1, 1}});
   // A duplicate without the retx flag gets the result too.
   Send({.rank = 0, .slot = 1, .offset = 64, .elems = {9, 9}});
@@ -282,15 +285,27 @@ TEST_P(EngineRulesTest, FlagsOrWithRetxClearedAndExponentsMax) {
   Install(3);
   const uint8_t nf = proto::flags::kNonfinite;
   const uint8_t rx = proto::flags::kRetx;
+  const uint8_t i32 = proto::flags::kInt32;
   Send({.rank = 0, .flags = 0, .exp = 200, .next_exp = 0, .elems = {1}});
   Send(
-      {.rank = 1, .flags = static_cast<uint8_t>(nf | rx), .exp = 100, .next_exp = 5, .elems = {1}});
-  Send({.rank = 2, .flags = rx, .exp = 255, .next_exp = 0, .elems = {1}});
+      {.rank = 1, .flags = static_cast<uint8_t>(nf | rx), .exp = 200, .next_exp = 5, .elems = {1}});
+  Send({.rank = 2, .flags = rx, .exp = 200, .next_exp = 0, .elems = {1}});
   ASSERT_EQ(out_.got.size(), 1u);
-  const proto::Header h = proto::DecodeHeader(out_.got[0].bytes.data());
+  proto::Header h = proto::DecodeHeader(out_.got[0].bytes.data());
   EXPECT_EQ(h.flags, nf);
-  EXPECT_EQ(h.exp, 255);
+  EXPECT_EQ(h.exp, 200);
   EXPECT_EQ(h.next_exp, 5);
+  // int32 blocks carry no exponent: theirs are not compared, only max-reduced.
+  Send({.rank = 0, .slot = 1, .offset = 64, .flags = i32, .exp = 100, .elems = {1}});
+  Send({.rank = 1, .slot = 1, .offset = 64, .flags = i32, .exp = 255, .next_exp = 9, .elems = {2}});
+  Send({.rank = 2, .slot = 1, .offset = 64, .flags = i32, .exp = 7, .elems = {3}});
+  ASSERT_EQ(out_.got.size(), 2u);
+  h = proto::DecodeHeader(out_.got[1].bytes.data());
+  EXPECT_EQ(h.flags, i32);
+  EXPECT_EQ(h.exp, 255);
+  EXPECT_EQ(h.next_exp, 9);
+  EXPECT_EQ(Elements(out_.got[1].bytes), std::vector<int32_t>{6});
+  EXPECT_EQ(Get(engine_->counters(), Counter::kDropMismatch), 0u);
 }
 
 TEST_P(EngineRulesTest, FirstContributionFlagsLessRetx) {
@@ -545,6 +560,52 @@ TEST_P(EngineRulesTest, DisagreementOnTypeOrCallEndsTheJob) {
   EXPECT_EQ(Get(engine_->counters(), Counter::kDropMismatch), 2u);
 }
 
+// A float block (or an exponent round) whose exp differs from the copy's, which the first
+// contribution fixed: the ranks quantized with different exponents, and their sum would be wrong
+// on every rank, so the job ends as for any disagreement. The neighbour job goes on.
+TEST_P(EngineRulesTest, DisagreementOnTheExponentEndsTheJob) {
+  Install(3, 64, 4, 0, /*id=*/1);
+  Install(2, 64, 4, 8, /*id=*/2);
+  const std::vector<int32_t> full(64, 1);
+  JobFailure f[2];
+  // Slot 1 block 1 (offset 64): ranks 0 and 1 at the agreed 130 (rank 0 twice, a retransmission),
+  // rank 2 at 131.
+  Send({.job = 1, .rank = 0, .slot = 1, .offset = 64, .exp = 130, .next_exp = 4, .elems = full});
+  Send({.job = 1, .rank = 1, .slot = 1, .offset = 64, .exp = 130, .next_exp = 9, .elems = full});
+  Send({.job = 1,
+        .rank = 0,
+        .slot = 1,
+        .offset = 64,
+        .flags = proto::flags::kRetx,
+        .exp = 130,
+        .next_exp = 4,
+        .elems = full});
+  Send({.job = 2, .rank = 0, .exp = 128, .elems = {5}});
+  EXPECT_EQ(engine_->PollFailures(f), 0u);
+  Send({.job = 1, .rank = 2, .slot = 1, .offset = 64, .exp = 131, .next_exp = 4, .elems = full});
+  ASSERT_EQ(engine_->PollFailures(f), 1u);
+  EXPECT_EQ(f[0], (JobFailure{1, proto::ErrorCode::kRankMismatch, 1, 0, 2}));
+  Send({.job = 1, .rank = 2, .slot = 1, .offset = 64, .exp = 130, .next_exp = 4, .elems = full});
+  EXPECT_TRUE(out_.got.empty()) << "nothing of the ended job is summed";
+  Send({.job = 2, .rank = 1, .exp = 128, .elems = {6}});
+  ASSERT_EQ(out_.got.size(), 1u);
+  EXPECT_EQ(Elements(out_.got[0].bytes), std::vector<int32_t>{11});
+  ExpectCounters({{Counter::kRxPackets, 7},
+                  {Counter::kRxData, 4},
+                  {Counter::kResults, 1},
+                  {Counter::kDuplicates, 1},
+                  {Counter::kRetransmissions, 1},
+                  {Counter::kDropMismatch, 1},
+                  {Counter::kDropUnknownJob, 1}});
+  // The exponent round too: every rank sends exp 0 there.
+  Install(2, 64, 4, 0, /*id=*/1);
+  Send({.job = 1, .rank = 1, .slot = 3, .offset = 192, .next_exp = 140, .elems = {}});
+  Send({.job = 1, .rank = 0, .slot = 3, .offset = 192, .exp = 1, .next_exp = 120, .elems = {}});
+  ASSERT_EQ(engine_->PollFailures(f), 1u);
+  EXPECT_EQ(f[0], (JobFailure{1, proto::ErrorCode::kRankMismatch, 3, 0, 0}));
+  EXPECT_EQ(Get(engine_->counters(), Counter::kDropMismatch), 2u);
+}
+
 // A worker's traffic (host/src/comm/slot_window.cc) in many calls of random size and type, with
 // duplicates, retransmissions and per-slot interleaving, on windows and K that leave short and
 // unused slots: every packet fits the rules, every block completes exactly once.
@@ -565,18 +626,22 @@ TEST_P(EngineRulesTest, EveryGenuineWorkerPacketIsAccepted) {
       const size_t n = 1 + rng() % (size_t{k} * window * 3);
       const size_t blocks = (n + k - 1) / k;
       // Per slot, the list of (offset, count, flags) uses of this call.
+      // exp: the exponent every rank sends (a float block's agreed one; 0 in the exponent round
+      // and for int32); each float rank's next_exp is its own.
       struct Use {
         uint32_t offset;
         uint16_t count;
         uint8_t flags;
+        uint8_t exp;
       };
       std::vector<std::vector<Use>> per_slot(window);
       for (size_t s = 0; s < std::min<size_t>(window, blocks); ++s) {
-        if (is_float) per_slot[s].push_back({static_cast<uint32_t>(s * k), 0, 0});
+        if (is_float) per_slot[s].push_back({static_cast<uint32_t>(s * k), 0, 0, 0});
         for (size_t b = s; b < blocks; b += window) {
           per_slot[s].push_back({static_cast<uint32_t>(b * k),
                                  static_cast<uint16_t>(std::min<size_t>(k, n - b * k)),
-                                 is_float ? uint8_t{0} : proto::flags::kInt32});
+                                 is_float ? uint8_t{0} : proto::flags::kInt32,
+                                 is_float ? static_cast<uint8_t>(1 + rng() % 255) : uint8_t{0}});
         }
       }
       // Run the slots' uses interleaved: each step, a random slot with work left runs one use.
@@ -599,6 +664,8 @@ TEST_P(EngineRulesTest, EveryGenuineWorkerPacketIsAccepted) {
                      .gen = gen,
                      .offset = u.offset,
                      .flags = u.flags,
+                     .exp = u.exp,
+                     .next_exp = is_float ? static_cast<uint8_t>(rng()) : uint8_t{0},
                      .elems = {}};
           d.elems.resize(u.count);
           for (size_t i = 0; i < u.count; ++i) {
@@ -633,6 +700,7 @@ TEST_P(EngineRulesTest, EveryGenuineWorkerPacketIsAccepted) {
                 .gen = gen,
                 .offset = u.offset,
                 .flags = static_cast<uint8_t>(u.flags | proto::flags::kRetx),
+                .exp = u.exp,
                 .elems = std::vector<int32_t>(u.count, 0)});
           ++sent;
           ++extra;

@@ -241,6 +241,52 @@ TEST_F(SlotWindowTest, MismatchedResultsAreStaleAndIgnored) {
   EXPECT_EQ(w.counters().bad_crc.Get(), 0u);
 }
 
+// A float result's exp must be the exp this rank sent (the fabric sums a float block only when
+// every rank sent the same one): a result with another exp (changed on the way, its CRC32C
+// recomputed) is stale, never dequantized; the genuine one is taken after it. int32 results carry
+// no exponent: theirs is not compared.
+TEST_F(SlotWindowTest, FloatResultWithAnotherExpIsStale) {
+  SlotWindow w(Config(1, 64, 1), quant::ActiveKernels());
+  std::vector<float> x(64 * 2, 3.0f);
+  ASSERT_TRUE(w.Begin(OpDesc{true, x.data(), nullptr, x.size(), 0}, t0_).ok());
+  auto pkts = SendAll(w, t0_);
+  ASSERT_EQ(pkts.size(), 1u);  // the exponent round (exp 0)
+  auto round = ResultOf(pkts[0]);
+  auto changed = round;
+  proto::SetExp(changed.data(), 130);
+  Reseal(changed);
+  ASSERT_TRUE(w.OnPacket(changed, t0_).ok());
+  EXPECT_EQ(w.counters().stale.Get(), 1u);
+  ASSERT_TRUE(w.OnPacket(round, t0_).ok());
+  pkts = SendAll(w, t0_);
+  ASSERT_EQ(pkts.size(), 1u);  // block 0 at the agreed exponent
+  const uint8_t e = proto::GetExp(pkts[0].data());
+  ASSERT_NE(e, proto::kExpNone);
+  for (uint8_t other : {static_cast<uint8_t>(e + 1), static_cast<uint8_t>(e - 1), uint8_t{0}}) {
+    auto r = ResultOf(pkts[0]);
+    proto::SetExp(r.data(), other);
+    Reseal(r);
+    ASSERT_TRUE(w.OnPacket(r, t0_).ok());
+  }
+  EXPECT_EQ(w.counters().stale.Get(), 4u);
+  EXPECT_EQ(w.counters().results.Get(), 1u);
+  ASSERT_TRUE(w.OnPacket(ResultOf(pkts[0]), t0_).ok());
+  EXPECT_EQ(w.counters().results.Get(), 2u);
+  EXPECT_EQ(x[0], 3.0f) << "block 0 dequantized at its own exponent";
+
+  SlotWindow wi(Config(1, 64, 1), quant::ActiveKernels());
+  std::vector<int32_t> v(64, 7);
+  ASSERT_TRUE(wi.Begin(OpDesc{false, nullptr, v.data(), v.size(), 0}, t0_).ok());
+  pkts = SendAll(wi, t0_);
+  ASSERT_EQ(pkts.size(), 1u);
+  auto r = ResultOf(pkts[0]);
+  proto::SetExp(r.data(), 99);
+  Reseal(r);
+  ASSERT_TRUE(wi.OnPacket(r, t0_).ok());
+  EXPECT_EQ(wi.counters().results.Get(), 1u);
+  EXPECT_EQ(wi.counters().stale.Get(), 0u);
+}
+
 // Transport::RegisterTxMemory gets tx_memory(): every packet must be sent from inside it (the
 // verbs transport posts those without a copy), quantized there, exponent rounds and blocks alike.
 TEST_F(SlotWindowTest, EveryPacketIsSentFromTheTxMemory) {

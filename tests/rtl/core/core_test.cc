@@ -139,7 +139,8 @@ TEST_P(CoreTest, SumsAllRanksAndEmitsOnce) {
         sum[i] = static_cast<int32_t>(static_cast<uint32_t>(sum[i]) + static_cast<uint32_t>(e[i]));
       }
       uint8_t f = r == 1 ? p::flags::kNonfinite : 0;
-      uint8_t x = static_cast<uint8_t>(120 + r * 3), nx = static_cast<uint8_t>(140 - r);
+      // The agreed exponent (every rank's, else the ranks disagree), each rank's next one.
+      uint8_t x = static_cast<uint8_t>(120 + gen * 3), nx = static_cast<uint8_t>(140 - r);
       flags |= f;
       exp = std::max(exp, x);
       nexp = std::max(nexp, nx);

@@ -152,13 +152,17 @@ class Traffic {
         use.flags = rng_() % 4 == 0 ? p::flags::kInt32 : 0;
         use.count = use.flags == 0 && rng_() % 8 == 0 ? 0 : (rng_() % 2 ? j.k : 1 + rng_() % j.k);
       }
+      use.exp = static_cast<uint8_t>(rng_());  // the ranks' agreed exponent (float)
     }
     p::Header h;
     h.version = p::kVersion;
     h.type = static_cast<uint8_t>(p::MsgType::kData);
     h.flags = use.flags | (rng_() % 8 == 0 ? p::flags::kRetx : 0) |
               (rng_() % 16 == 0 ? p::flags::kNonfinite : 0);
-    h.exp = static_cast<uint8_t>(rng_());
+    // Float: every rank the use's exponent (rarely another: the ranks disagree, the job ends);
+    // int32: any (not compared).
+    h.exp =
+        (use.flags & p::flags::kInt32) || rng_() % 64 == 0 ? static_cast<uint8_t>(rng_()) : use.exp;
     h.next_exp = static_cast<uint8_t>(rng_());
     h.job = j.id;
     h.rank = static_cast<uint16_t>(rng_() % 30 == 0 ? j.world : rng_() % j.world);
@@ -243,6 +247,7 @@ class Traffic {
     uint16_t count = 0;
     uint32_t offset = 0;
     uint8_t flags = 0;
+    uint8_t exp = 0;
   };
   std::vector<JobEntry> jobs_;
   std::mt19937_64& rng_;

@@ -78,14 +78,24 @@ struct Traffic {
 
 void Reseal(std::vector<uint8_t>& b) { p::SealMessage(b.data(), b.size() - p::kCrcBytes); }
 
+// The exponent every rank of job j sends for a float block of (slot, gen), as ranks that agreed.
+uint8_t AgreedExp(const Job& j, uint16_t slot, uint16_t gen) {
+  return static_cast<uint8_t>((j.cfg.job_id * 151u + slot * 37u + gen * 11u) >> 1);
+}
+
+// exp: a float block's (int32 clear) is AgreedExp unless `exp` names another (ranks that
+// disagree); an int32 block's is random (not compared). next_exp: random (each rank's own).
 std::vector<uint8_t> DataPacket(std::mt19937_64& rng, const Job& j, uint16_t rank, uint16_t slot,
-                                uint16_t gen, uint16_t count, uint32_t offset, uint8_t flags) {
+                                uint16_t gen, uint16_t count, uint32_t offset, uint8_t flags,
+                                int exp = -1) {
   std::vector<uint8_t> b(p::MessageBytes(count));
   p::Header h;
   h.version = p::kVersion;
   h.type = 1;
   h.flags = flags;
   h.exp = static_cast<uint8_t>(rng() % 256);
+  if (!(flags & p::flags::kInt32)) h.exp = AgreedExp(j, slot, gen);
+  if (exp >= 0) h.exp = static_cast<uint8_t>(exp);
   h.next_exp = static_cast<uint8_t>(rng() % 256);
   h.job = j.cfg.job_id;
   h.rank = rank;
@@ -168,7 +178,8 @@ Shape NextShape(std::mt19937_64& rng, const Job& j, uint16_t s, const Shape* pre
 }
 
 // disagree: about one data packet in 300 is a rank's different block (a short one) at the same
-// offset, which ends its job when it and a genuine block both reach the slot.
+// offset, and about one float block in 300 a rank's block at another exponent, each of which ends
+// its job when it and a genuine block both reach the slot.
 Traffic MakeTraffic(std::mt19937_64& rng, const std::vector<Job>& jobs, int rounds, bool disagree) {
   Traffic t;
   std::map<std::pair<size_t, uint16_t>, Shape> last;  // (job, slot) -> its latest use
@@ -194,6 +205,8 @@ Traffic MakeTraffic(std::mt19937_64& rng, const std::vector<Job>& jobs, int roun
             Reseal(pkt);
           } else if (disagree && count > 1 && rng() % 300 == 0) {  // this rank disagrees
             pkt = DataPacket(rng, j, rank, s, gen, static_cast<uint16_t>(count - 1), offset, f);
+          } else if (disagree && !(f & p::flags::kInt32) && rng() % 300 == 0) {  // its exponent
+            pkt = DataPacket(rng, j, rank, s, gen, count, offset, f, AgreedExp(j, s, gen) ^ 1);
           }
           bool lost = rng() % 10 == 0;
           if (!lost) round.push_back(pkt);
@@ -544,6 +557,50 @@ TEST(CosimDirected, WindowHistoryAndDisagreeingRanks) {
   wc = Lockstep(*ref, rtl, jobs, pk, &failed, seed, /*fresh=*/false);
   EXPECT_TRUE(failed.empty());
   EXPECT_EQ(dp::Get(wc, p::Counter::kResults), 8u);
+}
+
+// Ranks that send one float block at different exponents (docs/protocol.md, "The fabric checks
+// that ranks agree"): the RTL ends the job as the reference does, at the packet that proves it,
+// after a retransmission of the agreed exponent (a duplicate). A copy of a complete block at
+// another exponent is re-sent the result, and int32 blocks' exponents are never compared.
+TEST(CosimDirected, RanksThatDisagreeOnTheExponent) {
+  uint64_t seed = Seed();
+  std::mt19937_64 rng(seed);
+  auto ref = dp::MakeReferenceEngine(dp::EngineLimits{kRtlPoolSlots, kRtlJobs});
+  CoreSim rtl(SimOptions(0.2, 0.3, rng()));
+  std::vector<Job> jobs(2);
+  jobs[0].cfg = {310, 3, 64, 0, 2};
+  jobs[0].group = 0x3333;
+  jobs[1].cfg = {311, 2, 256, 4, 1};
+  jobs[1].group = 0x4444;
+  ASSERT_NO_FATAL_FAILURE(AddJobs(*ref, rtl, jobs));
+  const Job& a = jobs[0];
+  const Job& b = jobs[1];
+  const uint8_t i32 = p::flags::kInt32;
+  const uint8_t retx = p::flags::kRetx;
+  std::vector<std::vector<uint8_t>> pk;
+  for (uint16_t r = 0; r < 3; ++r) pk.push_back(DataPacket(rng, a, r, 0, 0, 0, 0, 0));
+  const int e = AgreedExp(a, 1, 0);
+  pk.push_back(DataPacket(rng, a, 0, 1, 0, 64, 64, 0, e));
+  pk.push_back(DataPacket(rng, a, 0, 1, 0, 64, 64, retx, e));
+  pk.push_back(DataPacket(rng, a, 1, 1, 0, 64, 64, 0, e));
+  pk.push_back(DataPacket(rng, a, 2, 1, 0, 64, 64, 0, e + 1));  // ends job a
+  pk.push_back(DataPacket(rng, a, 0, 0, 1, 64, 0, 0));          // unknown job from here on
+  pk.push_back(DataPacket(rng, b, 0, 0, 0, 200, 0, i32, 7));    // int32: exps not compared
+  pk.push_back(DataPacket(rng, b, 1, 0, 0, 200, 0, i32, 250));
+  for (uint16_t r = 0; r < 2; ++r) pk.push_back(DataPacket(rng, b, r, 0, 1, 256, 0, 0));
+  pk.push_back(DataPacket(rng, b, 0, 0, 1, 256, 0, retx, AgreedExp(b, 0, 1) + 1));  // re-send
+  std::vector<dp::JobFailure> failed;
+  const auto wc = Lockstep(*ref, rtl, jobs, pk, &failed, seed);
+  ASSERT_FALSE(HasFailure());
+  ASSERT_EQ(failed.size(), 1u);
+  EXPECT_EQ(failed[0], (dp::JobFailure{310, p::ErrorCode::kRankMismatch, 1, 0, 2}));
+  EXPECT_EQ(dp::Get(wc, p::Counter::kDropMismatch), 1u);
+  EXPECT_EQ(dp::Get(wc, p::Counter::kDuplicates), 1u);
+  EXPECT_EQ(dp::Get(wc, p::Counter::kResults), 3u);
+  EXPECT_EQ(dp::Get(wc, p::Counter::kResultResends), 1u);
+  EXPECT_EQ(dp::Get(wc, p::Counter::kDropUnknownJob), 1u);
+  EXPECT_EQ(dp::Get(wc, p::Counter::kRetransmissions), 2u);
 }
 
 // RtlEngine (the engine behind ina-rtlsim) reports a job the RTL ended through PollFailures, with

@@ -36,16 +36,19 @@
 //      O + W*K (the slot's next block in the same call), count >= 1 and the int32 flag equals
 //      Y's; and in both, count 0 only with offset s*K and the int32 flag clear, and no flag bit
 //      other than retx, nonfinite and int32. Otherwise drop_history.
-//  13. gen == xg (X in progress) and X's offset, count or int32 flag differ from the packet's:
-//      both are consistent with the history, so the ranks disagree: drop_mismatch, and the engine
-//      ends the job: it is removed as by RemoveJob (its later packets are drop_unknown_job) and
-//      reported by PollFailures (JobFailure: job, slot, gen, this packet's rank); the control
-//      plane sends error(rank_mismatch) to every rank.
+//  13. gen == xg (X in progress) and X's offset, count or int32 flag differ from the packet's, or
+//      the int32 flag is clear (a float block or an exponent round) and X's exp differs from the
+//      packet's (every rank sends the exponent they agreed; an int32 block's exp is not
+//      compared): both are consistent with the history, so the ranks disagree: drop_mismatch,
+//      and the engine ends the job: it is removed as by RemoveJob (its later packets are
+//      drop_unknown_job) and reported by PollFailures (JobFailure: job, slot, gen, this packet's
+//      rank); the control plane sends error(rank_mismatch) to every rank.
 //      Otherwise add (for gen == xg + 2: reset X to generation gen, no contributions, first).
 //  Add: the first contribution sets the copy's offset, count, flags (less retx), exp, next_exp and
 //      elements; later ones add elements with wrapping int32 arithmetic, OR flags, max exp and
-//      next_exp (as unsigned biased values). rx_data++. When the copy has world-size contributions,
-//      emit its result to all ranks (results++).
+//      next_exp (as unsigned biased values; a float block's exp is equal on every rank by rule 13,
+//      next_exp is each rank's local exponent). rx_data++. When the copy has world-size
+//      contributions, emit its result to all ranks (results++).
 //  Result packet: version, type=result, flags, exp, next_exp, reserved 0, job, rank = destination
 //      (proto::kRankAll for the all-ranks result), slot, gen, count, offset, aux 0, then count
 //      elements of the sum, big-endian, then the CRC32C trailer of all that (the engine computes
