@@ -41,7 +41,7 @@ namespace ina::bench {
 
 struct RankSlot;
 
-inline constexpr uint32_t kCoordVersion = 1;
+inline constexpr uint32_t kCoordVersion = 2;
 // What a HELLO's order marker reads as when both ends share byte order.
 inline constexpr uint32_t kByteOrderMarker = 0x01020304;
 inline constexpr size_t kFrameHead = 9;
