@@ -1,10 +1,11 @@
-// The worker side of the ina protocol: the join handshake, the op queue and the progress threads.
+// The worker side of the ina protocol: the op queue, the requests and the lanes' threads.
 //
 // The protocol engine itself is not here: SlotWindow (slot_window.h) is the per-op state machine
 // (slots, generations, exponent rounds, loss detection, rank_left / job_aborted, the progress
-// timeout), RtoEstimator (rto.h) the retransmission timeout, and Progress (progress.h) the loop
-// that feeds the window from a Transport and a Clock. This file owns the transport, the real
-// clock, the FIFO of queued ops and the threads that run them (one per lane), and sends LEAVE.
+// timeout), Membership (membership.h) the join, re-join and LEAVE, RtoEstimator (rto.h) the
+// retransmission timeout, and Progress (progress.h) the loop that feeds both from a Transport and
+// a Clock. This file owns the transports, the real clock, the FIFO of queued ops and the threads
+// that run them (one per lane), and decides when to join, re-join and leave.
 #include "ina/host/communicator.h"
 
 #include <algorithm>
@@ -25,7 +26,6 @@
 
 #include "communicator_factory.h"
 #include "counter.h"
-#include "exchange.h"
 #include "ina/host/quant.h"
 #include "ina/host/transport.h"
 #include "ina/proto/crc32c.h"
@@ -35,10 +35,6 @@
 #include "staged_op.h"
 
 namespace ina::host {
-
-using Clock = std::chrono::steady_clock;  // Join only; the progress engine gets its clock
-using std::chrono::microseconds;
-using std::chrono::milliseconds;
 
 namespace internal {
 
@@ -76,109 +72,7 @@ Status Request::Wait() {
 
 namespace {
 
-constexpr std::chrono::milliseconds kJoinResend{100};
 constexpr std::chrono::milliseconds kIdlePoll{5};
-
-// The words for a JoinParam in messages ("K", "world size", ...).
-std::string ParamWords(proto::JoinParam param) {
-  switch (param) {
-    case proto::JoinParam::kK:
-      return "K";
-    case proto::JoinParam::kWorldSize:
-      return "world size";
-    case proto::JoinParam::kWindow:
-      return "window";
-    case proto::JoinParam::kRank:
-      return "rank";
-    case proto::JoinParam::kLanes:
-      return "lane count (progress_threads)";
-    case proto::JoinParam::kLane:
-      return "lane";
-    case proto::JoinParam::kRankTaken:
-    case proto::JoinParam::kNone:
-      break;
-  }
-  return "parameter " + std::string(proto::JoinParamName(static_cast<uint16_t>(param)));
-}
-
-// What this rank's JOIN on `lane` said for `param`.
-uint32_t OwnValue(const CommConfig& cfg, proto::JoinParam param, uint16_t lane) {
-  switch (param) {
-    case proto::JoinParam::kK:
-      return cfg.k;
-    case proto::JoinParam::kWorldSize:
-      return cfg.world_size;
-    case proto::JoinParam::kWindow:
-      return cfg.window;
-    case proto::JoinParam::kRank:
-      return cfg.rank;
-    case proto::JoinParam::kLanes:
-      return static_cast<uint32_t>(cfg.progress_threads);
-    case proto::JoinParam::kLane:
-      return lane;
-    case proto::JoinParam::kRankTaken:
-    case proto::JoinParam::kNone:
-      break;
-  }
-  return 0;
-}
-
-// The Status for error `e` answering this rank's JOIN on `lane`. bad_params and peer_refused name
-// the parameter and both values (the fabric's error fields, proto/ina.toml); peer_refused names
-// the refused rank.
-Status JoinError(const proto::Header& e, const CommConfig& cfg, uint16_t lane,
-                 const std::string& who) {
-  std::string m = who + ": fabric answered error(" + std::string(proto::ErrorCodeName(e.aux)) + ")";
-  const auto param = static_cast<proto::JoinParam>(e.slot);
-  const std::string words = ParamWords(param);
-  const std::string own = std::to_string(OwnValue(cfg, param, lane));
-  switch (static_cast<proto::ErrorCode>(e.aux)) {
-    case proto::ErrorCode::kBadParams:
-      if (param == proto::JoinParam::kNone) {  // a fabric that does not name it
-        return InvalidArgument(m +
-                               ": K, world size or window differ from the other ranks' or are "
-                               "out of range");
-      }
-      if (e.offset == proto::kJoinValueNone) {
-        return InvalidArgument(m + ": this rank's " + words + " " + own +
-                               " is out of the fabric's range");
-      }
-      return InvalidArgument(m + ": this rank's " + words + " " + own + " differs from " +
-                             std::to_string(e.offset) + ", what the ranks that joined first sent" +
-                             (param == proto::JoinParam::kK
-                                  ? " (k 0, the default, takes the largest K the path MTU "
-                                    "carries: set the same k / INA_K on every rank)"
-                                  : ""));
-    case proto::ErrorCode::kNoSlots:
-    case proto::ErrorCode::kTooManyJobs:
-      return ResourceExhausted(m);
-    case proto::ErrorCode::kRankTaken:
-      return AlreadyExists(m + ": another process already joined as rank " +
-                           std::to_string(cfg.rank) + " lane " + std::to_string(lane));
-    case proto::ErrorCode::kPeerRefused: {
-      const std::string peer = "rank " + std::to_string(e.count);
-      m += ": " + peer + "'s JOIN was refused, so the job cannot start";
-      if (param == proto::JoinParam::kNone) return Aborted(m);
-      m += ": ";
-      if (param == proto::JoinParam::kRankTaken) {
-        return Aborted(m + "another process had already joined as " + peer + " lane " +
-                       std::to_string(e.offset) + " (two processes with the same rank?)");
-      }
-      if (param == proto::JoinParam::kRank || param == proto::JoinParam::kLane) {
-        return Aborted(m + "its " + words + " " + std::to_string(e.offset) + " is out of range");
-      }
-      return Aborted(m + "its " + words + " " + std::to_string(e.offset) + " differs from " + own +
-                     ", this rank's");
-    }
-    case proto::ErrorCode::kJobAborted:
-      return Aborted(m);
-    case proto::ErrorCode::kRankLeft:  // at a lease's re-join: a rank finished before this call
-      return Aborted(m + ": rank " + std::to_string(e.count) + " left after " +
-                     std::to_string(e.offset) + " calls");
-    default:
-      return Internal(m);
-  }
-}
 
 struct Op {
   internal::OpDesc desc;
@@ -186,15 +80,7 @@ struct Op {
   MemoryDomain* domain = nullptr;  // the tensor is in this domain's memory (staged)
 };
 
-// What a join_ack grants (docs/protocol.md, "Sharing the slot pool").
-struct Grant {
-  uint16_t window = 0;
-  uint8_t epoch = 0;   // 1 .. 255
-  uint16_t lease = 0;  // calls; 0: unlimited
-};
-
-Result<Grant> Join(const CommConfig& cfg, Transport& t, uint16_t lane,
-                   const std::atomic<bool>& cancel, uint8_t finished_epoch);
+using internal::Grant;
 
 }  // namespace
 
@@ -208,17 +94,60 @@ Result<Grant> Join(const CommConfig& cfg, Transport& t, uint16_t lane,
 // window takes the new grant (SlotWindow::Regrant).
 class Communicator::Impl {
  public:
+  // Each lane's window is built for the slots asked (config.window) and takes the grant at Join.
   Impl(const CommConfig& cfg, const quant::Kernels& kernels,
-       std::vector<std::unique_ptr<Transport>> transports, const Grant& grant)
-      : cfg_(cfg), grant_(grant), window_(grant.window), lane_grants_(transports.size()) {
-    const uint16_t window = grant.window;
+       std::vector<std::unique_ptr<Transport>> transports)
+      : cfg_(cfg), window_(0), lane_grants_(transports.size()) {
     lanes_.resize(transports.size());
     for (size_t l = 0; l < lanes_.size(); ++l) {
+      const auto lane = static_cast<uint16_t>(l);
       lanes_[l].transport = std::move(transports[l]);
       lanes_[l].progress = std::make_unique<internal::Progress>(
-          internal::WindowConfig::From(cfg, window, static_cast<uint16_t>(l)), kernels,
-          *lanes_[l].transport, clock_);
+          internal::WindowConfig::From(cfg, cfg.window, lane),
+          internal::JoinConfig::From(cfg, lane), kernels, *lanes_[l].transport, clock_);
     }
+  }
+
+  // Joins every lane at once (the fabric admits the job only when all lanes of all ranks
+  // joined), one thread per lane when there are several; the first lane to fail cancels the
+  // others. Every lane's window takes the grant, the same for every lane. Before Start.
+  Status Join() {
+    if (lanes_.size() == 1) {
+      INA_ASSIGN_OR_RETURN(lane_grants_[0], lanes_[0].progress->Join(0));
+    } else {
+      std::atomic<bool> cancel{false};
+      std::atomic<int> first_failed{-1};  // the first real failure, not a lane cancelled by it
+      std::vector<Status> got(lanes_.size());
+      std::vector<std::thread> threads;
+      for (size_t l = 0; l < lanes_.size(); ++l) {
+        threads.emplace_back([&, l] {
+          Result<Grant> g = lanes_[l].progress->Join(0, &cancel);
+          if (g.ok()) {
+            lane_grants_[l] = *g;
+            return;
+          }
+          got[l] = g.status();
+          int none = -1;
+          if (first_failed.compare_exchange_strong(none, static_cast<int>(l))) {
+            cancel.store(true, std::memory_order_relaxed);
+          }
+        });
+      }
+      for (std::thread& t : threads) t.join();
+      if (first_failed.load() >= 0) return got[static_cast<size_t>(first_failed.load())];
+      for (const Grant& g : lane_grants_) {
+        if (g.window != lane_grants_[0].window || g.epoch != lane_grants_[0].epoch) {
+          return Internal("join: lanes granted different windows (" +
+                          std::to_string(lane_grants_[0].window) + " and " +
+                          std::to_string(g.window) + ")");
+        }
+      }
+    }
+    for (Lane& lane : lanes_) lane.progress->window().FirstGrant(lane_grants_[0].window);
+    grant_ = lane_grants_[0];
+    window_.store(grant_.window, std::memory_order_relaxed);
+    joined_ = true;
+    return Status::Ok();
   }
 
   // Hands each lane's TX buffers (the slot window quantizes into them) to its transport, so a
@@ -267,6 +196,7 @@ class Communicator::Impl {
     // and Submit is not running (the caller is destroying us), so the count is final. One LEAVE,
     // from lane 0: the fabric takes a LEAVE from any lane as the rank's; with lanes on switch
     // cores, one to each core (each holds its share of the job on its own).
+    if (!joined_) return;  // a failed join: nothing to leave (a queued one left already)
     const bool clean = rest.empty() && failed_.ok();
     const size_t leavers = cfg_.switch_cores > 1 ? lanes_.size() : 1;
     for (size_t l = 0; l < leavers; ++l) {
@@ -557,8 +487,7 @@ class Communicator::Impl {
   // Lane l's thread, between ops: re-joins at the end of the current grant's lease and resizes
   // the lane's window to the new grant (recorded in lane_grants_[l]).
   Status RegrantLane(size_t l, const std::atomic<bool>& cancel) {
-    Result<Grant> g =
-        Join(cfg_, *lanes_[l].transport, static_cast<uint16_t>(l), cancel, grant_.epoch);
+    Result<Grant> g = lanes_[l].progress->Join(grant_.epoch, &cancel);
     if (!g.ok()) return g.status().WithContext("re-join at the end of a lease");
     lanes_[l].progress->window().Regrant(g->window);
     lane_grants_[l] = *g;
@@ -677,7 +606,8 @@ class Communicator::Impl {
   Grant grant_;                     // lane 0's thread
   uint64_t calls_in_grant_ = 0;     // lane 0's thread: calls run under grant_
   std::atomic<uint16_t> window_;    // grant_.window, for window() from any thread
-  std::vector<Grant> lane_grants_;  // [l]: lane l's thread during a re-join
+  std::vector<Grant> lane_grants_;  // [l]: lane l's thread during a join or re-join
+  bool joined_ = false;             // Join succeeded
 
   std::atomic<bool> stop_flag_{false};  // polled by RunOp
   std::mutex mu_;
@@ -700,153 +630,6 @@ class Communicator::Impl {
   // Bumped by the progress thread and, for empty ops, by Submit's caller.
   internal::Counter ops_completed_, ops_failed_;
 };
-
-namespace {
-
-// LEAVE (abort) for this rank, three times (nothing acknowledges it), best effort.
-void SendAbortLeave(const CommConfig& cfg, Transport& t) {
-  uint8_t leave[proto::MessageBytes(0)] = {};
-  proto::Header h;
-  h.version = proto::kVersion;
-  h.type = static_cast<uint8_t>(proto::MsgType::kLeave);
-  h.job = cfg.job_id;
-  h.rank = cfg.rank;
-  h.aux = static_cast<uint16_t>(proto::ErrorCode::kJobAborted);
-  proto::EncodeHeader(h, leave);
-  proto::SealMessage(leave, proto::kHeaderBytes);
-  const TxPacket tx{leave, sizeof(leave)};
-  for (int i = 0; i < 3; ++i) t.SendBurst(std::span(&tx, 1)).status().IgnoreError();
-}
-
-// Sends JOIN for lane `lane` (exp = finished_epoch: 0 for the first JOIN, the grant's epoch for a
-// re-join at a lease's end) every kJoinResend until JOIN_ACK of a new grant, ERROR, a timeout or
-// `cancel` (another lane's join failed). While the fabric answers join_wait (every rank joined,
-// the job is queued for slots) the deadline is slot_wait_timeout_ms from the first join_wait;
-// before that, join_timeout_ms.
-Result<Grant> Join(const CommConfig& cfg, Transport& t, uint16_t lane,
-                   const std::atomic<bool>& cancel, uint8_t finished_epoch) {
-  const std::string who =
-      std::string(finished_epoch == 0 ? "join" : "re-join") + " job " + std::to_string(cfg.job_id) +
-      " as rank " + std::to_string(cfg.rank) + " of " + std::to_string(cfg.world_size) +
-      (cfg.progress_threads > 1
-           ? " lane " + std::to_string(lane) + " of " + std::to_string(cfg.progress_threads)
-           : std::string()) +
-      " at " + cfg.switch_host + ":" +
-      std::to_string(cfg.switch_cores > 1 ? cfg.switch_port + lane : cfg.switch_port) +
-      (cfg.switch_cores > 1 ? " (switch core " + std::to_string(lane) + ")" : std::string());
-  uint8_t join[proto::MessageBytes(0)] = {};
-  proto::Header h;
-  h.version = proto::kVersion;
-  h.type = static_cast<uint8_t>(proto::MsgType::kJoin);
-  h.job = cfg.job_id;
-  h.rank = cfg.rank;
-  h.count = cfg.k;
-  h.offset = cfg.window;
-  h.aux = cfg.world_size;
-  h.exp = finished_epoch;
-  // One lane: slot and gen stay 0, as for workers before lanes. Lanes on switch cores: each core
-  // holds its share of the job as a job of its own, where this rank has one lane (the core's).
-  if (cfg.progress_threads > 1 && cfg.switch_cores == 1) {
-    h.slot = lane;
-    h.gen = static_cast<uint16_t>(cfg.progress_threads);
-  }
-  proto::EncodeHeader(h, join);
-  proto::SealMessage(join, proto::kHeaderBytes);
-  internal::ExchangeSpec spec;
-  spec.request = join;
-  spec.resend = kJoinResend;
-  spec.is_reply = [&](const proto::Header& a) {
-    if (a.job != cfg.job_id) return false;
-    if (a.type == static_cast<uint8_t>(proto::MsgType::kJoinAck)) {
-      return finished_epoch == 0 || a.gen != finished_epoch;  // not the old grant's duplicate
-    }
-    return a.type == static_cast<uint8_t>(proto::MsgType::kError) ||
-           a.type == static_cast<uint8_t>(proto::MsgType::kJoinWait);
-  };
-  spec.who = who;
-  spec.cancel = &cancel;
-  const Clock::time_point start = Clock::now();
-  Clock::time_point wait_start{};
-  bool waiting = false;
-  uint16_t ahead = 0;
-  proto::Header a;
-  while (true) {
-    const Clock::time_point deadline = waiting ? wait_start + milliseconds(cfg.slot_wait_timeout_ms)
-                                               : start + milliseconds(cfg.join_timeout_ms);
-    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-    spec.no_answer =
-        waiting ? "waited " + std::to_string(cfg.slot_wait_timeout_ms) +
-                      " ms for slots (slot_wait_timeout_ms, INA_SLOT_WAIT_MS): every rank joined "
-                      "but the switch's slot pool is busy; it queued the job behind " +
-                      std::to_string(ahead) + " other job(s)"
-                : "no join_ack within " + std::to_string(cfg.join_timeout_ms) +
-                      " ms (did every rank " + (finished_epoch == 0 ? "start?)" : "re-join?)");
-    Result<proto::Header> got =
-        left.count() <= 0 ? Result<proto::Header>(DeadlineExceeded(who + ": " + spec.no_answer))
-                          : internal::Exchange(t, spec.WithTimeout(left));
-    if (!got.ok()) {
-      // Giving up a queued job: tell the fabric, so it neither keeps the job in the queue nor
-      // grants it slots nobody will use.
-      if (waiting) SendAbortLeave(cfg, t);
-      return got.status();
-    }
-    a = *got;
-    if (a.type != static_cast<uint8_t>(proto::MsgType::kJoinWait)) break;
-    if (!waiting) {
-      waiting = true;
-      wait_start = Clock::now();
-    }
-    ahead = a.aux;
-    // The fabric answers every JOIN while the job is queued: resend at the usual pace, not at
-    // once (a join_ack arriving meanwhile waits in the socket for the next exchange).
-    const Clock::time_point resume = Clock::now() + kJoinResend;
-    while (Clock::now() < resume && !cancel.load(std::memory_order_relaxed)) {
-      std::this_thread::sleep_for(milliseconds(5));
-    }
-  }
-  if (a.type == static_cast<uint8_t>(proto::MsgType::kError)) return JoinError(a, cfg, lane, who);
-  if (a.count != cfg.k || a.offset < 1 || a.offset > cfg.window || a.gen == 0 || a.gen > 255) {
-    return Internal(who + ": join_ack with k " + std::to_string(a.count) + " window " +
-                    std::to_string(a.offset) + " epoch " + std::to_string(a.gen) + " (asked k " +
-                    std::to_string(cfg.k) + " window " + std::to_string(cfg.window) + ")");
-  }
-  return Grant{static_cast<uint16_t>(a.offset), static_cast<uint8_t>(a.gen), a.aux};
-}
-
-// Joins every lane at once (the fabric admits the job only when all lanes of all ranks joined),
-// one thread per lane. Returns the grant, the same for every lane.
-Result<Grant> JoinLanes(const CommConfig& cfg,
-                        const std::vector<std::unique_ptr<Transport>>& transports) {
-  if (transports.size() == 1) {
-    std::atomic<bool> never{false};
-    return Join(cfg, *transports[0], 0, never, 0);
-  }
-  std::atomic<bool> cancel{false};
-  std::atomic<int> first_failed{-1};  // the first real failure, not a lane cancelled by it
-  std::vector<Result<Grant>> got(transports.size(), Internal("join not run"));
-  std::vector<std::thread> threads;
-  for (size_t l = 0; l < transports.size(); ++l) {
-    threads.emplace_back([&, l] {
-      got[l] = Join(cfg, *transports[l], static_cast<uint16_t>(l), cancel, 0);
-      int none = -1;
-      if (!got[l].ok() && first_failed.compare_exchange_strong(none, static_cast<int>(l))) {
-        cancel.store(true, std::memory_order_relaxed);
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  if (first_failed.load() >= 0) return got[static_cast<size_t>(first_failed.load())].status();
-  for (const auto& r : got) {
-    if (!r.ok()) return r.status();
-    if (r->window != got[0]->window || r->epoch != got[0]->epoch) {
-      return Internal("join: lanes granted different windows (" + std::to_string(got[0]->window) +
-                      " and " + std::to_string(r->window) + ")");
-    }
-  }
-  return *got[0];
-}
-
-}  // namespace
 
 Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -927,8 +710,8 @@ Result<std::unique_ptr<Communicator>> CommunicatorFactory::Create(
   }
   CommConfig cfg = config;
   INA_RETURN_IF_ERROR(ResolveK(&cfg, transports));
-  INA_ASSIGN_OR_RETURN(const Grant grant, JoinLanes(cfg, transports));
-  auto impl = std::make_unique<Communicator::Impl>(cfg, kernels, std::move(transports), grant);
+  auto impl = std::make_unique<Communicator::Impl>(cfg, kernels, std::move(transports));
+  INA_RETURN_IF_ERROR(impl->Join());
   INA_RETURN_IF_ERROR(impl->RegisterTxMemory());
   impl->Start();
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));

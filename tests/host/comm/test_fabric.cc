@@ -35,6 +35,8 @@ Result<std::unique_ptr<Fabric>> Fabric::Create(const FabricConfig& config) {
   dp::ControlConfig cc;
   cc.max_jobs = config.max_jobs;
   cc.job_timeout = config.job_timeout;
+  cc.min_window = config.min_window;
+  cc.lease_calls = config.lease_calls;
   INA_ASSIGN_OR_RETURN(f->control_, dp::ControlPlane::Create(*f->engine_, cc));
   return f;
 }

@@ -39,6 +39,8 @@ struct FabricConfig {
   uint32_t pool_slots = 4096;  // the control plane grants min(asked, largest free extent)
   uint16_t max_jobs = 256;
   std::chrono::nanoseconds job_timeout = std::chrono::seconds(30);
+  uint16_t min_window = 8;   // dp::ControlConfig's: the least a queued job is admitted with
+  uint32_t lease_calls = 0;  // calls a grant lasts before the ranks re-join; 0: unlimited
 };
 
 class Fabric {
