@@ -4,8 +4,10 @@
 // (slots, generations, exponent rounds, loss detection, rank_left / job_aborted, the progress
 // timeout), Membership (membership.h) the join, re-join and LEAVE, RtoEstimator (rto.h) the
 // retransmission timeout, and Progress (progress.h) the loop that feeds both from a Transport and
-// a Clock. This file owns the transports, the real clock, the FIFO of queued ops and the threads
-// that run them (one per lane), and decides when to join, re-join and leave.
+// a Clock; DeviceBuffers (device_buffers.h) holds the staging and GPUDirect NIC buffers of calls
+// on device memory. This file owns the transports, the real clock, the FIFO of queued ops and
+// the requests, and the threads that run them (one per lane), and decides when to join, re-join
+// and leave.
 #include "ina/host/communicator.h"
 
 #include <algorithm>
@@ -14,7 +16,6 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <limits>
@@ -26,6 +27,7 @@
 
 #include "communicator_factory.h"
 #include "counter.h"
+#include "device_buffers.h"
 #include "ina/host/quant.h"
 #include "ina/host/transport.h"
 #include "ina/proto/crc32c.h"
@@ -91,7 +93,8 @@ using internal::Grant;
 // every lane polls its transport, so a job_aborted is noticed before the next call.
 // A grant with a lease of N calls is renewed before the call that would be its N+1st: every lane
 // re-joins (JOIN with exp = the grant's epoch, handed to each lane's thread like an op) and its
-// window takes the new grant (SlotWindow::Regrant).
+// window takes the new grant (SlotWindow::Regrant). The staging and NIC buffers of calls on
+// device memory are DeviceBuffers' (device_buffers.h).
 class Communicator::Impl {
  public:
   // Each lane's window is built for the slots asked (config.window) and takes the grant at Join.
@@ -106,6 +109,9 @@ class Communicator::Impl {
           internal::WindowConfig::From(cfg, cfg.window, lane),
           internal::JoinConfig::From(cfg, lane), kernels, *lanes_[l].transport, clock_);
     }
+    std::vector<Transport*> ts;
+    for (Lane& lane : lanes_) ts.push_back(lane.transport.get());
+    buffers_ = std::make_unique<internal::DeviceBuffers>(cfg, std::move(ts));
   }
 
   // Joins every lane at once (the fabric admits the job only when all lanes of all ranks
@@ -227,34 +233,6 @@ class Communicator::Impl {
     return req;
   }
 
-  // Staging of at least `bytes` bytes from `domain`, and at least what config.staging_bytes asks
-  // for: the domain's cached buffer while large enough, else a new one. Never frees staging (for
-  // CUDA, cudaFreeHost may wait for the device, where a framework's kernel may be waiting for
-  // this very op): a buffer outgrown is kept until ~Impl. Lane 0's thread or ReserveStaging's
-  // caller; a buffer handed out stays valid until ~Impl.
-  Result<uint8_t*> Staging(MemoryDomain& domain, size_t bytes) {
-    std::lock_guard<std::mutex> lk(staging_mu_);
-    auto it = std::find_if(staging_.begin(), staging_.end(),
-                           [&](const DomainStaging& s) { return s.domain == &domain; });
-    if (it != staging_.end() && it->buffer->size() >= bytes) return it->buffer->data();
-    const size_t floor =
-        internal::StagedOp::StagingBytes(cfg_.staging_bytes / proto::kElemBytes, proto::kElemBytes,
-                                         cfg_.k, domain.quantizes(), /*nic_wire=*/true);
-    const size_t want = std::max(bytes, cfg_.staging_bytes == 0 ? 0 : floor);
-    auto st = domain.AllocStaging(want);
-    if (!st.ok()) {
-      return st.status().WithContext(domain.name() + ": staging of " + std::to_string(want) +
-                                     " bytes");
-    }
-    if (it == staging_.end()) {
-      staging_.push_back(DomainStaging{&domain, std::move(st).value()});
-      return staging_.back().buffer->data();
-    }
-    outgrown_staging_.push_back(std::move(it->buffer));
-    it->buffer = std::move(st).value();
-    return it->buffer->data();
-  }
-
   CommStats stats() const {
     CommStats s;
     for (const Lane& lane : lanes_) {
@@ -274,6 +252,8 @@ class Communicator::Impl {
 
   uint16_t window() const { return window_.load(std::memory_order_relaxed); }
   const CommConfig& config() const { return cfg_; }
+  // The buffers of tensors in a memory domain (ReserveStaging: any thread).
+  internal::DeviceBuffers& device_buffers() { return *buffers_; }
 
  private:
   struct Lane {
@@ -329,13 +309,13 @@ class Communicator::Impl {
     // made below and staging is kept across calls).
     const size_t bytes = internal::StagedOp::StagingBytes(d.n, proto::kElemBytes, cfg_.k, quantize,
                                                           /*nic_wire=*/true);
-    INA_ASSIGN_OR_RETURN(uint8_t* const staging, Staging(*op.domain, bytes));
+    INA_ASSIGN_OR_RETURN(uint8_t* const staging, buffers_->Staging(*op.domain, bytes));
     void* user = d.is_float ? static_cast<void*>(d.f) : static_cast<void*>(d.i);
     internal::StagedOp::Quant quant;
     quant.precision = quant::Precision(cfg_.world_size);
     quant.window = grant_.window;
     quant.divisor = d.divisor;
-    if (quantize) quant.nic_wire = NicWire(*op.domain, 4 * d.n);
+    if (quantize) quant.nic_wire = buffers_->NicWire(*op.domain, 4 * d.n);
     internal::StagedOp staged(*op.domain, staging, user, d.n, proto::kElemBytes, cfg_.k, stop_flag_,
                               lanes_.size() > 1 ? &op_cancel_ : nullptr,
                               quantize ? &quant : nullptr);
@@ -352,111 +332,6 @@ class Communicator::Impl {
     return staged.Finish(s);
   }
 
-  // Lane 0's thread: the NIC buffer a quantizing op of `bytes` int32 bytes in `domain` sends from
-  // (GPUDirect RDMA, docs/gpu.md), or nullptr for host staging: always where the transport sends
-  // from host memory only (udp, dpdk), and, after one line on stderr saying why, for the rest of
-  // the communicator's life where the domain has no NIC buffer or the transport cannot register
-  // it. As staging (Staging()): at least config.staging_bytes' worth, kept across calls while
-  // large enough, taken from ReserveNic's reservation when that is large enough, and a buffer
-  // outgrown is unregistered but freed only at ~Impl (for CUDA, cudaFree may wait for the device).
-  uint8_t* NicWire(MemoryDomain& domain, size_t bytes) {
-    if (nic_off_ || !lanes_[0].transport->sends_body()) return nullptr;
-    if (nic_ != nullptr && nic_domain_ == &domain && nic_->size() >= bytes) return nic_->data();
-    Status s = UnregisterNicWire();
-    std::unique_ptr<NicBuffer> b;
-    if (s.ok()) {
-      std::lock_guard<std::mutex> lk(nic_mu_);
-      if (reserved_nic_ != nullptr && reserved_nic_domain_ == &domain &&
-          reserved_nic_->size() >= bytes) {
-        b = std::move(reserved_nic_);
-      }
-    }
-    if (s.ok() && b == nullptr) {
-      auto a = domain.AllocNicBuffer(std::max(bytes, NicFloor()));
-      if (a.ok()) {
-        b = std::move(a).value();
-      } else {
-        s = a.status();
-      }
-    }
-    if (s.ok()) {
-      nic_ = std::move(b);
-      nic_domain_ = &domain;
-      for (size_t l = 0; l < lanes_.size() && s.ok(); ++l) {
-        s = lanes_[l].transport->RegisterTxBody(nic_->data(), nic_->size(), nic_->dmabuf_fd(),
-                                                nic_->dmabuf_offset());
-        if (s.ok()) ++nic_registered_;
-      }
-    }
-    if (s.ok()) {
-      NoteSendPath("gpudirect");
-      return nic_->data();
-    }
-    (void)UnregisterNicWire();
-    {
-      std::lock_guard<std::mutex> lk(nic_mu_);
-      nic_off_ = true;
-    }
-    NoteSendPath("host staging: " + s.ToString());
-    std::fprintf(stderr,
-                 "ina: rank %d job %d: GPUDirect RDMA off for %s over %s (%s); staging through "
-                 "host memory\n",
-                 cfg_.rank, cfg_.job_id, domain.name().c_str(),
-                 std::string(lanes_[0].transport->name()).c_str(), s.ToString().c_str());
-    return nullptr;
-  }
-
- public:
-  // ReserveStaging's part for the NIC buffer (any thread): allocates it now for quantizing calls
-  // of up to `bytes` int32 bytes in `domain`, where the GPUDirect path may be taken; lane 0's
-  // thread registers it at the next call (a transport is used by its lane's thread only).
-  // Errors: none (a failed allocation is the next call's fallback, with its line).
-  void ReserveNic(MemoryDomain& domain, size_t bytes) {
-    if (!domain.quantizes() || !lanes_[0].transport->sends_body()) return;
-    std::lock_guard<std::mutex> lk(nic_mu_);
-    if (nic_off_) return;
-    if (reserved_nic_ != nullptr && reserved_nic_domain_ == &domain &&
-        reserved_nic_->size() >= bytes) {
-      return;
-    }
-    auto a = domain.AllocNicBuffer(std::max(bytes, NicFloor()));
-    if (!a.ok()) return;
-    if (reserved_nic_ != nullptr) outgrown_nic_.push_back(std::move(reserved_nic_));
-    reserved_nic_ = std::move(a).value();
-    reserved_nic_domain_ = &domain;
-  }
-
- private:
-  size_t NicFloor() const { return cfg_.staging_bytes; }  // the int32 of that many bytes of floats
-
-  // Unregisters the NIC buffer from the lanes that registered it (each waits for its posted
-  // sends) and keeps it, outgrown, until ~Impl. Lane 0's thread, between ops.
-  Status UnregisterNicWire() {
-    if (nic_ == nullptr) return Status::Ok();
-    Status first;
-    for (size_t l = 0; l < nic_registered_; ++l) {
-      Status s = lanes_[l].transport->UnregisterTxBody(nic_->data());
-      if (!s.ok() && first.ok()) first = s;
-    }
-    nic_registered_ = 0;
-    nic_domain_ = nullptr;
-    std::lock_guard<std::mutex> lk(nic_mu_);
-    outgrown_nic_.push_back(std::move(nic_));
-    return first;
-  }
-
-  void NoteSendPath(std::string path) {
-    std::lock_guard<std::mutex> lk(path_mu_);
-    send_path_ = std::move(path);
-  }
-
- public:
-  std::string device_send_path() const {
-    std::lock_guard<std::mutex> lk(path_mu_);
-    return send_path_;
-  }
-
- private:
   // Lane 0's thread: runs `op` on every lane (or with `regrant`, re-joins every lane and takes the
   // new grant); the first failure of any lane.
   Status RunOnAllLanes(const internal::OpDesc& op, bool regrant = false) {
@@ -580,28 +455,8 @@ class Communicator::Impl {
 
   const CommConfig cfg_;
   internal::SteadyClock clock_;
-  // Staging (Staging()): one buffer per domain used, and the buffers outgrown, freed only here.
-  struct DomainStaging {
-    const MemoryDomain* domain;
-    std::unique_ptr<StagingBuffer> buffer;
-  };
-  std::mutex staging_mu_;
-  std::vector<DomainStaging> staging_;                            // guarded by staging_mu_
-  std::vector<std::unique_ptr<StagingBuffer>> outgrown_staging_;  // guarded by staging_mu_
-  // GPUDirect RDMA (NicWire): lane 0's thread only.
   // Declared before lanes_, so freed after the transports (which deregister what they hold).
-  std::unique_ptr<NicBuffer> nic_;
-  const MemoryDomain* nic_domain_ = nullptr;
-  size_t nic_registered_ = 0;  // lanes 0.. whose transport registered nic_
-  std::mutex nic_mu_;          // guards the three below (ReserveNic's caller vs lane 0)
-  bool nic_off_ = false;       // host staging for good (the reason was printed)
-  std::unique_ptr<NicBuffer> reserved_nic_;  // ReserveNic's, not registered yet
-  const MemoryDomain* reserved_nic_domain_ = nullptr;
-  // Outgrown or failed NIC buffers, freed only at ~Impl (a failed unregistration may leave one
-  // registered: the transport is destroyed first).
-  std::vector<std::unique_ptr<NicBuffer>> outgrown_nic_;
-  mutable std::mutex path_mu_;
-  std::string send_path_;           // guarded by path_mu_: device_send_path()
+  std::unique_ptr<internal::DeviceBuffers> buffers_;
   std::vector<Lane> lanes_;         // fixed after construction
   Grant grant_;                     // lane 0's thread
   uint64_t calls_in_grant_ = 0;     // lane 0's thread: calls run under grant_
@@ -802,13 +657,14 @@ Status Communicator::ReserveStaging(MemoryDomain& domain, size_t tensor_bytes) {
   const size_t staging =
       internal::StagedOp::StagingBytes(bytes / proto::kElemBytes, proto::kElemBytes, config().k,
                                        domain.quantizes(), /*nic_wire=*/true);
-  INA_RETURN_IF_ERROR(impl_->Staging(domain, staging).status());
-  impl_->ReserveNic(domain, bytes);  // quantized float32: as many int32 bytes
+  internal::DeviceBuffers& buffers = impl_->device_buffers();
+  INA_RETURN_IF_ERROR(buffers.Staging(domain, staging).status());
+  buffers.ReserveNic(domain, bytes);  // quantized float32: as many int32 bytes
   return Status::Ok();
 }
 
 CommStats Communicator::stats() const { return impl_->stats(); }
-std::string Communicator::device_send_path() const { return impl_->device_send_path(); }
+std::string Communicator::device_send_path() const { return impl_->device_buffers().send_path(); }
 uint16_t Communicator::window() const { return impl_->window(); }
 const CommConfig& Communicator::config() const { return impl_->config(); }
 
