@@ -36,17 +36,23 @@ using State = Membership::State;
 
 constexpr uint8_t Type(MsgType t) { return static_cast<uint8_t>(t); }
 
-JoinConfig Config(uint16_t rank = 0, uint16_t world = 2) {
-  JoinConfig c;
+// Rank `rank` of `world` of job 7 (K 64, window 8), at fabric:9000.
+CommConfig Comm(uint16_t rank = 0, uint16_t world = 2) {
+  CommConfig c;
   c.job_id = 7;
   c.rank = rank;
   c.world_size = world;
   c.k = 64;
   c.window = 8;
-  c.join_timeout = milliseconds(1000);
-  c.slot_wait_timeout = milliseconds(3000);
-  c.where = "fabric:9000";
+  c.join_timeout_ms = 1000;
+  c.slot_wait_timeout_ms = 3000;
+  c.switch_host = "fabric";
+  c.switch_port = 9000;
   return c;
+}
+
+JoinConfig Config(uint16_t rank = 0, uint16_t world = 2) {
+  return JoinConfig::From(Comm(rank, world), 0);
 }
 
 // A fabric message for job 7, sealed (as the fabric sends it).
@@ -377,25 +383,16 @@ TEST_F(MembershipTest, LeaveQueuesThreeCopiesSentOnceBestEffort) {
 
 // ---- Progress's join turns against the in-process fabric ----
 
-WindowConfig WindowFor(const JoinConfig& j) {
-  WindowConfig w;
-  w.job_id = j.job_id;
-  w.rank = j.rank;
-  w.world_size = j.world_size;
-  w.k = j.k;
-  w.window = j.window;
-  return w;
-}
-
 // Ranks joining over a FakeNet: every round turns each joining rank once, pumps the net, and
 // when nothing moved advances the clock by the shortest wait asked.
 class JoinSim {
  public:
   explicit JoinSim(const FabricConfig& fabric = {}) : net_(clock_, fabric) {}
 
-  Progress& Add(const JoinConfig& c) {
+  Progress& Add(const CommConfig& c) {
     const int id = static_cast<int>(ranks_.size());
-    ranks_.push_back(std::make_unique<Progress>(WindowFor(c), c, quant::ActiveKernels(),
+    ranks_.push_back(std::make_unique<Progress>(WindowConfig::From(c, c.window),
+                                                JoinConfig::From(c, 0), quant::ActiveKernels(),
                                                 net_.Endpoint(id), clock_));
     return *ranks_.back();
   }
@@ -440,7 +437,7 @@ size_t Count(const std::vector<NetPacket>& log, MsgType type, int endpoint) {
 
 TEST(ProgressJoin, RanksJoinAndGetOneGrantAtTheSameInstant) {
   JoinSim sim;
-  for (uint16_t r = 0; r < 3; ++r) sim.Add(Config(r, 3)).BeginJoin(0);
+  for (uint16_t r = 0; r < 3; ++r) sim.Add(Comm(r, 3)).BeginJoin(0);
   const TimePoint t0 = sim.clock().Now();
   ASSERT_TRUE(sim.Run());
   for (int r = 0; r < 3; ++r) {
@@ -461,7 +458,7 @@ TEST(ProgressJoin, MissingRankTimesOutAfterExactlyJoinTimeoutResendingEvery100ms
     if (p.up) log.push_back(p);
     return Verdict{};
   };
-  sim.Add(Config(0, 2)).BeginJoin(0);  // rank 1 never starts
+  sim.Add(Comm(0, 2)).BeginJoin(0);  // rank 1 never starts
   const TimePoint t0 = sim.clock().Now();
   ASSERT_TRUE(sim.Run());
   const Status s = sim.rank(0).membership().status();
@@ -473,9 +470,9 @@ TEST(ProgressJoin, MissingRankTimesOutAfterExactlyJoinTimeoutResendingEvery100ms
 
 TEST(ProgressJoin, RankWithAnotherWorldSizeIsRefusedAndItsPeerHearsAtOnce) {
   JoinSim sim;
-  sim.Add(Config(0, 2)).BeginJoin(0);
+  sim.Add(Comm(0, 2)).BeginJoin(0);
   ASSERT_FALSE(sim.Run(milliseconds(1)));  // rank 0 fixes the world size, 2
-  sim.Add(Config(1, 3)).BeginJoin(0);
+  sim.Add(Comm(1, 3)).BeginJoin(0);
   const TimePoint t1 = sim.clock().Now();
   ASSERT_TRUE(sim.Run());
   EXPECT_EQ(sim.clock().Now(), t1);  // no timer: both answered at once
@@ -492,10 +489,10 @@ TEST(ProgressJoin, QueuedJobGivesUpAtSlotWaitTimeoutAndLeavesTheQueue) {
   FabricConfig fc;
   fc.pool_slots = 8;  // job 7 takes them all; job 9 waits
   JoinSim sim(fc);
-  sim.Add(Config(0, 1)).BeginJoin(0);
+  sim.Add(Comm(0, 1)).BeginJoin(0);
   ASSERT_TRUE(sim.Run());
   ASSERT_TRUE(sim.rank(0).membership().result().ok());
-  JoinConfig other = Config(0, 1);
+  CommConfig other = Comm(0, 1);
   other.job_id = 9;
   sim.Add(other).BeginJoin(0);
   const TimePoint t1 = sim.clock().Now();
@@ -517,9 +514,9 @@ TEST(ProgressJoin, QueuedJobIsGrantedWhenTheHolderLeaves) {
   FabricConfig fc;
   fc.pool_slots = 8;
   JoinSim sim(fc);
-  sim.Add(Config(0, 1)).BeginJoin(0);
+  sim.Add(Comm(0, 1)).BeginJoin(0);
   ASSERT_TRUE(sim.Run());
-  JoinConfig other = Config(0, 1);
+  CommConfig other = Comm(0, 1);
   other.job_id = 9;
   sim.Add(other).BeginJoin(0);
   ASSERT_FALSE(sim.Run(milliseconds(250)));
@@ -535,7 +532,7 @@ TEST(ProgressJoin, ReJoinAtTheLeasesEndGetsTheNextEpoch) {
   FabricConfig fc;
   fc.lease_calls = 4;
   JoinSim sim(fc);
-  for (uint16_t r = 0; r < 2; ++r) sim.Add(Config(r, 2)).BeginJoin(0);
+  for (uint16_t r = 0; r < 2; ++r) sim.Add(Comm(r, 2)).BeginJoin(0);
   ASSERT_TRUE(sim.Run());
   const Result<Grant> first = sim.rank(0).membership().result();
   ASSERT_TRUE(first.ok()) << first.status().ToString();
@@ -560,8 +557,9 @@ TEST(ProgressJoin, JoinWaitsOnAFabricThatIsNotUpWithoutSpinning) {
   FakeClock clock;
   FakeNet net(clock);
   net.Endpoint(0).recv_error = Unavailable("udp: recv: Connection refused");
-  const JoinConfig c = Config(0, 2);
-  Progress p(WindowFor(c), c, quant::ActiveKernels(), net.Endpoint(0), clock);
+  const CommConfig c = Comm(0, 2);
+  Progress p(WindowConfig::From(c, c.window), JoinConfig::From(c, 0), quant::ActiveKernels(),
+             net.Endpoint(0), clock);
   const TimePoint t0 = clock.Now();
   const Result<Grant> g = p.Join(0);  // blocks: the fake clock jumps where it would sleep
   EXPECT_EQ(g.status().code(), StatusCode::kDeadlineExceeded) << g.status().ToString();
@@ -573,8 +571,9 @@ TEST(ProgressJoin, JoinWaitsOnAFabricThatIsNotUpWithoutSpinning) {
 TEST(ProgressJoin, JoinStopsWhenCancelled) {
   FakeClock clock;
   FakeNet net(clock);
-  const JoinConfig c = Config(0, 2);
-  Progress p(WindowFor(c), c, quant::ActiveKernels(), net.Endpoint(0), clock);
+  const CommConfig c = Comm(0, 2);
+  Progress p(WindowConfig::From(c, c.window), JoinConfig::From(c, 0), quant::ActiveKernels(),
+             net.Endpoint(0), clock);
   std::atomic<bool> cancel{true};
   const Result<Grant> g = p.Join(0, &cancel);
   EXPECT_EQ(g.status().code(), StatusCode::kAborted) << g.status().ToString();

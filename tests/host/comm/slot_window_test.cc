@@ -65,17 +65,13 @@ WindowConfig Config(uint16_t world, uint16_t k, uint16_t window) {
   return c;
 }
 
-// The membership of the rank and lane of `c` (its LEAVE; the Sim joins by hand).
+// The membership of the rank and lane of `c`: what its LEAVE needs (the Sim joins by hand).
 JoinConfig JoinFor(const WindowConfig& c) {
   JoinConfig j;
   j.job_id = c.job_id;
   j.rank = c.rank;
-  j.world_size = c.world_size;
-  j.k = c.k;
-  j.window = c.window;
   j.lane = c.lane;
   j.lanes = c.lanes;
-  j.where = "fake";
   return j;
 }
 
