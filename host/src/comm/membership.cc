@@ -53,11 +53,6 @@ uint32_t OwnValue(const JoinConfig& cfg, proto::JoinParam param) {
   return 0;
 }
 
-void Seal(const proto::Header& h, std::span<uint8_t> out) {
-  proto::EncodeHeader(h, out.data());
-  proto::SealMessage(out.data(), proto::kHeaderBytes);
-}
-
 }  // namespace
 
 JoinConfig JoinConfig::From(const CommConfig& c, uint16_t lane) {
@@ -90,8 +85,11 @@ std::string Membership::Who() const {
          " at " + cfg_.where;
 }
 
-void Membership::SetRequest(const proto::Header& h) {
-  Seal(h, request_);
+void Membership::SetRequest(const proto::Header& h, std::span<const uint8_t> payload) {
+  const size_t n = std::min(payload.size(), kMaxRequestPayload);
+  proto::EncodeHeader(h, request_.data());
+  std::copy_n(payload.data(), n, request_.data() + proto::kHeaderBytes);
+  request_len_ = proto::SealMessage(request_.data(), proto::kHeaderBytes + n);
   if (!request_queued_) ++tx_count_;
   request_queued_ = true;
 }
@@ -232,14 +230,15 @@ void Membership::QueueLeave(proto::ErrorCode reason, uint64_t calls) {
   h.rank = cfg_.rank;
   h.aux = static_cast<uint16_t>(reason);
   h.offset = static_cast<uint32_t>(calls);
-  Seal(h, leave_);
+  proto::EncodeHeader(h, leave_.data());
+  proto::SealMessage(leave_.data(), proto::kHeaderBytes);
   tx_count_ += kLeaveCopies - leaves_queued_;
   leaves_queued_ = kLeaveCopies;
 }
 
 size_t Membership::PeekTx(std::span<TxPacket> out) const {
   size_t n = 0;
-  if (request_queued_ && n < out.size()) out[n++] = TxPacket{request_.data(), request_.size()};
+  if (request_queued_ && n < out.size()) out[n++] = TxPacket{request_.data(), request_len_};
   for (size_t i = 0; i < leaves_queued_ && n < out.size(); ++i) {
     out[n++] = TxPacket{leave_.data(), leave_.size()};
   }

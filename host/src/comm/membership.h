@@ -33,9 +33,9 @@
 // does not take is dropped, OnSent) and never resent.
 //
 // Adding a step (a challenge before the grant, say): a state after kJoining, a case in OnPacket
-// that moves to it on the new message and replaces the request being resent (SetRequest), and
-// the states in which join_ack is accepted (AwaitsAck). The timers and the driver stay as they
-// are.
+// that moves to it on the new message and replaces the request being resent (SetRequest: a
+// header and up to kMaxRequestPayload bytes after it, e.g. a proof), and the states in which
+// join_ack is accepted (AwaitsAck). The timers, the deadlines and the driver stay as they are.
 //
 // Threading: one thread at a time (the lane's).
 #pragma once
@@ -140,8 +140,9 @@ class Membership {
   uint16_t ahead() const { return ahead_; }
 
  private:
-  // The message being resent while joining (JOIN): header only, sealed.
-  void SetRequest(const proto::Header& h);
+  // The message resent while joining (JOIN): `h`, then `payload` (REQUIRES: at most
+  // kMaxRequestPayload bytes), sealed; queued to be sent at once.
+  void SetRequest(const proto::Header& h, std::span<const uint8_t> payload = {});
   // The states in which a join_ack ends the join.
   bool AwaitsAck() const { return joining(); }
   // Ends the join with `s`; from kQueued also queues the abort LEAVEs (a job given up in the
@@ -153,6 +154,7 @@ class Membership {
 
   static constexpr size_t kLeaveCopies = 3;
   static constexpr size_t kMsgBytes = proto::MessageBytes(0);
+  static constexpr size_t kMaxRequestPayload = 64;
 
   JoinConfig cfg_;
   State state_ = State::kOut;
@@ -165,7 +167,8 @@ class Membership {
   Status status_;
   Status last_transport_error_;  // Unavailable while joining, named by the timeout
 
-  std::array<uint8_t, kMsgBytes> request_{};  // JOIN
+  std::array<uint8_t, kMsgBytes + kMaxRequestPayload> request_{};  // JOIN
+  size_t request_len_ = 0;
   std::array<uint8_t, kMsgBytes> leave_{};
   bool request_queued_ = false;
   size_t leaves_queued_ = 0;
