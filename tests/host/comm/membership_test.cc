@@ -397,10 +397,11 @@ class JoinSim {
     return *ranks_.back();
   }
 
-  // Turns until no rank is joining or `limit` of fake time passed (false).
+  // Turns until no rank is joining or `limit` of fake time (or a million rounds: a resend loop
+  // that never lets the clock move) passed (false).
   bool Run(microseconds limit = std::chrono::seconds(100)) {
     const TimePoint stop_at = clock_.Now() + limit;
-    while (clock_.Now() <= stop_at) {
+    for (int round = 0; round < 1000000 && clock_.Now() <= stop_at; ++round) {
       const uint64_t before = net_.moved();
       bool any = false;
       microseconds wait = microseconds::max();
