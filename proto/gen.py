@@ -346,7 +346,7 @@ def gen_cpp(spec):
     w(f"inline constexpr uint16_t kMaxK = {max(p['k_values'])};")
     kt = ", ".join(str(k) for k in p["k_values"][:-1]) + f" or {p['k_values'][-1]}"
     w(f"inline constexpr std::string_view kKValuesText = \"{kt}\";  // for error messages")
-    w("inline constexpr size_t kMaxPacketBytes = kHeaderBytes + kMaxK * kElemBytes + kCrcBytes;")
+
     w(f"inline constexpr uint16_t kMaxWorkers = {p['max_workers']};")
     w(f"inline constexpr uint16_t kMaxLanes = {p['max_lanes']};  // peers per rank (JOIN gen)")
     w(f"inline constexpr int kExpBias = {p['exp_bias']};")
@@ -368,7 +368,10 @@ def gen_cpp(spec):
     w(f"inline constexpr size_t kNonceBytes = {sec['nonce_bytes']};  // rank | slot | use")
     w(f"inline constexpr std::string_view kKdfUp = \"{sec['kdf_up']}\";  // traffic-key labels")
     w(f"inline constexpr std::string_view kKdfDown = \"{sec['kdf_down']}\";")
-    w("inline constexpr size_t kMaxSealedPacketBytes = kHeaderBytes + kMaxK * kElemBytes + kTagBytes;")
+    w("// The largest ina message in any sec mode: header, kMaxK elements, the longer trailer (the")
+    w("// tag). Buffers are this size; a longer datagram is no ina message.")
+    w("inline constexpr size_t kMaxPacketBytes =")
+    w("    kHeaderBytes + kMaxK * kElemBytes + (kTagBytes > kCrcBytes ? kTagBytes : kCrcBytes);")
     c = spec["crc"]
     w("")
     w("// The CRC32C trailer ([crc] in proto/ina.toml): the CRC32C of every byte of the message before")

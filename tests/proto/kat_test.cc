@@ -87,7 +87,7 @@ TEST(ProtoKat, TrailerIsLittleEndian) {
   EXPECT_EQ(b[3], 0x11);
   EXPECT_EQ(LoadCrc(b), 0x11223344u);
   EXPECT_EQ(MessageBytes(0), kHeaderBytes + kCrcBytes);
-  EXPECT_EQ(kMaxPacketBytes, MessageBytes(kMaxK));
+  EXPECT_EQ(kMaxPacketBytes, MessageBytes(kMaxK, static_cast<uint8_t>(SecMode::kMac)));
 }
 
 TEST(ProtoKat, LayoutPutsPayloadAtFrameByte64) {

@@ -66,7 +66,7 @@ class FastEngine final : public Engine {
         meta_(AllocAligned<CopyMeta>(size_t{limits.pool_slots} * 2)),
         job_index_(AllocAligned<uint16_t>(65536)),
         jobs_(AllocAligned<JobEntry>(size_t{limits.max_jobs} + 1)),
-        result_(AllocAligned<uint8_t>(proto::kMaxSealedPacketBytes)),
+        result_(AllocAligned<uint8_t>(proto::kMaxPacketBytes)),
         plain_(AllocAligned<uint8_t>(size_t{proto::kMaxK} * proto::kElemBytes)) {
     std::memset(counters_, 0, sizeof(counters_));
     if (ok()) std::memset(job_index_.get(), 0, 65536 * sizeof(uint16_t));

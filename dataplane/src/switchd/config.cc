@@ -3,6 +3,7 @@
 #include "ina/dp/switchd/config.h"
 
 #include <arpa/inet.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -10,11 +11,13 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <sstream>
 #include <string_view>
 
 #include "ina/base/parse.h"
 #include "ina/dp/switchd/metrics.h"
 #include "ina/net/port.h"
+#include "ina/proto/wire.h"
 
 namespace ina::dp::switchd {
 namespace {
@@ -241,6 +244,19 @@ std::vector<Flag> Flags(const EngineMenu& engines) {
       PathFlag("--record",
                "write every datagram received to FILE (pcap, Ethernet/IPv4/UDP\nframes; --cores 1)",
                "record", &Config::record, false),
+      PathFlag("--admin-key-file",
+               "the admin channel's secret (hex; mode 0600): operators install\njob keys "
+               "with SET_KEY messages sealed under it (docs/security.md)",
+               "admin_key_file", &Config::admin_key_file, false),
+      {"--require-job-keys", "0|1",
+       "1: refuse every JOIN whose job has no key (error unauthorized;\ndocs/security.md; "
+       "default 0)",
+       "require_job_keys", nullptr, false,
+       [](Config& c, std::string_view what, const std::string& v) -> Status {
+         INA_ASSIGN_OR_RETURN(c.require_job_keys, ParseBool(what, v));
+         return Status::Ok();
+       },
+       [](const Config& c) { return std::string(c.require_job_keys ? "1" : "0"); }},
       PathFlag("--trace", "FST waveform of the core to FILE (docs/rtl/debugging.md)", "rtl_trace",
                &Config::rtl_trace, true),
       UintFlag("--trace-from", "CYCLE", "first traced cycle (default 0)", "rtl_trace_from",
@@ -474,6 +490,44 @@ void PrintConfig(const Config& c, std::string_view engine_description, std::FILE
       std::fprintf(out, "  %s = %s\n", f.key, v.c_str());
     }
   }
+}
+
+Result<std::vector<uint8_t>> LoadAdminKey(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return ErrnoStatus("--admin-key-file " + path, errno);
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    return FailedPrecondition("--admin-key-file " + path +
+                              ": group or others may access it; it holds a secret (chmod 600)");
+  }
+  std::ifstream in(path);
+  if (!in) return ErrnoStatus("--admin-key-file " + path, errno);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  const auto first = text.find_first_not_of(" \t\r\n");
+  const auto last = text.find_last_not_of(" \t\r\n");
+  text = first == std::string::npos ? "" : text.substr(first, last - first + 1);
+  std::vector<uint8_t> secret;
+  bool hex = text.size() % 2 == 0;
+  for (size_t i = 0; hex && i < text.size(); i += 2) {
+    auto nibble = [](char ch) {
+      return ch >= '0' && ch <= '9'   ? ch - '0'
+             : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+             : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                      : -1;
+    };
+    const int hi = nibble(text[i]), lo = nibble(text[i + 1]);
+    hex = hi >= 0 && lo >= 0;
+    if (hex) secret.push_back(static_cast<uint8_t>(hi * 16 + lo));
+  }
+  std::fill(text.begin(), text.end(), '\0');
+  if (!hex || secret.size() < proto::kSecretMinBytes || secret.size() > proto::kSecretMaxBytes) {
+    std::fill(secret.begin(), secret.end(), uint8_t{0});
+    return InvalidArgument("--admin-key-file " + path + ": not " +
+                           std::to_string(2 * proto::kSecretMinBytes) + " .. " +
+                           std::to_string(2 * proto::kSecretMaxBytes) + " hex digits");
+  }
+  return secret;
 }
 
 }  // namespace ina::dp::switchd

@@ -19,6 +19,12 @@
 
 namespace ina::dp::switchd {
 
+// Reads the admin secret from `path` (Config::admin_key_file): hex digits, whitespace around
+// them ignored. FailedPrecondition if group or others may read or write the file (it holds a
+// secret); InvalidArgument if it is not 16 .. 64 bytes of hex; NotFound / the errno otherwise.
+// The secret is never printed, not even in errors.
+Result<std::vector<uint8_t>> LoadAdminKey(const std::string& path);
+
 struct Config {
   std::string bind = "127.0.0.1";   // IPv4 or IPv6 literal
   uint16_t port = 47000;            // UDP port; 0: ephemeral (the listening line says which)
@@ -74,6 +80,11 @@ struct Config {
   // Every datagram received, written to this pcap file as Ethernet/IPv4/UDP frames (a capture
   // ina-rtlsim --replay reads); empty: none. Needs --cores 1 and IPv4 peers (others are skipped).
   std::string record;
+  // Authenticated jobs (docs/security.md): the admin channel's secret, read at start from this
+  // file (hex, 32 .. 128 digits; the file must be readable by its owner only, mode 0600 or
+  // stricter); empty: no admin channel. require_job_keys: refuse every JOIN whose job has no key.
+  std::string admin_key_file;
+  bool require_job_keys = false;
   // Two-level aggregation (docs/hierarchy.md): this switch is leaf `leaf_index` of `leaves` under
   // the spine at `upstream` ("IPv4:PORT" or "[IPv6]:PORT"); empty: a flat switch (or a spine).
   // Needs --cores 1 and --io udp.
