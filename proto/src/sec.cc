@@ -5,8 +5,12 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <sys/stat.h>
 
+#include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 namespace ina::proto {
@@ -110,6 +114,74 @@ Result<TrafficKey> DeriveTrafficKey(std::span<const uint8_t> secret, KeyDirectio
   std::memcpy(key.data(), mac, kKeyBytes);
   OPENSSL_cleanse(mac, sizeof(mac));
   return key;
+}
+
+Result<std::vector<uint8_t>> LoadSecretFile(const std::string& path, std::string_view what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return ErrnoStatus(std::string(what) + " " + path, errno);
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    return FailedPrecondition(std::string(what) + " " + path +
+                              ": group or others may access it; it holds a secret (chmod 600)");
+  }
+  std::ifstream in(path);
+  if (!in) return ErrnoStatus(std::string(what) + " " + path, errno);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  const auto first = text.find_first_not_of(" \t\r\n");
+  const auto last = text.find_last_not_of(" \t\r\n");
+  text = first == std::string::npos ? "" : text.substr(first, last - first + 1);
+  std::vector<uint8_t> secret;
+  bool hex = text.size() % 2 == 0;
+  for (size_t i = 0; hex && i < text.size(); i += 2) {
+    auto nibble = [](char ch) {
+      return ch >= '0' && ch <= '9'   ? ch - '0'
+             : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+             : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                      : -1;
+    };
+    const int hi = nibble(text[i]), lo = nibble(text[i + 1]);
+    hex = hi >= 0 && lo >= 0;
+    if (hex) secret.push_back(static_cast<uint8_t>(hi * 16 + lo));
+  }
+  std::fill(text.begin(), text.end(), '\0');
+  if (!hex || secret.size() < kSecretMinBytes || secret.size() > kSecretMaxBytes) {
+    std::fill(secret.begin(), secret.end(), uint8_t{0});
+    return InvalidArgument(std::string(what) + " " + path + ": not " +
+                           std::to_string(2 * kSecretMinBytes) + " .. " +
+                           std::to_string(2 * kSecretMaxBytes) + " hex digits");
+  }
+  return secret;
+}
+
+Result<std::vector<uint8_t>> SealSetKey(std::span<const uint8_t> admin_secret, uint16_t job,
+                                        SecMode mode, std::span<const uint8_t> secret,
+                                        uint64_t seq) {
+  if (secret.size() % kElemBytes != 0 || secret.size() < kSecretMinBytes ||
+      secret.size() > kSecretMaxBytes) {
+    return InvalidArgument("set_key: a secret of " + std::to_string(secret.size()) +
+                           " bytes; it has 16 .. 64, a multiple of 4");
+  }
+  if (seq >> 48) return InvalidArgument("set_key: sequence above 2^48");
+  INA_ASSIGN_OR_RETURN(const TrafficKey key,
+                       DeriveTrafficKey(admin_secret, KeyDirection::kUp, 0, 0, Session{}));
+  std::vector<uint8_t> b(
+      MessageBytes(secret.size() / kElemBytes, static_cast<uint8_t>(SecMode::kMacEncrypt)));
+  Header h;
+  h.version = kVersion;
+  h.type = static_cast<uint8_t>(MsgType::kSetKey);
+  h.sec = static_cast<uint8_t>(SecMode::kMacEncrypt);
+  h.job = job;
+  h.count = static_cast<uint16_t>(secret.size() / kElemBytes);
+  h.gen = static_cast<uint16_t>(seq >> 32);
+  h.offset = static_cast<uint32_t>(seq);
+  h.aux = static_cast<uint16_t>(mode);
+  EncodeHeader(h, b.data());
+  std::memcpy(b.data() + kHeaderBytes, secret.data(), secret.size());
+  if (!SealOnce(key, SecMode::kMacEncrypt, b.data(), b.size() - kTagBytes, MakeNonce(0, 0, seq))) {
+    return Internal("libcrypto: sealing set_key failed");
+  }
+  return b;
 }
 
 Result<std::unique_ptr<MessageSealer>> MessageSealer::Create(const TrafficKey& key) {

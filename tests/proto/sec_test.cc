@@ -3,6 +3,8 @@
 #include "ina/proto/sec.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <map>
@@ -158,6 +160,58 @@ TEST(SecNonce, RankSlotUseBigEndian) {
   const Nonce n = MakeNonce(0x0102, 0x0304, 0x05060708090A0B0Cull);
   const Nonce want = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
   EXPECT_EQ(n, want);
+}
+
+// A secret's file (docs/security.md): owner-only, hex, 16 .. 64 bytes; never echoed.
+TEST(SecretFile, OwnerOnlyHexOfTheRightLength) {
+  char dir[] = "/tmp/ina_secret_file_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/admin.key";
+  auto write = [&](const std::string& text, mode_t mode) {
+    std::ofstream(path) << text;
+    ASSERT_EQ(chmod(path.c_str(), mode), 0);
+  };
+  const std::string hex = "00112233445566778899aabbccddeeff00112233445566778899AABBCCDDEEFF";
+  write(hex + "\n", 0600);
+  auto ok = LoadSecretFile(path, "--admin-key-file");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  ASSERT_EQ(ok->size(), 32u);
+  EXPECT_EQ((*ok)[1], 0x11);
+  EXPECT_EQ((*ok)[31], 0xFF);
+  write(hex, 0640);
+  auto loose = LoadSecretFile(path, "--admin-key-file");
+  EXPECT_EQ(loose.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(loose.status().message().find("chmod 600"), std::string::npos);
+  for (const std::string& bad :
+       {std::string("00112233"), hex + "0", std::string(130, 'a'), "zz" + hex.substr(2)}) {
+    write(bad, 0400);
+    auto r = LoadSecretFile(path, "--admin-key-file");
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(r.status().message().find(bad), std::string::npos) << "the file's text is echoed";
+  }
+  EXPECT_FALSE(LoadSecretFile(std::string(dir) + "/missing", "--admin-key-file").ok());
+  std::remove(path.c_str());
+  rmdir(dir);
+}
+
+TEST(SecSetKey, SealedUnderTheAdminKeyWithItsSequence) {
+  const std::vector<uint8_t> admin(32, 7), secret(20, 9);
+  auto m = SealSetKey(admin, 12, SecMode::kMac, secret, 0x123456789ABull);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const Header h = DecodeHeader(m->data());
+  EXPECT_EQ(h.type, static_cast<uint8_t>(MsgType::kSetKey));
+  EXPECT_EQ(h.job, 12);
+  EXPECT_EQ(h.aux, static_cast<uint16_t>(SecMode::kMac));
+  EXPECT_EQ((uint64_t{h.gen} << 32) | h.offset, 0x123456789ABull);
+  const TrafficKey key = *DeriveTrafficKey(admin, KeyDirection::kUp, 0, 0, Session{});
+  std::vector<uint8_t> plain(secret.size() + 16);
+  ASSERT_TRUE(
+      OpenOnce(key, SecMode::kMacEncrypt, *m, MakeNonce(0, 0, 0x123456789ABull), plain.data()));
+  EXPECT_TRUE(std::equal(secret.begin(), secret.end(), plain.begin()));
+  EXPECT_FALSE(std::equal(secret.begin(), secret.end(), m->begin() + kHeaderBytes));  // encrypted
+  EXPECT_FALSE(SealSetKey(admin, 12, SecMode::kMac, std::vector<uint8_t>(18, 1), 1).ok());
+  EXPECT_FALSE(SealSetKey(admin, 12, SecMode::kMac, secret, uint64_t{1} << 48).ok());
+  EXPECT_FALSE(SealSetKey(std::vector<uint8_t>(8, 1), 12, SecMode::kMac, secret, 1).ok());
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 #include "ina/dp/switchd/config.h"
 
 #include <arpa/inet.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -11,7 +10,6 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <sstream>
 #include <string_view>
 
 #include "ina/base/parse.h"
@@ -490,44 +488,6 @@ void PrintConfig(const Config& c, std::string_view engine_description, std::FILE
       std::fprintf(out, "  %s = %s\n", f.key, v.c_str());
     }
   }
-}
-
-Result<std::vector<uint8_t>> LoadAdminKey(const std::string& path) {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return ErrnoStatus("--admin-key-file " + path, errno);
-  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
-    return FailedPrecondition("--admin-key-file " + path +
-                              ": group or others may access it; it holds a secret (chmod 600)");
-  }
-  std::ifstream in(path);
-  if (!in) return ErrnoStatus("--admin-key-file " + path, errno);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  std::string text = ss.str();
-  const auto first = text.find_first_not_of(" \t\r\n");
-  const auto last = text.find_last_not_of(" \t\r\n");
-  text = first == std::string::npos ? "" : text.substr(first, last - first + 1);
-  std::vector<uint8_t> secret;
-  bool hex = text.size() % 2 == 0;
-  for (size_t i = 0; hex && i < text.size(); i += 2) {
-    auto nibble = [](char ch) {
-      return ch >= '0' && ch <= '9'   ? ch - '0'
-             : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
-             : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
-                                      : -1;
-    };
-    const int hi = nibble(text[i]), lo = nibble(text[i + 1]);
-    hex = hi >= 0 && lo >= 0;
-    if (hex) secret.push_back(static_cast<uint8_t>(hi * 16 + lo));
-  }
-  std::fill(text.begin(), text.end(), '\0');
-  if (!hex || secret.size() < proto::kSecretMinBytes || secret.size() > proto::kSecretMaxBytes) {
-    std::fill(secret.begin(), secret.end(), uint8_t{0});
-    return InvalidArgument("--admin-key-file " + path + ": not " +
-                           std::to_string(2 * proto::kSecretMinBytes) + " .. " +
-                           std::to_string(2 * proto::kSecretMaxBytes) + " hex digits");
-  }
-  return secret;
 }
 
 }  // namespace ina::dp::switchd

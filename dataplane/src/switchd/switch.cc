@@ -103,7 +103,8 @@ class Switch::Core final : private Emitter, private ReplySink, private LeafSink 
     cc.max_k = proto::LargestKFor(max_datagram);
     cc.require_keys = config_.require_job_keys;
     if (!config_.admin_key_file.empty()) {
-      INA_ASSIGN_OR_RETURN(cc.admin_secret, LoadAdminKey(config_.admin_key_file));
+      INA_ASSIGN_OR_RETURN(cc.admin_secret,
+                           proto::LoadSecretFile(config_.admin_key_file, "--admin-key-file"));
     }
     cc.log = [core = index_](const std::string& line) {
       std::fprintf(stderr, "ina-switchd: core %u: %s\n", core, line.c_str());

@@ -1435,23 +1435,7 @@ std::vector<uint8_t> Secret(uint8_t seed, size_t n = 32) {
 // A SET_KEY message as an operator's tool builds it: sealed under the admin key.
 std::vector<uint8_t> SetKey(const std::vector<uint8_t>& admin_secret, uint16_t job, p::SecMode mode,
                             const std::vector<uint8_t>& secret, uint64_t seq) {
-  std::vector<uint8_t> b(p::MessageBytes(secret.size() / 4, 2));
-  p::Header h;
-  h.version = p::kVersion;
-  h.type = static_cast<uint8_t>(p::MsgType::kSetKey);
-  h.sec = static_cast<uint8_t>(p::SecMode::kMacEncrypt);
-  h.job = job;
-  h.count = static_cast<uint16_t>(secret.size() / 4);
-  h.gen = static_cast<uint16_t>(seq >> 32);
-  h.offset = static_cast<uint32_t>(seq);
-  h.aux = static_cast<uint16_t>(mode);
-  p::EncodeHeader(h, b.data());
-  std::copy(secret.begin(), secret.end(), b.begin() + p::kHeaderBytes);
-  const auto key =
-      p::DeriveTrafficKey(admin_secret, p::KeyDirection::kUp, 0, 0, p::Session{}).value();
-  EXPECT_TRUE(p::SealOnce(key, p::SecMode::kMacEncrypt, b.data(), b.size() - p::kTagBytes,
-                          p::MakeNonce(0, 0, seq)));
-  return b;
+  return p::SealSetKey(admin_secret, job, mode, secret, seq).value();
 }
 
 // Data packet d sealed as a keyed job's worker seals it in grant `grant` (use = gen).

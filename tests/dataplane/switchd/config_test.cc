@@ -6,8 +6,6 @@
 #include "ina/dp/switchd/config.h"
 
 #include <gtest/gtest.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
@@ -286,38 +284,6 @@ TEST(SwitchdConfig, HelpPrintAndDocsListEveryFlag) {
   }
   // --rtl-idle, --rtl-stall, --trace, --trace-from, --trace-cycles, --replay, --out.
   EXPECT_EQ(FlagNames(kSwitchd).size() + 7, FlagNames(kRtl).size());
-}
-
-// The admin secret's file (docs/security.md): owner-only, hex, 16 .. 64 bytes; never echoed.
-TEST(AdminKeyFile, OwnerOnlyHexOfTheRightLength) {
-  char dir[] = "/tmp/ina_admin_key_XXXXXX";
-  ASSERT_NE(mkdtemp(dir), nullptr);
-  const std::string path = std::string(dir) + "/admin.key";
-  auto write = [&](const std::string& text, mode_t mode) {
-    std::ofstream(path) << text;
-    ASSERT_EQ(chmod(path.c_str(), mode), 0);
-  };
-  const std::string hex = "00112233445566778899aabbccddeeff00112233445566778899AABBCCDDEEFF";
-  write(hex + "\n", 0600);
-  auto ok = LoadAdminKey(path);
-  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
-  ASSERT_EQ(ok->size(), 32u);
-  EXPECT_EQ((*ok)[1], 0x11);
-  EXPECT_EQ((*ok)[31], 0xFF);
-  write(hex, 0640);
-  auto loose = LoadAdminKey(path);
-  EXPECT_EQ(loose.status().code(), StatusCode::kFailedPrecondition);
-  EXPECT_NE(loose.status().message().find("chmod 600"), std::string::npos);
-  for (const std::string& bad :
-       {std::string("00112233"), hex + "0", std::string(130, 'a'), "zz" + hex.substr(2)}) {
-    write(bad, 0400);
-    auto r = LoadAdminKey(path);
-    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
-    EXPECT_EQ(r.status().message().find(bad), std::string::npos) << "the file's text is echoed";
-  }
-  EXPECT_FALSE(LoadAdminKey(std::string(dir) + "/missing").ok());
-  std::remove(path.c_str());
-  rmdir(dir);
 }
 
 }  // namespace

@@ -55,18 +55,7 @@ class KeyDir {
 
 Bytes SetKey(const std::vector<uint8_t>& admin, uint16_t job, const std::vector<uint8_t>& secret,
              uint64_t seq) {
-  Bytes b = Header(p::MsgType::kSetKey, job, 0);
-  p::SetSec(b.data(), static_cast<uint8_t>(p::SecMode::kMacEncrypt));
-  p::SetAux(b.data(), static_cast<uint16_t>(p::SecMode::kMac));
-  p::SetCount(b.data(), static_cast<uint16_t>(secret.size() / 4));
-  p::SetGen(b.data(), static_cast<uint16_t>(seq >> 32));
-  p::SetOffset(b.data(), static_cast<uint32_t>(seq));
-  const size_t len = p::kHeaderBytes + secret.size();
-  b.resize(len + p::kTagBytes);
-  std::copy(secret.begin(), secret.end(), b.begin() + p::kHeaderBytes);
-  const auto key = p::DeriveTrafficKey(admin, p::KeyDirection::kUp, 0, 0, p::Session{}).value();
-  EXPECT_TRUE(p::SealOnce(key, p::SecMode::kMacEncrypt, b.data(), len, p::MakeNonce(0, 0, seq)));
-  return b;
+  return p::SealSetKey(admin, job, p::SecMode::kMac, secret, seq).value();
 }
 
 // Data as a keyed worker sends it in the job's first grant (use = gen).

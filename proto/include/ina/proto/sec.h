@@ -17,6 +17,9 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
+#include <vector>
 
 #include "ina/base/status.h"
 #include "ina/proto/wire.h"
@@ -51,6 +54,21 @@ inline Nonce MakeNonce(uint16_t rank, uint16_t slot, uint64_t use) {
   for (int i = 0; i < 8; ++i) n[4 + i] = static_cast<uint8_t>(use >> (56 - 8 * i));
   return n;
 }
+
+// A secret from a file (a job secret, a fabric's admin secret): hex digits, whitespace around
+// them ignored, kSecretMinBytes .. kSecretMaxBytes bytes. FailedPrecondition if group or others
+// may access the file (it holds a secret: mode 0600 or stricter); InvalidArgument if it is not
+// such hex; the errno's status if it cannot be read. `what` names it in errors
+// ("--admin-key-file"). Never echoes the file's contents.
+Result<std::vector<uint8_t>> LoadSecretFile(const std::string& path, std::string_view what);
+
+// A set_key message (proto/ina.toml; docs/security.md, the admin channel): install `secret` (16 ..
+// 64 bytes, a multiple of 4) for job `job` in `mode`, sealed in mode mac_encrypt under the admin
+// key derived from `admin_secret`, sequence `seq` (< 2^48, growing from one set_key to the next).
+// InvalidArgument for a bad secret, sequence or admin secret.
+Result<std::vector<uint8_t>> SealSetKey(std::span<const uint8_t> admin_secret, uint16_t job,
+                                        SecMode mode, std::span<const uint8_t> secret,
+                                        uint64_t seq);
 
 // One traffic key, ready to seal or to open messages (the AES key schedule is computed once, in
 // Create). Sealing and opening are separate objects (GCM encrypts one way, decrypts the other):

@@ -19,12 +19,6 @@
 
 namespace ina::dp::switchd {
 
-// Reads the admin secret from `path` (Config::admin_key_file): hex digits, whitespace around
-// them ignored. FailedPrecondition if group or others may read or write the file (it holds a
-// secret); InvalidArgument if it is not 16 .. 64 bytes of hex; NotFound / the errno otherwise.
-// The secret is never printed, not even in errors.
-Result<std::vector<uint8_t>> LoadAdminKey(const std::string& path);
-
 struct Config {
   std::string bind = "127.0.0.1";   // IPv4 or IPv6 literal
   uint16_t port = 47000;            // UDP port; 0: ephemeral (the listening line says which)
