@@ -153,5 +153,36 @@ TEST(SwitchdKeys, AdminKeyFileOthersMayReadIsRefusedAtStart) {
   std::remove((dir.path() + ".out").c_str());
 }
 
+#ifdef INA_JOBKEY_BIN
+// The operator's tool: ina-jobkey installs a key from a secret file (then the job joins); with
+// another admin key it gets no acknowledgement and says so.
+TEST(SwitchdKeys, InaJobkeyInstallsAKey) {
+  const auto admin = Secret(1);
+  KeyDir dir(admin, 0600);
+  KeyDir job_secret(Secret(2), 0600);
+  KeyDir other_admin(Secret(8), 0600);
+  SwitchProcess sw({"--port", "0", "--admin-key-file", dir.path(), "--require-job-keys", "1"});
+  ASSERT_TRUE(sw.ok());
+  auto run = [&](const std::string& admin_file) {
+    const std::string cmd = std::string(INA_JOBKEY_BIN) +
+                            " --switch 127.0.0.1:" + std::to_string(sw.port()) +
+                            " --admin-key-file " + admin_file + " --job 7 --secret-file " +
+                            job_secret.path() + " --timeout-ms 200 > /dev/null 2>&1";
+    const int rc = std::system(cmd.c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  EXPECT_EQ(run(other_admin.path()), 1);
+  EXPECT_EQ(run(dir.path()), 0);
+  Worker w(sw.port());
+  w.Send(Join(7, 0, 1, 64, 2));
+  auto a = w.Recv();
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(p::GetType(a->data()), static_cast<uint8_t>(p::MsgType::kJoinAck));
+  auto c = sw.Stop();
+  EXPECT_EQ(c["keys_installed"], 1u);
+  EXPECT_EQ(c["admin_forged"], 5u);  // the other admin key's five tries
+}
+#endif
+
 }  // namespace
 }  // namespace ina::test
