@@ -21,10 +21,12 @@ QC_BUILD="${INA_BUILD_DIR:-$QC_ROOT/build}"
 # With them the memory domain's tests (the CUDA domain's no-device unit test and its hw test: a
 # device all-reduce through the in-process fabric, bit for bit against the host path).
 # And the GPUDirect side: the payload CRC arithmetic (unit) and kernel (hw), the CUDA domain's
-# NIC buffers (hw: skips where the device exports no dma-buf).
+# NIC buffers (hw: skips where the device exports no dma-buf). And the domain's kernels while
+# another kernel waits for them (lazy loading: the NCCL GPU-buffer hang; docs/nccl.md).
 QC_TESTS=(drv_gpu_elem_test drv_gpu_map_test drv_gpu_api_test drv_gpu_quant_hw_test
   drv_gpu_domain_test drv_gpu_domain_hw_test drv_gpu_crc_elem_test drv_gpu_crc_hw_test
-  drv_gpu_nic_ranges_test drv_gpu_nicbuf_hw_test drv_gpu_gpudirect_hw_test)
+  drv_gpu_nic_ranges_test drv_gpu_nicbuf_hw_test drv_gpu_gpudirect_hw_test
+  drv_gpu_lazy_load_hw_test)
 
 qc_log() { echo "quant-check: $*" >&2; }
 

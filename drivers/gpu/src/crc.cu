@@ -80,4 +80,10 @@ Status BlockCrcs(const uint8_t* wire, size_t n, int k, uint32_t* crcs, cudaStrea
   return CudaStatus(cudaGetLastError(), "launch BlockCrcKernel");
 }
 
+Status LoadCrcKernels() {
+  cudaFuncAttributes a{};
+  return CudaStatus(cudaFuncGetAttributes(&a, BlockCrcKernel),
+                    "cudaFuncGetAttributes(BlockCrcKernel)");
+}
+
 }  // namespace ina::gpu

@@ -122,6 +122,12 @@ class CudaDomain final : public MemoryDomain {
       uint64_t keep = UINT64_MAX;
       INA_CUDA_RETURN_IF_ERROR(
           cudaMemPoolSetAttribute(pool_, cudaMemPoolAttrReleaseThreshold, &keep));
+      // Every kernel this domain may launch is loaded now, not at its first launch: under lazy
+      // loading that launch can wait for the device's running kernels, and one of them may be
+      // waiting for this domain's all-reduce (NCCL's CollNet kernel with GPU buffers: the hang
+      // of docs/nccl.md, "GPU buffers"). The domain is made before any such kernel runs.
+      INA_RETURN_IF_ERROR(LoadQuantKernels());
+      INA_RETURN_IF_ERROR(LoadCrcKernels());
     }
     return Status::Ok();
   }

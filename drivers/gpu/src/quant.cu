@@ -193,6 +193,43 @@ Status DequantizeIndexed(const uint8_t* in, size_t stride, size_t n, int k, cons
   return Status::Ok();
 }
 
+// Lazy loading: cudaFuncGetAttributes extracts the kernel's function handle, which loads it.
+template <typename Kernel>
+Status LoadKernel(Kernel* kernel, const char* name) {
+  cudaFuncAttributes a{};
+  return CudaStatus(cudaFuncGetAttributes(&a, kernel),
+                    std::string("cudaFuncGetAttributes(") + name + ")");
+}
+
+// Every instantiation the launches above can pick for input type T.
+template <typename T>
+Status LoadTypedKernels() {
+  INA_RETURN_IF_ERROR(LoadKernel(BlockExpKernel<T, true>, "BlockExpKernel"));
+  INA_RETURN_IF_ERROR(LoadKernel(BlockExpKernel<T, false>, "BlockExpKernel"));
+  for (Status s : {LoadKernel(QuantizeVecKernel<T, uint32_t, true>, "QuantizeVecKernel"),
+                   LoadKernel(QuantizeVecKernel<T, uint32_t, false>, "QuantizeVecKernel"),
+                   LoadKernel(QuantizeVecKernel<T, uint64_t, true>, "QuantizeVecKernel"),
+                   LoadKernel(QuantizeVecKernel<T, uint64_t, false>, "QuantizeVecKernel"),
+                   LoadKernel(QuantizeOneKernel<T, uint32_t>, "QuantizeOneKernel"),
+                   LoadKernel(QuantizeOneKernel<T, uint64_t>, "QuantizeOneKernel")}) {
+    INA_RETURN_IF_ERROR(s);
+  }
+  return Status::Ok();
+}
+
+template <typename Index>
+Status LoadDequantizeKernels() {
+  for (Status s : {LoadKernel(DequantizeVecKernel<Index, true, true>, "DequantizeVecKernel"),
+                   LoadKernel(DequantizeVecKernel<Index, true, false>, "DequantizeVecKernel"),
+                   LoadKernel(DequantizeVecKernel<Index, false, true>, "DequantizeVecKernel"),
+                   LoadKernel(DequantizeVecKernel<Index, false, false>, "DequantizeVecKernel"),
+                   LoadKernel(DequantizeOneKernel<Index, true>, "DequantizeOneKernel"),
+                   LoadKernel(DequantizeOneKernel<Index, false>, "DequantizeOneKernel")}) {
+    INA_RETURN_IF_ERROR(s);
+  }
+  return Status::Ok();
+}
+
 template <typename T>
 Status QuantizeTyped(const T* x, size_t n, int k, const uint8_t* exps, int precision, uint8_t* out,
                      size_t stride, cudaStream_t stream) {
@@ -307,6 +344,14 @@ Status Dequantize(const uint8_t* in, size_t in_stride, size_t n, int k, const ui
              ? DequantizeIndexed<uint32_t, false>(in, stride, n, k, exps, precision, d, out, stream)
              : DequantizeIndexed<uint64_t, false>(in, stride, n, k, exps, precision, d, out,
                                                   stream);
+}
+
+Status LoadQuantKernels() {
+  INA_RETURN_IF_ERROR(LoadTypedKernels<float>());
+  INA_RETURN_IF_ERROR(LoadTypedKernels<e::BFloat16>());
+  INA_RETURN_IF_ERROR(LoadTypedKernels<e::Float16>());
+  INA_RETURN_IF_ERROR(LoadDequantizeKernels<uint32_t>());
+  return LoadDequantizeKernels<uint64_t>();
 }
 
 }  // namespace ina::gpu

@@ -25,4 +25,7 @@ namespace ina::gpu {
 
 Status BlockCrcs(const uint8_t* wire, size_t n, int k, uint32_t* crcs, cudaStream_t stream);
 
+// Loads BlockCrcs's kernel onto the current device now: why, as LoadQuantKernels (quant.h).
+Status LoadCrcKernels();
+
 }  // namespace ina::gpu

@@ -71,4 +71,14 @@ Status Quantize(const void* x, DType dtype, size_t n, int k, const uint8_t* exps
 Status Dequantize(const uint8_t* in, size_t in_stride, size_t n, int k, const uint8_t* exps,
                   int precision, int divisor, float* out, cudaStream_t stream);
 
+// Loads every kernel behind the calls above onto the current device now, so that no later call
+// loads one. Under lazy loading (CUDA_MODULE_LOADING=LAZY, the default since CUDA 12.2) a
+// kernel's first launch loads it, and loading may wait for the device's running work under the
+// context's lock: a launch made while another kernel waits for this one's result (NCCL's CollNet
+// kernel spins until the plugin's all-reduce is done) then never returns. Call it where no such
+// kernel can run yet (the CUDA memory domain does, when it is made). Idempotent and cheap after
+// the first call (one cudaFuncGetAttributes per kernel). Errors: the CUDA error, naming the
+// kernel.
+Status LoadQuantKernels();
+
 }  // namespace ina::gpu
