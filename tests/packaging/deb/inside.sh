@@ -72,6 +72,22 @@ kill -TERM $SW
 wait $SW || fail "ina-switchd exited $? on SIGTERM"
 grep -q '"switch_counters"' switchd.out || fail "no summary line at exit"
 
+echo "== ina-jobkey: a job's key into a keyed switch, both from the packages"
+command -v ina-jobkey >/dev/null || fail "ina-jobkey is not installed"
+(umask 077
+ od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >admin.key
+ od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >job.key)
+ina-switchd --bind 127.0.0.1 --port 47001 --admin-key-file admin.key --require-job-keys 1 \
+  >keyed.out 2>&1 &
+KSW=$!
+for _ in $(seq 100); do grep -q "listening on" keyed.out && break; sleep 0.1; done
+grep -q "listening on 127.0.0.1:47001" keyed.out || { cat keyed.out; fail "keyed switch not listening"; }
+timeout 30 ina-jobkey --switch 127.0.0.1:47001 --admin-key-file admin.key --job 7 \
+  --secret-file job.key || { cat keyed.out; fail "ina-jobkey did not install the key"; }
+kill -TERM $KSW
+wait $KSW || fail "the keyed ina-switchd exited $? on SIGTERM"
+grep -q '"keys_installed": 1[,}]' keyed.out || { tail -3 keyed.out; fail "the switch counted no installed key"; }
+
 echo "== dpkg --purge"
 # shellcheck disable=SC2086
 dpkg --purge $PKGS >purge.log 2>&1 || { cat purge.log; fail "dpkg --purge"; }
