@@ -130,6 +130,10 @@ for phase in $PHASES; do
       note "" "## one job on 1/2/4/8 switch cores (--core-ports 1; UDP, then DPDK memif)"
       # Over UDP, then over DPDK memif (a queue per core; needs root, as the testbed does).
       for io in udp dpdk; do
+        if [[ $io == dpdk ]] && ! grep -qs '^INA_NET_DPDK_FOUND:INTERNAL=1' "$BUILD_DIR/CMakeCache.txt"; then
+          note "" "### scaling dpdk: skipped (this build has no DPDK: libdpdk not found at configure)"
+          continue
+        fi
         if [[ $QUICK == 1 ]]; then
           run "scaling $io (quick, ALL=1)" "$OUT/scaling-$io.log" env IO=$io ONE_JOB=1 ALL=1 \
             BUILD="$BUILD_DIR" OUT="$OUT/scaling" scripts/bench-switch-scaling.sh 65536 3
