@@ -1,5 +1,5 @@
 #!/bin/bash
-# ina-switchd --cores N scaling over UDP on loopback: for N in 1 2 4 8 (each N only where the
+# ina-switchd --cores N scaling over UDP on loopback (or over DPDK memif, IO=dpdk below): for N in 1 2 4 8 (each N only where the
 # machine has at least 2N cores: N switch cores plus N workers), one job per core (job ids
 # 0..N-1, steered one to each core), one ina-dpdk-worker per job (INA_TRANSPORT=udp, world 1,
 # K 256, window 256), REPEATS float all-reduces of ELEMENTS each. Prints per N the packets/s
@@ -14,10 +14,20 @@
 # ONE_JOB=1: one job on every core instead (ina-switchd --cores N --core-ports 1; one worker with
 # N lanes, INA_SWITCH_CORES=N, lane l to core l: docs/switchd.md "One job on every core").
 # K=256 (default) or another K for every worker (INA_K).
+# IO=dpdk (with ONE_JOB=1; root): the same over DPDK instead of UDP: ina-switchd --io dpdk with one
+# net_memif server port of N queues (--core-ports 1: core c owns queue c), the worker a memif
+# client whose lane l sends on queue l (docs/switchd.md "Over DPDK: one queue per core"); --no-huge
+# EALs; K above 256 runs at MTU 9000 with 16 KiB memif buffers.
 set -u
 E=${1:-1048576}
 K=${K:-256}
 ONE_JOB=${ONE_JOB:-0}
+IO=${IO:-udp}
+case $IO in
+  udp) ;;
+  dpdk) [ "$ONE_JOB" = 1 ] || { echo "IO=dpdk needs ONE_JOB=1"; exit 2; } ;;
+  *) echo "IO=$IO: udp or dpdk"; exit 2 ;;
+esac
 R=${2:-20}
 B=${BUILD:-build}/bin
 for f in "$B/ina-switchd" "$B/ina-dpdk-worker"; do
@@ -25,8 +35,9 @@ for f in "$B/ina-switchd" "$B/ina-dpdk-worker"; do
 done
 CPUS=$(nproc)
 D=$(mktemp -d /tmp/ina-scale-XXXX)
-trap 'kill $SW 2>/dev/null; rm -rf "$D"' EXIT
-json="{\"elements\": $E, \"repeats\": $R, \"k\": $K, \"one_job\": $ONE_JOB, \"cpus\": $CPUS, \"runs\": ["
+PFX=inascale$$
+trap 'kill $SW 2>/dev/null; rm -rf "$D" /var/run/dpdk/${PFX}_*' EXIT
+json="{\"elements\": $E, \"repeats\": $R, \"k\": $K, \"one_job\": $ONE_JOB, \"io\": \"$IO\", \"cpus\": $CPUS, \"runs\": ["
 first=1
 for N in 1 2 4 8; do
   PIN_SW="taskset -c 0-$((N - 1))"
@@ -40,15 +51,33 @@ for N in 1 2 4 8; do
   fi
   # Switch threads on CPUs 0..N-1, worker j on CPU N+j (taskset, util-linux), so neither side
   # takes the other's CPUs.
-  $PIN_SW "$B/ina-switchd" --bind 127.0.0.1 --port 0 --cores "$N" --core-ports "$ONE_JOB" \
-    > "$D/sw$N.log" 2>&1 &
+  if [ "$IO" = dpdk ]; then
+    EAL="--no-huge -m 256 --no-pci --no-telemetry --log-level=*:warning"
+    MEMIF="net_memif0,id=0,socket=$D/m$N.sock"
+    MTU=()
+    if [ "$K" -gt 256 ]; then MEMIF+=",bsize=16384"; MTU=(--dpdk-mtu 9000); fi
+    $PIN_SW "$B/ina-switchd" --bind 10.77.0.1 --port 47000 --cores "$N" --core-ports 1 \
+      --dpdk "$EAL --file-prefix ${PFX}_sw$N -l 0 --vdev $MEMIF,role=server" "${MTU[@]}" \
+      --dpdk-backoff-us 200 > "$D/sw$N.log" 2>&1 &
+  else
+    $PIN_SW "$B/ina-switchd" --bind 127.0.0.1 --port 0 --cores "$N" --core-ports "$ONE_JOB" \
+      > "$D/sw$N.log" 2>&1 &
+  fi
   SW=$!
   # (The log may not exist yet: the background shell opens it.)
-  for _ in $(seq 100); do grep -qs "listening on" "$D/sw$N.log" && break; sleep 0.05; done
+  for _ in $(seq 400); do grep -qs "listening on" "$D/sw$N.log" && break; sleep 0.05; done
   ADDR=$(sed -n 's/^ina-switchd listening on //p' "$D/sw$N.log")
   t0=$(date +%s.%N)
   pids=()
-  if [ "$ONE_JOB" = 1 ]; then  # one worker, a lane per switch core, on CPUs N..2N-1
+  if [ "$IO" = dpdk ]; then  # one worker over memif, lane l on queue l, on CPUs N..2N-1
+    INA_TRANSPORT=dpdk INA_SWITCH=10.77.0.1:47000 INA_DPDK_LOCAL=10.77.1.1:40000 \
+      INA_DPDK_EAL="$EAL --file-prefix ${PFX}_w$N --lcores 0@$([ "$pinned" = true ] && echo $N || echo 0) --vdev $MEMIF,role=client" \
+      INA_DPDK_MTU=$([ "$K" -gt 256 ] && echo 9000 || echo 1500) INA_DPDK_BACKOFF_US=200 \
+      INA_JOB=1 INA_WORLD=1 INA_RANK=0 INA_K=$K INA_PROGRESS_THREADS=$N INA_SWITCH_CORES=$N \
+      timeout 600 ${PIN_SW:+taskset -c $N-$((2 * N - 1))} "$B/ina-dpdk-worker" "$E" 1 "$R" \
+      > "$D/w$N.0.log" 2> /dev/null &
+    pids+=($!)
+  elif [ "$ONE_JOB" = 1 ]; then  # one worker, a lane per switch core, on CPUs N..2N-1
     INA_TRANSPORT=udp INA_SWITCH=$ADDR INA_JOB=1 INA_WORLD=1 INA_RANK=0 INA_K=$K \
       INA_PROGRESS_THREADS=$N INA_SWITCH_CORES=$N \
       timeout 600 ${PIN_SW:+taskset -c $N-$((2 * N - 1))} "$B/ina-dpdk-worker" "$E" 1 "$R" \
@@ -82,6 +111,7 @@ echo "$json]}"
 OUT=${OUT:-switch-scaling-out}
 name=switch-scaling
 [ "$ONE_JOB" = 1 ] && name=switch-scaling-one-job
+[ "$IO" = dpdk ] && name=switch-scaling-one-job-dpdk
 if mkdir -p "$OUT" && echo "$json]}" > "$OUT/$name.json"; then
   python3 "$(dirname "$0")/plot/plot.py" switch-scaling "$OUT/$name.png" "$OUT/$name.json" ||
     echo "bench-switch-scaling: no plot" >&2

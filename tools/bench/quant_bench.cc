@@ -2,6 +2,9 @@
 // packet's payload each). Bytes counted are float bytes (4 per element) in and out of the kernel.
 // Each variant the CPU runs is registered; the `size` argument is elements per call over all
 // blocks.
+// The send path's quantize + payload CRC, in K = 2048 blocks (8 KiB payloads), two ways in the same
+// run: quantize+crc_2pass (the whole chunk quantized, then each block's CRC32C in a second pass,
+// as the staged path did) and quantize_crc (the fused kernel: each block's CRC while it is in L1).
 //   ina-quant-bench [--benchmark_filter=...] [--benchmark_min_time=...]
 #include <benchmark/benchmark.h>
 
@@ -13,6 +16,7 @@
 #include <vector>
 
 #include "ina/host/quant.h"
+#include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 
 namespace ina::host::quant {
@@ -75,13 +79,59 @@ void BM_Dequantize(benchmark::State& state, const Kernels* k) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * n * 4);
 }
 
+constexpr size_t kCrcK = 2048;
+
+// REQUIRES: n a multiple of kCrcK.
+struct CrcInput {
+  explicit CrcInput(const Kernels* k, size_t n)
+      : x(Data(n)), exps(n / kCrcK), wire(4 * n), crcs(n / kCrcK) {
+    for (size_t b = 0; b < n; b += kCrcK) {
+      exps[b / kCrcK] = k->block_exp(x.data() + b, kCrcK, nullptr);
+    }
+  }
+  std::vector<float> x;
+  std::vector<uint8_t> exps;
+  std::vector<uint8_t> wire;
+  std::vector<uint32_t> crcs;
+};
+
+void BM_QuantizeThenCrcPass(benchmark::State& state, const Kernels* k) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  CrcInput in(k, n);
+  for (auto _ : state) {
+    for (size_t b = 0; b < n; b += kCrcK) {
+      k->quantize(in.x.data() + b, kCrcK, in.exps[b / kCrcK], kPrecision, in.wire.data() + 4 * b);
+    }
+    for (size_t b = 0; b < n; b += kCrcK) {
+      in.crcs[b / kCrcK] = proto::Crc32c(0, in.wire.data() + 4 * b, 4 * kCrcK);
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * n * 4);
+}
+
+void BM_QuantizeCrc(benchmark::State& state, const Kernels* k) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  CrcInput in(k, n);
+  for (auto _ : state) {
+    for (size_t b = 0; b < n; b += kCrcK) {
+      in.crcs[b / kCrcK] = k->quantize_crc(in.x.data() + b, kCrcK, in.exps[b / kCrcK], kPrecision,
+                                           in.wire.data() + 4 * b);
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * n * 4);
+}
+
 void RegisterAll() {
   for (const Kernels* k : {&ScalarKernels(), Avx2Kernels(), Avx512Kernels()}) {
     if (k == nullptr) continue;
     const std::string name(k->name);
     for (auto [label, fn] :
          {std::pair{"block_exp", &BM_BlockExp}, std::pair{"quantize", &BM_Quantize},
-          std::pair{"dequantize", &BM_Dequantize}}) {
+          std::pair{"dequantize", &BM_Dequantize},
+          std::pair{"quantize+crc_2pass", &BM_QuantizeThenCrcPass},
+          std::pair{"quantize_crc", &BM_QuantizeCrc}}) {
       benchmark::RegisterBenchmark((std::string(label) + "/" + name).c_str(), fn, k)
           ->Arg(64 * 1024)         // 256 KiB of floats: L2-resident
           ->Arg(4 * 1024 * 1024);  // 16 MiB: memory-bound

@@ -164,8 +164,9 @@ std::vector<Flag> Flags(const EngineMenu& engines) {
                "(--io udp) or every N-th DPDK port",
                "cores", &Config::cores, 1, kMaxCores),
       UintFlag("--core-ports", "0|1",
-               "--io udp: 1 gives core c its own port, --port + c, for\nworkers with lanes on "
-               "switch cores (INA_SWITCH_CORES): one job\non every core (default 0)",
+               "1 gives core c its own port, --port + c, for workers\nwith lanes on switch cores "
+               "(INA_SWITCH_CORES): one job on\nevery core (default 0); --io dpdk: queue c of "
+               "every port",
                "core_ports", &Config::core_ports, 0, 1),
       {"--io", "udp|dpdk|roce",
        "packet I/O (default udp; dpdk when built); roce: RoCEv2 UD\nSENDs on --bind:4791 (a raw "
@@ -315,8 +316,12 @@ Status Validate(Config& c, const EngineMenu& engines) {
   } else if (c.leaf_index != 0 || c.leaves != 1) {
     return InvalidArgument("--leaf-index / --leaves need --upstream ADDR:PORT");
   }
-  if (c.core_ports != 0 && c.io != "udp") {
-    return Bad("--core-ports", "0 unless --io udp (a port per core)", std::to_string(c.core_ports));
+  if (c.core_ports != 0 && c.io != "udp" && c.io != "dpdk") {
+    return Bad("--core-ports", "0 unless --io udp or dpdk (a port or queue per core)",
+               std::to_string(c.core_ports));
+  }
+  if (c.core_ports != 0 && c.io == "dpdk" && c.port == 0) {
+    return Bad("--port", "a port number with --io dpdk --core-ports 1 (core c: port + c)", "0");
   }
   if (c.core_ports != 0 && c.port != 0 && c.port + c.cores - 1 > 65535) {
     return Bad(

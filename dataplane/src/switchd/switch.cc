@@ -828,6 +828,23 @@ Result<std::unique_ptr<Switch>> Switch::Create(const Config& config,
       pc.zero_copy = false;  // the send queue is reused at once: copy into the mbufs
       pc.tx_mbufs = 2047;
       pc.ipv4_datagrams = roce;  // RoCE over DPDK: the codec around a datagram port
+      if (config.core_ports != 0) {
+        // One job on every core: core c owns queue c of every port and listens on --port + c;
+        // a worker's lane c sends on its queue c (net_memif pairs queues by index), so nothing
+        // passes between cores.
+        pc.queues = n;
+        for (unsigned c = 0; c < n; ++c) {
+          pc.queue = c;
+          pc.udp_port = static_cast<uint16_t>(config.port + c);
+          auto port = net::OpenDpdkPort(pc);
+          if (!port.ok()) {
+            return port.status().WithContext("--core-ports: " + name + " queue " +
+                                             std::to_string(c));
+          }
+          ports[c].push_back(std::move(*port));
+        }
+        continue;
+      }
       INA_ASSIGN_OR_RETURN(std::unique_ptr<net::Port> port, net::OpenDpdkPort(pc));
       // Port i belongs to core i % n (Core::GlobalPort).
       ports[i % n].push_back(roce ? net::WrapRoce(std::move(port), me) : std::move(port));
@@ -893,8 +910,10 @@ Result<std::unique_ptr<Switch>> Switch::Create(const Config& config,
     auto core = std::make_unique<Core>(c, config, std::move(engine));
     INA_RETURN_IF_ERROR(core->Init(std::move(ports[c])));
     if (n > 1 && config.uses_eal()) {
-      if (s->handoff_ == nullptr) s->handoff_ = std::make_unique<Handoff>(n);
-      core->SetHandoff(s->handoff_.get());
+      if (config.core_ports == 0) {  // jobs by id: a packet may arrive on another core's port
+        if (s->handoff_ == nullptr) s->handoff_ = std::make_unique<Handoff>(n);
+        core->SetHandoff(s->handoff_.get());
+      }
       if (c > 0 && have_before_eal) core->SetCpus(before_eal);
     }
     s->cores_.push_back(std::move(core));

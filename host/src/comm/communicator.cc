@@ -511,7 +511,12 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const CommConfig& con
   for (int l = 0; l < config.progress_threads; ++l) {  // one socket (udp) or port (dpdk) per lane
     TransportConfig lane = tc;
     if (config.transport == "dpdk" && config.progress_threads > 1) {
-      lane.dpdk.port = dpdk_ports[l];
+      if (config.switch_cores > 1) {  // one port, queue l: it pairs with the switch's queue l
+        lane.dpdk_queues = static_cast<unsigned>(config.switch_cores);
+        lane.dpdk_queue = static_cast<unsigned>(l);
+      } else {
+        lane.dpdk.port = dpdk_ports[l];
+      }
       lane.dpdk.local_port = static_cast<uint16_t>(config.dpdk.local_port + l);
     }
     // Lanes on switch cores: lane l to core l's own port (validated: it fits).

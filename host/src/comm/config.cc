@@ -76,7 +76,14 @@ Status CommConfig::Validate() const {
                transport);
   }
   if (progress_threads > 1 && transport == "dpdk") {
-    const std::vector<std::string> ports = DpdkLanePorts(dpdk.port, progress_threads);
+    // On switch cores the lanes are the queues of one port (dpdk.port: one name or empty).
+    const std::vector<std::string> ports =
+        DpdkLanePorts(dpdk.port, switch_cores > 1 ? 1 : progress_threads);
+    if (ports.empty() && switch_cores > 1) {
+      return bad("switch_cores " + std::to_string(switch_cores) +
+                 " over dpdk takes one port, its queue l for lane l: dpdk.port empty or one " +
+                 "name, not '" + dpdk.port + "'");
+    }
     if (ports.empty()) {
       return bad("progress_threads " + std::to_string(progress_threads) +
                  " over dpdk needs a port per lane: dpdk.port empty (lane l takes the l-th " +
@@ -99,9 +106,11 @@ Status CommConfig::Validate() const {
                  std::to_string(switch_cores) + " (one lane per switch core), not " +
                  std::to_string(progress_threads));
     }
-    if (transport != "udp") {
+    if (transport != "udp" && transport != "dpdk") {
       return bad("switch_cores " + std::to_string(switch_cores) +
-                 " needs transport udp (a socket per core's port), not " + transport);
+                 " needs transport udp (a socket per core's port) or dpdk (a queue per core), "
+                 "not " +
+                 transport);
     }
     if (switch_port + switch_cores - 1 > 65535) {
       return bad("switch_port " + std::to_string(switch_port) + " + core " +

@@ -168,12 +168,12 @@ Status StagedOp::Agree(int64_t b, uint8_t exp) {
   const size_t off = b0 * k_;
   const size_t cnt = std::min(qblocks_ * k_, n_ - off);
   uint8_t* wire = (nic_wire_ != nullptr ? nic_wire_ : staging_) + 4 * off;
-  auto f = domain_.Quantize(reinterpret_cast<const float*>(user_) + off, cnt, k_, agreed_ + b0,
-                            precision_, wire);
-  if (f.ok() && nic_wire_ != nullptr) {
-    // The payload CRCs after the quantization (in order): the block is sendable when they are.
-    f = domain_.PayloadCrcs(wire, cnt, k_, crcs_ + b0);
-  }
+  const float* src = reinterpret_cast<const float*>(user_) + off;
+  // With a NIC buffer, the payload CRCs too, in the same pass where the domain can (the block is
+  // sendable when they are).
+  auto f = nic_wire_ != nullptr
+               ? domain_.QuantizeCrcs(src, cnt, k_, agreed_ + b0, precision_, wire, crcs_ + b0)
+               : domain_.Quantize(src, cnt, k_, agreed_ + b0, precision_, wire);
   if (!f.ok()) {
     return f.status().WithContext(domain_.name() + ": quantization of blocks " +
                                   std::to_string(b0) + ".." +

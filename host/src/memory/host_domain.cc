@@ -39,6 +39,12 @@ Result<std::unique_ptr<NicBuffer>> MemoryDomain::AllocNicBuffer(size_t) {
 Result<MemoryDomain::Fence> MemoryDomain::PayloadCrcs(const uint8_t*, size_t, size_t, uint32_t*) {
   return Unimplemented(name() + ": no payload CRCs in the domain");
 }
+Result<MemoryDomain::Fence> MemoryDomain::QuantizeCrcs(const float* src, size_t n, size_t k,
+                                                       const uint8_t* exps, int precision,
+                                                       uint8_t* wire, uint32_t* crcs) {
+  INA_RETURN_IF_ERROR(Quantize(src, n, k, exps, precision, wire).status());
+  return PayloadCrcs(wire, n, k, crcs);
+}
 
 namespace {
 
@@ -165,20 +171,13 @@ class HostDomain final : public MemoryDomain {
   Result<Fence> Quantize(const float* src, size_t n, size_t k, const uint8_t* exps, int precision,
                          uint8_t* wire) override {
     INA_RETURN_IF_ERROR(CheckQuantize("Quantize", k, precision));
-    return Enqueue([=, this] {
-      for (size_t b = 0, off = 0; off < n; ++b, off += k) {
-        const size_t cnt = std::min(k, n - off);
-        // Outside the contract (Inf/NaN) the CPU's conversion is undefined: zeros instead (the
-        // communicator sends zeros for such a block and never reads these).
-        bool nonfinite = false;
-        (void)kern_.block_exp(src + off, cnt, &nonfinite);
-        if (nonfinite) {
-          std::memset(wire + 4 * off, 0, 4 * cnt);
-        } else {
-          kern_.quantize(src + off, cnt, exps[b], precision, wire + 4 * off);
-        }
-      }
-    });
+    return Enqueue([=, this] { QuantizeBlocks(src, n, k, exps, precision, wire, nullptr); });
+  }
+
+  Result<Fence> QuantizeCrcs(const float* src, size_t n, size_t k, const uint8_t* exps,
+                             int precision, uint8_t* wire, uint32_t* crcs) override {
+    INA_RETURN_IF_ERROR(CheckQuantize("QuantizeCrcs", k, precision));
+    return Enqueue([=, this] { QuantizeBlocks(src, n, k, exps, precision, wire, crcs); });
   }
 
   Result<Fence> Dequantize(float* dst, const uint8_t* wire, size_t n, size_t k, const uint8_t* exps,
@@ -227,6 +226,28 @@ class HostDomain final : public MemoryDomain {
       return Unimplemented("host-async: does not quantize (HostDomainOptions::quantize false)");
     }
     return CheckQuantArgs(what, k, precision, divisor);
+  }
+
+  // Quantize's work on the copy thread; with `crcs`, each block's payload CRC right after the
+  // block is written (QuantizeCrcs).
+  void QuantizeBlocks(const float* src, size_t n, size_t k, const uint8_t* exps, int precision,
+                      uint8_t* wire, uint32_t* crcs) const {
+    for (size_t b = 0, off = 0; off < n; ++b, off += k) {
+      const size_t cnt = std::min(k, n - off);
+      uint8_t* out = wire + 4 * off;
+      // Outside the contract (Inf/NaN) the CPU's conversion is undefined: zeros instead (the
+      // communicator sends zeros for such a block and never reads these).
+      bool nonfinite = false;
+      (void)kern_.block_exp(src + off, cnt, &nonfinite);
+      if (nonfinite) {
+        std::memset(out, 0, 4 * cnt);
+        if (crcs != nullptr) crcs[b] = proto::Crc32c(0, out, 4 * cnt);
+      } else if (crcs != nullptr) {
+        crcs[b] = kern_.quantize_crc(src + off, cnt, exps[b], precision, out);
+      } else {
+        kern_.quantize(src + off, cnt, exps[b], precision, out);
+      }
+    }
   }
 
   Result<Fence> EnqueueCopy(void* dst, const void* src, size_t bytes) {

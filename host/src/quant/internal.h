@@ -26,6 +26,17 @@ void ScalarDequantize(const uint8_t* in, size_t n, uint8_t biased_exp, int preci
 void ScalarToWire(const int32_t* x, size_t n, uint8_t* out);
 void ScalarFromWire(const uint8_t* in, size_t n, int32_t* out);
 
+// Kernels::quantize_crc for a variant's quantize: quantizes kCrcPieceElems at a time, each piece
+// followed by proto::Crc32c over the bytes just written (the best CRC variant, chosen in
+// ina::proto). Compiled without SIMD flags (quant.cc); every variant's table calls it with its own
+// quantize.
+using QuantizeFn = void (*)(const float* x, size_t n, uint8_t biased_exp, int precision,
+                            uint8_t* out);
+uint32_t QuantizeThenCrc(QuantizeFn quantize, const float* x, size_t n, uint8_t biased_exp,
+                         int precision, uint8_t* out);
+uint32_t ScalarQuantizeCrc(const float* x, size_t n, uint8_t biased_exp, int precision,
+                           uint8_t* out);
+
 // Biased exponent from the largest finite |x| bit pattern (sign cleared): the smallest E with
 // |x| < 2^E, clamped to [kExpMin, kExpMax], plus kExpBias. Denormals and zero give kExpMin.
 // Shared arithmetic for every variant: all of them reduce to this one pattern first.

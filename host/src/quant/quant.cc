@@ -4,6 +4,7 @@
 #include <bit>
 #include <string_view>
 
+#include "ina/proto/crc32c.h"
 #include "internal.h"
 
 namespace ina::host::quant {
@@ -24,6 +25,26 @@ void DivideBy(int32_t* x, size_t n, int divisor) {
   if (divisor <= 1) return;
   for (size_t i = 0; i < n; ++i) x[i] /= divisor;
 }
+
+namespace internal {
+
+uint32_t QuantizeThenCrc(QuantizeFn quantize, const float* x, size_t n, uint8_t biased_exp,
+                         int precision, uint8_t* out) {
+  uint32_t crc = 0;
+  for (size_t i = 0; i < n; i += kCrcPieceElems) {
+    const size_t cnt = n - i < kCrcPieceElems ? n - i : kCrcPieceElems;
+    quantize(x + i, cnt, biased_exp, precision, out + 4 * i);
+    crc = proto::Crc32c(crc, out + 4 * i, 4 * cnt);
+  }
+  return crc;
+}
+
+uint32_t ScalarQuantizeCrc(const float* x, size_t n, uint8_t biased_exp, int precision,
+                           uint8_t* out) {
+  return QuantizeThenCrc(ScalarQuantize, x, n, biased_exp, precision, out);
+}
+
+}  // namespace internal
 
 const Kernels* Avx2Kernels() {
   // __builtin_cpu_supports also checks that the OS saves the YMM/ZMM state (XGETBV).

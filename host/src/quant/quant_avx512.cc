@@ -89,7 +89,13 @@ void FromWire(const uint8_t* in, size_t n, int32_t* out) {
   }
 }
 
-constexpr Kernels kAvx512 = {"avx512", BlockExp, Quantize, Dequantize, ToWire, FromWire};
+uint32_t QuantizeCrc(const float* x, size_t n, uint8_t biased_exp, int precision, uint8_t* out) {
+  return QuantizeThenCrc(Quantize, x, n, biased_exp, precision, out);
+}
+
+constexpr Kernels kAvx512 = {
+    "avx512", BlockExp, Quantize, Dequantize, ToWire, FromWire, QuantizeCrc,
+};
 
 }  // namespace
 

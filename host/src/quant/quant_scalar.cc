@@ -104,6 +104,7 @@ const Kernels& ScalarKernels() {
       internal::ScalarDequantize,
       internal::ScalarToWire,
       internal::ScalarFromWire,
+      internal::ScalarQuantizeCrc,
   };
   return kScalar;
 }

@@ -15,8 +15,8 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <mutex>
-#include <set>
 #include <sstream>
 
 #include "ina/net/backoff.h"
@@ -32,13 +32,16 @@ namespace {
 constexpr uint16_t kRingSize = 1024;
 constexpr unsigned kPoolCache = 128;
 constexpr unsigned kMaxMtu = 9000;
+constexpr unsigned kMaxQueues = 64;
 constexpr auto kTxPauseMax = std::chrono::microseconds(400);
 constexpr uint16_t kExtPriv =
     RTE_ALIGN(sizeof(rte_mbuf_ext_shared_info), RTE_MBUF_PRIV_ALIGN);  // ext mbufs' private area
 
+class Ethdev;
+
 std::mutex g_mu;
-bool g_eal_up = false;              // guarded by g_mu
-std::set<uint16_t> g_ports_in_use;  // guarded by g_mu
+bool g_eal_up = false;                             // guarded by g_mu
+std::map<uint16_t, std::weak_ptr<Ethdev>> g_devs;  // ethdevs in use; guarded by g_mu
 std::atomic<unsigned> g_pool_seq{0};
 
 Result<rte_ether_addr> ParseMac(const std::string& s, std::string_view what) {
@@ -69,20 +72,195 @@ void RegisterThread() {
 
 void NoFree(void*, void*) {}  // the caller owns external buffers
 
+Status Fail(const std::string& name, const char* what, int rc) {
+  return Internal("dpdk: port " + name + " " + what + ": " + rte_strerror(-rc));
+}
+
+// An mbuf's room for a frame of `mtu`: jumbo mbufs get 1 KiB or more of slack (10 KiB of data
+// at mtu 9000): net_af_packet wants room for a whole ring frame of its framesz (10240 holds a
+// 9014-byte frame with its TPACKET header).
+uint16_t MbufRoom(unsigned mtu) {
+  const size_t frame = kEthBytes + mtu;
+  const size_t data_room = mtu > RTE_ETHER_MTU ? RTE_ALIGN_CEIL(frame + 1024, 2048) : frame;
+  return static_cast<uint16_t>(
+      std::max<size_t>(RTE_MBUF_DEFAULT_BUF_SIZE, RTE_PKTMBUF_HEADROOM + data_room));
+}
+rte_mempool* MakePool(uint16_t id, const char* kind, unsigned n, uint16_t priv, uint16_t room) {
+  const int socket = rte_eth_dev_socket_id(id);
+  const std::string pname =
+      std::string("ina_") + kind + std::to_string(id) + "_" + std::to_string(g_pool_seq++);
+  return rte_pktmbuf_pool_create(pname.c_str(), n, kPoolCache, priv, room,
+                                 socket < 0 ? SOCKET_ID_ANY : socket);
+}
+
+// One ethdev, configured with `queues` RX/TX queue pairs and started once, shared by the Ports of
+// its queues (DpdkPortConfig::queue); closed when the last of them is. Each queue has its own RX
+// pool (net_af_xdp builds a UMEM on each queue's pool). Control path only, under g_mu.
+class Ethdev {
+ public:
+  // REQUIRES: g_mu held (the last reference is dropped under it).
+  ~Ethdev() {
+    if (started_) (void)rte_eth_dev_stop(id_);
+    if (configured_) (void)rte_eth_dev_close(id_);
+    for (auto* v : {&rx_pools_, &tx_pools_, &ext_pools_}) {
+      for (rte_mempool* p : *v) rte_mempool_free(p);
+    }
+    auto it = g_devs.find(id_);
+    if (it != g_devs.end() && it->second.expired()) g_devs.erase(it);
+  }
+
+  // The ethdev of port `id` for queue c.queue: the one in use, or a new one set up for c.
+  // REQUIRES: g_mu held.
+  static Result<std::shared_ptr<Ethdev>> Get(uint16_t id, const DpdkPortConfig& c) {
+    auto it = g_devs.find(id);
+    if (it != g_devs.end()) {
+      std::shared_ptr<Ethdev> d = it->second.lock();
+      if (d != nullptr) {
+        if (d->queues_ == 1 || c.queues != d->queues_ || c.mtu != d->mtu_ ||
+            c.ipv4_datagrams != d->datagrams_) {
+          return FailedPrecondition("dpdk: port " + std::to_string(id) + " already in use");
+        }
+        if (d->taken_[c.queue]) {
+          return FailedPrecondition("dpdk: port " + d->name_ + " queue " + std::to_string(c.queue) +
+                                    " already in use");
+        }
+        d->taken_[c.queue] = true;
+        return d;
+      }
+    }
+    std::shared_ptr<Ethdev> d(new Ethdev(id, c));
+    g_devs[id] = d;  // before SetUp: a failed one is released by its destructor
+    INA_RETURN_IF_ERROR(d->SetUp(c));
+    d->taken_[c.queue] = true;
+    return d;
+  }
+
+  // A Port gives its queue back (the ethdev runs on until its last Port is gone).
+  // REQUIRES: g_mu held.
+  void Release(unsigned queue) { taken_[queue] = false; }
+
+  unsigned queues() const { return queues_; }
+  bool taken(unsigned queue) const { return taken_[queue]; }  // REQUIRES: g_mu held
+  const std::string& name() const { return name_; }
+  const rte_ether_addr& mac() const { return mac_; }
+  bool multi_seg() const { return multi_seg_; }
+  rte_mempool* tx_pool(unsigned q) const { return tx_pools_[q]; }
+  rte_mempool* ext_pool(unsigned q) const { return multi_seg_ ? ext_pools_[q] : nullptr; }
+
+ private:
+  Ethdev(uint16_t id, const DpdkPortConfig& c)
+      : id_(id), queues_(c.queues), mtu_(c.mtu), datagrams_(c.ipv4_datagrams), taken_(c.queues) {
+    char name[RTE_ETH_NAME_MAX_LEN] = {};
+    (void)rte_eth_dev_get_name_by_port(id_, name);
+    name_ = name;
+  }
+
+  size_t FrameBytes() const { return kEthBytes + mtu_; }
+
+  Status SetUp(const DpdkPortConfig& c) {
+    rte_eth_dev_info info{};
+    if (int rc = rte_eth_dev_info_get(id_, &info); rc != 0) return Fail(name_, "dev_info_get", rc);
+    rte_eth_conf conf{};
+    // net_memif and net_af_packet report 1518 whatever they carry: memif any frame, af_packet
+    // what its framesz devarg holds (it drops a longer frame and counts it). Every other PMD is
+    // taken at its word.
+    const std::string_view driver(info.driver_name);
+    const bool reports_less = driver == "net_memif" || driver == "net_af_packet";
+    if (FrameBytes() > info.max_rx_pktlen && !reports_less) {
+      return FailedPrecondition("dpdk: port " + name_ + " (" + info.driver_name +
+                                ") takes frames of at most " + std::to_string(info.max_rx_pktlen) +
+                                " bytes, not mtu " + std::to_string(mtu_) + " + 14");
+    }
+    if (queues_ > info.max_rx_queues || queues_ > info.max_tx_queues) {
+      return FailedPrecondition("dpdk: port " + name_ + " (" + info.driver_name + ") has " +
+                                std::to_string(info.max_rx_queues) + " RX and " +
+                                std::to_string(info.max_tx_queues) + " TX queues, not " +
+                                std::to_string(queues_));
+    }
+    // The ethdev's own MTU where it has one that large (a PMD that reports less, or none, is left
+    // at its default: the virtual PMDs do not filter by it).
+    if (mtu_ > RTE_ETHER_MTU && info.max_mtu >= mtu_ &&
+        FrameBytes() + RTE_ETHER_CRC_LEN <= info.max_rx_pktlen) {
+      conf.rxmode.mtu = mtu_;
+    }
+    // Multi-segment TX (zero-copy) as the first opener asks; the other queues follow it.
+    multi_seg_ = c.zero_copy && !datagrams_ &&
+                 (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0 &&
+                 rte_eal_iova_mode() == RTE_IOVA_VA;
+    if (multi_seg_) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
+    const auto nq = static_cast<uint16_t>(queues_);
+    if (int rc = rte_eth_dev_configure(id_, nq, nq, &conf); rc != 0) {
+      return Fail(name_, "configure", rc);
+    }
+    configured_ = true;
+    uint16_t nrx = kRingSize, ntx = kRingSize;
+    if (int rc = rte_eth_dev_adjust_nb_rx_tx_desc(id_, &nrx, &ntx); rc != 0) {
+      return Fail(name_, "adjust_nb_rx_tx_desc", rc);
+    }
+    const int socket = rte_eth_dev_socket_id(id_);
+    // One mbuf holds a whole frame (jumbo too), so RX hands out frames in place (MbufRoom).
+    // Jumbo mbufs are 4.5 times the size: as many as the rings need, so that a switch of several
+    // ports fits the memory a --no-huge EAL has (about 32 MiB a port at mtu 9000); with several
+    // queues the pool is shared out among them, down to what a ring needs.
+    const bool jumbo = mtu_ > RTE_ETHER_MTU;
+    const unsigned per_queue = jumbo ? 2u * nrx + 1 : std::max(c.rx_mbufs / queues_, 2u * nrx + 1);
+    rte_eth_txconf txc = info.default_txconf;
+    txc.offloads = conf.txmode.offloads;
+    const uint16_t room = MbufRoom(mtu_);
+    for (uint16_t q = 0; q < nq; ++q) {
+      rx_pools_.push_back(MakePool(id_, "rx", per_queue, 0, room));
+      tx_pools_.push_back(
+          MakePool(id_, "tx", jumbo ? std::min(c.tx_mbufs, 1023u) : c.tx_mbufs, 0, room));
+      // Data-less mbufs for external buffers, each with its own shared info in its private area:
+      // one shared info for every buffer would make each free an atomic on one cache line (it
+      // was a fifth of a memif worker's time); a private one with refcount 1 is freed without.
+      if (multi_seg_) ext_pools_.push_back(MakePool(id_, "ext", c.tx_mbufs, kExtPriv, 0));
+      if (rx_pools_.back() == nullptr || tx_pools_.back() == nullptr ||
+          (multi_seg_ && ext_pools_.back() == nullptr)) {
+        return Internal("dpdk: port " + name_ + " mbuf pool: " + rte_strerror(rte_errno));
+      }
+      if (int rc = rte_eth_rx_queue_setup(id_, q, nrx, socket, nullptr, rx_pools_.back());
+          rc != 0) {
+        return Fail(name_, "rx_queue_setup", rc);
+      }
+      if (int rc = rte_eth_tx_queue_setup(id_, q, ntx, socket, &txc); rc != 0) {
+        return Fail(name_, "tx_queue_setup", rc);
+      }
+    }
+    if (c.mac.empty()) {
+      if (int rc = rte_eth_macaddr_get(id_, &mac_); rc != 0) return Fail(name_, "macaddr_get", rc);
+    } else {
+      INA_ASSIGN_OR_RETURN(mac_, ParseMac(c.mac, "mac"));
+    }
+    if (int rc = rte_eth_dev_start(id_); rc != 0) return Fail(name_, "start", rc);
+    started_ = true;
+    (void)rte_eth_promiscuous_enable(id_);  // best effort: frames are filtered on IPv4/UDP
+    return Status::Ok();
+  }
+
+ private:
+  uint16_t id_;
+  std::string name_;
+  unsigned queues_;
+  unsigned mtu_;
+  bool datagrams_;
+  std::vector<bool> taken_;  // queues with a Port; guarded by g_mu
+  bool configured_ = false, started_ = false;
+  bool multi_seg_ = false;
+  rte_ether_addr mac_{};
+  std::vector<rte_mempool*> rx_pools_, tx_pools_, ext_pools_;  // per queue
+};
+
+// One queue pair of an ethdev (DpdkPortConfig::queue): RX and TX on queue q only, so the Ports of
+// one ethdev's queues run on different threads without sharing anything on the data path.
 class DpdkPort final : public Port {
  public:
   ~DpdkPort() override {
     FreeLoaned();
     for (size_t i = stash_head_; i < stash_n_; ++i) rte_pktmbuf_free(stash_[i]);
-    if (started_) (void)rte_eth_dev_stop(id_);
-    if (configured_) (void)rte_eth_dev_close(id_);
-    for (rte_mempool* p : {rx_pool_, tx_pool_, ext_pool_}) {
-      if (p != nullptr) rte_mempool_free(p);
-    }
-    if (claimed_) {
-      std::lock_guard<std::mutex> lock(g_mu);
-      g_ports_in_use.erase(id_);
-    }
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (dev_ != nullptr) dev_->Release(q_);
+    dev_.reset();  // the last queue's Port stops and closes the ethdev, then frees its pools
   }
 
   Status Init(const DpdkPortConfig& c) {
@@ -91,6 +269,15 @@ class DpdkPort final : public Port {
       return InvalidArgument("dpdk: mtu " + std::to_string(c.mtu) + " not in 576 .. " +
                              std::to_string(kMaxMtu));
     }
+    if (c.queues < 1 || c.queues > kMaxQueues || c.queue >= c.queues) {
+      return InvalidArgument("dpdk: queue " + std::to_string(c.queue) + " of " +
+                             std::to_string(c.queues) + " (queues 1 .. " +
+                             std::to_string(kMaxQueues) + ", queue < queues)");
+    }
+    if (c.queues > 1 && c.ipv4_datagrams) {
+      return InvalidArgument("dpdk: ipv4_datagrams takes one queue");
+    }
+    q_ = static_cast<uint16_t>(c.queue);
     mtu_ = c.mtu;
     scratch_.resize(kBurst * FrameBytes());
     if (c.backoff_max_us < 0) return InvalidArgument("dpdk: backoff_max_us < 0");
@@ -109,39 +296,48 @@ class DpdkPort final : public Port {
         std::memset(peer_mac_.addr_bytes, 0xff, RTE_ETHER_ADDR_LEN);
       }
     }
-    {
-      std::lock_guard<std::mutex> lock(g_mu);
-      if (!g_eal_up) return Unavailable("dpdk: the EAL is not started (StartEal)");
-    }
+    std::lock_guard<std::mutex> lock(g_mu);
+    if (!g_eal_up) return Unavailable("dpdk: the EAL is not started (StartEal)");
     backoff_ = IdleBackoff(c.backoff_max_us);
     if (rte_eth_dev_count_avail() == 0) {
       return FailedPrecondition("dpdk: no ethdev port (add one with --vdev in the EAL args)");
     }
-    {
-      std::lock_guard<std::mutex> lock(g_mu);
-      uint16_t id = RTE_MAX_ETHPORTS;
-      if (c.name.empty()) {
-        uint16_t p = 0;
-        RTE_ETH_FOREACH_DEV(p) {
-          if (g_ports_in_use.count(p) == 0) {
-            id = p;
-            break;
-          }
+    uint16_t id = RTE_MAX_ETHPORTS;
+    if (c.name.empty() && c.queue > 0) {
+      // A later queue of a port opened unnamed: the port in use with this many queues and this
+      // one free (the lanes of one worker open queue 0 first).
+      for (const auto& [p, weak] : g_devs) {
+        const std::shared_ptr<Ethdev> d = weak.lock();
+        if (d != nullptr && d->queues() == c.queues && !d->taken(c.queue)) {
+          id = p;
+          break;
         }
-        if (id == RTE_MAX_ETHPORTS) return FailedPrecondition("dpdk: every port is in use");
-      } else if (rte_eth_dev_get_port_by_name(c.name.c_str(), &id) != 0) {
-        return InvalidArgument("dpdk: no port named '" + c.name + "'");
       }
-      if (!g_ports_in_use.insert(id).second) {
-        return FailedPrecondition("dpdk: port " + std::to_string(id) + " already in use");
+      if (id == RTE_MAX_ETHPORTS) {
+        return FailedPrecondition("dpdk: no port in use with " + std::to_string(c.queues) +
+                                  " queues and queue " + std::to_string(c.queue) +
+                                  " free (open queue 0 first, or name the port)");
       }
-      id_ = id;
-      claimed_ = true;
+    } else if (c.name.empty()) {
+      uint16_t p = 0;
+      RTE_ETH_FOREACH_DEV(p) {
+        if (g_devs.count(p) == 0) {
+          id = p;
+          break;
+        }
+      }
+      if (id == RTE_MAX_ETHPORTS) return FailedPrecondition("dpdk: every port is in use");
+    } else if (rte_eth_dev_get_port_by_name(c.name.c_str(), &id) != 0) {
+      return InvalidArgument("dpdk: no port named '" + c.name + "'");
     }
-    char name[RTE_ETH_NAME_MAX_LEN] = {};
-    (void)rte_eth_dev_get_name_by_port(id_, name);
-    name_ = name;
-    return SetUp(c);
+    INA_ASSIGN_OR_RETURN(dev_, Ethdev::Get(id, c));
+    id_ = id;
+    name_ = dev_->name();
+    mac_ = dev_->mac();
+    zero_copy_ = c.zero_copy && dev_->multi_seg();
+    tx_pool_ = dev_->tx_pool(q_);
+    ext_pool_ = dev_->ext_pool(q_);
+    return Status::Ok();
   }
 
   Result<size_t> RxBurst(std::span<Packet> pkts) override {
@@ -195,7 +391,7 @@ class DpdkPort final : public Port {
         break;
       }
       for (size_t i = 0; i < n; ++i) Build(hdr[i], zero_copy_ ? ext[i] : nullptr, pkts[sent + i]);
-      const uint16_t ok = rte_eth_tx_burst(id_, 0, hdr.data(), static_cast<uint16_t>(n));
+      const uint16_t ok = rte_eth_tx_burst(id_, q_, hdr.data(), static_cast<uint16_t>(n));
       sent += ok;
       if (ok < n) {  // the ring is full: the caller retries the rest later
         rte_pktmbuf_free_bulk(hdr.data() + ok, n - ok);
@@ -230,7 +426,8 @@ class DpdkPort final : public Port {
     rte_ether_format_addr(mac, sizeof(mac), &mac_);
     char ip[INET_ADDRSTRLEN] = {};
     inet_ntop(AF_INET, &ip_, ip, sizeof(ip));
-    return "port " + std::to_string(id_) + " " + name_ + " " + mac + " " + ip + ":" +
+    return "port " + std::to_string(id_) + " " + name_ +
+           (q_ > 0 ? " queue " + std::to_string(q_) : "") + " " + mac + " " + ip + ":" +
            std::to_string(ntohs(udp_port_));
   }
   std::string_view kind() const override { return "dpdk"; }
@@ -239,86 +436,6 @@ class DpdkPort final : public Port {
 
  private:
   size_t FrameBytes() const { return kEthBytes + mtu_; }  // the longest frame, without FCS
-
-  Status Fail(const char* what, int rc) const {
-    return Internal("dpdk: port " + name_ + " " + what + ": " + rte_strerror(-rc));
-  }
-
-  Status SetUp(const DpdkPortConfig& c) {
-    rte_eth_dev_info info{};
-    if (int rc = rte_eth_dev_info_get(id_, &info); rc != 0) return Fail("dev_info_get", rc);
-    rte_eth_conf conf{};
-    // net_memif and net_af_packet report 1518 whatever they carry: memif any frame, af_packet
-    // what its framesz devarg holds (it drops a longer frame and counts it). Every other PMD is
-    // taken at its word.
-    const std::string_view driver(info.driver_name);
-    const bool reports_less = driver == "net_memif" || driver == "net_af_packet";
-    if (FrameBytes() > info.max_rx_pktlen && !reports_less) {
-      return FailedPrecondition("dpdk: port " + name_ + " (" + info.driver_name +
-                                ") takes frames of at most " + std::to_string(info.max_rx_pktlen) +
-                                " bytes, not mtu " + std::to_string(mtu_) + " + 14");
-    }
-    // The ethdev's own MTU where it has one that large (a PMD that reports less, or none, is left
-    // at its default: the virtual PMDs do not filter by it).
-    if (mtu_ > RTE_ETHER_MTU && info.max_mtu >= mtu_ &&
-        FrameBytes() + RTE_ETHER_CRC_LEN <= info.max_rx_pktlen) {
-      conf.rxmode.mtu = mtu_;
-    }
-    const bool multi_seg = (info.tx_offload_capa & RTE_ETH_TX_OFFLOAD_MULTI_SEGS) != 0;
-    zero_copy_ = c.zero_copy && !datagrams_ && multi_seg && rte_eal_iova_mode() == RTE_IOVA_VA;
-    if (zero_copy_) conf.txmode.offloads |= RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
-    if (int rc = rte_eth_dev_configure(id_, 1, 1, &conf); rc != 0) return Fail("configure", rc);
-    configured_ = true;
-    uint16_t nrx = kRingSize, ntx = kRingSize;
-    if (int rc = rte_eth_dev_adjust_nb_rx_tx_desc(id_, &nrx, &ntx); rc != 0) {
-      return Fail("adjust_nb_rx_tx_desc", rc);
-    }
-    const int socket = rte_eth_dev_socket_id(id_);
-    const unsigned seq = g_pool_seq++;
-    auto pool = [&](const char* kind, unsigned n, uint16_t priv, uint16_t room) {
-      const std::string pname =
-          std::string("ina_") + kind + std::to_string(id_) + "_" + std::to_string(seq);
-      return rte_pktmbuf_pool_create(pname.c_str(), n, kPoolCache, priv, room,
-                                     socket < 0 ? SOCKET_ID_ANY : socket);
-    };
-    // Each port its own RX pool: net_af_xdp builds its UMEM on the queue's pool, so two af_xdp
-    // ports on one pool (without shared_umem) stall.
-    // One mbuf holds a whole frame (jumbo too), so RX hands out frames in place. Jumbo mbufs get
-    // 1 KiB or more of slack (10 KiB of data at mtu 9000): net_af_packet wants room for a whole
-    // ring frame of its framesz (10240 holds a 9014-byte frame with its TPACKET header).
-    const bool jumbo = mtu_ > RTE_ETHER_MTU;
-    const size_t data_room = jumbo ? RTE_ALIGN_CEIL(FrameBytes() + 1024, 2048) : FrameBytes();
-    const auto room = static_cast<uint16_t>(
-        std::max<size_t>(RTE_MBUF_DEFAULT_BUF_SIZE, RTE_PKTMBUF_HEADROOM + data_room));
-    // Jumbo mbufs are 4.5 times the size: as many as the rings need, so that a switch of several
-    // ports fits the memory a --no-huge EAL has (about 32 MiB a port at mtu 9000).
-    rx_pool_ = pool("rx", jumbo ? 2u * nrx + 1 : std::max(c.rx_mbufs, 2u * nrx + 1), 0, room);
-    tx_pool_ = pool("tx", jumbo ? std::min(c.tx_mbufs, 1023u) : c.tx_mbufs, 0, room);
-    // Data-less mbufs for external buffers, each with its own shared info in its private area:
-    // one shared info for every buffer would make each free an atomic on one cache line (it was
-    // a fifth of a memif worker's time); a private one with refcount 1 is freed without.
-    if (zero_copy_) ext_pool_ = pool("ext", c.tx_mbufs, kExtPriv, 0);
-    if (rx_pool_ == nullptr || tx_pool_ == nullptr || (zero_copy_ && ext_pool_ == nullptr)) {
-      return Internal("dpdk: port " + name_ + " mbuf pool: " + rte_strerror(rte_errno));
-    }
-    if (int rc = rte_eth_rx_queue_setup(id_, 0, nrx, socket, nullptr, rx_pool_); rc != 0) {
-      return Fail("rx_queue_setup", rc);
-    }
-    rte_eth_txconf txc = info.default_txconf;
-    txc.offloads = conf.txmode.offloads;
-    if (int rc = rte_eth_tx_queue_setup(id_, 0, ntx, socket, &txc); rc != 0) {
-      return Fail("tx_queue_setup", rc);
-    }
-    if (c.mac.empty()) {
-      if (int rc = rte_eth_macaddr_get(id_, &mac_); rc != 0) return Fail("macaddr_get", rc);
-    } else {
-      INA_ASSIGN_OR_RETURN(mac_, ParseMac(c.mac, "mac"));
-    }
-    if (int rc = rte_eth_dev_start(id_); rc != 0) return Fail("start", rc);
-    started_ = true;
-    (void)rte_eth_promiscuous_enable(id_);  // best effort: frames are filtered on IPv4/UDP
-    return Status::Ok();
-  }
 
   void FreeLoaned() {
     if (loaned_n_ > 0) rte_pktmbuf_free_bulk(loaned_.data(), loaned_n_);
@@ -329,7 +446,7 @@ class DpdkPort final : public Port {
   size_t Poll() {
     if (stash_head_ < stash_n_) return stash_n_ - stash_head_;
     stash_head_ = 0;
-    stash_n_ = rte_eth_rx_burst(id_, 0, stash_.data(), kBurst);
+    stash_n_ = rte_eth_rx_burst(id_, q_, stash_.data(), kBurst);
     st_.rx_frames += stash_n_;
     if (stash_n_ > 0) backoff_.Reset();
     return stash_n_;
@@ -432,16 +549,16 @@ class DpdkPort final : public Port {
     (void)rte_pktmbuf_chain(m, ext);  // two segments: cannot exceed the chain limit
   }
 
+  std::shared_ptr<Ethdev> dev_;
   uint16_t id_ = RTE_MAX_ETHPORTS;
+  uint16_t q_ = 0;  // this Port's RX and TX queue
   std::string name_;
-  bool claimed_ = false, configured_ = false, started_ = false;
   bool zero_copy_ = false;
   bool datagrams_ = false;  // ipv4_datagrams
   unsigned mtu_ = RTE_ETHER_MTU;
   bool connected_ = false;
-  rte_mempool* rx_pool_ = nullptr;
-  rte_mempool* tx_pool_ = nullptr;
-  rte_mempool* ext_pool_ = nullptr;
+  rte_mempool* tx_pool_ = nullptr;   // dev_'s, this queue's
+  rte_mempool* ext_pool_ = nullptr;  // dev_'s, this queue's (zero_copy_)
   rte_ether_addr mac_{};
   rte_ether_addr peer_mac_{};
   bool peer_mac_known_ = false;
@@ -480,7 +597,7 @@ Status StartEal(const std::string& args) {
 
 void StopEal() {
   std::lock_guard<std::mutex> lock(g_mu);
-  if (!g_eal_up || !g_ports_in_use.empty()) return;
+  if (!g_eal_up || !g_devs.empty()) return;
   (void)rte_eal_cleanup();
   g_eal_up = false;
 }

@@ -96,6 +96,19 @@ TEST(SwitchdConfig, LeafNeedsAnUpstreamAddressOneCoreAndUdp) {
   }
 }
 
+// --core-ports 1: a port per core over UDP, a queue per core over DPDK (which needs a port
+// number: core c listens on --port + c); not over RoCE.
+TEST(SwitchdConfig, CorePortsOverUdpAndDpdk) {
+  EXPECT_TRUE(Parse({"--cores", "2", "--core-ports", "1"}).ok());
+  auto c = Parse({"--dpdk", "--no-huge", "--port", "47000", "--cores", "2", "--core-ports", "1"});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->io, "dpdk");
+  EXPECT_EQ(c->core_ports, 1u);
+  EXPECT_FALSE(
+      Parse({"--dpdk", "--no-huge", "--port", "0", "--cores", "2", "--core-ports", "1"}).ok());
+  EXPECT_FALSE(Parse({"--io", "roce", "--core-ports", "1"}).ok());
+}
+
 // --dpdk implies --io dpdk, except beside --io roce (either order): RoCE over DPDK's ports, always
 // on RoCEv2's UDP port.
 TEST(SwitchdConfig, RoceWithDpdkIsRoceOverEthdevsOnPort4791) {

@@ -204,6 +204,7 @@ class DpdkE2eTest : public ::testing::Test {
     for (const auto& l : switch_->Drain(5s)) {
       if (l.rfind("{\"port_counters\"", 0) == 0) ports = l;
       if (l.rfind("{\"switch_counters\"", 0) == 0) counters_line_ = l;
+      if (l.rfind("{\"core_counters\"", 0) == 0) core_line_ = l;
       if (!clean || l.rfind("  ", 0) == 0 || l[0] == '{' || l.rfind("ina-switchd", 0) == 0) {
         std::printf("switch: %s\n", l.c_str());  // all of it after an unclean end
       }
@@ -230,6 +231,18 @@ class DpdkE2eTest : public ::testing::Test {
   std::unique_ptr<Process> switch_;
   std::string skip_reason_;
   std::string counters_line_;  // the stopped switch's {"switch_counters": ...} line
+  std::string core_line_;      // and its {"core_counters": [...]} line
+
+  // A counter of each core of the last stopped switch, in core order.
+  std::vector<uint64_t> CoreCounters(const std::string& name) const {
+    std::vector<uint64_t> v;
+    const std::regex re("\"" + name + "\": ([0-9]+)");
+    for (auto it = std::sregex_iterator(core_line_.begin(), core_line_.end(), re);
+         it != std::sregex_iterator(); ++it) {
+      v.push_back(std::stoull((*it)[1]));
+    }
+    return v;
+  }
 
   // A counter of the last stopped switch (0 when absent).
   uint64_t Counter(const std::string& name) const {
@@ -241,7 +254,9 @@ class DpdkE2eTest : public ::testing::Test {
   // The four ranks over memif: the switch with one memif server port per rank (cores > 1:
   // --cores, port r on core r % cores), each rank a DPDK client. jumbo: 9000-byte frames on both
   // sides (--dpdk-mtu, INA_DPDK_MTU) and K=2048, 8 KiB payloads, against UDP at K=2048.
-  void FourWorkersOverMemif(int cores, bool jumbo = false) {
+  // one_job: the job on every core instead (--core-ports 1: core c owns queue c of every port at
+  // port + c; each rank's lane l on queue l of its memif, INA_SWITCH_CORES=cores).
+  void FourWorkersOverMemif(int cores, bool jumbo = false, bool one_job = false) {
     const std::vector<std::string> k_env =
         jumbo ? std::vector<std::string>{"INA_K=2048"} : std::vector<std::string>{};
     const auto udp = UdpBaseline(kWorld, k_env);
@@ -255,6 +270,7 @@ class DpdkE2eTest : public ::testing::Test {
     }
     std::vector<std::string> sw_extra = {"--cores", std::to_string(cores)};
     if (jumbo) sw_extra.insert(sw_extra.end(), {"--dpdk-mtu", "9000"});
+    if (one_job) sw_extra.insert(sw_extra.end(), {"--core-ports", "1"});
     if (!StartSwitch({}, eal, "0.01", sw_extra)) {
       if (!skip_reason_.empty()) GTEST_SKIP() << skip_reason_;
       return;
@@ -267,6 +283,10 @@ class DpdkE2eTest : public ::testing::Test {
                                std::to_string(r) + ".sock" + bsize;
       std::vector<std::string> env = DpdkEnv(weal, r);
       if (jumbo) env.insert(env.end(), {"INA_K=2048", "INA_DPDK_MTU=9000"});
+      if (one_job) {
+        env.push_back("INA_SWITCH_CORES=" + std::to_string(cores));
+        env.push_back("INA_PROGRESS_THREADS=" + std::to_string(cores));
+      }
       argvs.push_back(WorkerArgv({}, r, env));
     }
     const auto got = RunWorkers(argvs);
@@ -330,6 +350,25 @@ TEST_F(DpdkE2eTest, FourWorkersOverMemifOnTwoCoresWithLoss) {
   if (HasFatalFailure() || IsSkipped()) return;
   EXPECT_GT(Counter("handoff_rx"), 0u) << "core 0 passed nothing to the job's core";
   EXPECT_GT(Counter("handoff_tx"), 0u) << "core 1 passed nothing to core 0's ports";
+}
+
+// One job on both cores over DPDK (--core-ports 1): every memif has two queues on either end,
+// rank r's lane l sends on its queue l, which the switch's core l owns. Both cores aggregate (a
+// share of the slots each), nothing passes between them (no handoff), and the result is bit for
+// bit UDP's on one core, under 1% loss.
+TEST_F(DpdkE2eTest, OneJobOnTwoCoresByQueueOverMemifWithLoss) {
+  FourWorkersOverMemif(2, /*jumbo=*/false, /*one_job=*/true);
+  if (HasFatalFailure() || IsSkipped()) return;
+  EXPECT_EQ(Counter("handoff_rx"), 0u);
+  EXPECT_EQ(Counter("handoff_tx"), 0u);
+  const std::vector<uint64_t> rx_data = CoreCounters("rx_data");
+  const std::vector<uint64_t> results = CoreCounters("results");
+  ASSERT_EQ(rx_data.size(), 2u) << core_line_;
+  ASSERT_EQ(results.size(), 2u) << core_line_;
+  for (int c = 0; c < 2; ++c) {
+    EXPECT_GT(rx_data[c], 0u) << "core " << c << " aggregated nothing: " << core_line_;
+    EXPECT_GT(results[c], 0u) << "core " << c << ": " << core_line_;
+  }
 }
 
 TEST_F(DpdkE2eTest, FourWorkersOverAfPacketInNamespacesWithLoss) {

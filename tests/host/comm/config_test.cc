@@ -111,6 +111,30 @@ TEST(CommConfig, DpdkLanePortsAreEmptyOrOneNamePerLane) {
   EXPECT_TRUE(c.Validate().ok()) << c.Validate().ToString();
 }
 
+// Lanes on switch cores over DPDK are the queues of one port: one name or none, not one per lane.
+TEST(CommConfig, SwitchCoresOverDpdkTakeOnePort) {
+  CommConfig c;
+  c.transport = "dpdk";
+  c.progress_threads = 2;
+  c.switch_cores = 2;
+  c.dpdk.local_port = 40000;
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate().ToString();
+  c.dpdk.port = "net_memif0";
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate().ToString();
+  c.dpdk.port = "net_memif0,net_memif1";
+  EXPECT_EQ(c.Validate().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(c.Validate().ToString().find("takes one port"), std::string::npos)
+      << c.Validate().ToString();
+  c.dpdk.port = "";
+  c.transport = "verbs";
+  c.progress_threads = 1;
+  c.switch_cores = 1;
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate().ToString();
+  c.progress_threads = 2;
+  c.switch_cores = 2;
+  EXPECT_EQ(c.Validate().code(), StatusCode::kInvalidArgument);
+}
+
 TEST(CommConfig, EnvOverridesApply) {
   EnvVar a("INA_SWITCH", "10.0.0.7:4711");
   EnvVar b("INA_JOB", "42");

@@ -195,6 +195,18 @@ TEST(HostDomainQuant, CallsMatchTheCpuKernels) {
                         want.data() + b * k);
       }
       EXPECT_EQ(wire, want_wire);
+      // Fused with the payload CRCs: the same bytes, and the CRCs PayloadCrcs gives for them.
+      std::vector<uint8_t> fused(4 * n, 0xAA);
+      std::vector<uint32_t> crcs(blocks, 0), want_crcs(blocks, 1);
+      auto fqc =
+          dom->QuantizeCrcs(x.data(), n, k, agreed.data(), precision, fused.data(), crcs.data());
+      ASSERT_TRUE(fqc.ok()) << fqc.status().ToString();
+      auto fc = dom->PayloadCrcs(want_wire.data(), n, k, want_crcs.data());
+      ASSERT_TRUE(fc.ok()) << fc.status().ToString();
+      EXPECT_LT(*fqc, *fc);
+      ASSERT_TRUE(*dom->Wait(*fc, kLong));
+      EXPECT_EQ(fused, want_wire);
+      EXPECT_EQ(crcs, want_crcs);
       EXPECT_TRUE(SameBits(out, want));
       std::vector<float> want_avg(n);
       for (size_t i = 0; i < n; ++i) want_avg[i] = want[i] / 3.0f;
@@ -206,6 +218,9 @@ TEST(HostDomainQuant, CallsMatchTheCpuKernels) {
   EXPECT_EQ(dom->Quantize(x.data(), 16, 0, e.data(), 28, w.data()).status().code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(dom->Quantize(x.data(), 16, 4, e.data(), 31, w.data()).status().code(),
+            StatusCode::kInvalidArgument);
+  std::vector<uint32_t> c(4);
+  EXPECT_EQ(dom->QuantizeCrcs(x.data(), 16, 0, e.data(), 28, w.data(), c.data()).status().code(),
             StatusCode::kInvalidArgument);
   EXPECT_EQ(dom->Dequantize(x.data(), w.data(), 16, 4, e.data(), 28, 0).status().code(),
             StatusCode::kInvalidArgument);

@@ -3,6 +3,7 @@
 // INA_QUANT override. Random inputs print their seed; INA_SEED=<n> replays.
 #include "ina/host/quant.h"
 
+#include "ina/proto/crc32c.h"
 #include "quant_test_util.h"
 
 namespace ina::host::quant {
@@ -167,6 +168,29 @@ TEST_P(QuantKat, WireRoundTrip) {
     for (size_t i = 0; i < n; ++i) ASSERT_EQ(back[i], x[i]);
     ASSERT_EQ(back[n], 7);
     ASSERT_EQ(back[n + 1], 7);
+  }
+}
+
+// quantize_crc writes what quantize writes (nothing past n) and returns the CRC32C of it, by the
+// CRC's scalar twin; lengths around the kCrcPieceElems pieces it is computed in.
+TEST_P(QuantKat, QuantizeCrcIsQuantizeThenItsCrc) {
+  INA_GET_KERNELS_OR_SKIP(k, GetParam());
+  std::mt19937_64 rng(TestSeed());
+  std::vector<size_t> lengths = Lengths();
+  for (size_t n : {kCrcPieceElems - 1, kCrcPieceElems, kCrcPieceElems + 1, 2 * kCrcPieceElems,
+                   3 * kCrcPieceElems + 17}) {
+    lengths.push_back(n);
+  }
+  for (size_t n : lengths) {
+    std::vector<float> x(n);
+    for (auto& v : x) v = EdgeFloat(rng, false);
+    const uint8_t e = k->block_exp(x.data(), n, nullptr);
+    const int p = Precision(static_cast<int>(1 + rng() % 64));
+    std::vector<uint8_t> got(4 * n + 8, kGuard), want(4 * n + 8, kGuard);
+    k->quantize(x.data(), n, e, p, want.data());
+    const uint32_t crc = k->quantize_crc(x.data(), n, e, p, got.data());
+    ASSERT_EQ(got, want) << "n=" << n;
+    ASSERT_EQ(crc, proto::Crc32cScalar(0, want.data(), 4 * n)) << "n=" << n;
   }
 }
 

@@ -1,9 +1,10 @@
 // Two DPDK ports of one process joined by net_memif (server and client on one socket file):
 // datagrams both ways with UDP checksums computed and verified, the sender's MAC learnt, zero-copy
 // TX, foreign frames counted. A second pair carries whole IPv4 datagrams with the RoCE codec
-// around them (the RoCE port over DPDK, roce.h). Skips with the reason where the EAL cannot start
-// (not root, DPDK not built). EAL: --no-huge, a file prefix unique to this process, removed
-// afterwards.
+// around them (the RoCE port over DPDK, roce.h). A third pair has two queues on either end: what
+// a client queue sends arrives on the server's queue of the same index, and back. Skips with the
+// reason where the EAL cannot start (not root, DPDK not built). EAL: --no-huge, a file prefix
+// unique to this process, removed afterwards.
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
@@ -46,7 +47,9 @@ class DpdkPortTest : public ::testing::Test {
         "socket=" +
         sock_ + " --vdev net_memif1,role=client,socket=" + sock_ +
         " --vdev net_memif2,role=server,socket=" + sock_ +
-        "r --vdev net_memif3,role=client,socket=" + sock_ + "r";
+        "r --vdev net_memif3,role=client,socket=" + sock_ + "r" +
+        " --vdev net_memif4,role=server,socket=" + sock_ +
+        "q --vdev net_memif5,role=client,socket=" + sock_ + "q";
     Status st = StartEal(args);
     if (!st.ok()) skip_ = "EAL did not start: " + st.ToString();
   }
@@ -56,6 +59,7 @@ class DpdkPortTest : public ::testing::Test {
     std::filesystem::remove_all("/var/run/dpdk/" + prefix_, ec);
     std::filesystem::remove(sock_, ec);
     std::filesystem::remove(sock_ + "r", ec);
+    std::filesystem::remove(sock_ + "q", ec);
   }
   void SetUp() override {
     if (!skip_.empty()) GTEST_SKIP() << skip_;
@@ -304,6 +308,110 @@ TEST_F(DpdkPortTest, RoceOverDatagramPortsBothWays) {
   wk.reset();
   std::this_thread::sleep_for(200ms);
   sw.reset();
+}
+
+// Two queues on each end of a memif link: server queue q listens on 47100 + q, client queue q
+// (10.90.1.1:40000 + q) is connected to it. Each client queue's datagrams arrive on the server
+// queue of its index and nowhere else (the other queue would count them as foreign), and the
+// replies of server queue q reach client queue q. A taken queue, or another queue count for a
+// port in use, is refused.
+TEST_F(DpdkPortTest, QueuePairsCarryTheirOwnTraffic) {
+  constexpr unsigned kQ = 2;
+  std::vector<std::unique_ptr<Port>> server, client;
+  for (unsigned q = 0; q < kQ; ++q) {
+    DpdkPortConfig sc;
+    sc.name = "net_memif4";
+    sc.ip = "10.90.0.1";
+    sc.udp_port = static_cast<uint16_t>(47100 + q);
+    sc.queues = kQ;
+    sc.queue = q;
+    sc.tx_mbufs = 1023;
+    auto s = OpenDpdkPort(sc);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_FALSE(OpenDpdkPort(sc).ok()) << "queue " << q << " opened twice";
+    server.push_back(std::move(*s));
+    DpdkPortConfig cc;
+    cc.name = "net_memif5";
+    cc.ip = "10.90.1.1";
+    cc.udp_port = static_cast<uint16_t>(40000 + q);
+    cc.peer_ip = "10.90.0.1";
+    cc.peer_port = static_cast<uint16_t>(47100 + q);
+    cc.queues = kQ;
+    cc.queue = q;
+    cc.zero_copy = true;
+    cc.tx_mbufs = 1023;
+    auto c = OpenDpdkPort(cc);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    client.push_back(std::move(*c));
+  }
+  DpdkPortConfig other;
+  other.name = "net_memif4";
+  other.ip = "10.90.0.1";
+  other.udp_port = 47200;
+  other.queues = 3;
+  other.queue = 2;
+  EXPECT_EQ(OpenDpdkPort(other).status().code(), StatusCode::kFailedPrecondition);
+  other.queues = 2;
+  other.queue = 2;
+  EXPECT_EQ(OpenDpdkPort(other).status().code(), StatusCode::kInvalidArgument);
+
+  // The link comes up asynchronously: queue 0 sends until its first datagram gets through.
+  const std::vector<uint8_t> hello = Payload(9999, 22);
+  std::vector<std::vector<uint8_t>> got;
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (got.empty() && std::chrono::steady_clock::now() < deadline) {
+    TxPacket t{hello.data(), 22, nullptr};
+    ASSERT_TRUE(client[0]->TxBurst({&t, 1}).ok());
+    got = Recv(*server[0], 1, nullptr, 200ms);
+  }
+  ASSERT_FALSE(got.empty()) << "memif link did not come up";
+  (void)Recv(*server[0], 1000, nullptr, 300ms);
+
+  constexpr uint16_t kN = 64;
+  for (unsigned q = 0; q < kQ; ++q) {
+    SCOPED_TRACE("queue " + std::to_string(q));
+    std::vector<std::vector<uint8_t>> data;
+    std::vector<TxPacket> tx;
+    for (uint16_t id = 0; id < kN; ++id) data.push_back(Payload(id + 1000 * q, 100 + id));
+    for (auto& d : data) tx.push_back({d.data(), static_cast<uint32_t>(d.size()), nullptr});
+    std::vector<std::vector<uint8_t>> rx;
+    std::vector<Endpoint> from;
+    size_t sent = 0;
+    while (sent < tx.size()) {
+      auto n = client[q]->TxBurst({tx.data() + sent, tx.size() - sent});
+      ASSERT_TRUE(n.ok()) << n.status().ToString();
+      sent += *n;
+      for (auto& g : Recv(*server[q], *n, &from)) rx.push_back(std::move(g));
+    }
+    ASSERT_EQ(rx.size(), kN);
+    for (uint16_t id = 0; id < kN; ++id) EXPECT_EQ(rx[id], data[id]) << id;
+    EXPECT_TRUE(Recv(*server[1 - q], 1, nullptr, 100ms).empty()) << "on the other queue";
+    // Back on the same queue: server queue q answers the sender's address.
+    std::vector<TxPacket> back;
+    for (uint16_t id = 0; id < 8; ++id) {
+      back.push_back({data[id].data(), static_cast<uint32_t>(data[id].size()), &from[id]});
+    }
+    std::vector<std::vector<uint8_t>> rb;
+    size_t bsent = 0;
+    const auto until = std::chrono::steady_clock::now() + 5s;
+    while (rb.size() < back.size() && std::chrono::steady_clock::now() < until) {
+      auto bs = server[q]->TxBurst({back.data() + bsent, back.size() - bsent});
+      ASSERT_TRUE(bs.ok()) << bs.status().ToString();
+      bsent += *bs;
+      for (auto& g : Recv(*client[q], bsent - rb.size(), nullptr)) rb.push_back(std::move(g));
+      if (*bs == 0) (void)Recv(*client[q], 1, nullptr, 10ms);
+    }
+    ASSERT_EQ(rb.size(), back.size());
+    for (uint16_t id = 0; id < 8; ++id) EXPECT_EQ(rb[id], data[id]) << id;
+  }
+  for (unsigned q = 0; q < kQ; ++q) {
+    EXPECT_EQ(server[q]->stats().rx_other, 0u) << "queue " << q << " saw another queue's frames";
+    EXPECT_EQ(client[q]->stats().rx_other, 0u) << "queue " << q << " saw another queue's frames";
+  }
+  // As above: the client's side first, then the server's.
+  client.clear();
+  std::this_thread::sleep_for(200ms);
+  server.clear();
 }
 
 }  // namespace

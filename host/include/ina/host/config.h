@@ -65,8 +65,9 @@ struct CommConfig {
   // Switch cores the lanes map onto (docs/host.md, "Lanes on switch cores"): with C > 1, lane l
   // (progress_threads must be C) talks to the switch's core l at switch_port + l (ina-switchd
   // --cores C --core-ports), which aggregates the slots s with s mod C == l of the job on its own:
-  // one job on every switch core, no state shared between them. Transport udp. 1: every lane to
-  // switch_port (lanes of one job on one switch core).
+  // one job on every switch core, no state shared between them. Transport udp, or dpdk: lane l
+  // on queue l of one port (dpdk.port one name or empty), which the switch's core l owns. 1:
+  // every lane to switch_port (lanes of one job on one switch core).
   int switch_cores = 1;
 
   static constexpr uint16_t kMaxWindow = 4096;

@@ -142,11 +142,19 @@ class MemoryDomain {
   // staging, host byte order), so the sender seals a packet whose payload it never reads
   // (proto::Crc32cCombine). Enqueued in order like the calls above. Default: Unimplemented.
   virtual Result<Fence> PayloadCrcs(const uint8_t* wire, size_t n, size_t k, uint32_t* crcs);
+  // Quantize, then PayloadCrcs of what it wrote (same arguments, same results), as one call: a
+  // domain that can fuses them and takes each block's CRC while the block is still in cache, so
+  // the chunk is not read a second time (HostDomain: quant::Kernels::quantize_crc per block). The
+  // CRC of a nonfinite block is that of the bytes written for it. Default: Quantize, then
+  // PayloadCrcs (two passes; the fence is the second's).
+  virtual Result<Fence> QuantizeCrcs(const float* src, size_t n, size_t k, const uint8_t* exps,
+                                     int precision, uint8_t* wire, uint32_t* crcs);
 };
 
 // Host memory through the same pipeline: CopyIn/CopyOut (and the quantization calls) run on one
 // copy thread in FIFO order (fences complete in order), staging is plain heap memory. For tests of
 // the staged path on machines without a GPU, and as the reference the CUDA domain is compared with.
+// QuantizeCrcs is fused here (one pass per block).
 // Threading: thread-safe. The destructor finishes the queued copies, then joins the thread.
 // With `quantize` (the default) it also quantizes in the domain (quantizes() true): the copy
 // thread runs ScalarKernels() for BlockExps, Quantize and Dequantize, so the device-quantizing

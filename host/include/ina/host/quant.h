@@ -23,6 +23,7 @@
 // Kernels: a scalar reference and AVX2 / AVX-512 variants, bit-exact to it, chosen once at start
 // (ActiveKernels(), or by name: KernelsByName). Elements on the wire are big-endian int32: Quantize
 // writes wire bytes directly into the packet, Dequantize reads them from the result packet.
+// quantize_crc also returns the CRC32C of what it wrote (the packet's payload check), in one pass.
 #pragma once
 
 #include <cstddef>
@@ -48,7 +49,17 @@ struct Kernels {
   // int32 tensors: host order <-> big-endian wire, no scaling.
   void (*to_wire)(const int32_t* x, size_t n, uint8_t* out);
   void (*from_wire)(const uint8_t* in, size_t n, int32_t* out);
+  // quantize, fused with the payload check: writes what quantize writes and returns
+  // proto::Crc32c(0, out, 4 * n), computed piece by piece (kCrcPieceElems) right after each piece
+  // is written, while it is in L1, so a sender never reads the chunk a second time for its CRCs.
+  // Same REQUIRES as quantize.
+  uint32_t (*quantize_crc)(const float* x, size_t n, uint8_t biased_exp, int precision,
+                           uint8_t* out);
 };
+
+// quantize_crc's piece: 2048 elements, 8 KiB of floats in and 8 KiB of wire out (one K = 2048
+// packet's payload), which stay in a 32 KiB L1 together.
+inline constexpr size_t kCrcPieceElems = 2048;
 
 // Averaging (the all-reduce's AllReduceOptions::average, ina/host/communicator.h), in place:
 // x[i] / float(divisor) with one IEEE division each (as ina/gpu/quant_elem.h's

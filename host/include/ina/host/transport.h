@@ -151,6 +151,10 @@ struct TransportConfig {
   bool udp_gso = true;  // kind "udp": UDP GSO trains out, GRO in (CommConfig::udp_gso)
   // kind "dpdk" only. When eal_args is empty, MakeTransport fills it from INA_DPDK_* first.
   DpdkConfig dpdk;
+  // kind "dpdk" only: the port's queue pairs and the one this transport uses (net/dpdk.h). The
+  // communicator sets them for lanes on switch cores: lane l on queue l of one port.
+  unsigned dpdk_queues = 1;
+  unsigned dpdk_queue = 0;
   // kind "verbs" only: fabric_host is the fabric's IPv4 address (its GID ::ffff:a.b.c.d);
   // fabric_port is not used (RoCEv2 is UDP port 4791). MakeTransport applies INA_VERBS_* first.
   VerbsConfig verbs;

@@ -26,6 +26,8 @@ Result<std::unique_ptr<Transport>> OpenDpdkTransport(const TransportConfig& tc) 
   pc.zero_copy = c.zero_copy;
   pc.backoff_max_us = c.backoff_max_us;
   pc.mtu = c.mtu;
+  pc.queues = tc.dpdk_queues;
+  pc.queue = tc.dpdk_queue;
   if (!net::kDpdkBuilt) return net::OpenDpdkPort(pc).status();
   INA_RETURN_IF_ERROR(net::StartEal(c.eal_args));
   INA_ASSIGN_OR_RETURN(std::unique_ptr<net::Port> port, net::OpenDpdkPort(pc));

@@ -1,5 +1,12 @@
 // The DPDK port: one ethdev (net_memif, net_af_packet, net_af_xdp, a physical NIC: the ethdev
 // code is the same), one RX and one TX queue, Ethernet/IPv4/UDP framing by frame.h.
+// Queues: an ethdev may carry `queues` RX/TX queue pairs, one Port per queue (DpdkPortConfig::
+// queue), each Port used by one thread: the first Port opened configures and starts the ethdev
+// with every queue, the others attach to it, the last one closed stops it. Nothing is shared
+// between the Ports of one ethdev on the data path (each queue its own mbuf pools). Which queue a
+// frame arrives on is the PMD's business: net_memif delivers on RX queue q what its peer sent on
+// TX queue q (so two ends with the same queue count pair queue q with queue q), net_af_packet
+// (qpairs=) and net_af_xdp (queue_count=) spread by the kernel's or the NIC's hash.
 //
 // EAL: StartEal initialises it once per process (a later call's arguments are ignored; EALREADY,
 // a process whose EAL someone else started, is fine). Without hugepages: "--no-huge -m 256
@@ -45,7 +52,8 @@ void StopEal();
 std::vector<std::string> DpdkPortNames();
 
 struct DpdkPortConfig {
-  std::string name;       // ethdev name ("net_memif0"); empty: the first port not in use
+  std::string name;       // ethdev name ("net_memif0"); empty: the first port not in use (for
+                          // queue > 0: the port in use with `queues` queues and this one free)
   std::string ip;         // this side's IPv4 address (required)
   uint16_t udp_port = 0;  // and UDP port (required, != 0)
   std::string mac;        // "aa:bb:cc:dd:ee:ff"; empty: the port's own
@@ -70,12 +78,19 @@ struct DpdkPortConfig {
   // max_datagram_bytes() is mtu - 28.
   unsigned mtu = 1500;
   int backoff_max_us = 1000;  // idle RX back-off ceiling
-  unsigned rx_mbufs = 4095;   // mbuf pool sizes (a power of two minus one suits the ring)
+  // The ethdev's RX/TX queue pairs (1 .. 64; every Port of one ethdev names the same count, and
+  // the same mtu) and the one this Port uses (< queues). ipv4_datagrams takes one queue. The
+  // ethdev's settings (mac, zero-copy's multi-segment TX, pool sizes) are its first Port's.
+  unsigned queues = 1;
+  unsigned queue = 0;
+  unsigned rx_mbufs = 4095;  // mbuf pool sizes (a power of two minus one suits the ring); with
+                             // several queues each queue's RX pool gets its share
   unsigned tx_mbufs = 4095;
 };
 
-// Errors: InvalidArgument (bad address, MAC or port name, mtu outside 576 .. 9000),
-// FailedPrecondition (no port, the port is in use, or its frames are shorter than mtu + 14),
+// Errors: InvalidArgument (bad address, MAC or port name, mtu outside 576 .. 9000, a bad queue),
+// FailedPrecondition (no port, the port or queue is in use, another queue count or mtu than the
+// ethdev's, fewer queues on the PMD, or its frames are shorter than mtu + 14),
 // Internal (a port or pool call failed), Unavailable (EAL not started), Unimplemented (not built).
 Result<std::unique_ptr<Port>> OpenDpdkPort(const DpdkPortConfig& config);
 

@@ -53,6 +53,8 @@ struct Config {
   // --io udp with cores > 1: 1 gives core c a socket of its own at port + c instead of a share
   // of the reuseport group; workers with lanes on switch cores (CommConfig::switch_cores) send
   // lane c there, so every core aggregates a share of every job's slots (docs/switchd.md).
+  // --io dpdk: every port gets `cores` queues; core c owns queue c of each, at port + c, and no
+  // packet passes between cores (no handoff rings).
   uint32_t core_ports = 0;
   uint32_t socket_buffer_bytes = 8u << 20;  // --io udp: SO_RCVBUF/SO_SNDBUF request (bursts from
                                             // many workers); 0: the kernel's default
