@@ -2,7 +2,8 @@
 // and the real ina-switchd with an admin key file, the job's key installed with set_key as
 // ina-jobkey sends it.
 //
-// - A keyed job (mac, mac_encrypt; 2 and 4 ranks; grants renewed every 2 calls, so keys change)
+// - A keyed job (mac, mac_encrypt; 2 and 4 ranks, and 2 lanes per rank; grants renewed every 2
+//   calls, so keys change)
 //   gives results bit-identical to a CRC-only job run beside it on the same data, and that
 //   neighbour stays exact.
 // - A rank with the wrong secret gets a bounded error, not a hang, and nothing of its is summed.
@@ -128,6 +129,7 @@ struct Rank {
   std::vector<uint8_t> secret;
   std::vector<std::vector<float>> f;
   std::vector<std::vector<int32_t>> i;
+  int lanes = 1;
   Status status;  // the first failure
   Clock::duration took{};
   CommStats stats;
@@ -144,6 +146,7 @@ CommConfig ConfigOf(const Rank& x, uint16_t port) {
   c.window = 8;
   c.join_timeout_ms = 10000;
   c.progress_timeout_ms = 10000;
+  c.progress_threads = x.lanes;
   c.sec = ModeName(x.mode);
   if (x.mode != p::SecMode::kCrc) c.job_secret = JobSecret(x.secret);
   return c;
@@ -238,6 +241,7 @@ void ExpectExact(const std::vector<Rank>& ranks, const std::vector<Rank>& inputs
 struct Case {
   p::SecMode mode;
   int world;
+  int lanes = 1;  // progress threads per rank
 };
 
 class KeyedSwitchd : public ::testing::TestWithParam<Case> {};
@@ -252,6 +256,7 @@ TEST_P(KeyedSwitchd, BitIdenticalToACrcOnlyJobBesideIt) {
   sw.InstallKey(kKeyed, c.mode, secret);
   std::vector<Rank> keyed = Job(kKeyed, c.world, c.mode, secret, kCalls, kN, false, 5);
   std::vector<Rank> crc = Job(kCrc, c.world, p::SecMode::kCrc, {}, kCalls, kN, false, 5);
+  for (Rank& x : keyed) x.lanes = c.lanes;
   std::vector<Rank> all = keyed;
   all.insert(all.end(), crc.begin(), crc.end());
   RunRanks(all, sw.port());
@@ -278,10 +283,14 @@ TEST_P(KeyedSwitchd, BitIdenticalToACrcOnlyJobBesideIt) {
 INSTANTIATE_TEST_SUITE_P(Modes, KeyedSwitchd,
                          ::testing::Values(Case{p::SecMode::kMac, 2}, Case{p::SecMode::kMac, 4},
                                            Case{p::SecMode::kMacEncrypt, 2},
-                                           Case{p::SecMode::kMacEncrypt, 4}),
+                                           Case{p::SecMode::kMacEncrypt, 4},
+                                           Case{p::SecMode::kMac, 2, 2}),
                          [](const ::testing::TestParamInfo<Case>& info) {
                            return std::string(ModeName(info.param.mode)) + "_" +
-                                  std::to_string(info.param.world) + "ranks";
+                                  std::to_string(info.param.world) + "ranks" +
+                                  (info.param.lanes > 1
+                                       ? "_" + std::to_string(info.param.lanes) + "lanes"
+                                       : std::string());
                          });
 
 // A rank with the wrong secret on a switch that requires keys: every rank gets a bounded error
