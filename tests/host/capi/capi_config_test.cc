@@ -2,10 +2,14 @@
 // from C reaches the C++ config and comes back, struct_size and string checks, ina_stats, the
 // version functions. No fabric needed (host_capi_test creates communicators).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 
 #include "capi_config_util.h"
@@ -85,6 +89,33 @@ TEST(CApiConfig, JobKeySetterChecksTheLengthAndWipeClearsIt) {
   ina_config_wipe_job_key(&c);
   EXPECT_EQ(c.job_key_len, 0u);
   for (uint8_t b : c.job_key) ASSERT_EQ(b, 0);
+}
+
+// INA_JOB_KEY through ina_config_init: the secret from a file only its owner may read, mode mac;
+// a file others may read is refused.
+TEST(CApiConfig, JobKeyFromTheEnvironment) {
+  char dir[] = "/tmp/ina_capi_key_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/job.key";
+  std::ofstream(path) << "000102030405060708090a0b0c0d0e0f1011121314151617\n";
+  ASSERT_EQ(chmod(path.c_str(), 0600), 0);
+  setenv("INA_JOB_KEY", path.c_str(), 1);
+  ina_config c;
+  const int rc = ina_config_init(&c);
+  const std::string err = ina_last_error();
+  ASSERT_EQ(chmod(path.c_str(), 0644), 0);
+  ina_config d;
+  const int rc_open = ina_config_init(&d);
+  const std::string err_open = ina_last_error();
+  unsetenv("INA_JOB_KEY");
+  std::remove(path.c_str());
+  rmdir(dir);
+  ASSERT_EQ(rc, INA_OK) << err;
+  EXPECT_STREQ(c.job_sec, "mac");
+  ASSERT_EQ(c.job_key_len, 24u);
+  EXPECT_EQ(c.job_key[23], 0x17);
+  EXPECT_EQ(rc_open, INA_ERR_FAILED_PRECONDITION);
+  EXPECT_NE(err_open.find("chmod 600"), std::string::npos) << err_open;
 }
 
 TEST(CApiConfig, InitGivesDefaultsAndStructSize) {
