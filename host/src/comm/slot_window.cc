@@ -275,6 +275,7 @@ Status SlotWindow::CheckPeersStillIn(uint64_t seq) const {
 }
 
 Status SlotWindow::Begin(const OpDesc& op, TimePoint now) {
+  INA_RETURN_IF_ERROR(key_status_);  // a keyed job whose keys could not be set up
   INA_RETURN_IF_ERROR(CheckPeersStillIn(op.seq));
   op_ = op;
   active_ = true;

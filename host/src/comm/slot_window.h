@@ -151,7 +151,8 @@ class SlotWindow {
 
   // Starts `op` at `now`: queues the first packet of every slot of this lane it uses (exponent
   // rounds for float, the first blocks for int32). Aborted when a rank already left before this
-  // call. REQUIRES: !active(), op.n >= 1.
+  // call; a keyed job's key setup error (a secret of a bad length). REQUIRES: !active(),
+  // op.n >= 1.
   Status Begin(const OpDesc& op, TimePoint now);
   // Ends the current op, done or failed. Generations carry on into the next op.
   void End();

@@ -534,6 +534,19 @@ TEST_P(KeyedWindowTest, DataTaggedResultsVerifiedRetransmissionsTheSameBytes) {
   EXPECT_TRUE(w.CheckProgress(later).ok());
 }
 
+// A keyed window whose secret has a bad length (CommConfig::Validate refuses it first; a window
+// built by hand gets the error at Begin, and never sends an unsealed packet).
+TEST_F(SlotWindowTest, KeyedWindowWithABadSecretFailsAtBegin) {
+  WindowConfig c = Config(1, 64, 1);
+  c.sec = proto::SecMode::kMac;
+  c.secret = JobSecret(std::vector<uint8_t>(8, 1));
+  SlotWindow w(c, quant::ActiveKernels());
+  std::vector<int32_t> v(64);
+  const Status s = w.Begin(OpDesc{false, nullptr, v.data(), v.size(), 0}, t0_);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_EQ(w.tx_queued(), 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, KeyedWindowTest,
                          ::testing::Values(proto::SecMode::kMac, proto::SecMode::kMacEncrypt),
                          [](const ::testing::TestParamInfo<proto::SecMode>& info) {
