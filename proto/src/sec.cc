@@ -6,6 +6,7 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -116,6 +117,36 @@ Result<TrafficKey> DeriveTrafficKey(std::span<const uint8_t> secret, KeyDirectio
   return key;
 }
 
+Result<std::vector<uint8_t>> ParseSecretHex(std::string text, std::string_view what) {
+  const auto first = text.find_first_not_of(" \t\r\n");
+  const auto last = text.find_last_not_of(" \t\r\n");
+  const std::string_view digits = first == std::string::npos
+                                      ? std::string_view()
+                                      : std::string_view(text).substr(first, last - first + 1);
+  std::vector<uint8_t> secret;
+  secret.reserve(digits.size() / 2);
+  bool hex = digits.size() % 2 == 0;
+  for (size_t i = 0; hex && i < digits.size(); i += 2) {
+    auto nibble = [](char ch) {
+      return ch >= '0' && ch <= '9'   ? ch - '0'
+             : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+             : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                      : -1;
+    };
+    const int hi = nibble(digits[i]), lo = nibble(digits[i + 1]);
+    hex = hi >= 0 && lo >= 0;
+    if (hex) secret.push_back(static_cast<uint8_t>(hi * 16 + lo));
+  }
+  OPENSSL_cleanse(text.data(), text.size());
+  if (!hex || secret.size() < kSecretMinBytes || secret.size() > kSecretMaxBytes) {
+    OPENSSL_cleanse(secret.data(), secret.size());
+    return InvalidArgument(std::string(what) + ": not " + std::to_string(2 * kSecretMinBytes) +
+                           " .. " + std::to_string(2 * kSecretMaxBytes) + " hex digits" +
+                           (hex ? " (" + std::to_string(secret.size()) + " bytes)" : ""));
+  }
+  return secret;
+}
+
 Result<std::vector<uint8_t>> LoadSecretFile(const std::string& path, std::string_view what) {
   struct stat st {};
   if (::stat(path.c_str(), &st) != 0) return ErrnoStatus(std::string(what) + " " + path, errno);
@@ -127,31 +158,33 @@ Result<std::vector<uint8_t>> LoadSecretFile(const std::string& path, std::string
   if (!in) return ErrnoStatus(std::string(what) + " " + path, errno);
   std::stringstream ss;
   ss << in.rdbuf();
-  std::string text = ss.str();
-  const auto first = text.find_first_not_of(" \t\r\n");
-  const auto last = text.find_last_not_of(" \t\r\n");
-  text = first == std::string::npos ? "" : text.substr(first, last - first + 1);
-  std::vector<uint8_t> secret;
-  bool hex = text.size() % 2 == 0;
-  for (size_t i = 0; hex && i < text.size(); i += 2) {
-    auto nibble = [](char ch) {
-      return ch >= '0' && ch <= '9'   ? ch - '0'
-             : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
-             : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
-                                      : -1;
-    };
-    const int hi = nibble(text[i]), lo = nibble(text[i + 1]);
-    hex = hi >= 0 && lo >= 0;
-    if (hex) secret.push_back(static_cast<uint8_t>(hi * 16 + lo));
+  return ParseSecretHex(ss.str(), std::string(what) + " " + path);
+}
+
+Result<std::vector<uint8_t>> LoadSecretFd(int fd, std::string_view what) {
+  const std::string name = std::string(what) + " fd:" + std::to_string(fd);
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return ErrnoStatus(name, errno);
+  if (S_ISREG(st.st_mode) && (st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    return FailedPrecondition(name +
+                              ": a file group or others may access; it holds a secret (chmod 600)");
   }
-  std::fill(text.begin(), text.end(), '\0');
-  if (!hex || secret.size() < kSecretMinBytes || secret.size() > kSecretMaxBytes) {
-    std::fill(secret.begin(), secret.end(), uint8_t{0});
-    return InvalidArgument(std::string(what) + " " + path + ": not " +
-                           std::to_string(2 * kSecretMinBytes) + " .. " +
-                           std::to_string(2 * kSecretMaxBytes) + " hex digits");
+  std::string text;
+  char buf[256];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      const int err = errno;
+      OPENSSL_cleanse(text.data(), text.size());
+      return ErrnoStatus(name, err);
+    }
+    if (n == 0) break;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > 4 * kSecretMaxBytes) break;  // more than any secret: refused below
   }
-  return secret;
+  OPENSSL_cleanse(buf, sizeof(buf));
+  return ParseSecretHex(std::move(text), name);
 }
 
 Result<std::vector<uint8_t>> SealSetKey(std::span<const uint8_t> admin_secret, uint16_t job,

@@ -11,8 +11,10 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <new>
 #include <thread>
 
@@ -109,6 +111,51 @@ void RemoveMemifState(const Options& o) {
   }
 }
 
+// --sec keyed: a fresh admin key and job secret (32 random bytes each, hex) in files only we may
+// read, in a directory of their own.
+Result<std::string> MakeKeyFiles() {
+  char tmpl[] = "/tmp/ina-bench-keys-XXXXXX";
+  if (mkdtemp(tmpl) == nullptr) return ErrnoStatus("mkdtemp for the key files", errno);
+  const std::string dir = tmpl;
+  std::ifstream random("/dev/urandom", std::ios::binary);
+  for (const char* name : {"/admin.key", "/job.key"}) {
+    uint8_t bytes[32];
+    if (!random.read(reinterpret_cast<char*>(bytes), sizeof(bytes))) {
+      return Internal("reading /dev/urandom for " + dir + name);
+    }
+    std::string hex;
+    char b[3];
+    for (uint8_t x : bytes) {
+      std::snprintf(b, sizeof(b), "%02x", x);
+      hex += b;
+    }
+    explicit_bzero(bytes, sizeof(bytes));
+    const std::string path = dir + name;
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    if (fd < 0) return ErrnoStatus(path, errno);
+    const bool ok = ::write(fd, hex.data(), hex.size()) == static_cast<ssize_t>(hex.size());
+    explicit_bzero(hex.data(), hex.size());
+    ::close(fd);
+    if (!ok) return Internal("writing " + path);
+  }
+  return dir;
+}
+
+// --sec keyed: installs the job's secret in the switch with ina-jobkey (next to us), and points
+// the workers we start at it (INA_JOB_KEY, inherited).
+Status InstallJobKey(const Options& o, const Fabric& f) {
+  const std::string tool = SelfDir() + "/ina-jobkey";
+  const std::string cmd = tool + " --switch " + f.host + ":" + std::to_string(f.port) +
+                          " --admin-key-file " + f.key_dir + "/admin.key --job " +
+                          std::to_string(o.job) + " --secret-file " + f.key_dir +
+                          "/job.key --mode " + o.sec + " > /dev/null";
+  const int rc = std::system(cmd.c_str());
+  if (rc != 0)
+    return Unavailable(tool + " could not install the job key (status " + std::to_string(rc) + ")");
+  setenv("INA_JOB_KEY", (f.key_dir + "/job.key").c_str(), 1);
+  return Status::Ok();
+}
+
 Result<Fabric> StartFabric(const Options& o) {
   Fabric f;
   if (!o.switch_addr.empty() || !o.worker_switch.empty()) {
@@ -118,6 +165,9 @@ Result<Fabric> StartFabric(const Options& o) {
     return f;
   }
   const std::string fabric = o.dataplane == "rtl" ? "/ina-rtlsim" : "/ina-switchd";
+  if (o.sec != "crc") {
+    INA_ASSIGN_OR_RETURN(f.key_dir, MakeKeyFiles());
+  }
   const bool memif = o.transport == "memif";
   std::vector<std::string> args = {SelfDir() + fabric,
                                    "--bind",
@@ -130,6 +180,10 @@ Result<Fabric> StartFabric(const Options& o) {
                                    std::to_string(o.seed),
                                    "--udp-gso",
                                    o.udp_gso ? "1" : "0"};
+  if (!f.key_dir.empty()) {
+    args.insert(args.end(),
+                {"--admin-key-file", f.key_dir + "/admin.key", "--require-job-keys", "1"});
+  }
   if (o.switch_cores > 1) {
     args.insert(args.end(), {"--cores", std::to_string(o.switch_cores), "--core-ports", "1"});
   }
@@ -164,10 +218,16 @@ Result<Fabric> StartFabric(const Options& o) {
   } else {
     f.port = SplitHostPort(*line).port;
   }
+  if (!f.key_dir.empty()) INA_RETURN_IF_ERROR(InstallJobKey(o, f));
   return f;
 }
 
 std::string StopFabric(const Options& o, Fabric& fabric) {
+  if (!fabric.key_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(fabric.key_dir, ec);
+    fabric.key_dir.clear();
+  }
   std::string counters = "{}";
   if (!fabric.process) return counters;
   // Let it see the workers' LEAVEs before it stops.

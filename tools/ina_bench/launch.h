@@ -32,6 +32,7 @@ struct Fabric {
   std::optional<Process> process;
   std::string host = "127.0.0.1";
   uint16_t port = 0;
+  std::string key_dir;  // --sec keyed: the admin key and job secret files (removed by StopFabric)
 };
 // --transport memif: the switch's address on the memif links, rank r's address ("10.77.1.<r+1>:
 // 40000"), and the EAL arguments of the switch (rank -1: one net_memif server port per rank) or of

@@ -288,6 +288,13 @@ const std::vector<Flag>& Flags() {
        "the workers' quantization kernels (default auto; env INA_QUANT)",
        Choice(&Options::quant, {"auto", "scalar", "avx2", "avx512"}), kShared, Get(&Options::quant),
        "INA_QUANT"},
+      {"--sec", "crc|mac|mac_encrypt", "",
+       "authenticated job (docs/security.md; default crc): a switch started\n"
+       "here gets a fresh admin key file and the job a fresh secret, which\n"
+       "ina-jobkey installs and the workers read from INA_JOB_KEY (with\n"
+       "--switch, install it yourself and set INA_JOB_KEY; env INA_JOB_SEC)",
+       Choice(&Options::sec, {"crc", "mac", "mac_encrypt"}), kShared, Get(&Options::sec),
+       "INA_JOB_SEC"},
       {"--memory", "host|host-async", "",
        "where the workers' tensors live: host (default) or host-async, a\n"
        "memory domain over host memory (the staged path a GPU's tensors take;\n"

@@ -33,6 +33,10 @@ struct Options {
   std::string switch_addr;  // empty: start our own
   std::string engine = "fast";
   std::string dataplane = "sw";
+  // Authenticated job (docs/security.md): crc, mac or mac_encrypt. Keyed, a switch started here
+  // gets a fresh admin key and the job a fresh secret (ina-jobkey installs it); the workers read
+  // the secret from INA_JOB_KEY.
+  std::string sec = "crc";
   int job = 0;  // 0 on the command line: derived from our pid by ParseArgs
   int kill_rank = -1;
   int kill_after_ms = 50;

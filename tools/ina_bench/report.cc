@@ -222,6 +222,7 @@ int ReportRun(const Options& given, const SharedView& view, const Reaped& reaped
       .Uint("worker_packets_from_device", from_device)
       .Bool("verified", verified)
       .Str("dataplane", o.dataplane)
+      .Str("sec", o.sec)
       .Str("transport", o.transport)
       .Str("fingerprint", fingerprint)
       .Str("launch", !o.worker_netns.empty() ? "netns"

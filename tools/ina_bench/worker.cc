@@ -46,6 +46,15 @@ Result<host::CommConfig> MakeConfig(const Options& o, int rank, const std::strin
   cfg.switch_cores = o.switch_cores;
   cfg.udp_gso = o.udp_gso;
   cfg.quant = o.quant;
+  if (o.sec != "crc") {  // the secret never on a command line: INA_JOB_KEY names a file or fd
+    const char* key = std::getenv("INA_JOB_KEY");
+    if (key == nullptr) {
+      return FailedPrecondition("--sec " + o.sec +
+                                " needs the job secret: INA_JOB_KEY=FILE (hex, mode 0600) or fd:N");
+    }
+    cfg.sec = o.sec;
+    INA_ASSIGN_OR_RETURN(cfg.job_secret, host::LoadJobSecret(key));
+  }
   if (o.rto_min_us > 0) cfg.rto_min_us = o.rto_min_us;
   if (o.rto_initial_us > 0) cfg.rto_initial_us = o.rto_initial_us;
   cfg.rto_initial_us = std::max(cfg.rto_initial_us, cfg.rto_min_us);

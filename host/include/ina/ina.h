@@ -95,6 +95,13 @@ typedef struct ina_config {
   uint64_t staging_bytes;    /* staging of device-memory calls pre-sized for tensors this large */
   int dpdk_mtu;              /* transport "dpdk": the frames' IP MTU, 576..9000 (9000: K=2048) */
   int switch_cores; /* lanes on switch cores: lane l to core l at switch_port + l; 1: off */
+  /* Authenticated jobs (docs/security.md): "crc" (no security, the default), "mac" or
+   * "mac_encrypt"; a keyed mode needs the job secret, set with ina_config_set_job_key (or from
+   * INA_JOB_KEY by ina_config_init). The library never prints it; ina_config_wipe_job_key clears
+   * it here, and a communicator wipes its own copy when destroyed. */
+  char job_sec[16];
+  uint8_t job_key[64];
+  uint32_t job_key_len; /* bytes of job_key in use: 0 or 16..64 */
   /* New fields go here, at the end (see the ABI rule above). */
 } ina_config;
 
@@ -112,6 +119,9 @@ typedef struct ina_stats {
   /* of packets_sent, those whose payload the NIC read from device memory (GPUDirect RDMA,
    * docs/gpu.md; the third layout) */
   uint64_t packets_from_device;
+  /* keyed jobs: results dropped, their tag did not verify (forged, rewritten, replayed; the
+   * fourth layout) */
+  uint64_t results_forged;
   /* New fields go here, at the end. */
 } ina_stats;
 
@@ -132,6 +142,12 @@ static inline int ina_config_init(ina_config* cfg) {
 /* Joins the job (blocks up to join_timeout_ms). On success *out is a new communicator.
  * INA_ERR_INVALID_ARGUMENT for an unknown cfg->struct_size, a string field without its NUL, or a
  * config that CommConfig::Validate rejects (the message names the field). */
+/* The job secret (16..64 bytes, from the job's rendezvous; never from a command line) into
+ * cfg->job_key; sets job_sec to "mac" when it is "crc". INA_ERR_INVALID_ARGUMENT for another
+ * length (cfg then untouched). */
+int ina_config_set_job_key(ina_config* cfg, const void* key, size_t len);
+/* Wipes cfg->job_key (and job_key_len) once the communicator is created. */
+void ina_config_wipe_job_key(ina_config* cfg);
 int ina_comm_create(const ina_config* cfg, ina_comm** out);
 /* Fails pending requests (ABORTED), leaves the job, frees comm. NULL is a no-op. */
 void ina_comm_destroy(ina_comm* comm);

@@ -3,6 +3,7 @@
 // every field of the C++ structs by name (structured bindings), so adding a field to CommConfig,
 // DpdkConfig or CommStats without its C counterpart does not compile.
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <iterator>
 #include <memory>
@@ -13,6 +14,7 @@
 #include "ina/host/comm_metrics.h"
 #include "ina/host/communicator.h"
 #include "ina/ina.h"
+#include "ina/proto/wire.h"
 #include "ina/version.h"
 
 struct ina_comm {
@@ -50,8 +52,8 @@ constexpr Layout kConfigLayouts[] = {
     // 0.2: .. quant, udp_gso (sizeof 1584 on LP64).
     {1584, offsetof(ina_config, udp_gso) + sizeof(int)},
     // 0.3 (unreleased): .. the verbs_* fields, slot_wait_timeout_ms, staging_bytes, dpdk_mtu,
-    // switch_cores.
-    {sizeof(ina_config), offsetof(ina_config, switch_cores) + sizeof(int)},
+    // switch_cores, job_sec, job_key, job_key_len.
+    {sizeof(ina_config), offsetof(ina_config, job_key_len) + sizeof(uint32_t)},
 };
 constexpr Layout kStatsLayouts[] = {
     // 0.1: struct_size .. ops_failed.
@@ -59,15 +61,17 @@ constexpr Layout kStatsLayouts[] = {
     // after 0.1: + bad_crc (the CRC32C trailer).
     {72, offsetof(ina_stats, bad_crc) + sizeof(uint64_t)},
     // + packets_from_device (GPUDirect RDMA).
-    {sizeof(ina_stats), offsetof(ina_stats, packets_from_device) + sizeof(uint64_t)},
+    {80, offsetof(ina_stats, packets_from_device) + sizeof(uint64_t)},
+    // + results_forged (keyed jobs).
+    {sizeof(ina_stats), offsetof(ina_stats, results_forged) + sizeof(uint64_t)},
 };
 // The newest entry must be the current layout. On LP64 the sizes are pinned, so that changing a
 // struct without adding a layout fails here.
 static_assert(kConfigLayouts[std::size(kConfigLayouts) - 1].size == sizeof(ina_config));
 static_assert(kStatsLayouts[std::size(kStatsLayouts) - 1].size == sizeof(ina_stats));
-static_assert(sizeof(void*) != 8 || sizeof(ina_config) == 1696,
+static_assert(sizeof(void*) != 8 || sizeof(ina_config) == 1784,
               "ina_config changed: append fields only, add a Layout to kConfigLayouts");
-static_assert(sizeof(void*) != 8 || sizeof(ina_stats) == 80,
+static_assert(sizeof(void*) != 8 || sizeof(ina_stats) == 88,
               "ina_stats changed: append fields only, add a Layout to kStatsLayouts");
 
 Result<Layout> FindLayout(std::span<const Layout> layouts, size_t size, const char* what) {
@@ -109,7 +113,7 @@ Status FullToC(const CommConfig& c, ina_config* out) {
   const auto& [switch_host, switch_port, job_id, rank, world_size, k, window, join_timeout_ms,
                slot_wait_timeout_ms, progress_timeout_ms, rto_min_us, rto_max_us, rto_initial_us,
                progress_threads, transport, socket_buffer_bytes, dpdk, verbs, quant, udp_gso,
-               staging_bytes, switch_cores] = c;
+               staging_bytes, switch_cores, sec, job_secret] = c;
   const auto& [eal_args, port, local_ip, local_port, local_mac, fabric_mac, backoff_max_us,
                zero_copy, dpdk_mtu] = dpdk;
   std::memset(out, 0, sizeof(*out));
@@ -152,6 +156,13 @@ Status FullToC(const CommConfig& c, ina_config* out) {
   out->slot_wait_timeout_ms = slot_wait_timeout_ms;
   out->staging_bytes = staging_bytes;
   out->switch_cores = switch_cores;
+  INA_RETURN_IF_ERROR(WriteString(sec, "job_sec", out->job_sec));
+  if (job_secret.size() > sizeof(out->job_key)) {
+    return InvalidArgument("ina_config.job_key: " + std::to_string(job_secret.size()) +
+                           " bytes do not fit in " + std::to_string(sizeof(out->job_key)));
+  }
+  std::memcpy(out->job_key, job_secret.bytes().data(), job_secret.size());
+  out->job_key_len = static_cast<uint32_t>(job_secret.size());
   return Status::Ok();
 }
 
@@ -160,7 +171,7 @@ Result<CommConfig> FullFromC(const ina_config& in) {
   auto& [switch_host, switch_port, job_id, rank, world_size, k, window, join_timeout_ms,
          slot_wait_timeout_ms, progress_timeout_ms, rto_min_us, rto_max_us, rto_initial_us,
          progress_threads, transport, socket_buffer_bytes, dpdk, verbs, quant, udp_gso,
-         staging_bytes, switch_cores] = c;
+         staging_bytes, switch_cores, sec, job_secret] = c;
   auto& [eal_args, port, local_ip, local_port, local_mac, fabric_mac, backoff_max_us, zero_copy,
          dpdk_mtu] = dpdk;
   INA_RETURN_IF_ERROR(ReadString(in.switch_host, "switch_host", &switch_host));
@@ -212,6 +223,12 @@ Result<CommConfig> FullFromC(const ina_config& in) {
   slot_wait_timeout_ms = in.slot_wait_timeout_ms;
   staging_bytes = in.staging_bytes;
   switch_cores = in.switch_cores;
+  INA_RETURN_IF_ERROR(ReadString(in.job_sec, "job_sec", &sec));
+  if (in.job_key_len > sizeof(in.job_key)) {
+    return InvalidArgument("ina_config.job_key_len: " + std::to_string(in.job_key_len) + " > " +
+                           std::to_string(sizeof(in.job_key)));
+  }
+  job_secret = JobSecret(std::span<const uint8_t>(in.job_key, in.job_key_len));
   return c;
 }
 
@@ -260,7 +277,9 @@ Result<CommConfig> ConfigFromC(const ina_config& in, std::span<const Layout> lay
   ina_config full;
   INA_RETURN_IF_ERROR(FullToC(CommConfig{}, &full));
   std::memcpy(static_cast<void*>(&full), &in, l.used);
-  return FullFromC(full);
+  Result<CommConfig> c = FullFromC(full);
+  explicit_bzero(full.job_key, sizeof(full.job_key));
+  return c;
 }
 
 Status ConfigToC(const CommConfig& c, ina_config* out, size_t struct_size,
@@ -269,6 +288,7 @@ Status ConfigToC(const CommConfig& c, ina_config* out, size_t struct_size,
   ina_config full;
   INA_RETURN_IF_ERROR(FullToC(c, &full));
   std::memcpy(static_cast<void*>(out), &full, l.used);
+  explicit_bzero(full.job_key, sizeof(full.job_key));
   out->struct_size = struct_size;
   return Status::Ok();
 }
@@ -276,7 +296,7 @@ Status ConfigToC(const CommConfig& c, ina_config* out, size_t struct_size,
 Status StatsToC(const CommStats& s, ina_stats* out, size_t struct_size) {
   INA_ASSIGN_OR_RETURN(Layout l, FindLayout(kStatsLayouts, struct_size, "ina_stats"));
   const auto& [packets_sent, packets_received, retransmissions, results, stale_results_ignored,
-               ops_completed, ops_failed, bad_crc, packets_from_device] = s;
+               ops_completed, ops_failed, bad_crc, packets_from_device, results_forged] = s;
   ina_stats full;
   std::memset(&full, 0, sizeof(full));
   full.packets_sent = packets_sent;
@@ -288,6 +308,7 @@ Status StatsToC(const CommStats& s, ina_stats* out, size_t struct_size) {
   full.ops_failed = ops_failed;
   full.bad_crc = bad_crc;
   full.packets_from_device = packets_from_device;
+  full.results_forged = results_forged;
   std::memcpy(static_cast<void*>(out), &full, l.used);
   out->struct_size = struct_size;
   return Status::Ok();
@@ -313,6 +334,30 @@ int ina_config_init_sized(ina_config* cfg, size_t struct_size) {
   auto r = ina::host::CommConfig::FromEnv(defaults);
   if (!r.ok()) return capi::Report(r.status());
   return capi::Report(capi::ConfigToC(*r, cfg, struct_size));
+}
+
+int ina_config_set_job_key(ina_config* cfg, const void* key, size_t len) {
+  if (cfg == nullptr || (key == nullptr && len != 0)) {
+    return capi::BadArg("ina_config_set_job_key: null cfg or key");
+  }
+  if (len < ina::proto::kSecretMinBytes || len > ina::proto::kSecretMaxBytes ||
+      len > sizeof(cfg->job_key)) {
+    return capi::Report(ina::InvalidArgument("ina_config_set_job_key: a job secret of " +
+                                             std::to_string(len) + " bytes; it has " +
+                                             std::to_string(ina::proto::kSecretMinBytes) + " .. " +
+                                             std::to_string(ina::proto::kSecretMaxBytes)));
+  }
+  std::memcpy(cfg->job_key, key, len);
+  cfg->job_key_len = static_cast<uint32_t>(len);
+  if (std::strcmp(cfg->job_sec, "crc") == 0)
+    std::snprintf(cfg->job_sec, sizeof(cfg->job_sec), "mac");
+  return INA_OK;
+}
+
+void ina_config_wipe_job_key(ina_config* cfg) {
+  if (cfg == nullptr) return;
+  explicit_bzero(cfg->job_key, sizeof(cfg->job_key));
+  cfg->job_key_len = 0;
 }
 
 int ina_comm_create(const ina_config* cfg, ina_comm** out) {

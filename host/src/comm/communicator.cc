@@ -243,6 +243,7 @@ class Communicator::Impl {
       s.results += w.results.Get();
       s.stale_results_ignored += w.stale.Get();
       s.bad_crc += w.bad_crc.Get();
+      s.results_forged += w.forged.Get();
       s.packets_from_device += w.sent_from_body.Get();
     }
     s.ops_completed = ops_completed_.Get();
@@ -315,7 +316,9 @@ class Communicator::Impl {
     quant.precision = quant::Precision(cfg_.world_size);
     quant.window = grant_.window;
     quant.divisor = d.divisor;
-    if (quantize) quant.nic_wire = buffers_->NicWire(*op.domain, 4 * d.n);
+    // A keyed job seals each packet whole in its TX buffer, so its payload cannot stay in device
+    // memory the host never reads.
+    if (quantize && cfg_.sec == "crc") quant.nic_wire = buffers_->NicWire(*op.domain, 4 * d.n);
     internal::StagedOp staged(*op.domain, staging, user, d.n, proto::kElemBytes, cfg_.k, stop_flag_,
                               lanes_.size() > 1 ? &op_cancel_ : nullptr,
                               quantize ? &quant : nullptr);

@@ -1,11 +1,14 @@
 #include "ina/host/config.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <limits>
 #include <sstream>
 
 #include "ina/base/parse.h"
+#include "ina/proto/sec.h"
 #include "ina/proto/wire.h"
 
 static_assert(ina::host::CommConfig::kMaxProgressThreads == ina::proto::kMaxLanes);
@@ -20,6 +23,34 @@ Status EnvField(const char* var, long long lo, T* field) {
 }
 
 }  // namespace
+
+JobSecret& JobSecret::operator=(const JobSecret& o) {
+  if (this != &o) {
+    Wipe();
+    bytes_ = o.bytes_;
+  }
+  return *this;
+}
+
+void JobSecret::Wipe() {
+  explicit_bzero(bytes_.data(), bytes_.size());
+  bytes_.clear();
+}
+
+Result<JobSecret> LoadJobSecret(const std::string& spec, const std::string& what) {
+  if (spec.empty()) return InvalidArgument(what + ": empty (a file name or fd:N)");
+  Result<std::vector<uint8_t>> bytes = InvalidArgument(what);
+  if (spec.rfind("fd:", 0) == 0) {
+    INA_ASSIGN_OR_RETURN(const long long fd, ParseInt(what + " fd", spec.substr(3), 0, INT32_MAX));
+    bytes = proto::LoadSecretFd(static_cast<int>(fd), what);
+  } else {
+    bytes = proto::LoadSecretFile(spec, what);
+  }
+  if (!bytes.ok()) return bytes.status();
+  JobSecret secret(*bytes);
+  explicit_bzero(bytes->data(), bytes->size());
+  return secret;
+}
 
 std::vector<std::string> DpdkLanePorts(const std::string& port, int lanes) {
   if (port.empty()) return std::vector<std::string>(static_cast<size_t>(std::max(lanes, 0)));
@@ -124,6 +155,18 @@ Status CommConfig::Validate() const {
   if (quant != "auto" && quant != "scalar" && quant != "avx2" && quant != "avx512") {
     return bad("quant '" + quant + "' is not auto, scalar, avx2 or avx512");
   }
+  if (sec != "crc" && sec != "mac" && sec != "mac_encrypt") {
+    return bad("sec '" + sec + "' is not crc, mac or mac_encrypt");
+  }
+  if (sec == "crc" && !job_secret.empty()) {
+    return bad("a job secret is set but sec is crc: set sec mac or mac_encrypt (INA_JOB_SEC)");
+  }
+  if (sec != "crc" &&
+      (job_secret.size() < proto::kSecretMinBytes || job_secret.size() > proto::kSecretMaxBytes)) {
+    return bad("sec " + sec + " needs a job secret of " + std::to_string(proto::kSecretMinBytes) +
+               " .. " + std::to_string(proto::kSecretMaxBytes) + " bytes (INA_JOB_KEY), not " +
+               std::to_string(job_secret.size()));
+  }
   if (staging_bytes > kMaxStagingBytes) {
     return bad("staging_bytes " + std::to_string(staging_bytes) + " > " +
                std::to_string(kMaxStagingBytes) + " (4 bytes times the largest call, 2^32 - 1)");
@@ -143,6 +186,9 @@ std::string CommConfig::ToString() const {
     << " socket_buffer_bytes=" << socket_buffer_bytes << " udp_gso=" << udp_gso
     << " quant=" << quant << " staging_bytes=" << staging_bytes;
   if (switch_cores > 1) o << " switch_cores=" << switch_cores;
+  if (sec != "crc" || !job_secret.empty()) {
+    o << " sec=" << sec << " job_secret=" << (job_secret.empty() ? "unset" : "set");
+  }
   if (transport == "dpdk") {
     o << " dpdk_eal='" << dpdk.eal_args << "' dpdk_port=" << dpdk.port
       << " dpdk_local=" << dpdk.local_ip << ":" << dpdk.local_port
@@ -202,6 +248,17 @@ Result<CommConfig> CommConfig::FromEnv(CommConfig c) {
   if (const char* v = std::getenv("INA_STAGING_BYTES")) {
     INA_ASSIGN_OR_RETURN(c.staging_bytes,
                          ParseUint("INA_STAGING_BYTES", v, 0, CommConfig::kMaxStagingBytes));
+  }
+  if (const char* v = std::getenv("INA_JOB_SEC")) {
+    const std::string m(v);
+    if (m != "crc" && m != "mac" && m != "mac_encrypt") {
+      return InvalidArgument("INA_JOB_SEC='" + m + "': not crc, mac or mac_encrypt");
+    }
+    c.sec = m;
+  }
+  if (const char* v = std::getenv("INA_JOB_KEY")) {
+    INA_ASSIGN_OR_RETURN(c.job_secret, LoadJobSecret(v));
+    if (std::getenv("INA_JOB_SEC") == nullptr && c.sec == "crc") c.sec = "mac";
   }
   if (c.transport == "dpdk") INA_RETURN_IF_ERROR(ApplyDpdkEnv(&c.dpdk));
   if (c.transport == "verbs") INA_RETURN_IF_ERROR(ApplyVerbsEnv(&c.verbs));

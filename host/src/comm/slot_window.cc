@@ -34,6 +34,10 @@ WindowConfig WindowConfig::From(const CommConfig& c, uint16_t granted_window, ui
   w.progress_timeout = milliseconds(c.progress_timeout_ms);
   w.rto = RtoConfig{c.rto_min_us, c.rto_initial_us, c.rto_max_us,
                     LaneSlots(granted_window, lane, w.lanes)};
+  w.sec = c.sec == "mac"           ? proto::SecMode::kMac
+          : c.sec == "mac_encrypt" ? proto::SecMode::kMacEncrypt
+                                   : proto::SecMode::kCrc;
+  if (w.sec != proto::SecMode::kCrc) w.secret = c.job_secret;
   return w;
 }
 
@@ -45,9 +49,39 @@ SlotWindow::SlotWindow(const WindowConfig& config, const quant::Kernels& kernels
       rto_(config.rto),
       slots_(std::max(config.window, config.capacity)),
       tx_bufs_(slots_.size() * kBufBytes),
-      send_ring_(slots_.size()) {}
+      send_ring_(slots_.size()) {
+  if (keyed()) {
+    plain_.resize(proto::kMaxK * proto::kElemBytes);
+    SetKeys(1);
+  }
+}
+
+void SlotWindow::SetKeys(uint64_t grant) {
+  grant_ = grant;
+  sealer_.reset();
+  opener_.reset();
+  auto up = proto::DeriveTrafficKey(cfg_.secret.bytes(), proto::KeyDirection::kUp, cfg_.job_id,
+                                    grant, proto::Session{});
+  auto down = proto::DeriveTrafficKey(cfg_.secret.bytes(), proto::KeyDirection::kDown, cfg_.job_id,
+                                      grant, proto::Session{});
+  if (!up.ok() || !down.ok()) {
+    key_status_ = (up.ok() ? down.status() : up.status()).WithContext("job key");
+    return;
+  }
+  auto sealer = proto::MessageSealer::Create(*up);
+  auto opener = proto::MessageOpener::Create(*down);
+  explicit_bzero(up->data(), up->size());
+  explicit_bzero(down->data(), down->size());
+  if (!sealer.ok() || !opener.ok()) {
+    key_status_ = sealer.ok() ? opener.status() : sealer.status();
+    return;
+  }
+  sealer_ = std::move(*sealer);
+  opener_ = std::move(*opener);
+}
 
 void SlotWindow::Regrant(uint16_t window) {
+  if (keyed()) SetKeys(grant_ + 1);
   window_ = window;
   cfg_.window = window;
   std::fill(slots_.begin(), slots_.end(), Slot{});
@@ -58,6 +92,7 @@ void SlotWindow::Regrant(uint16_t window) {
 }
 
 void SlotWindow::FirstGrant(uint16_t window) {
+  grant_ = 0;  // Regrant takes grant 1's keys
   Regrant(window);
   cfg_.rto.samples_per_rtt = LaneSlots(window, cfg_.lane, cfg_.lanes);
   rto_ = RtoEstimator(cfg_.rto);
@@ -65,8 +100,8 @@ void SlotWindow::FirstGrant(uint16_t window) {
 
 SlotWindow::SlotView SlotWindow::slot(uint16_t s) const {
   const Slot& sl = slots_[s];
-  return SlotView{sl.gen,   sl.next_gen, sl.busy,   sl.queued,  sl.parked,
-                  sl.block, sl.retries,  sl.rto_us, sl.deadline};
+  return SlotView{sl.gen,    sl.next_gen, sl.use,     sl.busy,   sl.queued,
+                  sl.parked, sl.block,    sl.retries, sl.rto_us, sl.deadline};
 }
 
 void SlotWindow::Enqueue(uint16_t s) {
@@ -87,6 +122,7 @@ void SlotWindow::PutHeader(uint16_t s, uint8_t flags, uint8_t exp, uint8_t next_
   h.flags = flags;
   h.exp = exp;
   h.next_exp = next_exp;
+  h.sec = static_cast<uint8_t>(cfg_.sec);
   h.job = cfg_.job_id;
   h.rank = cfg_.rank;
   h.slot = s;
@@ -95,6 +131,7 @@ void SlotWindow::PutHeader(uint16_t s, uint8_t flags, uint8_t exp, uint8_t next_
   h.offset = offset;
   proto::EncodeHeader(h, Buf(s));
   sl.gen = sl.next_gen++;
+  sl.use = sl.next_use++;
   sl.busy = true;
   sl.sent = false;
   sl.retries = 0;
@@ -107,6 +144,16 @@ void SlotWindow::PutHeader(uint16_t s, uint8_t flags, uint8_t exp, uint8_t next_
 void SlotWindow::Seal(uint16_t s) {
   Slot& sl = slots_[s];
   uint8_t* b = Buf(s);
+  if (keyed()) {  // never with a body (SendBlock)
+    const size_t len = proto::kHeaderBytes + size_t{proto::GetCount(b)} * proto::kElemBytes;
+    if ((sealer_ == nullptr ||
+         !sealer_->Seal(cfg_.sec, b, len, proto::MakeNonce(cfg_.rank, s, sl.use))) &&
+        key_status_.ok()) {
+      key_status_ = Internal("libcrypto: sealing a data packet failed");
+    }
+    sl.len = len + proto::kTagBytes;
+    return;
+  }
   if (sl.body == nullptr) {
     sl.len =
         proto::SealMessage(b, proto::kHeaderBytes + size_t{proto::GetCount(b)} * proto::kElemBytes);
@@ -206,7 +253,7 @@ Status SlotWindow::SendBlock(uint16_t s, int64_t b, uint8_t e) {
   }
   if (nonfinite) {
     std::memset(payload, 0, cnt * proto::kElemBytes);
-  } else if (quant_ != nullptr && quant_->tx_body() != nullptr) {  // the NIC reads it there
+  } else if (quant_ != nullptr && quant_->tx_body() != nullptr && !keyed()) {  // the NIC reads it
     sl.body = quant_->tx_body() + off * proto::kElemBytes;
     sl.body_len = static_cast<uint32_t>(cnt * proto::kElemBytes);
     sl.body_crc = quant_->PayloadCrc(b);
@@ -228,6 +275,7 @@ Status SlotWindow::CheckPeersStillIn(uint64_t seq) const {
 }
 
 Status SlotWindow::Begin(const OpDesc& op, TimePoint now) {
+  INA_RETURN_IF_ERROR(key_status_);  // a keyed job whose keys could not be set up
   INA_RETURN_IF_ERROR(CheckPeersStillIn(op.seq));
   op_ = op;
   active_ = true;
@@ -323,7 +371,9 @@ void SlotWindow::OnTimers(TimePoint now) {
       const uint8_t flags = proto::GetFlags(Buf(s));
       if ((flags & proto::flags::kRetx) == 0) {  // the first retransmission: flag it, seal again
         proto::SetFlags(Buf(s), flags | proto::flags::kRetx);
-        Seal(s);
+        // A keyed job's tag does not cover the flag (and mac_encrypt's payload is ciphertext by
+        // now): the same bytes go out again.
+        if (!keyed()) Seal(s);
       }
       ++sl.retries;
       sl.rto_us = rto_.Backoff(sl.rto_us);
@@ -336,6 +386,7 @@ void SlotWindow::OnTimers(TimePoint now) {
 }
 
 Status SlotWindow::CheckProgress(TimePoint now) const {
+  if (!key_status_.ok()) return key_status_;
   if (!active_ || remaining_ == 0) return Status::Ok();
   if (now - last_progress_ >= cfg_.progress_timeout) return DeadlineExceeded(DescribeStall(now));
   return Status::Ok();
@@ -349,6 +400,18 @@ TimePoint SlotWindow::NextDeadline() const {
 Status SlotWindow::OnPacket(std::span<const uint8_t> packet, TimePoint now) {
   const uint8_t* p = packet.data();
   const size_t len = packet.size();
+  // A keyed job's tagged result: its tag is checked in HandleResult, once the fields say which
+  // use of which slot it claims. Any other tagged packet is not for this window.
+  if (keyed() && len >= proto::kHeaderBytes && proto::GetVersion(p) == proto::kVersion &&
+      proto::GetSec(p) != 0) {
+    if (active_ && proto::GetSec(p) == static_cast<uint8_t>(cfg_.sec) &&
+        proto::GetJob(p) == cfg_.job_id &&
+        proto::GetType(p) == static_cast<uint8_t>(proto::MsgType::kResult)) {
+      return HandleResult(p, len, now);
+    }
+    counters_.stale.Inc();
+    return Status::Ok();
+  }
   // Nothing but the version is read before the trailer is checked: a damaged packet is dropped
   // whatever it claims to be (a lost result is fetched again by the retransmission timer).
   if (len >= proto::kHeaderBytes && proto::GetVersion(p) == proto::kVersion &&
@@ -359,6 +422,10 @@ Status SlotWindow::OnPacket(std::span<const uint8_t> packet, TimePoint now) {
   if (active_ && len >= proto::kHeaderBytes && proto::GetVersion(p) == proto::kVersion &&
       proto::GetJob(p) == cfg_.job_id &&
       proto::GetType(p) == static_cast<uint8_t>(proto::MsgType::kResult)) {
+    if (keyed()) {  // a CRC-only result naming a keyed job: not the fabric's
+      counters_.forged.Inc();
+      return Status::Ok();
+    }
     return HandleResult(p, len, now);
   }
   return HandleControl(p, len);
@@ -409,11 +476,22 @@ Status SlotWindow::HandleResult(const uint8_t* p, size_t len, TimePoint now) {
   }
   Slot& sl = slots_[h.slot];
   const uint8_t* mine = Buf(h.slot);
-  if (!sl.busy || !sl.sent || h.gen != sl.gen || len != proto::MessageBytes(h.count) ||
+  if (!sl.busy || !sl.sent || h.gen != sl.gen ||
+      len != (keyed() ? proto::MessageBytes(h.count, h.sec) : proto::MessageBytes(h.count)) ||
       h.count != proto::GetCount(mine) || h.offset != proto::GetOffset(mine) ||
       (op_.is_float && h.exp != proto::GetExp(mine))) {
     counters_.stale.Inc();
     return Status::Ok();
+  }
+  const uint8_t* payload = p + proto::kHeaderBytes;
+  if (keyed()) {  // the tag, for the use in flight, before anything of the result is used
+    if (opener_ == nullptr ||
+        !opener_->Open(cfg_.sec, std::span<const uint8_t>(p, len),
+                       proto::MakeNonce(h.rank, h.slot, sl.use), plain_.data())) {
+      counters_.forged.Inc();
+      return Status::Ok();
+    }
+    if (cfg_.sec == proto::SecMode::kMacEncrypt) payload = plain_.data();
   }
   counters_.results.Inc();
   last_progress_ = now;
@@ -425,7 +503,6 @@ Status SlotWindow::HandleResult(const uint8_t* p, size_t len, TimePoint now) {
   sl.busy = false;
   sl.deadline = TimePoint::max();
   const uint16_t s = h.slot;
-  const uint8_t* payload = p + proto::kHeaderBytes;
   if (sl.block < 0) {  // exponent round: the result's next_exp is block s's agreed exponent
     return StartBlock(s, s, h.next_exp);
   }

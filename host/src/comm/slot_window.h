@@ -21,6 +21,17 @@
 //    was quantized and again when the retx flag is first set. A received packet of this version
 //    whose trailer does not match is dropped (bad_crc) before any other field is read; a lost
 //    result is fetched again by the retransmission timer, as after a loss.
+//  - Keyed jobs (WindowConfig::sec mac or mac_encrypt, docs/security.md): every data packet ends
+//    with the AES-GCM tag under the grant's up key (ina/proto/sec.h) in place of the trailer,
+//    nonce (rank, slot, use), where `use` counts the slot's uses since the grant began (gen is its
+//    low 16 bits); in mac_encrypt the payload is encrypted in the TX buffer. The tag does not
+//    cover the retx flag, so a retransmission sends the same bytes but that bit. Results must carry
+//    the job's sec and a tag that opens under the grant's down key with nonce (the header's rank,
+//    slot, the use of the packet in flight); the field checks below come first (they pick the
+//    use), then the tag, and only then is anything of the result used (decrypted first in
+//    mac_encrypt). A result that fails, or a CRC-only one, is counted (forged) and dropped, and
+//    the retransmission timer asks again, as after a loss. Each grant (FirstGrant: 1, Regrant: +1)
+//    derives its own keys, as the fabric's control plane does.
 //  - A result is accepted only if type, version, job, destination (own rank or all), slot < W,
 //    gen, length, count and offset match the packet in flight, and for a float op its exp too
 //    (the fabric sums a float block only when every rank sent the same exp, docs/protocol.md, "The
@@ -63,6 +74,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -73,6 +85,7 @@
 #include "ina/host/config.h"
 #include "ina/host/quant.h"
 #include "ina/host/transport.h"
+#include "ina/proto/sec.h"
 #include "ina/proto/wire.h"
 #include "rto.h"
 #include "staged_op.h"
@@ -90,6 +103,9 @@ struct WindowConfig {
   uint16_t lane = 0;   // this window runs the slots s with s % lanes == lane
   uint16_t lanes = 1;  // >= 1, lane < lanes
   std::chrono::milliseconds progress_timeout{5000};
+  // Keyed job (docs/security.md): its mode and secret (kSecretMinBytes .. kSecretMaxBytes bytes).
+  proto::SecMode sec = proto::SecMode::kCrc;
+  JobSecret secret;
   RtoConfig rto;
 
   // The communicator's settings with the granted window, for lane `lane` of
@@ -120,6 +136,7 @@ struct WindowCounters {
   Counter results;          // results accepted
   Counter stale;            // packets ignored (old generation, another job, malformed, ...)
   Counter bad_crc;          // packets dropped: CRC32C trailer not matching (damaged in flight)
+  Counter forged;           // keyed job: results dropped, the tag did not verify or was missing
   Counter sent_from_body;   // of packets_sent, those whose payload the NIC read from domain
                             // memory (GPUDirect RDMA, BlockStager::tx_body)
 };
@@ -134,14 +151,15 @@ class SlotWindow {
 
   // Starts `op` at `now`: queues the first packet of every slot of this lane it uses (exponent
   // rounds for float, the first blocks for int32). Aborted when a rank already left before this
-  // call. REQUIRES: !active(), op.n >= 1.
+  // call; a keyed job's key setup error (a secret of a bad length). REQUIRES: !active(),
+  // op.n >= 1.
   Status Begin(const OpDesc& op, TimePoint now);
   // Ends the current op, done or failed. Generations carry on into the next op.
   void End();
   // A new grant between ops (docs/protocol.md, "Sharing the slot pool"): the window becomes
-  // `window` slots and every slot starts again from generation 0, as the fabric's new grant does.
-  // The TX buffers, counters and the RTT estimate stay. REQUIRES: !active(),
-  // 1 <= window <= capacity().
+  // `window` slots and every slot starts again from generation 0 (use 0), as the fabric's new
+  // grant does; a keyed job takes the next grant's traffic keys. The TX buffers, counters and the
+  // RTT estimate stay. REQUIRES: !active(), 1 <= window <= capacity().
   void Regrant(uint16_t window);
   // The first grant, for a window built before the join with the window asked (config.window =
   // capacity): as Regrant, and the RTO estimator starts again for the granted window's
@@ -169,8 +187,11 @@ class SlotWindow {
   Status OnReady();
   // Slots waiting for their block's quantization: the caller polls OnReady while > 0.
   uint16_t parked() const { return parked_; }
-  // DeadlineExceeded when no result was accepted for progress_timeout (or since Begin).
+  // DeadlineExceeded when no result was accepted for progress_timeout (or since Begin); the key
+  // setup's or libcrypto's error of a keyed job (never seen).
   Status CheckProgress(TimePoint now) const;
+  // Keyed job: the grant whose keys are in use (1 for the first).
+  uint64_t grant() const { return grant_; }
   // The earliest time OnTimers or CheckProgress may have something to do (never later than it;
   // exact after OnTimers until the next result); TimePoint::max() when idle.
   TimePoint NextDeadline() const;
@@ -201,6 +222,7 @@ class SlotWindow {
   struct SlotView {
     uint16_t gen = 0;       // generation of the packet in flight
     uint16_t next_gen = 0;  // generation of its next use
+    uint64_t use = 0;       // its use since the grant began (gen: the low 16 bits)
     bool busy = false;      // awaiting a result
     bool queued = false;    // waiting to be (re)sent
     bool parked = false;    // waiting for its block's quantization
@@ -215,6 +237,8 @@ class SlotWindow {
   struct Slot {
     uint16_t next_gen = 0;
     uint16_t gen = 0;
+    uint64_t next_use = 0;  // keyed jobs' nonce: uses since the grant began
+    uint64_t use = 0;
     bool busy = false;
     bool queued = false;
     bool sent = false;    // sent at least once
@@ -244,8 +268,11 @@ class SlotWindow {
   void PutHeader(uint16_t s, uint8_t flags, uint8_t exp, uint8_t next_exp, uint16_t count,
                  uint32_t offset);
   // Writes slot s's trailer: the CRC32C of its header and payload (with a body, the header's
-  // combined with the body's CRC). Sets sl.len.
+  // combined with the body's CRC), or a keyed job's tag. Sets sl.len.
   void Seal(uint16_t s);
+  bool keyed() const { return cfg_.sec != proto::SecMode::kCrc; }
+  // Keyed job: the traffic keys of grant `grant` (sealer_, opener_); errors into key_status_.
+  void SetKeys(uint64_t grant);
   // Block b's local exponent: the CPU kernel on the tensor (after Acquire for a staged one), or
   // the quantizing stager's.
   Status LocalExp(int64_t b, uint8_t* exp, bool* nonfinite);
@@ -294,6 +321,13 @@ class SlotWindow {
   uint64_t peer_left_after_ = UINT64_MAX;
   uint16_t peer_left_rank_ = 0;
   WindowCounters counters_;
+  // Keyed job: the current grant (counted from 1) and its keys; plain_ holds a mac_encrypt
+  // result's decrypted payload.
+  uint64_t grant_ = 0;
+  std::unique_ptr<proto::MessageSealer> sealer_;
+  std::unique_ptr<proto::MessageOpener> opener_;
+  Status key_status_;
+  std::vector<uint8_t> plain_;
 };
 
 }  // namespace ina::host::internal

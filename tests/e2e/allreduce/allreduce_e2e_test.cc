@@ -127,6 +127,34 @@ TEST(AllReduceE2eLanes, ProgressThreadsGiveTheOneLaneResultBitForBit) {
   }
 }
 
+// Authenticated jobs through ina-bench --sec (docs/security.md): the same seed gives the same
+// result in crc, mac and mac_encrypt, under loss and with damage both ways (the switch's fault
+// port changes bytes above the UDP checksum; a keyed job's tag catches them, the workers and the
+// switch drop and the retransmissions repair). The keyed runs install their key (keys_installed).
+TEST(AllReduceE2eKeyed, EveryModeGivesTheSameResultUnderLossAndDamage) {
+  std::string fingerprint;
+  for (const char* sec : {"crc", "mac", "mac_encrypt"}) {
+    SCOPED_TRACE(sec);
+    int code = -1;
+    std::string json =
+        RunBench({"--workers", "2", "--iters", "2", "--elements", "300007", "--drop-rate", "0.01",
+                  "--corrupt-rate", "0.005", "--seed", "13", "--sec", sec},
+                 &code);
+    ASSERT_FALSE(json.empty()) << "no JSON from ina-bench";
+    EXPECT_EQ(code, 0) << json;
+    EXPECT_TRUE(JsonTrue(json, "verified")) << json;
+    EXPECT_EQ(JsonString(json, "sec"), sec) << json;
+    const bool keyed = std::string(sec) != "crc";
+    EXPECT_EQ(JsonNumber(json, "keys_installed"), keyed ? 1 : 0) << json;
+    EXPECT_EQ(JsonNumber(json, "drop_cross_job"), 0) << json;
+    if (keyed) {
+      EXPECT_GT(JsonNumber(json, "drop_forged"), 0) << "no damaged data caught: " << json;
+    }
+    if (fingerprint.empty()) fingerprint = JsonString(json, "fingerprint");
+    EXPECT_EQ(JsonString(json, "fingerprint"), fingerprint) << json;
+  }
+}
+
 // Damage in both directions: the switch's fault port changes one byte of a share of the packets
 // it receives and of those it sends (above the UDP checksum: damage no checksum caught, as a bad
 // NIC or switch buffer would do). The CRC32C trailer catches every damaged data packet, result and

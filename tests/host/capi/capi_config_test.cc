@@ -2,10 +2,14 @@
 // from C reaches the C++ config and comes back, struct_size and string checks, ina_stats, the
 // version functions. No fabric needed (host_capi_test creates communicators).
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstddef>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 
 #include "capi_config_util.h"
@@ -55,6 +59,63 @@ TEST(CApiConfig, EveryFieldComesBackToC) {
   // Up to the last field: the struct's tail padding is nobody's.
   const size_t used = offsetof(ina_config, udp_gso) + sizeof(c.udp_gso);
   for (size_t i = 0; i < used; ++i) ASSERT_EQ(a[i], b[i]) << "byte " << i;
+}
+
+// The job secret through the C API: a setter taking bytes (16 .. 64 of them), a wipe; never a
+// command line.
+TEST(CApiConfig, JobKeySetterChecksTheLengthAndWipeClearsIt) {
+  ina_config c;
+  ASSERT_EQ(ina_config_init(&c), INA_OK) << ina_last_error();
+  EXPECT_STREQ(c.job_sec, "crc");
+  EXPECT_EQ(c.job_key_len, 0u);
+  uint8_t key[65];
+  for (size_t i = 0; i < sizeof(key); ++i) key[i] = static_cast<uint8_t>(i + 1);
+  EXPECT_EQ(ina_config_set_job_key(&c, key, 15), INA_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(ina_last_error()).find("15 bytes"), std::string::npos) << ina_last_error();
+  EXPECT_EQ(ina_config_set_job_key(&c, key, 65), INA_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(ina_config_set_job_key(&c, nullptr, 16), INA_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(c.job_key_len, 0u);
+  ASSERT_EQ(ina_config_set_job_key(&c, key, 16), INA_OK) << ina_last_error();
+  EXPECT_STREQ(c.job_sec, "mac");
+  auto r = capi::ConfigFromC(c);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->sec, "mac");
+  ASSERT_EQ(r->job_secret.size(), 16u);
+  EXPECT_EQ(r->job_secret.bytes()[15], 16);
+  EXPECT_TRUE(r->Validate().ok()) << r->Validate().ToString();
+  std::strcpy(c.job_sec, "mac_encrypt");
+  ASSERT_EQ(ina_config_set_job_key(&c, key, 64), INA_OK);
+  EXPECT_STREQ(c.job_sec, "mac_encrypt");  // a keyed mode stays
+  ina_config_wipe_job_key(&c);
+  EXPECT_EQ(c.job_key_len, 0u);
+  for (uint8_t b : c.job_key) ASSERT_EQ(b, 0);
+}
+
+// INA_JOB_KEY through ina_config_init: the secret from a file only its owner may read, mode mac;
+// a file others may read is refused.
+TEST(CApiConfig, JobKeyFromTheEnvironment) {
+  char dir[] = "/tmp/ina_capi_key_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/job.key";
+  std::ofstream(path) << "000102030405060708090a0b0c0d0e0f1011121314151617\n";
+  ASSERT_EQ(chmod(path.c_str(), 0600), 0);
+  setenv("INA_JOB_KEY", path.c_str(), 1);
+  ina_config c;
+  const int rc = ina_config_init(&c);
+  const std::string err = ina_last_error();
+  ASSERT_EQ(chmod(path.c_str(), 0644), 0);
+  ina_config d;
+  const int rc_open = ina_config_init(&d);
+  const std::string err_open = ina_last_error();
+  unsetenv("INA_JOB_KEY");
+  std::remove(path.c_str());
+  rmdir(dir);
+  ASSERT_EQ(rc, INA_OK) << err;
+  EXPECT_STREQ(c.job_sec, "mac");
+  ASSERT_EQ(c.job_key_len, 24u);
+  EXPECT_EQ(c.job_key[23], 0x17);
+  EXPECT_EQ(rc_open, INA_ERR_FAILED_PRECONDITION);
+  EXPECT_NE(err_open.find("chmod 600"), std::string::npos) << err_open;
 }
 
 TEST(CApiConfig, InitGivesDefaultsAndStructSize) {
@@ -153,6 +214,8 @@ TEST(CApiConfig, OlderLayoutGetsDefaultsForTheFieldsItLacks) {
   tail_defaults.slot_wait_timeout_ms = CommConfig{}.slot_wait_timeout_ms;
   tail_defaults.staging_bytes = CommConfig{}.staging_bytes;
   tail_defaults.switch_cores = CommConfig{}.switch_cores;
+  tail_defaults.sec = CommConfig{}.sec;
+  tail_defaults.job_secret = CommConfig{}.job_secret;
   t::ExpectFields(*r, tail_defaults, /*same=*/true);
 
   // Writing for that caller touches nothing past its fields.
@@ -293,8 +356,8 @@ TEST(CApiConfig, InvalidConfigNamesTheField) {
 
 TEST(CApiStats, EveryCounterReachesC) {
   CommStats s;
-  const auto& [a, b, c, d, e, f, g, h, i] = s;  // a field added to CommStats breaks this line
-  (void)a, (void)b, (void)c, (void)d, (void)e, (void)f, (void)g, (void)h, (void)i;
+  const auto& [a, b, c, d, e, f, g, h, i, j] = s;  // a field added to CommStats breaks this line
+  (void)a, (void)b, (void)c, (void)d, (void)e, (void)f, (void)g, (void)h, (void)i, (void)j;
   s.packets_sent = 11;
   s.packets_received = 12;
   s.retransmissions = 13;
@@ -304,6 +367,7 @@ TEST(CApiStats, EveryCounterReachesC) {
   s.ops_failed = 17;
   s.bad_crc = 18;
   s.packets_from_device = 19;
+  s.results_forged = 20;
   ina_stats out;
   std::memset(&out, 0xA5, sizeof(out));
   ASSERT_TRUE(capi::StatsToC(s, &out, sizeof(out)).ok());
@@ -317,6 +381,7 @@ TEST(CApiStats, EveryCounterReachesC) {
   EXPECT_EQ(out.ops_failed, 17u);
   EXPECT_EQ(out.bad_crc, 18u);
   EXPECT_EQ(out.packets_from_device, 19u);
+  EXPECT_EQ(out.results_forged, 20u);
 
   // The 0.1 layout (up to ops_failed, 64 bytes) is still served, bad_crc untouched.
   ina_stats old;
@@ -331,6 +396,12 @@ TEST(CApiStats, EveryCounterReachesC) {
   ASSERT_TRUE(capi::StatsToC(s, &second, 72).ok());
   EXPECT_EQ(second.bad_crc, 18u);
   EXPECT_EQ(second.packets_from_device, 0xA5A5A5A5A5A5A5A5u);
+  // The third layout (up to packets_from_device, 80 bytes): results_forged untouched.
+  ina_stats third;
+  std::memset(&third, 0xA5, sizeof(third));
+  ASSERT_TRUE(capi::StatsToC(s, &third, 80).ok());
+  EXPECT_EQ(third.packets_from_device, 19u);
+  EXPECT_EQ(third.results_forged, 0xA5A5A5A5A5A5A5A5u);
 
   auto bad = capi::StatsToC(s, &out, sizeof(out) + 8);
   ASSERT_FALSE(bad.ok());

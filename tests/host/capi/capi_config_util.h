@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string_view>
+#include <vector>
 
 #include "ina/host/config.h"
 
@@ -51,15 +52,21 @@ inline CommConfig EveryFieldConfig(uint16_t port, bool runnable) {
   c.slot_wait_timeout_ms = 9000;
   c.staging_bytes = 3 << 20;
   c.switch_cores = runnable ? 1 : 2;
+  if (!runnable) {
+    uint8_t key[20];
+    for (int i = 0; i < 20; ++i) key[i] = static_cast<uint8_t>(0xA0 + i);
+    c.sec = "mac_encrypt";
+    c.job_secret = JobSecret(key);
+  }
   return c;
 }
 
 // EXPECTs every field of got == want (same == true) or != want (same == false).
 inline void ExpectFields(const CommConfig& got, const CommConfig& want, bool same) {
   const auto& [g0, g1, g2, g3, g4, g5, g6, g7, gs, g8, g9, g10, g11, gp, g12, g13, gd, gv, gq, gg,
-               gb, gc] = got;
+               gb, gc, gsec, gkey] = got;
   const auto& [w0, w1, w2, w3, w4, w5, w6, w7, ws, w8, w9, w10, w11, wp, w12, w13, wd, wv, wq, wg,
-               wb, wc] = want;
+               wb, wc, wsec, wkey] = want;
   const auto& [gd0, gd1, gd2, gd3, gd4, gd5, gd6, gd7, gd8] = gd;
   const auto& [wd0, wd1, wd2, wd3, wd4, wd5, wd6, wd7, wd8] = wd;
   const auto& [gv0, gv1, gv2, gv3, gv4, gv5, gv6, gv7] = gv;
@@ -108,6 +115,9 @@ inline void ExpectFields(const CommConfig& got, const CommConfig& want, bool sam
   check("verbs.recv_depth", gv7, wv7);
   check("staging_bytes", gb, wb);
   check("switch_cores", gc, wc);
+  check("sec", gsec, wsec);
+  check("job_secret", std::vector<uint8_t>(gkey.bytes().begin(), gkey.bytes().end()),
+        std::vector<uint8_t>(wkey.bytes().begin(), wkey.bytes().end()));
 }
 
 }  // namespace ina::host::testing

@@ -2,8 +2,14 @@
 #include "ina/host/config.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
 
 namespace ina::host {
 namespace {
@@ -319,6 +325,117 @@ TEST(CommConfig, MalformedEnvNamesTheVariable) {
     EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument);
     EXPECT_NE(r.status().message().find(name), std::string::npos) << r.status().message();
   }
+}
+
+// ---- The job secret (docs/security.md): INA_JOB_KEY, INA_JOB_SEC ----
+
+// A file in a fresh temporary directory with `text`, mode `mode`; removed at the end.
+class SecretFile {
+ public:
+  SecretFile(const std::string& text, mode_t mode) {
+    char dir[] = "/tmp/ina_job_key_XXXXXX";
+    if (mkdtemp(dir) == nullptr) {
+      ADD_FAILURE() << "mkdtemp";
+      return;
+    }
+    dir_ = dir;
+    path_ = dir_ + "/job.key";
+    std::ofstream(path_) << text;
+    EXPECT_EQ(chmod(path_.c_str(), mode), 0);
+  }
+  ~SecretFile() {
+    std::remove(path_.c_str());
+    rmdir(dir_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_, path_;
+};
+
+constexpr const char* kHex32 = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff";
+
+TEST(CommConfig, JobKeyFromAFileSetsMacAndIsNeverPrinted) {
+  SecretFile f(std::string(kHex32) + "\n", 0600);
+  EnvVar key("INA_JOB_KEY", f.path().c_str());
+  auto c = CommConfig::FromEnv(CommConfig{});
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->sec, "mac");  // a key without INA_JOB_SEC: mac
+  ASSERT_EQ(c->job_secret.size(), 32u);
+  EXPECT_EQ(c->job_secret.bytes()[1], 0x11);
+  EXPECT_TRUE(c->Validate().ok()) << c->Validate().ToString();
+  const std::string s = c->ToString();
+  EXPECT_NE(s.find("sec=mac job_secret=set"), std::string::npos) << s;
+  EXPECT_EQ(s.find("00112233"), std::string::npos) << "the secret was printed: " << s;
+  EXPECT_EQ(s.find("ddeeff"), std::string::npos) << "the secret was printed: " << s;
+  EnvVar sec("INA_JOB_SEC", "mac_encrypt");
+  auto e = CommConfig::FromEnv(CommConfig{});
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->sec, "mac_encrypt");
+}
+
+TEST(CommConfig, JobKeyFromAnFd) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  ASSERT_EQ(write(fds[1], kHex32, 32), 32);  // 16 bytes, the least
+  close(fds[1]);
+  const std::string spec = "fd:" + std::to_string(fds[0]);
+  auto s = LoadJobSecret(spec);
+  close(fds[0]);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(s->size(), 16u);
+  EXPECT_EQ(s->bytes()[15], 0xff);
+}
+
+TEST(CommConfig, BadJobKeysGetClearErrors) {
+  {
+    SecretFile f(kHex32, 0644);
+    auto s = LoadJobSecret(f.path());
+    EXPECT_EQ(s.status().code(), StatusCode::kFailedPrecondition);
+    EXPECT_NE(s.status().message().find("chmod 600"), std::string::npos) << s.status().ToString();
+  }
+  {
+    SecretFile f("0011223344556677", 0600);  // 8 bytes
+    auto s = LoadJobSecret(f.path());
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_NE(s.status().message().find("32 .. 128 hex digits"), std::string::npos)
+        << s.status().ToString();
+    EXPECT_EQ(s.status().message().find("0011223344556677"), std::string::npos);
+  }
+  {
+    SecretFile f(std::string(kHex32).replace(3, 1, "g"), 0600);
+    auto s = LoadJobSecret(f.path());
+    EXPECT_EQ(s.status().code(), StatusCode::kInvalidArgument);
+    EXPECT_EQ(s.status().message().find("001g"), std::string::npos);
+  }
+  EXPECT_EQ(LoadJobSecret("/nonexistent/ina.key").status().code(), StatusCode::kNotFound);
+  EXPECT_EQ(LoadJobSecret("fd:x").status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(LoadJobSecret("").status().code(), StatusCode::kInvalidArgument);
+  {
+    EnvVar sec("INA_JOB_SEC", "gcm");
+    auto c = CommConfig::FromEnv(CommConfig{});
+    EXPECT_NE(c.status().message().find("INA_JOB_SEC"), std::string::npos) << c.status().ToString();
+  }
+  {
+    EnvVar key("INA_JOB_KEY", "/nonexistent/ina.key");
+    auto c = CommConfig::FromEnv(CommConfig{});
+    EXPECT_NE(c.status().message().find("INA_JOB_KEY"), std::string::npos) << c.status().ToString();
+  }
+  // Validate: a keyed mode needs a secret of the right length; a secret needs a keyed mode.
+  CommConfig c;
+  c.sec = "mac";
+  EXPECT_NE(c.Validate().message().find("needs a job secret"), std::string::npos);
+  std::vector<uint8_t> eight(8, 1), seventy(70, 1), ok(16, 1);
+  c.job_secret = JobSecret(eight);
+  EXPECT_FALSE(c.Validate().ok());
+  c.job_secret = JobSecret(seventy);
+  EXPECT_FALSE(c.Validate().ok());
+  c.job_secret = JobSecret(ok);
+  EXPECT_TRUE(c.Validate().ok()) << c.Validate().ToString();
+  c.sec = "crc";
+  EXPECT_NE(c.Validate().message().find("sec is crc"), std::string::npos);
+  c.sec = "aes";
+  EXPECT_NE(c.Validate().message().find("not crc, mac or mac_encrypt"), std::string::npos);
 }
 
 }  // namespace

@@ -1,6 +1,6 @@
-// A rewriter on the path, as an attacker would place one (issue #23): an in-test UDP proxy between
-// the workers and the real ina-switchd changes one result's exponent on its way to one rank and
-// recomputes the CRC32C trailer, so the worker's integrity check passes.
+// A rewriter on the path, as an attacker would place one (issue #23): the in-repo UDP proxy
+// (rewrite_proxy.h) between the workers and the real ina-switchd changes one result's exponent on
+// its way to one rank and recomputes the CRC32C trailer, so the worker's integrity check passes.
 //
 // - next_exp rewritten (the exponent the ranks agree for the slot's next block): that rank
 //   quantizes its next block with an exponent the others did not use. Before the fabric compared
@@ -35,6 +35,7 @@
 #include "ina/host/communicator.h"
 #include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
+#include "rewrite_proxy.h"
 
 namespace ina::host {
 namespace {
@@ -42,105 +43,7 @@ namespace {
 namespace p = ::ina::proto;
 using Clock = std::chrono::steady_clock;
 
-// Forwards UDP between workers (who send to port()) and the switch on 127.0.0.1: one upstream
-// socket per worker address, so the switch sees each worker at an address of its own. Every packet
-// from the switch goes through `rewrite` with the job and rank its worker last sent; a packet it
-// changed is sealed again (a valid CRC32C trailer). One thread; every wait bounded.
-class RewriteProxy {
- public:
-  using Rewrite = std::function<bool(uint8_t* packet, size_t len, uint16_t job, uint16_t rank)>;
-
-  RewriteProxy(uint16_t switch_port, Rewrite rewrite) : rewrite_(std::move(rewrite)) {
-    sw_.sin_family = AF_INET;
-    sw_.sin_port = htons(switch_port);
-    sw_.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    front_ = Bound();
-    sockaddr_in a{};
-    socklen_t len = sizeof(a);
-    getsockname(front_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    thread_ = std::thread([this] { Run(); });
-  }
-  ~RewriteProxy() {
-    stop_ = true;
-    thread_.join();
-    close(front_);
-    for (const Client& c : clients_) close(c.fd);
-  }
-  uint16_t port() const { return port_; }
-  uint64_t rewritten() const { return rewritten_.load(); }
-
- private:
-  struct Client {
-    sockaddr_in addr;
-    int fd;
-    uint16_t job = 0, rank = 0;
-  };
-
-  static int Bound() {
-    const int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    EXPECT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)), 0);
-    return fd;
-  }
-
-  Client& ClientOf(const sockaddr_in& from) {
-    for (Client& c : clients_) {
-      if (c.addr.sin_port == from.sin_port && c.addr.sin_addr.s_addr == from.sin_addr.s_addr) {
-        return c;
-      }
-    }
-    Client c{from, Bound()};
-    EXPECT_EQ(connect(c.fd, reinterpret_cast<const sockaddr*>(&sw_), sizeof(sw_)), 0);
-    clients_.push_back(c);
-    return clients_.back();
-  }
-
-  void Run() {
-    std::vector<uint8_t> buf(p::kMaxPacketBytes + 64);
-    while (!stop_) {
-      std::vector<pollfd> fds{{front_, POLLIN, 0}};
-      for (const Client& c : clients_) fds.push_back({c.fd, POLLIN, 0});
-      if (poll(fds.data(), fds.size(), 10) <= 0) continue;
-      if (fds[0].revents & POLLIN) {  // worker -> switch, unchanged
-        sockaddr_in from{};
-        socklen_t fl = sizeof(from);
-        const ssize_t n =
-            recvfrom(front_, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &fl);
-        if (n >= static_cast<ssize_t>(p::kHeaderBytes)) {
-          Client& c = ClientOf(from);
-          c.job = p::GetJob(buf.data());
-          c.rank = p::GetRank(buf.data());
-          (void)send(c.fd, buf.data(), static_cast<size_t>(n), 0);
-        }
-      }
-      for (size_t i = 1; i < fds.size(); ++i) {  // switch -> worker, through the rewriter
-        if (!(fds[i].revents & POLLIN)) continue;
-        const Client& c = clients_[i - 1];
-        const ssize_t n = recv(c.fd, buf.data(), buf.size(), 0);
-        if (n < static_cast<ssize_t>(p::kHeaderBytes + p::kCrcBytes)) continue;
-        const size_t len = static_cast<size_t>(n);
-        if (rewrite_(buf.data(), len, c.job, c.rank)) {
-          p::SealMessage(buf.data(), len - p::kCrcBytes);
-          ++rewritten_;
-        }
-        (void)sendto(front_, buf.data(), len, 0, reinterpret_cast<const sockaddr*>(&c.addr),
-                     sizeof(c.addr));
-      }
-    }
-  }
-
-  Rewrite rewrite_;
-  sockaddr_in sw_{};
-  int front_ = -1;
-  uint16_t port_ = 0;
-  std::vector<Client> clients_;  // proxy thread only
-  std::atomic<bool> stop_{false};
-  std::atomic<uint64_t> rewritten_{0};
-  std::thread thread_;
-};
+using RewriteProxy = ::ina::testing::RewriteProxy;
 
 // Rank r's input: integers below 2^10 in magnitude, so every quantized value and every sum is
 // exact (P = 28 for 4 ranks) and a correct result equals the exact sum bit for bit.

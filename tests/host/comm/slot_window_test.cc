@@ -21,6 +21,7 @@
 #include "fake_net.h"
 #include "ina/host/quant.h"
 #include "ina/proto/crc32c.h"
+#include "ina/proto/sec.h"
 #include "ina/proto/wire.h"
 #include "progress.h"
 
@@ -392,6 +393,166 @@ TEST_F(SlotWindowTest, DamagedResultsAreDroppedAndTheTimerFetchesThemAgain) {
   EXPECT_EQ(v, want);  // world 1: the result is the rank's own block
   EXPECT_EQ(w.counters().results.Get(), 1u);
 }
+
+// ---- Keyed jobs (docs/security.md) ----
+
+std::vector<uint8_t> TestSecret(uint8_t seed) {
+  std::vector<uint8_t> s(32);
+  for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<uint8_t>(seed * 29 + i);
+  return s;
+}
+
+proto::TrafficKey KeyOf(const std::vector<uint8_t>& secret, proto::KeyDirection d, uint64_t grant) {
+  return proto::DeriveTrafficKey(secret, d, 7, grant, proto::Session{}).value();
+}
+
+// The fabric's side of a keyed data packet for world 1: opens it under the grant's up key with
+// nonce (rank, slot, use) (false: it does not open) and answers the result as the fabric would,
+// sealed under the down key for all ranks.
+bool KeyedResultOf(std::vector<uint8_t> pkt, const std::vector<uint8_t>& secret,
+                   proto::SecMode mode, uint64_t grant, uint64_t use, std::vector<uint8_t>* out) {
+  const proto::Header h = proto::DecodeHeader(pkt.data());
+  std::vector<uint8_t> plain(size_t{h.count} * proto::kElemBytes + 16);
+  if (!proto::OpenOnce(KeyOf(secret, proto::KeyDirection::kUp, grant), mode, pkt,
+                       proto::MakeNonce(h.rank, h.slot, use), plain.data())) {
+    return false;
+  }
+  if (mode == proto::SecMode::kMacEncrypt) {
+    std::memcpy(pkt.data() + proto::kHeaderBytes, plain.data(),
+                size_t{h.count} * proto::kElemBytes);
+  }
+  proto::Header r = h;
+  r.type = kResult;
+  r.rank = proto::kRankAll;
+  r.flags &= static_cast<uint8_t>(~proto::flags::kRetx);
+  proto::EncodeHeader(r, pkt.data());
+  EXPECT_TRUE(proto::SealOnce(KeyOf(secret, proto::KeyDirection::kDown, grant), mode, pkt.data(),
+                              pkt.size() - proto::kTagBytes,
+                              proto::MakeNonce(proto::kRankAll, h.slot, use)));
+  *out = std::move(pkt);
+  return true;
+}
+
+class KeyedWindowTest : public SlotWindowTest,
+                        public ::testing::WithParamInterface<proto::SecMode> {};
+
+// Data packets carry the tag under the grant's up key, nonce (rank, slot, use); in mac_encrypt
+// the payload on the wire is not the plaintext. A retransmission is the same bytes but the retx
+// bit. Results are verified before use: a forged, rewritten or CRC-only one is counted and
+// dropped, the timer asks again, and the real one completes the op exact. A new grant takes new
+// keys and starts the uses again.
+TEST_P(KeyedWindowTest, DataTaggedResultsVerifiedRetransmissionsTheSameBytes) {
+  const proto::SecMode mode = GetParam();
+  const auto secret = TestSecret(1);
+  WindowConfig c = Config(1, 64, 2);
+  c.sec = mode;
+  c.secret = JobSecret(secret);
+  c.capacity = 2;
+  SlotWindow w(c, quant::ActiveKernels());
+  std::vector<int32_t> v(64 * 3);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<int32_t>(i * 7 - 100);
+  const std::vector<int32_t> want = v;
+  std::vector<uint8_t> wire(64 * proto::kElemBytes);
+  quant::ActiveKernels().to_wire(v.data(), 64, wire.data());
+  ASSERT_TRUE(w.Begin(OpDesc{false, nullptr, v.data(), v.size(), 0}, t0_).ok());
+  auto sent = SendAll(w, t0_);
+  ASSERT_EQ(sent.size(), 2u);
+  for (const auto& pk : sent) {
+    EXPECT_EQ(pk.size(), proto::MessageBytes(64, static_cast<uint8_t>(mode)));
+    EXPECT_EQ(proto::GetSec(pk.data()), static_cast<uint8_t>(mode));
+    EXPECT_FALSE(proto::MessageCrcOk(pk));
+  }
+  EXPECT_EQ(std::memcmp(sent[0].data() + proto::kHeaderBytes, wire.data(), wire.size()) == 0,
+            mode == proto::SecMode::kMac);
+  std::vector<uint8_t> r0;
+  EXPECT_FALSE(KeyedResultOf(sent[0], TestSecret(2), mode, 1, 0, &r0)) << "another secret";
+  EXPECT_FALSE(KeyedResultOf(sent[0], secret, mode, 2, 0, &r0)) << "another grant";
+  EXPECT_FALSE(KeyedResultOf(sent[0], secret, mode, 1, 1, &r0)) << "another use";
+  ASSERT_TRUE(KeyedResultOf(sent[0], secret, mode, 1, 0, &r0));
+
+  // Forgeries of slot 0's result: every single-bit change of header, payload or tag (the
+  // version and sec bytes aside: the former is another protocol, the latter another mode; and the
+  // retx flag, which the tag does not cover), and the result CRC-sealed. None is used.
+  uint64_t forged = 0;
+  for (size_t i = 0; i < r0.size(); ++i) {
+    if (i == proto::kVersionOffset || i == proto::kSecOffset) continue;
+    for (int bit = 0; bit < 8; ++bit) {
+      if (i == proto::kFlagsOffset && (1u << bit) == proto::flags::kRetx) continue;
+      auto b = r0;
+      b[i] ^= static_cast<uint8_t>(1u << bit);
+      ASSERT_TRUE(w.OnPacket(b, t0_).ok());
+      ++forged;
+    }
+  }
+  auto crc_only = r0;
+  crc_only.resize(proto::MessageBytes(64));
+  proto::SetSec(crc_only.data(), 0);
+  Reseal(crc_only);
+  ASSERT_TRUE(w.OnPacket(crc_only, t0_).ok());
+  EXPECT_EQ(w.counters().results.Get(), 0u);
+  EXPECT_EQ(w.counters().forged.Get() + w.counters().stale.Get(), forged + 1);
+  EXPECT_GE(w.counters().forged.Get(), 8u * (r0.size() - proto::kHeaderBytes));  // payload, tag
+  EXPECT_FALSE(w.done());
+
+  // The timer resends both slots: the same bytes but retx.
+  const TimePoint later = w.NextDeadline();
+  w.OnTimers(later);
+  const auto retx = SendAll(w, later);
+  ASSERT_EQ(retx.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    auto a = retx[i];
+    EXPECT_TRUE(proto::GetFlags(a.data()) & proto::flags::kRetx);
+    proto::SetFlags(a.data(), proto::GetFlags(a.data()) & ~proto::flags::kRetx);
+    EXPECT_EQ(a, sent[proto::GetSlot(a.data())]);
+  }
+  ASSERT_TRUE(w.OnPacket(r0, later).ok());
+  std::vector<uint8_t> r1;
+  ASSERT_TRUE(KeyedResultOf(retx[1], secret, mode, 1, 0, &r1));
+  ASSERT_TRUE(w.OnPacket(r1, later).ok());
+  // Block 2 on slot 0, use 1.
+  const auto b2 = SendAll(w, later);
+  ASSERT_EQ(b2.size(), 1u);
+  EXPECT_EQ(w.slot(0).use, 1u);
+  std::vector<uint8_t> r2;
+  ASSERT_TRUE(KeyedResultOf(b2[0], secret, mode, 1, 1, &r2));
+  ASSERT_TRUE(w.OnPacket(r2, later).ok());
+  ASSERT_TRUE(w.done());
+  EXPECT_EQ(v, want);  // world 1: the result is the rank's own block
+  EXPECT_EQ(w.counters().results.Get(), 3u);
+  w.End();
+
+  // Grant 2: its own keys, uses from 0 again.
+  w.Regrant(2);
+  EXPECT_EQ(w.grant(), 2u);
+  ASSERT_TRUE(w.Begin(OpDesc{false, nullptr, v.data(), 64, 1}, later).ok());
+  const auto g2 = SendAll(w, later);
+  ASSERT_EQ(g2.size(), 1u);
+  EXPECT_FALSE(KeyedResultOf(g2[0], secret, mode, 1, 0, &r0));
+  ASSERT_TRUE(KeyedResultOf(g2[0], secret, mode, 2, 0, &r0));
+  ASSERT_TRUE(w.OnPacket(r0, later).ok());
+  EXPECT_TRUE(w.done());
+  EXPECT_TRUE(w.CheckProgress(later).ok());
+}
+
+// A keyed window whose secret has a bad length (CommConfig::Validate refuses it first; a window
+// built by hand gets the error at Begin, and never sends an unsealed packet).
+TEST_F(SlotWindowTest, KeyedWindowWithABadSecretFailsAtBegin) {
+  WindowConfig c = Config(1, 64, 1);
+  c.sec = proto::SecMode::kMac;
+  c.secret = JobSecret(std::vector<uint8_t>(8, 1));
+  SlotWindow w(c, quant::ActiveKernels());
+  std::vector<int32_t> v(64);
+  const Status s = w.Begin(OpDesc{false, nullptr, v.data(), v.size(), 0}, t0_);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
+  EXPECT_EQ(w.tx_queued(), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, KeyedWindowTest,
+                         ::testing::Values(proto::SecMode::kMac, proto::SecMode::kMacEncrypt),
+                         [](const ::testing::TestParamInfo<proto::SecMode>& info) {
+                           return std::string(info.param == proto::SecMode::kMac ? "mac"
+                                                                                 : "mac_encrypt");
+                         });
 
 TEST_F(SlotWindowTest, TailLossRetransmitsWithBackoffAndKarnSkipsTheSample) {
   WindowConfig c = Config(1, 64, 1);
@@ -821,9 +982,12 @@ class Sim {
 
   // With lanes > 1, entry e (endpoint e) is lane e % lanes of rank e / lanes: one Progress per
   // lane, as the communicator's progress threads.
+  // `setup` runs before the JOINs (a job key for the fabric).
   Sim(uint16_t world, uint16_t k, uint16_t window,
-      const std::function<void(WindowConfig&)>& per_rank = nullptr, uint16_t lanes = 1)
+      const std::function<void(WindowConfig&)>& per_rank = nullptr, uint16_t lanes = 1,
+      const std::function<void(FakeNet&)>& setup = nullptr)
       : net_(clock_) {
+    if (setup) setup(net_);
     const int entries = world * lanes;
     ranks_.resize(entries);
     for (int e = 0; e < entries; ++e) ranks_[e].t = &net_.Endpoint(e);
@@ -1092,6 +1256,69 @@ TEST(ProgressSim, LostDataPacketIsResentAtItsRto) {
   EXPECT_EQ(dp::Get(fc, proto::Counter::kDuplicates), 1u);
   EXPECT_EQ(dp::Get(fc, proto::Counter::kResultResends), 0u);
 }
+
+// Keyed jobs through the real control plane and reference engine: the results are bit-identical
+// to the CRC-only job's; a result rewritten on its way to a rank (the payload's first byte, or the
+// header's next_exp, with any checksum recomputed: it cannot be resealed without the key) is
+// dropped by that rank and fetched again, and the op still completes exact.
+class KeyedSim : public ::testing::TestWithParam<proto::SecMode> {};
+
+TEST_P(KeyedSim, BitIdenticalToCrcAndRewrittenResultsAreRetried) {
+  constexpr int kWorld = 3, kK = 64, kW = 4;
+  const auto secret = TestSecret(5);
+  const proto::SecMode mode = GetParam();
+  Sim sim(
+      kWorld, kK, kW,
+      [&](WindowConfig& c) {
+        c.sec = mode;
+        c.secret = JobSecret(secret);
+      },
+      1, [&](FakeNet& net) { ASSERT_TRUE(net.fabric().InstallJobKey(7, mode, secret).ok()); });
+  int rewritten = 0;
+  auto rewrite = [&] {
+    std::deque<NetPacket>& q = sim.net().down(1);
+    for (NetPacket& p : q) {
+      if (rewritten >= 6 || p.type() != kResult || p.bytes.size() <= proto::kHeaderBytes + 16) {
+        continue;
+      }
+      if (rewritten % 2 == 0) {
+        p.bytes[proto::kHeaderBytes] ^= 0x40;
+      } else {
+        proto::SetNextExp(p.bytes.data(), proto::GetNextExp(p.bytes.data()) + 1);
+      }
+      ++rewritten;
+    }
+  };
+  Inputs in = MakeInputs(kWorld, 64 * 20 + 5, kK, 77);
+  const auto want_f = ExpectedFloat(in.f, kK);
+  const auto want_i = ExpectedInt(in.i);
+  auto f = in.f;
+  auto i = in.i;
+  for (int r = 0; r < kWorld; ++r) sim.Begin(r, true, f[r].data(), f[r].size());
+  ASSERT_TRUE(sim.Run(std::chrono::seconds(60), rewrite));
+  for (int r = 0; r < kWorld; ++r) sim.Begin(r, false, i[r].data(), i[r].size());
+  ASSERT_TRUE(sim.Run(std::chrono::seconds(60), rewrite));
+  EXPECT_EQ(rewritten, 6);
+  for (int r = 0; r < kWorld; ++r) {
+    ASSERT_TRUE(sim.rank(r).status.ok()) << "rank " << r << ": " << sim.rank(r).status.ToString();
+    EXPECT_TRUE(SameFloats(f[r], want_f)) << "rank " << r;
+    EXPECT_EQ(i[r], want_i) << "rank " << r;
+  }
+  EXPECT_EQ(sim.window(1).counters().forged.Get(), 6u);
+  EXPECT_GE(sim.window(1).counters().retransmissions.Get(), 1u);
+  EXPECT_EQ(sim.window(0).counters().forged.Get(), 0u);
+  const auto fc = sim.net().fabric().counters();
+  EXPECT_EQ(dp::Get(fc, proto::Counter::kDropForged), 0u);
+  EXPECT_EQ(dp::Get(fc, proto::Counter::kDropCrossJob), 0u);
+  EXPECT_EQ(dp::Get(fc, proto::Counter::kDropMismatch), 0u);
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, KeyedSim,
+                         ::testing::Values(proto::SecMode::kMac, proto::SecMode::kMacEncrypt),
+                         [](const ::testing::TestParamInfo<proto::SecMode>& info) {
+                           return std::string(info.param == proto::SecMode::kMac ? "mac"
+                                                                                 : "mac_encrypt");
+                         });
 
 TEST(ProgressSim, LostResultIsResentByTheFabricToTheRankThatAsked) {
   Sim sim(2, 64, 4);

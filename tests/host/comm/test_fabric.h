@@ -57,6 +57,10 @@ class Fabric {
   // The control plane's job timeout.
   size_t Tick(TimePoint now, dp::ReplySink& out) { return control_->Tick(now, out); }
 
+  // A job's key (docs/security.md), as ina-switchd's set_key installs it (before the job's JOINs).
+  Status InstallJobKey(uint16_t job, proto::SecMode mode, std::span<const uint8_t> secret) {
+    return control_->InstallJobKey(job, mode, secret);
+  }
   dp::CounterSnapshot counters() const { return engine_->counters(); }
   const dp::ControlPlane& control() const { return *control_; }
   uint64_t foreign_dropped() const { return foreign_dropped_; }

@@ -19,7 +19,7 @@ struct CommStatField {
   uint64_t CommStats::*field;
 };
 
-inline constexpr std::array<CommStatField, 9> kCommStatFields = {{
+inline constexpr std::array<CommStatField, 10> kCommStatFields = {{
     {"packets_sent", "ina_worker_sent_packets_total",
      "Data packets sent, first sends and retransmissions.", &CommStats::packets_sent},
     {"packets_received", "ina_worker_received_packets_total", "Packets the transport returned.",
@@ -39,6 +39,9 @@ inline constexpr std::array<CommStatField, 9> kCommStatFields = {{
     {"packets_from_device", "ina_worker_device_sent_packets_total",
      "Sent packets whose payload the NIC read from device memory (GPUDirect RDMA).",
      &CommStats::packets_from_device},
+    {"results_forged", "ina_worker_forged_results_total",
+     "Keyed jobs: results dropped because their tag did not verify (forged, rewritten, replayed).",
+     &CommStats::results_forged},
 }};
 
 // Prometheus text exposition (format 0.0.4) of `s`, every sample labelled job and rank.

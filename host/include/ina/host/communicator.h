@@ -52,6 +52,10 @@ struct CommStats {
   // Of packets_sent, those whose payload the NIC read from the memory domain (GPUDirect RDMA,
   // docs/gpu.md): 0 over udp and dpdk, and where the domain or the NIC cannot.
   uint64_t packets_from_device = 0;
+  // Keyed jobs (CommConfig::sec, docs/security.md): results dropped because their tag did not
+  // verify under the job's key (forged, rewritten, replayed, damaged) or was missing; each is
+  // fetched again as after a loss.
+  uint64_t results_forged = 0;
 };
 
 namespace internal {

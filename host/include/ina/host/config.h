@@ -4,13 +4,15 @@
 // INA_JOIN_TIMEOUT_MS, INA_SLOT_WAIT_MS, INA_PROGRESS_TIMEOUT_MS, INA_RTO_MIN_US,
 // INA_RTO_INITIAL_US, INA_RTO_MAX_US, INA_PROGRESS_THREADS, INA_TRANSPORT (udp | dpdk | verbs),
 // INA_SOCKET_BUFFER_BYTES, INA_UDP_GSO (0 | 1), INA_QUANT (auto | scalar | avx2 | avx512),
-// INA_STAGING_BYTES, INA_SWITCH_CORES, with
+// INA_STAGING_BYTES, INA_SWITCH_CORES, INA_JOB_SEC (crc | mac | mac_encrypt), INA_JOB_KEY (a file
+// of hex digits that only its owner may access, or fd:N; never the secret itself), with
 // dpdk the INA_DPDK_* variables of transport.h (ApplyDpdkEnv), with verbs the INA_VERBS_* ones
 // (ApplyVerbsEnv). docs/host.md has the table. The library reads no environment variable anywhere
 // else: a program that builds its CommConfig itself gets exactly what it set.
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,6 +20,31 @@
 #include "ina/host/transport.h"
 
 namespace ina::host {
+
+// A job secret (docs/security.md): 0 or proto::kSecretMinBytes .. kSecretMaxBytes bytes, wiped
+// (explicit_bzero) when replaced or destroyed, copies included. Nothing prints it: CommConfig::
+// ToString says only whether one is set.
+class JobSecret {
+ public:
+  JobSecret() = default;
+  explicit JobSecret(std::span<const uint8_t> bytes) : bytes_(bytes.begin(), bytes.end()) {}
+  JobSecret(const JobSecret& o) : bytes_(o.bytes_) {}
+  JobSecret& operator=(const JobSecret& o);
+  ~JobSecret() { Wipe(); }
+  void Wipe();
+  bool empty() const { return bytes_.empty(); }
+  size_t size() const { return bytes_.size(); }
+  std::span<const uint8_t> bytes() const { return bytes_; }
+
+ private:
+  std::vector<uint8_t> bytes_;
+};
+
+// INA_JOB_KEY's value: "fd:N" (an open descriptor, read to its end) or a file name; either holds
+// the secret as hex digits and, a file, may be accessed by its owner only. InvalidArgument for a
+// malformed value or secret (wrong length, not hex), FailedPrecondition for a file group or others
+// may read, the errno's status when it cannot be read. `what` names the source in errors.
+Result<JobSecret> LoadJobSecret(const std::string& spec, const std::string& what = "INA_JOB_KEY");
 
 struct CommConfig {
   std::string switch_host = "127.0.0.1";  // the fabric (name or IPv4 address)
@@ -69,6 +96,12 @@ struct CommConfig {
   // on queue l of one port (dpdk.port one name or empty), which the switch's core l owns. 1:
   // every lane to switch_port (lanes of one job on one switch core).
   int switch_cores = 1;
+  // Authenticated jobs (docs/security.md): "crc" (no security, the protocol's CRC32C trailer: the
+  // default), "mac" (every data packet and result carries an AES-GMAC tag under the job's traffic
+  // keys) or "mac_encrypt" (AES-GCM: the payloads are encrypted on the wire too). A keyed mode
+  // needs job_secret, and the fabric must hold the same secret for job_id (ina-jobkey, set_key).
+  std::string sec = "crc";
+  JobSecret job_secret;  // proto::kSecretMinBytes .. kSecretMaxBytes bytes with a keyed sec
 
   static constexpr uint16_t kMaxWindow = 4096;
   static constexpr int kMaxProgressThreads = 16;  // proto::kMaxLanes

@@ -61,6 +61,12 @@ inline Nonce MakeNonce(uint16_t rank, uint16_t slot, uint64_t use) {
 // such hex; the errno's status if it cannot be read. `what` names it in errors
 // ("--admin-key-file"). Never echoes the file's contents.
 Result<std::vector<uint8_t>> LoadSecretFile(const std::string& path, std::string_view what);
+// The same from an open file descriptor (read to its end; not closed): a pipe, or a file that
+// only its owner may access (FailedPrecondition otherwise).
+Result<std::vector<uint8_t>> LoadSecretFd(int fd, std::string_view what);
+// A secret's hex text (whitespace around it ignored) into its bytes, kSecretMinBytes ..
+// kSecretMaxBytes of them; InvalidArgument naming `what` otherwise. Wipes `text`; never echoes it.
+Result<std::vector<uint8_t>> ParseSecretHex(std::string text, std::string_view what);
 
 // A set_key message (proto/ina.toml; docs/security.md, the admin channel): install `secret` (16 ..
 // 64 bytes, a multiple of 4) for job `job` in `mode`, sealed in mode mac_encrypt under the admin
