@@ -8,20 +8,22 @@ import sys
 import tempfile
 import unittest
 
+import torch
 import torch.multiprocessing as mp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import ina_torch_testlib as lib  # noqa: E402
 import semantics_worker  # noqa: E402
+import ina_torch  # noqa: E402
 
 
 class SemanticsTest(unittest.TestCase):
-    def spawn(self, world, init_method, env=None):
+    def spawn(self, world, init_method, env=None, checks=None):
         seed = lib.seed()
         with lib.Switch() as sw:
             e = {"INA_SWITCH": sw.addr, **(env or {})}
-            mp.spawn(semantics_worker.spawn_main, args=(world, init_method, seed, e),
+            mp.spawn(semantics_worker.spawn_main, args=(world, init_method, seed, e, checks),
                      nprocs=world, join=True)
 
     def test_tcp_4_ranks(self):
@@ -38,6 +40,12 @@ class SemanticsTest(unittest.TestCase):
         port = lib.free_port()
         os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
         self.spawn(2, "env://")
+
+    @unittest.skipUnless(ina_torch.IS_BACKEND, f"torch {torch.__version__} has no c10d::Backend "
+                         "(torch 2.x's per-device backends, coalescing manager, functional "
+                         "collectives)")
+    def test_torch2_apis(self):
+        self.spawn(2, f"tcp://127.0.0.1:{lib.free_port()}", checks="torch2")
 
     def test_torchrun_2_ranks(self):
         seed = lib.seed()
