@@ -49,8 +49,9 @@ class SemanticsTest(unittest.TestCase):
 
     def test_torchrun_2_ranks(self):
         seed = lib.seed()
-        torchrun = shutil.which("torchrun")
-        cmd = [torchrun] if torchrun else [sys.executable, "-m", "torch.distributed.run"]
+        # torchrun's main() through ina_torch.run, which also runs where torch has no libuv
+        # (USE_LIBUV=0: Debian 13's torch 2.6); elsewhere it is torchrun unchanged.
+        cmd = [sys.executable, "-m", "ina_torch.run"]
         with lib.Switch() as sw:
             env = dict(os.environ, INA_SWITCH=sw.addr, OMP_NUM_THREADS="1")
             # Debian's torch 1.13 on Python 3.11: the default "--redirects 0 --tee 0" parse to
