@@ -13,6 +13,7 @@ torch 2.x: the backend is a c10d::Backend registered for "cpu" and "cuda" (torch
 dispatches to it); torch 1.13: it is the ProcessGroup (docs/pytorch.md, "Which torch").
 """
 import datetime
+import os
 
 import torch
 import torch.distributed as dist  # must come before the extension (it binds ProcessGroup)
@@ -67,6 +68,26 @@ def _create(store, rank, size, timeout):
                               _gloo(store, "ina/gloo", rank, size, timeout),
                               _gloo(store, "ina/gloo_recovery", rank, size, timeout), **kw)
 
+
+def _tcp_store_without_libuv(*args, **kwargs):
+    """torch.distributed.TCPStore(..., use_libuv=False)."""
+    kwargs["use_libuv"] = False
+    return dist.TCPStore(*args, **kwargs)
+
+
+def _libuv_choosable():
+    """Whether this torch's TCPStore takes use_libuv (2.x)."""
+    return "use_libuv" in (dist.TCPStore.__init__.__doc__ or "")
+
+
+# USE_LIBUV=0 (a torch without libuv: Debian 13's 2.6) is honoured by env:// and tcp://, but not
+# by the store a worker of torchrun makes to reach its agent's (torch.distributed.rendezvous's
+# "agent store" client): with USE_LIBUV=0 that one is made without libuv too. ina_torch.run does
+# the same for torchrun's own stores. docs/pytorch.md, "Which torch".
+if os.environ.get("USE_LIBUV") == "0" and _libuv_choosable():
+    from torch.distributed import rendezvous as _rendezvous
+    if hasattr(_rendezvous, "TCPStore"):
+        _rendezvous.TCPStore = _tcp_store_without_libuv
 
 if IS_BACKEND:
     # "cuda" whatever this build's CUDA path: CUDA tensors that the fabric cannot take are refused

@@ -4,25 +4,20 @@ torch 2.x's TCPStore serves through libuv by default, and a torch built without 
 2.6) fails with "use_libuv was requested but PyTorch was build without libuv support". env:// and
 tcp:// take USE_LIBUV=0; torchrun's own rendezvous stores (static, c10d) do not. With USE_LIBUV=0
 in the environment this launcher makes those stores without libuv, then runs torchrun's main()
-unchanged (the workers' env:// stores read USE_LIBUV themselves). Otherwise it is torchrun.
-docs/pytorch.md, "Which torch".
+unchanged; the workers inherit USE_LIBUV=0, and `import ina_torch` there does the same for the
+store that reaches this agent's. Otherwise it is torchrun. docs/pytorch.md, "Which torch".
 """
 import os
 import sys
 
-import torch.distributed as dist
+import ina_torch
 
 
 def _without_libuv():
     """Points torchrun's rendezvous stores at TCPStore(..., use_libuv=False)."""
-    tcp_store = dist.TCPStore
-
-    def store(*args, **kwargs):
-        kwargs["use_libuv"] = False
-        return tcp_store(*args, **kwargs)
-
     from torch.distributed.elastic.rendezvous import c10d_rendezvous_backend, dynamic_rendezvous
     from torch.distributed.elastic.rendezvous import static_tcp_rendezvous
+    store = ina_torch._tcp_store_without_libuv
     for module in (static_tcp_rendezvous, c10d_rendezvous_backend):
         if hasattr(module, "TCPStore"):
             module.TCPStore = store
@@ -33,7 +28,7 @@ def _without_libuv():
 
 
 def main():
-    if os.environ.get("USE_LIBUV") == "0":
+    if os.environ.get("USE_LIBUV") == "0" and ina_torch._libuv_choosable():
         _without_libuv()
     from torch.distributed.run import main as torchrun
     sys.argv[0] = "torchrun"
