@@ -91,12 +91,44 @@ if [ ${#missing[@]} -gt 0 ]; then
   in_root apt-get install -y -qq --no-install-recommends "${missing[@]}"
   in_root apt-get clean  # drops the downloaded .debs (about 330 MB)
 fi
-log "torch $(in_root python3 -c 'import torch; print(torch.__version__)')"
+log "torch $(in_root python3 -c 'import torch; print(torch.__version__)' 2>/dev/null | tail -1)"
 
 # --- 3. the project: copy, configure, build ------------------------------------------------------
-log "copying $SRC (git archive HEAD $(git -C "$SRC" rev-parse --short HEAD)) to $ROOT/src"
-rm -rf "$ROOT/src"; mkdir -p "$ROOT/src"
-git -C "$SRC" archive HEAD | tar -x -C "$ROOT/src"
+# Only files whose content changed are rewritten (git archive stamps every file with the commit
+# time, which would make ninja rebuild everything after each commit).
+log "syncing $SRC (git archive HEAD $(git -C "$SRC" rev-parse --short HEAD)) to $ROOT/src"
+stage="$ROOT/src.new"
+rm -rf "$stage"; mkdir -p "$stage" "$ROOT/src"
+git -C "$SRC" archive HEAD | tar -x -C "$stage"
+python3 - "$stage" "$ROOT/src" <<'EOF_SYNC'
+import filecmp, os, shutil, sys
+new, old = sys.argv[1:]
+changed = 0
+for d, dirs, files in os.walk(new):
+    rel = os.path.relpath(d, new)
+    os.makedirs(os.path.join(old, rel), exist_ok=True)
+    for f in files:
+        a, b = os.path.join(d, f), os.path.join(old, rel, f)
+        if os.path.islink(a) or os.path.islink(b) or not os.path.isfile(b) or \
+                not filecmp.cmp(a, b, shallow=False):
+            if os.path.lexists(b):
+                os.remove(b)
+            if os.path.islink(a):
+                os.symlink(os.readlink(a), b)
+            else:
+                shutil.copy(a, b)  # content and mode; the mtime is now's
+            changed += 1
+for d, dirs, files in os.walk(old, topdown=False):
+    rel = os.path.relpath(d, old)
+    for f in files:
+        if not os.path.lexists(os.path.join(new, rel, f)):
+            os.remove(os.path.join(d, f))
+            changed += 1
+    if not os.path.isdir(os.path.join(new, rel)):
+        os.rmdir(d)
+print(f"{changed} files changed")
+EOF_SYNC
+rm -rf "$stage"
 log "cmake configure /src -> /build (full output: $ROOT/build/configure.log)"
 in_root sh -c 'mkdir -p /build; cmake -S /src -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release \
                  -DINA_WERROR=ON -DINA_TORCH_PYTHON=/usr/bin/python3 > /build/configure.log 2>&1' ||
@@ -122,10 +154,10 @@ log "built in $(( $(date +%s) - t_start )) s"
 # was requested but PyTorch was build without libuv support"); env:// and tcp:// honour it.
 select=(-L torch -LE hw)
 [ "$TESTS" = 1 ] || select+=(-R "$TESTS")
-log "ctest ${select[*]} (torch $(in_root python3 -c 'import torch; print(torch.__version__)'))"
+log "ctest ${select[*]}"
 rc=0
-in_root sh -c "cd /build && USE_LIBUV=0 nice -n 10 ctest ${select[*]} --output-on-failure" ||
-  rc=$?
+in_root sh -c "cd /build && USE_LIBUV=0 nice -n 10 ctest $(printf '%q ' "${select[@]}") \
+                 --output-on-failure" || rc=$?
 log "done in $(( $(date +%s) - t_start )) s, ctest status $rc: chroot $ROOT /bin/bash (mount" \
     "proc/sys/dev/dev/pts/dev/shm first, or KEEP_MOUNTS=1)"
 exit $rc
