@@ -13,6 +13,7 @@ torch 2.x: the backend is a c10d::Backend registered for "cpu" and "cuda" (torch
 dispatches to it); torch 1.13: it is the ProcessGroup (docs/pytorch.md, "Which torch").
 """
 import datetime
+import importlib
 import os
 
 import torch
@@ -85,7 +86,8 @@ def _libuv_choosable():
 # "agent store" client): with USE_LIBUV=0 that one is made without libuv too. ina_torch.run does
 # the same for torchrun's own stores. docs/pytorch.md, "Which torch".
 if os.environ.get("USE_LIBUV") == "0" and _libuv_choosable():
-    from torch.distributed import rendezvous as _rendezvous
+    # The module (torch.distributed.rendezvous the attribute is a function of the same name).
+    _rendezvous = importlib.import_module("torch.distributed.rendezvous")
     if hasattr(_rendezvous, "TCPStore"):
         _rendezvous.TCPStore = _tcp_store_without_libuv
 
