@@ -239,9 +239,11 @@ void ProcessGroupIna::InitFabric(const BackendOptions& options) {
               StoreBytes(local_error.empty() ? std::string("ok") : local_error));
   if (rank_ == 0) {
     std::string value;
-    for (int r = 0; r < size_ && value.empty(); ++r) {
+    // Every rank's entry, also after an error: a rank publishes it only once its Gloo groups are
+    // connected, and rank 0 must not leave (and close its side) while another still connects.
+    for (int r = 0; r < size_; ++r) {
       const std::string s = StoreString(store_->get("ina/config/" + std::to_string(r)));
-      if (s != "ok") value = "error rank " + std::to_string(r) + ": " + s;
+      if (s != "ok" && value.empty()) value = "error rank " + std::to_string(r) + ": " + s;
     }
     if (value.empty()) {
       if (auto job = ina::host::AllocateJobId(c); !job.ok()) {

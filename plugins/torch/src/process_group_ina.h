@@ -5,17 +5,17 @@
 // to it (reduce_scatter_tensor, pg._get_backend(device), functional collectives, DDP); on torch
 // 1.13 it is the c10d::ProcessGroup itself (then the only kind of backend). The choice is made at
 // compile time from TORCH_VERSION_MAJOR (InaBackendBase below); the class and every collective are
-// the same code on both. The collectives torch 2.x added (_reduce_scatter_base,
-// reduce_scatter_tensor_coalesced, allgather_into_tensor_coalesced) are built on both and
-// overridden where the base has them.
+// the same code on both. _reduce_scatter_base (reduce_scatter_tensor) is on both; the coalesced
+// forms only 2.x has (reduce_scatter_tensor_coalesced, allgather_into_tensor_coalesced) are built
+// on 2.x only.
 //
 // all_reduce SUM/AVG of float32/int32 tensors (float16/bfloat16/float64 through a float32 staging
 // copy) goes through the fabric (ina::host::Communicator), and so do reduce_scatter and
 // allreduce_coalesced of those (one all-reduce of the concatenation); every other collective, op or
 // dtype goes to a Gloo group over the same store. The Gloo groups are made by the Python creator
 // (torch's own ProcessGroupGloo binding) and handed in as InaBackendBase: pip torch ships no Gloo
-// headers, so this code sees Gloo only through the base class. The first use of
-// each kind that does not go through the fabric logs one line saying why.
+// headers, so this code sees Gloo only through the base class. The first use of each kind that
+// does not go through the fabric logs one line saying why.
 //
 // Ordering: every collective, fabric or Gloo, enters one FIFO in the caller's order and one
 // backend thread runs them one at a time, so the order of Gloo ops is the same on every rank.
