@@ -26,11 +26,12 @@ TARGETS=${TARGETS:-"ina-switchd ina_torch_ext"}
 JOBS=${JOBS:-$(nproc)}
 TESTS=${TESTS:-1}
 
-# Torch, the pybind11 headers Debian's torch is built with, the build tools, and
-# python3-sklearn (examples/train_ddp.py, the DDP tests, loads scikit-learn's digits offline).
-# No libgloo-dev: the backend reaches Gloo through torch's Python binding, not its headers.
-PKGS=(python3-torch libtorch-dev pybind11-dev build-essential cmake ninja-build python3-dev
-      python3-sklearn)
+# Torch, the pybind11 headers Debian's torch is built with, the build tools, what the root
+# CMakeLists requires (GTest, benchmark), and python3-sklearn (examples/train_ddp.py, the DDP
+# tests, loads scikit-learn's digits offline). No libgloo-dev: the backend reaches Gloo through
+# torch's Python binding, not its headers.
+PKGS=(python3-torch libtorch-dev pybind11-dev build-essential cmake ninja-build pkg-config
+      python3-dev libgtest-dev libgmock-dev libbenchmark-dev python3-sklearn)
 
 log() { printf '== %s: %s\n' "$(date +%T)" "$*"; }
 [ "$(id -u)" -eq 0 ] || { echo "torch2-chroot.sh: needs root (debootstrap, chroot, mount)" >&2; exit 1; }
