@@ -86,7 +86,7 @@ def _libuv_choosable():
 # "agent store" client): with USE_LIBUV=0 that one is made without libuv too. ina_torch.run does
 # the same for torchrun's own stores. docs/pytorch.md, "Which torch".
 if os.environ.get("USE_LIBUV") == "0" and _libuv_choosable():
-    # The module (torch.distributed.rendezvous the attribute is a function of the same name).
+    # The module: the attribute torch.distributed.rendezvous is a function of the same name.
     _rendezvous = importlib.import_module("torch.distributed.rendezvous")
     if hasattr(_rendezvous, "TCPStore"):
         _rendezvous.TCPStore = _tcp_store_without_libuv
