@@ -56,11 +56,17 @@ class SemanticsTest(unittest.TestCase):
             env = dict(os.environ, INA_SWITCH=sw.addr, OMP_NUM_THREADS="1")
             # Debian's torch 1.13 on Python 3.11: the default "--redirects 0 --tee 0" parse to
             # None (3.11 no longer iterates the zero-valued Flag member); "1" (stdout) works.
-            r = subprocess.run(cmd + ["--redirects", "1", "--tee", "1", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-                                      "--master_port", str(lib.free_port()),
-                                      os.path.join(HERE, "semantics_worker.py"), str(seed)],
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, timeout=150)
+            # Bounded below ctest's 120 s, so that a hang prints what torchrun said.
+            try:
+                r = subprocess.run(cmd + ["--redirects", "1", "--tee", "1", "--nproc_per_node", "2",
+                                          "--master_addr", "127.0.0.1",
+                                          "--master_port", str(lib.free_port()),
+                                          os.path.join(HERE, "semantics_worker.py"), str(seed)],
+                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, timeout=90)
+            except subprocess.TimeoutExpired as e:
+                out = e.output.decode() if isinstance(e.output, bytes) else (e.output or "")
+                self.fail(f"torchrun did not finish in 90 s; its output:\n{out}")
         print(r.stdout)
         self.assertEqual(r.returncode, 0, "torchrun failed")
         self.assertEqual(r.stdout.count("all checks passed"), 2)
