@@ -316,6 +316,7 @@ ProcessGroupIna::~ProcessGroupIna() {
   }
   queue_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  done_.clear();  // on this thread (see done_)
   std::lock_guard<std::mutex> lock(state_mu_);
   comm_.reset();
 }
@@ -349,9 +350,11 @@ std::vector<std::pair<std::string, uint64_t>> ProcessGroupIna::metrics() const {
 }
 
 void ProcessGroupIna::Enqueue(Task task) {
+  std::vector<Task> done;  // destroyed here, on the caller's thread, outside the lock
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     queue_.push_back(std::move(task));
+    done.swap(done_);
   }
   queue_cv_.notify_one();
 }
@@ -367,6 +370,8 @@ void ProcessGroupIna::Loop() {
       queue_.pop_front();
     }
     task();
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    done_.push_back(std::move(task));  // see done_
   }
 }
 

@@ -281,6 +281,12 @@ class ProcessGroupIna : public InaBackendBase {
   std::mutex queue_mu_;
   std::condition_variable queue_cv_;
   std::deque<Task> queue_;
+  // Tasks the backend thread ran, destroyed by the next Enqueue's caller or the destructor, never
+  // by the backend thread: their captures may hold the last reference to a caller's tensor (or
+  // Work), whose Python object needs the GIL to go, while the thread that drops the group's last
+  // Python reference holds the GIL and joins the backend thread (a deadlock at exit, seen under
+  // torchrun).
+  std::vector<Task> done_;
   bool stop_ = false;
   std::thread thread_;
 };

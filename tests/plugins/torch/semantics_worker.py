@@ -325,6 +325,8 @@ def spawn_main(rank, world, init_method, seed, env, checks=None):
 
 
 if __name__ == "__main__":  # under torchrun: env:// with RANK/WORLD_SIZE/MASTER_* set
+    import faulthandler
+    faulthandler.dump_traceback_later(60)  # a rank still here after 60 s says where it hangs
     dist.init_process_group("ina")
     run_checks(dist.get_rank(), dist.get_world_size(), int(sys.argv[1]) if len(sys.argv) > 1
                else 7)
