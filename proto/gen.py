@@ -5,7 +5,8 @@ Usage: gen.py SPEC OUTDIR
 Writes OUTDIR/ina/proto/wire.h, OUTDIR/ina_proto_pkg.sv, OUTDIR/protocol_table.md and
 OUTDIR/kat.txt (messages with their CRC32C trailers), OUTDIR/crc32c_kat.txt (CRC32C known answers,
 computed here by a plain table-driven CRC), plus the RoCEv2 view: OUTDIR/ina/proto/roce_wire.h and
-OUTDIR/roce_kat.txt (whole IPv4 packets, ICRC by zlib.crc32), and OUTDIR/ina.lua, the Wireshark
+OUTDIR/roce_kat.txt (whole IPv4 packets, ICRC by zlib.crc32), OUTDIR/sec_kat.txt (messages sealed
+with their AES-GCM tags, computed here by a plain AES and GHASH), and OUTDIR/ina.lua, the Wireshark
 dissector (the spec as a Lua table, then proto/dissector.lua). Standard library only, so that CMake
 can run it on a bare machine.
 """
@@ -14,6 +15,8 @@ import re
 import struct
 import sys
 import tomllib
+import hashlib
+import hmac
 import ipaddress
 import zlib
 
@@ -24,6 +27,111 @@ CTYPE = {1: "uint8_t", 2: "uint16_t", 4: "uint32_t"}
 # ---- CRC32C ([crc]) ---------------------------------------------------------------------------
 # The reflected (LSB-first) register: a byte b is taken as reg = T[(reg ^ b) & 0xFF] ^ (reg >> 8).
 # The CRC of a message is ~reg after the message from reg = 0xFFFFFFFF.
+
+# ---- AES-128-GCM ([security]) -----------------------------------------------------------------
+# Written out from FIPS 197 and NIST SP 800-38D, plainly and slowly: the known answers of the
+# tagged messages come from here, independently of OpenSSL, which every C++ side uses.
+def _xtime(a):
+    return ((a << 1) ^ 0x1B) & 0xFF if a & 0x80 else a << 1
+
+
+def _gmul8(a, b):
+    r = 0
+    while b:
+        if b & 1:
+            r ^= a
+        a, b = _xtime(a), b >> 1
+    return r
+
+
+def _sbox():
+    box = []
+    for x in range(256):
+        inv = next((y for y in range(1, 256) if _gmul8(x, y) == 1), 0)
+        s = inv
+        for i in range(1, 5):
+            s ^= ((inv << i) | (inv >> (8 - i))) & 0xFF
+        box.append(s ^ 0x63)
+    return box
+
+
+SBOX = _sbox()
+
+
+def aes128_encrypt(key, block):
+    w = [list(key[4 * i:4 * i + 4]) for i in range(4)]
+    rcon = 1
+    for i in range(4, 44):
+        t = list(w[i - 1])
+        if i % 4 == 0:
+            t = [SBOX[b] for b in t[1:] + t[:1]]
+            t[0] ^= rcon
+            rcon = _xtime(rcon)
+        w.append([a ^ b for a, b in zip(w[i - 4], t)])
+    st = [b ^ k for b, k in zip(block, sum(w[0:4], []))]
+    for rnd in range(1, 11):
+        st = [SBOX[b] for b in st]
+        st = [st[(c * 4 + r + 4 * r) % 16] for c in range(4) for r in range(4)]  # ShiftRows
+        if rnd != 10:
+            mixed = []
+            for c in range(4):
+                a = st[4 * c:4 * c + 4]
+                mixed += [_gmul8(a[0], 2) ^ _gmul8(a[1], 3) ^ a[2] ^ a[3],
+                          a[0] ^ _gmul8(a[1], 2) ^ _gmul8(a[2], 3) ^ a[3],
+                          a[0] ^ a[1] ^ _gmul8(a[2], 2) ^ _gmul8(a[3], 3),
+                          _gmul8(a[0], 3) ^ a[1] ^ a[2] ^ _gmul8(a[3], 2)]
+            st = mixed
+        st = [b ^ k for b, k in zip(st, sum(w[4 * rnd:4 * rnd + 4], []))]
+    return bytes(st)
+
+
+def _ghash_mul(x, y):
+    r, v = 0, y
+    for i in range(127, -1, -1):
+        if (x >> i) & 1:
+            r ^= v
+        v = (v >> 1) ^ (0xE1 << 120) if v & 1 else v >> 1
+    return r
+
+
+def aes_gcm(key, iv, aad, plain):
+    """(ciphertext, tag) of AES-128-GCM with a 96-bit IV."""
+    h = int.from_bytes(aes128_encrypt(key, bytes(16)), "big")
+    ctr = int.from_bytes(iv + b"\0\0\0\1", "big")
+    out = bytearray()
+    for i in range(0, len(plain), 16):
+        ctr = (ctr & ~0xFFFFFFFF) | ((ctr + 1) & 0xFFFFFFFF)
+        ks = aes128_encrypt(key, ctr.to_bytes(16, "big"))
+        out += bytes(a ^ b for a, b in zip(plain[i:i + 16], ks))
+    y = 0
+    for data in (aad, bytes(out)):
+        for i in range(0, len(data), 16):
+            y = _ghash_mul(y ^ int.from_bytes(data[i:i + 16].ljust(16, b"\0"), "big"), h)
+    y = _ghash_mul(y ^ (len(aad) * 8 << 64 | len(out) * 8), h)
+    tag = bytes(a ^ b for a, b in zip(y.to_bytes(16, "big"), aes128_encrypt(key, iv + b"\0\0\0\1")))
+    return bytes(out), tag
+
+
+def traffic_key(spec, secret, direction, job, grant, session):
+    """[security]'s per-grant traffic key: HMAC-SHA256 of the derivation label, truncated."""
+    info = b"ina/v2/" + direction.encode() + b"/" + struct.pack(">HQ", job, grant) + session
+    return hmac.new(secret, info, hashlib.sha256).digest()[:spec["security"]["key_bytes"]]
+
+
+def seal(spec, msg, mode, key, use):
+    """Header and payload `msg` (no trailer) in sec mode 1 or 2, sealed: the tag in place of the
+    CRC32C trailer; mode 2 encrypts the payload. The nonce: rank | slot | use."""
+    hb = spec["protocol"]["header_bytes"]
+    retx = 1 << next(f["bit"] for f in spec["flag"] if f["name"] == "retx")
+    header = bytearray(msg[:hb])
+    header[2] &= ~retx & 0xFF
+    iv = bytes(msg[8:12]) + struct.pack(">Q", use)
+    if mode == 1:
+        _, tag = aes_gcm(key, iv, bytes(header) + msg[hb:], b"")
+        return msg + tag
+    ct, tag = aes_gcm(key, iv, bytes(header), msg[hb:])
+    return msg[:hb] + ct + tag
+
 
 def reflect32(x):
     return int(f"{x:032b}"[::-1], 2)
@@ -102,8 +210,23 @@ def check(spec):
             sys.exit("gen.py: [crc] residue does not hold")
     if c["beat_bytes"] != 64 or p["frame_prefix_bytes"] >= c["beat_bytes"]:
         sys.exit("gen.py: [crc] beat_bytes must be 64 and hold the frame prefix")
+    sec = spec["security"]
+    if sec["tag_bytes"] != 16 or sec["key_bytes"] != 16 or sec["nonce_bytes"] != 12:
+        sys.exit("gen.py: [security] is AES-128-GCM: 16-byte tags and keys, 12-byte nonces")
+    if not 16 <= sec["secret_min_bytes"] <= sec["secret_max_bytes"]:
+        sys.exit("gen.py: [security] a job secret has at least 128 bits")
+    if [m["value"] for m in spec["sec_mode"]] != [0, 1, 2]:
+        sys.exit("gen.py: sec_mode values are 0 crc, 1 mac, 2 mac_encrypt")
+    # The AES and GHASH below against NIST's GCM test case 4 (McGrew and Viega).
+    _, tag = aes_gcm(bytes.fromhex("feffe9928665731c6d6a8f9467308308"),
+                     bytes.fromhex("cafebabefacedbaddecaf888"),
+                     bytes.fromhex("feedfacedeadbeeffeedfacedeadbeefabaddad2"),
+                     bytes.fromhex("d9313225f88406e5a55909c5aff5269a86a7a9531534f7da2e4c303d8a318a72"
+                                   "1c3c0c95956809532fcf0e2449a6b525b16aedf5aa0de657ba637b39"))
+    if tag.hex() != "5bc94fbc3221a5db94fae95ae7121a47":
+        sys.exit("gen.py: AES-GCM does not reproduce NIST's test case 4")
     for kind in ("msg_type", "flag", "error_code", "join_param", "counter", "register",
-                 "roce_counter"):
+                 "roce_counter", "sec_mode"):
         names = [x["name"] for x in spec[kind]]
         if len(set(names)) != len(names):
             sys.exit(f"gen.py: duplicate {kind} names")
@@ -223,7 +346,7 @@ def gen_cpp(spec):
     w(f"inline constexpr uint16_t kMaxK = {max(p['k_values'])};")
     kt = ", ".join(str(k) for k in p["k_values"][:-1]) + f" or {p['k_values'][-1]}"
     w(f"inline constexpr std::string_view kKValuesText = \"{kt}\";  // for error messages")
-    w("inline constexpr size_t kMaxPacketBytes = kHeaderBytes + kMaxK * kElemBytes + kCrcBytes;")
+
     w(f"inline constexpr uint16_t kMaxWorkers = {p['max_workers']};")
     w(f"inline constexpr uint16_t kMaxLanes = {p['max_lanes']};  // peers per rank (JOIN gen)")
     w(f"inline constexpr int kExpBias = {p['exp_bias']};")
@@ -235,6 +358,20 @@ def gen_cpp(spec):
     w("inline constexpr uint16_t kRankAll = 0xFFFF;  // result destination: every rank")
     w(f"inline constexpr uint32_t kJoinValueNone = 0x{p['join_value_none']:08X};  // ERROR offset: no value")
     w("")
+    sec = spec["security"]
+    w("// Authenticated jobs ([security] in proto/ina.toml, docs/security.md): in sec modes mac and")
+    w("// mac_encrypt a message ends with an AES-GCM tag in place of the CRC32C trailer.")
+    w(f"inline constexpr size_t kTagBytes = {sec['tag_bytes']};")
+    w(f"inline constexpr size_t kKeyBytes = {sec['key_bytes']};  // AES-128 traffic keys")
+    w(f"inline constexpr size_t kSecretMinBytes = {sec['secret_min_bytes']};  // a job secret")
+    w(f"inline constexpr size_t kSecretMaxBytes = {sec['secret_max_bytes']};")
+    w(f"inline constexpr size_t kNonceBytes = {sec['nonce_bytes']};  // rank | slot | use")
+    w(f"inline constexpr std::string_view kKdfUp = \"{sec['kdf_up']}\";  // traffic-key labels")
+    w(f"inline constexpr std::string_view kKdfDown = \"{sec['kdf_down']}\";")
+    w("// The largest ina message in any sec mode: header, kMaxK elements, the longer trailer (the")
+    w("// tag). Buffers are this size; a longer datagram is no ina message.")
+    w("inline constexpr size_t kMaxPacketBytes =")
+    w("    kHeaderBytes + kMaxK * kElemBytes + (kTagBytes > kCrcBytes ? kTagBytes : kCrcBytes);")
     c = spec["crc"]
     w("")
     w("// The CRC32C trailer ([crc] in proto/ina.toml): the CRC32C of every byte of the message before")
@@ -245,6 +382,15 @@ def gen_cpp(spec):
     w("// Bytes of a message with `count` payload elements, trailer included.")
     w("inline constexpr size_t MessageBytes(size_t count) {")
     w("  return kHeaderBytes + count * kElemBytes + kCrcBytes;")
+    w("}")
+    w("// Bytes of the trailer in sec mode `sec`: the CRC32C (crc) or the tag (mac, mac_encrypt); 0")
+    w("// for a value that is no mode.")
+    w("inline constexpr size_t TrailerBytes(uint8_t sec) {")
+    w("  return sec == 0 ? kCrcBytes : sec <= 2 ? kTagBytes : 0;")
+    w("}")
+    w("// Bytes of a message with `count` payload elements in sec mode `sec` (crc: MessageBytes).")
+    w("inline constexpr size_t MessageBytes(size_t count, uint8_t sec) {")
+    w("  return kHeaderBytes + count * kElemBytes + TrailerBytes(sec);")
     w("}")
     w("inline constexpr uint32_t LoadCrc(const uint8_t* p) {")
     w("  return uint32_t{p[0]} | (uint32_t{p[1]} << 8) | (uint32_t{p[2]} << 16) | (uint32_t{p[3]} << 24);")
@@ -267,7 +413,7 @@ def gen_cpp(spec):
     w("}")
     w("")
     for kind, enum, typ in (("msg_type", "MsgType", "uint8_t"), ("error_code", "ErrorCode", "uint16_t"),
-                            ("join_param", "JoinParam", "uint16_t")):
+                            ("join_param", "JoinParam", "uint16_t"), ("sec_mode", "SecMode", "uint8_t")):
         w(f"enum class {enum} : {typ} {{")
         for m in spec[kind]:
             w(f"  k{camel(m['name'])} = {m['value']},  // {m['doc']}")
@@ -587,6 +733,11 @@ def gen_sv(spec):
     for f in spec["flag"]:
         w(f"  localparam int unsigned Flag{camel(f['name'])}Bit = {f['bit']};")
     w("")
+    w("  // Security modes (the sec field) and the tag that replaces the trailer in keyed modes.")
+    for m in spec["sec_mode"]:
+        w(f"  localparam int unsigned SecMode{camel(m['name'])} = {m['value']};")
+    w(f"  localparam int unsigned TagBytes = {spec['security']['tag_bytes']};")
+    w("")
     w(f"  localparam int unsigned NumCounters = {len(spec['counter'])};")
     w("  typedef enum int unsigned {")
     items = [f"    Cnt{camel(c['name'])} = {i}" for i, c in enumerate(spec["counter"])]
@@ -637,9 +788,13 @@ def gen_md(spec):
     w(f"| {h}+4n .. {h}+4n+3 | `crc` | Trailer after the n = count payload elements: CRC32C "
       f"(poly 0x{c['poly']:08X}, reflected, init 0x{c['init']:08X}, xorout 0x{c['xorout']:08X}, "
       f"check 0x{c['check']:08X}) of bytes 0 .. {h}+4n-1, **little-endian**; every message type. |")
+    t = spec["security"]["tag_bytes"]
+    w(f"| {h}+4n .. {h}+4n+{t - 1} | `tag` | In place of `crc` in sec modes mac and mac_encrypt (data and "
+      f"results of keyed jobs): the AES-GCM tag of bytes 0 .. {h}+4n-1 (retx cleared) under the job's "
+      "traffic key, nonce rank, slot, use (docs/security.md). |")
     w("")
     for kind, title in (("msg_type", "type"), ("error_code", "error code"),
-                        ("join_param", "join_param (ERROR slot)")):
+                        ("join_param", "join_param (ERROR slot)"), ("sec_mode", "sec")):
         w(f"| {title} | name | meaning |")
         w("|---|---|---|")
         for m in spec[kind]:
@@ -681,6 +836,28 @@ def gen_kat(spec):
         msg = encode_kat(spec, kat)
         crc = struct.unpack("<I", msg[-4:])[0]
         L.append(f"{kat['name']} {msg.hex()} {fields} payload={payload} crc=0x{crc:08x}")
+    return "\n".join(L) + "\n"
+
+
+def gen_sec_kat(spec):
+    """Sealed messages: a [[kat]]'s header (sec set to the mode) and payload under the traffic key
+    of the [[sec_kat]]'s secret, job, grant and session; data use the up key, results the down key."""
+    L = ["# GENERATED by proto/gen.py: name hex-bytes(sealed message) kat=<its [[kat]]> mode=<sec> "
+         "secret=<hex> grant=<n> session=<hex> use=<n> key=<hex traffic key> dir=<up|down>"]
+    hb = spec["protocol"]["header_bytes"]
+    for sk in spec["sec_kat"]:
+        kat = next(k for k in spec["kat"] if k["name"] == sk["kat"])
+        kat = dict(kat, sec=sk["mode"])
+        msg = encode_kat(spec, kat)[:-spec["protocol"]["crc_bytes"]]
+        data = kat["type"] == next(m["value"] for m in spec["msg_type"] if m["name"] == "data")
+        direction = spec["security"]["kdf_up" if data else "kdf_down"]
+        key = traffic_key(spec, bytes.fromhex(sk["secret"]), direction, kat["job"], sk["grant"],
+                          bytes.fromhex(sk["session"]))
+        sealed = seal(spec, msg, sk["mode"], key, sk["use"])
+        assert sealed[:hb] == msg[:hb]
+        L.append(f"{sk['name']} {sealed.hex()} kat={kat['name']} mode={sk['mode']} "
+                 f"secret={sk['secret']} grant={sk['grant']} session={sk['session']} "
+                 f"use={sk['use']} key={key.hex()} dir={direction}")
     return "\n".join(L) + "\n"
 
 
@@ -954,6 +1131,7 @@ def main():
     write_if_changed(out / "crc32c_kat.txt", gen_crc_kat(spec))
     write_if_changed(out / "ina" / "proto" / "roce_wire.h", gen_roce_cpp(spec))
     write_if_changed(out / "roce_kat.txt", gen_roce_kat(spec))
+    write_if_changed(out / "sec_kat.txt", gen_sec_kat(spec))
     body = (pathlib.Path(__file__).parent / "dissector.lua").read_text()
     write_if_changed(out / "ina.lua", gen_lua(spec, body))
 

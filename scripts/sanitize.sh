@@ -32,7 +32,8 @@ JOBS=${JOBS:-$(nproc)}
 
 ASAN_TARGETS=(
   # unit
-  base_parse_test proto_kat_test proto_roce_kat_test proto_crc32c_test
+  base_parse_test base_tcp_frame_test proto_kat_test proto_roce_kat_test proto_crc32c_test
+  proto_sec_test
   net_frame_test net_fault_test net_udp_port_test net_roce_port_test
   drv_job_table_test drv_pcie_bar_test drv_gpu_elem_test drv_gpu_map_test
   control_test dp_ref_rules_test dp_fast_kernels_test dp_fast_rules_test switchd_config_test
@@ -40,7 +41,7 @@ ASAN_TARGETS=(
   ina_bench_verify_test ina_bench_options_test ina_bench_coordinator_test
   host_udp_transport_test host_udp_gso_test host_transport_faults_test host_verbs_transport_test
   host_quant_test host_capi_config_test host_config_test host_rto_test host_slot_window_test
-  host_counter_test
+  host_counter_test host_membership_test
   # prop
   dp_fast_differential_test host_quant_prop_test
   # fuzz (corpus replays)

@@ -9,6 +9,7 @@ PKGS=(
   libgloo-dev            # ring all-reduce baseline in ina-bench
   iproute2               # network namespaces for e2e tests
   verilator yosys        # RTL simulation and synthesis figures
+  libssl-dev             # libcrypto's AES-GCM: authenticated jobs (ina::sec, docs/security.md)
   zlib1g-dev             # FST waveforms of the verilated core (Verilator's fstapi needs zlib)
   dpdk-dev libdpdk-dev   # kernel-bypass transport and switch ports (memif, af_packet, af_xdp)
   openmpi-bin libopenmpi-dev   # testbed: the MPI baseline

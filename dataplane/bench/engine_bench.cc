@@ -9,11 +9,16 @@
 // the fast engine with the CRC32C trailer neither checked nor computed (what the check costs; not
 // a usable fabric). Every packet carries its trailer; the generation stamped each round updates it
 // through the CRC's linearity (16 precomputed deltas), so stamping costs no CRC pass.
+// "fast_<kernel>_mac" and "_mac_encrypt": the same job keyed (docs/security.md): every packet
+// carries an AES-GCM tag for its round (its slot's use), which the engine verifies (and, in
+// mac_encrypt, decrypts), and every result is sealed (encrypted). The workers' sealing of each
+// round happens with the timer paused.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -21,6 +26,7 @@
 #include "fast_engine_internal.h"
 #include "ina/dp/ref_engine.h"
 #include "ina/proto/crc32c.h"
+#include "ina/proto/sec.h"
 #include "ina/proto/wire.h"
 
 namespace ina::dp {
@@ -42,6 +48,10 @@ struct Workload {
   std::vector<std::span<const uint8_t>> spans;
   std::vector<uint32_t> base_crc;  // each packet's trailer with gen 0
   uint32_t gen_delta[16] = {};     // trailer change of each gen bit (same for every packet)
+
+  JobSecurity sec;                               // keyed rows: mode and keys
+  std::unique_ptr<proto::MessageSealer> sealer;  // the workers' up key
+  std::vector<std::vector<uint8_t>> plain;       // mac_encrypt: each packet's clear payload
 
   Workload(uint16_t world_size, uint16_t k_elems, uint16_t window_slots)
       : world(world_size), k(k_elems), window(window_slots) {
@@ -78,6 +88,31 @@ struct Workload {
       gen_delta[b] = proto::Crc32c(0, m.data(), n) ^ base_crc[0];
     }
   }
+  // Makes the packets keyed packets of `mode` (their trailers become tags; Seal stamps them).
+  void MakeKeyed(proto::SecMode mode) {
+    sec.mode = mode;
+    for (size_t i = 0; i < proto::kKeyBytes; ++i) {
+      sec.up[i] = static_cast<uint8_t>(i * 7 + 1);
+      sec.down[i] = static_cast<uint8_t>(i * 13 + 5);
+    }
+    sealer = std::move(proto::MessageSealer::Create(sec.up).value());
+    for (auto& p : packets) {
+      p.resize(p.size() - proto::kCrcBytes + proto::kTagBytes);
+      proto::SetSec(p.data(), static_cast<uint8_t>(mode));
+      plain.emplace_back(p.begin() + proto::kHeaderBytes, p.end() - proto::kTagBytes);
+    }
+    spans.assign(packets.begin(), packets.end());
+  }
+  // Keyed rows: every packet of round `use` (gen = its low 16 bits) sealed as its worker would.
+  void Seal(uint64_t use) {
+    for (size_t i = 0; i < packets.size(); ++i) {
+      uint8_t* p = packets[i].data();
+      const size_t len = packets[i].size() - proto::kTagBytes;
+      proto::SetGen(p, static_cast<uint16_t>(use));
+      std::copy(plain[i].begin(), plain[i].end(), p + proto::kHeaderBytes);
+      sealer->Seal(sec.mode, p, len, proto::MakeNonce(proto::GetRank(p), proto::GetSlot(p), use));
+    }
+  }
   void StampGen(uint16_t gen) {
     uint32_t delta = 0;
     for (int b = 0; b < 16; ++b) {
@@ -92,15 +127,24 @@ struct Workload {
 };
 
 void RunEngine(benchmark::State& state, Engine& engine, Workload& w) {
-  if (!engine.AddJob({1, w.world, w.k, 0, w.window}).ok()) {
+  JobConfig job{1, w.world, w.k, 0, w.window};
+  job.security = w.sec;
+  if (!engine.AddJob(job).ok()) {
     state.SkipWithError("AddJob failed");
     return;
   }
+  const bool keyed = proto::IsKeyed(w.sec.mode);
   NullEmitter out;
-  uint16_t gen = 0;
+  uint64_t gen = 0;
   uint64_t packets = 0;
   for (auto _ : state) {
-    w.StampGen(gen++);
+    if (keyed) {
+      state.PauseTiming();
+      w.Seal(gen++);
+      state.ResumeTiming();
+    } else {
+      w.StampGen(static_cast<uint16_t>(gen++));
+    }
     const size_t n = w.spans.size();
     for (size_t i = 0; i < n; i += kBurst) {
       engine.ProcessBurst(std::span(w.spans).subspan(i, std::min(kBurst, n - i)), out);
@@ -122,6 +166,14 @@ void BM_Fast(benchmark::State& state, const fast::AddKernels* k, uint16_t world,
   fast::FastOptions options;
   options.check_crc = check_crc;
   auto engine = fast::MakeFastEngineWithKernels({16384, 256}, *k, options);
+  RunEngine(state, *engine, w);
+}
+
+void BM_FastKeyed(benchmark::State& state, const fast::AddKernels* k, uint16_t world, uint16_t kk,
+                  uint16_t window, proto::SecMode mode) {
+  Workload w(world, kk, window);
+  w.MakeKeyed(mode);
+  auto engine = fast::MakeFastEngineWithKernels({16384, 256}, *k);
   RunEngine(state, *engine, w);
 }
 
@@ -173,6 +225,13 @@ void Register() {
       benchmark::RegisterBenchmark(
           ("fast_" + std::string(list.items[0]->name) + "_nocrc" + shape).c_str(), BM_Fast,
           list.items[0], world, kk, kWindow, false);
+      for (proto::SecMode mode : {proto::SecMode::kMac, proto::SecMode::kMacEncrypt}) {
+        benchmark::RegisterBenchmark(
+            ("fast_" + std::string(list.items[0]->name) + "_" +
+             std::string(proto::SecModeName(static_cast<uint8_t>(mode))) + shape)
+                .c_str(),
+            BM_FastKeyed, list.items[0], world, kk, kWindow, mode);
+      }
       benchmark::RegisterBenchmark(("ceiling_" + std::string(list.items[0]->name) + shape).c_str(),
                                    BM_Ceiling, list.items[0], world, kk, kWindow);
       benchmark::RegisterBenchmark(("ref" + shape).c_str(), BM_Ref, world, kk, kWindow);

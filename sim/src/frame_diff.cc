@@ -40,7 +40,7 @@ std::string DescribeHeader(std::span<const uint8_t> packet) {
            " bytes): " + Hex(packet, 0, packet.size());
   }
   const p::Header h = p::DecodeHeader(packet.data());
-  const uint64_t values[] = {h.version, h.type, h.flags, h.exp,   h.next_exp, h.reserved, h.job,
+  const uint64_t values[] = {h.version, h.type, h.flags, h.exp,   h.next_exp, h.sec, h.job,
                              h.rank,    h.slot, h.gen,   h.count, h.offset,   h.aux};
   static_assert(std::size(values) == p::kHeaderFields.size(), "a field of ina.toml is missing");
   std::string s;

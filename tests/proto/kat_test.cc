@@ -23,7 +23,7 @@ Header FromFields(const std::map<std::string, int64_t>& f) {
   h.flags = static_cast<uint8_t>(f.at("flags"));
   h.exp = static_cast<uint8_t>(f.at("exp"));
   h.next_exp = static_cast<uint8_t>(f.at("next_exp"));
-  h.reserved = static_cast<uint8_t>(f.at("reserved"));
+  h.sec = static_cast<uint8_t>(f.at("sec"));
   h.job = static_cast<uint16_t>(f.at("job"));
   h.rank = static_cast<uint16_t>(f.at("rank"));
   h.slot = static_cast<uint16_t>(f.at("slot"));
@@ -87,7 +87,7 @@ TEST(ProtoKat, TrailerIsLittleEndian) {
   EXPECT_EQ(b[3], 0x11);
   EXPECT_EQ(LoadCrc(b), 0x11223344u);
   EXPECT_EQ(MessageBytes(0), kHeaderBytes + kCrcBytes);
-  EXPECT_EQ(kMaxPacketBytes, MessageBytes(kMaxK));
+  EXPECT_EQ(kMaxPacketBytes, MessageBytes(kMaxK, static_cast<uint8_t>(SecMode::kMac)));
 }
 
 TEST(ProtoKat, LayoutPutsPayloadAtFrameByte64) {

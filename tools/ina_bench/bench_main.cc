@@ -75,10 +75,11 @@ int Run(const Options& o) {
     return 1;
   }
   Say(o,
-      "ina-bench: %d workers, %zu %s elements, %d iterations, K=%d, window=%d, drop=%.3g, "
+      "ina-bench: %d workers, %zu %s elements, %d iterations, K=%s, window=%d, drop=%.3g, "
       "switch %s:%u, job %d\n",
-      o.workers, o.elements, o.int32 ? "int32" : "float", o.iters, o.k, o.window, o.drop_rate,
-      fabric->host.c_str(), fabric->port, o.job);
+      o.workers, o.elements, o.int32 ? "int32" : "float", o.iters,
+      o.k > 0 ? std::to_string(o.k).c_str() : "auto", o.window, o.drop_rate, fabric->host.c_str(),
+      fabric->port, o.job);
 
   auto region = MakeSharedRegion(o);
   if (!region.ok()) {

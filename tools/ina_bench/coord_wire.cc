@@ -14,6 +14,7 @@
 #include <cstring>
 #include <thread>
 
+#include "ina/base/tcp_frame.h"
 #include "worker.h"
 
 namespace ina::bench {
@@ -59,7 +60,7 @@ Result<sockaddr_in> Resolve(const TcpAddress& a) {
 
 }  // namespace
 
-Writer::Writer(Msg type) : b_(kFrameHead, '\0') { b_[8] = static_cast<char>(type); }
+Writer::Writer(Msg type) : b_(kFrameHead, '\0'), type_(type) {}
 Writer& Writer::U8(uint8_t v) {
   b_.push_back(static_cast<char>(v));
   return *this;
@@ -90,9 +91,8 @@ Writer& Writer::ArgList(const Args& args) {
 }
 std::string Writer::Frame() const {
   std::string f = b_;
-  std::string len;
-  PutBe(len, f.size() - kFrameHead, 8);
-  f.replace(0, 8, len);
+  EncodeTcpFrameHead({f.size() - kFrameHead, static_cast<uint32_t>(type_)},
+                     reinterpret_cast<uint8_t*>(f.data()));
   return f;
 }
 
@@ -159,7 +159,7 @@ bool Reader::ArgList(Args* args) {
 
 void EncodeSlot(Writer& w, const RankSlot& s, int iters) {
   w.I32(s.ina_code).Str(s.ina_error).F64(s.error_ms).U64(s.fingerprint);
-  w.U64(s.retransmissions).U64(s.packets_sent).U64(s.bad_crc).U64(s.packets_from_device);
+  w.U64(s.retransmissions).U64(s.packets_sent).U64(s.bad_crc).U64(s.packets_from_device).U32(s.k);
   w.I32(s.gloo_code).Str(s.gloo_error);
   w.U32(static_cast<uint32_t>(iters));
   for (int i = 0; i < iters; ++i) w.F64(s.ina_ms[i]).F64(s.gloo_ms[i]);
@@ -170,8 +170,9 @@ bool DecodeSlot(Reader& r, RankSlot* s, int iters) {
   uint32_t n = 0;
   bool ok = r.I32(&s->ina_code) && r.Str(&ina_error) && r.F64(&s->error_ms) &&
             r.U64(&s->fingerprint) && r.U64(&s->retransmissions) && r.U64(&s->packets_sent) &&
-            r.U64(&s->bad_crc) && r.U64(&s->packets_from_device) && r.I32(&s->gloo_code) &&
-            r.Str(&gloo_error) && r.U32(&n) && n == static_cast<uint32_t>(iters);
+            r.U64(&s->bad_crc) && r.U64(&s->packets_from_device) && r.U32(&s->k) &&
+            r.I32(&s->gloo_code) && r.Str(&gloo_error) && r.U32(&n) &&
+            n == static_cast<uint32_t>(iters);
   for (uint32_t i = 0; ok && i < n; ++i) ok = r.F64(&s->ina_ms[i]) && r.F64(&s->gloo_ms[i]);
   if (!ok) return false;
   std::snprintf(s->ina_error, sizeof(s->ina_error), "%s", ina_error.c_str());
@@ -180,9 +181,11 @@ bool DecodeSlot(Reader& r, RankSlot* s, int iters) {
 }
 
 Result<FrameHead> ParseHead(const char* head, uint64_t max_body) {
+  const TcpFrameHead t = DecodeTcpFrameHead(reinterpret_cast<const uint8_t*>(head));
+  if (t.tag > 0xFF) return DataLoss("message of unknown type " + std::to_string(t.tag));
   FrameHead h;
-  h.body = GetBe(head, 8);
-  h.type = static_cast<Msg>(static_cast<uint8_t>(head[8]));
+  h.body = t.body;
+  h.type = static_cast<Msg>(t.tag);
   if (h.body > max_body) {
     return DataLoss("message of " + std::to_string(h.body) + " bytes (type " +
                     std::to_string(static_cast<int>(h.type)) + "), more than the " +

@@ -2,11 +2,12 @@
 // message framing, the message codec and the socket helpers both ends use (coordinator.h and
 // coord_client.h are the two ends). Not on any data path: ina's own traffic never goes here.
 //
-// Framing: every message is a 9-byte head, the body length (u64, big-endian) and the type (u8),
-// then the body. Body fields are written by Writer and read by Reader in the order each message
-// lists below: integers big-endian, strings and byte strings as a u64 length then the bytes.
-// Float arrays (results) travel as the worker's bytes; HELLO carries a byte-order marker and the
-// coordinator refuses a worker whose byte order differs from its own.
+// Framing: every message is one frame of ina/base/tcp_frame.h, a 12-byte head, the body length
+// (u64, big-endian) and the type (u32, big-endian; a Msg), then the body. Body fields are written
+// by Writer and read by Reader in the order each message lists below: integers big-endian, strings
+// and byte strings as a u64 length then the bytes. Float arrays (results) travel as the worker's
+// bytes; HELLO carries a byte-order marker and the coordinator refuses a worker whose byte order
+// differs from its own.
 //
 //   worker -> coordinator                     coordinator -> worker
 //   kHello   u32 version, u32 rank,           kWelcome   u32 n, n x (str flag, str value): the
@@ -35,16 +36,17 @@
 #include <vector>
 
 #include "ina/base/status.h"
+#include "ina/base/tcp_frame.h"
 #include "options.h"  // Args
 
 namespace ina::bench {
 
 struct RankSlot;
 
-inline constexpr uint32_t kCoordVersion = 1;
+inline constexpr uint32_t kCoordVersion = 2;  // 2: ina/base/tcp_frame.h's 12-byte head, a slot's K
 // What a HELLO's order marker reads as when both ends share byte order.
 inline constexpr uint32_t kByteOrderMarker = 0x01020304;
-inline constexpr size_t kFrameHead = 9;
+inline constexpr size_t kFrameHead = kTcpFrameHeadBytes;
 
 enum class Msg : uint8_t {
   kHello = 1,
@@ -80,6 +82,7 @@ class Writer {
 
  private:
   std::string b_;
+  Msg type_;
 };
 
 // Reads one message body; every getter returns false once the body is short (and stays false).

@@ -168,8 +168,15 @@ const std::vector<Flag>& Flags() {
        Rate(&Options::corrupt_rate), kParent, Get(&Options::corrupt_rate)},
       {"--seed", "S", "", "input data and fault-injection seed (default 1)",
        Int(&Options::seed, 0, INT64_MAX), kShared, Get(&Options::seed)},
-      {"--k", "K", "", "elements per packet, 64, 256, 512, 1024 or 2048 (default 256)",
+      {"--k", "auto|K", "",
+       "elements per packet, 64, 256, 512, 1024 or 2048; auto (default): the largest whose "
+       "message the path carries unfragmented (2048 on loopback, 256 on a 1500-byte MTU), as "
+       "each worker's libina resolves it",
        [](Options& o, const std::string& flag, const char* v) -> Status {
+         if (std::string_view(v) == "auto") {
+           o.k = 0;
+           return Status::Ok();
+         }
          INA_ASSIGN_OR_RETURN(long long x, ParseInt(flag, v, 0, 65535));
          if (!proto::IsValidK(static_cast<uint32_t>(x))) {
            return InvalidArgument(flag + "='" + v + "': not " + std::string(proto::kKValuesText));
@@ -177,7 +184,7 @@ const std::vector<Flag>& Flags() {
          o.k = static_cast<int>(x);
          return Status::Ok();
        },
-       kShared, Get(&Options::k)},
+       kShared, [](const Options& o) { return o.k > 0 ? std::to_string(o.k) : "auto"; }},
       {"--window", "W", "", "slots asked per job (default 256)", Int(&Options::window, 1, 65535),
        kShared, Get(&Options::window)},
       {"--engine", "fast|ref", "", "switch engine (default fast)",

@@ -26,7 +26,7 @@ struct Options {
   int iters = 5;
   double drop_rate = 0, dup_rate = 0, reorder_rate = 0, corrupt_rate = 0;
   uint64_t seed = 1;
-  int k = 256;
+  int k = 0;  // elements per packet; 0 ("auto"): the largest the path carries, as libina picks
   int window = 256;
   bool int32 = false;
   bool gloo = true;

@@ -57,6 +57,13 @@ bool AllRanksOk(const Options& o, const Shared* sh, const Reaped& reaped) {
       ok = false;
     }
   }
+  for (int r = 1; r < o.workers; ++r) {  // --k auto: each rank resolved its own
+    if (sh->ranks[r].k != 0 && sh->ranks[0].k != 0 && sh->ranks[r].k != sh->ranks[0].k) {
+      std::fprintf(stderr, "ina-bench: rank %d uses K=%u, rank 0 K=%u\n", r, sh->ranks[r].k,
+                   sh->ranks[0].k);
+      ok = false;
+    }
+  }
   if (reaped.timed_out) {
     std::fprintf(
         stderr, "ina-bench: stopped workers still running %s\n",
@@ -65,6 +72,14 @@ bool AllRanksOk(const Options& o, const Shared* sh, const Reaped& reaped) {
             : ("at the --timeout-s deadline (" + std::to_string(o.timeout_s) + " s)").c_str());
   }
   return ok;
+}
+
+// The options with K as the workers used it: --k, or with --k auto what they resolved (0 when no
+// worker got as far as creating its communicator).
+Options WithResolvedK(const Options& o, const Shared* sh) {
+  Options r = o;
+  for (int i = 0; r.k == 0 && i < o.workers; ++i) r.k = static_cast<int>(sh->ranks[i].k);
+  return r;
 }
 
 struct Verdict {
@@ -138,9 +153,10 @@ int ReportKillDrill(const Options& o, const SharedView& view, const Reaped& reap
   return all_failed ? 0 : 1;
 }
 
-int ReportRun(const Options& o, const SharedView& view, const Reaped& reaped,
+int ReportRun(const Options& given, const SharedView& view, const Reaped& reaped,
               const std::string& switch_counters) {
   const Shared* sh = view.shared;
+  const Options o = WithResolvedK(given, sh);
   const bool ok = AllRanksOk(o, sh, reaped);
   const Verdict v = Verify(o, view, ok);
   uint64_t retx = 0, sent = 0, bad_crc = 0, from_device = 0;
@@ -161,7 +177,7 @@ int ReportRun(const Options& o, const SharedView& view, const Reaped& reaped,
   // frame's Ethernet, IPv4, UDP and ina headers and CRC32C trailer, the payload, and for floats the
   // exponent round (one header-only frame per slot used; assumes the switch granted the window
   // asked for).
-  const uint64_t blocks = (o.elements + o.k - 1) / o.k;
+  const uint64_t blocks = o.k > 0 ? (o.elements + o.k - 1) / o.k : 0;
   const uint64_t frame_headers = 14 + 20 + 8 + proto::kHeaderBytes + proto::kCrcBytes;
   const uint64_t exp_frames = o.int32 ? 0 : std::min<uint64_t>(blocks, o.window);
   const uint64_t wire_bytes = bytes + (blocks + exp_frames) * frame_headers;

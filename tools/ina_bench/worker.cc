@@ -147,6 +147,7 @@ int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
     SetError(me.ina_error, comm.status());
     return 1;
   }
+  me.k = (*comm)->config().k;
   // --memory host-async: the tensors go through a memory domain over host memory.
   std::unique_ptr<host::MemoryDomain> domain;
   if (o.memory == "host-async") {

@@ -44,7 +44,16 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::Create(Engine& engine,
     return InvalidArgument("control: alloc_stride must be in [1, 256] and alloc_residue below it");
   }
   if (config.min_window < 1) return InvalidArgument("control: min_window must be >= 1");
-  return std::unique_ptr<ControlPlane>(new ControlPlane(engine, config));
+  std::unique_ptr<proto::MessageOpener> admin;
+  if (!config.admin_secret.empty()) {
+    INA_ASSIGN_OR_RETURN(const proto::TrafficKey key,
+                         proto::DeriveTrafficKey(config.admin_secret, proto::KeyDirection::kUp, 0,
+                                                 0, proto::Session{}));
+    INA_ASSIGN_OR_RETURN(admin, proto::MessageOpener::Create(key));
+  }
+  auto plane = std::unique_ptr<ControlPlane>(new ControlPlane(engine, config));
+  plane->admin_ = std::move(admin);
+  return plane;
 }
 
 ControlPlane::ControlPlane(Engine& engine, const ControlConfig& config)
@@ -69,6 +78,10 @@ void ControlPlane::HandleControl(std::span<const uint8_t> packet, const Peer& fr
     Bump(ControlCounter::kControlMalformed);
     return;
   }
+  if (p::GetType(packet.data()) == static_cast<uint8_t>(p::MsgType::kSetKey)) {
+    HandleSetKey(packet, from, out);  // sealed with a tag, not a CRC32C trailer
+    return;
+  }
   if (!p::MessageCrcOk(packet)) {
     Bump(ControlCounter::kControlBadCrc);
     return;
@@ -89,8 +102,77 @@ void ControlPlane::HandleControl(std::span<const uint8_t> packet, const Peer& fr
   }
 }
 
+Status ControlPlane::InstallJobKey(uint16_t job_id, p::SecMode mode,
+                                   std::span<const uint8_t> secret) {
+  if (!p::IsKeyed(mode) || !p::IsValidSecMode(static_cast<uint8_t>(mode))) {
+    return InvalidArgument("job key: sec mode " + std::to_string(static_cast<int>(mode)) +
+                           " is not mac (1) or mac_encrypt (2)");
+  }
+  if (secret.size() < p::kSecretMinBytes || secret.size() > p::kSecretMaxBytes) {
+    return InvalidArgument("job key: a secret of " + std::to_string(secret.size()) +
+                           " bytes; it has " + std::to_string(p::kSecretMinBytes) + " .. " +
+                           std::to_string(p::kSecretMaxBytes));
+  }
+  ForgetKey(job_id);
+  keys_[job_id] = JobKey{mode, std::vector<uint8_t>(secret.begin(), secret.end())};
+  refusal_logged_.erase(job_id);
+  Bump(ControlCounter::kKeysInstalled);
+  return Status::Ok();
+}
+
+void ControlPlane::ForgetKey(uint16_t job_id) {
+  auto it = keys_.find(job_id);
+  if (it == keys_.end()) return;
+  std::fill(it->second.secret.begin(), it->second.secret.end(), uint8_t{0});
+  keys_.erase(it);
+}
+
+void ControlPlane::HandleSetKey(std::span<const uint8_t> packet, const Peer& from, ReplySink& out) {
+  if (!admin_) {
+    Bump(ControlCounter::kAdminRefused);
+    return;
+  }
+  const p::Header h = p::DecodeHeader(packet.data());
+  constexpr auto kSealed = static_cast<uint8_t>(p::SecMode::kMacEncrypt);
+  if (h.sec != kSealed || packet.size() != p::MessageBytes(h.count, kSealed)) {
+    Bump(ControlCounter::kControlMalformed);
+    return;
+  }
+  const uint64_t seq = (uint64_t{h.gen} << 32) | h.offset;
+  std::array<uint8_t, p::kSecretMaxBytes + p::kElemBytes> secret{};
+  const size_t len = size_t{h.count} * p::kElemBytes;
+  if (len > p::kSecretMaxBytes || !admin_->Open(p::SecMode::kMacEncrypt, packet,
+                                                p::MakeNonce(h.rank, h.slot, seq), secret.data())) {
+    Bump(len > p::kSecretMaxBytes ? ControlCounter::kAdminRefused : ControlCounter::kAdminForged);
+    return;
+  }
+  if (seq < admin_seq_) {
+    Bump(ControlCounter::kAdminReplayed);
+  } else if (!InstallJobKey(h.job, static_cast<p::SecMode>(h.aux),
+                            std::span<const uint8_t>(secret.data(), len))
+                  .ok()) {
+    admin_seq_ = seq + 1;
+    Bump(ControlCounter::kAdminRefused);
+  } else {
+    admin_seq_ = seq + 1;
+    SendReply(from, p::MsgType::kSetKeyAck, h.job, 0, 0, h.offset, 0, out, h.gen);
+  }
+  std::fill(secret.begin(), secret.end(), uint8_t{0});
+}
+
 void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint now, ReplySink& out) {
   Bump(ControlCounter::kJoins);
+  if (config_.require_keys && keys_.count(h.job) == 0) {
+    Bump(ControlCounter::kJoinsUnauthorized);
+    SendError(from, h.job, h.rank, p::ErrorCode::kUnauthorized, out);
+    if (config_.log && refusal_logged_.insert(h.job).second) {
+      config_.log("control: JOIN for job " + std::to_string(h.job) + " rank " +
+                  std::to_string(h.rank) + " from " + PeerToString(from) +
+                  " refused: the job has no key (error unauthorized; further refusals of this job "
+                  "are counted, not logged)");
+    }
+    return;
+  }
   const uint16_t world = h.aux;
   const uint16_t k = h.count;
   const uint32_t window = h.offset;
@@ -302,7 +384,20 @@ bool ControlPlane::Grant(JobEntry& j, uint32_t base, uint32_t got, ReplySink& ou
   cfg.k = j.k;
   cfg.slot_base = base;
   cfg.window = static_cast<uint16_t>(got);
-  if (!engine_.AddJob(cfg).ok()) {
+  bool keys_ok = true;
+  if (auto key = keys_.find(j.job_id); key != keys_.end()) {
+    cfg.security.mode = key->second.mode;
+    auto up = p::DeriveTrafficKey(key->second.secret, p::KeyDirection::kUp, j.job_id, j.grants + 1,
+                                  p::Session{});
+    auto down = p::DeriveTrafficKey(key->second.secret, p::KeyDirection::kDown, j.job_id,
+                                    j.grants + 1, p::Session{});
+    keys_ok = up.ok() && down.ok();  // InstallJobKey checked the secret: always
+    if (keys_ok) {
+      cfg.security.up = *up;
+      cfg.security.down = *down;
+    }
+  }
+  if (!keys_ok || !engine_.AddJob(cfg).ok()) {
     // The engine refused (its own table is smaller, say).
     Release(base, got);
     for (uint16_t r = 0; r < j.world_size; ++r) {
@@ -312,10 +407,12 @@ bool ControlPlane::Grant(JobEntry& j, uint32_t base, uint32_t got, ReplySink& ou
       }
     }
     index_[j.job_id] = -1;
+    ForgetKey(j.job_id);
     j = JobEntry{};
     --num_jobs_;
     return false;
   }
+  ++j.grants;
   Bump(j.epoch == 0 ? ControlCounter::kJobsAdmitted : ControlCounter::kRegrants);
   j.active = true;
   j.queued = false;
@@ -522,6 +619,7 @@ void ControlPlane::FreeJob(JobEntry& j, uint16_t except_rank, ReplySink& out) {
     }
   }
   index_[j.job_id] = -1;
+  ForgetKey(j.job_id);
   j = JobEntry{};
   --num_jobs_;
   // Freed slots, or one claimant fewer (fair shares grow): admit who can be now.
@@ -584,6 +682,7 @@ void ControlPlane::SendError(const Peer& to, uint16_t job, uint16_t rank, p::Err
     case p::ErrorCode::kPeerRefused:
       Bump(ControlCounter::kErrPeerRefused);
       break;
+    case p::ErrorCode::kUnauthorized:  // counted as joins_unauthorized
     case p::ErrorCode::kNone:
       break;
   }

@@ -22,6 +22,7 @@ constexpr uint8_t kKnownFlags =
 // State of one slot copy besides its elements. Index: (pool slot) * 2 + (gen % 2).
 struct CopyMeta {
   uint64_t ranks;  // bit r: rank r contributed to generation `gen`
+  uint64_t use;    // the slot's generation without wrapping (keyed jobs' nonces)
   uint32_t offset;
   uint16_t gen;
   uint16_t count;
@@ -39,6 +40,9 @@ struct JobEntry {
   uint16_t k;
   uint16_t world;
   uint16_t job_id;
+  uint8_t mode;                  // proto::SecMode; 0: CRC only
+  proto::MessageOpener* opener;  // keyed jobs: the up key (owned; AddJob/RemoveJob)
+  proto::MessageSealer* sealer;  // keyed jobs: the down key (owned)
 };
 
 struct FreeDeleter {
@@ -62,7 +66,8 @@ class FastEngine final : public Engine {
         meta_(AllocAligned<CopyMeta>(size_t{limits.pool_slots} * 2)),
         job_index_(AllocAligned<uint16_t>(65536)),
         jobs_(AllocAligned<JobEntry>(size_t{limits.max_jobs} + 1)),
-        result_(AllocAligned<uint8_t>(proto::kMaxPacketBytes)) {
+        result_(AllocAligned<uint8_t>(proto::kMaxPacketBytes)),
+        plain_(AllocAligned<uint8_t>(size_t{proto::kMaxK} * proto::kElemBytes)) {
     std::memset(counters_, 0, sizeof(counters_));
     if (ok()) std::memset(job_index_.get(), 0, 65536 * sizeof(uint16_t));
     for (uint16_t i = limits.max_jobs; i >= 1; --i) free_entries_.push_back(i);
@@ -70,10 +75,10 @@ class FastEngine final : public Engine {
   }
 
   ~FastEngine() override {
-    for (uint16_t idx : installed_) std::free(jobs_[idx].data);
+    for (uint16_t idx : installed_) FreeEntry(jobs_[idx]);
   }
 
-  bool ok() const { return meta_ && job_index_ && jobs_ && result_; }
+  bool ok() const { return meta_ && job_index_ && jobs_ && result_ && plain_; }
 
   Status AddJob(const JobConfig& job) override {
     INA_RETURN_IF_ERROR(CheckJobConfig(job, limits_.pool_slots));
@@ -93,6 +98,12 @@ class FastEngine final : public Engine {
       return ResourceExhausted("AddJob: job table full (" + std::to_string(limits_.max_jobs) +
                                " jobs)");
     }
+    std::unique_ptr<proto::MessageOpener> opener;
+    std::unique_ptr<proto::MessageSealer> sealer;
+    if (proto::IsKeyed(job.security.mode)) {
+      INA_ASSIGN_OR_RETURN(opener, proto::MessageOpener::Create(job.security.up));
+      INA_ASSIGN_OR_RETURN(sealer, proto::MessageSealer::Create(job.security.down));
+    }
     // Slot memory sized by the job's K (8 KiB a copy at K=2048, 256 B at K=64); allocated here,
     // on the control path, so a pool of large-K jobs costs only what they use.
     uint32_t* data = AllocAligned<uint32_t>(size_t{job.window} * 2 * job.k).release();
@@ -102,14 +113,22 @@ class FastEngine final : public Engine {
     }
     const uint16_t idx = free_entries_.back();
     free_entries_.pop_back();
-    jobs_[idx] = {
-        data,      uint64_t{job.window} * job.k, job.slot_base, job.window, job.k, job.world_size,
-        job.job_id};
+    jobs_[idx] = {data,
+                  uint64_t{job.window} * job.k,
+                  job.slot_base,
+                  job.window,
+                  job.k,
+                  job.world_size,
+                  job.job_id,
+                  static_cast<uint8_t>(job.security.mode),
+                  opener.release(),
+                  sealer.release()};
     for (uint64_t s = job.slot_base; s < end; ++s) {
       for (uint16_t c = 0; c < 2; ++c) {
         CopyMeta& m = meta_[s * 2 + c];
         m = {};
         m.gen = static_cast<uint16_t>(0xFFFE + c);
+        m.use = ~uint64_t{1} + c;  // -2 and -1: the first use (gen 0) is use 0
       }
     }
     installed_.push_back(idx);
@@ -121,8 +140,7 @@ class FastEngine final : public Engine {
     const uint16_t idx = job_index_[job_id];
     if (idx == 0) return NotFound("RemoveJob: job " + std::to_string(job_id) + " not installed");
     job_index_[job_id] = 0;
-    std::free(jobs_[idx].data);
-    jobs_[idx].data = nullptr;
+    FreeEntry(jobs_[idx]);
     for (size_t i = 0; i < installed_.size(); ++i) {
       if (installed_[i] == idx) {
         installed_[i] = installed_.back();
@@ -165,6 +183,15 @@ class FastEngine final : public Engine {
  private:
   void Count(Counter which) { ++counters_[static_cast<size_t>(which)]; }
 
+  static void FreeEntry(JobEntry& j) {
+    std::free(j.data);
+    delete j.opener;
+    delete j.sealer;
+    j.data = nullptr;
+    j.opener = nullptr;
+    j.sealer = nullptr;
+  }
+
   void Prefetch(std::span<const uint8_t> p) const {
     if (p.size() < proto::kHeaderBytes) return;
     const uint8_t* h = p.data();
@@ -189,19 +216,33 @@ class FastEngine final : public Engine {
     if (proto::GetVersion(p) != proto::kVersion) [[unlikely]] {
       return Count(Counter::kDropBadVersion);
     }
-    if (check_crc_ && crc_(0, p, size - proto::kCrcBytes) !=
-                          proto::LoadCrc(p + size - proto::kCrcBytes)) [[unlikely]] {
-      return Count(Counter::kDropBadCrc);
-    }
-    const uint16_t count = proto::GetCount(p);
-    if (proto::GetType(p) != kTypeData || size != proto::MessageBytes(count)) [[unlikely]] {
-      return Count(Counter::kDropMalformed);
-    }
     const uint16_t idx = job_index_[proto::GetJob(p)];
-    if (idx == 0) [[unlikely]] {
-      return Count(Counter::kDropUnknownJob);
+    const JobEntry& job = jobs_[idx];  // entry 0: no job (mode 0)
+    const uint8_t mode = idx == 0 ? 0 : job.mode;
+    const uint8_t sec = proto::GetSec(p);
+    const uint16_t count = proto::GetCount(p);
+    if (mode == 0) [[likely]] {
+      if (check_crc_ && crc_(0, p, size - proto::kCrcBytes) !=
+                            proto::LoadCrc(p + size - proto::kCrcBytes)) [[unlikely]] {
+        return Count(Counter::kDropBadCrc);
+      }
+      if (proto::GetType(p) != kTypeData || size != proto::MessageBytes(count)) [[unlikely]] {
+        return Count(Counter::kDropMalformed);
+      }
+      if (idx == 0) [[unlikely]] {
+        return Count(Counter::kDropUnknownJob);
+      }
+      if (sec != 0) [[unlikely]] {
+        return Count(Counter::kDropCrossJob);
+      }
+    } else {
+      if (sec != mode) [[unlikely]] {
+        return Count(Counter::kDropCrossJob);
+      }
+      if (proto::GetType(p) != kTypeData || size != proto::MessageBytes(count, sec)) [[unlikely]] {
+        return Count(Counter::kDropMalformed);
+      }
     }
-    const JobEntry& job = jobs_[idx];
     if (count > job.k) [[unlikely]] {
       return Count(Counter::kDropMalformed);
     }
@@ -214,7 +255,7 @@ class FastEngine final : public Engine {
       return Count(Counter::kDropBadSlot);
     }
     const uint8_t flags = proto::GetFlags(p);
-    if (flags & proto::flags::kRetx) Count(Counter::kRetransmissions);
+    if (mode == 0 && (flags & proto::flags::kRetx)) Count(Counter::kRetransmissions);
 
     // Rules 11-13 of engine.h: the generation window, the slot's history, disagreeing ranks.
     const uint16_t gen = proto::GetGen(p);
@@ -226,6 +267,30 @@ class FastEngine final : public Engine {
     const uint64_t bit = uint64_t{1} << rank;
     const uint32_t offset = proto::GetOffset(p);
     const bool in_progress = gen == m.gen && m.contributions != 0;
+    const bool next_use = !in_progress && gen == static_cast<uint16_t>(m.gen + 2) &&
+                          prev.gen == static_cast<uint16_t>(gen - 1) &&
+                          (prev.contributions == 0 || prev.contributions == job.world);
+    if (!in_progress && !next_use) [[unlikely]] {
+      const uint16_t cur = prev.gen == static_cast<uint16_t>(m.gen + 1) ? prev.gen : m.gen;
+      const auto ahead = static_cast<uint16_t>(gen - cur);
+      return Count(ahead - 1u < 0x7FFFu ? Counter::kDropEarly : Counter::kDropStale);
+    }
+    // Rule K4: the tag, for the slot's use this packet claims.
+    const uint8_t* payload = p + proto::kHeaderBytes;
+    const uint64_t use = in_progress ? m.use : prev.use + 1;
+    if (mode != 0) {
+      const auto sm = static_cast<proto::SecMode>(mode);
+      const std::span<const uint8_t> msg(p, size);
+      if (!job.opener->Open(sm, msg, proto::MakeNonce(rank, slot, use), plain_.get()))
+          [[unlikely]] {
+        const bool replayed =
+            use >= 0x10000 &&
+            job.opener->Open(sm, msg, proto::MakeNonce(rank, slot, use - 0x10000), plain_.get());
+        return Count(replayed ? Counter::kDropReplayed : Counter::kDropForged);
+      }
+      if (sm == proto::SecMode::kMacEncrypt) payload = plain_.get();
+      if (flags & proto::flags::kRetx) Count(Counter::kRetransmissions);
+    }
     if (in_progress && (m.ranks & bit)) {
       if (m.contributions == job.world) {
         Count(Counter::kResultResends);
@@ -234,14 +299,6 @@ class FastEngine final : public Engine {
         Count(Counter::kDuplicates);
       }
       return;
-    }
-    const bool next_use = gen == static_cast<uint16_t>(m.gen + 2) &&
-                          prev.gen == static_cast<uint16_t>(gen - 1) &&
-                          (prev.contributions == 0 || prev.contributions == job.world);
-    if (!in_progress && !next_use) [[unlikely]] {
-      const uint16_t cur = prev.gen == static_cast<uint16_t>(m.gen + 1) ? prev.gen : m.gen;
-      const auto ahead = static_cast<uint16_t>(gen - cur);
-      return Count(ahead - 1u < 0x7FFFu ? Counter::kDropEarly : Counter::kDropStale);
     }
     // History: block s (offset s*K) starts a call; else the block W after gen-1's full block.
     const uint32_t first = uint32_t{slot} * job.k;
@@ -266,11 +323,11 @@ class FastEngine final : public Engine {
     }
     if (next_use) {
       m.gen = gen;
+      m.use = use;
       m.ranks = 0;
       m.contributions = 0;
     }
 
-    const uint8_t* payload = p + proto::kHeaderBytes;
     const uint8_t f = flags & static_cast<uint8_t>(~proto::flags::kRetx);
     if (m.contributions == 0) {
       m.offset = offset;
@@ -304,7 +361,7 @@ class FastEngine final : public Engine {
     proto::SetFlags(h, m.flags);
     proto::SetExp(h, m.exp);
     proto::SetNextExp(h, m.next_exp);
-    proto::SetReserved(h, 0);
+    proto::SetSec(h, job.mode);
     proto::SetJob(h, job.job_id);
     proto::SetRank(h, dest);
     proto::SetSlot(h, slot);
@@ -314,6 +371,14 @@ class FastEngine final : public Engine {
     proto::SetAux(h, 0);
     swap_copy_(h + proto::kHeaderBytes, elems, m.count);
     const size_t len = proto::kHeaderBytes + size_t{m.count} * 4;
+    if (job.mode != 0) {
+      if (!job.sealer->Seal(static_cast<proto::SecMode>(job.mode), h, len,
+                            proto::MakeNonce(dest, slot, m.use))) [[unlikely]] {
+        return;  // libcrypto failed (never seen): no result rather than an unsealed one
+      }
+      out.OnResult(job.job_id, dest, std::span<const uint8_t>(h, len + proto::kTagBytes));
+      return;
+    }
     if (check_crc_) {
       proto::StoreCrc(h + len, crc_(0, h, len));
     } else {
@@ -332,7 +397,8 @@ class FastEngine final : public Engine {
   std::unique_ptr<uint16_t[], FreeDeleter> job_index_;  // job id -> entry (0: none)
   std::unique_ptr<JobEntry[], FreeDeleter> jobs_;       // entries 1 .. max_jobs
   std::unique_ptr<uint8_t[], FreeDeleter> result_;
-  std::vector<uint16_t> free_entries_;  // control path only
+  std::unique_ptr<uint8_t[], FreeDeleter> plain_;  // a mac_encrypt packet's decrypted payload
+  std::vector<uint16_t> free_entries_;             // control path only
   std::vector<uint16_t> installed_;
   std::vector<JobFailure> failures_;  // ended by rule 13, not yet polled (control path)
 };

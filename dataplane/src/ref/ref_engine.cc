@@ -18,6 +18,7 @@ using proto::Counter;
 // One of the two shadow copies of a slot.
 struct Copy {
   uint16_t gen = 0;
+  uint64_t use = 0;          // the slot's generation without wrapping (keyed jobs' nonces)
   std::set<uint16_t> ranks;  // ranks that contributed to generation `gen`
   uint32_t offset = 0;
   uint16_t count = 0;
@@ -64,6 +65,8 @@ class ReferenceEngine final : public Engine {
     for (Slot& s : entry.slots) {
       s.copy[0].gen = 0xFFFE;
       s.copy[1].gen = 0xFFFF;
+      s.copy[0].use = ~uint64_t{1};  // -2 and -1: the first use (gen 0) is use 0
+      s.copy[1].use = ~uint64_t{0};
     }
     jobs_.emplace(job.job_id, std::move(entry));
     return Status::Ok();
@@ -83,25 +86,63 @@ class ReferenceEngine final : public Engine {
     }
     const proto::Header h = proto::DecodeHeader(packet.data());
     if (h.version != proto::kVersion) return Count(Counter::kDropBadVersion);
-    // The scalar twin: the oracle shares no CRC code with the fast engine's SIMD variant.
-    if (!proto::MessageCrcOk(packet, proto::Crc32cScalar)) return Count(Counter::kDropBadCrc);
-    if (h.type != static_cast<uint8_t>(proto::MsgType::kData)) {
-      return Count(Counter::kDropMalformed);
-    }
-    if (packet.size() != proto::MessageBytes(h.count)) return Count(Counter::kDropMalformed);
     auto it = jobs_.find(h.job);
-    if (it == jobs_.end()) return Count(Counter::kDropUnknownJob);
+    const proto::SecMode mode =
+        it == jobs_.end() ? proto::SecMode::kCrc : it->second.config.security.mode;
+    const bool keyed = proto::IsKeyed(mode);
+    if (!keyed) {
+      // The scalar twin: the oracle shares no CRC code with the fast engine's SIMD variant.
+      if (!proto::MessageCrcOk(packet, proto::Crc32cScalar)) return Count(Counter::kDropBadCrc);
+      if (h.type != static_cast<uint8_t>(proto::MsgType::kData)) {
+        return Count(Counter::kDropMalformed);
+      }
+      if (packet.size() != proto::MessageBytes(h.count)) return Count(Counter::kDropMalformed);
+      if (it == jobs_.end()) return Count(Counter::kDropUnknownJob);
+      if (h.sec != 0) return Count(Counter::kDropCrossJob);
+    } else {
+      if (h.sec != static_cast<uint8_t>(mode)) return Count(Counter::kDropCrossJob);
+      if (h.type != static_cast<uint8_t>(proto::MsgType::kData) ||
+          packet.size() != proto::MessageBytes(h.count, h.sec)) {
+        return Count(Counter::kDropMalformed);
+      }
+    }
     Job& job = it->second;
     if (h.count > job.config.k) return Count(Counter::kDropMalformed);
     if (h.rank >= job.config.world_size) return Count(Counter::kDropBadRank);
     if (h.slot >= job.config.window) return Count(Counter::kDropBadSlot);
-    if (h.flags & proto::flags::kRetx) Count(Counter::kRetransmissions);
+    if (!keyed && (h.flags & proto::flags::kRetx)) Count(Counter::kRetransmissions);
 
     // Rule 11: the generation window.
     Slot& slot = job.slots[h.slot];
     Copy& copy = slot.copy[h.gen % 2];
     const Copy& prev = slot.copy[(h.gen + 1) % 2];  // generation gen - 1, when in the window
     const bool in_progress = h.gen == copy.gen && !copy.ranks.empty();
+    const bool next_use = h.gen == static_cast<uint16_t>(copy.gen + 2) &&
+                          prev.gen == static_cast<uint16_t>(h.gen - 1) &&
+                          (prev.ranks.empty() || prev.ranks.size() == job.config.world_size);
+    if (!in_progress && !next_use) {
+      const uint16_t cur = prev.gen == static_cast<uint16_t>(copy.gen + 1) ? prev.gen : copy.gen;
+      const uint16_t ahead = static_cast<uint16_t>(h.gen - cur);
+      return Count(ahead >= 1 && ahead <= 0x7FFF ? Counter::kDropEarly : Counter::kDropStale);
+    }
+    // Rule K4: the tag, for the slot's use this packet claims.
+    const uint8_t* payload = packet.data() + proto::kHeaderBytes;
+    std::vector<uint8_t> plain;
+    const uint64_t use = in_progress ? copy.use : prev.use + 1;
+    if (keyed) {
+      plain.resize(size_t{h.count} * proto::kElemBytes);
+      const proto::TrafficKey& key = job.config.security.up;
+      if (!proto::OpenOnce(key, mode, packet, proto::MakeNonce(h.rank, h.slot, use),
+                           plain.data())) {
+        const bool replayed =
+            use >= 0x10000 &&
+            proto::OpenOnce(key, mode, packet, proto::MakeNonce(h.rank, h.slot, use - 0x10000),
+                            plain.data());
+        return Count(replayed ? Counter::kDropReplayed : Counter::kDropForged);
+      }
+      if (mode == proto::SecMode::kMacEncrypt) payload = plain.data();
+      if (h.flags & proto::flags::kRetx) Count(Counter::kRetransmissions);
+    }
     if (in_progress && copy.ranks.count(h.rank) != 0) {
       if (copy.ranks.size() == job.config.world_size) {
         Count(Counter::kResultResends);
@@ -110,14 +151,6 @@ class ReferenceEngine final : public Engine {
         Count(Counter::kDuplicates);
       }
       return;
-    }
-    const bool next_use = h.gen == static_cast<uint16_t>(copy.gen + 2) &&
-                          prev.gen == static_cast<uint16_t>(h.gen - 1) &&
-                          (prev.ranks.empty() || prev.ranks.size() == job.config.world_size);
-    if (!in_progress && !next_use) {
-      const uint16_t cur = prev.gen == static_cast<uint16_t>(copy.gen + 1) ? prev.gen : copy.gen;
-      const uint16_t ahead = static_cast<uint16_t>(h.gen - cur);
-      return Count(ahead >= 1 && ahead <= 0x7FFF ? Counter::kDropEarly : Counter::kDropStale);
     }
     // Rule 12: the slot's history.
     if (!FitsHistory(job.config, h, prev)) return Count(Counter::kDropHistory);
@@ -135,10 +168,10 @@ class ReferenceEngine final : public Engine {
     if (next_use) {
       copy = Copy();
       copy.gen = h.gen;
+      copy.use = use;
     }
 
     // Add.
-    const uint8_t* payload = packet.data() + proto::kHeaderBytes;
     const uint8_t flags = h.flags & static_cast<uint8_t>(~proto::flags::kRetx);
     if (copy.ranks.empty()) {
       copy.offset = h.offset;
@@ -199,14 +232,16 @@ class ReferenceEngine final : public Engine {
   }
 
   static void Emit(const Job& job, uint16_t slot, const Copy& copy, uint16_t dest, Emitter& out) {
-    std::vector<uint8_t> packet(proto::MessageBytes(copy.sum.size()));
+    const proto::SecMode mode = job.config.security.mode;
+    const uint8_t sec = static_cast<uint8_t>(mode);
+    std::vector<uint8_t> packet(proto::MessageBytes(copy.sum.size(), sec));
     proto::Header h;
     h.version = proto::kVersion;
     h.type = static_cast<uint8_t>(proto::MsgType::kResult);
     h.flags = copy.flags;
     h.exp = copy.exp;
     h.next_exp = copy.next_exp;
-    h.reserved = 0;
+    h.sec = sec;
     h.job = job.config.job_id;
     h.rank = dest;
     h.slot = slot;
@@ -219,7 +254,13 @@ class ReferenceEngine final : public Engine {
       proto::Store32(packet.data() + proto::kHeaderBytes + proto::kElemBytes * i,
                      static_cast<uint32_t>(copy.sum[i]));
     }
-    proto::SealMessage(packet.data(), packet.size() - proto::kCrcBytes, proto::Crc32cScalar);
+    const size_t len = packet.size() - proto::TrailerBytes(sec);
+    if (!proto::IsKeyed(mode)) {
+      proto::SealMessage(packet.data(), len, proto::Crc32cScalar);
+    } else if (!proto::SealOnce(job.config.security.down, mode, packet.data(), len,
+                                proto::MakeNonce(dest, slot, copy.use))) {
+      return;  // libcrypto failed (never seen): no result rather than an unsealed one
+    }
     out.OnResult(job.config.job_id, dest, packet);
   }
 

@@ -15,6 +15,7 @@
 #include "ina/base/parse.h"
 #include "ina/dp/switchd/metrics.h"
 #include "ina/net/port.h"
+#include "ina/proto/wire.h"
 
 namespace ina::dp::switchd {
 namespace {
@@ -241,6 +242,19 @@ std::vector<Flag> Flags(const EngineMenu& engines) {
       PathFlag("--record",
                "write every datagram received to FILE (pcap, Ethernet/IPv4/UDP\nframes; --cores 1)",
                "record", &Config::record, false),
+      PathFlag("--admin-key-file",
+               "the admin channel's secret (hex; mode 0600): operators install\njob keys "
+               "with SET_KEY messages sealed under it (docs/security.md)",
+               "admin_key_file", &Config::admin_key_file, false),
+      {"--require-job-keys", "0|1",
+       "1: refuse every JOIN whose job has no key (error unauthorized;\ndocs/security.md; "
+       "default 0)",
+       "require_job_keys", nullptr, false,
+       [](Config& c, std::string_view what, const std::string& v) -> Status {
+         INA_ASSIGN_OR_RETURN(c.require_job_keys, ParseBool(what, v));
+         return Status::Ok();
+       },
+       [](const Config& c) { return std::string(c.require_job_keys ? "1" : "0"); }},
       PathFlag("--trace", "FST waveform of the core to FILE (docs/rtl/debugging.md)", "rtl_trace",
                &Config::rtl_trace, true),
       UintFlag("--trace-from", "CYCLE", "first traced cycle (default 0)", "rtl_trace_from",

@@ -101,7 +101,17 @@ class Switch::Core final : private Emitter, private ReplySink, private LeafSink 
     for (const auto& port : ports)
       max_datagram = std::min(max_datagram, port->max_datagram_bytes());
     cc.max_k = proto::LargestKFor(max_datagram);
-    INA_ASSIGN_OR_RETURN(control_, ControlPlane::Create(*engine_, cc));
+    cc.require_keys = config_.require_job_keys;
+    if (!config_.admin_key_file.empty()) {
+      INA_ASSIGN_OR_RETURN(cc.admin_secret,
+                           proto::LoadSecretFile(config_.admin_key_file, "--admin-key-file"));
+    }
+    cc.log = [core = index_](const std::string& line) {
+      std::fprintf(stderr, "ina-switchd: core %u: %s\n", core, line.c_str());
+    };
+    auto control = ControlPlane::Create(*engine_, cc);
+    std::fill(cc.admin_secret.begin(), cc.admin_secret.end(), uint8_t{0});
+    INA_ASSIGN_OR_RETURN(control_, std::move(control));
     if (!config_.upstream.empty()) INA_RETURN_IF_ERROR(InitLeaf(cc));
     net::FaultConfig fc;
     fc.drop = config_.drop_rate;

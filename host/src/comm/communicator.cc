@@ -1,10 +1,13 @@
-// The worker side of the ina protocol: the join handshake, the op queue and the progress threads.
+// The worker side of the ina protocol: the op queue, the requests and the lanes' threads.
 //
 // The protocol engine itself is not here: SlotWindow (slot_window.h) is the per-op state machine
 // (slots, generations, exponent rounds, loss detection, rank_left / job_aborted, the progress
-// timeout), RtoEstimator (rto.h) the retransmission timeout, and Progress (progress.h) the loop
-// that feeds the window from a Transport and a Clock. This file owns the transport, the real
-// clock, the FIFO of queued ops and the threads that run them (one per lane), and sends LEAVE.
+// timeout), Membership (membership.h) the join, re-join and LEAVE, RtoEstimator (rto.h) the
+// retransmission timeout, and Progress (progress.h) the loop that feeds both from a Transport and
+// a Clock; DeviceBuffers (device_buffers.h) holds the staging and GPUDirect NIC buffers of calls
+// on device memory. This file owns the transports, the real clock, the FIFO of queued ops and
+// the requests, and the threads that run them (one per lane), and decides when to join, re-join
+// and leave.
 #include "ina/host/communicator.h"
 
 #include <algorithm>
@@ -13,7 +16,6 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <cstdio>
 #include <cstring>
 #include <deque>
 #include <limits>
@@ -25,7 +27,7 @@
 
 #include "communicator_factory.h"
 #include "counter.h"
-#include "exchange.h"
+#include "device_buffers.h"
 #include "ina/host/quant.h"
 #include "ina/host/transport.h"
 #include "ina/proto/crc32c.h"
@@ -35,10 +37,6 @@
 #include "staged_op.h"
 
 namespace ina::host {
-
-using Clock = std::chrono::steady_clock;  // Join only; the progress engine gets its clock
-using std::chrono::microseconds;
-using std::chrono::milliseconds;
 
 namespace internal {
 
@@ -76,109 +74,7 @@ Status Request::Wait() {
 
 namespace {
 
-constexpr std::chrono::milliseconds kJoinResend{100};
 constexpr std::chrono::milliseconds kIdlePoll{5};
-
-// The words for a JoinParam in messages ("K", "world size", ...).
-std::string ParamWords(proto::JoinParam param) {
-  switch (param) {
-    case proto::JoinParam::kK:
-      return "K";
-    case proto::JoinParam::kWorldSize:
-      return "world size";
-    case proto::JoinParam::kWindow:
-      return "window";
-    case proto::JoinParam::kRank:
-      return "rank";
-    case proto::JoinParam::kLanes:
-      return "lane count (progress_threads)";
-    case proto::JoinParam::kLane:
-      return "lane";
-    case proto::JoinParam::kRankTaken:
-    case proto::JoinParam::kNone:
-      break;
-  }
-  return "parameter " + std::string(proto::JoinParamName(static_cast<uint16_t>(param)));
-}
-
-// What this rank's JOIN on `lane` said for `param`.
-uint32_t OwnValue(const CommConfig& cfg, proto::JoinParam param, uint16_t lane) {
-  switch (param) {
-    case proto::JoinParam::kK:
-      return cfg.k;
-    case proto::JoinParam::kWorldSize:
-      return cfg.world_size;
-    case proto::JoinParam::kWindow:
-      return cfg.window;
-    case proto::JoinParam::kRank:
-      return cfg.rank;
-    case proto::JoinParam::kLanes:
-      return static_cast<uint32_t>(cfg.progress_threads);
-    case proto::JoinParam::kLane:
-      return lane;
-    case proto::JoinParam::kRankTaken:
-    case proto::JoinParam::kNone:
-      break;
-  }
-  return 0;
-}
-
-// The Status for error `e` answering this rank's JOIN on `lane`. bad_params and peer_refused name
-// the parameter and both values (the fabric's error fields, proto/ina.toml); peer_refused names
-// the refused rank.
-Status JoinError(const proto::Header& e, const CommConfig& cfg, uint16_t lane,
-                 const std::string& who) {
-  std::string m = who + ": fabric answered error(" + std::string(proto::ErrorCodeName(e.aux)) + ")";
-  const auto param = static_cast<proto::JoinParam>(e.slot);
-  const std::string words = ParamWords(param);
-  const std::string own = std::to_string(OwnValue(cfg, param, lane));
-  switch (static_cast<proto::ErrorCode>(e.aux)) {
-    case proto::ErrorCode::kBadParams:
-      if (param == proto::JoinParam::kNone) {  // a fabric that does not name it
-        return InvalidArgument(m +
-                               ": K, world size or window differ from the other ranks' or are "
-                               "out of range");
-      }
-      if (e.offset == proto::kJoinValueNone) {
-        return InvalidArgument(m + ": this rank's " + words + " " + own +
-                               " is out of the fabric's range");
-      }
-      return InvalidArgument(m + ": this rank's " + words + " " + own + " differs from " +
-                             std::to_string(e.offset) + ", what the ranks that joined first sent" +
-                             (param == proto::JoinParam::kK
-                                  ? " (k 0, the default, takes the largest K the path MTU "
-                                    "carries: set the same k / INA_K on every rank)"
-                                  : ""));
-    case proto::ErrorCode::kNoSlots:
-    case proto::ErrorCode::kTooManyJobs:
-      return ResourceExhausted(m);
-    case proto::ErrorCode::kRankTaken:
-      return AlreadyExists(m + ": another process already joined as rank " +
-                           std::to_string(cfg.rank) + " lane " + std::to_string(lane));
-    case proto::ErrorCode::kPeerRefused: {
-      const std::string peer = "rank " + std::to_string(e.count);
-      m += ": " + peer + "'s JOIN was refused, so the job cannot start";
-      if (param == proto::JoinParam::kNone) return Aborted(m);
-      m += ": ";
-      if (param == proto::JoinParam::kRankTaken) {
-        return Aborted(m + "another process had already joined as " + peer + " lane " +
-                       std::to_string(e.offset) + " (two processes with the same rank?)");
-      }
-      if (param == proto::JoinParam::kRank || param == proto::JoinParam::kLane) {
-        return Aborted(m + "its " + words + " " + std::to_string(e.offset) + " is out of range");
-      }
-      return Aborted(m + "its " + words + " " + std::to_string(e.offset) + " differs from " + own +
-                     ", this rank's");
-    }
-    case proto::ErrorCode::kJobAborted:
-      return Aborted(m);
-    case proto::ErrorCode::kRankLeft:  // at a lease's re-join: a rank finished before this call
-      return Aborted(m + ": rank " + std::to_string(e.count) + " left after " +
-                     std::to_string(e.offset) + " calls");
-    default:
-      return Internal(m);
-  }
-}
 
 struct Op {
   internal::OpDesc desc;
@@ -186,15 +82,7 @@ struct Op {
   MemoryDomain* domain = nullptr;  // the tensor is in this domain's memory (staged)
 };
 
-// What a join_ack grants (docs/protocol.md, "Sharing the slot pool").
-struct Grant {
-  uint16_t window = 0;
-  uint8_t epoch = 0;   // 1 .. 255
-  uint16_t lease = 0;  // calls; 0: unlimited
-};
-
-Result<Grant> Join(const CommConfig& cfg, Transport& t, uint16_t lane,
-                   const std::atomic<bool>& cancel, uint8_t finished_epoch);
+using internal::Grant;
 
 }  // namespace
 
@@ -205,20 +93,67 @@ Result<Grant> Join(const CommConfig& cfg, Transport& t, uint16_t lane,
 // every lane polls its transport, so a job_aborted is noticed before the next call.
 // A grant with a lease of N calls is renewed before the call that would be its N+1st: every lane
 // re-joins (JOIN with exp = the grant's epoch, handed to each lane's thread like an op) and its
-// window takes the new grant (SlotWindow::Regrant).
+// window takes the new grant (SlotWindow::Regrant). The staging and NIC buffers of calls on
+// device memory are DeviceBuffers' (device_buffers.h).
 class Communicator::Impl {
  public:
+  // Each lane's window is built for the slots asked (config.window) and takes the grant at Join.
   Impl(const CommConfig& cfg, const quant::Kernels& kernels,
-       std::vector<std::unique_ptr<Transport>> transports, const Grant& grant)
-      : cfg_(cfg), grant_(grant), window_(grant.window), lane_grants_(transports.size()) {
-    const uint16_t window = grant.window;
+       std::vector<std::unique_ptr<Transport>> transports)
+      : cfg_(cfg), window_(0), lane_grants_(transports.size()) {
     lanes_.resize(transports.size());
     for (size_t l = 0; l < lanes_.size(); ++l) {
+      const auto lane = static_cast<uint16_t>(l);
       lanes_[l].transport = std::move(transports[l]);
       lanes_[l].progress = std::make_unique<internal::Progress>(
-          internal::WindowConfig::From(cfg, window, static_cast<uint16_t>(l)), kernels,
-          *lanes_[l].transport, clock_);
+          internal::WindowConfig::From(cfg, cfg.window, lane),
+          internal::JoinConfig::From(cfg, lane), kernels, *lanes_[l].transport, clock_);
     }
+    std::vector<Transport*> ts;
+    for (Lane& lane : lanes_) ts.push_back(lane.transport.get());
+    buffers_ = std::make_unique<internal::DeviceBuffers>(cfg, std::move(ts));
+  }
+
+  // Joins every lane at once (the fabric admits the job only when all lanes of all ranks
+  // joined), one thread per lane when there are several; the first lane to fail cancels the
+  // others. Every lane's window takes the grant, the same for every lane. Before Start.
+  Status Join() {
+    if (lanes_.size() == 1) {
+      INA_ASSIGN_OR_RETURN(lane_grants_[0], lanes_[0].progress->Join(0));
+    } else {
+      std::atomic<bool> cancel{false};
+      std::atomic<int> first_failed{-1};  // the first real failure, not a lane cancelled by it
+      std::vector<Status> got(lanes_.size());
+      std::vector<std::thread> threads;
+      for (size_t l = 0; l < lanes_.size(); ++l) {
+        threads.emplace_back([&, l] {
+          Result<Grant> g = lanes_[l].progress->Join(0, &cancel);
+          if (g.ok()) {
+            lane_grants_[l] = *g;
+            return;
+          }
+          got[l] = g.status();
+          int none = -1;
+          if (first_failed.compare_exchange_strong(none, static_cast<int>(l))) {
+            cancel.store(true, std::memory_order_relaxed);
+          }
+        });
+      }
+      for (std::thread& t : threads) t.join();
+      if (first_failed.load() >= 0) return got[static_cast<size_t>(first_failed.load())];
+      for (const Grant& g : lane_grants_) {
+        if (g.window != lane_grants_[0].window || g.epoch != lane_grants_[0].epoch) {
+          return Internal("join: lanes granted different windows (" +
+                          std::to_string(lane_grants_[0].window) + " and " +
+                          std::to_string(g.window) + ")");
+        }
+      }
+    }
+    for (Lane& lane : lanes_) lane.progress->window().FirstGrant(lane_grants_[0].window);
+    grant_ = lane_grants_[0];
+    window_.store(grant_.window, std::memory_order_relaxed);
+    joined_ = true;
+    return Status::Ok();
   }
 
   // Hands each lane's TX buffers (the slot window quantizes into them) to its transport, so a
@@ -267,6 +202,7 @@ class Communicator::Impl {
     // and Submit is not running (the caller is destroying us), so the count is final. One LEAVE,
     // from lane 0: the fabric takes a LEAVE from any lane as the rank's; with lanes on switch
     // cores, one to each core (each holds its share of the job on its own).
+    if (!joined_) return;  // a failed join: nothing to leave (a queued one left already)
     const bool clean = rest.empty() && failed_.ok();
     const size_t leavers = cfg_.switch_cores > 1 ? lanes_.size() : 1;
     for (size_t l = 0; l < leavers; ++l) {
@@ -297,34 +233,6 @@ class Communicator::Impl {
     return req;
   }
 
-  // Staging of at least `bytes` bytes from `domain`, and at least what config.staging_bytes asks
-  // for: the domain's cached buffer while large enough, else a new one. Never frees staging (for
-  // CUDA, cudaFreeHost may wait for the device, where a framework's kernel may be waiting for
-  // this very op): a buffer outgrown is kept until ~Impl. Lane 0's thread or ReserveStaging's
-  // caller; a buffer handed out stays valid until ~Impl.
-  Result<uint8_t*> Staging(MemoryDomain& domain, size_t bytes) {
-    std::lock_guard<std::mutex> lk(staging_mu_);
-    auto it = std::find_if(staging_.begin(), staging_.end(),
-                           [&](const DomainStaging& s) { return s.domain == &domain; });
-    if (it != staging_.end() && it->buffer->size() >= bytes) return it->buffer->data();
-    const size_t floor =
-        internal::StagedOp::StagingBytes(cfg_.staging_bytes / proto::kElemBytes, proto::kElemBytes,
-                                         cfg_.k, domain.quantizes(), /*nic_wire=*/true);
-    const size_t want = std::max(bytes, cfg_.staging_bytes == 0 ? 0 : floor);
-    auto st = domain.AllocStaging(want);
-    if (!st.ok()) {
-      return st.status().WithContext(domain.name() + ": staging of " + std::to_string(want) +
-                                     " bytes");
-    }
-    if (it == staging_.end()) {
-      staging_.push_back(DomainStaging{&domain, std::move(st).value()});
-      return staging_.back().buffer->data();
-    }
-    outgrown_staging_.push_back(std::move(it->buffer));
-    it->buffer = std::move(st).value();
-    return it->buffer->data();
-  }
-
   CommStats stats() const {
     CommStats s;
     for (const Lane& lane : lanes_) {
@@ -344,6 +252,8 @@ class Communicator::Impl {
 
   uint16_t window() const { return window_.load(std::memory_order_relaxed); }
   const CommConfig& config() const { return cfg_; }
+  // The buffers of tensors in a memory domain (ReserveStaging: any thread).
+  internal::DeviceBuffers& device_buffers() { return *buffers_; }
 
  private:
   struct Lane {
@@ -399,13 +309,13 @@ class Communicator::Impl {
     // made below and staging is kept across calls).
     const size_t bytes = internal::StagedOp::StagingBytes(d.n, proto::kElemBytes, cfg_.k, quantize,
                                                           /*nic_wire=*/true);
-    INA_ASSIGN_OR_RETURN(uint8_t* const staging, Staging(*op.domain, bytes));
+    INA_ASSIGN_OR_RETURN(uint8_t* const staging, buffers_->Staging(*op.domain, bytes));
     void* user = d.is_float ? static_cast<void*>(d.f) : static_cast<void*>(d.i);
     internal::StagedOp::Quant quant;
     quant.precision = quant::Precision(cfg_.world_size);
     quant.window = grant_.window;
     quant.divisor = d.divisor;
-    if (quantize) quant.nic_wire = NicWire(*op.domain, 4 * d.n);
+    if (quantize) quant.nic_wire = buffers_->NicWire(*op.domain, 4 * d.n);
     internal::StagedOp staged(*op.domain, staging, user, d.n, proto::kElemBytes, cfg_.k, stop_flag_,
                               lanes_.size() > 1 ? &op_cancel_ : nullptr,
                               quantize ? &quant : nullptr);
@@ -422,111 +332,6 @@ class Communicator::Impl {
     return staged.Finish(s);
   }
 
-  // Lane 0's thread: the NIC buffer a quantizing op of `bytes` int32 bytes in `domain` sends from
-  // (GPUDirect RDMA, docs/gpu.md), or nullptr for host staging: always where the transport sends
-  // from host memory only (udp, dpdk), and, after one line on stderr saying why, for the rest of
-  // the communicator's life where the domain has no NIC buffer or the transport cannot register
-  // it. As staging (Staging()): at least config.staging_bytes' worth, kept across calls while
-  // large enough, taken from ReserveNic's reservation when that is large enough, and a buffer
-  // outgrown is unregistered but freed only at ~Impl (for CUDA, cudaFree may wait for the device).
-  uint8_t* NicWire(MemoryDomain& domain, size_t bytes) {
-    if (nic_off_ || !lanes_[0].transport->sends_body()) return nullptr;
-    if (nic_ != nullptr && nic_domain_ == &domain && nic_->size() >= bytes) return nic_->data();
-    Status s = UnregisterNicWire();
-    std::unique_ptr<NicBuffer> b;
-    if (s.ok()) {
-      std::lock_guard<std::mutex> lk(nic_mu_);
-      if (reserved_nic_ != nullptr && reserved_nic_domain_ == &domain &&
-          reserved_nic_->size() >= bytes) {
-        b = std::move(reserved_nic_);
-      }
-    }
-    if (s.ok() && b == nullptr) {
-      auto a = domain.AllocNicBuffer(std::max(bytes, NicFloor()));
-      if (a.ok()) {
-        b = std::move(a).value();
-      } else {
-        s = a.status();
-      }
-    }
-    if (s.ok()) {
-      nic_ = std::move(b);
-      nic_domain_ = &domain;
-      for (size_t l = 0; l < lanes_.size() && s.ok(); ++l) {
-        s = lanes_[l].transport->RegisterTxBody(nic_->data(), nic_->size(), nic_->dmabuf_fd(),
-                                                nic_->dmabuf_offset());
-        if (s.ok()) ++nic_registered_;
-      }
-    }
-    if (s.ok()) {
-      NoteSendPath("gpudirect");
-      return nic_->data();
-    }
-    (void)UnregisterNicWire();
-    {
-      std::lock_guard<std::mutex> lk(nic_mu_);
-      nic_off_ = true;
-    }
-    NoteSendPath("host staging: " + s.ToString());
-    std::fprintf(stderr,
-                 "ina: rank %d job %d: GPUDirect RDMA off for %s over %s (%s); staging through "
-                 "host memory\n",
-                 cfg_.rank, cfg_.job_id, domain.name().c_str(),
-                 std::string(lanes_[0].transport->name()).c_str(), s.ToString().c_str());
-    return nullptr;
-  }
-
- public:
-  // ReserveStaging's part for the NIC buffer (any thread): allocates it now for quantizing calls
-  // of up to `bytes` int32 bytes in `domain`, where the GPUDirect path may be taken; lane 0's
-  // thread registers it at the next call (a transport is used by its lane's thread only).
-  // Errors: none (a failed allocation is the next call's fallback, with its line).
-  void ReserveNic(MemoryDomain& domain, size_t bytes) {
-    if (!domain.quantizes() || !lanes_[0].transport->sends_body()) return;
-    std::lock_guard<std::mutex> lk(nic_mu_);
-    if (nic_off_) return;
-    if (reserved_nic_ != nullptr && reserved_nic_domain_ == &domain &&
-        reserved_nic_->size() >= bytes) {
-      return;
-    }
-    auto a = domain.AllocNicBuffer(std::max(bytes, NicFloor()));
-    if (!a.ok()) return;
-    if (reserved_nic_ != nullptr) outgrown_nic_.push_back(std::move(reserved_nic_));
-    reserved_nic_ = std::move(a).value();
-    reserved_nic_domain_ = &domain;
-  }
-
- private:
-  size_t NicFloor() const { return cfg_.staging_bytes; }  // the int32 of that many bytes of floats
-
-  // Unregisters the NIC buffer from the lanes that registered it (each waits for its posted
-  // sends) and keeps it, outgrown, until ~Impl. Lane 0's thread, between ops.
-  Status UnregisterNicWire() {
-    if (nic_ == nullptr) return Status::Ok();
-    Status first;
-    for (size_t l = 0; l < nic_registered_; ++l) {
-      Status s = lanes_[l].transport->UnregisterTxBody(nic_->data());
-      if (!s.ok() && first.ok()) first = s;
-    }
-    nic_registered_ = 0;
-    nic_domain_ = nullptr;
-    std::lock_guard<std::mutex> lk(nic_mu_);
-    outgrown_nic_.push_back(std::move(nic_));
-    return first;
-  }
-
-  void NoteSendPath(std::string path) {
-    std::lock_guard<std::mutex> lk(path_mu_);
-    send_path_ = std::move(path);
-  }
-
- public:
-  std::string device_send_path() const {
-    std::lock_guard<std::mutex> lk(path_mu_);
-    return send_path_;
-  }
-
- private:
   // Lane 0's thread: runs `op` on every lane (or with `regrant`, re-joins every lane and takes the
   // new grant); the first failure of any lane.
   Status RunOnAllLanes(const internal::OpDesc& op, bool regrant = false) {
@@ -557,8 +362,7 @@ class Communicator::Impl {
   // Lane l's thread, between ops: re-joins at the end of the current grant's lease and resizes
   // the lane's window to the new grant (recorded in lane_grants_[l]).
   Status RegrantLane(size_t l, const std::atomic<bool>& cancel) {
-    Result<Grant> g =
-        Join(cfg_, *lanes_[l].transport, static_cast<uint16_t>(l), cancel, grant_.epoch);
+    Result<Grant> g = lanes_[l].progress->Join(grant_.epoch, &cancel);
     if (!g.ok()) return g.status().WithContext("re-join at the end of a lease");
     lanes_[l].progress->window().Regrant(g->window);
     lane_grants_[l] = *g;
@@ -651,33 +455,14 @@ class Communicator::Impl {
 
   const CommConfig cfg_;
   internal::SteadyClock clock_;
-  // Staging (Staging()): one buffer per domain used, and the buffers outgrown, freed only here.
-  struct DomainStaging {
-    const MemoryDomain* domain;
-    std::unique_ptr<StagingBuffer> buffer;
-  };
-  std::mutex staging_mu_;
-  std::vector<DomainStaging> staging_;                            // guarded by staging_mu_
-  std::vector<std::unique_ptr<StagingBuffer>> outgrown_staging_;  // guarded by staging_mu_
-  // GPUDirect RDMA (NicWire): lane 0's thread only.
   // Declared before lanes_, so freed after the transports (which deregister what they hold).
-  std::unique_ptr<NicBuffer> nic_;
-  const MemoryDomain* nic_domain_ = nullptr;
-  size_t nic_registered_ = 0;  // lanes 0.. whose transport registered nic_
-  std::mutex nic_mu_;          // guards the three below (ReserveNic's caller vs lane 0)
-  bool nic_off_ = false;       // host staging for good (the reason was printed)
-  std::unique_ptr<NicBuffer> reserved_nic_;  // ReserveNic's, not registered yet
-  const MemoryDomain* reserved_nic_domain_ = nullptr;
-  // Outgrown or failed NIC buffers, freed only at ~Impl (a failed unregistration may leave one
-  // registered: the transport is destroyed first).
-  std::vector<std::unique_ptr<NicBuffer>> outgrown_nic_;
-  mutable std::mutex path_mu_;
-  std::string send_path_;           // guarded by path_mu_: device_send_path()
+  std::unique_ptr<internal::DeviceBuffers> buffers_;
   std::vector<Lane> lanes_;         // fixed after construction
   Grant grant_;                     // lane 0's thread
   uint64_t calls_in_grant_ = 0;     // lane 0's thread: calls run under grant_
   std::atomic<uint16_t> window_;    // grant_.window, for window() from any thread
-  std::vector<Grant> lane_grants_;  // [l]: lane l's thread during a re-join
+  std::vector<Grant> lane_grants_;  // [l]: lane l's thread during a join or re-join
+  bool joined_ = false;             // Join succeeded
 
   std::atomic<bool> stop_flag_{false};  // polled by RunOp
   std::mutex mu_;
@@ -700,153 +485,6 @@ class Communicator::Impl {
   // Bumped by the progress thread and, for empty ops, by Submit's caller.
   internal::Counter ops_completed_, ops_failed_;
 };
-
-namespace {
-
-// LEAVE (abort) for this rank, three times (nothing acknowledges it), best effort.
-void SendAbortLeave(const CommConfig& cfg, Transport& t) {
-  uint8_t leave[proto::MessageBytes(0)] = {};
-  proto::Header h;
-  h.version = proto::kVersion;
-  h.type = static_cast<uint8_t>(proto::MsgType::kLeave);
-  h.job = cfg.job_id;
-  h.rank = cfg.rank;
-  h.aux = static_cast<uint16_t>(proto::ErrorCode::kJobAborted);
-  proto::EncodeHeader(h, leave);
-  proto::SealMessage(leave, proto::kHeaderBytes);
-  const TxPacket tx{leave, sizeof(leave)};
-  for (int i = 0; i < 3; ++i) t.SendBurst(std::span(&tx, 1)).status().IgnoreError();
-}
-
-// Sends JOIN for lane `lane` (exp = finished_epoch: 0 for the first JOIN, the grant's epoch for a
-// re-join at a lease's end) every kJoinResend until JOIN_ACK of a new grant, ERROR, a timeout or
-// `cancel` (another lane's join failed). While the fabric answers join_wait (every rank joined,
-// the job is queued for slots) the deadline is slot_wait_timeout_ms from the first join_wait;
-// before that, join_timeout_ms.
-Result<Grant> Join(const CommConfig& cfg, Transport& t, uint16_t lane,
-                   const std::atomic<bool>& cancel, uint8_t finished_epoch) {
-  const std::string who =
-      std::string(finished_epoch == 0 ? "join" : "re-join") + " job " + std::to_string(cfg.job_id) +
-      " as rank " + std::to_string(cfg.rank) + " of " + std::to_string(cfg.world_size) +
-      (cfg.progress_threads > 1
-           ? " lane " + std::to_string(lane) + " of " + std::to_string(cfg.progress_threads)
-           : std::string()) +
-      " at " + cfg.switch_host + ":" +
-      std::to_string(cfg.switch_cores > 1 ? cfg.switch_port + lane : cfg.switch_port) +
-      (cfg.switch_cores > 1 ? " (switch core " + std::to_string(lane) + ")" : std::string());
-  uint8_t join[proto::MessageBytes(0)] = {};
-  proto::Header h;
-  h.version = proto::kVersion;
-  h.type = static_cast<uint8_t>(proto::MsgType::kJoin);
-  h.job = cfg.job_id;
-  h.rank = cfg.rank;
-  h.count = cfg.k;
-  h.offset = cfg.window;
-  h.aux = cfg.world_size;
-  h.exp = finished_epoch;
-  // One lane: slot and gen stay 0, as for workers before lanes. Lanes on switch cores: each core
-  // holds its share of the job as a job of its own, where this rank has one lane (the core's).
-  if (cfg.progress_threads > 1 && cfg.switch_cores == 1) {
-    h.slot = lane;
-    h.gen = static_cast<uint16_t>(cfg.progress_threads);
-  }
-  proto::EncodeHeader(h, join);
-  proto::SealMessage(join, proto::kHeaderBytes);
-  internal::ExchangeSpec spec;
-  spec.request = join;
-  spec.resend = kJoinResend;
-  spec.is_reply = [&](const proto::Header& a) {
-    if (a.job != cfg.job_id) return false;
-    if (a.type == static_cast<uint8_t>(proto::MsgType::kJoinAck)) {
-      return finished_epoch == 0 || a.gen != finished_epoch;  // not the old grant's duplicate
-    }
-    return a.type == static_cast<uint8_t>(proto::MsgType::kError) ||
-           a.type == static_cast<uint8_t>(proto::MsgType::kJoinWait);
-  };
-  spec.who = who;
-  spec.cancel = &cancel;
-  const Clock::time_point start = Clock::now();
-  Clock::time_point wait_start{};
-  bool waiting = false;
-  uint16_t ahead = 0;
-  proto::Header a;
-  while (true) {
-    const Clock::time_point deadline = waiting ? wait_start + milliseconds(cfg.slot_wait_timeout_ms)
-                                               : start + milliseconds(cfg.join_timeout_ms);
-    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-    spec.no_answer =
-        waiting ? "waited " + std::to_string(cfg.slot_wait_timeout_ms) +
-                      " ms for slots (slot_wait_timeout_ms, INA_SLOT_WAIT_MS): every rank joined "
-                      "but the switch's slot pool is busy; it queued the job behind " +
-                      std::to_string(ahead) + " other job(s)"
-                : "no join_ack within " + std::to_string(cfg.join_timeout_ms) +
-                      " ms (did every rank " + (finished_epoch == 0 ? "start?)" : "re-join?)");
-    Result<proto::Header> got =
-        left.count() <= 0 ? Result<proto::Header>(DeadlineExceeded(who + ": " + spec.no_answer))
-                          : internal::Exchange(t, spec.WithTimeout(left));
-    if (!got.ok()) {
-      // Giving up a queued job: tell the fabric, so it neither keeps the job in the queue nor
-      // grants it slots nobody will use.
-      if (waiting) SendAbortLeave(cfg, t);
-      return got.status();
-    }
-    a = *got;
-    if (a.type != static_cast<uint8_t>(proto::MsgType::kJoinWait)) break;
-    if (!waiting) {
-      waiting = true;
-      wait_start = Clock::now();
-    }
-    ahead = a.aux;
-    // The fabric answers every JOIN while the job is queued: resend at the usual pace, not at
-    // once (a join_ack arriving meanwhile waits in the socket for the next exchange).
-    const Clock::time_point resume = Clock::now() + kJoinResend;
-    while (Clock::now() < resume && !cancel.load(std::memory_order_relaxed)) {
-      std::this_thread::sleep_for(milliseconds(5));
-    }
-  }
-  if (a.type == static_cast<uint8_t>(proto::MsgType::kError)) return JoinError(a, cfg, lane, who);
-  if (a.count != cfg.k || a.offset < 1 || a.offset > cfg.window || a.gen == 0 || a.gen > 255) {
-    return Internal(who + ": join_ack with k " + std::to_string(a.count) + " window " +
-                    std::to_string(a.offset) + " epoch " + std::to_string(a.gen) + " (asked k " +
-                    std::to_string(cfg.k) + " window " + std::to_string(cfg.window) + ")");
-  }
-  return Grant{static_cast<uint16_t>(a.offset), static_cast<uint8_t>(a.gen), a.aux};
-}
-
-// Joins every lane at once (the fabric admits the job only when all lanes of all ranks joined),
-// one thread per lane. Returns the grant, the same for every lane.
-Result<Grant> JoinLanes(const CommConfig& cfg,
-                        const std::vector<std::unique_ptr<Transport>>& transports) {
-  if (transports.size() == 1) {
-    std::atomic<bool> never{false};
-    return Join(cfg, *transports[0], 0, never, 0);
-  }
-  std::atomic<bool> cancel{false};
-  std::atomic<int> first_failed{-1};  // the first real failure, not a lane cancelled by it
-  std::vector<Result<Grant>> got(transports.size(), Internal("join not run"));
-  std::vector<std::thread> threads;
-  for (size_t l = 0; l < transports.size(); ++l) {
-    threads.emplace_back([&, l] {
-      got[l] = Join(cfg, *transports[l], static_cast<uint16_t>(l), cancel, 0);
-      int none = -1;
-      if (!got[l].ok() && first_failed.compare_exchange_strong(none, static_cast<int>(l))) {
-        cancel.store(true, std::memory_order_relaxed);
-      }
-    });
-  }
-  for (std::thread& t : threads) t.join();
-  if (first_failed.load() >= 0) return got[static_cast<size_t>(first_failed.load())].status();
-  for (const auto& r : got) {
-    if (!r.ok()) return r.status();
-    if (r->window != got[0]->window || r->epoch != got[0]->epoch) {
-      return Internal("join: lanes granted different windows (" + std::to_string(got[0]->window) +
-                      " and " + std::to_string(r->window) + ")");
-    }
-  }
-  return *got[0];
-}
-
-}  // namespace
 
 Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
@@ -927,8 +565,8 @@ Result<std::unique_ptr<Communicator>> CommunicatorFactory::Create(
   }
   CommConfig cfg = config;
   INA_RETURN_IF_ERROR(ResolveK(&cfg, transports));
-  INA_ASSIGN_OR_RETURN(const Grant grant, JoinLanes(cfg, transports));
-  auto impl = std::make_unique<Communicator::Impl>(cfg, kernels, std::move(transports), grant);
+  auto impl = std::make_unique<Communicator::Impl>(cfg, kernels, std::move(transports));
+  INA_RETURN_IF_ERROR(impl->Join());
   INA_RETURN_IF_ERROR(impl->RegisterTxMemory());
   impl->Start();
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
@@ -1019,13 +657,14 @@ Status Communicator::ReserveStaging(MemoryDomain& domain, size_t tensor_bytes) {
   const size_t staging =
       internal::StagedOp::StagingBytes(bytes / proto::kElemBytes, proto::kElemBytes, config().k,
                                        domain.quantizes(), /*nic_wire=*/true);
-  INA_RETURN_IF_ERROR(impl_->Staging(domain, staging).status());
-  impl_->ReserveNic(domain, bytes);  // quantized float32: as many int32 bytes
+  internal::DeviceBuffers& buffers = impl_->device_buffers();
+  INA_RETURN_IF_ERROR(buffers.Staging(domain, staging).status());
+  buffers.ReserveNic(domain, bytes);  // quantized float32: as many int32 bytes
   return Status::Ok();
 }
 
 CommStats Communicator::stats() const { return impl_->stats(); }
-std::string Communicator::device_send_path() const { return impl_->device_send_path(); }
+std::string Communicator::device_send_path() const { return impl_->device_buffers().send_path(); }
 uint16_t Communicator::window() const { return impl_->window(); }
 const CommConfig& Communicator::config() const { return impl_->config(); }
 

@@ -8,9 +8,10 @@ namespace ina::host::internal {
 
 using std::chrono::microseconds;
 
-Progress::Progress(const WindowConfig& config, const quant::Kernels& kernels, Transport& transport,
-                   const Clock& clock)
+Progress::Progress(const WindowConfig& config, const JoinConfig& join,
+                   const quant::Kernels& kernels, Transport& transport, const Clock& clock)
     : window_(config, kernels),
+      membership_(join),
       transport_(transport),
       clock_(clock),
       rx_bufs_(kBurst * kRxBufBytes) {}
@@ -100,11 +101,17 @@ Status Progress::PollIdle() {
   return Deliver(got, clock_.Now());
 }
 
-Result<size_t> Progress::Receive(microseconds timeout) {
+Result<size_t> Progress::ReceiveBurst(microseconds timeout) {
   for (size_t i = 0; i < kBurst; ++i) {
     rx_[i] = {rx_bufs_.data() + i * kRxBufBytes, kRxBufBytes, 0};
   }
   auto r = transport_.RecvBurst(std::span(rx_.data(), kBurst), timeout);
+  if (r.ok()) packets_received_.Inc(*r);
+  return r;
+}
+
+Result<size_t> Progress::Receive(microseconds timeout) {
+  auto r = ReceiveBurst(timeout);
   if (!r.ok()) {
     // ICMP port unreachable: the fabric is down or restarting. Keep going; the progress timeout
     // bounds how long we wait, and its message names this error.
@@ -114,23 +121,68 @@ Result<size_t> Progress::Receive(microseconds timeout) {
     }
     return r.status();
   }
-  packets_received_.Inc(*r);
   return *r;
 }
 
+Result<Grant> Progress::Join(uint8_t finished_epoch, const std::atomic<bool>* cancel) {
+  BeginJoin(finished_epoch);
+  while (membership_.joining()) {
+    if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
+      membership_.Cancel();
+      FlushMembership();
+      break;
+    }
+    JoinTurn(kMaxWait);
+  }
+  return membership_.result();
+}
+
+void Progress::JoinTurn(microseconds max_wait) {
+  TimePoint now = clock_.Now();
+  membership_.OnTimers(now);
+  FlushMembership();
+  if (!membership_.joining()) return;
+  const TimePoint next = membership_.NextDeadline();
+  microseconds wait =
+      std::clamp(std::chrono::duration_cast<microseconds>(next - now), microseconds(0),
+                 std::chrono::duration_cast<microseconds>(kMaxWait));
+  if (now + wait < next && wait < kMaxWait) wait += microseconds(1);  // round up, as Turn
+  last_wait_ = wait;
+  auto got = ReceiveBurst(std::min(wait, max_wait));
+  if (!got.ok()) {
+    membership_.OnTransportError(got.status());
+    // A receive that fails at once (the fabric is not up): wait as a receive would have.
+    if (membership_.joining()) clock_.SleepUntil(now + std::min(wait, max_wait));
+    FlushMembership();
+    return;
+  }
+  now = clock_.Now();
+  for (size_t i = 0; i < *got && membership_.joining(); ++i) {
+    membership_.OnPacket(std::span(rx_[i].data, rx_[i].len), now);
+  }
+  FlushMembership();
+}
+
+void Progress::FlushMembership() {
+  std::array<TxPacket, 4> tx{};
+  while (membership_.tx_queued() > 0) {
+    const size_t n = membership_.PeekTx(std::span(tx));
+    auto r = transport_.SendBurst(std::span(tx.data(), n));
+    const TimePoint now = clock_.Now();
+    if (!r.ok()) {
+      membership_.OnSent(n, now);  // lost: the JOIN is resent on its timer
+      membership_.OnTransportError(r.status());
+      continue;
+    }
+    const size_t sent = std::min(*r, n);
+    membership_.OnSent(sent, now);
+    if (sent < n) return;  // queue full: the JOIN is retried on the next turn
+  }
+}
+
 void Progress::SendLeave(proto::ErrorCode reason, uint64_t calls) {
-  uint8_t buf[proto::MessageBytes(0)] = {};
-  proto::Header h;
-  h.version = proto::kVersion;
-  h.type = static_cast<uint8_t>(proto::MsgType::kLeave);
-  h.job = window_.config().job_id;
-  h.rank = window_.config().rank;
-  h.aux = static_cast<uint16_t>(reason);
-  h.offset = static_cast<uint32_t>(calls);
-  proto::EncodeHeader(h, buf);
-  proto::SealMessage(buf, proto::kHeaderBytes);
-  const TxPacket tx[3] = {{buf, sizeof(buf)}, {buf, sizeof(buf)}, {buf, sizeof(buf)}};
-  (void)transport_.SendBurst(std::span(tx));
+  membership_.Leave(reason, calls);
+  FlushMembership();
 }
 
 }  // namespace ina::host::internal

@@ -1,4 +1,5 @@
-// Progress: one rank's progress loop, a SlotWindow fed from an injected Transport and Clock.
+// Progress: one lane's progress loop, a SlotWindow (the ops) and a Membership (join, re-join,
+// LEAVE) fed from an injected Transport and Clock.
 //
 // A turn (Turn) sends what the window queued (bursts of kBurst; a partial send is retried at the
 // next turn, at most 100 us later), hands the window a burst of what already arrived, retransmits
@@ -12,9 +13,15 @@
 // an error here: it is remembered, and the progress timeout's message names it; a failed send
 // counts as sent (lost), so the retransmission timer resends it.
 //
+// A join turn (JoinTurn) does the same for the Membership: its timers, its packets to send, one
+// burst received until its next deadline (and at most `max_wait`), handed to it. Join turns until
+// the join ends or `cancel` is set. A transport whose receive keeps failing with Unavailable at
+// once is waited on with Clock::SleepUntil until the membership's next deadline.
+//
 // Nothing here reads the wall clock or starts a thread: the communicator's progress thread passes
 // the real transport and SteadyClock; unit tests pass a fake transport and a fake clock, call
-// Begin and then Turn with max_wait 0, and advance the clock by last_wait() when nothing moves.
+// Begin (BeginJoin) and then Turn (JoinTurn) with max_wait 0, and advance the clock by
+// last_wait() when nothing moves.
 //
 // Buffers: kBurst x kRxBufBytes RX, allocated at construction. Threading: one thread.
 #pragma once
@@ -30,6 +37,7 @@
 #include "ina/base/status.h"
 #include "ina/host/transport.h"
 #include "ina/proto/wire.h"
+#include "membership.h"
 #include "slot_window.h"
 
 namespace ina::host::internal {
@@ -45,8 +53,17 @@ inline constexpr std::chrono::microseconds kParkedPoll{20};
 class Progress {
  public:
   // `transport` and `clock` must outlive the Progress.
-  Progress(const WindowConfig& config, const quant::Kernels& kernels, Transport& transport,
-           const Clock& clock);
+  Progress(const WindowConfig& config, const JoinConfig& join, const quant::Kernels& kernels,
+           Transport& transport, const Clock& clock);
+
+  // Joins (finished_epoch 0) or re-joins at the end of the lease of grant `finished_epoch`:
+  // turns until the fabric grants (the grant), refuses or the join times out (its Status), or
+  // `cancel` is set (when given: Aborted, another lane's join failed). Blocks up to the join's
+  // timeout. The window is left as it is (the caller resizes it to the grant).
+  Result<Grant> Join(uint8_t finished_epoch, const std::atomic<bool>* cancel = nullptr);
+  // Step by step (tests): BeginJoin, then JoinTurn while membership().joining().
+  void BeginJoin(uint8_t finished_epoch) { membership_.Join(finished_epoch, clock_.Now()); }
+  void JoinTurn(std::chrono::microseconds max_wait);
 
   // Runs `op` to its end: Ok, the window's error, the transport's (other than Unavailable), or
   // Aborted once `stop` is set (checked every turn, so within kMaxWait), or `cancel` (when given:
@@ -71,14 +88,20 @@ class Progress {
 
   SlotWindow& window() { return window_; }
   const SlotWindow& window() const { return window_; }
+  const Membership& membership() const { return membership_; }
   uint64_t packets_received() const { return packets_received_.Get(); }
 
  private:
   Status Flush();
+  void FlushMembership();
+  // One burst into rx_: the transport's count or error.
+  Result<size_t> ReceiveBurst(std::chrono::microseconds timeout);
+  // ReceiveBurst for the window: Unavailable is noted there and counts as nothing received.
   Result<size_t> Receive(std::chrono::microseconds timeout);
   Status Deliver(size_t got, TimePoint now);  // the first `got` packets of rx_ to the window
 
   SlotWindow window_;
+  Membership membership_;
   Transport& transport_;
   const Clock& clock_;
   std::vector<uint8_t> rx_bufs_;

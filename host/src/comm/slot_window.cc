@@ -11,6 +11,16 @@ namespace ina::host::internal {
 using std::chrono::microseconds;
 using std::chrono::milliseconds;
 
+namespace {
+
+// Lane `lane`'s slots of a window of `window` (lanes `lanes`): that many results come back per
+// round trip.
+int64_t LaneSlots(uint16_t window, uint16_t lane, uint16_t lanes) {
+  return std::max<int64_t>(1, (window + lanes - 1 - lane) / lanes);
+}
+
+}  // namespace
+
 WindowConfig WindowConfig::From(const CommConfig& c, uint16_t granted_window, uint16_t lane) {
   WindowConfig w;
   w.lane = lane;
@@ -22,9 +32,8 @@ WindowConfig WindowConfig::From(const CommConfig& c, uint16_t granted_window, ui
   w.window = granted_window;
   w.capacity = c.window;  // a later grant is never above what was asked
   w.progress_timeout = milliseconds(c.progress_timeout_ms);
-  // The lane's slots: that many results come back per round trip.
-  const int64_t lane_slots = (granted_window + w.lanes - 1 - lane) / w.lanes;
-  w.rto = RtoConfig{c.rto_min_us, c.rto_initial_us, c.rto_max_us, std::max<int64_t>(1, lane_slots)};
+  w.rto = RtoConfig{c.rto_min_us, c.rto_initial_us, c.rto_max_us,
+                    LaneSlots(granted_window, lane, w.lanes)};
   return w;
 }
 
@@ -46,6 +55,12 @@ void SlotWindow::Regrant(uint16_t window) {
   ring_size_ = 0;
   deadline_floor_ = TimePoint::max();
   due_floor_ = TimePoint::max();
+}
+
+void SlotWindow::FirstGrant(uint16_t window) {
+  Regrant(window);
+  cfg_.rto.samples_per_rtt = LaneSlots(window, cfg_.lane, cfg_.lanes);
+  rto_ = RtoEstimator(cfg_.rto);
 }
 
 SlotWindow::SlotView SlotWindow::slot(uint16_t s) const {

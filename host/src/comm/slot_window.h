@@ -143,6 +143,11 @@ class SlotWindow {
   // The TX buffers, counters and the RTT estimate stay. REQUIRES: !active(),
   // 1 <= window <= capacity().
   void Regrant(uint16_t window);
+  // The first grant, for a window built before the join with the window asked (config.window =
+  // capacity): as Regrant, and the RTO estimator starts again for the granted window's
+  // samples per round trip, so the window is the one WindowConfig::From(config, window) builds.
+  // REQUIRES: no op begun, 1 <= window <= capacity().
+  void FirstGrant(uint16_t window);
   uint16_t capacity() const { return static_cast<uint16_t>(slots_.size()); }
   bool active() const { return active_; }
   // Every block of this lane's slots has its result (in the tensor); at once if the lane's slots

@@ -9,16 +9,17 @@
 #include <string>
 
 #include "ina/gpu/device.h"
-#include "ina/gpu/memory_domain.h"
+#include "ina/gpu/device_streams.h"
 
 namespace ina::nccl {
 namespace {
 
-// One device: its memory domain and the stream every ina copy on it is ordered on.
+// One device: its memory domain and the stream every ina copy on it is ordered on
+// (ina::gpu::DeviceStreams').
 class CudaDeviceMemory final : public DeviceMemory {
  public:
-  CudaDeviceMemory(int device, std::unique_ptr<host::MemoryDomain> domain, cudaStream_t stream)
-      : device_(device), domain_(std::move(domain)), stream_(stream) {}
+  CudaDeviceMemory(int device, gpu::DeviceStreams::Device d)
+      : device_(device), domain_(d.domain), stream_(d.stream) {}
 
   Result<host::Request> StartAllReduce(host::Communicator& comm, const void* send, void* recv,
                                        size_t count, ElemType type) override {
@@ -51,7 +52,7 @@ class CudaDeviceMemory final : public DeviceMemory {
 
  private:
   int device_;
-  std::unique_ptr<host::MemoryDomain> domain_;
+  host::MemoryDomain* domain_;  // streams_'s, never destroyed
   cudaStream_t stream_;
   std::mutex copy_mu_;
 };
@@ -88,14 +89,8 @@ class CudaSupportImpl final : public CudaSupport {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = devices_.find(device);
     if (it != devices_.end()) return static_cast<DeviceMemory*>(it->second.get());
-    gpu::CudaDomainOptions options;
-    options.device = device;
-    auto domain = gpu::MakeCudaDomain(options);
-    if (!domain.ok()) return domain.status();
-    INA_CUDA_RETURN_IF_ERROR(cudaSetDevice(device));
-    cudaStream_t stream = nullptr;
-    INA_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    auto mem = std::make_unique<CudaDeviceMemory>(device, std::move(*domain), stream);
+    INA_ASSIGN_OR_RETURN(const gpu::DeviceStreams::Device d, streams_.Get(device));
+    auto mem = std::make_unique<CudaDeviceMemory>(device, d);
     DeviceMemory* raw = mem.get();
     devices_[device] = std::move(mem);
     return raw;
@@ -118,7 +113,8 @@ class CudaSupportImpl final : public CudaSupport {
   std::once_flag available_once_;
   Status available_;
   std::mutex mu_;
-  std::map<int, std::unique_ptr<CudaDeviceMemory>> devices_;
+  gpu::DeviceStreams streams_;
+  std::map<int, std::unique_ptr<CudaDeviceMemory>> devices_;  // guarded by mu_
 };
 
 }  // namespace

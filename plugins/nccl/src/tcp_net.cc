@@ -16,6 +16,7 @@
 #include <string>
 
 #include "coll_net.h"  // kHandleBytes
+#include "ina/base/tcp_frame.h"
 #include "ina/host/config.h"
 
 namespace ina::nccl {
@@ -23,7 +24,7 @@ namespace {
 
 constexpr uint8_t kMagic[4] = {'I', 'N', 'A', 'T'};
 constexpr size_t kStateOffset = 64;
-constexpr size_t kHeaderBytes = 12;
+constexpr size_t kHeaderBytes = kTcpFrameHeadBytes;
 
 void Put32(uint8_t* p, uint32_t v) {
   for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (24 - 8 * i));
@@ -149,10 +150,7 @@ Result<TcpRequest*> TcpComm::Post(void* data, size_t size, int tag, Dir dir) {
   r.size = size;
   r.progress = 0;
   r.tag = tag;
-  if (dir_ == Dir::kSend) {
-    Put64(r.header, size);
-    Put32(r.header + 8, static_cast<uint32_t>(tag));
-  }
+  if (dir_ == Dir::kSend) EncodeTcpFrameHead({size, static_cast<uint32_t>(tag)}, r.header);
   queue_[(head_ + count_) % kMaxRequests] = idx;
   ++count_;
   // Start moving bytes now; completion is reported by Test.
@@ -198,7 +196,7 @@ Status TcpComm::ProgressRecv(TcpRequest& r, bool* blocked) {
       want = kHeaderBytes - r.progress;
       to = r.header + r.progress;
     } else {
-      const uint64_t msg_size = Get64(r.header);
+      const uint64_t msg_size = DecodeTcpFrameHead(r.header).body;
       if (r.progress == kHeaderBytes) {
         if (msg_size > r.size) {
           return Fail(Status(StatusCode::kDataLoss, "net: message of " + std::to_string(msg_size) +
@@ -224,7 +222,7 @@ Status TcpComm::ProgressRecv(TcpRequest& r, bool* blocked) {
     }
     r.progress += static_cast<size_t>(got);
   }
-  r.tag = static_cast<int>(Get32(r.header + 8));
+  r.tag = static_cast<int>(DecodeTcpFrameHead(r.header).tag);
   r.done = true;
   return Status::Ok();
 }

@@ -5,9 +5,9 @@
 // again; isend/irecv queue a message and return at once (NULL when the comm is full); test
 // progresses and reports completion and the size. Messages on one comm complete in order.
 //
-// Wire: the connector sends an 8-byte hello (kHello) once connected; then every message is a
-// 12-byte header (u64 size, u32 tag, big-endian) and its bytes. A receive whose buffer is smaller
-// than the message fails the comm (DataLoss).
+// Wire: the connector sends an 8-byte hello (kHello) once connected; then every message is one
+// frame of ina/base/tcp_frame.h: a 12-byte head (u64 size, u32 tag, big-endian) and its bytes.
+// A receive whose buffer is smaller than the message fails the comm (DataLoss).
 //
 // Errors are sticky: once a comm failed (peer closed, reset, bad message), every later call on it
 // returns that error, so a dead peer gives an error from test() instead of a hang.

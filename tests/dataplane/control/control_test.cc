@@ -134,7 +134,7 @@ class ControlTest : public ::testing::Test {
     lim.pool_slots = pool_slots;
     lim.max_jobs = engine_jobs ? engine_jobs : max_jobs;
     engine_ = MakeReferenceEngine(lim);
-    ControlConfig cfg;
+    ControlConfig cfg = base_cfg_;
     cfg.max_jobs = max_jobs;
     cfg.job_timeout = timeout;
     cfg.min_window = min_window;
@@ -164,6 +164,7 @@ class ControlTest : public ::testing::Test {
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<ControlPlane> cp_;
   Collector out_;
+  ControlConfig base_cfg_;  // what Make starts from (the key tests set require_keys, admin, log)
 };
 
 void ExpectError(const Reply& r, const Peer& to, uint16_t job, p::ErrorCode code) {
@@ -1419,6 +1420,161 @@ TEST_F(ControlTest, GracefulLeaveOfTheLastRankCompletesARejoin) {
   ASSERT_EQ(out_.replies.size(), 2u);
   ExpectAck(out_.replies[0], 1, 16, 2, 3);  // the new grant first, then the news of rank 1
   ExpectError(out_.replies[1], MakePeer(5000), 1, p::ErrorCode::kRankLeft);
+}
+
+// ---- Job keys (docs/security.md) -------------------------------------------------------------
+
+namespace keys {
+
+std::vector<uint8_t> Secret(uint8_t seed, size_t n = 32) {
+  std::vector<uint8_t> s(n);
+  for (size_t i = 0; i < n; ++i) s[i] = static_cast<uint8_t>(seed * 31 + i);
+  return s;
+}
+
+// A SET_KEY message as an operator's tool builds it: sealed under the admin key.
+std::vector<uint8_t> SetKey(const std::vector<uint8_t>& admin_secret, uint16_t job, p::SecMode mode,
+                            const std::vector<uint8_t>& secret, uint64_t seq) {
+  return p::SealSetKey(admin_secret, job, mode, secret, seq).value();
+}
+
+// Data packet d sealed as a keyed job's worker seals it in grant `grant` (use = gen).
+std::vector<uint8_t> SealedData(const std::vector<uint8_t>& secret, p::SecMode mode, uint16_t job,
+                                uint16_t rank, uint16_t slot, uint16_t gen,
+                                const std::vector<int32_t>& elems, uint64_t grant = 1) {
+  std::vector<uint8_t> b = Data(job, rank, slot, gen, elems);
+  const size_t len = b.size() - p::kCrcBytes;
+  b.resize(len + p::kTagBytes);
+  p::SetSec(b.data(), static_cast<uint8_t>(mode));
+  const auto up =
+      p::DeriveTrafficKey(secret, p::KeyDirection::kUp, job, grant, p::Session{}).value();
+  EXPECT_TRUE(p::SealOnce(up, mode, b.data(), len, p::MakeNonce(rank, slot, gen)));
+  return b;
+}
+
+}  // namespace keys
+
+TEST_F(ControlTest, KeyedFabricRefusesKeylessJoinsAndLogsOncePerJob) {
+  std::vector<std::string> lines;
+  base_cfg_.require_keys = true;
+  base_cfg_.log = [&](const std::string& l) { lines.push_back(l); };
+  Make();
+  const Peer a = MakePeer(5000), b = MakePeer(5001);
+  Send(Join(5, 0, 2, 64, 4), a);
+  Send(Join(5, 1, 2, 64, 4), b);
+  Send(Join(6, 0, 1, 64, 4), a);  // a guessed id: refused too
+  ASSERT_EQ(out_.replies.size(), 3u);
+  ExpectError(out_.replies[0], a, 5, p::ErrorCode::kUnauthorized);
+  ExpectError(out_.replies[1], b, 5, p::ErrorCode::kUnauthorized);
+  ExpectError(out_.replies[2], a, 6, p::ErrorCode::kUnauthorized);
+  EXPECT_EQ(Ctr(ControlCounter::kJoinsUnauthorized), 3u);
+  EXPECT_FALSE(cp_->HasJob(5));
+  EXPECT_FALSE(cp_->HasJob(6));
+  ASSERT_EQ(lines.size(), 2u);  // one line per job id
+  EXPECT_NE(lines[0].find("job 5"), std::string::npos);
+  EXPECT_NE(lines[0].find("no key"), std::string::npos);
+
+  // With its key, job 5 runs keyed: CRC-only data is another job's (cross job), sealed data sums
+  // and its result is sealed with the grant's down key.
+  const auto secret = keys::Secret(1);
+  ASSERT_TRUE(cp_->InstallJobKey(5, p::SecMode::kMac, secret).ok());
+  EXPECT_EQ(Ctr(ControlCounter::kKeysInstalled), 1u);
+  auto acks = JoinAll(5, 2, 64, 4, 5000);
+  ASSERT_EQ(acks.size(), 2u);
+  EXPECT_EQ(acks[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+  auto feed = [&](const std::vector<uint8_t>& pkt) {
+    ResultCollector r;
+    engine_->Process(pkt, r);
+    std::vector<std::vector<uint8_t>> got;
+    for (auto& i : r.items) got.push_back(i.bytes);
+    return got;
+  };
+  EXPECT_TRUE(feed(Data(5, 0, 0, 0, {1, 2})).empty());
+  EXPECT_EQ(ECtr(p::Counter::kDropCrossJob), 1u);
+  EXPECT_TRUE(feed(keys::SealedData(secret, p::SecMode::kMac, 5, 0, 0, 0, {1, 2})).empty());
+  const auto got = feed(keys::SealedData(secret, p::SecMode::kMac, 5, 1, 0, 0, {10, 20}));
+  ASSERT_EQ(got.size(), 1u);
+  const auto down = p::DeriveTrafficKey(secret, p::KeyDirection::kDown, 5, 1, p::Session{}).value();
+  EXPECT_TRUE(
+      p::OpenOnce(down, p::SecMode::kMac, got[0], p::MakeNonce(p::kRankAll, 0, 0), nullptr));
+  EXPECT_EQ(p::Load32(got[0].data() + p::kHeaderBytes), 11u);
+  // A forger with another secret is dropped.
+  EXPECT_TRUE(
+      feed(keys::SealedData(keys::Secret(2), p::SecMode::kMac, 5, 0, 1, 0, {1, 1})).empty());
+  EXPECT_EQ(ECtr(p::Counter::kDropForged), 1u);
+
+  // The key belongs to this incarnation: an aborted job forgets it; a new JOIN is refused again
+  // and logged again.
+  Send(AbortLeave(5, 0), a);
+  EXPECT_FALSE(cp_->HasJobKey(5));
+  out_.replies.clear();
+  Send(Join(5, 0, 2, 64, 4), a);
+  ASSERT_EQ(out_.replies.size(), 1u);
+  ExpectError(out_.replies[0], a, 5, p::ErrorCode::kUnauthorized);
+  EXPECT_EQ(lines.size(), 3u);
+}
+
+TEST_F(ControlTest, InstallJobKeyChecksModeAndSecret) {
+  Make();
+  EXPECT_EQ(cp_->InstallJobKey(1, p::SecMode::kCrc, keys::Secret(1)).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(cp_->InstallJobKey(1, static_cast<p::SecMode>(3), keys::Secret(1)).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(cp_->InstallJobKey(1, p::SecMode::kMac, keys::Secret(1, 15)).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_EQ(cp_->InstallJobKey(1, p::SecMode::kMac, keys::Secret(1, 65)).code(),
+            StatusCode::kInvalidArgument);
+  EXPECT_TRUE(cp_->InstallJobKey(1, p::SecMode::kMacEncrypt, keys::Secret(1, 16)).ok());
+  EXPECT_TRUE(cp_->HasJobKey(1));
+}
+
+TEST_F(ControlTest, SetKeyNeedsTheAdminKeyAndAGrowingSequence) {
+  const auto admin = keys::Secret(9);
+  base_cfg_.admin_secret = admin;
+  Make();
+  const Peer op = MakePeer(7000);
+  const auto msg = keys::SetKey(admin, 12, p::SecMode::kMac, keys::Secret(3), 100);
+  Send(msg, op);
+  ASSERT_EQ(out_.replies.size(), 1u);
+  EXPECT_EQ(out_.replies[0].h.type, static_cast<uint8_t>(p::MsgType::kSetKeyAck));
+  EXPECT_EQ(out_.replies[0].h.job, 12);
+  EXPECT_EQ(out_.replies[0].h.offset, 100u);
+  EXPECT_TRUE(cp_->HasJobKey(12));
+  // The same message again (replayed), an older sequence, a flipped bit, another admin key.
+  Send(msg, op);
+  Send(keys::SetKey(admin, 13, p::SecMode::kMac, keys::Secret(3), 99), op);
+  std::vector<uint8_t> bad = keys::SetKey(admin, 14, p::SecMode::kMac, keys::Secret(3), 101);
+  bad[p::kHeaderBytes + 3] ^= 0x10;
+  Send(bad, op);
+  Send(keys::SetKey(keys::Secret(8), 15, p::SecMode::kMac, keys::Secret(3), 102), op);
+  EXPECT_EQ(Ctr(ControlCounter::kAdminReplayed), 2u);
+  EXPECT_EQ(Ctr(ControlCounter::kAdminForged), 2u);
+  EXPECT_FALSE(cp_->HasJobKey(13) || cp_->HasJobKey(14) || cp_->HasJobKey(15));
+  // A bad mode is refused after the tag opened (it still uses up the sequence).
+  Send(keys::SetKey(admin, 16, p::SecMode::kCrc, keys::Secret(3), 103), op);
+  EXPECT_EQ(Ctr(ControlCounter::kAdminRefused), 1u);
+  Send(keys::SetKey(admin, 17, p::SecMode::kMacEncrypt, keys::Secret(3, 16), 104), op);
+  EXPECT_TRUE(cp_->HasJobKey(17));
+  EXPECT_EQ(out_.replies.size(), 2u);
+  EXPECT_EQ(Ctr(ControlCounter::kKeysInstalled), 2u);
+}
+
+TEST_F(ControlTest, SetKeyWithoutAnAdminSecretIsRefused) {
+  Make();
+  Send(keys::SetKey(keys::Secret(9), 12, p::SecMode::kMac, keys::Secret(3), 1), MakePeer(7000));
+  EXPECT_EQ(Ctr(ControlCounter::kAdminRefused), 1u);
+  EXPECT_FALSE(cp_->HasJobKey(12));
+  EXPECT_TRUE(out_.replies.empty());
+}
+
+TEST_F(ControlTest, BadAdminSecretIsRefusedAtCreate) {
+  EngineLimits lim;
+  lim.pool_slots = 8;
+  lim.max_jobs = 2;
+  auto engine = MakeReferenceEngine(lim);
+  ControlConfig cfg;
+  cfg.admin_secret = keys::Secret(1, 8);
+  EXPECT_EQ(ControlPlane::Create(*engine, cfg).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -145,7 +145,16 @@ struct JobModel {
     }
     return d;
   }
-  // The result every rank must get for (slot, gen), as the bytes of an all-ranks result.
+  // The packet on the wire: d's, sealed as the job's mode asks (use = gen: the runs stay below
+  // 65536 generations); `key` other than the job's up key: a forger's.
+  Bytes Wire(const DataSpec& d) const { return Wire(d, cfg.security.up); }
+  Bytes Wire(const DataSpec& d, const proto::TrafficKey& key) const {
+    Bytes b = DataPacket(d);
+    if (!proto::IsKeyed(cfg.security.mode)) return b;
+    return SealKeyed(b, cfg.security.mode, key, d.gen);
+  }
+  // The result every rank must get for (slot, gen), as the bytes of an all-ranks result (for a
+  // keyed job: destination and seal are the caller's, see ExpectedFor).
   Bytes Expected(uint16_t slot, uint16_t gen) const {
     DataSpec sum = Packet(0, slot, gen);
     sum.flags = 0;
@@ -167,6 +176,14 @@ struct JobModel {
     Reseal(b);
     return b;
   }
+  // The result for destination `dest` as the engine must emit it.
+  Bytes ExpectedFor(uint16_t slot, uint16_t gen, uint16_t dest) const {
+    Bytes want = Expected(slot, gen);
+    proto::SetRank(want.data(), dest);
+    Reseal(want);
+    if (!proto::IsKeyed(cfg.security.mode)) return want;
+    return SealKeyed(want, cfg.security.mode, cfg.security.down, gen);
+  }
 };
 
 struct NetParams {
@@ -180,8 +197,9 @@ struct NetParams {
 
 // Simulates every job's workers running `rounds` generations on every slot through a lossy,
 // reordering network into the lockstep engines.
+// keyed: job j runs in sec mode j % 3 (crc, mac, mac_encrypt), with its own keys.
 void RunSimulation(uint64_t seed, const NetParams& net, size_t jobs, uint16_t rounds,
-                   uint64_t max_packets) {
+                   uint64_t max_packets, bool keyed = false) {
   std::mt19937_64 rng(seed);
   auto chance = [&](double p) { return std::uniform_real_distribution<double>(0, 1)(rng) < p; };
   auto pick = [&](uint64_t n) { return std::uniform_int_distribution<uint64_t>(0, n - 1)(rng); };
@@ -199,6 +217,9 @@ void RunSimulation(uint64_t seed, const NetParams& net, size_t jobs, uint16_t ro
     m.cfg.slot_base = next_slot;
     next_slot += m.cfg.window + static_cast<uint32_t>(pick(3));
     m.seed = Hash(seed, 100 + j);
+    if (keyed) {
+      m.cfg.security = TestSecurity(static_cast<proto::SecMode>(j % 3), static_cast<uint8_t>(j));
+    }
     m.clean = (j % 2 == 0);  // job 0 always clean; odd jobs receive forgeries
     engines.AddJob(m.cfg);
     if (::testing::Test::HasFatalFailure()) return;
@@ -232,7 +253,7 @@ void RunSimulation(uint64_t seed, const NetParams& net, size_t jobs, uint16_t ro
     if (chance(net.loss)) return;
     DataSpec d = models[w.job].Packet(w.rank, w.slot, w.gen);
     if (retx) d.flags |= proto::flags::kRetx;
-    wire.push_back(DataPacket(d));
+    wire.push_back(models[w.job].Wire(d));
   };
   for (const Worker& w : workers) send(w, false);
 
@@ -242,6 +263,11 @@ void RunSimulation(uint64_t seed, const NetParams& net, size_t jobs, uint16_t ro
       if (!models[j].clean) dirty.push_back(j);
     }
     const JobModel& m = models[dirty[pick(dirty.size())]];
+    const bool m_keyed = proto::IsKeyed(m.cfg.security.mode);
+    // A keyed job's forger: someone with another key (or a CRC-only packet) half the time; else
+    // an insider (a member rank with a bug), whose packets carry good tags.
+    proto::TrafficKey key = m.cfg.security.up;
+    if (m_keyed && chance(0.5)) key[pick(key.size())] ^= static_cast<uint8_t>(1 + pick(255));
     Bytes b;
     switch (pick(5)) {
       case 0: {  // random garbage, but naming the dirty job
@@ -255,7 +281,7 @@ void RunSimulation(uint64_t seed, const NetParams& net, size_t jobs, uint16_t ro
                               static_cast<uint16_t>(pick(m.cfg.window + 2)),
                               static_cast<uint16_t>(pick(8) - 2));
         d.rank = std::min<uint16_t>(d.rank, 0xFFFF);
-        return DataPacket(d);
+        return m_keyed && chance(0.3) ? DataPacket(d) : m.Wire(d, key);
       }
       case 2: {  // mismatched offset / count / int32 flag / exponent for a live generation: against
                  // the slot's history (drop_history) or, when it fits, a disagreement that ends the
@@ -268,24 +294,33 @@ void RunSimulation(uint64_t seed, const NetParams& net, size_t jobs, uint16_t ro
         if (what == 1) d.elems.resize(pick(m.cfg.k + 1));
         if (what == 2) d.flags ^= proto::flags::kInt32;
         if (what == 3) d.exp = static_cast<uint8_t>(d.exp + 1 + pick(255));
-        return DataPacket(d);
+        return m.Wire(d, key);
       }
       case 3: {  // a bit-flipped real packet, job kept: damage in flight (the trailer no longer
                  // matches) or, half the time, a sender's bug (sealed after the flip)
-        b = DataPacket(m.Packet(static_cast<uint16_t>(pick(m.cfg.world_size)),
-                                static_cast<uint16_t>(pick(m.cfg.window)),
-                                static_cast<uint16_t>(pick(rounds))));
-        const size_t bit = pick((b.size() - proto::kCrcBytes) * 8);
+        const DataSpec d = m.Packet(static_cast<uint16_t>(pick(m.cfg.world_size)),
+                                    static_cast<uint16_t>(pick(m.cfg.window)),
+                                    static_cast<uint16_t>(pick(rounds)));
+        b = m.Wire(d, key);
+        const size_t trailer = proto::TrailerBytes(proto::GetSec(b.data()));
+        const size_t bit = pick((b.size() - trailer) * 8);
         b[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
         proto::SetJob(b.data(), m.cfg.job_id);
-        if (chance(0.5)) Reseal(b);
+        if (chance(0.5)) {
+          if (!m_keyed) {
+            Reseal(b);
+          } else {  // the insider seals the flipped packet (its nonce: the header's rank, slot)
+            b.resize(b.size() - trailer + proto::kCrcBytes);
+            b = SealKeyed(b, m.cfg.security.mode, key, proto::GetGen(b.data()));
+          }
+        }
         return b;
       }
       default: {  // stale generations
         DataSpec d = m.Packet(static_cast<uint16_t>(pick(m.cfg.world_size)),
                               static_cast<uint16_t>(pick(m.cfg.window)),
                               static_cast<uint16_t>(0xFFF0 + pick(16)));
-        return DataPacket(d);
+        return m.Wire(d, key);
       }
     }
   };
@@ -317,9 +352,7 @@ void RunSimulation(uint64_t seed, const NetParams& net, size_t jobs, uint16_t ro
       const uint16_t slot = proto::GetSlot(e.bytes.data());
       const uint16_t gen = proto::GetGen(e.bytes.data());
       if (models[j].clean) {
-        Bytes want = models[j].Expected(slot, gen);
-        proto::SetRank(want.data(), e.dest);
-        Reseal(want);
+        const Bytes want = models[j].ExpectedFor(slot, gen, e.dest);
         ASSERT_EQ(e.bytes, want) << "job " << e.job << " slot " << slot << " gen " << gen;
         ++clean_results_checked;
       }
@@ -352,7 +385,8 @@ void RunSimulation(uint64_t seed, const NetParams& net, size_t jobs, uint16_t ro
   const CounterSnapshot c = engines.ref().counters();
   std::printf(
       "  packets %llu results %llu resends %llu dups %llu retx %llu stale %llu early %llu "
-      "history %llu mismatch %llu malformed %llu checked %llu\n",
+      "history %llu mismatch %llu malformed %llu forged %llu replayed %llu cross_job %llu "
+      "checked %llu\n",
       (unsigned long long)c[0], (unsigned long long)Get(c, Counter::kResults),
       (unsigned long long)Get(c, Counter::kResultResends),
       (unsigned long long)Get(c, Counter::kDuplicates),
@@ -362,6 +396,9 @@ void RunSimulation(uint64_t seed, const NetParams& net, size_t jobs, uint16_t ro
       (unsigned long long)Get(c, Counter::kDropHistory),
       (unsigned long long)Get(c, Counter::kDropMismatch),
       (unsigned long long)Get(c, Counter::kDropMalformed),
+      (unsigned long long)Get(c, Counter::kDropForged),
+      (unsigned long long)Get(c, Counter::kDropReplayed),
+      (unsigned long long)Get(c, Counter::kDropCrossJob),
       (unsigned long long)clean_results_checked);
 }
 
@@ -386,6 +423,18 @@ TEST(Differential, ForgedAndGarbagePackets) {
   std::mt19937_64 rng(seed);
   for (int iter = 0; iter < 16 && !HasFailure(); ++iter) {
     RunSimulation(rng(), {0.05, 0.05, 0.05, 0.05, 0.2, 8}, 2 + iter % 3, 40, 400000);
+  }
+}
+
+// Keyed jobs (mac, mac_encrypt) beside a CRC-only one, with loss and forgeries: forgers with
+// another key or none, insiders with the key, damage in flight. The clean jobs' results, tags and
+// ciphertext included, are exactly the model's, in both engines.
+TEST(Differential, KeyedJobsLossAndForgeries) {
+  const uint64_t seed = TestSeed();
+  std::mt19937_64 rng(seed);
+  for (int iter = 0; iter < 12 && !HasFailure(); ++iter) {
+    RunSimulation(rng(), {0.05, 0.05, 0.05, 0.05, iter % 2 ? 0.2 : 0.0, 8}, 3 + iter % 4, 30,
+                  400000, /*keyed=*/true);
   }
 }
 

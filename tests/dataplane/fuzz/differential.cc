@@ -7,6 +7,7 @@
 #include "fast_engine_internal.h"
 #include "ina/dp/ref_engine.h"
 #include "ina/proto/crc32c.h"
+#include "ina/proto/sec.h"
 
 namespace ina::dp::fuzz {
 namespace {
@@ -74,11 +75,18 @@ namespace {
 std::string Check(Engines& shared, const uint8_t* data, size_t size) {
   std::vector<std::unique_ptr<Engine>>& engines = shared.engines;
   const std::vector<std::string>& names = shared.names;
-  const JobConfig jobs[2] = {
+  JobConfig jobs[2] = {
       {0, static_cast<uint16_t>(1 + data[0] % 8), static_cast<uint16_t>(data[2] & 1 ? 256 : 64), 0,
        static_cast<uint16_t>(1 + (data[3] & 3))},
       {1, static_cast<uint16_t>(1 + data[1] % 8), static_cast<uint16_t>(data[2] & 2 ? 256 : 64), 4,
        static_cast<uint16_t>(1 + ((data[3] >> 4) & 3))}};
+  for (int j = 0; j < 2; ++j) {
+    jobs[j].security.mode = static_cast<proto::SecMode>(((data[2] >> (2 + 2 * j)) & 3) % 3);
+    for (size_t i = 0; i < proto::kKeyBytes; ++i) {
+      jobs[j].security.up[i] = static_cast<uint8_t>(17 * j + i);
+      jobs[j].security.down[i] = static_cast<uint8_t>(29 * j + 3 * i + 1);
+    }
+  }
   for (const JobConfig& j : jobs) {
     for (auto& e : engines) {
       if (!e->AddJob(j).ok()) return "AddJob failed";
@@ -94,10 +102,25 @@ std::string Check(Engines& shared, const uint8_t* data, size_t size) {
     if (len > size - pos) len = size - pos;
     std::span<const uint8_t> packet(data + pos, len);
     pos += len;
-    if (word & 0x8000) {  // the harness appends the CRC32C trailer, so the rules past it run
+    if (word & 0x8000) {  // the harness appends the trailer, so the rules past it run
       sealed.assign(packet.begin(), packet.end());
-      sealed.resize(len + proto::kCrcBytes);
-      proto::SealMessage(sealed.data(), len);
+      const JobConfig* keyed = nullptr;
+      if (len >= proto::kHeaderBytes && proto::GetJob(packet.data()) < 2 &&
+          proto::IsKeyed(jobs[proto::GetJob(packet.data())].security.mode)) {
+        keyed = &jobs[proto::GetJob(packet.data())];
+      }
+      if (keyed != nullptr) {
+        sealed.resize(len + proto::kTagBytes);
+        const uint8_t* h = packet.data();
+        if (!proto::SealOnce(
+                keyed->security.up, keyed->security.mode, sealed.data(), len,
+                proto::MakeNonce(proto::GetRank(h), proto::GetSlot(h), proto::GetGen(h)))) {
+          return "sealing failed";
+        }
+      } else {
+        sealed.resize(len + proto::kCrcBytes);
+        proto::SealMessage(sealed.data(), len);
+      }
       packet = sealed;
     }
     Recorder want;

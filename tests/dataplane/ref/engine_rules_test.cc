@@ -188,7 +188,7 @@ TEST_P(EngineRulesTest, AggregatesAndEmitsOneResultToAll) {
   want.flags = 0;
   want.exp = 130;
   want.next_exp = 7;
-  want.reserved = 0;
+  want.sec = 0;
   want.job = kJob;
   want.rank = proto::kRankAll;
   want.slot = 2;
@@ -819,6 +819,165 @@ TEST_P(EngineRulesTest, BurstIsTheSameAsOneByOne) {
                   {Counter::kResultResends, 1},
                   {Counter::kDropMalformed, 1}});
 }
+
+// ---- Keyed jobs (rules K1-K4, docs/security.md) ------------------------------------------------
+
+class KeyedRulesTest : public EngineRulesTest {
+ protected:
+  void InstallKeyed(proto::SecMode mode, uint16_t world, uint16_t window = 4, uint16_t id = kJob,
+                    uint32_t base = 0) {
+    JobConfig j{id, world, 64, base, window};
+    j.security = TestSecurity(mode, static_cast<uint8_t>(id));
+    ASSERT_TRUE(engine_->AddJob(j).ok());
+    sec_[id] = j.security;
+  }
+  // d as its job's worker sends it (use = gen unless given).
+  std::vector<uint8_t> Sealed(const DataSpec& d, int64_t use = -1) {
+    const JobSecurity& s = sec_.at(d.job);
+    return SealKeyed(DataPacket(d), s.mode, s.up, use < 0 ? d.gen : static_cast<uint64_t>(use));
+  }
+  // The result the engine must emit: elems summed, to `dest`, sealed with the down key.
+  std::vector<uint8_t> Result(DataSpec sum, uint16_t dest, uint64_t use) {
+    std::vector<uint8_t> b = DataPacket(sum);
+    proto::SetType(b.data(), static_cast<uint8_t>(proto::MsgType::kResult));
+    proto::SetRank(b.data(), dest);
+    Reseal(b);
+    const JobSecurity& s = sec_.at(sum.job);
+    return SealKeyed(b, s.mode, s.down, use);
+  }
+  std::map<uint16_t, JobSecurity> sec_;
+};
+
+TEST_P(KeyedRulesTest, TagsVerifyAndResultsAreSealedInBothModes) {
+  for (proto::SecMode mode : {proto::SecMode::kMac, proto::SecMode::kMacEncrypt}) {
+    SCOPED_TRACE(proto::SecModeName(static_cast<uint8_t>(mode)));
+    SetUp();
+    out_.got.clear();
+    sec_.clear();
+    InstallKeyed(mode, 2);
+    SendBytes(Sealed({.rank = 0, .slot = 1, .offset = 64, .elems = {1, -2, 3}}));
+    SendBytes(Sealed({.rank = 1, .slot = 1, .offset = 64, .elems = {10, 20, -30}}));
+    ASSERT_EQ(out_.got.size(), 1u);
+    EXPECT_EQ(out_.got[0].bytes,
+              Result({.slot = 1, .offset = 64, .elems = {11, 18, -27}}, proto::kRankAll, 0));
+    EXPECT_EQ(proto::GetSec(out_.got[0].bytes.data()), static_cast<uint8_t>(mode));
+    // The worker's view: the tag opens under the down key; in mac_encrypt only then is the sum
+    // readable.
+    std::vector<uint8_t> plain(12);
+    EXPECT_TRUE(proto::OpenOnce(sec_[kJob].down, mode, out_.got[0].bytes,
+                                proto::MakeNonce(proto::kRankAll, 1, 0), plain.data()));
+    if (mode == proto::SecMode::kMacEncrypt) {
+      EXPECT_EQ(proto::Load32(plain.data() + 4), 18u);
+      EXPECT_NE(proto::Load32(out_.got[0].bytes.data() + proto::kHeaderBytes + 4), 18u);
+    }
+    // A retransmission (retx set, same tag) after the result: a re-send to that rank alone.
+    std::vector<uint8_t> again =
+        Sealed({.rank = 1, .slot = 1, .offset = 64, .elems = {10, 20, -30}});
+    again[proto::kFlagsOffset] |= proto::flags::kRetx;
+    SendBytes(again);
+    ASSERT_EQ(out_.got.size(), 2u);
+    EXPECT_EQ(out_.got[1].bytes, Result({.slot = 1, .offset = 64, .elems = {11, 18, -27}}, 1, 0));
+    ExpectCounters({{Counter::kRxPackets, 3},
+                    {Counter::kRxData, 2},
+                    {Counter::kResults, 1},
+                    {Counter::kRetransmissions, 1},
+                    {Counter::kResultResends, 1}});
+  }
+}
+
+TEST_P(KeyedRulesTest, ForgedPacketsAreDroppedWithoutTouchingTheSlot) {
+  InstallKeyed(proto::SecMode::kMac, 2);
+  const DataSpec d{.rank = 0, .elems = {5, 6}};
+  const std::vector<uint8_t> good = Sealed(d);
+  uint64_t forged = 0, other = 0;
+  // Every bit of the message but retx: the tag fails, or an earlier rule drops it (sec: cross
+  // job; version; job id: unknown; type, count: malformed; rank, slot: out of range; gen: stale
+  // or early). Nothing is added: afterwards the real packets still make the right sum.
+  for (size_t bit = 8; bit < good.size() * 8; ++bit) {
+    if (bit / 8 == proto::kFlagsOffset && (1u << (bit % 8)) == proto::flags::kRetx) continue;
+    std::vector<uint8_t> bad(good);
+    bad[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+    const CounterSnapshot before = engine_->counters();
+    SendBytes(bad);
+    const CounterSnapshot after = engine_->counters();
+    if (Get(after, Counter::kDropForged) > Get(before, Counter::kDropForged)) {
+      ++forged;
+    } else {
+      ++other;
+    }
+    EXPECT_EQ(Get(after, Counter::kRxData), 0u) << "bit " << bit;
+  }
+  EXPECT_GT(forged, 100u);  // every payload and tag bit, most header bits
+  // Another key, the right fields: forged. A CRC-only packet naming the job: cross job.
+  std::vector<uint8_t> wrong_key =
+      SealKeyed(DataPacket(d), proto::SecMode::kMac, TestSecurity(proto::SecMode::kMac, 99).up, 0);
+  SendBytes(wrong_key);
+  SendBytes(DataPacket(d));
+  std::vector<uint8_t> crc_with_sec = DataPacket(d);
+  proto::SetSec(crc_with_sec.data(), static_cast<uint8_t>(proto::SecMode::kMacEncrypt));
+  Reseal(crc_with_sec);
+  SendBytes(crc_with_sec);
+  const CounterSnapshot c = engine_->counters();
+  EXPECT_EQ(Get(c, Counter::kDropForged), forged + 1);
+  EXPECT_EQ(Get(c, Counter::kDropCrossJob) >= 2, true);
+  SendBytes(good);
+  SendBytes(Sealed({.rank = 1, .elems = {1, 1}}));
+  ASSERT_EQ(out_.got.size(), 1u);
+  EXPECT_EQ(out_.got[0].bytes, Result({.elems = {6, 7}}, proto::kRankAll, 0));
+}
+
+TEST_P(KeyedRulesTest, CrossJobAndModesNeverMix) {
+  InstallKeyed(proto::SecMode::kMac, 1, 4, /*id=*/1, 0);
+  Install(1, 64, 4, 8, /*id=*/2);  // CRC only
+  // A keyed job's packet renamed to the CRC job (its trailer is a tag, not a CRC): bad CRC.
+  std::vector<uint8_t> p = Sealed({.job = 1, .elems = {1}});
+  proto::SetJob(p.data(), 2);
+  SendBytes(p);
+  // A CRC packet (sec 0) of job 2 renamed to job 1: cross job. With a good CRC and sec 1 naming
+  // the CRC job: cross job too.
+  std::vector<uint8_t> q = DataPacket({.job = 2, .elems = {1}});
+  proto::SetJob(q.data(), 1);
+  Reseal(q);
+  SendBytes(q);
+  std::vector<uint8_t> r = DataPacket({.job = 2, .elems = {1}});
+  proto::SetSec(r.data(), 1);
+  Reseal(r);
+  SendBytes(r);
+  // Job 1's packet sealed for job 1 but naming job 1 under mac_encrypt: cross job (mode).
+  std::vector<uint8_t> m = Sealed({.job = 1, .elems = {1}});
+  proto::SetSec(m.data(), 2);
+  SendBytes(m);
+  ExpectCounters(
+      {{Counter::kRxPackets, 4}, {Counter::kDropBadCrc, 1}, {Counter::kDropCrossJob, 3}});
+  EXPECT_TRUE(out_.got.empty());
+}
+
+TEST_P(KeyedRulesTest, ReplayAfterTheGenerationWrapsIsCaught) {
+  InstallKeyed(proto::SecMode::kMac, 1, 1);
+  const std::vector<uint8_t> first = Sealed({.gen = 0, .elems = {42}});
+  // 65536 uses of slot 0 (world 1: each completes at once), each under its own nonce.
+  for (uint32_t use = 0; use < 65536; ++use) {
+    SendBytes(Sealed({.gen = static_cast<uint16_t>(use), .elems = {1}}, use));
+  }
+  ASSERT_EQ(out_.got.size(), 65536u);
+  // gen 0 again is the slot's next use (65536): the old packet's tag is for use 0.
+  SendBytes(first);
+  EXPECT_EQ(Get(engine_->counters(), Counter::kDropReplayed), 1u);
+  EXPECT_EQ(Get(engine_->counters(), Counter::kDropForged), 0u);
+  // The real next use carries use 65536, and its result does too.
+  SendBytes(Sealed({.gen = 0, .elems = {7}}, 65536));
+  ASSERT_EQ(out_.got.size(), 65537u);
+  EXPECT_EQ(out_.got.back().bytes, Result({.gen = 0, .elems = {7}}, proto::kRankAll, 65536));
+}
+
+TEST_P(KeyedRulesTest, BadModeIsRefusedAtAddJob) {
+  JobConfig j{kJob, 2, 64, 0, 4};
+  j.security.mode = static_cast<proto::SecMode>(3);
+  EXPECT_EQ(engine_->AddJob(j).code(), StatusCode::kInvalidArgument);
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, KeyedRulesTest, ::testing::ValuesIn(EnginesUnderTest()),
+                         [](const auto& info) { return info.param.name; });
 
 INSTANTIATE_TEST_SUITE_P(Engines, EngineRulesTest, ::testing::ValuesIn(EnginesUnderTest()),
                          [](const auto& info) { return info.param.name; });

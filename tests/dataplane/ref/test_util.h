@@ -12,6 +12,7 @@
 #include "ina/dp/engine.h"
 #include "ina/dp/ref_engine.h"
 #include "ina/proto/crc32c.h"
+#include "ina/proto/sec.h"
 #include "ina/proto/wire.h"
 
 namespace ina::dp::testing {
@@ -56,6 +57,33 @@ inline std::vector<uint8_t> DataPacket(const DataSpec& d) {
 // Seals `packet` again after a test edited it (the trailer is its last kCrcBytes bytes).
 inline void Reseal(std::vector<uint8_t>& packet) {
   proto::SealMessage(packet.data(), packet.size() - proto::kCrcBytes);
+}
+
+// A keyed job's copy of a CRC-sealed message (data or result, as DataPacket builds them): the
+// trailer replaced by the AES-GCM tag of `mode` under `key`, nonce (the header's rank and slot,
+// `use`), the header's sec set to the mode; in mac_encrypt the payload encrypted.
+inline std::vector<uint8_t> SealKeyed(const std::vector<uint8_t>& crc_packet, proto::SecMode mode,
+                                      const proto::TrafficKey& key, uint64_t use) {
+  const size_t len = crc_packet.size() - proto::kCrcBytes;
+  std::vector<uint8_t> p(crc_packet.begin(), crc_packet.begin() + static_cast<long>(len));
+  p.resize(len + proto::kTagBytes);
+  proto::SetSec(p.data(), static_cast<uint8_t>(mode));
+  const bool ok =
+      proto::SealOnce(key, mode, p.data(), len,
+                      proto::MakeNonce(proto::GetRank(p.data()), proto::GetSlot(p.data()), use));
+  if (!ok) p.clear();  // a test comparing bytes fails on it
+  return p;
+}
+
+// Traffic keys of a test job (the control plane derives them from the job's secret).
+inline JobSecurity TestSecurity(proto::SecMode mode, uint8_t seed) {
+  JobSecurity s;
+  s.mode = mode;
+  for (size_t i = 0; i < proto::kKeyBytes; ++i) {
+    s.up[i] = static_cast<uint8_t>(seed + i);
+    s.down[i] = static_cast<uint8_t>(seed * 7 + 3 * i + 1);
+  }
+  return s;
 }
 
 // Decodes the elements of a result packet (between the header and the trailer).

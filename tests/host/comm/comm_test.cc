@@ -52,11 +52,21 @@ std::unique_ptr<TestFabric> StartFabric(double drop = 0, double dup = 0) {
 // JOIN to reach the fabric first waits for it instead of sleeping (a 100 ms sleep lost that race
 // under the sanitizers on a loaded machine).
 void WaitForJoins(TestFabric& f, uint64_t n) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (dp::Get(f.control_counters(), dp::ControlCounter::kJoins) < n &&
-         std::chrono::steady_clock::now() < until) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  EXPECT_TRUE(f.WaitUntil([n](const testing::Fabric& x) {
+    return dp::Get(x.control().counters(), dp::ControlCounter::kJoins) >= n;
+  }));
+}
+
+// Waits (up to 10 s) until a data packet reached the fabric: an op is under way.
+void WaitForData(TestFabric& f) {
+  EXPECT_TRUE(f.WaitUntil(
+      [](const testing::Fabric& x) { return dp::Get(x.counters(), proto::Counter::kRxData) > 0; }));
+}
+
+// Waits (up to 10 s) until the control plane counts `n` events `c`.
+void WaitForControl(TestFabric& f, dp::ControlCounter c, uint64_t n) {
+  EXPECT_TRUE(f.WaitUntil(
+      [&](const testing::Fabric& x) { return dp::Get(x.control().counters(), c) >= n; }));
 }
 
 CommConfig BaseConfig(const TestFabric& f, uint16_t world, uint16_t k = 256,
@@ -263,11 +273,9 @@ TEST(AllReduce, AsyncRequestsCompleteInOrder) {
       }
       reqs.push_back(*q);
     }
-    // Poll the last one with Test until done (bounded), then Wait for all.
-    const auto deadline = Clock::now() + std::chrono::seconds(20);
-    while (!reqs.back().Test() && Clock::now() < deadline) {
-      std::this_thread::sleep_for(milliseconds(1));
-    }
+    // Wait for the last one only: FIFO, so every earlier one tests done at once.
+    const Status last = reqs.back().Wait();
+    if (!last.ok()) st[r] = last;
     for (auto& q : reqs) {
       EXPECT_TRUE(q.Test());  // FIFO: the last done means all done
       Status s = q.Wait();
@@ -339,7 +347,7 @@ TEST(AllReduce, LeavingRankAbortsOthersAtOnce) {
   std::vector<float> data(3000, 2.0f);
   auto req = comms[0]->AllReduceAsync(std::span(data));
   ASSERT_TRUE(req.ok());
-  std::this_thread::sleep_for(milliseconds(50));
+  WaitForData(*fabric);  // the op is under way: rank 1 makes no call, so it cannot finish
   EXPECT_FALSE(req->Test());
   const auto t0 = Clock::now();
   comms[1].reset();  // sends LEAVE; the fabric sends error(job_aborted) to rank 0
@@ -414,10 +422,7 @@ TEST(AllReduce, LeaveCarriesEveryCompletedCallEmptyOrNot) {
   EXPECT_EQ(comms[0]->stats().ops_completed, 2u * kPairs);
   comms[0].reset();
   // The fabric thread takes the LEAVE off its socket soon after; bounded wait.
-  const auto deadline = Clock::now() + std::chrono::seconds(5);
-  while (fabric->leaves().empty() && Clock::now() < deadline) {
-    std::this_thread::sleep_for(milliseconds(1));
-  }
+  EXPECT_TRUE(fabric->WaitUntil([](const testing::Fabric& f) { return !f.leaves().empty(); }));
   const auto leaves = fabric->leaves();
   ASSERT_FALSE(leaves.empty());
   EXPECT_EQ(leaves[0].aux, 0);  // graceful: every call succeeded
@@ -511,11 +516,7 @@ TEST_P(RefusedRank, PeersHearWithinASecondWhichRankAndParameter) {
     });
   }
   // The others' JOINs come first (they fix the job's parameters), then rank 2's.
-  const auto wait_until = Clock::now() + std::chrono::seconds(10);
-  while (dp::Get(fabric->control_counters(), dp::ControlCounter::kJoins) < 3 &&
-         Clock::now() < wait_until) {
-    std::this_thread::sleep_for(milliseconds(2));
-  }
+  WaitForJoins(*fabric, 3);
   CommConfig c2 = base;
   c2.rank = 2;
   tc.change(c2);
@@ -563,11 +564,7 @@ TEST(Join, RankJoiningAfterARefusalHearsItAtOnce) {
   c0.join_timeout_ms = 30000;
   Status s0;
   std::thread t([&] { s0 = Communicator::Create(c0).status(); });
-  const auto wait_until = Clock::now() + std::chrono::seconds(10);
-  while (dp::Get(fabric->control_counters(), dp::ControlCounter::kJoins) < 1 &&
-         Clock::now() < wait_until) {
-    std::this_thread::sleep_for(milliseconds(2));
-  }
+  WaitForJoins(*fabric, 1);
   CommConfig c1 = c0;
   c1.rank = 1;
   c1.window = 8;
@@ -660,11 +657,7 @@ TEST(Lanes, TwoAndThreeLanesGiveTheOneLaneResultBitForBitUnderLoss) {
       EXPECT_EQ(i[r], i1[r]) << "rank " << r;
     }
     comms.clear();  // one graceful LEAVE per rank (from lane 0): the job is done
-    const auto deadline = Clock::now() + std::chrono::seconds(5);
-    while (dp::Get(fabric->control_counters(), dp::ControlCounter::kJobsDone) == 0 &&
-           Clock::now() < deadline) {
-      std::this_thread::sleep_for(milliseconds(1));
-    }
+    WaitForControl(*fabric, dp::ControlCounter::kJobsDone, 1);
     EXPECT_EQ(dp::Get(fabric->control_counters(), dp::ControlCounter::kJobsDone), 1u);
     EXPECT_EQ(dp::Get(fabric->control_counters(), dp::ControlCounter::kLeavesDone), kWorld);
   }
@@ -732,7 +725,7 @@ TEST(Lanes, LeavingRankFailsThePendingCallOnEveryLaneAtOnce) {
   std::vector<float> data(3000, 2.0f);
   auto req = comms[0]->AllReduceAsync(std::span(data));
   ASSERT_TRUE(req.ok());
-  std::this_thread::sleep_for(milliseconds(50));
+  WaitForData(*fabric);  // the op is under way: rank 1 makes no call, so it cannot finish
   EXPECT_FALSE(req->Test());
   const auto t0 = Clock::now();
   comms[1].reset();  // graceful LEAVE after 0 calls: error(rank_left) to both lanes of rank 0

@@ -13,6 +13,7 @@
 // Threading: single-threaded, like the engine under test.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <deque>
@@ -34,11 +35,13 @@ class FakeClock final : public host::internal::Clock {
   // Starts at an arbitrary, fixed epoch (not zero, so "time 0" bugs show).
   FakeClock() : now_(std::chrono::seconds(1000)) {}
   host::internal::TimePoint Now() const override { return now_; }
+  // Jumps to `t` (never back): what the engine waits for passes at once.
+  void SleepUntil(host::internal::TimePoint t) const override { now_ = std::max(now_, t); }
   void Advance(std::chrono::microseconds d) { now_ += d; }
   void Set(host::internal::TimePoint t) { now_ = t; }
 
  private:
-  host::internal::TimePoint now_;
+  mutable host::internal::TimePoint now_;
 };
 
 struct NetPacket {

@@ -65,6 +65,16 @@ WindowConfig Config(uint16_t world, uint16_t k, uint16_t window) {
   return c;
 }
 
+// The membership of the rank and lane of `c`: what its LEAVE needs (the Sim joins by hand).
+JoinConfig JoinFor(const WindowConfig& c) {
+  JoinConfig j;
+  j.job_id = c.job_id;
+  j.rank = c.rank;
+  j.lane = c.lane;
+  j.lanes = c.lanes;
+  return j;
+}
+
 // ---- SlotWindow alone (world 1: a result is the packet itself, as type result) ----
 
 // A packet's bytes as the fabric sees them (a packet with a body: header, body, trailer, as the
@@ -831,7 +841,8 @@ class Sim {
       c.lane = static_cast<uint16_t>(e % lanes);
       c.lanes = lanes;
       if (per_rank) per_rank(c);
-      ranks_[e].p = std::make_unique<Progress>(c, quant::ActiveKernels(), *ranks_[e].t, clock_);
+      ranks_[e].p =
+          std::make_unique<Progress>(c, JoinFor(c), quant::ActiveKernels(), *ranks_[e].t, clock_);
     }
   }
 
@@ -1281,7 +1292,8 @@ TEST(ProgressSim, OtherTransportErrorsFailTheOp) {
 TEST(ProgressSim, RunOpStopsWhenAsked) {
   FakeClock clock;
   FakeNet net(clock);
-  Progress p(Config(2, 64, 4), quant::ActiveKernels(), net.Endpoint(0), clock);
+  const WindowConfig c = Config(2, 64, 4);
+  Progress p(c, JoinFor(c), quant::ActiveKernels(), net.Endpoint(0), clock);
   std::vector<int32_t> a(64, 1);
   std::atomic<bool> stop{true};
   const Status s = p.RunOp(OpDesc{false, nullptr, a.data(), a.size(), 0}, stop);

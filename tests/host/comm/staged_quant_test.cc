@@ -13,6 +13,7 @@
 #include <bit>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -107,6 +108,8 @@ class LazyDomain final : public MemoryDomain {
     std::lock_guard<std::mutex> lk(mu_);
     if (timeout.count() == 0 && f > done_ && misses_[f] < poll_misses_) {
       ++misses_[f];
+      ++total_misses_;
+      missed_.notify_all();
       return false;
     }
     for (; done_ < f && done_ < calls_.size(); ++done_) {
@@ -117,6 +120,12 @@ class LazyDomain final : public MemoryDomain {
       if (!*w) return Internal("lazy: inner call did not complete");
     }
     return done_ >= f;
+  }
+
+  // Waits (up to 10 s) until `n` polls were answered "not yet": slots are parked and polled.
+  bool WaitForPollMisses(uint64_t n) {
+    std::unique_lock<std::mutex> lk(mu_);
+    return missed_.wait_for(lk, std::chrono::seconds(10), [&] { return total_misses_ >= n; });
   }
 
   std::atomic<int> copies{0}, block_exps{0}, quantizes_{0}, dequantizes{0};
@@ -135,6 +144,8 @@ class LazyDomain final : public MemoryDomain {
   std::mutex mu_;
   std::vector<std::function<Result<Fence>()>> calls_;  // guarded by mu_
   std::map<Fence, int> misses_;                        // guarded by mu_
+  uint64_t total_misses_ = 0;                          // guarded by mu_
+  std::condition_variable missed_;                     // a poll was answered "not yet"
   Fence done_ = 0;                                     // guarded by mu_
 };
 
@@ -493,8 +504,7 @@ TEST(StagedQuant, DestroyWhileParked) {
   auto r0 = comms[0]->AllReduceAsync(std::span<float>(x0), d0);
   auto r1 = comms[1]->AllReduceAsync(std::span<float>(x1), d1);
   ASSERT_TRUE(r0.ok() && r1.ok());
-  while (d0.quantizes_.load() == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(d0.WaitForPollMisses(10));  // rank 0's slots are parked, polled in vain
   comms[0].reset();
   EXPECT_EQ(r0->Wait().code(), StatusCode::kAborted);
   comms[1].reset();

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <cstring>
 #include <functional>
@@ -102,9 +103,12 @@ class CountingDomain final : public MemoryDomain {
   }
   Result<bool> Wait(Fence f, microseconds timeout) override {
     if (f >= fail_from_.load()) return Internal("counting: injected copy failure");
-    if (held_.load()) {
-      std::this_thread::sleep_for(std::min(timeout, microseconds(1000)));
-      return false;
+    if (held_.load()) {  // a copy engine that is not done: wait for it, at most 1 ms here
+      std::unique_lock<std::mutex> lk(hold_mu_);
+      ++held_waits_;
+      hold_cv_.notify_all();
+      hold_cv_.wait_for(lk, std::min(timeout, microseconds(1000)), [&] { return !held_.load(); });
+      if (held_.load()) return false;
     }
     if (lazy_) {
       std::lock_guard<std::mutex> lk(lazy_mu_);
@@ -129,7 +133,22 @@ class CountingDomain final : public MemoryDomain {
   int allocs() const { return allocs_.load(); }
   int frees() const { return frees_.load(); }
   void FailFrom(Fence f) { fail_from_.store(f); }
-  void Hold(bool h) { held_.store(h); }
+  void Hold(bool h) {
+    {
+      std::lock_guard<std::mutex> lk(hold_mu_);
+      held_.store(h);
+    }
+    hold_cv_.notify_all();
+  }
+  // Waits (up to 10 s) until Wait was called `n` times in all on a held copy.
+  bool WaitForHeldWaits(uint64_t n) {
+    std::unique_lock<std::mutex> lk(hold_mu_);
+    return hold_cv_.wait_for(lk, std::chrono::seconds(10), [&] { return held_waits_ >= n; });
+  }
+  uint64_t held_waits() {
+    std::lock_guard<std::mutex> lk(hold_mu_);
+    return held_waits_;
+  }
   void Reject(const void* p) { reject_ = p; }
   Fence last_fence() const { return last_.load(); }
   // Every copy enqueued so far has completed in the inner domain.
@@ -193,6 +212,9 @@ class CountingDomain final : public MemoryDomain {
   std::atomic<int> frees_{0};
   std::atomic<Fence> fail_from_{UINT64_MAX};
   std::atomic<bool> held_{false};
+  std::mutex hold_mu_;
+  std::condition_variable hold_cv_;  // Hold, and each Wait on a held copy
+  uint64_t held_waits_ = 0;          // guarded by hold_mu_
   std::atomic<Fence> last_{0};
   const void* reject_ = nullptr;
 };
@@ -518,10 +540,11 @@ TEST(Staged, DestroyWhileWaitingForCopiesDrainsThem) {
   std::vector<float> x(64 * 50, 1.0f);
   auto req = comms[0]->AllReduceAsync(std::span<float>(x), d);
   ASSERT_TRUE(req.ok()) << req.status().ToString();
-  while (d.last_fence() == 0) std::this_thread::sleep_for(milliseconds(1));  // op started
-  // Release the engine only after destruction began, so the op is surely interrupted mid-wait.
+  ASSERT_TRUE(d.WaitForHeldWaits(1));  // the op started and waits for its first copy
+  // Release the engine only after destruction began, so the op is surely interrupted mid-wait:
+  // after 50 more waits of 1 ms on the held copy (the destructor stops the op within one).
   std::thread releaser([&] {
-    std::this_thread::sleep_for(milliseconds(200));
+    d.WaitForHeldWaits(d.held_waits() + 50);
     d.Hold(false);
   });
   comms[0].reset();

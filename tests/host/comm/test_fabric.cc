@@ -35,6 +35,8 @@ Result<std::unique_ptr<Fabric>> Fabric::Create(const FabricConfig& config) {
   dp::ControlConfig cc;
   cc.max_jobs = config.max_jobs;
   cc.job_timeout = config.job_timeout;
+  cc.min_window = config.min_window;
+  cc.lease_calls = config.lease_calls;
   INA_ASSIGN_OR_RETURN(f->control_, dp::ControlPlane::Create(*f->engine_, cc));
   return f;
 }
@@ -139,6 +141,12 @@ std::vector<proto::Header> TestFabric::leaves() {
   return fabric_->leaves();
 }
 
+bool TestFabric::WaitUntil(const std::function<bool(const Fabric&)>& done,
+                           std::chrono::milliseconds timeout) {
+  std::unique_lock<std::mutex> lk(mu_);
+  return changed_.wait_for(lk, timeout, [&] { return done(*fabric_); });
+}
+
 bool TestFabric::Chance(double prob) {
   if (prob <= 0) return false;
   return std::uniform_real_distribution<double>(0, 1)(rng_) < prob;
@@ -165,34 +173,41 @@ void TestFabric::Run() {
     pollfd pfd{fd_, POLLIN, 0};
     const int ready = poll(&pfd, 1, 10);
     const auto now = std::chrono::steady_clock::now();
-    std::lock_guard<std::mutex> lk(mu_);
-    if (now - last_tick >= std::chrono::milliseconds(100)) {
-      fabric_->Tick(now, out);
-      last_tick = now;
-    }
-    if (ready <= 0) continue;
-    for (int i = 0; i < 64; ++i) {
-      sockaddr_storage from{};
-      socklen_t fl = sizeof(from);
-      const ssize_t n = recvfrom(fd_, buf.data(), buf.size(), MSG_DONTWAIT,
-                                 reinterpret_cast<sockaddr*>(&from), &fl);
-      if (n < 0) break;
-      MaybeCorrupt(std::span(buf.data(), static_cast<size_t>(n)));
-      const std::span<const uint8_t> pkt(buf.data(), static_cast<size_t>(n));
-      const bool control =
-          pkt.size() >= p::kHeaderBytes && dp::ControlPlane::IsControlType(p::GetType(pkt.data()));
-      if (!control && Chance(options_.drop)) {
-        ++dropped_;
-        continue;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (now - last_tick >= std::chrono::milliseconds(100)) {
+        fabric_->Tick(now, out);
+        last_tick = now;
       }
-      int times = 1;
-      if (!control && Chance(options_.dup)) {
-        ++duplicated_;
-        times = 2;
-      }
-      const dp::Peer peer = dp::Peer::From(reinterpret_cast<const sockaddr*>(&from), fl);
-      for (int t = 0; t < times; ++t) fabric_->Receive(pkt, peer, now, out);
+      if (ready > 0) Drain(buf, out, now);
     }
+    changed_.notify_all();
+  }
+}
+
+void TestFabric::Drain(std::vector<uint8_t>& buf, dp::ReplySink& out,
+                       std::chrono::steady_clock::time_point now) {
+  for (int i = 0; i < 64; ++i) {
+    sockaddr_storage from{};
+    socklen_t fl = sizeof(from);
+    const ssize_t n = recvfrom(fd_, buf.data(), buf.size(), MSG_DONTWAIT,
+                               reinterpret_cast<sockaddr*>(&from), &fl);
+    if (n < 0) break;
+    MaybeCorrupt(std::span(buf.data(), static_cast<size_t>(n)));
+    const std::span<const uint8_t> pkt(buf.data(), static_cast<size_t>(n));
+    const bool control =
+        pkt.size() >= p::kHeaderBytes && dp::ControlPlane::IsControlType(p::GetType(pkt.data()));
+    if (!control && Chance(options_.drop)) {
+      ++dropped_;
+      continue;
+    }
+    int times = 1;
+    if (!control && Chance(options_.dup)) {
+      ++duplicated_;
+      times = 2;
+    }
+    const dp::Peer peer = dp::Peer::From(reinterpret_cast<const sockaddr*>(&from), fl);
+    for (int t = 0; t < times; ++t) fabric_->Receive(pkt, peer, now, out);
   }
 }
 

@@ -20,7 +20,9 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -39,6 +41,8 @@ struct FabricConfig {
   uint32_t pool_slots = 4096;  // the control plane grants min(asked, largest free extent)
   uint16_t max_jobs = 256;
   std::chrono::nanoseconds job_timeout = std::chrono::seconds(30);
+  uint16_t min_window = 8;   // dp::ControlConfig's: the least a queued job is admitted with
+  uint32_t lease_calls = 0;  // calls a grant lasts before the ranks re-join; 0: unlimited
 };
 
 class Fabric {
@@ -86,6 +90,11 @@ class TestFabric {
   dp::CounterSnapshot counters();
   dp::ControlCounters control_counters();
   std::vector<proto::Header> leaves();
+  // Waits until `done(fabric)` holds, re-checked each time the fabric thread has handled what
+  // arrived (at least every 10 ms); false after `timeout`. For a test that needs another
+  // thread's packets to reach the fabric first: it waits for them instead of sleeping.
+  bool WaitUntil(const std::function<bool(const Fabric&)>& done,
+                 std::chrono::milliseconds timeout = std::chrono::seconds(10));
   uint64_t dropped() const { return dropped_.load(); }
   uint64_t duplicated() const { return duplicated_.load(); }
   uint64_t corrupted() const { return corrupted_.load(); }
@@ -95,6 +104,9 @@ class TestFabric {
 
   TestFabric(int fd, uint16_t port, const FabricOptions& options, std::unique_ptr<Fabric> f);
   void Run();
+  // Handles up to 64 packets waiting on the socket. REQUIRES: mu_ held.
+  void Drain(std::vector<uint8_t>& buf, dp::ReplySink& out,
+             std::chrono::steady_clock::time_point now);
   bool Chance(double p);
   // Damages one byte of `packet` (in place) with probability options_.corrupt.
   void MaybeCorrupt(std::span<uint8_t> packet);
@@ -103,8 +115,9 @@ class TestFabric {
   int fd_;
   uint16_t port_;
   FabricOptions options_;
-  std::mt19937_64 rng_;  // fabric thread only
-  std::mutex mu_;        // guards fabric_
+  std::mt19937_64 rng_;              // fabric thread only
+  std::mutex mu_;                    // guards fabric_
+  std::condition_variable changed_;  // notified after each turn of the fabric thread
   std::unique_ptr<Fabric> fabric_;
   std::atomic<bool> stop_{false};
   std::atomic<uint64_t> dropped_{0}, duplicated_{0}, corrupted_{0};

@@ -188,6 +188,30 @@ TEST(BenchOptions, RunArgsCarryTheRunToAWorker) {
   EXPECT_NE(st.message().find("--warp-drive"), std::string::npos) << st.message();
 }
 
+// --k auto (the default) leaves K to each worker's libina; it travels to workers as "auto", and a
+// number that is not a valid K (0 included) is refused.
+TEST(BenchOptions, KAutoIsTheDefaultAndTravels) {
+  auto def = Parse({});
+  ASSERT_TRUE(def.ok()) << def.status().ToString();
+  EXPECT_EQ(def->k, 0);
+  auto given = Parse({"--k", "auto"});
+  ASSERT_TRUE(given.ok()) << given.status().ToString();
+  EXPECT_EQ(given->k, 0);
+  Args run = RunArgs(*def);
+  auto k = std::find_if(run.begin(), run.end(), [](const auto& fv) { return fv.first == "--k"; });
+  ASSERT_NE(k, run.end());
+  EXPECT_EQ(k->second, "auto");
+  auto worker = Parse({"--role", "worker", "--coordinator", "h:1", "--rank", "0"});
+  ASSERT_TRUE(worker.ok()) << worker.status().ToString();
+  Options w = *worker;
+  w.switch_addr = "sw:1";
+  w.k = 64;
+  ASSERT_TRUE(ApplyRunArgs(&w, run).ok());
+  EXPECT_EQ(w.k, 0);
+  EXPECT_FALSE(Parse({"--k", "0"}).ok());
+  EXPECT_FALSE(Parse({"--k", "Auto"}).ok());
+}
+
 // INA_UDP_GSO and INA_QUANT are read once, by the parent's option parsing (a flag wins), and
 // reach the workers as run options; a bad value names the variable.
 TEST(BenchOptions, EnvironmentOverridesOfUdpGsoAndQuant) {

@@ -73,6 +73,22 @@
 //     the engine, its
 //       slots freed, and every joined lane of every other rank gets error(job_aborted).
 //     A LEAVE from any other peer, or for an unknown job, is ignored (counted).
+//   Job keys (docs/security.md). InstallJobKey (or a SET_KEY message on the admin channel, below)
+//   gives job id J a secret and a keyed sec mode. Every grant of J then installs J in the engine
+//   with that mode and the grant's traffic keys (proto::DeriveTrafficKey: up and down, the
+//   grants of this incarnation of J counted from 1, session zero). The key belongs to one
+//   incarnation of the job: it is forgotten when the job is freed (done, aborted, timed out,
+//   failed), so a launcher installs a fresh secret for every job it starts. Installing a key for
+//   a job that holds a grant takes effect at its next grant (rotation at a lease's end).
+//   With ControlConfig::require_keys, a JOIN for a job id without a key gets error(unauthorized),
+//   creates nothing, is counted (joins_unauthorized) and logged through ControlConfig::log, once
+//   per job id until that id gets a key.
+//   SET_KEY (job, aux = mode, payload = the secret) from anyone: sealed in mode mac_encrypt under
+//   the admin key (DeriveTrafficKey(admin_secret, up, job 0, grant 0, session zero)), nonce (rank,
+//   slot, use = gen << 32 | offset). Dropped and counted: no admin secret configured
+//   (admin_refused), the tag does not open (admin_forged), a sequence (use) not above the last
+//   accepted one (admin_replayed), a mode or secret length InstallJobKey refuses (admin_refused).
+//   Else the key is installed and the sender gets set_key_ack (job, gen, offset echoed).
 //   HandleEngineFailures: a job the engine ended (Engine::PollFailures: two ranks sent blocks that
 //   disagree, rule 13 of engine.h) is freed: its slots are released and every joined lane of every
 //   rank not done gets error(rank_mismatch) with slot and gen of the disagreement and count = the
@@ -103,13 +119,18 @@
 #include <chrono>
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
+#include <unordered_map>
+#include <unordered_set>
 #include <vector>
 
 #include "ina/base/status.h"
 #include "ina/dp/engine.h"
+#include "ina/proto/sec.h"
 #include "ina/proto/wire.h"
 
 namespace ina::dp {
@@ -182,6 +203,12 @@ struct ControlConfig {
   // max_datagram_bytes, e.g. 256 for a DPDK port of 1500-byte frames); a JOIN asking more is
   // refused with bad_params (K, out of the fabric's range).
   uint16_t max_k = proto::kMaxK;
+  // Job keys (see above): require one for every JOIN; the admin channel's secret (empty: SET_KEY
+  // messages are refused; else proto::kSecretMinBytes .. kSecretMaxBytes bytes); where a refused
+  // JOIN is logged (one line; null: nowhere). Never logs a secret.
+  bool require_keys = false;
+  std::vector<uint8_t> admin_secret;
+  std::function<void(const std::string&)> log;
 };
 
 // Max-min fair division of `pool` slots among jobs asking `demands` slots (water-filling): a
@@ -192,48 +219,62 @@ std::vector<uint32_t> FairShares(std::span<const uint32_t> demands, uint32_t poo
 
 // Control-plane counters, in kControlCounterNames order.
 enum class ControlCounter : uint16_t {
-  kControlRx = 0,     // control messages handled (join + leave)
-  kJoins,             // JOIN messages
-  kLeaves,            // LEAVE messages
-  kJoinAcks,          // join_ack packets sent
-  kErrorsSent,        // error packets sent (all codes)
-  kErrBadParams,      // error(bad_params) sent
-  kErrRankTaken,      // error(rank_taken) sent
-  kErrTooManyJobs,    // error(too_many_jobs) sent
-  kErrNoSlots,        // error(no_slots) sent
-  kErrJobAborted,     // error(job_aborted) sent
-  kLeaveIgnored,      // LEAVE for an unknown job or from a peer that is not that rank
-  kControlMalformed,  // control message with a body (length != header + trailer) or a type not
-                      // join/leave/alloc_job
-  kJobsAdmitted,      // jobs installed in the engine
-  kJobsLeft,          // jobs freed by a LEAVE
-  kJobsTimedOut,      // jobs (pending or active) freed by the timeout
-  kLeavesDone,        // graceful LEAVEs (aux 0) from ranks that finished
-  kJobsDone,          // jobs freed because every rank left gracefully
-  kErrRankLeft,       // error(rank_left) sent to the ranks still in a job
-  kAllocs,            // ALLOC_JOB requests
-  kAllocAcks,         // alloc_ack packets sent
-  kAllocsExpired,     // reservations dropped by Tick (no JOIN within job_timeout)
-  kControlBadCrc,     // control message whose CRC32C trailer does not match (dropped)
-  kErrPeerRefused,    // error(peer_refused) sent (to joined lanes, and to later JOINs)
-  kErrRankMismatch,   // error(rank_mismatch) sent (the engine ended the job: ranks disagree)
-  kJobsFailed,        // jobs freed because the engine ended them (HandleEngineFailures)
-  kJobsQueued,        // jobs that had to wait for slots (queued and not admitted at once)
-  kJoinWaits,         // join_wait packets sent
-  kRejoins,           // re-JOINs recorded (one per lane at a lease's end)
-  kRegrants,          // grants after the first (leases renewed, possibly with another window)
+  kControlRx = 0,      // control messages handled (join + leave)
+  kJoins,              // JOIN messages
+  kLeaves,             // LEAVE messages
+  kJoinAcks,           // join_ack packets sent
+  kErrorsSent,         // error packets sent (all codes)
+  kErrBadParams,       // error(bad_params) sent
+  kErrRankTaken,       // error(rank_taken) sent
+  kErrTooManyJobs,     // error(too_many_jobs) sent
+  kErrNoSlots,         // error(no_slots) sent
+  kErrJobAborted,      // error(job_aborted) sent
+  kLeaveIgnored,       // LEAVE for an unknown job or from a peer that is not that rank
+  kControlMalformed,   // control message with a body (length != header + trailer) or a type not
+                       // join/leave/alloc_job
+  kJobsAdmitted,       // jobs installed in the engine
+  kJobsLeft,           // jobs freed by a LEAVE
+  kJobsTimedOut,       // jobs (pending or active) freed by the timeout
+  kLeavesDone,         // graceful LEAVEs (aux 0) from ranks that finished
+  kJobsDone,           // jobs freed because every rank left gracefully
+  kErrRankLeft,        // error(rank_left) sent to the ranks still in a job
+  kAllocs,             // ALLOC_JOB requests
+  kAllocAcks,          // alloc_ack packets sent
+  kAllocsExpired,      // reservations dropped by Tick (no JOIN within job_timeout)
+  kControlBadCrc,      // control message whose CRC32C trailer does not match (dropped)
+  kErrPeerRefused,     // error(peer_refused) sent (to joined lanes, and to later JOINs)
+  kErrRankMismatch,    // error(rank_mismatch) sent (the engine ended the job: ranks disagree)
+  kJobsFailed,         // jobs freed because the engine ended them (HandleEngineFailures)
+  kJobsQueued,         // jobs that had to wait for slots (queued and not admitted at once)
+  kJoinWaits,          // join_wait packets sent
+  kRejoins,            // re-JOINs recorded (one per lane at a lease's end)
+  kRegrants,           // grants after the first (leases renewed, possibly with another window)
+  kJoinsUnauthorized,  // JOINs refused with error(unauthorized): keys required, the job has none
+  kKeysInstalled,      // job keys installed (InstallJobKey, SET_KEY)
+  kAdminForged,        // SET_KEY whose tag does not open under the admin key
+  kAdminReplayed,      // SET_KEY whose sequence is not above the last accepted one
+  kAdminRefused,       // SET_KEY without an admin secret configured, or with a bad mode or secret
   kCount,
 };
 inline constexpr size_t kNumControlCounters = static_cast<size_t>(ControlCounter::kCount);
 inline constexpr std::array<std::string_view, kNumControlCounters> kControlCounterNames = {
-    "control_rx",     "joins",           "leaves",           "join_acks",
-    "errors_sent",    "err_bad_params",  "err_rank_taken",   "err_too_many_jobs",
-    "err_no_slots",   "err_job_aborted", "leave_ignored",    "control_malformed",
-    "jobs_admitted",  "jobs_left",       "jobs_timed_out",   "leaves_done",
-    "jobs_done",      "err_rank_left",   "allocs",           "alloc_acks",
-    "allocs_expired", "control_bad_crc", "err_peer_refused", "err_rank_mismatch",
-    "jobs_failed",    "jobs_queued",     "join_waits",       "rejoins",
-    "regrants"};
+    "control_rx",       "joins",
+    "leaves",           "join_acks",
+    "errors_sent",      "err_bad_params",
+    "err_rank_taken",   "err_too_many_jobs",
+    "err_no_slots",     "err_job_aborted",
+    "leave_ignored",    "control_malformed",
+    "jobs_admitted",    "jobs_left",
+    "jobs_timed_out",   "leaves_done",
+    "jobs_done",        "err_rank_left",
+    "allocs",           "alloc_acks",
+    "allocs_expired",   "control_bad_crc",
+    "err_peer_refused", "err_rank_mismatch",
+    "jobs_failed",      "jobs_queued",
+    "join_waits",       "rejoins",
+    "regrants",         "joins_unauthorized",
+    "keys_installed",   "admin_forged",
+    "admin_replayed",   "admin_refused"};
 using ControlCounters = std::array<uint64_t, kNumControlCounters>;
 
 inline uint64_t Get(const ControlCounters& c, ControlCounter which) {
@@ -280,6 +321,7 @@ class ControlPlane {
   // True for the message types HandleControl takes (the caller's classifier uses it).
   static bool IsControlType(uint8_t type) {
     return type == static_cast<uint8_t>(proto::MsgType::kJoin) ||
+           type == static_cast<uint8_t>(proto::MsgType::kSetKey) ||
            type == static_cast<uint8_t>(proto::MsgType::kLeave) ||
            type == static_cast<uint8_t>(proto::MsgType::kAllocJob);
   }
@@ -326,6 +368,12 @@ class ControlPlane {
   // NotFound if no such job.
   Status AbortJob(uint16_t job_id, proto::ErrorCode code, uint16_t count, uint16_t slot,
                   uint16_t gen, uint32_t offset, ReplySink& out);
+  // Gives job `job_id` a secret and keyed sec mode (see above); replaces the one it had.
+  // InvalidArgument for mode crc or a secret outside kSecretMinBytes .. kSecretMaxBytes. The
+  // secret is copied; the caller may wipe its own.
+  Status InstallJobKey(uint16_t job_id, proto::SecMode mode, std::span<const uint8_t> secret);
+  bool HasJobKey(uint16_t job_id) const { return keys_.count(job_id) != 0; }
+
   // A job with this id is pending, queued or active.
   bool HasJob(uint16_t job_id) const { return index_[job_id] >= 0; }
 
@@ -371,6 +419,11 @@ class ControlPlane {
     uint32_t refused_value = 0;  // the value the refused rank sent (rank_taken: its lane)
     std::array<uint16_t, proto::kMaxWorkers> lane_mask{};  // rank r: bit l, lane l joined
     std::vector<Peer> peers;  // lanes x world_size, lane-major: a lane's ranks are contiguous
+    uint64_t grants = 0;      // grants so far (a keyed job's traffic keys are per grant)
+  };
+  struct JobKey {
+    proto::SecMode mode;
+    std::vector<uint8_t> secret;
   };
   // A free extent of the pool [base, base + len).
   struct Extent {
@@ -398,6 +451,9 @@ class ControlPlane {
   // error(peer_refused) for j's remembered refusal, to one peer (`rank` is its rank).
   void SendPeerRefused(const JobEntry& j, const Peer& to, uint16_t rank, ReplySink& out);
   void HandleLeave(const proto::Header& h, const Peer& from, ReplySink& out);
+  void HandleSetKey(std::span<const uint8_t> packet, const Peer& from, ReplySink& out);
+  // Forgets job_id's key (its incarnation ended).
+  void ForgetKey(uint16_t job_id);
   void HandleAlloc(const proto::Header& h, const Peer& from, TimePoint now, ReplySink& out);
   bool Reserved(uint16_t job_id) const;
   void DropReservation(uint16_t job_id);
@@ -447,6 +503,10 @@ class ControlPlane {
   size_t num_jobs_ = 0;
   uint64_t next_queue_seq_ = 0;
   ControlCounters counters_{};
+  std::unordered_map<uint16_t, JobKey> keys_;    // job id -> its key (see InstallJobKey)
+  std::unordered_set<uint16_t> refusal_logged_;  // job ids whose keyless JOIN was logged
+  std::unique_ptr<proto::MessageOpener> admin_;  // opens SET_KEY; null: no admin channel
+  uint64_t admin_seq_ = 0;                       // the last accepted SET_KEY's sequence + 1
 };
 
 }  // namespace ina::dp

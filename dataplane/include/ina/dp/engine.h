@@ -4,14 +4,22 @@
 //
 // Packets are the UDP payload: the ina header (proto::kHeaderBytes), count int32 elements,
 // big-endian, then the CRC32C trailer (proto::kCrcBytes, ina/proto/crc32c.h) over everything before
-// it. Processing rules, identical in every implementation, in this order:
+// it; or, for a keyed job (JobConfig::security, docs/security.md), the AES-GCM tag
+// (proto::kTagBytes, ina/proto/sec.h) in place of the trailer. Processing rules, identical in
+// every implementation, in this order:
 //   1. rx_packets++.
-//   2. Shorter than header + trailer: drop_malformed.
+//   2. Shorter than header + trailer (the CRC's 4 bytes): drop_malformed.
 //   3. version != kVersion: drop_bad_version.
-//   4. The trailer is not the CRC32C of the bytes before it: drop_bad_crc. (Nothing but the
-//      version is read before this check, so a damaged packet never touches a job's state.)
+//   4. The job the header names is installed and keyed (mode mac or mac_encrypt): rules K1-K3
+//      below instead of 4-6. Otherwise (a CRC-only job, or no such job): the trailer is not the
+//      CRC32C of the bytes before it: drop_bad_crc. (Nothing but the version and the job id is
+//      read before this check, so a damaged packet never touches a job's state.)
 //   5. type != data, or length != proto::MessageBytes(count): drop_malformed.
-//   6. job not installed: drop_unknown_job.        7. count > job K: drop_malformed.
+//   6. job not installed: drop_unknown_job. sec (the header's mode) != 0: drop_cross_job.
+//  K1. sec != the job's mode: drop_cross_job (a CRC-only packet naming a keyed job, say).
+//  K2. type != data, or length != proto::MessageBytes(count, sec): drop_malformed.
+//  K3. Rules 7-9; rule 10 waits until the tag verified (K4).
+//   7. count > job K: drop_malformed.
 //   8. rank >= world size: drop_bad_rank.          9. slot >= window: drop_bad_slot.
 //  10. retx flag set: retransmissions++ (the packet goes on).
 //  11. The generation window. Slot copy X = gen % 2 holds generation xg, the other copy Y holds
@@ -28,6 +36,14 @@
 //      - otherwise, with d = gen - cur (mod 2^16), cur = the newer of xg, yg: d in 1..0x7FFF is
 //        drop_early (the next use while cur still waits for ranks, or further ahead); else
 //        drop_stale (behind the window, or an empty copy's initial generation).
+//  K4. Keyed jobs, once rule 11 has placed the packet (a duplicate, the current generation, or
+//      the next use; drop_early and drop_stale packets are dropped unverified, as they touch
+//      nothing): the slot's `use` is the copy's (gen == xg) or Y's + 1 (the next use); every
+//      slot's uses start at 0 when the job is added. The tag must verify under the up key with
+//      nonce (rank, slot, use) (proto::MakeNonce); else, if it verifies with use - 65536 (an old
+//      packet sent again after the 16-bit gen wrapped): drop_replayed; else drop_forged. Then
+//      rule 10, then the rest of rule 11 (duplicates and re-sends) and 12. In mac_encrypt the
+//      payload read from here on is the decrypted one.
 //  12. The slot's history (docs/protocol.md, "Slot history"): slot s of a job with window W and
 //      K elements per packet carries, in each call, the exponent round (float: count 0) and then
 //      blocks s, s+W, s+2W, ...; so a packet of generation gen is consistent with the history
@@ -52,7 +68,9 @@
 //  Result packet: version, type=result, flags, exp, next_exp, reserved 0, job, rank = destination
 //      (proto::kRankAll for the all-ranks result), slot, gen, count, offset, aux 0, then count
 //      elements of the sum, big-endian, then the CRC32C trailer of all that (the engine computes
-//      it over every result it emits, re-sends included).
+//      it over every result it emits, re-sends included). A keyed job's result has sec = the
+//      job's mode and the tag under the down key, nonce (destination rank, slot, use) in place of
+//      the trailer; in mac_encrypt the elements are encrypted.
 // Jobs are isolated: a packet can only touch the slots of the job it names, and only through the
 // checks above.
 //
@@ -65,6 +83,7 @@
 #include <string>
 
 #include "ina/base/status.h"
+#include "ina/proto/sec.h"
 #include "ina/proto/wire.h"
 
 namespace ina::dp {
@@ -85,12 +104,21 @@ inline uint64_t Get(const CounterSnapshot& c, proto::Counter which) {
   return c[static_cast<size_t>(which)];
 }
 
+// A job's security (docs/security.md): its mode and, when keyed, the traffic keys of its grant
+// (proto::DeriveTrafficKey; the control plane derives them, the engine only uses them).
+struct JobSecurity {
+  proto::SecMode mode = proto::SecMode::kCrc;
+  proto::TrafficKey up{};    // opens data (worker -> fabric)
+  proto::TrafficKey down{};  // seals results (fabric -> worker)
+};
+
 struct JobConfig {
   uint16_t job_id = 0;
   uint16_t world_size = 0;  // 1 .. proto::kMaxWorkers
   uint16_t k = 256;         // elements per packet, one of proto::kKValues
   uint32_t slot_base = 0;   // first pool slot
   uint16_t window = 0;      // slots, >= 1; [slot_base, slot_base + window) within the pool
+  JobSecurity security{};   // default: CRC only, the protocol without security
 };
 
 // What every engine's AddJob checks first, the same way: K one of proto::kKValues, world size in
@@ -106,6 +134,10 @@ inline Status CheckJobConfig(const JobConfig& job, uint32_t pool_slots) {
                            std::to_string(proto::kMaxWorkers));
   }
   if (job.window < 1) return InvalidArgument("AddJob: window 0");
+  if (!proto::IsValidSecMode(static_cast<uint8_t>(job.security.mode))) {
+    return InvalidArgument("AddJob: security mode " +
+                           std::to_string(static_cast<int>(job.security.mode)) + " is not 0 .. 2");
+  }
   const uint64_t end = uint64_t{job.slot_base} + job.window;
   if (end > pool_slots) {
     return InvalidArgument("AddJob: slots [" + std::to_string(job.slot_base) + ", " +

@@ -4,7 +4,8 @@
 // check (CheckDataSource) to the engine, everything else to the engine, which counts it.
 //
 // Input: records, each an op byte and its operands, from one of 6 peers (IPv4 and IPv6):
-//   op%4 0: a control message: type (join, leave, alloc_job; 1 in 8 any), job (0..3 or an
+//   op%4 0: a control message: type (join, leave, alloc_job; 1 in 8 any, set_key among them:
+//           the plane has an admin secret, docs/security.md), job (0..3 or an
 //           alloc-range id), the grant epoch a JOIN re-joins after (0..3), rank, world, K,
 //           window (0..15 of a pool of 16: jobs share it and wait), lane, lanes, aux, sometimes
 //           a body; sealed unless a flag says raw (so most get past the CRC check).
@@ -17,7 +18,7 @@
 // plane has active and goes to at least one peer; the control plane's job table is consistent
 // (Jobs() has num_jobs() entries, each active job's slots lie in the pool, no two overlap, the
 // largest free extent fits in what is left), and between inputs every job's teardown gives the
-// whole pool back.
+// whole pool back. Job 1 has a key (mode mac) in every input: its data take the keyed rules.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -147,6 +148,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     cc.job_timeout = std::chrono::seconds(1);
     cc.min_window = 2;
     cc.lease_calls = 2;
+    cc.admin_secret.assign(32, 0xA5);
     auto created = ControlPlane::Create(*engine, cc);
     FUZZ_CHECK(created.ok(), "Create: %s", created.status().ToString().c_str());
     return std::move(*created);
@@ -162,6 +164,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(cp->LargestFreeExtent() == cp->pool_slots(), "free extent %u of %u after teardown",
              cp->LargestFreeExtent(), cp->pool_slots());
   now += std::chrono::seconds(3);  // nothing of the last input is within a timeout any more
+  static const std::vector<uint8_t> kJob1Secret(32, 0x3C);
+  FUZZ_CHECK(cp->InstallJobKey(1, proto::SecMode::kMac, kJob1Secret).ok(), "InstallJobKey");
   FuzzReader in(data, size);
   std::vector<uint8_t> pkt;
 
@@ -177,7 +181,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         static constexpr proto::MsgType kTypes[] = {proto::MsgType::kJoin, proto::MsgType::kJoin,
                                                     proto::MsgType::kLeave,
                                                     proto::MsgType::kAllocJob};
-        h.type = (t & 0x80) ? t % 10 : static_cast<uint8_t>(kTypes[t % 4]);
+        h.type = (t & 0x80) ? t % 12 : static_cast<uint8_t>(kTypes[t % 4]);
         const uint8_t j = in.Byte();
         h.job = (j & 0x80) ? static_cast<uint16_t>(proto::kAllocJobMin + (j & 3)) : j % 4;
         h.exp = (j >> 2) % 4;  // JOIN: the epoch a re-join finished

@@ -74,6 +74,11 @@ struct Config {
   // Every datagram received, written to this pcap file as Ethernet/IPv4/UDP frames (a capture
   // ina-rtlsim --replay reads); empty: none. Needs --cores 1 and IPv4 peers (others are skipped).
   std::string record;
+  // Authenticated jobs (docs/security.md): the admin channel's secret, read at start from this
+  // file (hex, 32 .. 128 digits; the file must be readable by its owner only, mode 0600 or
+  // stricter); empty: no admin channel. require_job_keys: refuse every JOIN whose job has no key.
+  std::string admin_key_file;
+  bool require_job_keys = false;
   // Two-level aggregation (docs/hierarchy.md): this switch is leaf `leaf_index` of `leaves` under
   // the spine at `upstream` ("IPv4:PORT" or "[IPv6]:PORT"); empty: a flat switch (or a spine).
   // Needs --cores 1 and --io udp.

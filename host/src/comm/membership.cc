@@ -1,0 +1,325 @@
+// Membership: see membership.h.
+#include "membership.h"
+
+#include <algorithm>
+
+#include "ina/proto/crc32c.h"
+
+namespace ina::host::internal {
+
+namespace {
+
+// The words for a JoinParam in messages ("K", "world size", ...).
+std::string ParamWords(proto::JoinParam param) {
+  switch (param) {
+    case proto::JoinParam::kK:
+      return "K";
+    case proto::JoinParam::kWorldSize:
+      return "world size";
+    case proto::JoinParam::kWindow:
+      return "window";
+    case proto::JoinParam::kRank:
+      return "rank";
+    case proto::JoinParam::kLanes:
+      return "lane count (progress_threads)";
+    case proto::JoinParam::kLane:
+      return "lane";
+    case proto::JoinParam::kRankTaken:
+    case proto::JoinParam::kNone:
+      break;
+  }
+  return "parameter " + std::string(proto::JoinParamName(static_cast<uint16_t>(param)));
+}
+
+// What this rank's JOIN said for `param`.
+uint32_t OwnValue(const JoinConfig& cfg, proto::JoinParam param) {
+  switch (param) {
+    case proto::JoinParam::kK:
+      return cfg.k;
+    case proto::JoinParam::kWorldSize:
+      return cfg.world_size;
+    case proto::JoinParam::kWindow:
+      return cfg.window;
+    case proto::JoinParam::kRank:
+      return cfg.rank;
+    case proto::JoinParam::kLanes:
+      return cfg.lanes;
+    case proto::JoinParam::kLane:
+      return cfg.lane;
+    case proto::JoinParam::kRankTaken:
+    case proto::JoinParam::kNone:
+      break;
+  }
+  return 0;
+}
+
+}  // namespace
+
+JoinConfig JoinConfig::From(const CommConfig& c, uint16_t lane) {
+  JoinConfig j;
+  j.job_id = c.job_id;
+  j.rank = c.rank;
+  j.world_size = c.world_size;
+  j.k = c.k;
+  j.window = c.window;
+  j.lane = lane;
+  j.lanes = static_cast<uint16_t>(c.progress_threads);
+  j.core_lanes = c.switch_cores > 1;
+  j.join_timeout = std::chrono::milliseconds(c.join_timeout_ms);
+  j.slot_wait_timeout = std::chrono::milliseconds(c.slot_wait_timeout_ms);
+  j.where = c.switch_host + ":" +
+            std::to_string(j.core_lanes ? c.switch_port + lane : c.switch_port) +
+            (j.core_lanes ? " (switch core " + std::to_string(lane) + ")" : std::string());
+  return j;
+}
+
+Membership::Membership(const JoinConfig& config) : cfg_(config) {}
+
+std::string Membership::Who() const {
+  return std::string(finished_epoch_ == 0 ? "join" : "re-join") + " job " +
+         std::to_string(cfg_.job_id) + " as rank " + std::to_string(cfg_.rank) + " of " +
+         std::to_string(cfg_.world_size) +
+         (cfg_.lanes > 1
+              ? " lane " + std::to_string(cfg_.lane) + " of " + std::to_string(cfg_.lanes)
+              : std::string()) +
+         " at " + cfg_.where;
+}
+
+void Membership::SetRequest(const proto::Header& h, std::span<const uint8_t> payload) {
+  const size_t n = std::min(payload.size(), kMaxRequestPayload);
+  proto::EncodeHeader(h, request_.data());
+  std::copy_n(payload.data(), n, request_.data() + proto::kHeaderBytes);
+  request_len_ = proto::SealMessage(request_.data(), proto::kHeaderBytes + n);
+  if (!request_queued_) ++tx_count_;
+  request_queued_ = true;
+}
+
+void Membership::Join(uint8_t finished_epoch, TimePoint now) {
+  finished_epoch_ = finished_epoch;
+  state_ = State::kJoining;
+  status_ = Status::Ok();
+  last_transport_error_ = Status::Ok();
+  started_ = now;
+  next_send_ = now;
+  ahead_ = 0;
+  proto::Header h;
+  h.version = proto::kVersion;
+  h.type = static_cast<uint8_t>(proto::MsgType::kJoin);
+  h.job = cfg_.job_id;
+  h.rank = cfg_.rank;
+  h.count = cfg_.k;
+  h.offset = cfg_.window;
+  h.aux = cfg_.world_size;
+  h.exp = finished_epoch;
+  // One lane: slot and gen stay 0, as for workers before lanes. Lanes on switch cores: each core
+  // holds its share of the job as a job of its own, where this rank has one lane (the core's).
+  if (cfg_.lanes > 1 && !cfg_.core_lanes) {
+    h.slot = cfg_.lane;
+    h.gen = cfg_.lanes;
+  }
+  SetRequest(h);
+}
+
+void Membership::OnPacket(std::span<const uint8_t> packet, TimePoint now) {
+  if (!joining()) return;
+  if (packet.size() < proto::kHeaderBytes) return;
+  if (!proto::MessageCrcOk(packet)) return;  // damaged: the resend gets another answer
+  const proto::Header a = proto::DecodeHeader(packet.data());
+  if (a.version != proto::kVersion || a.job != cfg_.job_id) return;
+  switch (static_cast<proto::MsgType>(a.type)) {
+    case proto::MsgType::kJoinAck:
+      // On a re-join, the old grant's join_ack (a duplicate) is not the answer.
+      if (AwaitsAck() && (finished_epoch_ == 0 || a.gen != finished_epoch_)) OnJoinAck(a);
+      return;
+    case proto::MsgType::kJoinWait:
+      if (state_ == State::kJoining) {
+        state_ = State::kQueued;
+        wait_start_ = now;
+      }
+      ahead_ = a.aux;
+      // The fabric answers every JOIN while the job is queued: resend at the usual pace after
+      // its answer, not at once.
+      next_send_ = now + cfg_.resend;
+      return;
+    case proto::MsgType::kError:
+      state_ = State::kFailed;
+      status_ = JoinError(a, cfg_, Who());
+      if (request_queued_) --tx_count_;
+      request_queued_ = false;
+      return;
+    default:
+      return;
+  }
+}
+
+void Membership::OnJoinAck(const proto::Header& a) {
+  if (request_queued_) --tx_count_;
+  request_queued_ = false;
+  if (a.count != cfg_.k || a.offset < 1 || a.offset > cfg_.window || a.gen == 0 || a.gen > 255) {
+    state_ = State::kFailed;
+    status_ = Internal(Who() + ": join_ack with k " + std::to_string(a.count) + " window " +
+                       std::to_string(a.offset) + " epoch " + std::to_string(a.gen) + " (asked k " +
+                       std::to_string(cfg_.k) + " window " + std::to_string(cfg_.window) + ")");
+    return;
+  }
+  state_ = State::kMember;
+  grant_ = Grant{static_cast<uint16_t>(a.offset), static_cast<uint8_t>(a.gen), a.aux};
+}
+
+void Membership::OnTimers(TimePoint now) {
+  if (!joining()) return;
+  const bool queued = state_ == State::kQueued;
+  const TimePoint deadline =
+      queued ? wait_start_ + cfg_.slot_wait_timeout : started_ + cfg_.join_timeout;
+  if (now >= deadline) {
+    std::string m =
+        queued ? "waited " + std::to_string(cfg_.slot_wait_timeout.count()) +
+                     " ms for slots (slot_wait_timeout_ms, INA_SLOT_WAIT_MS): every rank joined "
+                     "but the switch's slot pool is busy; it queued the job behind " +
+                     std::to_string(ahead_) + " other job(s)"
+               : "no join_ack within " + std::to_string(cfg_.join_timeout.count()) +
+                     " ms (did every rank " + (finished_epoch_ == 0 ? "start?)" : "re-join?)");
+    if (!last_transport_error_.ok()) {
+      m += "; last transport error: " + last_transport_error_.ToString();
+    }
+    Fail(DeadlineExceeded(Who() + ": " + m));
+    return;
+  }
+  if (!request_queued_ && now >= next_send_) {
+    request_queued_ = true;
+    ++tx_count_;
+  }
+}
+
+void Membership::Cancel() {
+  if (joining()) Fail(Aborted(Who() + ": another lane failed"));
+}
+
+void Membership::OnTransportError(const Status& s) {
+  if (!joining() || s.ok()) return;
+  if (s.code() == StatusCode::kUnavailable) {
+    last_transport_error_ = s;
+    return;
+  }
+  Fail(s.WithContext(Who()));
+}
+
+void Membership::Fail(Status s) {
+  const bool queued = state_ == State::kQueued;
+  state_ = State::kFailed;
+  status_ = std::move(s);
+  if (request_queued_) --tx_count_;
+  request_queued_ = false;
+  // Giving up a queued job: tell the fabric, so it neither keeps the job in the queue nor grants
+  // it slots nobody will use.
+  if (queued) QueueLeave(proto::ErrorCode::kJobAborted, 0);
+}
+
+void Membership::Leave(proto::ErrorCode reason, uint64_t calls) {
+  state_ = State::kOut;
+  if (request_queued_) --tx_count_;
+  request_queued_ = false;
+  QueueLeave(reason, calls);
+}
+
+void Membership::QueueLeave(proto::ErrorCode reason, uint64_t calls) {
+  proto::Header h;
+  h.version = proto::kVersion;
+  h.type = static_cast<uint8_t>(proto::MsgType::kLeave);
+  h.job = cfg_.job_id;
+  h.rank = cfg_.rank;
+  h.aux = static_cast<uint16_t>(reason);
+  h.offset = static_cast<uint32_t>(calls);
+  proto::EncodeHeader(h, leave_.data());
+  proto::SealMessage(leave_.data(), proto::kHeaderBytes);
+  tx_count_ += kLeaveCopies - leaves_queued_;
+  leaves_queued_ = kLeaveCopies;
+}
+
+size_t Membership::PeekTx(std::span<TxPacket> out) const {
+  size_t n = 0;
+  if (request_queued_ && n < out.size()) out[n++] = TxPacket{request_.data(), request_len_};
+  for (size_t i = 0; i < leaves_queued_ && n < out.size(); ++i) {
+    out[n++] = TxPacket{leave_.data(), leave_.size()};
+  }
+  return n;
+}
+
+void Membership::OnSent(size_t n, TimePoint now) {
+  if (request_queued_ && n > 0) {
+    request_queued_ = false;
+    --tx_count_;
+    next_send_ = now + cfg_.resend;
+  }
+  // LEAVE: sent once, best effort; copies the transport did not take are dropped.
+  tx_count_ -= leaves_queued_;
+  leaves_queued_ = 0;
+}
+
+TimePoint Membership::NextDeadline() const {
+  if (!joining()) return TimePoint::max();
+  const TimePoint deadline = state_ == State::kQueued ? wait_start_ + cfg_.slot_wait_timeout
+                                                      : started_ + cfg_.join_timeout;
+  return request_queued_ ? deadline : std::min(deadline, next_send_);
+}
+
+Result<Grant> Membership::result() const {
+  if (state_ == State::kMember) return grant_;
+  if (state_ == State::kFailed) return status_;
+  return FailedPrecondition("membership: the join has not ended");
+}
+
+Status JoinError(const proto::Header& e, const JoinConfig& cfg, const std::string& who) {
+  std::string m = who + ": fabric answered error(" + std::string(proto::ErrorCodeName(e.aux)) + ")";
+  const auto param = static_cast<proto::JoinParam>(e.slot);
+  const std::string words = ParamWords(param);
+  const std::string own = std::to_string(OwnValue(cfg, param));
+  switch (static_cast<proto::ErrorCode>(e.aux)) {
+    case proto::ErrorCode::kBadParams:
+      if (param == proto::JoinParam::kNone) {  // a fabric that does not name it
+        return InvalidArgument(m +
+                               ": K, world size or window differ from the other ranks' or are "
+                               "out of range");
+      }
+      if (e.offset == proto::kJoinValueNone) {
+        return InvalidArgument(m + ": this rank's " + words + " " + own +
+                               " is out of the fabric's range");
+      }
+      return InvalidArgument(m + ": this rank's " + words + " " + own + " differs from " +
+                             std::to_string(e.offset) + ", what the ranks that joined first sent" +
+                             (param == proto::JoinParam::kK
+                                  ? " (k 0, the default, takes the largest K the path MTU "
+                                    "carries: set the same k / INA_K on every rank)"
+                                  : ""));
+    case proto::ErrorCode::kNoSlots:
+    case proto::ErrorCode::kTooManyJobs:
+      return ResourceExhausted(m);
+    case proto::ErrorCode::kRankTaken:
+      return AlreadyExists(m + ": another process already joined as rank " +
+                           std::to_string(cfg.rank) + " lane " + std::to_string(cfg.lane));
+    case proto::ErrorCode::kPeerRefused: {
+      const std::string peer = "rank " + std::to_string(e.count);
+      m += ": " + peer + "'s JOIN was refused, so the job cannot start";
+      if (param == proto::JoinParam::kNone) return Aborted(m);
+      m += ": ";
+      if (param == proto::JoinParam::kRankTaken) {
+        return Aborted(m + "another process had already joined as " + peer + " lane " +
+                       std::to_string(e.offset) + " (two processes with the same rank?)");
+      }
+      if (param == proto::JoinParam::kRank || param == proto::JoinParam::kLane) {
+        return Aborted(m + "its " + words + " " + std::to_string(e.offset) + " is out of range");
+      }
+      return Aborted(m + "its " + words + " " + std::to_string(e.offset) + " differs from " + own +
+                     ", this rank's");
+    }
+    case proto::ErrorCode::kJobAborted:
+      return Aborted(m);
+    case proto::ErrorCode::kRankLeft:  // at a lease's re-join: a rank finished before this call
+      return Aborted(m + ": rank " + std::to_string(e.count) + " left after " +
+                     std::to_string(e.offset) + " calls");
+    default:
+      return Internal(m);
+  }
+}
+
+}  // namespace ina::host::internal

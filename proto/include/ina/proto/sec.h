@@ -1,0 +1,122 @@
+// Authenticated messages ([security] in proto/ina.toml, docs/security.md): the AES-128-GCM tag
+// that replaces the CRC32C trailer in sec modes mac and mac_encrypt, the per-grant traffic keys
+// and the nonce. One small library (ina::sec, OpenSSL's libcrypto underneath, wrapped here once)
+// that the fabrics and the workers share, as they share ina::crc32c.
+//
+// A sealed message is header (kHeaderBytes), payload (count * kElemBytes), tag (kTagBytes). The
+// tag authenticates the header, with the retx flag bit cleared (a retransmission changes nothing
+// else, so it carries the same tag under the same nonce), and the payload; in mode mac_encrypt the
+// payload is the GCM ciphertext. The 96-bit nonce is the header's rank and slot and the slot's
+// `use`: its generation counted without wrapping since the grant began (gen is its low 16 bits).
+// Each (key, rank, slot, use) seals one message only: the caller's contract, which the protocol
+// keeps (a data block or a result is fixed once sent; see proto/ina.toml [security]).
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ina/base/status.h"
+#include "ina/proto/wire.h"
+
+namespace ina::proto {
+
+using TrafficKey = std::array<uint8_t, kKeyBytes>;
+using Nonce = std::array<uint8_t, kNonceBytes>;
+
+enum class KeyDirection : uint8_t {
+  kUp,    // worker -> fabric (data)
+  kDown,  // fabric -> worker (results)
+};
+
+// The keyed modes.
+inline constexpr bool IsKeyed(SecMode mode) { return mode != SecMode::kCrc; }
+inline constexpr bool IsValidSecMode(uint8_t sec) { return sec <= 2; }
+
+// The traffic key of one grant of a job: HMAC-SHA256(secret, "ina/v2/" direction "/" job (2
+// bytes, big-endian) grant (8 bytes) session (16 bytes)), its first kKeyBytes. `grant`: the grants
+// counted since the job began, 1 first; `session`: the fabric's random salt for this incarnation
+// of the job (all zero until the JOIN challenge carries it). InvalidArgument if the secret is
+// shorter than kSecretMinBytes or longer than kSecretMaxBytes. Control path (allocates).
+using Session = std::array<uint8_t, 16>;
+Result<TrafficKey> DeriveTrafficKey(std::span<const uint8_t> secret, KeyDirection direction,
+                                    uint16_t job, uint64_t grant, const Session& session);
+
+inline Nonce MakeNonce(uint16_t rank, uint16_t slot, uint64_t use) {
+  Nonce n{};
+  Store16(n.data(), rank);
+  Store16(n.data() + 2, slot);
+  for (int i = 0; i < 8; ++i) n[4 + i] = static_cast<uint8_t>(use >> (56 - 8 * i));
+  return n;
+}
+
+// A secret from a file (a job secret, a fabric's admin secret): hex digits, whitespace around
+// them ignored, kSecretMinBytes .. kSecretMaxBytes bytes. FailedPrecondition if group or others
+// may access the file (it holds a secret: mode 0600 or stricter); InvalidArgument if it is not
+// such hex; the errno's status if it cannot be read. `what` names it in errors
+// ("--admin-key-file"). Never echoes the file's contents.
+Result<std::vector<uint8_t>> LoadSecretFile(const std::string& path, std::string_view what);
+
+// A set_key message (proto/ina.toml; docs/security.md, the admin channel): install `secret` (16 ..
+// 64 bytes, a multiple of 4) for job `job` in `mode`, sealed in mode mac_encrypt under the admin
+// key derived from `admin_secret`, sequence `seq` (< 2^48, growing from one set_key to the next).
+// InvalidArgument for a bad secret, sequence or admin secret.
+Result<std::vector<uint8_t>> SealSetKey(std::span<const uint8_t> admin_secret, uint16_t job,
+                                        SecMode mode, std::span<const uint8_t> secret,
+                                        uint64_t seq);
+
+// One traffic key, ready to seal or to open messages (the AES key schedule is computed once, in
+// Create). Sealing and opening are separate objects (GCM encrypts one way, decrypts the other):
+// a fabric opens data with the up key and seals results with the down key; a worker the reverse.
+// Not thread-safe: one per thread (the fast engine keeps its own per job). No allocation per
+// message.
+class MessageSealer {
+ public:
+  // Internal error if libcrypto cannot set up AES-128-GCM.
+  static Result<std::unique_ptr<MessageSealer>> Create(const TrafficKey& key);
+  ~MessageSealer();
+  MessageSealer(const MessageSealer&) = delete;
+  MessageSealer& operator=(const MessageSealer&) = delete;
+
+  // msg: header and payload (len = kHeaderBytes + 4 * count bytes), then room for kTagBytes. In
+  // mode mac_encrypt the payload is encrypted in place. Writes the tag at msg + len. The header's
+  // sec field is the caller's (it must be `mode`). REQUIRES: mode keyed, len >= kHeaderBytes.
+  // Returns false only if libcrypto fails (never seen; the caller counts it and drops).
+  bool Seal(SecMode mode, uint8_t* msg, size_t len, const Nonce& nonce);
+
+ private:
+  explicit MessageSealer(void* ctx) : ctx_(ctx) {}
+  void* ctx_;  // EVP_CIPHER_CTX
+};
+
+class MessageOpener {
+ public:
+  static Result<std::unique_ptr<MessageOpener>> Create(const TrafficKey& key);
+  ~MessageOpener();
+  MessageOpener(const MessageOpener&) = delete;
+  MessageOpener& operator=(const MessageOpener&) = delete;
+
+  // msg: a whole sealed message (header, payload, tag). True if the tag verifies; then in mode
+  // mac_encrypt the plaintext payload has been written to `plain` (msg.size() - kHeaderBytes -
+  // kTagBytes bytes; REQUIRES room for them), in mode mac `plain` is untouched (the payload is
+  // msg's own). False: forged, damaged, or another key or nonce (`plain` holds garbage).
+  // REQUIRES: mode keyed, msg.size() >= kHeaderBytes + kTagBytes.
+  bool Open(SecMode mode, std::span<const uint8_t> msg, const Nonce& nonce, uint8_t* plain);
+
+ private:
+  explicit MessageOpener(void* ctx) : ctx_(ctx) {}
+  void* ctx_;  // EVP_CIPHER_CTX
+};
+
+// One-shot forms, with a fresh context (and key schedule) per call: the reference engine's, so the
+// oracle shares no state with the fast engine's long-lived contexts. Same contracts as above.
+bool SealOnce(const TrafficKey& key, SecMode mode, uint8_t* msg, size_t len, const Nonce& nonce);
+bool OpenOnce(const TrafficKey& key, SecMode mode, std::span<const uint8_t> msg, const Nonce& nonce,
+              uint8_t* plain);
+
+}  // namespace ina::proto

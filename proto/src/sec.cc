@@ -1,0 +1,229 @@
+// AES-128-GCM message tags through OpenSSL's libcrypto (sec.h). Every libcrypto call of ina lives
+// here, so its error conventions (1 for success, <= 0 otherwise) never leak.
+#include "ina/proto/sec.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace ina::proto {
+namespace {
+
+EVP_CIPHER_CTX* Ctx(void* p) { return static_cast<EVP_CIPHER_CTX*>(p); }
+
+// The header as the tag covers it: the retx flag cleared.
+void AadHeader(const uint8_t* msg, uint8_t* out) {
+  std::memcpy(out, msg, kHeaderBytes);
+  out[kFlagsOffset] &= static_cast<uint8_t>(~flags::kRetx);
+}
+
+// A context for AES-128-GCM with `key`, for encrypting (sealing) or decrypting (opening).
+EVP_CIPHER_CTX* NewGcm(const TrafficKey& key, bool encrypt) {
+  EVP_CIPHER_CTX* ctx = EVP_CIPHER_CTX_new();
+  if (ctx == nullptr) return nullptr;
+  const int ok = encrypt ? EVP_EncryptInit_ex(ctx, EVP_aes_128_gcm(), nullptr, key.data(), nullptr)
+                         : EVP_DecryptInit_ex(ctx, EVP_aes_128_gcm(), nullptr, key.data(), nullptr);
+  if (ok != 1 || EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_IVLEN, static_cast<int>(kNonceBytes),
+                                     nullptr) != 1) {
+    EVP_CIPHER_CTX_free(ctx);
+    return nullptr;
+  }
+  return ctx;
+}
+
+bool SealWith(EVP_CIPHER_CTX* ctx, SecMode mode, uint8_t* msg, size_t len, const Nonce& nonce) {
+  uint8_t aad[kHeaderBytes];
+  AadHeader(msg, aad);
+  int n = 0;
+  if (EVP_EncryptInit_ex(ctx, nullptr, nullptr, nullptr, nonce.data()) != 1) return false;
+  if (EVP_EncryptUpdate(ctx, nullptr, &n, aad, static_cast<int>(kHeaderBytes)) != 1) return false;
+  uint8_t* payload = msg + kHeaderBytes;
+  const int payload_len = static_cast<int>(len - kHeaderBytes);
+  if (payload_len > 0) {
+    // mac: the payload is associated data too; mac_encrypt: it is encrypted in place.
+    if (mode == SecMode::kMac) {
+      if (EVP_EncryptUpdate(ctx, nullptr, &n, payload, payload_len) != 1) return false;
+    } else if (EVP_EncryptUpdate(ctx, payload, &n, payload, payload_len) != 1) {
+      return false;
+    }
+  }
+  if (EVP_EncryptFinal_ex(ctx, payload + payload_len, &n) != 1) return false;
+  return EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_GET_TAG, static_cast<int>(kTagBytes), msg + len) ==
+         1;
+}
+
+bool OpenWith(EVP_CIPHER_CTX* ctx, SecMode mode, std::span<const uint8_t> msg, const Nonce& nonce,
+              uint8_t* plain) {
+  const size_t len = msg.size() - kTagBytes;
+  uint8_t aad[kHeaderBytes];
+  AadHeader(msg.data(), aad);
+  uint8_t tag[kTagBytes];
+  std::memcpy(tag, msg.data() + len, kTagBytes);
+  int n = 0;
+  if (EVP_DecryptInit_ex(ctx, nullptr, nullptr, nullptr, nonce.data()) != 1) return false;
+  if (EVP_DecryptUpdate(ctx, nullptr, &n, aad, static_cast<int>(kHeaderBytes)) != 1) return false;
+  const uint8_t* payload = msg.data() + kHeaderBytes;
+  const int payload_len = static_cast<int>(len - kHeaderBytes);
+  if (payload_len > 0) {
+    if (mode == SecMode::kMac) {
+      if (EVP_DecryptUpdate(ctx, nullptr, &n, payload, payload_len) != 1) return false;
+    } else if (EVP_DecryptUpdate(ctx, plain, &n, payload, payload_len) != 1) {
+      return false;
+    }
+  }
+  if (EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, static_cast<int>(kTagBytes), tag) != 1) {
+    return false;
+  }
+  // The tag comparison inside is constant-time.
+  uint8_t none[16];
+  return EVP_DecryptFinal_ex(ctx, mode == SecMode::kMac ? none : plain + payload_len, &n) == 1;
+}
+
+}  // namespace
+
+Result<TrafficKey> DeriveTrafficKey(std::span<const uint8_t> secret, KeyDirection direction,
+                                    uint16_t job, uint64_t grant, const Session& session) {
+  if (secret.size() < kSecretMinBytes || secret.size() > kSecretMaxBytes) {
+    return InvalidArgument("job secret of " + std::to_string(secret.size()) + " bytes; it has " +
+                           std::to_string(kSecretMinBytes) + " .. " +
+                           std::to_string(kSecretMaxBytes));
+  }
+  std::string info = "ina/v2/";
+  info += direction == KeyDirection::kUp ? kKdfUp : kKdfDown;
+  info += '/';
+  uint8_t num[10];
+  Store16(num, job);
+  for (int i = 0; i < 8; ++i) num[2 + i] = static_cast<uint8_t>(grant >> (56 - 8 * i));
+  info.append(reinterpret_cast<const char*>(num), sizeof(num));
+  info.append(reinterpret_cast<const char*>(session.data()), session.size());
+  uint8_t mac[EVP_MAX_MD_SIZE];
+  unsigned int mac_len = 0;
+  if (HMAC(EVP_sha256(), secret.data(), static_cast<int>(secret.size()),
+           reinterpret_cast<const uint8_t*>(info.data()), info.size(), mac, &mac_len) == nullptr ||
+      mac_len < kKeyBytes) {
+    return Internal("HMAC-SHA256 failed in libcrypto");
+  }
+  TrafficKey key;
+  std::memcpy(key.data(), mac, kKeyBytes);
+  OPENSSL_cleanse(mac, sizeof(mac));
+  return key;
+}
+
+Result<std::vector<uint8_t>> LoadSecretFile(const std::string& path, std::string_view what) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return ErrnoStatus(std::string(what) + " " + path, errno);
+  if ((st.st_mode & (S_IRWXG | S_IRWXO)) != 0) {
+    return FailedPrecondition(std::string(what) + " " + path +
+                              ": group or others may access it; it holds a secret (chmod 600)");
+  }
+  std::ifstream in(path);
+  if (!in) return ErrnoStatus(std::string(what) + " " + path, errno);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text = ss.str();
+  const auto first = text.find_first_not_of(" \t\r\n");
+  const auto last = text.find_last_not_of(" \t\r\n");
+  text = first == std::string::npos ? "" : text.substr(first, last - first + 1);
+  std::vector<uint8_t> secret;
+  bool hex = text.size() % 2 == 0;
+  for (size_t i = 0; hex && i < text.size(); i += 2) {
+    auto nibble = [](char ch) {
+      return ch >= '0' && ch <= '9'   ? ch - '0'
+             : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+             : ch >= 'A' && ch <= 'F' ? ch - 'A' + 10
+                                      : -1;
+    };
+    const int hi = nibble(text[i]), lo = nibble(text[i + 1]);
+    hex = hi >= 0 && lo >= 0;
+    if (hex) secret.push_back(static_cast<uint8_t>(hi * 16 + lo));
+  }
+  std::fill(text.begin(), text.end(), '\0');
+  if (!hex || secret.size() < kSecretMinBytes || secret.size() > kSecretMaxBytes) {
+    std::fill(secret.begin(), secret.end(), uint8_t{0});
+    return InvalidArgument(std::string(what) + " " + path + ": not " +
+                           std::to_string(2 * kSecretMinBytes) + " .. " +
+                           std::to_string(2 * kSecretMaxBytes) + " hex digits");
+  }
+  return secret;
+}
+
+Result<std::vector<uint8_t>> SealSetKey(std::span<const uint8_t> admin_secret, uint16_t job,
+                                        SecMode mode, std::span<const uint8_t> secret,
+                                        uint64_t seq) {
+  if (secret.size() % kElemBytes != 0 || secret.size() < kSecretMinBytes ||
+      secret.size() > kSecretMaxBytes) {
+    return InvalidArgument("set_key: a secret of " + std::to_string(secret.size()) +
+                           " bytes; it has 16 .. 64, a multiple of 4");
+  }
+  if (seq >> 48) return InvalidArgument("set_key: sequence above 2^48");
+  INA_ASSIGN_OR_RETURN(const TrafficKey key,
+                       DeriveTrafficKey(admin_secret, KeyDirection::kUp, 0, 0, Session{}));
+  std::vector<uint8_t> b(
+      MessageBytes(secret.size() / kElemBytes, static_cast<uint8_t>(SecMode::kMacEncrypt)));
+  Header h;
+  h.version = kVersion;
+  h.type = static_cast<uint8_t>(MsgType::kSetKey);
+  h.sec = static_cast<uint8_t>(SecMode::kMacEncrypt);
+  h.job = job;
+  h.count = static_cast<uint16_t>(secret.size() / kElemBytes);
+  h.gen = static_cast<uint16_t>(seq >> 32);
+  h.offset = static_cast<uint32_t>(seq);
+  h.aux = static_cast<uint16_t>(mode);
+  EncodeHeader(h, b.data());
+  std::memcpy(b.data() + kHeaderBytes, secret.data(), secret.size());
+  if (!SealOnce(key, SecMode::kMacEncrypt, b.data(), b.size() - kTagBytes, MakeNonce(0, 0, seq))) {
+    return Internal("libcrypto: sealing set_key failed");
+  }
+  return b;
+}
+
+Result<std::unique_ptr<MessageSealer>> MessageSealer::Create(const TrafficKey& key) {
+  EVP_CIPHER_CTX* ctx = NewGcm(key, /*encrypt=*/true);
+  if (ctx == nullptr) return Internal("libcrypto: cannot set up AES-128-GCM");
+  return std::unique_ptr<MessageSealer>(new MessageSealer(ctx));
+}
+
+MessageSealer::~MessageSealer() { EVP_CIPHER_CTX_free(Ctx(ctx_)); }
+
+bool MessageSealer::Seal(SecMode mode, uint8_t* msg, size_t len, const Nonce& nonce) {
+  return SealWith(Ctx(ctx_), mode, msg, len, nonce);
+}
+
+Result<std::unique_ptr<MessageOpener>> MessageOpener::Create(const TrafficKey& key) {
+  EVP_CIPHER_CTX* ctx = NewGcm(key, /*encrypt=*/false);
+  if (ctx == nullptr) return Internal("libcrypto: cannot set up AES-128-GCM");
+  return std::unique_ptr<MessageOpener>(new MessageOpener(ctx));
+}
+
+MessageOpener::~MessageOpener() { EVP_CIPHER_CTX_free(Ctx(ctx_)); }
+
+bool MessageOpener::Open(SecMode mode, std::span<const uint8_t> msg, const Nonce& nonce,
+                         uint8_t* plain) {
+  return OpenWith(Ctx(ctx_), mode, msg, nonce, plain);
+}
+
+bool SealOnce(const TrafficKey& key, SecMode mode, uint8_t* msg, size_t len, const Nonce& nonce) {
+  EVP_CIPHER_CTX* ctx = NewGcm(key, true);
+  if (ctx == nullptr) return false;
+  const bool ok = SealWith(ctx, mode, msg, len, nonce);
+  EVP_CIPHER_CTX_free(ctx);
+  return ok;
+}
+
+bool OpenOnce(const TrafficKey& key, SecMode mode, std::span<const uint8_t> msg, const Nonce& nonce,
+              uint8_t* plain) {
+  EVP_CIPHER_CTX* ctx = NewGcm(key, false);
+  if (ctx == nullptr) return false;
+  const bool ok = OpenWith(ctx, mode, msg, nonce, plain);
+  EVP_CIPHER_CTX_free(ctx);
+  return ok;
+}
+
+}  // namespace ina::proto

@@ -1,0 +1,188 @@
+// Authenticated jobs end to end (docs/security.md) on the real ina-switchd: an admin key file,
+// --require-job-keys, a SET_KEY from an operator socket, then a keyed job of two fake workers whose
+// data carry AES-GCM tags; keyless and guessed JOINs, CRC-only packets naming the keyed job,
+// forged tags and a replayed SET_KEY are refused and counted.
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <string>
+
+#include "harness.h"
+#include "ina/proto/sec.h"
+
+namespace ina::test {
+namespace {
+
+std::vector<uint8_t> Secret(uint8_t seed) {
+  std::vector<uint8_t> s(32);
+  for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<uint8_t>(seed * 37 + i);
+  return s;
+}
+
+std::string Hex(const std::vector<uint8_t>& b) {
+  std::string s;
+  char buf[3];
+  for (uint8_t x : b) {
+    std::snprintf(buf, sizeof buf, "%02x", x);
+    s += buf;
+  }
+  return s;
+}
+
+// A temporary directory with the admin key file (mode `mode`), removed at the end.
+class KeyDir {
+ public:
+  KeyDir(const std::vector<uint8_t>& admin, mode_t mode) {
+    char dir[] = "/tmp/ina_keys_e2e_XXXXXX";
+    if (mkdtemp(dir) == nullptr) {
+      ADD_FAILURE() << "mkdtemp";
+      return;
+    }
+    dir_ = dir;
+    path_ = dir_ + "/admin.key";
+    std::ofstream(path_) << Hex(admin) << "\n";
+    EXPECT_EQ(chmod(path_.c_str(), mode), 0);
+  }
+  ~KeyDir() {
+    std::remove(path_.c_str());
+    if (!dir_.empty()) rmdir(dir_.c_str());
+  }
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string dir_, path_;
+};
+
+Bytes SetKey(const std::vector<uint8_t>& admin, uint16_t job, const std::vector<uint8_t>& secret,
+             uint64_t seq) {
+  return p::SealSetKey(admin, job, p::SecMode::kMac, secret, seq).value();
+}
+
+// Data as a keyed worker sends it in the job's first grant (use = gen).
+Bytes KeyedData(const std::vector<uint8_t>& secret, uint16_t job, uint16_t rank, uint16_t slot,
+                uint16_t gen, const std::vector<int32_t>& elems) {
+  Bytes b = Data(job, rank, slot, gen, elems, p::flags::kInt32);
+  const size_t len = b.size() - p::kCrcBytes;
+  b.resize(len + p::kTagBytes);
+  p::SetSec(b.data(), static_cast<uint8_t>(p::SecMode::kMac));
+  const auto up = p::DeriveTrafficKey(secret, p::KeyDirection::kUp, job, 1, p::Session{}).value();
+  EXPECT_TRUE(p::SealOnce(up, p::SecMode::kMac, b.data(), len, p::MakeNonce(rank, slot, gen)));
+  return b;
+}
+
+TEST(SwitchdKeys, KeyedJobRunsAndEverythingElseIsRefused) {
+  const auto admin = Secret(1);
+  KeyDir dir(admin, 0600);
+  SwitchProcess sw({"--port", "0", "--admin-key-file", dir.path(), "--require-job-keys", "1"});
+  ASSERT_TRUE(sw.ok());
+  EXPECT_EQ(sw.Output().find(Hex(admin)), std::string::npos) << "the admin secret was printed";
+
+  // A JOIN before the job has a key, and one with a guessed id: unauthorized, one log line each.
+  Worker w0(sw.port()), w1(sw.port()), op(sw.port()), rogue(sw.port());
+  w0.Send(Join(5, 0, 2, 64, 2));
+  rogue.Send(Join(6, 0, 1, 64, 2));
+  for (Worker* w : {&w0, &rogue}) {
+    auto e = w->Recv();
+    ASSERT_TRUE(e.has_value());
+    EXPECT_EQ(p::GetType(e->data()), static_cast<uint8_t>(p::MsgType::kError));
+    EXPECT_EQ(p::GetAux(e->data()), static_cast<uint16_t>(p::ErrorCode::kUnauthorized));
+  }
+
+  // The operator installs job 5's key; a replay of the same SET_KEY is dropped.
+  const auto secret = Secret(2);
+  const Bytes set_key = SetKey(admin, 5, secret, 1000);
+  op.Send(set_key);
+  auto ack = op.Recv();
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_EQ(p::GetType(ack->data()), static_cast<uint8_t>(p::MsgType::kSetKeyAck));
+  EXPECT_EQ(p::GetJob(ack->data()), 5);
+  op.Send(set_key);
+  EXPECT_FALSE(op.Recv(milliseconds(100)).has_value());
+  const Bytes forged_set_key = SetKey(Secret(9), 6, secret, 2000);  // another admin key
+  rogue.Send(forged_set_key);
+  EXPECT_FALSE(rogue.Recv(milliseconds(100)).has_value());
+
+  // The job runs keyed: CRC-only data naming it and data under another secret are dropped; the
+  // real data sum, and the result carries the down key's tag.
+  w0.Send(Join(5, 0, 2, 64, 2));
+  w1.Send(Join(5, 1, 2, 64, 2));
+  for (Worker* w : {&w0, &w1}) {
+    auto a = w->Recv();
+    ASSERT_TRUE(a.has_value());
+    ASSERT_EQ(p::GetType(a->data()), static_cast<uint8_t>(p::MsgType::kJoinAck));
+  }
+  w1.Send(Data(5, 1, 0, 0, {100, 100}, p::flags::kInt32));  // a spoofer without the key
+  w1.Send(KeyedData(Secret(3), 5, 1, 0, 0, {100, 100}));    // another secret
+  w0.Send(KeyedData(secret, 5, 0, 0, 0, {1, 2}));
+  w1.Send(KeyedData(secret, 5, 1, 0, 0, {10, 20}));
+  const auto down = p::DeriveTrafficKey(secret, p::KeyDirection::kDown, 5, 1, p::Session{}).value();
+  for (Worker* w : {&w0, &w1}) {
+    auto r = w->Recv();
+    ASSERT_TRUE(r.has_value());
+    ASSERT_EQ(p::GetType(r->data()), static_cast<uint8_t>(p::MsgType::kResult));
+    ASSERT_EQ(r->size(), p::MessageBytes(2, 1));
+    EXPECT_TRUE(p::OpenOnce(down, p::SecMode::kMac, *r, p::MakeNonce(p::kRankAll, 0, 0), nullptr));
+    EXPECT_EQ(p::Load32(r->data() + p::kHeaderBytes), 11u);
+    EXPECT_EQ(p::Load32(r->data() + p::kHeaderBytes + 4), 22u);
+  }
+  auto c = sw.Stop();
+  EXPECT_EQ(c["joins_unauthorized"], 2u);
+  EXPECT_EQ(c["keys_installed"], 1u);
+  EXPECT_EQ(c["admin_replayed"], 1u);
+  EXPECT_EQ(c["admin_forged"], 1u);
+  EXPECT_EQ(c["drop_cross_job"], 1u);
+  EXPECT_EQ(c["drop_forged"], 1u);
+  EXPECT_EQ(c["results"], 1u);
+  const std::string out = sw.Output();
+  EXPECT_NE(out.find("JOIN for job 5 rank 0"), std::string::npos) << out;
+  EXPECT_NE(out.find("JOIN for job 6 rank 0"), std::string::npos) << out;
+  EXPECT_EQ(out.find(Hex(secret)), std::string::npos) << "a job secret was printed";
+}
+
+TEST(SwitchdKeys, AdminKeyFileOthersMayReadIsRefusedAtStart) {
+  KeyDir dir(Secret(1), 0644);
+  const std::string cmd = std::string(INA_SWITCHD_BIN) + " --port 0 --admin-key-file " +
+                          dir.path() + " > " + dir.path() + ".out 2>&1";
+  const int rc = std::system(cmd.c_str());
+  ASSERT_TRUE(WIFEXITED(rc));
+  EXPECT_NE(WEXITSTATUS(rc), 0);
+  std::ifstream in(dir.path() + ".out");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_NE(ss.str().find("chmod 600"), std::string::npos) << ss.str();
+  std::remove((dir.path() + ".out").c_str());
+}
+
+#ifdef INA_JOBKEY_BIN
+// The operator's tool: ina-jobkey installs a key from a secret file (then the job joins); with
+// another admin key it gets no acknowledgement and says so.
+TEST(SwitchdKeys, InaJobkeyInstallsAKey) {
+  const auto admin = Secret(1);
+  KeyDir dir(admin, 0600);
+  KeyDir job_secret(Secret(2), 0600);
+  KeyDir other_admin(Secret(8), 0600);
+  SwitchProcess sw({"--port", "0", "--admin-key-file", dir.path(), "--require-job-keys", "1"});
+  ASSERT_TRUE(sw.ok());
+  auto run = [&](const std::string& admin_file) {
+    const std::string cmd = std::string(INA_JOBKEY_BIN) +
+                            " --switch 127.0.0.1:" + std::to_string(sw.port()) +
+                            " --admin-key-file " + admin_file + " --job 7 --secret-file " +
+                            job_secret.path() + " --timeout-ms 200 > /dev/null 2>&1";
+    const int rc = std::system(cmd.c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  EXPECT_EQ(run(other_admin.path()), 1);
+  EXPECT_EQ(run(dir.path()), 0);
+  Worker w(sw.port());
+  w.Send(Join(7, 0, 1, 64, 2));
+  auto a = w.Recv();
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(p::GetType(a->data()), static_cast<uint8_t>(p::MsgType::kJoinAck));
+  auto c = sw.Stop();
+  EXPECT_EQ(c["keys_installed"], 1u);
+  EXPECT_EQ(c["admin_forged"], 5u);  // the other admin key's five tries
+}
+#endif
+
+}  // namespace
+}  // namespace ina::test

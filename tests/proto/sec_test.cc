@@ -1,0 +1,218 @@
+// The AES-GCM tags of keyed jobs (ina/proto/sec.h) against gen.py's known answers (sec_kat.txt:
+// its own AES and GHASH in Python, independent of libcrypto), and what a tag must refuse.
+#include "ina/proto/sec.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kat_file.h"
+
+namespace ina::proto {
+namespace {
+
+struct SecKat {
+  std::string name;
+  std::vector<uint8_t> bytes;  // the sealed message
+  std::map<std::string, std::string> fields;
+};
+
+std::vector<SecKat> LoadSecKats() {
+  std::ifstream in(INA_SEC_KAT_FILE);
+  EXPECT_TRUE(in.good()) << "cannot open " << INA_SEC_KAT_FILE;
+  std::vector<SecKat> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream ss(line);
+    SecKat k;
+    std::string hex, tok;
+    ss >> k.name >> hex;
+    k.bytes = FromHex(hex);
+    while (ss >> tok) {
+      const auto eq = tok.find('=');
+      k.fields[tok.substr(0, eq)] = tok.substr(eq + 1);
+    }
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+Session SessionOf(const std::string& hex) {
+  Session s{};
+  const auto b = FromHex(hex);
+  EXPECT_EQ(b.size(), s.size());
+  std::copy(b.begin(), b.end(), s.begin());
+  return s;
+}
+
+// The [[kat]] the sealed vector was made from, without its CRC trailer, sec set to `mode`.
+std::vector<uint8_t> PlainMessage(const std::string& kat, uint8_t mode) {
+  for (const auto& k : LoadKats()) {
+    if (k.name != kat) continue;
+    std::vector<uint8_t> m(k.bytes.begin(), k.bytes.end() - kCrcBytes);
+    SetSec(m.data(), mode);
+    return m;
+  }
+  ADD_FAILURE() << "no [[kat]] " << kat;
+  return {};
+}
+
+TEST(SecKat, LibcryptoMatchesGenPy) {
+  const auto kats = LoadSecKats();
+  ASSERT_GE(kats.size(), 2u);
+  bool saw_mac = false, saw_encrypt = false;
+  for (const auto& k : kats) {
+    SCOPED_TRACE(k.name);
+    const auto mode = static_cast<SecMode>(std::stoi(k.fields.at("mode")));
+    saw_mac |= mode == SecMode::kMac;
+    saw_encrypt |= mode == SecMode::kMacEncrypt;
+    const auto secret = FromHex(k.fields.at("secret"));
+    const auto plain = PlainMessage(k.fields.at("kat"), static_cast<uint8_t>(mode));
+    const uint16_t job = GetJob(plain.data());
+    const auto dir = k.fields.at("dir") == kKdfUp ? KeyDirection::kUp : KeyDirection::kDown;
+    auto key = DeriveTrafficKey(secret, dir, job, std::stoull(k.fields.at("grant")),
+                                SessionOf(k.fields.at("session")));
+    ASSERT_TRUE(key.ok()) << key.status().ToString();
+    const auto want_key = FromHex(k.fields.at("key"));
+    EXPECT_EQ(std::vector<uint8_t>(key->begin(), key->end()), want_key);
+    const Nonce nonce =
+        MakeNonce(GetRank(plain.data()), GetSlot(plain.data()), std::stoull(k.fields.at("use")));
+
+    // Sealing, one-shot and with a long-lived context, gives gen.py's bytes.
+    std::vector<uint8_t> sealed(plain);
+    sealed.resize(plain.size() + kTagBytes);
+    ASSERT_TRUE(SealOnce(*key, mode, sealed.data(), plain.size(), nonce));
+    EXPECT_EQ(sealed, k.bytes);
+    auto sealer = MessageSealer::Create(*key);
+    ASSERT_TRUE(sealer.ok());
+    std::vector<uint8_t> again(plain);
+    again.resize(plain.size() + kTagBytes);
+    ASSERT_TRUE((*sealer)->Seal(mode, again.data(), plain.size(), nonce));
+    EXPECT_EQ(again, k.bytes);
+
+    // Opening gives the payload back; a retransmission (retx set) carries the same tag.
+    auto opener = MessageOpener::Create(*key);
+    ASSERT_TRUE(opener.ok());
+    std::vector<uint8_t> out(plain.size() - kHeaderBytes + 16);
+    ASSERT_TRUE((*opener)->Open(mode, k.bytes, nonce, out.data()));
+    ASSERT_TRUE(OpenOnce(*key, mode, k.bytes, nonce, out.data()));
+    if (mode == SecMode::kMacEncrypt) {
+      EXPECT_TRUE(std::equal(plain.begin() + kHeaderBytes, plain.end(), out.begin()));
+      EXPECT_NE(sealed, plain);
+    } else {
+      EXPECT_TRUE(std::equal(plain.begin(), plain.end(), k.bytes.begin()));
+    }
+    std::vector<uint8_t> retx(k.bytes);
+    retx[kFlagsOffset] ^= flags::kRetx;
+    EXPECT_TRUE((*opener)->Open(mode, retx, nonce, out.data()));
+
+    // Every other change is refused: each bit of the message, the nonce, the key, the mode.
+    for (size_t bit = 0; bit < k.bytes.size() * 8; ++bit) {
+      if (bit / 8 == kFlagsOffset && (1u << (bit % 8)) == flags::kRetx) continue;
+      std::vector<uint8_t> bad(k.bytes);
+      bad[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+      EXPECT_FALSE((*opener)->Open(mode, bad, nonce, out.data())) << "bit " << bit;
+    }
+    EXPECT_FALSE((*opener)->Open(mode, k.bytes,
+                                 MakeNonce(GetRank(plain.data()), GetSlot(plain.data()),
+                                           std::stoull(k.fields.at("use")) + 1),
+                                 out.data()));
+    TrafficKey other = *key;
+    other[0] ^= 1;
+    EXPECT_FALSE(OpenOnce(other, mode, k.bytes, nonce, out.data()));
+    const auto flip = mode == SecMode::kMac ? SecMode::kMacEncrypt : SecMode::kMac;
+    EXPECT_FALSE(OpenOnce(*key, flip, k.bytes, nonce, out.data()));
+  }
+  EXPECT_TRUE(saw_mac && saw_encrypt) << "a vector of each keyed mode";
+}
+
+TEST(SecKeys, DirectionsJobsGrantsAndSessionsGiveOtherKeys) {
+  const std::vector<uint8_t> secret(32, 0x5A);
+  const Session zero{};
+  Session one{};
+  one[15] = 1;
+  const TrafficKey base = *DeriveTrafficKey(secret, KeyDirection::kUp, 7, 1, zero);
+  EXPECT_NE(*DeriveTrafficKey(secret, KeyDirection::kDown, 7, 1, zero), base);
+  EXPECT_NE(*DeriveTrafficKey(secret, KeyDirection::kUp, 8, 1, zero), base);
+  EXPECT_NE(*DeriveTrafficKey(secret, KeyDirection::kUp, 7, 2, zero), base);
+  EXPECT_NE(*DeriveTrafficKey(secret, KeyDirection::kUp, 7, 1, one), base);
+  EXPECT_EQ(*DeriveTrafficKey(secret, KeyDirection::kUp, 7, 1, zero), base);
+}
+
+TEST(SecKeys, SecretsOutsideTheirLengthsAreRefused) {
+  const std::vector<uint8_t> short_secret(kSecretMinBytes - 1, 1);
+  const std::vector<uint8_t> long_secret(kSecretMaxBytes + 1, 1);
+  auto a = DeriveTrafficKey(short_secret, KeyDirection::kUp, 1, 1, Session{});
+  ASSERT_FALSE(a.ok());
+  EXPECT_EQ(a.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(a.status().message().find("job secret of 15 bytes"), std::string::npos);
+  EXPECT_FALSE(DeriveTrafficKey(long_secret, KeyDirection::kUp, 1, 1, Session{}).ok());
+}
+
+TEST(SecNonce, RankSlotUseBigEndian) {
+  const Nonce n = MakeNonce(0x0102, 0x0304, 0x05060708090A0B0Cull);
+  const Nonce want = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12};
+  EXPECT_EQ(n, want);
+}
+
+// A secret's file (docs/security.md): owner-only, hex, 16 .. 64 bytes; never echoed.
+TEST(SecretFile, OwnerOnlyHexOfTheRightLength) {
+  char dir[] = "/tmp/ina_secret_file_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/admin.key";
+  auto write = [&](const std::string& text, mode_t mode) {
+    std::ofstream(path) << text;
+    ASSERT_EQ(chmod(path.c_str(), mode), 0);
+  };
+  const std::string hex = "00112233445566778899aabbccddeeff00112233445566778899AABBCCDDEEFF";
+  write(hex + "\n", 0600);
+  auto ok = LoadSecretFile(path, "--admin-key-file");
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  ASSERT_EQ(ok->size(), 32u);
+  EXPECT_EQ((*ok)[1], 0x11);
+  EXPECT_EQ((*ok)[31], 0xFF);
+  write(hex, 0640);
+  auto loose = LoadSecretFile(path, "--admin-key-file");
+  EXPECT_EQ(loose.status().code(), StatusCode::kFailedPrecondition);
+  EXPECT_NE(loose.status().message().find("chmod 600"), std::string::npos);
+  for (const std::string& bad :
+       {std::string("00112233"), hex + "0", std::string(130, 'a'), "zz" + hex.substr(2)}) {
+    write(bad, 0400);
+    auto r = LoadSecretFile(path, "--admin-key-file");
+    EXPECT_EQ(r.status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(r.status().message().find(bad), std::string::npos) << "the file's text is echoed";
+  }
+  EXPECT_FALSE(LoadSecretFile(std::string(dir) + "/missing", "--admin-key-file").ok());
+  std::remove(path.c_str());
+  rmdir(dir);
+}
+
+TEST(SecSetKey, SealedUnderTheAdminKeyWithItsSequence) {
+  const std::vector<uint8_t> admin(32, 7), secret(20, 9);
+  auto m = SealSetKey(admin, 12, SecMode::kMac, secret, 0x123456789ABull);
+  ASSERT_TRUE(m.ok()) << m.status().ToString();
+  const Header h = DecodeHeader(m->data());
+  EXPECT_EQ(h.type, static_cast<uint8_t>(MsgType::kSetKey));
+  EXPECT_EQ(h.job, 12);
+  EXPECT_EQ(h.aux, static_cast<uint16_t>(SecMode::kMac));
+  EXPECT_EQ((uint64_t{h.gen} << 32) | h.offset, 0x123456789ABull);
+  const TrafficKey key = *DeriveTrafficKey(admin, KeyDirection::kUp, 0, 0, Session{});
+  std::vector<uint8_t> plain(secret.size() + 16);
+  ASSERT_TRUE(
+      OpenOnce(key, SecMode::kMacEncrypt, *m, MakeNonce(0, 0, 0x123456789ABull), plain.data()));
+  EXPECT_TRUE(std::equal(secret.begin(), secret.end(), plain.begin()));
+  EXPECT_FALSE(std::equal(secret.begin(), secret.end(), m->begin() + kHeaderBytes));  // encrypted
+  EXPECT_FALSE(SealSetKey(admin, 12, SecMode::kMac, std::vector<uint8_t>(18, 1), 1).ok());
+  EXPECT_FALSE(SealSetKey(admin, 12, SecMode::kMac, secret, uint64_t{1} << 48).ok());
+  EXPECT_FALSE(SealSetKey(std::vector<uint8_t>(8, 1), 12, SecMode::kMac, secret, 1).ok());
+}
+
+}  // namespace
+}  // namespace ina::proto
