@@ -28,10 +28,10 @@ TESTS=${TESTS:-1}
 
 # Torch, the pybind11 headers Debian's torch is built with, the build tools, what the root
 # CMakeLists requires (GTest, benchmark), and python3-sklearn (examples/train_ddp.py, the DDP
-# tests, loads scikit-learn's digits offline). No libgloo-dev: the backend reaches Gloo through
-# torch's Python binding, not its headers.
+# tests, loads scikit-learn's digits offline), libssl-dev (libcrypto: ina::sec) and ccache. No
+# libgloo-dev: the backend reaches Gloo through torch's Python binding, not its headers.
 PKGS=(python3-torch libtorch-dev pybind11-dev build-essential cmake ninja-build pkg-config
-      python3-dev libgtest-dev libgmock-dev libbenchmark-dev python3-sklearn)
+      python3-dev libgtest-dev libgmock-dev libbenchmark-dev python3-sklearn libssl-dev ccache)
 
 log() { printf '== %s: %s\n' "$(date +%T)" "$*"; }
 [ "$(id -u)" -eq 0 ] || { echo "torch2-chroot.sh: needs root (debootstrap, chroot, mount)" >&2; exit 1; }
@@ -71,6 +71,12 @@ mnt sys --bind /sys
 mnt dev --bind /dev
 mnt dev/pts --bind /dev/pts
 mnt dev/shm -t tmpfs -o mode=1777 shm
+# The chroot's compiles go through ccache (found by the root CMakeLists), cached on the host beside
+# the main build's cache (a different compiler, so a cache of its own): a clean checkout's run
+# recompiles only what changed since the cache was filled.
+CCACHE_HOST=${CCACHE_TRIXIE_DIR:-$HOME/.cache/ina-ccache-trixie}
+mkdir -p "$CCACHE_HOST"
+mnt ccache --bind "$CCACHE_HOST"
 # Name resolution for apt, and the host name for Gloo (without it Gloo warns "Unable to resolve
 # hostname to a (local) address" and falls back to the loopback address).
 cp -L /etc/resolv.conf "$ROOT/etc/resolv.conf" 2>/dev/null || true
@@ -78,7 +84,8 @@ grep -qw "$(hostname)" "$ROOT/etc/hosts" 2>/dev/null ||
   printf '127.0.1.1\t%s\n' "$(hostname)" >> "$ROOT/etc/hosts"
 
 in_root() { chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-              LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive "$@"; }
+              LANG=C.UTF-8 DEBIAN_FRONTEND=noninteractive CCACHE_DIR=/ccache \
+              CCACHE_BASEDIR=/src CCACHE_NOHASHDIR=1 "$@"; }
 
 # --- 2. packages ------------------------------------------------------------------------------
 missing=()
