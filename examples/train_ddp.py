@@ -67,7 +67,6 @@ def worker(rank, args):
             opts["progress_timeout_ms"] = args.progress_timeout_ms
         ina_torch.configure(**opts)
     dist.init_process_group(args.backend, rank=rank, world_size=args.world)
-    pg = dist.distributed_c10d._get_default_group()
 
     (xtr, ytr), (xte, yte) = load_data(args.seed)
     torch.manual_seed(args.seed)
@@ -95,8 +94,10 @@ def worker(rank, args):
     elapsed = time.monotonic() - t0
     with torch.no_grad():
         acc = (model(xte).argmax(1) == yte).float().mean().item()
-    status = getattr(pg, "fabric_status", "gloo")
-    calls = getattr(pg, "fabric_calls", 0)
+    status, calls = "gloo", 0
+    if args.backend == "ina":
+        pg = ina_torch.backend()
+        status, calls = pg.fabric_status, pg.fabric_calls
     say(f"rank {rank} backend {args.backend} fabric_calls {calls} status: {status}")
     say(f"rank {rank} params sha256={fingerprint(model)}")
     if rank == 0:

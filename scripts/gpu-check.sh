@@ -96,7 +96,9 @@ check_gpu() {
 build() {
   [[ $BUILD == 1 ]] || return 0
   export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/ina-ccache}
-  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" >/dev/null
+  # INA_TORCH_PYTHON: the Python whose torch the backend is built against and tested with.
+  cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${BUILD_TYPE:-RelWithDebInfo}" \
+    ${INA_TORCH_PYTHON:+-DINA_TORCH_PYTHON="$INA_TORCH_PYTHON"} >/dev/null
   cmake --build "$BUILD_DIR" -j "$(nproc)" --target ina-switchd nccl-net-ina ina-nccl-allreduce
   cmake --build "$BUILD_DIR" -j "$(nproc)" --target ina-gpu-allreduce ||
     echo "gpu-check: ina-gpu-allreduce did not build (check_gpu_allreduce will fail)" >&2

@@ -2,7 +2,11 @@
 # DDP training step time, backend ina vs gloo, on the rate-limited star of scripts/testbed.sh.
 #
 #   scripts/torch_testbed.sh [--workers 4] [--rate 200mbit] [--steps 12] [--hidden 1024]
-#                            [--layers 3] [--build DIR] [--out DIR]
+#                            [--layers 3] [--build DIR] [--out DIR] [--chroot DIR]
+#
+# --chroot DIR: the ranks run on the torch of the chroot that scripts/torch2-chroot.sh made (Debian
+# 13, torch 2.6), with the backend it built there (DIR/build) and the sources it copied (DIR/src);
+# ina-switchd is still this build's (the same protocol).
 #
 # The same star as scripts/testbed.sh (set up by scripts/netns_star.sh): one namespace per worker with a
 # veth pair to a switch namespace that forwards between them, each direction shaped by tc tbf to
@@ -26,6 +30,7 @@ OVERHEAD=24
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build
 OUT=
+CHROOT=
 die() { echo "torch_testbed: $*" >&2; exit 2; }
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -36,13 +41,27 @@ while [[ $# -gt 0 ]]; do
     --layers) LAYERS=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
+    --chroot) CHROOT=$2; shift 2 ;;
     *) die "unknown flag $1" ;;
   esac
 done
 SWITCHD=$BUILD/bin/ina-switchd
 [[ -x $SWITCHD ]] || die "$SWITCHD not built"
-[[ -f $BUILD/python/ina_torch/__init__.py ]] || die "ina_torch not built (target ina_torch_ext)"
 [[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, tc)"
+# Where the ranks' python, backend and example come from: this build, or the chroot's.
+PY=(/usr/bin/python3)
+PYPATH=$BUILD/python
+EXAMPLE=$ROOT/examples/train_ddp.py
+CHROOT_MOUNTS=()
+if [[ -n $CHROOT ]]; then
+  [[ -f $CHROOT/build/python/ina_torch/__init__.py ]] ||
+    die "$CHROOT/build has no ina_torch (run scripts/torch2-chroot.sh $CHROOT first)"
+  PY=(chroot "$CHROOT" /usr/bin/python3)
+  PYPATH=/build/python
+  EXAMPLE=/src/examples/train_ddp.py
+else
+  [[ -f $BUILD/python/ina_torch/__init__.py ]] || die "ina_torch not built (target ina_torch_ext)"
+fi
 OUT=${OUT:-$BUILD/torch-testbed}
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -68,11 +87,26 @@ cleanup() {
     for pid in $(ip netns pids "$ns" 2> /dev/null); do kill -KILL "$pid" 2> /dev/null || true; done
   done
   for ns in "${NAMESPACES[@]}"; do ip netns delete "$ns" 2> /dev/null || true; done
+  for m in "${CHROOT_MOUNTS[@]}"; do umount "$m" 2> /dev/null || umount -l "$m" || true; done
   exit "$rc"
 }
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+
+# What torch needs in the chroot (shared memory, /proc), mounted unless already there; unmounted
+# by cleanup.
+if [[ -n $CHROOT ]]; then
+  for m in proc dev dev/shm; do
+    mountpoint -q "$CHROOT/$m" && continue
+    case $m in
+      proc) mount -t proc proc "$CHROOT/proc" ;;
+      dev) mount --bind /dev "$CHROOT/dev" ;;
+      dev/shm) mount -t tmpfs -o mode=1777 shm "$CHROOT/dev/shm" ;;
+    esac
+    CHROOT_MOUNTS=("$CHROOT/$m" "${CHROOT_MOUNTS[@]}")
+  done
+fi
 
 # shellcheck source=scripts/netns_star.sh
 source "$ROOT/scripts/netns_star.sh"
@@ -84,8 +118,8 @@ echo "torch_testbed: $WORKERS workers, every link $RATE each way (+$OVERHEAD B/f
 run() {  # backend
   local b=$1 i pids=() rc=0 mport=$((29600 + RANDOM % 1000))
   for ((i = 0; i < WORKERS; i++)); do
-    ip netns exec "$PREFIX-w$i" env PYTHONPATH="$BUILD/python" INA_SWITCH="10.77.$i.1:$PORT" \
-      GLOO_SOCKET_IFNAME="w$i" OMP_NUM_THREADS=1 /usr/bin/python3 "$ROOT/examples/train_ddp.py" \
+    ip netns exec "$PREFIX-w$i" env PYTHONPATH="$PYPATH" INA_SWITCH="10.77.$i.1:$PORT" \
+      GLOO_SOCKET_IFNAME="w$i" OMP_NUM_THREADS=1 USE_LIBUV=0 "${PY[@]}" "$EXAMPLE" \
       --backend "$b" --rank "$i" --world "$WORKERS" --master-addr 10.77.0.2 --port "$mport" \
       --steps "$STEPS" --hidden "$HIDDEN" --layers "$LAYERS" --batch 32 \
       > "$OUT/$b.rank$i.out" 2>&1 &
@@ -101,7 +135,8 @@ run gloo
 grep -h "fabric_calls" "$OUT"/ina.rank*.out | cut -c1-120
 median() { sed -n 's/^time .* median step \([0-9.]*\) ms.*/\1/p' "$OUT/$1.rank0.out"; }
 calls=$(sed -n 's/.* fabric_calls \([0-9]*\) .*/\1/p' "$OUT/ina.rank0.out")
-echo "{\"workers\": $WORKERS, \"rate_bps\": $RATE_BPS, \"overhead\": $OVERHEAD, \"steps\": $STEPS," \
+torch_version=$("${PY[@]}" -c 'import torch; print(torch.__version__)' 2> /dev/null | tail -1)
+echo "{\"workers\": $WORKERS, \"torch\": \"$torch_version\", \"rate_bps\": $RATE_BPS, \"overhead\": $OVERHEAD, \"steps\": $STEPS," \
      "\"hidden\": $HIDDEN, \"layers\": $LAYERS, \"batch\": 32, \"cpus\": $(nproc)," \
      "\"ina_median_step_ms\": $(median ina), \"gloo_median_step_ms\": $(median gloo)," \
      "\"ina_fabric_calls\": ${calls:-0}}" > "$OUT/torch.json"

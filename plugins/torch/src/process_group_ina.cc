@@ -8,7 +8,6 @@
 #include <cstdlib>
 #include <sstream>
 #include <string_view>
-#include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 
 #include "ina/base/status.h"
 #include "ina/host/comm_metrics.h"
@@ -98,6 +97,23 @@ void DivideByWorld(at::Tensor& t, int world) {
   }
 }
 
+// The world parts of a reduce_scatter_tensor / all_gather_into_tensor buffer that holds world x
+// `part`'s elements, as views shaped like `part`.
+std::vector<at::Tensor> Parts(const at::Tensor& buffer, const at::Tensor& part, int world,
+                              const char* what) {
+  TORCH_CHECK(buffer.numel() == part.numel() * world && buffer.is_contiguous() &&
+                  buffer.scalar_type() == part.scalar_type() && buffer.device() == part.device(),
+              "ina: ", what,
+              ": the buffer must be contiguous, of the same type and device, with "
+              "world size (",
+              world, ") x ", part.numel(), " elements; got ", buffer.numel());
+  std::vector<at::Tensor> parts;
+  for (int r = 0; r < world; ++r) {
+    parts.push_back(buffer.view({-1}).narrow(0, r * part.numel(), part.numel()).view(part.sizes()));
+  }
+  return parts;
+}
+
 const c10::impl::DeviceGuardImplInterface* CudaImpl() {
   return c10::impl::getDeviceGuardImpl(c10::DeviceType::CUDA);
 }
@@ -166,25 +182,20 @@ void InaWork::Complete(std::exception_ptr error) {
 }
 
 ProcessGroupIna::ProcessGroupIna(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                                 std::chrono::milliseconds timeout, BackendOptions options)
-    : c10d::ProcessGroup(rank, size),
+                                 std::chrono::milliseconds timeout, BackendOptions options,
+                                 c10::intrusive_ptr<InaBackendBase> gloo,
+                                 c10::intrusive_ptr<InaBackendBase> recovery)
+    : InaBackendBase(rank, size),
       store_(store),
+      gloo_(std::move(gloo)),
+      recovery_(std::move(recovery)),
       timeout_(timeout),
       device_path_(MakeDevicePath()) {
+  TORCH_CHECK(gloo_ && recovery_, "ina: the Gloo groups are missing (ina_torch makes them)");
+  TORCH_CHECK(gloo_->getRank() == rank && gloo_->getSize() == size &&
+                  recovery_->getRank() == rank && recovery_->getSize() == size,
+              "ina: the Gloo groups' rank and size differ from this group's");
   fallback_ = options.fallback >= 0 ? options.fallback != 0 : EnvFallback() != 0;
-  auto make_gloo = [&](const std::string& prefix) {
-    auto o = c10d::ProcessGroupGloo::Options::create(timeout);
-    if (const char* ifname = std::getenv("GLOO_SOCKET_IFNAME"); ifname && *ifname) {
-      o->devices.push_back(c10d::ProcessGroupGloo::createDeviceForInterface(ifname));
-    } else {
-      o->devices.push_back(c10d::ProcessGroupGloo::createDefaultDevice());
-    }
-    o->threads = 2;
-    return c10::make_intrusive<c10d::ProcessGroupGloo>(
-        c10::make_intrusive<c10d::PrefixStore>(prefix, store), rank, size, o);
-  };
-  gloo_ = make_gloo("ina/gloo");
-  recovery_ = make_gloo("ina/gloo_recovery");
   InitFabric(options);
   thread_ = std::thread([this] { Loop(); });
   init();
@@ -228,9 +239,11 @@ void ProcessGroupIna::InitFabric(const BackendOptions& options) {
               StoreBytes(local_error.empty() ? std::string("ok") : local_error));
   if (rank_ == 0) {
     std::string value;
-    for (int r = 0; r < size_ && value.empty(); ++r) {
+    // Every rank's entry, also after an error: a rank publishes it only once its Gloo groups are
+    // connected, and rank 0 must not leave (and close its side) while another still connects.
+    for (int r = 0; r < size_; ++r) {
       const std::string s = StoreString(store_->get("ina/config/" + std::to_string(r)));
-      if (s != "ok") value = "error rank " + std::to_string(r) + ": " + s;
+      if (s != "ok" && value.empty()) value = "error rank " + std::to_string(r) + ": " + s;
     }
     if (value.empty()) {
       if (auto job = ina::host::AllocateJobId(c); !job.ok()) {
@@ -303,6 +316,7 @@ ProcessGroupIna::~ProcessGroupIna() {
   }
   queue_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
+  done_.clear();  // on this thread (see done_)
   std::lock_guard<std::mutex> lock(state_mu_);
   comm_.reset();
 }
@@ -336,9 +350,11 @@ std::vector<std::pair<std::string, uint64_t>> ProcessGroupIna::metrics() const {
 }
 
 void ProcessGroupIna::Enqueue(Task task) {
+  std::vector<Task> done;  // destroyed here, on the caller's thread, outside the lock
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     queue_.push_back(std::move(task));
+    done.swap(done_);
   }
   queue_cv_.notify_one();
 }
@@ -354,6 +370,8 @@ void ProcessGroupIna::Loop() {
       queue_.pop_front();
     }
     task();
+    std::lock_guard<std::mutex> lock(queue_mu_);
+    done_.push_back(std::move(task));  // see done_
   }
 }
 
@@ -388,11 +406,21 @@ void ProcessGroupIna::WaitGloo(const c10::intrusive_ptr<c10d::Work>& work) {
 c10::intrusive_ptr<c10d::Work> ProcessGroupIna::ViaGloo(
     c10d::OpType type, const std::string& kind, const std::string& why,
     std::vector<at::Tensor> outputs, std::function<c10::intrusive_ptr<c10d::Work>()> issue) {
+  return ViaGlooAll(type, kind, why, std::move(outputs),
+                    [issue = std::move(issue)] { return std::vector{issue()}; });
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::ViaGlooAll(
+    c10d::OpType type, const std::string& kind, const std::string& why,
+    std::vector<at::Tensor> outputs,
+    std::function<std::vector<c10::intrusive_ptr<c10d::Work>>()> issue) {
   LogOnce(kind, why);
   auto call = outputs.empty() ? nullptr : CaptureCuda(outputs[0], kind, /*fabric=*/false);
   auto work = c10::make_intrusive<InaWork>(rank_, type, outputs, CudaDevices(outputs));
   Enqueue([this, work, call, outputs, issue = std::move(issue)] {
-    RunTask(call, outputs, *work, [&] { WaitGloo(issue()); });
+    RunTask(call, outputs, *work, [&] {
+      for (const auto& w : issue()) WaitGloo(w);
+    });
   });
   return work;
 }
@@ -716,40 +744,97 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupIna::reduce_scatter(
     const c10d::ReduceScatterOptions& opts) {
   TORCH_CHECK(outputs.size() == 1 && inputs.size() == 1,
               "ina: reduce_scatter takes one output tensor and one input list");
-  TORCH_CHECK(static_cast<int>(inputs[0].size()) == size_,
-              "ina: reduce_scatter: the input list "
-              "must hold one tensor per rank (",
-              size_, "), got ", inputs[0].size());
-  const at::Tensor& out = outputs[0];
-  for (const auto& t : inputs[0]) {
-    TORCH_CHECK(t.scalar_type() == out.scalar_type() && t.numel() == out.numel() &&
-                    t.device() == out.device(),
-                "ina: reduce_scatter: every input must have the output's type and size");
+  return ReduceScatterQueued(c10d::OpType::REDUCE_SCATTER, outputs, inputs, opts);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
+  return ReduceScatterQueued(c10d::OpType::_REDUCE_SCATTER_BASE, {output},
+                             {Parts(input, output, size_, "reduce_scatter_tensor")}, opts);
+}
+
+#if INA_TORCH_BACKEND_API
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  TORCH_CHECK(!outputs.empty() && outputs.size() == inputs.size(),
+              "ina: reduce_scatter_tensor_coalesced: one input per output");
+  std::vector<std::vector<at::Tensor>> parts;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    parts.push_back(Parts(inputs[i], outputs[i], size_, "reduce_scatter_tensor_coalesced"));
+  }
+  return ReduceScatterQueued(c10d::OpType::COALESCED, outputs, parts, opts);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+    const c10d::AllgatherOptions& opts) {
+  TORCH_CHECK(!outputs.empty() && outputs.size() == inputs.size(),
+              "ina: allgather_into_tensor_coalesced: one input per output");
+  std::vector<std::vector<std::vector<at::Tensor>>> views;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    views.push_back({Parts(outputs[i], inputs[i], size_, "allgather_into_tensor_coalesced")});
+  }
+  return ViaGlooAll(c10d::OpType::COALESCED, "allgather_into_tensor_coalesced",
+                    "the fabric only sums", outputs, [this, views, inputs, opts]() mutable {
+                      std::vector<c10::intrusive_ptr<c10d::Work>> works;
+                      for (size_t i = 0; i < views.size(); ++i) {
+                        std::vector<at::Tensor> in{inputs[i]};
+                        works.push_back(gloo_->allgather(views[i], in, opts));
+                      }
+                      return works;
+                    });
+}
+#endif
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupIna::ReduceScatterQueued(
+    c10d::OpType type, std::vector<at::Tensor> outputs, std::vector<std::vector<at::Tensor>> inputs,
+    const c10d::ReduceScatterOptions& opts) {
+  TORCH_CHECK(!outputs.empty() && outputs.size() == inputs.size(),
+              "ina: reduce_scatter: one input list per output");
+  const at::Tensor& first = outputs[0];
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    TORCH_CHECK(static_cast<int>(inputs[i].size()) == size_,
+                "ina: reduce_scatter: the input list must hold one tensor per rank (", size_,
+                "), got ", inputs[i].size());
+    TORCH_CHECK(
+        outputs[i].scalar_type() == first.scalar_type() && outputs[i].device() == first.device(),
+        "ina: reduce_scatter: every output must have the same type and device");
+    for (const auto& t : inputs[i]) {
+      TORCH_CHECK(t.scalar_type() == first.scalar_type() && t.numel() == outputs[i].numel() &&
+                      t.device() == first.device(),
+                  "ina: reduce_scatter: every input must have its output's type and size");
+    }
   }
   // Gloo (1.13) has no reduce_scatter: it is an all-reduce of the concatenated inputs, of which
   // each rank keeps its part; through the fabric where the all-reduce can go there.
-  const std::string why = FabricRefusal(out, opts.reduceOp.op_);
+  const std::string why = FabricRefusal(first, opts.reduceOp.op_);
   LogOnce("reduce_scatter", why.empty() ? std::string("it is a fabric all-reduce of the "
                                                       "concatenated inputs")
                                         : why +
                                               "; done as a Gloo all-reduce of the concatenated "
                                               "inputs");
-  auto call = CaptureCuda(out, "reduce_scatter", /*fabric=*/why.empty());
-  auto work = c10::make_intrusive<InaWork>(rank_, c10d::OpType::REDUCE_SCATTER, outputs,
-                                           CudaDevices(outputs));
+  auto call = CaptureCuda(first, "reduce_scatter", /*fabric=*/why.empty());
+  auto work = c10::make_intrusive<InaWork>(rank_, type, outputs, CudaDevices(outputs));
   std::vector<at::Tensor> touched = outputs;
-  touched.insert(touched.end(), inputs[0].begin(), inputs[0].end());
+  for (const auto& list : inputs) touched.insert(touched.end(), list.begin(), list.end());
   Enqueue([this, work, call, touched, outputs, inputs, opts, fabric = why.empty()]() mutable {
     RunTask(call, touched, *work, [&] {
       std::vector<at::Tensor> parts;
-      for (const auto& t : inputs[0]) parts.push_back(t.reshape({-1}));
+      for (const auto& list : inputs) {
+        for (const auto& t : list) parts.push_back(t.reshape({-1}));
+      }
       std::vector<at::Tensor> flat{at::cat(parts)};
       c10d::AllreduceOptions ao;
       ao.reduceOp = opts.reduceOp;
       ao.timeout = opts.timeout;
       AllreduceNow(flat, ao, fabric);
-      const int64_t n = outputs[0].numel();
-      outputs[0].copy_(flat[0].narrow(0, rank_ * n, n).view(outputs[0].sizes()));
+      int64_t offset = 0;
+      for (auto& out : outputs) {
+        const int64_t n = out.numel();
+        out.copy_(flat[0].narrow(0, offset + rank_ * n, n).view(out.sizes()));
+        offset += n * size_;
+      }
     });
   });
   return work;

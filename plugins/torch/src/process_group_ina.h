@@ -1,10 +1,21 @@
 // ProcessGroupIna: the torch.distributed backend "ina" (docs/pytorch.md).
 //
+// Which torch: on torch 2.x it is a c10d::Backend, registered (ina_torch/__init__.py) for the
+// devices "cpu" and "cuda", so torch's ProcessGroup dispatches every collective of those devices
+// to it (reduce_scatter_tensor, pg._get_backend(device), functional collectives, DDP); on torch
+// 1.13 it is the c10d::ProcessGroup itself (then the only kind of backend). The choice is made at
+// compile time from TORCH_VERSION_MAJOR (InaBackendBase below); the class and every collective are
+// the same code on both. _reduce_scatter_base (reduce_scatter_tensor) is on both; the coalesced
+// forms only 2.x has (reduce_scatter_tensor_coalesced, allgather_into_tensor_coalesced) are built
+// on 2.x only.
+//
 // all_reduce SUM/AVG of float32/int32 tensors (float16/bfloat16/float64 through a float32 staging
 // copy) goes through the fabric (ina::host::Communicator), and so do reduce_scatter and
 // allreduce_coalesced of those (one all-reduce of the concatenation); every other collective, op or
-// dtype goes to a ProcessGroupGloo that this group creates over the same store. The first use of
-// each kind that does not go through the fabric logs one line saying why.
+// dtype goes to a Gloo group over the same store. The Gloo groups are made by the Python creator
+// (torch's own ProcessGroupGloo binding) and handed in as InaBackendBase: pip torch ships no Gloo
+// headers, so this code sees Gloo only through the base class. The first use of each kind that
+// does not go through the fabric logs one line saying why.
 //
 // Ordering: every collective, fabric or Gloo, enters one FIFO in the caller's order and one
 // backend thread runs them one at a time, so the order of Gloo ops is the same on every rank.
@@ -53,6 +64,8 @@
 // thread; their futures hold the output tensors (ListType(TensorType)).
 #pragma once
 
+#include <torch/csrc/api/include/torch/version.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
@@ -64,7 +77,6 @@
 #include <string>
 #include <thread>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <vector>
 
@@ -73,6 +85,16 @@
 #include "ina/host/config.h"
 
 namespace ina::torch_backend {
+
+// The class the backend derives from, and the type of the Gloo groups it is handed: c10d::Backend
+// on torch 2.x, c10d::ProcessGroup on torch 1.13 (which has no Backend).
+#if TORCH_VERSION_MAJOR >= 2
+#define INA_TORCH_BACKEND_API 1
+using InaBackendBase = c10d::Backend;
+#else
+#define INA_TORCH_BACKEND_API 0
+using InaBackendBase = c10d::ProcessGroup;
+#endif
 
 // Options of one process group. Unset fields (empty, -1) take the INA_* environment, then the
 // CommConfig defaults (docs/host.md).
@@ -111,11 +133,15 @@ class InaWork : public c10d::Work {
 // on torch's current stream of it at the call (see the header comment).
 struct CudaCall;
 
-class ProcessGroupIna : public c10d::ProcessGroup {
+class ProcessGroupIna : public InaBackendBase {
  public:
-  // Throws c10::Error (init failed, or fabric unreachable with fallback off).
+  // `gloo` and `recovery`: two Gloo groups of the same ranks over their own prefixes of `store`
+  // (the main one, and one used only by the recovery protocol). Throws c10::Error (init failed,
+  // or fabric unreachable with fallback off).
   ProcessGroupIna(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-                  std::chrono::milliseconds timeout, BackendOptions options);
+                  std::chrono::milliseconds timeout, BackendOptions options,
+                  c10::intrusive_ptr<InaBackendBase> gloo,
+                  c10::intrusive_ptr<InaBackendBase> recovery);
   // Runs what is queued, then stops the backend thread (sends LEAVE to the fabric).
   ~ProcessGroupIna() override;
 
@@ -146,6 +172,20 @@ class ProcessGroupIna : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> reduce_scatter(std::vector<at::Tensor>& outputs,
                                                 std::vector<std::vector<at::Tensor>>& inputs,
                                                 const c10d::ReduceScatterOptions& opts) override;
+  // reduce_scatter_tensor: the input holds world size x the output's elements.
+  c10::intrusive_ptr<c10d::Work> _reduce_scatter_base(
+      at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) override;
+#if INA_TORCH_BACKEND_API
+  // torch 2.x's coalesced reduce_scatter_tensor / all_gather_into_tensor
+  // (dist._coalescing_manager): one reduce_scatter_tensor / all_gather_into_tensor per (outputs[i],
+  // inputs[i]) pair, as one op.
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::ReduceScatterOptions& opts) override;
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor>& outputs, std::vector<at::Tensor>& inputs,
+      const c10d::AllgatherOptions& opts) override;
+#endif
   c10::intrusive_ptr<c10d::Work> alltoall_base(at::Tensor& output, at::Tensor& input,
                                                std::vector<int64_t>& output_split_sizes,
                                                std::vector<int64_t>& input_split_sizes,
@@ -179,6 +219,18 @@ class ProcessGroupIna : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> ViaGloo(c10d::OpType type, const std::string& kind,
                                          const std::string& why, std::vector<at::Tensor> outputs,
                                          std::function<c10::intrusive_ptr<c10d::Work>()> issue);
+  // Several Gloo collectives as one op: `issue` returns them in order, each is waited for.
+  c10::intrusive_ptr<c10d::Work> ViaGlooAll(
+      c10d::OpType type, const std::string& kind, const std::string& why,
+      std::vector<at::Tensor> outputs,
+      std::function<std::vector<c10::intrusive_ptr<c10d::Work>>()> issue);
+  // reduce_scatter and its 2.x forms: one all-reduce (fabric where FabricRefusal allows) of the
+  // concatenation of every inputs[i][r], of which outputs[i] keeps this rank's part
+  // inputs[i][rank].
+  c10::intrusive_ptr<c10d::Work> ReduceScatterQueued(c10d::OpType type,
+                                                     std::vector<at::Tensor> outputs,
+                                                     std::vector<std::vector<at::Tensor>> inputs,
+                                                     const c10d::ReduceScatterOptions& opts);
   // Runs one all-reduce on the backend thread (fabric, or Gloo when !fabric_capable or the
   // fabric is not in use) and writes the result into `tensors`. Throws c10::Error.
   void AllreduceNow(std::vector<at::Tensor>& tensors, const c10d::AllreduceOptions& opts,
@@ -201,8 +253,8 @@ class ProcessGroupIna : public c10d::ProcessGroup {
   Status FabricAllReduce(at::Tensor& staging, bool average);
 
   c10::intrusive_ptr<c10d::Store> store_;
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> gloo_;      // main Gloo group
-  c10::intrusive_ptr<c10d::ProcessGroupGloo> recovery_;  // used only by Recover
+  c10::intrusive_ptr<InaBackendBase> gloo_;      // main Gloo group
+  c10::intrusive_ptr<InaBackendBase> recovery_;  // used only by Recover
   std::chrono::milliseconds timeout_;
   bool fallback_ = true;
 
@@ -229,6 +281,12 @@ class ProcessGroupIna : public c10d::ProcessGroup {
   std::mutex queue_mu_;
   std::condition_variable queue_cv_;
   std::deque<Task> queue_;
+  // Tasks the backend thread ran, destroyed by the next Enqueue's caller or the destructor, never
+  // by the backend thread: their captures may hold the last reference to a caller's tensor (or
+  // Work), whose Python object needs the GIL to go, while the thread that drops the group's last
+  // Python reference holds the GIL and joins the backend thread (a deadlock at exit, seen under
+  // torchrun).
+  std::vector<Task> done_;
   bool stop_ = false;
   std::thread thread_;
 };

@@ -122,8 +122,10 @@ def check_list_and_noncontiguous(rank, world, ref, seed):
     ins = rank_inputs((300,), torch.int32, seed, world)
     a, b = ins[rank].clone(), ins[rank] * 3
     ga, gb = a.clone(), b.clone()
-    dist.all_reduce_multigpu([a, b])
-    dist.all_reduce_multigpu([ga, gb], group=ref)
+    # A list of tensors in one call (dist.all_reduce_multigpu is gone in torch 2.x): the group's
+    # own allreduce, on both torch lines.
+    dist.distributed_c10d._get_default_group().allreduce([a, b]).wait()
+    ref.allreduce([ga, gb]).wait()
     assert torch.equal(a, ga) and torch.equal(b, gb), "list of tensors differs from gloo's"
     parts = [ins[rank][:100].clone(), ins[rank][100:].clone().view(20, 10), ins[rank][:7] * 5]
     want = [p.clone() for p in parts]
@@ -166,12 +168,13 @@ def check_async(rank, world, ref, seed):
 def check_subgroups(rank, world, ref, seed):
     if world < 2:
         return
-    pg_default = dist.distributed_c10d._get_default_group()
+    pg_default = ina_torch.backend()
     sub_ranks = [0, 1]
     sub = dist.new_group(sub_ranks, backend="ina")
     everyone = dist.new_group(list(range(world)), backend="ina")
-    jobs = gather_all(torch.tensor([pg_default.job_id, everyone.job_id,
-                                    sub.job_id if rank in sub_ranks else -1]), ref)
+    jobs = gather_all(torch.tensor([pg_default.job_id, ina_torch.backend(everyone).job_id,
+                                    ina_torch.backend(sub).job_id if rank in sub_ranks else -1]),
+                      ref)
     if pg_default.fabric_active:
         ids = {int(j) for j in jobs[0][:2]} | {int(jobs[0][2])}
         assert len(ids) == 3, f"groups share a fabric job: {jobs[0].tolist()}"
@@ -235,12 +238,69 @@ def check_gloo_ops(rank, world, ref, seed):
           f"reduce_scatter, barrier, send/recv equal to gloo", flush=True)
 
 
+def check_reduce_scatter_tensor(rank, world, ref, seed):
+    """reduce_scatter_tensor (c10d's _reduce_scatter_base) through the fabric, exact for int32."""
+    ins = rank_inputs((world * 50,), torch.int32, seed + 7, world)
+    exact = torch.stack([x.long() for x in ins]).sum(0).int()
+    out = torch.empty(50, dtype=torch.int32)
+    calls = ina_torch.backend().fabric_calls
+    dist.reduce_scatter_tensor(out, ins[rank].clone())
+    assert torch.equal(out, exact[rank * 50:(rank + 1) * 50]), "reduce_scatter_tensor: wrong sum"
+    assert ina_torch.backend().fabric_calls == calls + 1, "reduce_scatter_tensor: not a fabric call"
+    print(f"rank {rank}: reduce_scatter_tensor exact through the fabric", flush=True)
+
+
+def check_torch2_apis(rank, world, ref, seed):
+    """What torch 2.x dispatches to a per-device c10d::Backend: _get_backend, the coalescing
+    manager (allreduce_coalesced, reduce_scatter_tensor_coalesced,
+    allgather_into_tensor_coalesced), functional collectives (by group name)."""
+    import torch.distributed._functional_collectives as funcol
+    pg = dist.distributed_c10d._get_default_group()
+    be = pg._get_backend(torch.device("cpu"))
+    assert isinstance(be, ina_torch.ProcessGroupIna), f"_get_backend(cpu) is {type(be)}"
+    ins = rank_inputs((world * 40,), torch.int32, seed + 11, world)
+    exact = torch.stack([x.long() for x in ins]).sum(0).int()
+    calls = be.fabric_calls
+    a, b = ins[rank].clone(), ins[rank] * 2
+    with dist._coalescing_manager(async_ops=True) as cm:
+        dist.all_reduce(a)
+        dist.all_reduce(b)
+    cm.wait()
+    assert torch.equal(a, exact) and torch.equal(b, exact * 2), "coalesced all_reduce"
+    outs = [torch.empty(40, dtype=torch.int32) for _ in range(2)]
+    with dist._coalescing_manager():
+        dist.reduce_scatter_tensor(outs[0], ins[rank].clone())
+        dist.reduce_scatter_tensor(outs[1], ins[rank] * 3)
+    part = exact[rank * 40:(rank + 1) * 40]
+    assert torch.equal(outs[0], part) and torch.equal(outs[1], part * 3), \
+        "coalesced reduce_scatter_tensor"
+    assert be.fabric_calls == calls + 2, f"coalesced ops: {be.fabric_calls - calls} fabric calls"
+    x = torch.arange(5, dtype=torch.int32) + 10 * rank
+    flats = [torch.empty(5 * world, dtype=torch.int32) for _ in range(2)]
+    with dist._coalescing_manager():
+        dist.all_gather_into_tensor(flats[0], x)
+        dist.all_gather_into_tensor(flats[1], x * 2)
+    want = torch.cat(gather_all(x, ref))
+    assert torch.equal(flats[0], want) and torch.equal(flats[1], want * 2), \
+        "coalesced all_gather_into_tensor"
+    y = funcol.all_reduce(ins[rank].clone(), "sum", pg)
+    assert torch.equal(funcol.wait_tensor(y), exact), "functional all_reduce"
+    z = funcol.reduce_scatter_tensor(ins[rank].clone(), "sum", 0, pg)
+    assert torch.equal(funcol.wait_tensor(z), part), "functional reduce_scatter_tensor"
+    assert be.fabric_calls == calls + 4, "functional collectives: not through the fabric"
+    print(f"rank {rank}: _get_backend(cpu), coalesced all_reduce / reduce_scatter_tensor / "
+          f"all_gather_into_tensor, functional all_reduce / reduce_scatter_tensor", flush=True)
+
+
 CHECKS = [check_float_sum_avg, check_int32, check_other_float_dtypes,
-          check_list_and_noncontiguous, check_async, check_subgroups, check_gloo_ops]
+          check_list_and_noncontiguous, check_async, check_subgroups, check_gloo_ops,
+          check_reduce_scatter_tensor]
+# torch 2.x only (test_semantics.test_torch2_apis skips on 1.13).
+TORCH2_CHECKS = [check_torch2_apis]
 
 
 def run_checks(rank, world, seed, checks=CHECKS):
-    pg = dist.distributed_c10d._get_default_group()
+    pg = ina_torch.backend()
     assert dist.get_backend() == "ina", dist.get_backend()
     print(f"rank {rank}: {pg.fabric_status}", flush=True)
     assert pg.fabric_active, f"rank {rank}: fabric not in use: {pg.fabric_status}"
@@ -256,15 +316,17 @@ def run_checks(rank, world, seed, checks=CHECKS):
     dist.destroy_process_group()
 
 
-def spawn_main(rank, world, init_method, seed, env):
+def spawn_main(rank, world, init_method, seed, env, checks=None):
     os.environ.update(env)
     if init_method == "env://":
         os.environ["RANK"], os.environ["WORLD_SIZE"] = str(rank), str(world)
     dist.init_process_group("ina", init_method=init_method, rank=rank, world_size=world)
-    run_checks(rank, world, seed)
+    run_checks(rank, world, seed, {None: CHECKS, "torch2": TORCH2_CHECKS}[checks])
 
 
 if __name__ == "__main__":  # under torchrun: env:// with RANK/WORLD_SIZE/MASTER_* set
+    import faulthandler
+    faulthandler.dump_traceback_later(60)  # a rank still here after 60 s says where it hangs
     dist.init_process_group("ina")
     run_checks(dist.get_rank(), dist.get_world_size(), int(sys.argv[1]) if len(sys.argv) > 1
                else 7)

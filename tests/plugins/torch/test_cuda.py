@@ -43,7 +43,7 @@ def refused_worker(rank, world, port, switch, q):
     ina_torch.configure(switch=switch)
     dist.init_process_group("ina", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world)
-    pg = dist.distributed_c10d._get_default_group()
+    pg = ina_torch.backend()
     try:
         dist.all_reduce(FakeCuda(16))
         msg = "no error"
@@ -74,7 +74,7 @@ def cuda_worker(rank, world, port, switch, seed, q):
     ina_torch.configure(switch=switch)
     dist.init_process_group("ina", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world)
-    pg = dist.distributed_c10d._get_default_group()
+    pg = ina_torch.backend()
     dev = torch.device("cuda", 0)
     errors = []
     for n in (1, 255, 4099, 1 << 20):

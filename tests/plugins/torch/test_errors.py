@@ -22,7 +22,7 @@ def no_fabric_worker(rank, world, port, dead_switch, fallback, errors):
     except RuntimeError as e:
         errors.put((rank, str(e)))
         return
-    pg = dist.distributed_c10d._get_default_group()
+    pg = ina_torch.backend()
     assert not pg.fabric_active and pg.job_id == -1
     t = torch.arange(1000, dtype=torch.float32) * (rank + 1)
     dist.all_reduce(t, op=dist.ReduceOp.AVG)
@@ -38,7 +38,7 @@ def bad_k_worker(rank, world, port, switch, bad_rank, q):
     try:
         dist.init_process_group("ina", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                                 world_size=world)
-        q.put((rank, "ok " + dist.distributed_c10d._get_default_group().fabric_status))
+        q.put((rank, "ok " + ina_torch.backend().fabric_status))
         dist.destroy_process_group()
     except RuntimeError as e:
         q.put((rank, str(e)))

@@ -38,7 +38,7 @@ def worker(rank, relay_addr, port, seed, next_op, cut, done, q):
     ina_torch.configure(switch=relay_addr, progress_timeout_ms=1000)
     dist.init_process_group("ina", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=WORLD)
-    pg = dist.distributed_c10d._get_default_group()
+    pg = ina_torch.backend()
     ref = dist.new_group(backend="gloo")
     t0 = inputs(0, seed)[rank].clone()
     dist.all_reduce(t0)  # fabric call 0

@@ -8,20 +8,22 @@ import sys
 import tempfile
 import unittest
 
+import torch
 import torch.multiprocessing as mp
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import ina_torch_testlib as lib  # noqa: E402
 import semantics_worker  # noqa: E402
+import ina_torch  # noqa: E402
 
 
 class SemanticsTest(unittest.TestCase):
-    def spawn(self, world, init_method, env=None):
+    def spawn(self, world, init_method, env=None, checks=None):
         seed = lib.seed()
         with lib.Switch() as sw:
             e = {"INA_SWITCH": sw.addr, **(env or {})}
-            mp.spawn(semantics_worker.spawn_main, args=(world, init_method, seed, e),
+            mp.spawn(semantics_worker.spawn_main, args=(world, init_method, seed, e, checks),
                      nprocs=world, join=True)
 
     def test_tcp_4_ranks(self):
@@ -39,19 +41,32 @@ class SemanticsTest(unittest.TestCase):
         os.environ["MASTER_ADDR"], os.environ["MASTER_PORT"] = "127.0.0.1", str(port)
         self.spawn(2, "env://")
 
+    @unittest.skipUnless(ina_torch.IS_BACKEND, f"torch {torch.__version__} has no c10d::Backend "
+                         "(torch 2.x's per-device backends, coalescing manager, functional "
+                         "collectives)")
+    def test_torch2_apis(self):
+        self.spawn(2, f"tcp://127.0.0.1:{lib.free_port()}", checks="torch2")
+
     def test_torchrun_2_ranks(self):
         seed = lib.seed()
-        torchrun = shutil.which("torchrun")
-        cmd = [torchrun] if torchrun else [sys.executable, "-m", "torch.distributed.run"]
+        # torchrun's main() through ina_torch.run, which also runs where torch has no libuv
+        # (USE_LIBUV=0: Debian 13's torch 2.6); elsewhere it is torchrun unchanged.
+        cmd = [sys.executable, "-m", "ina_torch.run"]
         with lib.Switch() as sw:
             env = dict(os.environ, INA_SWITCH=sw.addr, OMP_NUM_THREADS="1")
             # Debian's torch 1.13 on Python 3.11: the default "--redirects 0 --tee 0" parse to
             # None (3.11 no longer iterates the zero-valued Flag member); "1" (stdout) works.
-            r = subprocess.run(cmd + ["--redirects", "1", "--tee", "1", "--nproc_per_node", "2", "--master_addr", "127.0.0.1",
-                                      "--master_port", str(lib.free_port()),
-                                      os.path.join(HERE, "semantics_worker.py"), str(seed)],
-                               env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                               text=True, timeout=150)
+            # Bounded below ctest's 120 s, so that a hang prints what torchrun said.
+            try:
+                r = subprocess.run(cmd + ["--redirects", "1", "--tee", "1", "--nproc_per_node", "2",
+                                          "--master_addr", "127.0.0.1",
+                                          "--master_port", str(lib.free_port()),
+                                          os.path.join(HERE, "semantics_worker.py"), str(seed)],
+                                   env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                   text=True, timeout=90)
+            except subprocess.TimeoutExpired as e:
+                out = e.output.decode() if isinstance(e.output, bytes) else (e.output or "")
+                self.fail(f"torchrun did not finish in 90 s; its output:\n{out}")
         print(r.stdout)
         self.assertEqual(r.returncode, 0, "torchrun failed")
         self.assertEqual(r.stdout.count("all checks passed"), 2)

@@ -81,7 +81,9 @@ class TrainDdpTest(unittest.TestCase):
                 sw.kill()
                 killed.set()
         try:
-            t = Train("--backend", "ina", "--switch", sw.addr, "--progress-timeout-ms", "1500",
+            # 3 s: long enough that a rank starting its first call late on a loaded machine is not
+            # taken for the kill (1.5 s was not, once, on 2 cores at load 9).
+            t = Train("--backend", "ina", "--switch", sw.addr, "--progress-timeout-ms", "3000",
                       "--step-sleep-ms", "20", env=env, on_line=on_line)
         finally:
             sw.kill()
