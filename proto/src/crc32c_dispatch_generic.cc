@@ -3,6 +3,10 @@
 
 namespace ina::proto {
 
-Crc32cVariantList Crc32cVariants() { return {{&internal::kCrc32cScalar}, 1}; }
+Crc32cVariantList Crc32cVariants() {
+  Crc32cVariantList list;
+  list.Add(&internal::kCrc32cScalar);
+  return list;
+}
 
 }  // namespace ina::proto

@@ -3,6 +3,10 @@
 
 namespace ina::dp::fast {
 
-KernelList AvailableKernels() { return {{&kScalarKernels}, 1}; }
+AddVariantList AddVariants() {
+  AddVariantList list;
+  list.Add(&kScalarKernels);
+  return list;
+}
 
 }  // namespace ina::dp::fast
