@@ -89,7 +89,7 @@ std::vector<uint8_t> Error(ErrorCode code, proto::JoinParam param = proto::JoinP
 
 // The headers of the packets queued, marked sent at `now`.
 std::vector<proto::Header> Take(Membership& m, TimePoint now) {
-  std::array<TxPacket, 8> tx{};
+  std::array<TxMessage, 8> tx{};
   const size_t n = m.PeekTx(std::span(tx));
   std::vector<proto::Header> out;
   for (size_t i = 0; i < n; ++i) {
@@ -368,7 +368,7 @@ TEST_F(MembershipTest, LeaveQueuesThreeCopiesSentOnceBestEffort) {
   m.Leave(ErrorCode::kNone, 12);
   EXPECT_EQ(m.state(), State::kOut);
   EXPECT_EQ(m.grant().epoch, 1);  // the last grant is kept
-  std::array<TxPacket, 8> tx{};
+  std::array<TxMessage, 8> tx{};
   ASSERT_EQ(m.PeekTx(std::span(tx)), 3u);
   const proto::Header h = proto::DecodeHeader(tx[0].data);
   EXPECT_EQ(h.type, Type(MsgType::kLeave));
