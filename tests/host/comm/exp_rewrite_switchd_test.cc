@@ -31,10 +31,10 @@
 #include <utility>
 #include <vector>
 
-#include "../../dataplane/switchd/harness.h"
 #include "ina/host/communicator.h"
 #include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
+#include "support/switchd_process.h"
 
 namespace ina::host {
 namespace {
