@@ -3,10 +3,6 @@
 
 namespace ina::proto {
 
-Crc32cVariantList Crc32cVariants() {
-  Crc32cVariantList list;
-  list.Add(&internal::kCrc32cScalar);
-  return list;
-}
+Crc32cVariantList Crc32cVariants() { return Crc32cVariantList::Only(&internal::kCrc32cScalar); }
 
 }  // namespace ina::proto

@@ -3,10 +3,6 @@
 
 namespace ina::dp::fast {
 
-AddVariantList AddVariants() {
-  AddVariantList list;
-  list.Add(&kScalarKernels);
-  return list;
-}
+AddVariantList AddVariants() { return AddVariantList::Only(&kScalarKernels); }
 
 }  // namespace ina::dp::fast

@@ -3,10 +3,6 @@
 
 namespace ina::net::internal {
 
-ChecksumVariantList ChecksumVariants() {
-  ChecksumVariantList list;
-  list.Add(&kChecksumScalar);
-  return list;
-}
+ChecksumVariantList ChecksumVariants() { return ChecksumVariantList::Only(&kChecksumScalar); }
 
 }  // namespace ina::net::internal

@@ -25,6 +25,12 @@ struct VariantList {
   const Table* items[kMax] = {};
   size_t size = 0;
 
+  // A list of one: the scalar twin (the dispatch file of a target without vector variants).
+  static constexpr VariantList Only(const Table* scalar) {
+    VariantList list;
+    list.Add(scalar);
+    return list;
+  }
   constexpr void Add(const Table* t) {
     if (t != nullptr && size < kMax) items[size++] = t;
   }
