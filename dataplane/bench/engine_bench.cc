@@ -211,7 +211,7 @@ void BM_Ceiling(benchmark::State& state, const fast::AddKernels* k, uint16_t wor
 }
 
 void Register() {
-  const fast::KernelList list = fast::AvailableKernels();
+  const fast::AddVariantList list = fast::AddVariants();
   constexpr uint16_t kWindow = 64;
   for (uint16_t kk : {64, 256}) {
     for (uint16_t world : {4, 8}) {

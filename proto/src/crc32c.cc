@@ -123,8 +123,8 @@ uint32_t Crc32cCombine(uint32_t crc_a, uint32_t crc_b, size_t len_b) {
 }
 
 const Crc32cVariant& Crc32cBest() {
-  static const Crc32cVariant* const best = Crc32cVariants().items[0];
-  return *best;
+  static const Crc32cVariant& best = Crc32cVariants().best();
+  return best;
 }
 
 uint32_t Crc32c(uint32_t crc, const uint8_t* p, size_t n) {

@@ -3,6 +3,6 @@
 
 namespace ina::proto {
 
-Crc32cVariantList Crc32cVariants() { return {{&internal::kCrc32cScalar}, 1}; }
+Crc32cVariantList Crc32cVariants() { return Crc32cVariantList::Only(&internal::kCrc32cScalar); }
 
 }  // namespace ina::proto

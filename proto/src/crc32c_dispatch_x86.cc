@@ -9,15 +9,15 @@ extern const Crc32cVariant kCrc32cAvx512;
 }  // namespace internal
 
 Crc32cVariantList Crc32cVariants() {
-  Crc32cVariantList list{{}, 0};
+  Crc32cVariantList list;
   __builtin_cpu_init();
   const bool sse42 = __builtin_cpu_supports("sse4.2");
   if (sse42 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512dq") &&
       __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("pclmul")) {
-    list.items[list.size++] = &internal::kCrc32cAvx512;
+    list.Add(&internal::kCrc32cAvx512);
   }
-  if (sse42) list.items[list.size++] = &internal::kCrc32cSse42;
-  list.items[list.size++] = &internal::kCrc32cScalar;
+  if (sse42) list.Add(&internal::kCrc32cSse42);
+  list.Add(&internal::kCrc32cScalar);
   return list;
 }
 

@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "ina/base/variants.h"
+
 namespace ina::dp::fast {
 
 struct AddKernels {
@@ -20,11 +22,9 @@ struct AddKernels {
 extern const AddKernels kScalarKernels;
 
 // Kernels this build and CPU can run, best first (always ends with the scalar ones); the first
-// is what the fast engine uses.
-struct KernelList {
-  const AddKernels* items[4];
-  size_t size;
-};
-KernelList AvailableKernels();
+// is what the fast engine uses (ina/base/variants.h: the one selection mechanism of every kernel
+// family).
+using AddVariantList = base::VariantList<AddKernels>;
+AddVariantList AddVariants();
 
 }  // namespace ina::dp::fast

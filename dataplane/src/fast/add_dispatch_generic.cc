@@ -3,6 +3,6 @@
 
 namespace ina::dp::fast {
 
-KernelList AvailableKernels() { return {{&kScalarKernels}, 1}; }
+AddVariantList AddVariants() { return AddVariantList::Only(&kScalarKernels); }
 
 }  // namespace ina::dp::fast

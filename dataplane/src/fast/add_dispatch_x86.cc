@@ -7,14 +7,14 @@ namespace ina::dp::fast {
 extern const AddKernels kAvx2Kernels;
 extern const AddKernels kAvx512Kernels;
 
-KernelList AvailableKernels() {
-  KernelList list{{}, 0};
+AddVariantList AddVariants() {
+  AddVariantList list;
   __builtin_cpu_init();
   if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw")) {
-    list.items[list.size++] = &kAvx512Kernels;
+    list.Add(&kAvx512Kernels);
   }
-  if (__builtin_cpu_supports("avx2")) list.items[list.size++] = &kAvx2Kernels;
-  list.items[list.size++] = &kScalarKernels;
+  if (__builtin_cpu_supports("avx2")) list.Add(&kAvx2Kernels);
+  list.Add(&kScalarKernels);
   return list;
 }
 

@@ -418,9 +418,9 @@ std::unique_ptr<Engine> MakeFastEngineWithKernels(const EngineLimits& limits,
 namespace ina::dp {
 
 std::unique_ptr<Engine> MakeFastEngine(const EngineLimits& limits) {
-  return fast::MakeFastEngineWithKernels(limits, *fast::AvailableKernels().items[0]);
+  return fast::MakeFastEngineWithKernels(limits, fast::AddVariants().best());
 }
 
-std::string_view FastEngineKernelName() { return fast::AvailableKernels().items[0]->name; }
+std::string_view FastEngineKernelName() { return fast::AddVariants().best().name; }
 
 }  // namespace ina::dp

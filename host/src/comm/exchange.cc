@@ -14,9 +14,9 @@ namespace ina::host::internal {
 Result<proto::Header> Exchange(Transport& t, const ExchangeSpec& spec) {
   using Clock = std::chrono::steady_clock;
   using std::chrono::microseconds;
-  const TxPacket tx{spec.request.data(), spec.request.size()};
+  const TxMessage tx{spec.request.data(), spec.request.size()};
   std::vector<uint8_t> bufs(kBurst * kRxBufBytes);
-  std::array<RxPacket, kBurst> rx{};
+  std::array<RxMessage, kBurst> rx{};
   Status last_error;
   const auto start = Clock::now();
   const auto deadline = start + spec.timeout;

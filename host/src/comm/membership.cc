@@ -236,11 +236,11 @@ void Membership::QueueLeave(proto::ErrorCode reason, uint64_t calls) {
   leaves_queued_ = kLeaveCopies;
 }
 
-size_t Membership::PeekTx(std::span<TxPacket> out) const {
+size_t Membership::PeekTx(std::span<TxMessage> out) const {
   size_t n = 0;
-  if (request_queued_ && n < out.size()) out[n++] = TxPacket{request_.data(), request_len_};
+  if (request_queued_ && n < out.size()) out[n++] = TxMessage{request_.data(), request_len_};
   for (size_t i = 0; i < leaves_queued_ && n < out.size(); ++i) {
-    out[n++] = TxPacket{leave_.data(), leave_.size()};
+    out[n++] = TxMessage{leave_.data(), leave_.size()};
   }
   return n;
 }

@@ -118,7 +118,7 @@ class Membership {
 
   // The packets queued for sending, in order: fills up to out.size() and returns how many. The
   // pointers stay valid until the next call that changes the membership.
-  size_t PeekTx(std::span<TxPacket> out) const;
+  size_t PeekTx(std::span<TxMessage> out) const;
   // The first n packets PeekTx gave were handed to the transport at `now` (the JOIN's resend
   // timer starts). A LEAVE not taken is dropped: nothing acknowledges it. REQUIRES: n <= queued.
   void OnSent(size_t n, TimePoint now);

@@ -164,7 +164,7 @@ void Progress::JoinTurn(microseconds max_wait) {
 }
 
 void Progress::FlushMembership() {
-  std::array<TxPacket, 4> tx{};
+  std::array<TxMessage, 4> tx{};
   while (membership_.tx_queued() > 0) {
     const size_t n = membership_.PeekTx(std::span(tx));
     auto r = transport_.SendBurst(std::span(tx.data(), n));

@@ -105,8 +105,8 @@ class Progress {
   Transport& transport_;
   const Clock& clock_;
   std::vector<uint8_t> rx_bufs_;
-  std::array<RxPacket, kBurst> rx_{};
-  std::array<TxPacket, kBurst> tx_{};
+  std::array<RxMessage, kBurst> rx_{};
+  std::array<TxMessage, kBurst> tx_{};
   std::chrono::microseconds last_wait_{0};
   Counter packets_received_;
 };

@@ -317,7 +317,7 @@ void SlotWindow::End() {
   parked_ = 0;
 }
 
-size_t SlotWindow::PeekTx(std::span<TxPacket> out) const {
+size_t SlotWindow::PeekTx(std::span<TxMessage> out) const {
   const size_t n = std::min(out.size(), ring_size_);
   for (size_t i = 0; i < n; ++i) {
     const uint16_t s = send_ring_[(ring_head_ + i) % window_];

@@ -198,7 +198,7 @@ class SlotWindow {
 
   // The packets queued for sending, in order: fills up to out.size() and returns how many.
   // The pointers stay valid until the next call that changes the window.
-  size_t PeekTx(std::span<TxPacket> out) const;
+  size_t PeekTx(std::span<TxMessage> out) const;
   // The first n packets PeekTx gave were handed to the transport at `now` (their timers start).
   // REQUIRES: n <= tx_queued().
   void OnSent(size_t n, TimePoint now);

@@ -62,7 +62,7 @@ class BlockStager {
   virtual void ResultNonfinite(int64_t /*b*/) {}
   // Sending from the domain's memory (GPUDirect RDMA, docs/gpu.md): block b's int32 lie at
   // tx_body() + 4 * k * b in a NicBuffer the host never reads (the packet takes its payload from
-  // there: TxPacket::body), and PayloadCrc(b) is their CRC32C (valid once Quantized(b)).
+  // there: TxMessage::body), and PayloadCrc(b) is their CRC32C (valid once Quantized(b)).
   // nullptr: the window copies the block from wire() into its packet.
   virtual const uint8_t* tx_body() const { return nullptr; }
   virtual uint32_t PayloadCrc(int64_t /*b*/) const { return 0; }

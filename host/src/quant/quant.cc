@@ -1,9 +1,11 @@
 // Precision(), the averaging division (DivideBy) and the kernel choice: each SIMD variant is
 // offered only when the compiler built it and the CPU (with OS support for the register state) runs
-// it; ActiveKernels() picks the fastest once; KernelsByName gives the one a CommConfig names.
+// it; the variant list (ina/base/variants.h) is built once: ActiveKernels() is its best,
+// KernelsByName the one a CommConfig names.
 #include <bit>
 #include <string_view>
 
+#include "ina/base/variants.h"
 #include "ina/proto/crc32c.h"
 #include "internal.h"
 
@@ -65,27 +67,29 @@ const Kernels* Avx512Kernels() {
 
 namespace {
 
-const Kernels& ChooseKernels() {
-  // AVX2 first: measured no slower than AVX-512 for these memory-bound kernels
-  // (docs/benchmarks-quant.md), and it avoids AVX-512 frequency drops on older parts.
-  if (const Kernels* k = Avx2Kernels()) return *k;
-  if (const Kernels* k = Avx512Kernels()) return *k;
-  return ScalarKernels();
+// The variants, best first (ina/base/variants.h). AVX2 before AVX-512: measured no slower for
+// these memory-bound kernels (docs/benchmarks-quant.md), and it avoids AVX-512 frequency drops on
+// older parts.
+base::VariantList<Kernels> QuantVariants() {
+  base::VariantList<Kernels> list;
+  list.Add(Avx2Kernels());
+  list.Add(Avx512Kernels());
+  list.Add(&ScalarKernels());
+  return list;
+}
+
+const base::VariantList<Kernels>& Variants() {
+  static const base::VariantList<Kernels> kList = QuantVariants();  // thread-safe, once
+  return kList;
 }
 
 }  // namespace
 
-const Kernels& ActiveKernels() {
-  static const Kernels& kChosen = ChooseKernels();  // thread-safe static initialisation
-  return kChosen;
-}
+const Kernels& ActiveKernels() { return Variants().best(); }
 
 const Kernels* KernelsByName(std::string_view name) {
   if (name == "auto") return &ActiveKernels();
-  if (name == "scalar") return &ScalarKernels();
-  if (name == "avx2") return Avx2Kernels();
-  if (name == "avx512") return Avx512Kernels();
-  return nullptr;
+  return Variants().Find(name);
 }
 
 }  // namespace ina::host::quant

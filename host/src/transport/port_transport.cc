@@ -4,12 +4,12 @@
 
 namespace ina::host {
 
-Result<size_t> PortTransport::SendBurst(std::span<const TxPacket> packets) {
+Result<size_t> PortTransport::SendBurst(std::span<const TxMessage> packets) {
   size_t sent = 0;
   while (sent < packets.size()) {
     const size_t n = std::min(kChunk, packets.size() - sent);
     for (size_t i = 0; i < n; ++i) {
-      const TxPacket& p = packets[sent + i];
+      const TxMessage& p = packets[sent + i];
       if (p.body != nullptr) {  // sends_body() is false: a caller's bug, not a packet to cut
         return InvalidArgument(std::string(name()) +
                                ": a packet with a device-memory body (this transport sends "
@@ -29,7 +29,7 @@ Result<size_t> PortTransport::SendBurst(std::span<const TxPacket> packets) {
   return sent;
 }
 
-Result<size_t> PortTransport::RecvBurst(std::span<RxPacket> packets,
+Result<size_t> PortTransport::RecvBurst(std::span<RxMessage> packets,
                                         std::chrono::microseconds timeout) {
   if (packets.empty()) return size_t{0};
   INA_ASSIGN_OR_RETURN(size_t got, RecvNow(packets));
@@ -39,14 +39,14 @@ Result<size_t> PortTransport::RecvBurst(std::span<RxPacket> packets,
   return RecvNow(packets);
 }
 
-Result<size_t> PortTransport::RecvNow(std::span<RxPacket> packets) {
+Result<size_t> PortTransport::RecvNow(std::span<RxMessage> packets) {
   const size_t n = std::min(net::kBurst, packets.size());
   for (size_t i = 0; i < n; ++i) {
     rx_[i] = {packets[i].data, static_cast<uint32_t>(packets[i].cap), 0, 0, nullptr};
   }
   INA_ASSIGN_OR_RETURN(size_t got, port_->RxBurst({rx_.data(), n}));
   for (size_t i = 0; i < got; ++i) {
-    RxPacket& out = packets[i];
+    RxMessage& out = packets[i];
     out.data = rx_[i].data;  // the caller's buffer, or the port's own memory
     out.len = (rx_[i].flags & net::kPacketTruncated) ? 0 : rx_[i].len;
   }

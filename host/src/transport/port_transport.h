@@ -19,15 +19,16 @@ class PortTransport final : public Transport {
   PortTransport(std::unique_ptr<net::Port> port, std::string_view name)
       : port_(std::move(port)), name_(name) {}
 
-  Result<size_t> SendBurst(std::span<const TxPacket> packets) override;
-  Result<size_t> RecvBurst(std::span<RxPacket> packets, std::chrono::microseconds timeout) override;
+  Result<size_t> SendBurst(std::span<const TxMessage> packets) override;
+  Result<size_t> RecvBurst(std::span<RxMessage> packets,
+                           std::chrono::microseconds timeout) override;
   std::string_view name() const override { return name_; }
   size_t max_message_bytes() const override { return port_->max_datagram_bytes(); }
 
  private:
   static constexpr size_t kChunk = 256;  // packets converted per port call (GSO trains: <= 64)
 
-  Result<size_t> RecvNow(std::span<RxPacket> packets);
+  Result<size_t> RecvNow(std::span<RxMessage> packets);
 
   std::unique_ptr<net::Port> port_;
   std::string_view name_;

@@ -29,4 +29,6 @@ uint64_t NativeSumScalar(const uint8_t* p, size_t n) {
   return acc;
 }
 
+const ChecksumKernel kChecksumScalar = {"scalar", NativeSumScalar};
+
 }  // namespace ina::net::internal

@@ -1,4 +1,4 @@
-// The SSE2 ones'-complement sum (x86-64: SSE2 is in the base ISA, no runtime dispatch needed).
+// The SSE2 ones'-complement sum (x86-64: SSE2 is in the base ISA; see checksum.h).
 // 32 bytes per step: 16-bit words widened to 32-bit lanes and added; a lane takes at most 2^16
 // words before it could overflow, so buffers are summed in chunks of 64 KiB.
 #include <emmintrin.h>
@@ -9,7 +9,9 @@
 
 namespace ina::net::internal {
 
-uint64_t NativeSum(const uint8_t* p, size_t n) {
+namespace {
+
+uint64_t Sse2Sum(const uint8_t* p, size_t n) {
   uint64_t total = 0;
   const __m128i zero = _mm_setzero_si128();
   while (n >= 32) {
@@ -31,5 +33,9 @@ uint64_t NativeSum(const uint8_t* p, size_t n) {
   }
   return total + NativeSumScalar(p, n);
 }
+
+}  // namespace
+
+const ChecksumKernel kChecksumSse2 = {"sse2", Sse2Sum};
 
 }  // namespace ina::net::internal

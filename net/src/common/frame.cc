@@ -44,7 +44,8 @@ inline uint32_t SumRaw32(uint32_t raw) {
 
 uint32_t ChecksumAdd(std::span<const uint8_t> data, uint32_t sum) {
   // Native-order sum (checksum.h), folded, then swapped to big-endian once (RFC 1071, 2.B).
-  uint32_t native = Fold(internal::NativeSum(data.data(), data.size()));
+  static const auto kSum = internal::ChecksumVariants().best().sum;
+  uint32_t native = Fold(kSum(data.data(), data.size()));
   if constexpr (std::endian::native == std::endian::little) {
     native = static_cast<uint32_t>(((native & 0xFF) << 8) | (native >> 8));
   }
@@ -53,8 +54,8 @@ uint32_t ChecksumAdd(std::span<const uint8_t> data, uint32_t sum) {
 
 uint16_t ChecksumFinish(uint32_t sum) { return static_cast<uint16_t>(~Fold(sum) & 0xFFFF); }
 
-// Ten big-endian words summed directly: the generic path (NativeSum over pieces of 10 and 8
-// bytes) was a few percent of a DPDK worker's time per packet.
+// Ten big-endian words summed directly: the generic path (the checksum kernel over pieces of 10 and
+// 8 bytes) was a few percent of a DPDK worker's time per packet.
 uint16_t Ipv4HeaderChecksum(const uint8_t* ip) {
   uint32_t s = 0;
   for (size_t i = 0; i < kIpv4Bytes; i += 2) {

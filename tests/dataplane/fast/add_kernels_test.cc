@@ -16,7 +16,7 @@ namespace {
 constexpr size_t kGuard = 64;  // bytes checked untouched after the n elements
 
 TEST(AddKernels, ListEndsWithScalar) {
-  const KernelList list = AvailableKernels();
+  const AddVariantList list = AddVariants();
   ASSERT_GE(list.size, 1u);
   EXPECT_EQ(list.items[list.size - 1], &kScalarKernels);
   for (size_t i = 0; i < list.size; ++i) std::printf("kernel available: %s\n", list.items[i]->name);
@@ -73,7 +73,7 @@ TEST_P(SimdKernelTest, MatchesScalarTwinOnEveryLength) {
 
 std::vector<const AddKernels*> SimdKernels() {
   std::vector<const AddKernels*> v;
-  const KernelList list = AvailableKernels();
+  const AddVariantList list = AddVariants();
   for (size_t i = 0; i < list.size; ++i) {
     if (list.items[i] != &kScalarKernels) v.push_back(list.items[i]);
   }

@@ -36,7 +36,7 @@ class Lockstep {
  public:
   explicit Lockstep(const EngineLimits& limits) {
     ref_ = MakeReferenceEngine(limits);
-    const fast::KernelList list = fast::AvailableKernels();
+    const fast::AddVariantList list = fast::AddVariants();
     for (size_t i = 0; i < list.size; ++i) {
       fast_.push_back(fast::MakeFastEngineWithKernels(limits, *list.items[i]));
       names_.push_back(list.items[i]->name);

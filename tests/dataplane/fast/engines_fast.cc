@@ -6,7 +6,7 @@ namespace ina::dp::testing {
 
 std::vector<EngineFactory> EnginesUnderTest() {
   std::vector<EngineFactory> v;
-  const fast::KernelList list = fast::AvailableKernels();
+  const fast::AddVariantList list = fast::AddVariants();
   for (size_t i = 0; i < list.size; ++i) {
     const fast::AddKernels* k = list.items[i];
     v.push_back({std::string("fast_") + k->name,

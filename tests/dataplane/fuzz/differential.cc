@@ -44,7 +44,7 @@ Engines& SharedEngines() {
     const EngineLimits limits{8, 4};
     e->engines.push_back(MakeReferenceEngine(limits));
     e->names.push_back("ref");
-    const fast::KernelList list = fast::AvailableKernels();
+    const fast::AddVariantList list = fast::AddVariants();
     for (size_t i = 0; i < list.size; ++i) {
       e->engines.push_back(fast::MakeFastEngineWithKernels(limits, *list.items[i]));
       e->names.push_back(std::string("fast_") + list.items[i]->name);

@@ -10,8 +10,8 @@
 #include <optional>
 #include <utility>
 
-#include "harness.h"
 #include "ina/net/roce.h"
+#include "support/switchd_process.h"
 
 namespace ina::test {
 namespace {

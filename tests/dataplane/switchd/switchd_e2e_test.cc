@@ -3,8 +3,8 @@
 #include <memory>
 #include <random>
 
-#include "harness.h"
 #include "support/seed.h"
+#include "support/switchd_process.h"
 
 namespace ina::test {
 namespace {

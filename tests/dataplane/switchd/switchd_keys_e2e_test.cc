@@ -7,8 +7,8 @@
 #include <cstdio>
 #include <string>
 
-#include "harness.h"
 #include "ina/proto/sec.h"
+#include "support/switchd_process.h"
 
 namespace ina::test {
 namespace {

@@ -9,8 +9,8 @@
 #include <thread>
 #include <vector>
 
-#include "../../dataplane/switchd/harness.h"
 #include "ina/host/communicator.h"
+#include "support/switchd_process.h"
 
 namespace ina::host {
 namespace {

@@ -31,11 +31,11 @@
 #include <utility>
 #include <vector>
 
-#include "../../dataplane/switchd/harness.h"
 #include "ina/host/communicator.h"
 #include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 #include "rewrite_proxy.h"
+#include "support/switchd_process.h"
 
 namespace ina::host {
 namespace {

@@ -116,7 +116,7 @@ void FakeNet::Tick() {
   fabric_->Tick(clock_.Now(), sink);
 }
 
-Result<size_t> FakeTransport::SendBurst(std::span<const host::TxPacket> packets) {
+Result<size_t> FakeTransport::SendBurst(std::span<const host::TxMessage> packets) {
   if (!send_error.ok()) return send_error;
   const size_t n = std::min(packets.size(), send_capacity);
   for (size_t i = 0; i < n; ++i) {
@@ -130,7 +130,7 @@ Result<size_t> FakeTransport::SendBurst(std::span<const host::TxPacket> packets)
   return n;
 }
 
-Result<size_t> FakeTransport::RecvBurst(std::span<host::RxPacket> packets,
+Result<size_t> FakeTransport::RecvBurst(std::span<host::RxMessage> packets,
                                         std::chrono::microseconds timeout) {
   last_timeout = timeout;
   if (!recv_error.ok()) return recv_error;

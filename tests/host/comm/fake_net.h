@@ -102,8 +102,8 @@ class FakeTransport final : public host::Transport {
  public:
   FakeTransport(FakeNet& net, int id) : net_(net), id_(id) {}
 
-  Result<size_t> SendBurst(std::span<const host::TxPacket> packets) override;
-  Result<size_t> RecvBurst(std::span<host::RxPacket> packets,
+  Result<size_t> SendBurst(std::span<const host::TxMessage> packets) override;
+  Result<size_t> RecvBurst(std::span<host::RxMessage> packets,
                            std::chrono::microseconds timeout) override;
   std::string_view name() const override { return "fake"; }
 

@@ -1,6 +1,6 @@
 // GatherTransport: a stand-in for a NIC's gather list where no RDMA device is (GPUDirect RDMA,
 // docs/gpu.md). It wraps a real transport (UDP to the fabric), says it sends packets with a body
-// (TxPacket::body), checks each body lies in a region registered with RegisterTxBody, reads the
+// (TxMessage::body), checks each body lies in a region registered with RegisterTxBody, reads the
 // body as a NIC's DMA would (memcpy for host memory; a GPU test passes cudaMemcpy) and sends
 // header, body and trailer as one datagram. By default it refuses dma-bufs, as rxe does; a GPU
 // test lets it take them (as a NIC with dma-buf support). GatherLog counts what all of a test's
@@ -29,10 +29,10 @@ namespace ina::testing {
 
 using host::CommConfig;
 using host::Communicator;
-using host::RxPacket;
+using host::RxMessage;
 using host::Transport;
 using host::TransportConfig;
-using host::TxPacket;
+using host::TxMessage;
 
 struct GatherLog {
   std::atomic<uint64_t> gathered{0};      // packets sent with a body
@@ -56,11 +56,11 @@ class GatherTransport final : public Transport {
   GatherTransport(std::unique_ptr<Transport> inner, GatherLog* log, GatherOptions options = {})
       : inner_(std::move(inner)), log_(log), opts_(std::move(options)) {}
 
-  Result<size_t> SendBurst(std::span<const TxPacket> packets) override {
-    std::vector<TxPacket> out(packets.begin(), packets.end());
+  Result<size_t> SendBurst(std::span<const TxMessage> packets) override {
+    std::vector<TxMessage> out(packets.begin(), packets.end());
     lin_.resize(packets.size());
     for (size_t i = 0; i < packets.size(); ++i) {
-      const TxPacket& p = packets[i];
+      const TxMessage& p = packets[i];
       if (p.body == nullptr) continue;
       if (!InRegion(p.body, p.body_len) || p.split > p.len) {
         return InvalidArgument("gather: a body outside every registered region");
@@ -78,7 +78,7 @@ class GatherTransport final : public Transport {
     }
     return n;
   }
-  Result<size_t> RecvBurst(std::span<RxPacket> packets, std::chrono::microseconds t) override {
+  Result<size_t> RecvBurst(std::span<RxMessage> packets, std::chrono::microseconds t) override {
     return inner_->RecvBurst(packets, t);
   }
   std::string_view name() const override { return "gather(udp)"; }

@@ -1,5 +1,5 @@
 // GPUDirect RDMA's send path without an RDMA device (docs/gpu.md, "GPUDirect RDMA"): the
-// communicator over a transport that takes packets with a body (TxPacket::body), as the verbs
+// communicator over a transport that takes packets with a body (TxMessage::body), as the verbs
 // transport does with a gather list. GatherTransport wraps a real UDP transport to the in-process
 // fabric (test_fabric.h: the real control plane and ina::dp_ref) and does what a NIC does with
 // the gather list: it checks the body lies in a region registered with RegisterTxBody and sends

@@ -6,8 +6,8 @@
 #include <chrono>
 #include <set>
 
-#include "../../dataplane/switchd/harness.h"
 #include "ina/host/communicator.h"
+#include "support/switchd_process.h"
 
 namespace ina::host {
 namespace {

@@ -29,7 +29,7 @@
 #include <thread>
 #include <vector>
 
-#include "../../dataplane/switchd/harness.h"
+#include "support/switchd_process.h"
 #include "ina/host/communicator.h"
 #include "ina/proto/sec.h"
 #include "ina/proto/wire.h"

@@ -89,7 +89,7 @@ std::vector<uint8_t> Error(ErrorCode code, proto::JoinParam param = proto::JoinP
 
 // The headers of the packets queued, marked sent at `now`.
 std::vector<proto::Header> Take(Membership& m, TimePoint now) {
-  std::array<TxPacket, 8> tx{};
+  std::array<TxMessage, 8> tx{};
   const size_t n = m.PeekTx(std::span(tx));
   std::vector<proto::Header> out;
   for (size_t i = 0; i < n; ++i) {
@@ -106,6 +106,13 @@ bool Has(const Status& s, const std::string& text) {
 
 class MembershipTest : public ::testing::Test {
  protected:
+  // The headers a new member of `c` queues when it joins at t0_.
+  std::vector<proto::Header> JoinSends(const JoinConfig& c) const {
+    Membership m(c);
+    m.Join(0, t0_);
+    return Take(m, t0_);
+  }
+
   TimePoint t0_ = TimePoint{} + std::chrono::seconds(1000);
 };
 
@@ -133,16 +140,12 @@ TEST_F(MembershipTest, LanesNameTheirLaneUnlessOnSwitchCores) {
   JoinConfig c = Config();
   c.lanes = 3;
   c.lane = 2;
-  Membership m(c);
-  m.Join(0, t0_);
-  const auto sent = Take(m, t0_);
+  const auto sent = JoinSends(c);
   ASSERT_EQ(sent.size(), 1u);
   EXPECT_EQ(sent[0].slot, 2);
   EXPECT_EQ(sent[0].gen, 3);
   c.core_lanes = true;  // each core holds its share as a job of its own
-  Membership core(c);
-  core.Join(0, t0_);
-  const auto core_sent = Take(core, t0_);
+  const auto core_sent = JoinSends(c);
   ASSERT_EQ(core_sent.size(), 1u);
   EXPECT_EQ(core_sent[0].slot, 0);
   EXPECT_EQ(core_sent[0].gen, 0);
@@ -368,7 +371,7 @@ TEST_F(MembershipTest, LeaveQueuesThreeCopiesSentOnceBestEffort) {
   m.Leave(ErrorCode::kNone, 12);
   EXPECT_EQ(m.state(), State::kOut);
   EXPECT_EQ(m.grant().epoch, 1);  // the last grant is kept
-  std::array<TxPacket, 8> tx{};
+  std::array<TxMessage, 8> tx{};
   ASSERT_EQ(m.PeekTx(std::span(tx)), 3u);
   const proto::Header h = proto::DecodeHeader(tx[0].data);
   EXPECT_EQ(h.type, Type(MsgType::kLeave));

@@ -15,8 +15,8 @@ namespace {
 class SizedTransport final : public Transport {
  public:
   explicit SizedTransport(size_t max) : max_(max) {}
-  Result<size_t> SendBurst(std::span<const TxPacket>) override { return size_t{0}; }
-  Result<size_t> RecvBurst(std::span<RxPacket>, std::chrono::microseconds) override {
+  Result<size_t> SendBurst(std::span<const TxMessage>) override { return size_t{0}; }
+  Result<size_t> RecvBurst(std::span<RxMessage>, std::chrono::microseconds) override {
     return size_t{0};
   }
   std::string_view name() const override { return "sized"; }

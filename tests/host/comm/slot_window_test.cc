@@ -80,7 +80,7 @@ JoinConfig JoinFor(const WindowConfig& c) {
 
 // A packet's bytes as the fabric sees them (a packet with a body: header, body, trailer, as the
 // verbs transport's gather list).
-std::vector<uint8_t> Linear(const TxPacket& p) {
+std::vector<uint8_t> Linear(const TxMessage& p) {
   std::vector<uint8_t> out(p.data, p.data + p.split * (p.body != nullptr));
   if (p.body == nullptr) return {p.data, p.data + p.len};
   out.insert(out.end(), p.body, p.body + p.body_len);
@@ -91,7 +91,7 @@ std::vector<uint8_t> Linear(const TxPacket& p) {
 // The packets the window queued, as bytes (and marks them sent at `now`).
 std::vector<std::vector<uint8_t>> SendAll(SlotWindow& w, TimePoint now) {
   std::vector<std::vector<uint8_t>> out;
-  TxPacket tx[64];
+  TxMessage tx[64];
   while (w.tx_queued() > 0) {
     const size_t n = w.PeekTx(tx);
     for (size_t i = 0; i < n; ++i) out.push_back(Linear(tx[i]));
@@ -308,7 +308,7 @@ TEST_F(SlotWindowTest, EveryPacketIsSentFromTheTxMemory) {
   ASSERT_TRUE(w.Begin(OpDesc{true, x.data(), nullptr, x.size(), 0}, t0_).ok());
   size_t packets = 0;
   for (int round = 0; round < 10 && w.blocks_remaining() > 0; ++round) {
-    TxPacket tx[64];
+    TxMessage tx[64];
     std::vector<std::vector<uint8_t>> sent;
     while (w.tx_queued() > 0) {
       const size_t n = w.PeekTx(tx);
@@ -871,7 +871,7 @@ TEST_F(SlotWindowTest, BlocksFromABodyRegionAreTheSameBytesSealedByCombiningCrcs
     }
     ASSERT_TRUE(bw.OnReady().ok());
     // Look at the queued packets before sending them.
-    TxPacket tx[16];
+    TxMessage tx[16];
     const size_t n = bw.PeekTx(tx);
     for (size_t i = 0; i < n; ++i) {
       if (tx[i].body == nullptr) continue;
@@ -1085,7 +1085,7 @@ class Sim {
     h.offset = window;
     proto::EncodeHeader(h, b);
     proto::SealMessage(b, proto::kHeaderBytes);
-    const TxPacket tx{b, sizeof(b)};
+    const TxMessage tx{b, sizeof(b)};
     ASSERT_TRUE(ranks_[e].t->SendBurst(std::span(&tx, 1)).ok());
   }
 

@@ -57,7 +57,7 @@ size_t FabricRecv(net::Port& p, net::Endpoint* from) {
 
 size_t WorkerRecv(Transport& t) {
   std::array<std::array<uint8_t, 2048>, 64> bufs;
-  std::array<RxPacket, 64> pk;
+  std::array<RxMessage, 64> pk;
   size_t got = 0;
   const auto until = std::chrono::steady_clock::now() + 200ms;
   while (std::chrono::steady_clock::now() < until) {
@@ -74,7 +74,7 @@ TEST(TransportFaults, DropRateOneSendsNothingButReportsEverySent) {
   f.drop = 1;
   Pair s = Make(f);
   std::vector<uint8_t> d(100, 1);
-  std::vector<TxPacket> tx(10, TxPacket{d.data(), d.size()});
+  std::vector<TxMessage> tx(10, TxMessage{d.data(), d.size()});
   auto n = s.worker->SendBurst(tx);
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, tx.size());
@@ -87,7 +87,7 @@ TEST(TransportFaults, DupRateOneDoublesBothWays) {
   f.dup = 1;
   Pair s = Make(f);
   std::vector<uint8_t> d(100, 2);
-  std::vector<TxPacket> tx(10, TxPacket{d.data(), d.size()});
+  std::vector<TxMessage> tx(10, TxMessage{d.data(), d.size()});
   auto n = s.worker->SendBurst(tx);
   ASSERT_TRUE(n.ok());
   EXPECT_EQ(*n, tx.size());

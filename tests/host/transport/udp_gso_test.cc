@@ -128,7 +128,7 @@ std::vector<std::vector<uint8_t>> MakePackets(std::mt19937_64& rng, size_t n) {
 }
 
 size_t SendAll(Transport& t, const std::vector<std::vector<uint8_t>>& data) {
-  std::vector<TxPacket> tx;
+  std::vector<TxMessage> tx;
   for (const auto& d : data) tx.push_back({d.data(), d.size()});
   size_t sent = 0;
   const auto deadline = Clock::now() + std::chrono::seconds(5);
@@ -214,7 +214,7 @@ TEST(UdpGso, GroTrainsSplitAcrossCalls) {
   ASSERT_NE(t, nullptr);
   // Learn the transport's address.
   std::vector<uint8_t> hello = {1, 2, 3};
-  TxPacket hi{hello.data(), hello.size()};
+  TxMessage hi{hello.data(), hello.size()};
   ASSERT_TRUE(t->SendBurst(std::span(&hi, 1)).ok());
   std::vector<uint8_t> buf;
   int seg = 0;
@@ -237,7 +237,7 @@ TEST(UdpGso, GroTrainsSplitAcrossCalls) {
     ASSERT_TRUE(peer.SendTrain(addr, expect.back(), 2000));  // one segment: a plain datagram
   }
   std::vector<std::vector<uint8_t>> bufs(32, std::vector<uint8_t>(2048));
-  std::vector<RxPacket> rx(32);
+  std::vector<RxMessage> rx(32);
   size_t got = 0;
   const auto deadline = Clock::now() + std::chrono::seconds(5);
   while (got < expect.size() && Clock::now() < deadline) {
@@ -266,7 +266,7 @@ TEST(UdpGso, OversizedSegmentHasLengthZero) {
   auto t = Open(peer.port());
   ASSERT_NE(t, nullptr);
   std::vector<uint8_t> hello = {1};
-  TxPacket hi{hello.data(), hello.size()};
+  TxMessage hi{hello.data(), hello.size()};
   ASSERT_TRUE(t->SendBurst(std::span(&hi, 1)).ok());
   std::vector<uint8_t> buf;
   int seg = 0;
@@ -275,7 +275,7 @@ TEST(UdpGso, OversizedSegmentHasLengthZero) {
   std::vector<uint8_t> train = Payload(0, 3 * 600 + 100);
   ASSERT_TRUE(peer.SendTrain(addr, train, 600));
   std::vector<uint8_t> small(200);
-  std::vector<RxPacket> rx(4);
+  std::vector<RxMessage> rx(4);
   size_t got = 0;
   std::vector<size_t> lens;
   const auto deadline = Clock::now() + std::chrono::seconds(5);

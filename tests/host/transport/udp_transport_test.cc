@@ -76,7 +76,7 @@ std::vector<uint8_t> Payload(int i, size_t len) {
 // Sends one datagram from the transport so the peer learns its address.
 sockaddr_in LearnAddress(Transport& t, Peer& peer) {
   std::vector<uint8_t> hello = {1, 2, 3};
-  TxPacket tx{hello.data(), hello.size()};
+  TxMessage tx{hello.data(), hello.size()};
   auto r = t.SendBurst(std::span(&tx, 1));
   EXPECT_TRUE(r.ok() && *r == 1);
   std::vector<uint8_t> buf;
@@ -92,7 +92,7 @@ TEST(UdpTransport, SendBurstDeliversInOrder) {
   EXPECT_EQ(t->name(), "udp");
   constexpr int kN = 100;  // more than one burst of 32
   std::vector<std::vector<uint8_t>> data;
-  std::vector<TxPacket> tx;
+  std::vector<TxMessage> tx;
   for (int i = 0; i < kN; ++i) data.push_back(Payload(i, 22 + 4 * (i % 50)));
   for (auto& d : data) tx.push_back({d.data(), d.size()});
   size_t sent = 0;
@@ -121,7 +121,7 @@ TEST(UdpTransport, RecvBurstReturnsBurstsFromFabric) {
   constexpr int kN = 40;
   for (int i = 0; i < kN; ++i) peer.SendTo(addr, Payload(i, 100 + i));
   std::vector<std::vector<uint8_t>> bufs(kN, std::vector<uint8_t>(2048));
-  std::vector<RxPacket> rx(kN);
+  std::vector<RxMessage> rx(kN);
   int got = 0;
   auto deadline = Clock::now() + std::chrono::seconds(5);
   while (got < kN && Clock::now() < deadline) {
@@ -143,7 +143,7 @@ TEST(UdpTransport, TimeoutReturnsZeroInBoundedTime) {
   auto t = Open(peer.port());
   ASSERT_NE(t, nullptr);
   std::vector<uint8_t> buf(2048);
-  RxPacket rx{buf.data(), buf.size(), 0};
+  RxMessage rx{buf.data(), buf.size(), 0};
   auto t0 = Clock::now();
   auto r = t->RecvBurst(std::span(&rx, 1), milliseconds(50));
   auto waited = Clock::now() - t0;
@@ -168,7 +168,7 @@ TEST(UdpTransport, DiscardsPacketsFromOtherSources) {
   stranger.SendTo(addr, Payload(1, 50));
   peer.SendTo(addr, Payload(2, 60));
   std::vector<uint8_t> buf(2048);
-  RxPacket rx{buf.data(), buf.size(), 0};
+  RxMessage rx{buf.data(), buf.size(), 0};
   auto r = t->RecvBurst(std::span(&rx, 1), milliseconds(500));
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(*r, 1u);
@@ -185,7 +185,7 @@ TEST(UdpTransport, OversizedDatagramHasLengthZero) {
   sockaddr_in addr = LearnAddress(*t, peer);
   peer.SendTo(addr, Payload(3, 1500));
   std::vector<uint8_t> buf(100);
-  RxPacket rx{buf.data(), buf.size(), 7};
+  RxMessage rx{buf.data(), buf.size(), 7};
   auto r = t->RecvBurst(std::span(&rx, 1), milliseconds(500));
   ASSERT_TRUE(r.ok());
   ASSERT_EQ(*r, 1u);
@@ -201,9 +201,9 @@ TEST(UdpTransport, ConnectionRefusedIsUnavailable) {
   auto t = Open(port);
   ASSERT_NE(t, nullptr);
   std::vector<uint8_t> d = Payload(0, 30);
-  TxPacket tx{d.data(), d.size()};
+  TxMessage tx{d.data(), d.size()};
   std::vector<uint8_t> buf(2048);
-  RxPacket rx{buf.data(), buf.size(), 0};
+  RxMessage rx{buf.data(), buf.size(), 0};
   // The ICMP port-unreachable comes back asynchronously; a later send or receive reports it.
   bool saw_unavailable = false;
   for (int i = 0; i < 20 && !saw_unavailable; ++i) {

@@ -56,7 +56,7 @@ TEST(Checksum, LongBuffersMatchTheWordByWordSum) {
   EXPECT_EQ(ChecksumAdd(b), s);
 }
 
-TEST(Checksum, TheTargetKernelMatchesItsScalarTwin) {
+TEST(Checksum, EveryVariantMatchesItsScalarTwin) {
   // Every length 0 .. 2100 at every alignment 0 .. 7, plus one buffer past a 64 KiB chunk.
   std::vector<uint8_t> b(70000 + 8);
   uint32_t x = 99;
@@ -65,16 +65,25 @@ TEST(Checksum, TheTargetKernelMatchesItsScalarTwin) {
     while (s >> 16) s = (s & 0xffff) + (s >> 16);
     return s;
   };
-  for (size_t off = 0; off < 8; ++off) {
-    for (size_t n = 0; n <= 2100; ++n) {
-      ASSERT_EQ(fold(internal::NativeSum(b.data() + off, n)),
-                fold(internal::NativeSumScalar(b.data() + off, n)))
-          << "offset " << off << " length " << n;
+  const internal::ChecksumVariantList list = internal::ChecksumVariants();
+  ASSERT_GE(list.size, 1u);
+  EXPECT_EQ(list.items[list.size - 1], &internal::kChecksumScalar);
+  for (const internal::ChecksumKernel* k : list) {
+    SCOPED_TRACE(k->name);
+    for (size_t off = 0; off < 8; ++off) {
+      for (size_t n = 0; n <= 2100; ++n) {
+        ASSERT_EQ(fold(k->sum(b.data() + off, n)),
+                  fold(internal::NativeSumScalar(b.data() + off, n)))
+            << "offset " << off << " length " << n;
+      }
     }
   }
   std::fill(b.begin(), b.end(), 0xFF);  // the largest lane values
-  EXPECT_EQ(fold(internal::NativeSum(b.data() + 1, 70000)),
-            fold(internal::NativeSumScalar(b.data() + 1, 70000)));
+  for (const internal::ChecksumKernel* k : list) {
+    EXPECT_EQ(fold(k->sum(b.data() + 1, 70000)),
+              fold(internal::NativeSumScalar(b.data() + 1, 70000)))
+        << k->name;
+  }
 }
 
 struct Built {

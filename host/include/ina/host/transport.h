@@ -8,6 +8,11 @@
 // the caller's buffers to mbufs as external buffers where the port allows it, so callers keep a TX
 // buffer unchanged until the fabric answered it.
 //
+// Vocabulary: the worker side speaks of messages (TxMessage, RxMessage: one ina message each,
+// possibly in two memories) through a Transport's SendBurst/RecvBurst; the packet I/O layer under
+// both sides speaks of datagrams of a port (net::Packet, net::TxPacket through net::Port's
+// RxBurst/TxBurst, ina/net/port.h).
+//
 // Threading: a Transport is used by one thread at a time (the communicator's progress thread).
 #pragma once
 
@@ -22,7 +27,7 @@
 
 namespace ina::host {
 
-struct TxPacket {
+struct TxMessage {
   const uint8_t* data = nullptr;
   size_t len = 0;  // bytes
   bool payload_checked =
@@ -41,7 +46,7 @@ struct TxPacket {
 // data at memory of the transport's own (an mbuf, a GRO buffer) instead of copying, valid until
 // the next RecvBurst: read data after the call and set it again before the next one. A packet
 // longer than cap comes with len 0.
-struct RxPacket {
+struct RxMessage {
   uint8_t* data = nullptr;  // caller's buffer, or the transport's (see above)
   size_t cap = 0;           // the caller's buffer size in bytes
   size_t len = 0;           // set by RecvBurst
@@ -52,10 +57,10 @@ class Transport {
   virtual ~Transport() = default;
   // Sends packets in order; returns how many were sent (fewer when the kernel/NIC queue is full;
   // the caller retries the rest later). Errors: Unavailable and friends from the OS.
-  virtual Result<size_t> SendBurst(std::span<const TxPacket> packets) = 0;
+  virtual Result<size_t> SendBurst(std::span<const TxMessage> packets) = 0;
   // Receives up to packets.size() packets, waiting at most `timeout` for the first (zero: poll).
   // Returns how many were received (0 on timeout). Packets not from the fabric are discarded.
-  virtual Result<size_t> RecvBurst(std::span<RxPacket> packets,
+  virtual Result<size_t> RecvBurst(std::span<RxMessage> packets,
                                    std::chrono::microseconds timeout) = 0;
   virtual std::string_view name() const = 0;
   // The longest message (bytes: header, payload, trailer) one packet carries to the fabric
@@ -75,7 +80,7 @@ class Transport {
     return Status::Ok();
   }
 
-  // Sending payloads from device memory (TxPacket::body; GPUDirect RDMA, docs/gpu.md).
+  // Sending payloads from device memory (TxMessage::body; GPUDirect RDMA, docs/gpu.md).
   // sends_body(): this transport posts a packet from two memories (verbs: a gather list of host
   // header, device payload, host trailer). RegisterTxBody registers [data, data + len) for
   // bodies: a dma-buf (dmabuf_fd >= 0, from dmabuf_offset; verbs: ibv_reg_dmabuf_mr) or host

@@ -10,7 +10,7 @@
 // buffer is rewritten only after its result); otherwise it is copied. Destination MAC:
 // DpdkConfig::fabric_mac, else learnt from the first packet from the fabric, else broadcast.
 // RX: only IPv4/UDP from fabric_host:fabric_port to local_ip:local_port with good checksums; the
-// RxPacket points at the payload in its mbuf (no copy, PortTransport; len 0 when it is longer
+// RxMessage points at the payload in its mbuf (no copy, PortTransport; len 0 when it is longer
 // than the caller's cap). An idle RecvBurst polls, then yields and sleeps (net/backoff.h, sleeps
 // doubling up to backoff_max_us) until its timeout.
 #pragma once

@@ -3,7 +3,7 @@
 // connect() makes the kernel drop datagrams from any other source and turns ICMP port-unreachable
 // into Unavailable on a later call (the caller may retry: the fabric may not be up yet). Bursts
 // go through sendmmsg/recvmmsg; RecvBurst waits with ppoll (microsecond timeout). A received
-// datagram larger than its RxPacket buffer is reported with len 0.
+// datagram larger than its RxMessage buffer is reported with len 0.
 //
 // GSO/GRO (Linux; TransportConfig::udp_gso = false turns both off, a kernel without them falls
 // back silently):

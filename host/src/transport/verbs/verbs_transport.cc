@@ -125,8 +125,9 @@ class VerbsTransportImpl final : public VerbsTransport {
 
   Status Open(const TransportConfig& config);
 
-  Result<size_t> SendBurst(std::span<const TxPacket> packets) override;
-  Result<size_t> RecvBurst(std::span<RxPacket> packets, std::chrono::microseconds timeout) override;
+  Result<size_t> SendBurst(std::span<const TxMessage> packets) override;
+  Result<size_t> RecvBurst(std::span<RxMessage> packets,
+                           std::chrono::microseconds timeout) override;
   std::string_view name() const override { return "verbs"; }
 
   Status RegisterTxMemory(const void* data, size_t len) override {
@@ -394,7 +395,7 @@ Status VerbsTransportImpl::ReapSends() {
   }
 }
 
-Result<size_t> VerbsTransportImpl::SendBurst(std::span<const TxPacket> packets) {
+Result<size_t> VerbsTransportImpl::SendBurst(std::span<const TxMessage> packets) {
   INA_RETURN_IF_ERROR(ReapSends());
   size_t sent = 0;
   // Up to kPostBatch packets are chained into one ibv_post_send (one doorbell, or one system call
@@ -406,7 +407,7 @@ Result<size_t> VerbsTransportImpl::SendBurst(std::span<const TxPacket> packets) 
     size_t n = 0;
     Status stop = Status::Ok();  // why the chain ended early, when it is an error
     for (size_t at = sent; at < packets.size() && n < kPostBatch; ++at) {
-      const TxPacket& p = packets[at];
+      const TxMessage& p = packets[at];
       if (p.bytes() > static_cast<size_t>(mtu_)) {
         stop = InvalidArgument("verbs: packet of " + std::to_string(p.bytes()) +
                                " bytes above the " + std::to_string(mtu_) + "-byte MTU of " + dev_);
@@ -500,7 +501,7 @@ Result<size_t> VerbsTransportImpl::SendBurst(std::span<const TxPacket> packets) 
   return sent;
 }
 
-Result<size_t> VerbsTransportImpl::RecvBurst(std::span<RxPacket> packets,
+Result<size_t> VerbsTransportImpl::RecvBurst(std::span<RxMessage> packets,
                                              std::chrono::microseconds timeout) {
   INA_RETURN_IF_ERROR(ReapSends());
   const auto deadline = std::chrono::steady_clock::now() + timeout;

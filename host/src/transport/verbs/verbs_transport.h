@@ -12,13 +12,13 @@
 // caller keeps it unchanged until the fabric answers it, as the communicator does for its slot
 // buffers); any other packet is copied into a registered bounce slot. RX: receive buffers are a
 // registered pool (each with the 40-byte GRH room UD needs); RecvBurst copies the message into the
-// caller's RxPacket and reposts the buffer. Completions are polled in SendBurst (reclaiming slots)
+// caller's RxMessage and reposts the buffer. Completions are polled in SendBurst (reclaiming slots)
 // and RecvBurst (which blocks on a completion channel when asked to wait). A packet with a body
-// (TxPacket::body, GPUDirect RDMA) is posted as a gather list: header and trailer from the caller's
-// registered memory (or a bounce slot), the payload from a region registered with RegisterTxBody
-// (device memory through a dma-buf). UnregisterTxBody waits for every posted send to complete
-// first. Received messages whose source QP or GID is not the fabric's are dropped (counted).
-// Errors: every failing verbs call becomes a Status that names the call and the device.
+// (TxMessage::body, GPUDirect RDMA) is posted as a gather list: header and trailer from the
+// caller's registered memory (or a bounce slot), the payload from a region registered with
+// RegisterTxBody (device memory through a dma-buf). UnregisterTxBody waits for every posted send to
+// complete first. Received messages whose source QP or GID is not the fabric's are dropped
+// (counted). Errors: every failing verbs call becomes a Status that names the call and the device.
 #pragma once
 
 #include <cstddef>
@@ -37,7 +37,7 @@ struct VerbsCounters {
   uint64_t tx_zero_copy = 0;  // packets posted from registered caller memory
   uint64_t tx_bounced = 0;    // packets copied into a bounce slot
   uint64_t tx_gather = 0;     // of those sent, packets whose payload came from a body region
-                              // (TxPacket::body; GPUDirect RDMA: a gather list of 2-3 SGEs)
+                              // (TxMessage::body; GPUDirect RDMA: a gather list of 2-3 SGEs)
   uint64_t rx_delivered = 0;
   uint64_t rx_foreign = 0;  // dropped: not from the fabric's QP/GID
   uint64_t rx_too_big = 0;  // dropped: larger than the caller's buffer
@@ -53,7 +53,7 @@ class VerbsTransport : public Transport {
   virtual Status UnregisterTxMemory(const void* data) = 0;
   // Transport::RegisterTxBody: dmabuf_fd >= 0 registers through ibv_reg_dmabuf_mr (iova = data,
   // the device's virtual address; Unimplemented when the rdma-core at build time lacks it, the
-  // provider's error otherwise: rxe has no dma-buf), -1 through ibv_reg_mr. Each TxPacket with a
+  // provider's error otherwise: rxe has no dma-buf), -1 through ibv_reg_mr. Each TxMessage with a
   // body is one SEND of a gather list: the host header, the body, the host trailer.
   virtual uint32_t qp_num() const = 0;  // this worker's QP number (the fabric replies to it)
   virtual int active_mtu() const = 0;   // the path MTU in bytes

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <span>
 
+#include "ina/base/variants.h"
 #include "ina/proto/wire.h"
 
 namespace ina::proto {
@@ -33,11 +34,9 @@ struct Crc32cVariant {
 // The scalar twin: eight table lookups per 8 bytes, no CPU-specific instruction.
 uint32_t Crc32cScalar(uint32_t crc, const uint8_t* p, size_t n);
 
-// The variants this build and CPU can run, best first; the last is always the scalar twin.
-struct Crc32cVariantList {
-  const Crc32cVariant* items[4];
-  size_t size;
-};
+// The variants this build and CPU can run, best first; the last is always the scalar twin
+// (ina/base/variants.h: the one selection mechanism of every kernel family).
+using Crc32cVariantList = base::VariantList<Crc32cVariant>;
 Crc32cVariantList Crc32cVariants();
 
 // The variant Crc32c uses (the first of Crc32cVariants()).

@@ -43,7 +43,7 @@ struct Harness {
       : window(cfg, ina::host::quant::ActiveKernels()), last(cfg.window) {}
 
   void Drain(TimePoint now) {
-    std::array<ina::host::TxPacket, 64> tx;
+    std::array<ina::host::TxMessage, 64> tx;
     while (window.tx_queued() > 0) {
       const size_t n = window.PeekTx(tx);
       FUZZ_CHECK(n > 0 && n <= window.tx_queued(), "PeekTx %zu of %zu", n, window.tx_queued());

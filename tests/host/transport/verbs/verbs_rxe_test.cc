@@ -73,7 +73,7 @@ class VerbsRxe : public ::testing::Test {
   }
 
   // Sends all packets (first half from a registered buffer: zero copy; second half bounced).
-  // With `gather` (GPUDirect RDMA's packets, TxPacket::body): header and trailer there, the
+  // With `gather` (GPUDirect RDMA's packets, TxMessage::body): header and trailer there, the
   // payload from a body region registered with RegisterTxBody, one gather list per packet.
   void SendAll(uint32_t seed, bool gather = false) {
     tx_.assign(kPackets * kBytes, 0);
@@ -83,7 +83,7 @@ class VerbsRxe : public ::testing::Test {
       body_.assign(kPackets * kBody, 0);
       ASSERT_TRUE(t_->RegisterTxBody(body_.data(), body_.size(), -1, 0).ok());
     }
-    std::vector<TxPacket> pk;
+    std::vector<TxMessage> pk;
     for (int i = 0; i < kPackets; ++i) {
       const auto p = Packet(i, seed);
       uint8_t* at = tx_.data() + i * kBytes;
@@ -116,7 +116,7 @@ class VerbsRxe : public ::testing::Test {
     int got = 0;
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
     while (got < kPackets && std::chrono::steady_clock::now() < deadline) {
-      RxPacket rx[8];
+      RxMessage rx[8];
       for (int j = 0; j < 8; ++j) rx[j] = {buf.data() + j * 4096, 4096, 0};
       auto n = t_->RecvBurst(rx, std::chrono::milliseconds(200));
       EXPECT_TRUE(n.ok()) << n.status().message();
@@ -169,7 +169,7 @@ TEST_F(VerbsRxe, RepliesComeBackIntact) {
   EXPECT_EQ(c.wc_errors, 0u);
 }
 
-// GPUDirect RDMA's packets (TxPacket::body): one gather list each, header and trailer from the
+// GPUDirect RDMA's packets (TxMessage::body): one gather list each, header and trailer from the
 // caller's memory (registered or bounced), the payload from a body region (host memory here,
 // ibv_reg_mr; a GPU's through ibv_reg_dmabuf_mr). The reflector, which checks the ICRC and the
 // ina trailer, must see whole messages, and answer each.
@@ -185,7 +185,7 @@ TEST_F(VerbsRxe, GatherListsFromABodyRegionArriveAsWholeMessages) {
   EXPECT_EQ(c.wc_errors, 0u);
   // A body outside every registered region is refused, not sent from wherever it points.
   std::vector<uint8_t> stray(64), hdr(kHeaderBytes + proto::kCrcBytes);
-  TxPacket p{hdr.data(), hdr.size(), true, stray.data(), stray.size(), kHeaderBytes};
+  TxMessage p{hdr.data(), hdr.size(), true, stray.data(), stray.size(), kHeaderBytes};
   auto n = t_->SendBurst(std::span(&p, 1));
   ASSERT_FALSE(n.ok());
   EXPECT_NE(n.status().message().find("RegisterTxBody"), std::string::npos) << n.status().message();
@@ -216,7 +216,7 @@ TEST_F(VerbsRxe, CorruptRepliesAreDropped) {
   int got = 0;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
   while (std::chrono::steady_clock::now() < deadline) {
-    RxPacket rx[8];
+    RxMessage rx[8];
     for (int j = 0; j < 8; ++j) rx[j] = {buf.data() + j * 4096, 4096, 0};
     auto n = t_->RecvBurst(rx, std::chrono::milliseconds(200));
     ASSERT_TRUE(n.ok()) << n.status().message();
@@ -229,7 +229,7 @@ TEST_F(VerbsRxe, CorruptRepliesAreDropped) {
 
 TEST_F(VerbsRxe, ErrorsNameTheCallAndTheDevice) {
   std::vector<uint8_t> big(static_cast<size_t>(t_->active_mtu()) + 1);
-  TxPacket p{big.data(), big.size()};
+  TxMessage p{big.data(), big.size()};
   auto n = t_->SendBurst(std::span(&p, 1));
   ASSERT_FALSE(n.ok());
   EXPECT_EQ(n.status().code(), StatusCode::kInvalidArgument);

@@ -1,0 +1,47 @@
+// The leaf hierarchy's part of a switch core (see hierarchy.h).
+#include "hierarchy.h"
+
+#include <algorithm>
+
+#include "ina/net/port.h"
+#include "ina/proto/wire.h"
+
+namespace ina::dp::switchd {
+
+namespace p = ::ina::proto;
+
+Result<std::unique_ptr<CoreLeaf>> CoreLeaf::Create(const Config& config, const ControlConfig& cc,
+                                                   ControlPlane& control, LeafSink& out,
+                                                   size_t items) {
+  auto up = net::ParseEndpoint(config.upstream);
+  if (!up.ok()) return up.status().WithContext("--upstream " + config.upstream);
+  LeafConfig lc;
+  lc.upstream = Peer::From(reinterpret_cast<const sockaddr*>(&up->addr), up->len);
+  lc.index = static_cast<uint16_t>(config.leaf_index);
+  lc.leaves = static_cast<uint16_t>(config.leaves);
+  lc.job_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(cc.job_timeout);
+  std::unique_ptr<CoreLeaf> c(new CoreLeaf());
+  c->leaf_ = std::make_unique<Leaf>(lc, control, out);
+  c->scratch_.resize(items * proto::kMaxPacketBytes);
+  return c;
+}
+
+CoreLeaf::Route CoreLeaf::Classify(std::span<const uint8_t> packet, const Peer& from) const {
+  if (leaf_->FromUpstream(from)) return Route::kUpstream;
+  if (packet.size() >= p::kHeaderBytes && p::GetVersion(packet.data()) == p::kVersion &&
+      ControlPlane::IsControlType(p::GetType(packet.data()))) {
+    return Route::kWorkerControl;
+  }
+  return Route::kData;
+}
+
+std::chrono::microseconds CoreLeaf::Wait(std::chrono::microseconds most) const {
+  const auto d = leaf_->NextDeadline();
+  if (d == Clock::time_point::max()) return most;
+  const auto now = Clock::now();
+  if (d <= now) return std::chrono::microseconds(0);
+  return std::chrono::duration_cast<std::chrono::microseconds>(d - now) +
+         std::chrono::microseconds(1);
+}
+
+}  // namespace ina::dp::switchd

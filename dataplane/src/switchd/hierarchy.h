@@ -1,0 +1,55 @@
+// The leaf hierarchy's part of a switch core (--upstream, docs/hierarchy.md; private to
+// ina::switchd_loop): the core's Leaf (leaf.h), which of the core's packets it takes, the scratch
+// its mapped data packets live in, and how long the core may wait before the leaf's next timer.
+//
+// Threading: one core's thread.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "ina/base/status.h"
+#include "ina/dp/control.h"
+#include "ina/dp/switchd/config.h"
+#include "ina/dp/switchd/leaf.h"
+
+namespace ina::dp::switchd {
+
+class CoreLeaf {
+ public:
+  using Clock = std::chrono::steady_clock;
+
+  // A leaf of --upstream (config.leaf_index of config.leaves) over the core's control plane
+  // (configured as cc, lease_calls 0), sending through `out`; both outlive it. `items`: the most
+  // data packets mapped at once. Errors: InvalidArgument for a bad --upstream.
+  static Result<std::unique_ptr<CoreLeaf>> Create(const Config& config, const ControlConfig& cc,
+                                                  ControlPlane& control, LeafSink& out,
+                                                  size_t items);
+
+  enum class Route : uint8_t {
+    kUpstream,       // from the spine: Leaf::HandleUpstream
+    kWorkerControl,  // a worker's JOIN, LEAVE or ALLOC_JOB: Leaf::HandleWorkerControl
+    kData,           // the rest: MapData, then the core's own classification
+  };
+  Route Classify(std::span<const uint8_t> packet, const Peer& from) const;
+  // Leaf::MapData into scratch of item i (i < items).
+  std::span<const uint8_t> MapData(std::span<const uint8_t> packet, size_t i) {
+    return leaf_->MapData(packet, scratch_.data() + i * proto::kMaxPacketBytes);
+  }
+  // Until the leaf's next deadline (at least 0), at most `most`.
+  std::chrono::microseconds Wait(std::chrono::microseconds most) const;
+
+  Leaf& leaf() { return *leaf_; }
+  const Leaf& leaf() const { return *leaf_; }
+
+ private:
+  CoreLeaf() = default;
+  std::unique_ptr<Leaf> leaf_;
+  std::vector<uint8_t> scratch_;  // items x kMaxPacketBytes: mapped data packets
+};
+
+}  // namespace ina::dp::switchd
