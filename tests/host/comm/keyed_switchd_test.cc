@@ -29,11 +29,11 @@
 #include <thread>
 #include <vector>
 
-#include "support/switchd_process.h"
 #include "ina/host/communicator.h"
 #include "ina/proto/sec.h"
 #include "ina/proto/wire.h"
 #include "rewrite_proxy.h"
+#include "support/switchd_process.h"
 
 namespace ina::host {
 namespace {
