@@ -33,6 +33,7 @@
 #include "ina/proto/sec.h"
 #include "ina/proto/wire.h"
 #include "rewrite_proxy.h"
+#include "support/seed.h"
 #include "support/switchd_process.h"
 
 namespace ina::host {
@@ -43,13 +44,9 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 using RewriteProxy = ::ina::testing::RewriteProxy;
 
+// One seed for the whole process (printed once), so that INA_SEED=random stays one seed.
 uint64_t Seed() {
-  static const uint64_t seed = [] {
-    const char* e = std::getenv("INA_SEED");
-    const uint64_t s = e ? std::strtoull(e, nullptr, 10) : 1;
-    std::printf("INA_SEED=%llu\n", static_cast<unsigned long long>(s));
-    return s;
-  }();
+  static const uint64_t seed = ::ina::tests::Seed();
   return seed;
 }
 
@@ -293,8 +290,10 @@ INSTANTIATE_TEST_SUITE_P(Modes, KeyedSwitchd,
                                        : std::string());
                          });
 
-// A rank with the wrong secret on a switch that requires keys: every rank gets a bounded error
-// (progress timeout), and nothing of the wrong rank's is summed (no result at all).
+// A rank with the wrong secret on a switch that requires keys: every rank gets a bounded error,
+// and nothing of the wrong rank's is summed (no result at all). The first rank to reach its
+// progress timeout leaves, and the switch then aborts the job for the other, so a rank may see
+// either error; at least one of them timed out.
 TEST(KeyedSwitchdErrors, WrongSecretIsABoundedErrorAndNothingOfItsIsSummed) {
   constexpr uint16_t kJob = 43;
   KeyedSwitch sw({"--require-job-keys", "1"});
@@ -303,11 +302,16 @@ TEST(KeyedSwitchdErrors, WrongSecretIsABoundedErrorAndNothingOfItsIsSummed) {
   std::vector<Rank> ranks = Job(kJob, 2, p::SecMode::kMac, Secret(3), 1, 1000, false, 9);
   ranks[1].secret = Secret(4);
   RunRanks(ranks, sw.port(), /*progress_timeout_ms=*/1500);
+  int timed_out = 0;
   for (const Rank& x : ranks) {
     SCOPED_TRACE("rank " + std::to_string(x.rank));
-    EXPECT_EQ(x.status.code(), StatusCode::kDeadlineExceeded) << x.status.ToString();
+    EXPECT_TRUE(x.status.code() == StatusCode::kDeadlineExceeded ||
+                x.status.code() == StatusCode::kAborted)
+        << x.status.ToString();
+    timed_out += x.status.code() == StatusCode::kDeadlineExceeded;
     EXPECT_LT(x.took, std::chrono::seconds(8));
   }
+  EXPECT_GE(timed_out, 1) << "no rank reached its progress timeout";
   const auto counters = sw.sw->Stop();
   EXPECT_GE(counters.at("drop_forged"), 1u);
   EXPECT_EQ(counters.at("results"), 0u);
