@@ -33,7 +33,8 @@ JobSecret& JobSecret::operator=(const JobSecret& o) {
 }
 
 void JobSecret::Wipe() {
-  explicit_bzero(bytes_.data(), bytes_.size());
+  // An empty vector's data() may be null, which explicit_bzero must not get (even for 0 bytes).
+  if (!bytes_.empty()) explicit_bzero(bytes_.data(), bytes_.size());
   bytes_.clear();
 }
 
@@ -48,7 +49,7 @@ Result<JobSecret> LoadJobSecret(const std::string& spec, const std::string& what
   }
   if (!bytes.ok()) return bytes.status();
   JobSecret secret(*bytes);
-  explicit_bzero(bytes->data(), bytes->size());
+  if (!bytes->empty()) explicit_bzero(bytes->data(), bytes->size());
   return secret;
 }
 
