@@ -316,6 +316,84 @@ def encode_kat(spec, kat):
     return out + crc_trailer(Crc(spec), out)
 
 
+ENUM_CTYPE = {"msg_type": "MsgType", "error_code": "ErrorCode", "join_param": "JoinParam"}
+
+
+def field_ctype(f):
+    """The C++ type of a header field: the type field is a MsgType, the others unsigned ints."""
+    return "MsgType" if f["name"] == "type" else CTYPE[f["bytes"]]
+
+
+def gen_typed_messages(spec, w):
+    """Per message type, a struct whose members are the header's fields under the names the
+    type's `view` gives them (the rest under their general names), in wire order, so that a
+    message is built with designated initializers in its own vocabulary:
+      p::JoinMsg{.job = 7, .rank = 1, .k = 256, .window = 64, .world_size = 4}.Encode(buf)
+    ToHeader/Encode fill in version and type; From/Decode read any header as this type (the
+    caller checked the type). The error message also gets each error code's names as accessors."""
+    fields = [f for f in spec["field"] if f["name"] not in ("version", "type")]
+    error_views = {}
+    for e in spec["error_code"]:
+        for v in e.get("view", []):
+            error_views.setdefault(v["name"], (v, []))[1].append(e["name"])
+    w("// ---- Typed messages: one per message type (gen.py, gen_typed_messages). Members are the")
+    w("// header's fields in wire order, named as the type names them; build one with designated")
+    w("// initializers and Encode it, or Decode a header of that type. The bytes are EncodeHeader's.")
+    for m in spec["msg_type"]:
+        view = {v["field"]: v for v in m.get("view", [])}
+        cls = camel(m["name"]) + "Msg"
+        w("")
+        w(f"// {m['name']}: {m['doc']}")
+        w(f"struct {cls} {{")
+        w(f"  static constexpr MsgType kType = MsgType::k{camel(m['name'])};")
+        members = []
+        for f in fields:
+            v = view.get(f["name"])
+            name = v["name"] if v else f["name"]
+            ctype = ENUM_CTYPE[v["enum"]] if v and "enum" in v else CTYPE[f["bytes"]]
+            members.append((f, name, ctype))
+            init = f"{ctype}{{}}" if ctype != CTYPE[f["bytes"]] else "0"
+            doc = f"  // {f['name']}: {v['doc']}" if v else ""
+            w(f"  {ctype} {name} = {init};{doc}")
+        w("")
+        w("  constexpr Header ToHeader() const {")
+        w("    Header h;")
+        w("    h.version = kVersion;")
+        w("    h.type = kType;")
+        for f, name, ctype in members:
+            val = name if ctype == CTYPE[f["bytes"]] else f"static_cast<{CTYPE[f['bytes']]}>({name})"
+            w(f"    h.{f['name']} = {val};")
+        w("    return h;")
+        w("  }")
+        w(f"  static constexpr {cls} From(const Header& h) {{")
+        w(f"    {cls} m;")
+        for f, name, ctype in members:
+            val = f"h.{f['name']}" if ctype == CTYPE[f["bytes"]] else f"static_cast<{ctype}>(h.{f['name']})"
+            w(f"    m.{name} = {val};")
+        w("    return m;")
+        w("  }")
+        w("  constexpr void Encode(uint8_t* h) const { EncodeHeader(ToHeader(), h); }")
+        w(f"  static constexpr {cls} Decode(const uint8_t* h) {{ return From(DecodeHeader(h)); }}")
+        if m["name"] == "error":
+            w("")
+            w("  // What the general fields mean for particular error codes ([[error_code]] views).")
+            for name, (v, codes) in error_views.items():
+                f = next(x for x in spec["field"] if x["name"] == v["field"])
+                raw = CTYPE[f["bytes"]]
+                ctype = ENUM_CTYPE[v["enum"]] if "enum" in v else raw
+                get = v["field"] if ctype == raw else f"static_cast<{ctype}>({v['field']})"
+                put = "v" if ctype == raw else f"static_cast<{raw}>(v)"
+                w(f"  // {', '.join(codes)}: {v['doc']}")
+                w(f"  constexpr {ctype} {name}() const {{ return {get}; }}")
+                w(f"  constexpr {cls}& set_{name}({ctype} v) {{")
+                w(f"    {v['field']} = {put};")
+                w("    return *this;")
+                w("  }")
+        w(f"  friend bool operator==(const {cls}&, const {cls}&) = default;")
+        w("};")
+    w("")
+
+
 def gen_cpp(spec):
     p = spec["protocol"]
     L = []
@@ -426,6 +504,9 @@ def gen_cpp(spec):
         w("    default: return \"unknown\";")
         w("  }")
         w("}")
+        w(f"inline constexpr std::string_view {enum}Name({enum} v) {{")
+        w(f"  return {enum}Name(static_cast<{typ}>(v));")
+        w("}")
         w("")
     w("namespace flags {")
     for f in spec["flag"]:
@@ -453,17 +534,31 @@ def gen_cpp(spec):
     w("}")
     w("")
     w("// Field offsets and accessors.")
+    w("// The type field reads and writes as a MsgType (a value no message type has reads as itself:")
+    w("// MsgTypeName gives \"unknown\").")
     for f in spec["field"]:
         n, b = f["name"], f["bytes"]
         c = camel(n)
+        t = field_ctype(f)
         w(f"inline constexpr size_t k{c}Offset = {f['offset']};  // {f['doc']}")
-        w(f"inline constexpr {CTYPE[b]} Get{c}(const uint8_t* h) {{ return Load{8 * b}(h + {f['offset']}); }}")
-        w(f"inline constexpr void Set{c}(uint8_t* h, {CTYPE[b]} v) {{ Store{8 * b}(h + {f['offset']}, v); }}")
+        if t == CTYPE[b]:
+            w(f"inline constexpr {t} Get{c}(const uint8_t* h) {{ return Load{8 * b}(h + {f['offset']}); }}")
+            w(f"inline constexpr void Set{c}(uint8_t* h, {t} v) {{ Store{8 * b}(h + {f['offset']}, v); }}")
+        else:
+            w(f"inline constexpr {t} Get{c}(const uint8_t* h) {{")
+            w(f"  return static_cast<{t}>(Load{8 * b}(h + {f['offset']}));")
+            w("}")
+            w(f"inline constexpr void Set{c}(uint8_t* h, {t} v) {{")
+            w(f"  Store{8 * b}(h + {f['offset']}, static_cast<{CTYPE[b]}>(v));")
+            w("}")
+    w("inline constexpr bool IsType(const uint8_t* h, MsgType t) { return GetType(h) == t; }")
     w("")
-    w("// A host-order copy of every header field.")
+    w("// A host-order copy of every header field, under the field's general name; a message")
+    w("// type's own names are in its typed message below.")
     w("struct Header {")
     for f in spec["field"]:
-        w(f"  {CTYPE[f['bytes']]} {f['name']} = 0;")
+        t = field_ctype(f)
+        w(f"  {t} {f['name']} = {t}{{}};" if t != CTYPE[f["bytes"]] else f"  {t} {f['name']} = 0;")
     w("  friend bool operator==(const Header&, const Header&) = default;")
     w("};")
     w("")
@@ -492,6 +587,8 @@ def gen_cpp(spec):
         w(f"  Set{camel(f['name'])}(h, x.{f['name']});")
     w("}")
     w("")
+    gen_typed_messages(spec, w)
+
     # A counter list: its enum, its size and its names, all in the list's order.
     def counter_enum(enum, key):
         w(f"enum class {enum} : uint16_t {{")

@@ -59,17 +59,14 @@ struct Workload {
     for (uint16_t s = 0; s < window; ++s) {
       for (uint16_t r = 0; r < world; ++r) {
         std::vector<uint8_t> p(proto::MessageBytes(k));
-        proto::Header h;
-        h.version = proto::kVersion;
-        h.type = static_cast<uint8_t>(proto::MsgType::kData);
-        h.exp = 130;
-        h.next_exp = 131;
-        h.job = 1;
-        h.rank = r;
-        h.slot = s;
-        h.count = k;
-        h.offset = uint32_t{s} * k;
-        proto::EncodeHeader(h, p.data());
+        proto::DataMsg{.exp = 130,
+                       .next_exp = 131,
+                       .job = 1,
+                       .rank = r,
+                       .slot = s,
+                       .count = k,
+                       .offset = uint32_t{s} * k}
+            .Encode(p.data());
         for (size_t i = proto::kHeaderBytes; i < p.size() - proto::kCrcBytes; ++i) {
           x = x * 6364136223846793005ull + 1442695040888963407ull;
           p[i] = static_cast<uint8_t>(x >> 56);

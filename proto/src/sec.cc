@@ -200,16 +200,13 @@ Result<std::vector<uint8_t>> SealSetKey(std::span<const uint8_t> admin_secret, u
                        DeriveTrafficKey(admin_secret, KeyDirection::kUp, 0, 0, Session{}));
   std::vector<uint8_t> b(
       MessageBytes(secret.size() / kElemBytes, static_cast<uint8_t>(SecMode::kMacEncrypt)));
-  Header h;
-  h.version = kVersion;
-  h.type = static_cast<uint8_t>(MsgType::kSetKey);
-  h.sec = static_cast<uint8_t>(SecMode::kMacEncrypt);
-  h.job = job;
-  h.count = static_cast<uint16_t>(secret.size() / kElemBytes);
-  h.gen = static_cast<uint16_t>(seq >> 32);
-  h.offset = static_cast<uint32_t>(seq);
-  h.aux = static_cast<uint16_t>(mode);
-  EncodeHeader(h, b.data());
+  SetKeyMsg{.sec = static_cast<uint8_t>(SecMode::kMacEncrypt),
+            .job = job,
+            .seq_hi = static_cast<uint16_t>(seq >> 32),
+            .count = static_cast<uint16_t>(secret.size() / kElemBytes),
+            .seq_lo = static_cast<uint32_t>(seq),
+            .mode = static_cast<uint16_t>(mode)}
+      .Encode(b.data());
   std::memcpy(b.data() + kHeaderBytes, secret.data(), secret.size());
   if (!SealOnce(key, SecMode::kMacEncrypt, b.data(), b.size() - kTagBytes, MakeNonce(0, 0, seq))) {
     return Internal("libcrypto: sealing set_key failed");

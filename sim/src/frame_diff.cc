@@ -40,8 +40,13 @@ std::string DescribeHeader(std::span<const uint8_t> packet) {
            " bytes): " + Hex(packet, 0, packet.size());
   }
   const p::Header h = p::DecodeHeader(packet.data());
-  const uint64_t values[] = {h.version, h.type, h.flags, h.exp,   h.next_exp, h.sec, h.job,
-                             h.rank,    h.slot, h.gen,   h.count, h.offset,   h.aux};
+  const uint64_t values[] = {h.version,  static_cast<uint8_t>(h.type),
+                             h.flags,    h.exp,
+                             h.next_exp, h.sec,
+                             h.job,      h.rank,
+                             h.slot,     h.gen,
+                             h.count,    h.offset,
+                             h.aux};
   static_assert(std::size(values) == p::kHeaderFields.size(), "a field of ina.toml is missing");
   std::string s;
   for (size_t i = 0; i < p::kHeaderFields.size(); ++i) {

@@ -39,17 +39,14 @@ int RunK(uint16_t k, int packets, bool same_slot) {
   std::vector<uint8_t> pkt(p::MessageBytes(k));
   size_t complete = 0;
   for (int i = 0; i < packets; ++i) {
-    p::Header h;
-    h.version = p::kVersion;
-    h.type = 1;
-    h.job = 1;
-    h.rank = static_cast<uint16_t>(same_slot ? i % 4 : (i / 8) % 4);
-    h.slot = static_cast<uint16_t>(same_slot ? (i / 4) % 8 : i % 8);
-    h.gen = static_cast<uint16_t>(i / 32);
+    p::DataMsg h{.job = 1,
+                 .rank = static_cast<uint16_t>(same_slot ? i % 4 : (i / 8) % 4),
+                 .slot = static_cast<uint16_t>(same_slot ? (i / 4) % 8 : i % 8),
+                 .gen = static_cast<uint16_t>(i / 32),
+                 .count = k};
     complete += h.rank == 3;
-    h.count = k;
     h.offset = uint32_t{h.slot} * k;  // block `slot`: each gen a call's first use of the slot
-    p::EncodeHeader(h, pkt.data());
+    h.Encode(pkt.data());
     for (size_t e = 0; e < k; ++e) p::Store32(&pkt[p::kHeaderBytes + 4 * e], uint32_t(i + e));
     p::SealMessage(pkt.data(), pkt.size() - p::kCrcBytes);
     sim.SendFrame(ina::sim::MakeFrame(pkt));

@@ -199,7 +199,7 @@ TEST(SecSetKey, SealedUnderTheAdminKeyWithItsSequence) {
   auto m = SealSetKey(admin, 12, SecMode::kMac, secret, 0x123456789ABull);
   ASSERT_TRUE(m.ok()) << m.status().ToString();
   const Header h = DecodeHeader(m->data());
-  EXPECT_EQ(h.type, static_cast<uint8_t>(MsgType::kSetKey));
+  EXPECT_EQ(h.type, MsgType::kSetKey);
   EXPECT_EQ(h.job, 12);
   EXPECT_EQ(h.aux, static_cast<uint16_t>(SecMode::kMac));
   EXPECT_EQ((uint64_t{h.gen} << 32) | h.offset, 0x123456789ABull);

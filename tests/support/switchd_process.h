@@ -177,31 +177,23 @@ inline Bytes Sealed(Bytes b) {
   return b;
 }
 
-// A header alone, without its trailer (the builders below seal what they build).
-inline Bytes Header(p::MsgType type, uint16_t job, uint16_t rank) {
+// A typed message's header alone, without its trailer (the builders below seal what they build).
+template <class Msg>
+Bytes Header(const Msg& m) {
   Bytes b(p::kHeaderBytes);
-  p::Header h;
-  h.version = p::kVersion;
-  h.type = static_cast<uint8_t>(type);
-  h.job = job;
-  h.rank = rank;
-  p::EncodeHeader(h, b.data());
+  m.Encode(b.data());
   return b;
 }
 
 inline Bytes Join(uint16_t job, uint16_t rank, uint16_t world, uint16_t k, uint32_t window) {
-  Bytes b = Header(p::MsgType::kJoin, job, rank);
-  p::SetAux(b.data(), world);
-  p::SetCount(b.data(), k);
-  p::SetOffset(b.data(), window);
-  return Sealed(std::move(b));
+  return Sealed(
+      Header(p::JoinMsg{.job = job, .rank = rank, .k = k, .window = window, .world_size = world}));
 }
 
-// An aborting LEAVE (aux = job_aborted): the switch tears the job down for every rank.
+// An aborting LEAVE (reason job_aborted): the switch tears the job down for every rank.
 inline Bytes Leave(uint16_t job, uint16_t rank) {
-  Bytes b = Header(p::MsgType::kLeave, job, rank);
-  p::SetAux(b.data(), static_cast<uint16_t>(p::ErrorCode::kJobAborted));
-  return Sealed(std::move(b));
+  return Sealed(Header(p::LeaveMsg{
+      .job = job, .rank = rank, .reason = static_cast<uint16_t>(p::ErrorCode::kJobAborted)}));
 }
 
 // A data packet as a worker's call sends it on its first use of `slot`: block `slot` at offset
@@ -209,12 +201,13 @@ inline Bytes Leave(uint16_t job, uint16_t rank) {
 inline Bytes Data(uint16_t job, uint16_t rank, uint16_t slot, uint16_t gen,
                   const std::vector<int32_t>& elems, uint8_t flags = p::flags::kInt32,
                   uint16_t k = 64) {
-  Bytes b = Header(p::MsgType::kData, job, rank);
-  p::SetSlot(b.data(), slot);
-  p::SetOffset(b.data(), uint32_t{slot} * k);
-  p::SetGen(b.data(), gen);
-  p::SetCount(b.data(), static_cast<uint16_t>(elems.size()));
-  p::SetFlags(b.data(), flags);
+  Bytes b = Header(p::DataMsg{.flags = flags,
+                              .job = job,
+                              .rank = rank,
+                              .slot = slot,
+                              .gen = gen,
+                              .count = static_cast<uint16_t>(elems.size()),
+                              .offset = uint32_t{slot} * k});
   b.resize(p::kHeaderBytes + 4 * elems.size());
   for (size_t i = 0; i < elems.size(); ++i) {
     p::Store32(b.data() + p::kHeaderBytes + 4 * i, static_cast<uint32_t>(elems[i]));

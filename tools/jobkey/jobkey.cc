@@ -139,9 +139,9 @@ int main(int argc, char** argv) {
       if (n != static_cast<ssize_t>(p::MessageBytes(0)) || !p::MessageCrcOk({buf, size_t(n)})) {
         continue;
       }
-      const p::Header h = p::DecodeHeader(buf);
-      if (h.type == static_cast<uint8_t>(p::MsgType::kSetKeyAck) && h.job == job &&
-          ((uint64_t{h.gen} << 32) | h.offset) == (seq & 0xFFFFFFFFFFFFull)) {
+      const auto ack = p::SetKeyAckMsg::Decode(buf);
+      if (p::IsType(buf, p::MsgType::kSetKeyAck) && ack.job == job &&
+          ((uint64_t{ack.seq_hi} << 32) | ack.seq_lo) == (seq & 0xFFFFFFFFFFFFull)) {
         result = 0;
       }
     }

@@ -78,7 +78,7 @@ void ControlPlane::HandleControl(std::span<const uint8_t> packet, const Peer& fr
     Bump(ControlCounter::kControlMalformed);
     return;
   }
-  if (p::GetType(packet.data()) == static_cast<uint8_t>(p::MsgType::kSetKey)) {
+  if (p::IsType(packet.data(), p::MsgType::kSetKey)) {
     HandleSetKey(packet, from, out);  // sealed with a tag, not a CRC32C trailer
     return;
   }
@@ -91,12 +91,12 @@ void ControlPlane::HandleControl(std::span<const uint8_t> packet, const Peer& fr
     Bump(ControlCounter::kControlMalformed);
     return;
   }
-  if (h.type == static_cast<uint8_t>(p::MsgType::kJoin)) {
-    HandleJoin(h, from, now, out);
-  } else if (h.type == static_cast<uint8_t>(p::MsgType::kLeave)) {
-    HandleLeave(h, from, out);
-  } else if (h.type == static_cast<uint8_t>(p::MsgType::kAllocJob)) {
-    HandleAlloc(h, from, now, out);
+  if (h.type == p::MsgType::kJoin) {
+    HandleJoin(p::JoinMsg::From(h), from, now, out);
+  } else if (h.type == p::MsgType::kLeave) {
+    HandleLeave(p::LeaveMsg::From(h), from, out);
+  } else if (h.type == p::MsgType::kAllocJob) {
+    HandleAlloc(p::AllocJobMsg::From(h), from, now, out);
   } else {
     Bump(ControlCounter::kControlMalformed);
   }
@@ -132,13 +132,13 @@ void ControlPlane::HandleSetKey(std::span<const uint8_t> packet, const Peer& fro
     Bump(ControlCounter::kAdminRefused);
     return;
   }
-  const p::Header h = p::DecodeHeader(packet.data());
+  const auto h = p::SetKeyMsg::Decode(packet.data());
   constexpr auto kSealed = static_cast<uint8_t>(p::SecMode::kMacEncrypt);
   if (h.sec != kSealed || packet.size() != p::MessageBytes(h.count, kSealed)) {
     Bump(ControlCounter::kControlMalformed);
     return;
   }
-  const uint64_t seq = (uint64_t{h.gen} << 32) | h.offset;
+  const uint64_t seq = (uint64_t{h.seq_hi} << 32) | h.seq_lo;
   std::array<uint8_t, p::kSecretMaxBytes + p::kElemBytes> secret{};
   const size_t len = size_t{h.count} * p::kElemBytes;
   if (len > p::kSecretMaxBytes || !admin_->Open(p::SecMode::kMacEncrypt, packet,
@@ -148,23 +148,24 @@ void ControlPlane::HandleSetKey(std::span<const uint8_t> packet, const Peer& fro
   }
   if (seq < admin_seq_) {
     Bump(ControlCounter::kAdminReplayed);
-  } else if (!InstallJobKey(h.job, static_cast<p::SecMode>(h.aux),
+  } else if (!InstallJobKey(h.job, static_cast<p::SecMode>(h.mode),
                             std::span<const uint8_t>(secret.data(), len))
                   .ok()) {
     admin_seq_ = seq + 1;
     Bump(ControlCounter::kAdminRefused);
   } else {
     admin_seq_ = seq + 1;
-    SendReply(from, p::MsgType::kSetKeyAck, h.job, 0, 0, h.offset, 0, out, h.gen);
+    SendReply(from, p::SetKeyAckMsg{.job = h.job, .seq_hi = h.seq_hi, .seq_lo = h.seq_lo}, out);
   }
   std::fill(secret.begin(), secret.end(), uint8_t{0});
 }
 
-void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint now, ReplySink& out) {
+void ControlPlane::HandleJoin(const p::JoinMsg& h, const Peer& from, TimePoint now,
+                              ReplySink& out) {
   Bump(ControlCounter::kJoins);
   if (config_.require_keys && keys_.count(h.job) == 0) {
     Bump(ControlCounter::kJoinsUnauthorized);
-    SendError(from, h.job, h.rank, p::ErrorCode::kUnauthorized, out);
+    SendError(from, {.job = h.job, .rank = h.rank, .code = p::ErrorCode::kUnauthorized}, out);
     if (config_.log && refusal_logged_.insert(h.job).second) {
       config_.log("control: JOIN for job " + std::to_string(h.job) + " rank " +
                   std::to_string(h.rank) + " from " + PeerToString(from) +
@@ -173,11 +174,11 @@ void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint no
     }
     return;
   }
-  const uint16_t world = h.aux;
-  const uint16_t k = h.count;
-  const uint32_t window = h.offset;
-  const uint16_t lanes = h.gen == 0 ? 1 : h.gen;
-  const uint16_t lane = h.slot;
+  const uint16_t world = h.world_size;
+  const uint16_t k = h.k;
+  const uint32_t window = h.window;
+  const uint16_t lanes = h.lanes == 0 ? 1 : h.lanes;
+  const uint16_t lane = h.lane;
   int32_t idx = index_[h.job];
   // Out of range: the first JoinParam at fault, in the order of the table in proto/ina.toml, and
   // the value the JOIN sent for it.
@@ -199,7 +200,7 @@ void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint no
   }
   if (idx < 0) {
     if (num_jobs_ == jobs_.size()) {
-      SendError(from, h.job, h.rank, p::ErrorCode::kTooManyJobs, out);
+      SendError(from, {.job = h.job, .rank = h.rank, .code = p::ErrorCode::kTooManyJobs}, out);
       return;
     }
     const auto it =
@@ -250,8 +251,8 @@ void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint no
       SendPeerRefused(j, from, h.rank, out);  // a resend: the first copy may have been lost
       return;
     }
-    if (j.active && j.epoch != 0 && h.exp == j.epoch) {  // a re-JOIN at the lease's end
-      if (j.rejoin_mask[h.rank] & lane_bit) return;      // a resend: the others are not in yet
+    if (j.active && j.epoch != 0 && h.rejoin_epoch == j.epoch) {  // a re-JOIN at the lease's end
+      if (j.rejoin_mask[h.rank] & lane_bit) return;  // a resend: the others are not in yet
       j.rejoin_mask[h.rank] |= lane_bit;
       Bump(ControlCounter::kRejoins);
       if (!RejoinComplete(j)) return;
@@ -265,8 +266,7 @@ void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint no
       return;
     }
     if (j.active) {  // a resent first JOIN or re-JOIN whose join_ack was lost
-      SendReply(from, p::MsgType::kJoinAck, j.job_id, h.rank, j.k, j.window,
-                static_cast<uint16_t>(config_.lease_calls), out, j.epoch);
+      SendReply(from, JoinAck(j, h.rank), out);
       Bump(ControlCounter::kJoinAcks);
     } else if (j.queued) {
       SendJoinWait(j, from, h.rank, out);
@@ -290,10 +290,14 @@ void ControlPlane::HandleJoin(const p::Header& h, const Peer& from, TimePoint no
   }
 }
 
-void ControlPlane::Refuse(JobEntry* j, const p::Header& h, const Peer& from, p::ErrorCode code,
+void ControlPlane::Refuse(JobEntry* j, const p::JoinMsg& h, const Peer& from, p::ErrorCode code,
                           p::JoinParam param, uint32_t job_value, uint32_t its_value,
                           ReplySink& out) {
-  SendError(from, h.job, h.rank, code, out, 0, static_cast<uint16_t>(param), job_value);
+  SendError(
+      from,
+      p::ErrorMsg{.job = h.job, .rank = h.rank, .code = code}.set_join_param(param).set_job_value(
+          job_value),
+      out);
   // Only a job that never had every rank in can be doomed: once queued or granted it runs on.
   if (j == nullptr || j->active || j->queued || j->epoch != 0 || j->refused) return;
   // The first refusal of a pending job: every joined lane hears it now; later JOINs (resends and
@@ -311,15 +315,21 @@ void ControlPlane::Refuse(JobEntry* j, const p::Header& h, const Peer& from, p::
 
 void ControlPlane::SendPeerRefused(const JobEntry& j, const Peer& to, uint16_t rank,
                                    ReplySink& out) {
-  SendError(to, j.job_id, rank, p::ErrorCode::kPeerRefused, out, j.refused_rank,
-            static_cast<uint16_t>(j.refused_param), j.refused_value);
+  SendError(to,
+            p::ErrorMsg{.job = j.job_id, .rank = rank, .code = p::ErrorCode::kPeerRefused}
+                .set_join_param(j.refused_param)
+                .set_refused_rank(j.refused_rank)
+                .set_refused_value(j.refused_value),
+            out);
 }
 
-void ControlPlane::SendToRank(const JobEntry& j, uint16_t rank, p::MsgType type, uint16_t count,
-                              uint32_t offset, uint16_t aux, ReplySink& out) {
+void ControlPlane::SendErrorToRank(const JobEntry& j, uint16_t rank, p::ErrorMsg e,
+                                   ReplySink& out) {
+  e.job = j.job_id;
+  e.rank = rank;
   for (uint16_t l = 0; l < j.lanes; ++l) {
     if (!(j.lane_mask[rank] & (1u << l))) continue;
-    SendReply(j.peers[PeerIndex(j, rank, l)], type, j.job_id, rank, count, offset, aux, out);
+    SendError(j.peers[PeerIndex(j, rank, l)], e, out);
   }
 }
 
@@ -403,7 +413,8 @@ bool ControlPlane::Grant(JobEntry& j, uint32_t base, uint32_t got, ReplySink& ou
     for (uint16_t r = 0; r < j.world_size; ++r) {
       for (uint16_t l = 0; l < j.lanes; ++l) {
         if (j.left_mask & (uint64_t{1} << r)) continue;
-        SendError(j.peers[PeerIndex(j, r, l)], j.job_id, r, p::ErrorCode::kNoSlots, out);
+        SendError(j.peers[PeerIndex(j, r, l)],
+                  {.job = j.job_id, .rank = r, .code = p::ErrorCode::kNoSlots}, out);
       }
     }
     index_[j.job_id] = -1;
@@ -424,8 +435,7 @@ bool ControlPlane::Grant(JobEntry& j, uint32_t base, uint32_t got, ReplySink& ou
     if (j.left_mask & (uint64_t{1} << r)) continue;
     for (uint16_t l = 0; l < j.lanes; ++l) {
       if (!(j.lane_mask[r] & (1u << l))) continue;
-      SendReply(j.peers[PeerIndex(j, r, l)], p::MsgType::kJoinAck, j.job_id, r, j.k, j.window,
-                static_cast<uint16_t>(config_.lease_calls), out, j.epoch);
+      SendReply(j.peers[PeerIndex(j, r, l)], JoinAck(j, r), out);
       Bump(ControlCounter::kJoinAcks);
     }
   }
@@ -446,11 +456,11 @@ void ControlPlane::SendJoinWait(const JobEntry& j, const Peer& to, uint16_t rank
   for (const JobEntry& o : jobs_) {
     if (o.used && o.queued && o.queued_seq < j.queued_seq) ++ahead;
   }
-  SendReply(to, p::MsgType::kJoinWait, j.job_id, rank, j.k, 0, ahead, out);
+  SendReply(to, p::JoinWaitMsg{.job = j.job_id, .rank = rank, .k = j.k, .queue_ahead = ahead}, out);
   Bump(ControlCounter::kJoinWaits);
 }
 
-void ControlPlane::HandleLeave(const p::Header& h, const Peer& from, ReplySink& out) {
+void ControlPlane::HandleLeave(const p::LeaveMsg& h, const Peer& from, ReplySink& out) {
   Bump(ControlCounter::kLeaves);
   const int32_t idx = index_[h.job];
   if (idx < 0) {
@@ -472,7 +482,7 @@ void ControlPlane::HandleLeave(const p::Header& h, const Peer& from, ReplySink& 
   // A graceful leave (aux 0) from an active job only marks the rank done: ranks still waiting for
   // a lost result keep retransmitting and get it re-sent from the engine. The job is freed when
   // every rank is done. Any other leave aborts the job for everyone.
-  if (h.aux == 0 && j.epoch != 0) {
+  if (h.reason == 0 && j.epoch != 0) {
     if (j.left_mask & (uint64_t{1} << h.rank)) return;  // a copy (workers send LEAVE thrice)
     Bump(ControlCounter::kLeavesDone);
     j.left_mask |= uint64_t{1} << h.rank;
@@ -493,10 +503,10 @@ void ControlPlane::HandleLeave(const p::Header& h, const Peer& from, ReplySink& 
     // once (rank_left) instead of waiting out its progress timeout.
     for (uint16_t r = 0; r < j.world_size; ++r) {
       if (j.left_mask & (uint64_t{1} << r)) continue;
-      SendToRank(j, r, p::MsgType::kError, h.rank, h.offset,
-                 static_cast<uint16_t>(p::ErrorCode::kRankLeft), out);
-      counters_[static_cast<size_t>(ControlCounter::kErrorsSent)] += j.lanes;
-      counters_[static_cast<size_t>(ControlCounter::kErrRankLeft)] += j.lanes;
+      SendErrorToRank(
+          j, r,
+          p::ErrorMsg{.code = p::ErrorCode::kRankLeft}.set_left_rank(h.rank).set_calls(h.calls),
+          out);
     }
     return;
   }
@@ -504,15 +514,15 @@ void ControlPlane::HandleLeave(const p::Header& h, const Peer& from, ReplySink& 
   FreeJob(j, h.rank, out);
 }
 
-void ControlPlane::HandleAlloc(const p::Header& h, const Peer& from, TimePoint now,
+void ControlPlane::HandleAlloc(const p::AllocJobMsg& h, const Peer& from, TimePoint now,
                                ReplySink& out) {
   Bump(ControlCounter::kAllocs);
   auto ack = [&](uint16_t id) {
-    SendReply(from, p::MsgType::kAllocAck, id, 0, 0, 0, 0, out, h.gen);
+    SendReply(from, p::AllocAckMsg{.job = id, .nonce = h.nonce}, out);
     Bump(ControlCounter::kAllocAcks);
   };
   for (const Reservation& r : reservations_) {
-    if (r.nonce == h.gen && r.peer == from) return ack(r.job_id);  // a resent request
+    if (r.nonce == h.nonce && r.peer == from) return ack(r.job_id);  // a resent request
   }
   if (reservations_.size() < config_.max_jobs) {
     for (uint32_t tried = 0; tried < alloc_ids_; ++tried) {
@@ -520,14 +530,12 @@ void ControlPlane::HandleAlloc(const p::Header& h, const Peer& from, TimePoint n
       next_alloc_ += config_.alloc_stride;
       if (next_alloc_ > 65535) next_alloc_ = first_alloc_;
       if (index_[id] >= 0 || Reserved(id)) continue;
-      reservations_.push_back(Reservation{id, h.gen, from, now});
+      reservations_.push_back(Reservation{id, h.nonce, from, now});
       return ack(id);
     }
   }
-  SendReply(from, p::MsgType::kError, 0, 0, 0, 0, static_cast<uint16_t>(p::ErrorCode::kTooManyJobs),
-            out, h.gen);
-  Bump(ControlCounter::kErrorsSent);
-  Bump(ControlCounter::kErrTooManyJobs);
+  // The refusal echoes the nonce in gen, as alloc_ack does, so the asker knows it is its answer.
+  SendError(from, {.gen = h.nonce, .code = p::ErrorCode::kTooManyJobs}, out);
 }
 
 bool ControlPlane::Reserved(uint16_t job_id) const {
@@ -566,10 +574,12 @@ size_t ControlPlane::HandleEngineFailures(ReplySink& out) {
         if (!(j.joined_mask & (uint64_t{1} << r)) || (j.left_mask & (uint64_t{1} << r))) continue;
         for (uint16_t l = 0; l < j.lanes; ++l) {
           if (!(j.lane_mask[r] & (1u << l))) continue;
-          SendReply(j.peers[PeerIndex(j, r, l)], p::MsgType::kError, j.job_id, r, f[i].rank, 0,
-                    static_cast<uint16_t>(f[i].code), out, f[i].gen, f[i].slot);
-          Bump(ControlCounter::kErrorsSent);
-          Bump(ControlCounter::kErrRankMismatch);
+          SendError(j.peers[PeerIndex(j, r, l)],
+                    p::ErrorMsg{.job = j.job_id, .rank = r, .code = f[i].code}
+                        .set_mismatch_slot(f[i].slot)
+                        .set_mismatch_gen(f[i].gen)
+                        .set_proving_rank(f[i].rank),
+                    out);
         }
       }
       Bump(ControlCounter::kJobsFailed);
@@ -583,8 +593,7 @@ size_t ControlPlane::HandleEngineFailures(ReplySink& out) {
   return freed;
 }
 
-Status ControlPlane::AbortJob(uint16_t job_id, p::ErrorCode code, uint16_t count, uint16_t slot,
-                              uint16_t gen, uint32_t offset, ReplySink& out) {
+Status ControlPlane::AbortJob(uint16_t job_id, const p::ErrorMsg& e, ReplySink& out) {
   const int32_t idx = index_[job_id];
   if (idx < 0) return NotFound("job " + std::to_string(job_id) + " unknown");
   JobEntry& j = jobs_[static_cast<size_t>(idx)];
@@ -592,7 +601,10 @@ Status ControlPlane::AbortJob(uint16_t job_id, p::ErrorCode code, uint16_t count
     if (!(j.joined_mask & (uint64_t{1} << r)) || (j.left_mask & (uint64_t{1} << r))) continue;
     for (uint16_t l = 0; l < j.lanes; ++l) {
       if (!(j.lane_mask[r] & (1u << l))) continue;
-      SendError(j.peers[PeerIndex(j, r, l)], j.job_id, r, code, out, count, slot, offset, gen);
+      p::ErrorMsg to = e;
+      to.job = j.job_id;
+      to.rank = r;
+      SendError(j.peers[PeerIndex(j, r, l)], to, out);
     }
   }
   Bump(ControlCounter::kJobsLeft);
@@ -615,7 +627,8 @@ void ControlPlane::FreeJob(JobEntry& j, uint16_t except_rank, ReplySink& out) {
     }
     for (uint16_t l = 0; l < j.lanes; ++l) {
       if (!(j.lane_mask[r] & (1u << l))) continue;
-      SendError(j.peers[PeerIndex(j, r, l)], j.job_id, r, p::ErrorCode::kJobAborted, out);
+      SendError(j.peers[PeerIndex(j, r, l)],
+                {.job = j.job_id, .rank = r, .code = p::ErrorCode::kJobAborted}, out);
     }
   }
   index_[j.job_id] = -1;
@@ -626,38 +639,26 @@ void ControlPlane::FreeJob(JobEntry& j, uint16_t except_rank, ReplySink& out) {
   if (had_slots || queued_jobs() > 0) AdmitQueued(out);
 }
 
-void ControlPlane::SendReply(const Peer& to, p::MsgType type, uint16_t job, uint16_t rank,
-                             uint16_t count, uint32_t offset, uint16_t aux, ReplySink& out,
-                             uint16_t gen, uint16_t slot) {
-  const ControlMessage m = MakeControl(type, job, rank, count, slot, offset, aux, gen);
-  out.Send(to, m);
-}
-
-ControlMessage MakeControl(p::MsgType type, uint16_t job, uint16_t rank, uint16_t count,
-                           uint16_t slot, uint32_t offset, uint16_t aux, uint16_t gen) {
+ControlMessage MakeControl(const p::Header& h) {
   ControlMessage m{};
-  p::Header h;
-  h.version = p::kVersion;
-  h.type = static_cast<uint8_t>(type);
-  h.job = job;
-  h.rank = rank;
-  h.count = count;
-  h.slot = slot;
-  h.offset = offset;
-  h.aux = aux;
-  h.gen = gen;
   p::EncodeHeader(h, m.data());
   p::SealMessage(m.data(), p::kHeaderBytes);
   return m;
 }
 
-void ControlPlane::SendError(const Peer& to, uint16_t job, uint16_t rank, p::ErrorCode code,
-                             ReplySink& out, uint16_t count, uint16_t slot, uint32_t offset,
-                             uint16_t gen) {
-  SendReply(to, p::MsgType::kError, job, rank, count, offset, static_cast<uint16_t>(code), out, gen,
-            slot);
+p::JoinAckMsg ControlPlane::JoinAck(const JobEntry& j, uint16_t rank) const {
+  return p::JoinAckMsg{.job = j.job_id,
+                       .rank = rank,
+                       .epoch = j.epoch,
+                       .k = j.k,
+                       .window = j.window,
+                       .lease = static_cast<uint16_t>(config_.lease_calls)};
+}
+
+void ControlPlane::SendError(const Peer& to, const p::ErrorMsg& e, ReplySink& out) {
+  SendReply(to, e, out);
   Bump(ControlCounter::kErrorsSent);
-  switch (code) {
+  switch (e.code) {
     case p::ErrorCode::kBadParams:
       Bump(ControlCounter::kErrBadParams);
       break;

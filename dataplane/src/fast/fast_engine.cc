@@ -14,8 +14,8 @@ namespace {
 
 using proto::Counter;
 
-constexpr uint8_t kTypeData = static_cast<uint8_t>(proto::MsgType::kData);
-constexpr uint8_t kTypeResult = static_cast<uint8_t>(proto::MsgType::kResult);
+constexpr proto::MsgType kTypeData = proto::MsgType::kData;
+constexpr proto::MsgType kTypeResult = proto::MsgType::kResult;
 constexpr uint8_t kKnownFlags =
     proto::flags::kRetx | proto::flags::kNonfinite | proto::flags::kInt32;
 

@@ -93,7 +93,7 @@ class ReferenceEngine final : public Engine {
     if (!keyed) {
       // The scalar twin: the oracle shares no CRC code with the fast engine's SIMD variant.
       if (!proto::MessageCrcOk(packet, proto::Crc32cScalar)) return Count(Counter::kDropBadCrc);
-      if (h.type != static_cast<uint8_t>(proto::MsgType::kData)) {
+      if (h.type != proto::MsgType::kData) {
         return Count(Counter::kDropMalformed);
       }
       if (packet.size() != proto::MessageBytes(h.count)) return Count(Counter::kDropMalformed);
@@ -101,8 +101,7 @@ class ReferenceEngine final : public Engine {
       if (h.sec != 0) return Count(Counter::kDropCrossJob);
     } else {
       if (h.sec != static_cast<uint8_t>(mode)) return Count(Counter::kDropCrossJob);
-      if (h.type != static_cast<uint8_t>(proto::MsgType::kData) ||
-          packet.size() != proto::MessageBytes(h.count, h.sec)) {
+      if (h.type != proto::MsgType::kData || packet.size() != proto::MessageBytes(h.count, h.sec)) {
         return Count(Counter::kDropMalformed);
       }
     }
@@ -235,21 +234,17 @@ class ReferenceEngine final : public Engine {
     const proto::SecMode mode = job.config.security.mode;
     const uint8_t sec = static_cast<uint8_t>(mode);
     std::vector<uint8_t> packet(proto::MessageBytes(copy.sum.size(), sec));
-    proto::Header h;
-    h.version = proto::kVersion;
-    h.type = static_cast<uint8_t>(proto::MsgType::kResult);
-    h.flags = copy.flags;
-    h.exp = copy.exp;
-    h.next_exp = copy.next_exp;
-    h.sec = sec;
-    h.job = job.config.job_id;
-    h.rank = dest;
-    h.slot = slot;
-    h.gen = copy.gen;
-    h.count = copy.count;
-    h.offset = copy.offset;
-    h.aux = 0;
-    proto::EncodeHeader(h, packet.data());
+    proto::ResultMsg{.flags = copy.flags,
+                     .exp = copy.exp,
+                     .next_exp = copy.next_exp,
+                     .sec = sec,
+                     .job = job.config.job_id,
+                     .dest_rank = dest,
+                     .slot = slot,
+                     .gen = copy.gen,
+                     .count = copy.count,
+                     .offset = copy.offset}
+        .Encode(packet.data());
     for (size_t i = 0; i < copy.sum.size(); ++i) {
       proto::Store32(packet.data() + proto::kHeaderBytes + proto::kElemBytes * i,
                      static_cast<uint32_t>(copy.sum[i]));

@@ -181,13 +181,13 @@ void DataPath::Handle(Clock::time_point now) {
       }
     }
     if (it.len >= p::kHeaderBytes && p::GetVersion(it.data) == p::kVersion) {
-      const uint8_t type = p::GetType(it.data);
+      const p::MsgType type = p::GetType(it.data);
       if (ControlPlane::IsControlType(type)) {
         FlushData();  // keep arrival order between data and control
         control_.HandleControl(pkt, *it.from, now, *this);
         continue;
       }
-      if (type == static_cast<uint8_t>(p::MsgType::kData)) {
+      if (type == p::MsgType::kData) {
         const SourceCheck sc = control_.CheckDataSource(
             p::GetJob(pkt.data()), p::GetRank(pkt.data()), p::GetSlot(pkt.data()), *it.from, now);
         // A damaged header can name another rank or slot: such a packet goes on to the engine,

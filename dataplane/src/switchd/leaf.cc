@@ -15,8 +15,6 @@ namespace {
 constexpr size_t kBufBytes = p::kMaxPacketBytes;
 constexpr size_t kCtlBytes = p::MessageBytes(0);
 
-bool IsType(const uint8_t* h, p::MsgType t) { return p::GetType(h) == static_cast<uint8_t>(t); }
-
 }  // namespace
 
 LeafRanks RanksOfLeaf(uint16_t index, uint16_t leaves, uint16_t world) {
@@ -42,25 +40,23 @@ void Leaf::SendUp(std::span<const uint8_t> packet, bool payload_checked) {
   out_.SendTo(config_.upstream, packet, payload_checked);
 }
 
-void Leaf::SendUpControl(const Job& j, p::MsgType type, uint16_t aux, uint32_t offset) {
-  uint16_t count = 0;
-  if (type == p::MsgType::kJoin) {
-    count = j.k;
-    aux = config_.leaves;
-    offset = j.window_asked;
-    Bump(LeafCounter::kUpJoins);
-  } else {
-    Bump(LeafCounter::kUpLeaves);
-  }
-  const ControlMessage m = MakeControl(type, j.id, config_.index, count, 0, offset, aux);
-  // A LEAVE is sent once and never answered: three copies, as a worker sends its aborting LEAVE
-  // (a copy changes nothing at the spine).
-  for (int i = 0; i < (type == p::MsgType::kLeave ? 3 : 1); ++i) SendUp(m, false);
+void Leaf::SendUpJoin(const Job& j) {
+  Bump(LeafCounter::kUpJoins);
+  SendUp(MakeControl(p::JoinMsg{.job = j.id,
+                                .rank = config_.index,
+                                .k = j.k,
+                                .window = j.window_asked,
+                                .world_size = config_.leaves}),
+         false);
 }
 
-void Leaf::SendReply(const Peer& to, p::MsgType type, uint16_t job, uint16_t rank, uint16_t count,
-                     uint16_t slot, uint32_t offset, uint16_t aux) {
-  out_.SendTo(to, MakeControl(type, job, rank, count, slot, offset, aux), false);
+void Leaf::SendUpLeave(const Job& j, p::ErrorCode reason, uint32_t calls) {
+  Bump(LeafCounter::kUpLeaves);
+  const ControlMessage m = MakeControl(p::LeaveMsg{
+      .job = j.id, .rank = config_.index, .calls = calls, .reason = static_cast<uint16_t>(reason)});
+  // A LEAVE is sent once and never answered: three copies, as a worker sends its aborting LEAVE
+  // (a copy changes nothing at the spine).
+  for (int i = 0; i < 3; ++i) SendUp(m, false);
 }
 
 void Leaf::SendToAllLocal(const Job& j, std::span<const uint8_t> packet) {
@@ -92,24 +88,28 @@ void Leaf::Send(const Peer& to, std::span<const uint8_t> packet) {
   std::memcpy(buf_.data(), packet.data(), packet.size());
   uint8_t* b = buf_.data();
   if (p::GetRank(b) < j->ranks.n) p::SetRank(b, static_cast<uint16_t>(p::GetRank(b) + j->ranks.lo));
-  if (IsType(b, p::MsgType::kError) && !passthrough_) {
-    const auto code = static_cast<p::ErrorCode>(p::GetAux(b));
-    if ((code == p::ErrorCode::kRankLeft || code == p::ErrorCode::kPeerRefused ||
-         code == p::ErrorCode::kRankMismatch) &&
-        p::GetCount(b) < j->ranks.n) {
-      p::SetCount(b, static_cast<uint16_t>(p::GetCount(b) + j->ranks.lo));
+  if (p::IsType(b, p::MsgType::kError) && !passthrough_) {
+    auto e = p::ErrorMsg::Decode(b);
+    // The rank these codes name (count: left_rank, refused_rank, proving_rank), made global.
+    if ((e.code == p::ErrorCode::kRankLeft || e.code == p::ErrorCode::kPeerRefused ||
+         e.code == p::ErrorCode::kRankMismatch) &&
+        e.count < j->ranks.n) {
+      e.count = static_cast<uint16_t>(e.count + j->ranks.lo);
+      e.Encode(b);
     }
   }
-  if (IsType(b, p::MsgType::kJoinAck)) {
+  if (p::IsType(b, p::MsgType::kJoinAck)) {
     j->local_seen = true;
-    if (p::GetOffset(b) != j->window) {
+    auto ack = p::JoinAckMsg::Decode(b);
+    if (ack.window != j->window) {
       // The leaf's pool could not give the spine's window: the job cannot run here (every
       // worker must use one window). Ended after the control plane returns (Tick).
       j->bad_grant = true;
       Lower(TimePoint::min());
       return;
     }
-    p::SetAux(b, 0);  // lease: none (a leaf does not re-join the spine)
+    ack.lease = 0;  // none: a leaf does not re-join the spine
+    ack.Encode(b);
   }
   p::SealMessage(b, p::kHeaderBytes);
   out_.SendTo(to, {b, kCtlBytes}, false);
@@ -121,32 +121,33 @@ void Leaf::HandleWorkerControl(std::span<const uint8_t> packet, const Peer& from
     return;
   }
   const p::Header h = p::DecodeHeader(packet.data());
-  if (h.type == static_cast<uint8_t>(p::MsgType::kJoin)) {
-    HandleJoin(h, packet, from, now);
+  if (h.type == p::MsgType::kJoin) {
+    HandleJoin(p::JoinMsg::From(h), packet, from, now);
     return;
   }
   Job* j = Find(h.job);
-  if (h.type == static_cast<uint8_t>(p::MsgType::kLeave) && j != nullptr) {
+  if (h.type == p::MsgType::kLeave && j != nullptr) {
+    const auto leave = p::LeaveMsg::From(h);
     if (j->state == State::kRunning && h.rank >= j->ranks.lo && h.rank < j->ranks.lo + j->ranks.n) {
       std::memcpy(buf_.data(), packet.data(), kCtlBytes);
       p::SetRank(buf_.data(), static_cast<uint16_t>(h.rank - j->ranks.lo));
       p::SealMessage(buf_.data(), p::kHeaderBytes);
-      j->graceful_leave = h.aux == 0;
-      if (h.aux == 0) j->calls = h.offset;
+      j->graceful_leave = leave.reason == 0;
+      if (leave.reason == 0) j->calls = leave.calls;
       std::array<uint8_t, kCtlBytes> copy;
       std::memcpy(copy.data(), buf_.data(), kCtlBytes);
       control_.HandleControl(copy, from, now, *this);
       Tick(now);  // the job may be gone: tell the spine now
       return;
     }
-    if (j->state == State::kJoining && h.aux != 0) {
+    if (j->state == State::kJoining && leave.reason != 0) {
       // A worker gave up joining: the job cannot start; the spine hears at once.
-      SendUpControl(*j, p::MsgType::kLeave, h.aux, 0);
+      SendUpLeave(*j, static_cast<p::ErrorCode>(leave.reason), 0);
       Erase(j->id);
       return;
     }
   }
-  if (h.type == static_cast<uint8_t>(p::MsgType::kAllocJob)) {
+  if (h.type == p::MsgType::kAllocJob) {
     HandleAlloc(packet, from, now);
     return;
   }
@@ -154,7 +155,7 @@ void Leaf::HandleWorkerControl(std::span<const uint8_t> packet, const Peer& from
 }
 
 void Leaf::HandleAlloc(std::span<const uint8_t> packet, const Peer& from, TimePoint now) {
-  const uint16_t worker_nonce = p::GetGen(packet.data());
+  const uint16_t worker_nonce = p::AllocJobMsg::Decode(packet.data()).nonce;
   Alloc* a = nullptr;
   for (Alloc& x : allocs_) {
     if (x.worker == from && x.worker_nonce == worker_nonce) a = &x;  // a resend: the same id
@@ -165,9 +166,11 @@ void Leaf::HandleAlloc(std::span<const uint8_t> packet, const Peer& from, TimePo
     allocs_.push_back({++next_nonce_, worker_nonce, from, now});
     a = &allocs_.back();
   }
+  // The leaf's own nonce upward (two workers may pick the same one); the answer maps back.
+  auto up = p::AllocJobMsg::Decode(packet.data());
+  up.nonce = a->nonce;
   std::array<uint8_t, kCtlBytes> b;
-  std::memcpy(b.data(), packet.data(), kCtlBytes);
-  p::SetGen(b.data(), a->nonce);
+  up.Encode(b.data());
   p::SealMessage(b.data(), p::kHeaderBytes);
   Bump(LeafCounter::kUpAllocs);
   SendUp(b, false);
@@ -175,12 +178,14 @@ void Leaf::HandleAlloc(std::span<const uint8_t> packet, const Peer& from, TimePo
 
 bool Leaf::AllocReply(std::span<const uint8_t> packet) {
   const uint8_t* h = packet.data();
-  const bool ack = IsType(h, p::MsgType::kAllocAck);
-  const bool refused = IsType(h, p::MsgType::kError) && p::GetJob(h) == 0 &&
-                       p::GetAux(h) == static_cast<uint16_t>(p::ErrorCode::kTooManyJobs);
+  const bool ack = p::IsType(h, p::MsgType::kAllocAck);
+  const bool refused = p::IsType(h, p::MsgType::kError) && p::GetJob(h) == 0 &&
+                       p::ErrorMsg::Decode(h).code == p::ErrorCode::kTooManyJobs;
   if ((!ack && !refused) || packet.size() != kCtlBytes) return false;
+  // Both answers carry the request's nonce in gen (alloc_ack's nonce field).
+  const uint16_t nonce = p::AllocAckMsg::Decode(h).nonce;
   for (const Alloc& a : allocs_) {
-    if (a.nonce != p::GetGen(h)) continue;
+    if (a.nonce != nonce) continue;
     std::array<uint8_t, kCtlBytes> b;
     std::memcpy(b.data(), h, kCtlBytes);
     p::SetGen(b.data(), a.worker_nonce);
@@ -191,35 +196,38 @@ bool Leaf::AllocReply(std::span<const uint8_t> packet) {
   return false;
 }
 
-void Leaf::HandleJoin(const p::Header& h, std::span<const uint8_t> packet, const Peer& from,
+void Leaf::HandleJoin(const p::JoinMsg& h, std::span<const uint8_t> packet, const Peer& from,
                       TimePoint now) {
+  auto bad_params = [&](p::JoinParam param, uint32_t job_value) {
+    SendReply(from, p::ErrorMsg{.job = h.job, .rank = h.rank, .code = p::ErrorCode::kBadParams}
+                        .set_join_param(param)
+                        .set_job_value(job_value));
+  };
   Job* j = Find(h.job);
   if (j == nullptr) {
     // Out-of-range parameters: the control plane refuses them as for any switch.
-    if (!p::IsValidK(h.count) || h.aux < 1 || h.aux > p::kMaxWorkers || h.offset == 0 ||
-        h.rank >= h.aux) {
+    if (!p::IsValidK(h.k) || h.world_size < 1 || h.world_size > p::kMaxWorkers || h.window == 0 ||
+        h.rank >= h.world_size) {
       control_.HandleControl(packet, from, now, *this);
       return;
     }
-    const LeafRanks ranks = RanksOfLeaf(config_.index, config_.leaves, h.aux);
+    const LeafRanks ranks = RanksOfLeaf(config_.index, config_.leaves, h.world_size);
     if (h.rank < ranks.lo || h.rank >= ranks.lo + ranks.n) {
       Bump(LeafCounter::kForeignRank);
-      SendReply(from, p::MsgType::kError, h.job, h.rank, 0,
-                static_cast<uint16_t>(p::JoinParam::kRank), p::kJoinValueNone,
-                static_cast<uint16_t>(p::ErrorCode::kBadParams));
+      bad_params(p::JoinParam::kRank, p::kJoinValueNone);
       return;
     }
     auto nj = std::make_unique<Job>();
     nj->id = h.job;
-    nj->world = h.aux;
-    nj->k = h.count;
-    nj->window_asked = h.offset;
+    nj->world = h.world_size;
+    nj->k = h.k;
+    nj->window_asked = h.window;
     nj->ranks = ranks;
     nj->created = now;
     nj->next_join = now + config_.join_resend;
     j = nj.get();
     jobs_[h.job] = std::move(nj);
-    SendUpControl(*j, p::MsgType::kJoin, 0, 0);
+    SendUpJoin(*j);
     Lower(j->next_join);
   }
   j->last_worker = now;
@@ -233,10 +241,10 @@ void Leaf::HandleJoin(const p::Header& h, std::span<const uint8_t> packet, const
   // The parameters the leaf maps must be the job's; the rest the control plane checks.
   p::JoinParam bad = p::JoinParam::kNone;
   uint32_t value = 0;
-  if (h.aux != j->world) {
+  if (h.world_size != j->world) {
     bad = p::JoinParam::kWorldSize;
     value = j->world;
-  } else if (h.offset != j->window_asked) {
+  } else if (h.window != j->window_asked) {
     bad = p::JoinParam::kWindow;
     value = j->window_asked;
   } else if (h.rank < j->ranks.lo || h.rank >= j->ranks.lo + j->ranks.n) {
@@ -245,21 +253,22 @@ void Leaf::HandleJoin(const p::Header& h, std::span<const uint8_t> packet, const
     Bump(LeafCounter::kForeignRank);
   }
   if (bad != p::JoinParam::kNone) {
-    SendReply(from, p::MsgType::kError, h.job, h.rank, 0, static_cast<uint16_t>(bad), value,
-              static_cast<uint16_t>(p::ErrorCode::kBadParams));
+    bad_params(bad, value);
     return;
   }
   if (j->state == State::kJoining) {
     if (j->spine_waiting) {
-      SendReply(from, p::MsgType::kJoinWait, h.job, h.rank, 0, 0, 0, j->ahead);
+      SendReply(from, p::JoinWaitMsg{.job = h.job, .rank = h.rank, .queue_ahead = j->ahead});
     }
     return;
   }
+  // To the local control plane as a job of the leaf's ranks, with the window the spine granted.
+  p::JoinMsg local = h;
+  local.rank = static_cast<uint16_t>(h.rank - j->ranks.lo);
+  local.world_size = j->ranks.n;
+  local.window = j->window;
   std::array<uint8_t, kCtlBytes> b;
-  std::memcpy(b.data(), packet.data(), kCtlBytes);
-  p::SetRank(b.data(), static_cast<uint16_t>(h.rank - j->ranks.lo));
-  p::SetAux(b.data(), j->ranks.n);
-  p::SetOffset(b.data(), j->window);
+  local.Encode(b.data());
   p::SealMessage(b.data(), p::kHeaderBytes);
   control_.HandleControl(b, from, now, *this);
   if (j->bad_grant) Tick(now);
@@ -267,7 +276,7 @@ void Leaf::HandleJoin(const p::Header& h, std::span<const uint8_t> packet, const
 
 std::span<const uint8_t> Leaf::MapData(std::span<const uint8_t> packet, uint8_t* scratch) {
   if (packet.size() < p::kHeaderBytes + p::kCrcBytes || packet.size() > kBufBytes ||
-      p::GetVersion(packet.data()) != p::kVersion || !IsType(packet.data(), p::MsgType::kData)) {
+      p::GetVersion(packet.data()) != p::kVersion || !p::IsType(packet.data(), p::MsgType::kData)) {
     return packet;
   }
   Job* j = Find(p::GetJob(packet.data()));
@@ -296,7 +305,7 @@ void Leaf::OnEngineResult(uint16_t job_id, uint16_t dest_rank, std::span<const u
     // The slot's partial sum: upstream as rank `index`'s data for (slot, gen).
     uint8_t* b = j->Up(s);
     std::memcpy(b, packet.data(), packet.size());
-    p::SetType(b, static_cast<uint8_t>(p::MsgType::kData));
+    p::SetType(b, p::MsgType::kData);
     p::SetRank(b, config_.index);
     p::SetFlags(b, static_cast<uint8_t>(p::GetFlags(b) & ~p::flags::kRetx));
     p::SetAux(b, 0);
@@ -342,16 +351,17 @@ void Leaf::HandleUpstream(std::span<const uint8_t> packet, TimePoint now) {
     return;
   }
   const uint8_t* h = packet.data();
-  if (IsType(h, p::MsgType::kResult)) {
+  if (p::IsType(h, p::MsgType::kResult)) {
     UpResult(*j, packet, now);
-  } else if (IsType(h, p::MsgType::kJoinAck)) {
-    if (j->state != State::kJoining || p::GetCount(h) != j->k || p::GetOffset(h) < 1 ||
-        p::GetOffset(h) > j->window_asked) {
+  } else if (p::IsType(h, p::MsgType::kJoinAck)) {
+    const auto ack = p::JoinAckMsg::Decode(h);
+    if (j->state != State::kJoining || ack.k != j->k || ack.window < 1 ||
+        ack.window > j->window_asked) {
       Bump(LeafCounter::kUpStale);  // a duplicate, or nonsense
       return;
     }
     j->state = State::kRunning;
-    j->window = static_cast<uint16_t>(p::GetOffset(h));
+    j->window = static_cast<uint16_t>(ack.window);
     j->slots.assign(j->window, UpSlot{});
     j->up.assign(size_t{j->window} * kBufBytes, 0);
     j->fin.assign(size_t{j->window} * kBufBytes, 0);
@@ -361,12 +371,12 @@ void Leaf::HandleUpstream(std::span<const uint8_t> packet, TimePoint now) {
     j->rto = std::make_unique<RtoEstimator>(rc);
     j->last_progress = now;
     // The workers' next JOIN resend goes to the local control plane.
-  } else if (IsType(h, p::MsgType::kJoinWait)) {
+  } else if (p::IsType(h, p::MsgType::kJoinWait)) {
     if (j->state == State::kJoining) {
       j->spine_waiting = true;
-      j->ahead = p::GetAux(h);
+      j->ahead = p::JoinWaitMsg::Decode(h).queue_ahead;
     }
-  } else if (IsType(h, p::MsgType::kError)) {
+  } else if (p::IsType(h, p::MsgType::kError)) {
     UpError(*j, packet, now);
   } else {
     Bump(LeafCounter::kUpStale);
@@ -415,14 +425,15 @@ void Leaf::UpError(Job& j, std::span<const uint8_t> packet, TimePoint now) {
     return;
   }
   std::memcpy(e.data(), packet.data(), kCtlBytes);
-  const auto code = static_cast<p::ErrorCode>(p::GetAux(e.data()));
-  // A rank named in count is a leaf on the spine: name its first worker rank.
-  if (code == p::ErrorCode::kRankLeft || code == p::ErrorCode::kPeerRefused ||
-      code == p::ErrorCode::kRankMismatch) {
-    const uint16_t leaf = p::GetCount(e.data());
-    if (leaf < config_.leaves) {
-      p::SetCount(e.data(), RanksOfLeaf(leaf, config_.leaves, j.world).lo);
-    }
+  auto err = p::ErrorMsg::Decode(e.data());
+  const p::ErrorCode code = err.code;
+  // The rank these codes name (count: left_rank, refused_rank, proving_rank) is a leaf on the
+  // spine: name its first worker rank.
+  if ((code == p::ErrorCode::kRankLeft || code == p::ErrorCode::kPeerRefused ||
+       code == p::ErrorCode::kRankMismatch) &&
+      err.count < config_.leaves) {
+    err.count = RanksOfLeaf(err.count, config_.leaves, j.world).lo;
+    err.Encode(e.data());
   }
   p::SealMessage(e.data(), p::kHeaderBytes);
   if (code == p::ErrorCode::kRankLeft) {
@@ -445,16 +456,14 @@ void Leaf::Fail(Job& j, std::span<const uint8_t> error, TimePoint now) {
   j.fin.clear();
   Lower(now + config_.job_timeout);
   if (local) {
-    const p::Header h = p::DecodeHeader(error.data());
     passthrough_ = true;
-    (void)control_.AbortJob(j.id, static_cast<p::ErrorCode>(h.aux), h.count, h.slot, h.gen,
-                            h.offset, *this);
+    (void)control_.AbortJob(j.id, p::ErrorMsg::Decode(error.data()), *this);
     passthrough_ = false;
   }
 }
 
 void Leaf::LocalGone(Job& j) {
-  SendUpControl(j, p::MsgType::kLeave, j.graceful_leave ? 0 : 4, j.calls);
+  SendUpLeave(j, j.graceful_leave ? p::ErrorCode::kNone : p::ErrorCode::kJobAborted, j.calls);
 }
 
 void Leaf::Erase(uint16_t job_id) { jobs_.erase(job_id); }
@@ -468,12 +477,12 @@ void Leaf::Tick(TimePoint now) {
     switch (j.state) {
       case State::kJoining:
         if (now - j.last_worker > config_.job_timeout) {
-          SendUpControl(j, p::MsgType::kLeave, 4, 0);
+          SendUpLeave(j, p::ErrorCode::kJobAborted, 0);
           gone.push_back(id);
           continue;
         }
         if (now >= j.next_join) {
-          SendUpControl(j, p::MsgType::kJoin, 0, 0);
+          SendUpJoin(j);
           j.next_join = now + config_.join_resend;
         }
         Lower(j.next_join);
@@ -482,9 +491,9 @@ void Leaf::Tick(TimePoint now) {
         if (j.bad_grant) {
           j.bad_grant = false;
           Bump(LeafCounter::kNoSlots);
-          const ControlMessage e = MakeControl(p::MsgType::kError, id, 0, 0, 0, 0,
-                                               static_cast<uint16_t>(p::ErrorCode::kNoSlots));
-          SendUpControl(j, p::MsgType::kLeave, 4, 0);
+          const ControlMessage e =
+              MakeControl(p::ErrorMsg{.job = id, .code = p::ErrorCode::kNoSlots});
+          SendUpLeave(j, p::ErrorCode::kJobAborted, 0);
           Fail(j, e, now);
           continue;
         }

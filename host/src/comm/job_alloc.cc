@@ -39,31 +39,26 @@ Result<uint16_t> AllocateJobId(const CommConfig& config) {
   std::random_device rd;
   const auto nonce = static_cast<uint16_t>(rd());
   uint8_t req[proto::MessageBytes(0)] = {};
-  proto::Header h;
-  h.version = proto::kVersion;
-  h.type = static_cast<uint8_t>(proto::MsgType::kAllocJob);
-  h.gen = nonce;
   // A random hint: a fabric of several cores steers by the job field, so requests spread over its
   // cores; the same value in every resend keeps them on one.
-  h.job = static_cast<uint16_t>(rd());
-  proto::EncodeHeader(h, req);
+  proto::AllocJobMsg{.hint = static_cast<uint16_t>(rd()), .nonce = nonce}.Encode(req);
   proto::SealMessage(req, proto::kHeaderBytes);
   internal::ExchangeSpec spec;
   spec.request = req;
   spec.timeout = milliseconds(c.join_timeout_ms);
   spec.is_reply = [&](const proto::Header& a) {
+    // Both answers echo the nonce in gen (alloc_ack's nonce; the refusal copies the request's).
     return a.gen == nonce &&
-           ((a.type == static_cast<uint8_t>(proto::MsgType::kError) && a.job == 0) ||
-            (a.type == static_cast<uint8_t>(proto::MsgType::kAllocAck) &&
-             a.job >= proto::kAllocJobMin));
+           ((a.type == proto::MsgType::kError && a.job == 0) ||
+            (a.type == proto::MsgType::kAllocAck && a.job >= proto::kAllocJobMin));
   };
   spec.who = who;
   spec.no_answer =
       "no alloc_ack within " + std::to_string(c.join_timeout_ms) + " ms (is the switch running?)";
   INA_ASSIGN_OR_RETURN(const proto::Header a, internal::Exchange(t, spec));
-  if (a.type == static_cast<uint8_t>(proto::MsgType::kError)) {
+  if (a.type == proto::MsgType::kError) {
     return ResourceExhausted(who + ": fabric answered error(" +
-                             std::string(proto::ErrorCodeName(a.aux)) +
+                             std::string(proto::ErrorCodeName(proto::ErrorMsg::From(a).code)) +
                              "): no job id free or too many reservations");
   }
   return a.job;

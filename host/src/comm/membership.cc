@@ -102,21 +102,19 @@ void Membership::Join(uint8_t finished_epoch, TimePoint now) {
   started_ = now;
   next_send_ = now;
   ahead_ = 0;
-  proto::Header h;
-  h.version = proto::kVersion;
-  h.type = static_cast<uint8_t>(proto::MsgType::kJoin);
-  h.job = cfg_.job_id;
-  h.rank = cfg_.rank;
-  h.count = cfg_.k;
-  h.offset = cfg_.window;
-  h.aux = cfg_.world_size;
-  h.exp = finished_epoch;
-  // One lane: slot and gen stay 0, as for workers before lanes. Lanes on switch cores: each core
-  // holds its share of the job as a job of its own, where this rank has one lane (the core's).
+  proto::JoinMsg join{.rejoin_epoch = finished_epoch,
+                      .job = cfg_.job_id,
+                      .rank = cfg_.rank,
+                      .k = cfg_.k,
+                      .window = cfg_.window,
+                      .world_size = cfg_.world_size};
+  // One lane: lane and lanes stay 0, as for workers before lanes. Lanes on switch cores: each
+  // core holds its share of the job as a job of its own, where this rank has one lane (the core's).
   if (cfg_.lanes > 1 && !cfg_.core_lanes) {
-    h.slot = cfg_.lane;
-    h.gen = cfg_.lanes;
+    join.lane = cfg_.lane;
+    join.lanes = cfg_.lanes;
   }
+  const proto::Header h = join.ToHeader();
   SetRequest(h);
 }
 
@@ -126,24 +124,26 @@ void Membership::OnPacket(std::span<const uint8_t> packet, TimePoint now) {
   if (!proto::MessageCrcOk(packet)) return;  // damaged: the resend gets another answer
   const proto::Header a = proto::DecodeHeader(packet.data());
   if (a.version != proto::kVersion || a.job != cfg_.job_id) return;
-  switch (static_cast<proto::MsgType>(a.type)) {
-    case proto::MsgType::kJoinAck:
+  switch (a.type) {
+    case proto::MsgType::kJoinAck: {
       // On a re-join, the old grant's join_ack (a duplicate) is not the answer.
-      if (AwaitsAck() && (finished_epoch_ == 0 || a.gen != finished_epoch_)) OnJoinAck(a);
+      const auto ack = proto::JoinAckMsg::From(a);
+      if (AwaitsAck() && (finished_epoch_ == 0 || ack.epoch != finished_epoch_)) OnJoinAck(ack);
       return;
+    }
     case proto::MsgType::kJoinWait:
       if (state_ == State::kJoining) {
         state_ = State::kQueued;
         wait_start_ = now;
       }
-      ahead_ = a.aux;
+      ahead_ = proto::JoinWaitMsg::From(a).queue_ahead;
       // The fabric answers every JOIN while the job is queued: resend at the usual pace after
       // its answer, not at once.
       next_send_ = now + cfg_.resend;
       return;
     case proto::MsgType::kError:
       state_ = State::kFailed;
-      status_ = JoinError(a, cfg_, Who());
+      status_ = JoinError(proto::ErrorMsg::From(a), cfg_, Who());
       if (request_queued_) --tx_count_;
       request_queued_ = false;
       return;
@@ -152,18 +152,19 @@ void Membership::OnPacket(std::span<const uint8_t> packet, TimePoint now) {
   }
 }
 
-void Membership::OnJoinAck(const proto::Header& a) {
+void Membership::OnJoinAck(const proto::JoinAckMsg& a) {
   if (request_queued_) --tx_count_;
   request_queued_ = false;
-  if (a.count != cfg_.k || a.offset < 1 || a.offset > cfg_.window || a.gen == 0 || a.gen > 255) {
+  if (a.k != cfg_.k || a.window < 1 || a.window > cfg_.window || a.epoch == 0 || a.epoch > 255) {
     state_ = State::kFailed;
-    status_ = Internal(Who() + ": join_ack with k " + std::to_string(a.count) + " window " +
-                       std::to_string(a.offset) + " epoch " + std::to_string(a.gen) + " (asked k " +
-                       std::to_string(cfg_.k) + " window " + std::to_string(cfg_.window) + ")");
+    status_ =
+        Internal(Who() + ": join_ack with k " + std::to_string(a.k) + " window " +
+                 std::to_string(a.window) + " epoch " + std::to_string(a.epoch) + " (asked k " +
+                 std::to_string(cfg_.k) + " window " + std::to_string(cfg_.window) + ")");
     return;
   }
   state_ = State::kMember;
-  grant_ = Grant{static_cast<uint16_t>(a.offset), static_cast<uint8_t>(a.gen), a.aux};
+  grant_ = Grant{static_cast<uint16_t>(a.window), static_cast<uint8_t>(a.epoch), a.lease};
 }
 
 void Membership::OnTimers(TimePoint now) {
@@ -223,14 +224,11 @@ void Membership::Leave(proto::ErrorCode reason, uint64_t calls) {
 }
 
 void Membership::QueueLeave(proto::ErrorCode reason, uint64_t calls) {
-  proto::Header h;
-  h.version = proto::kVersion;
-  h.type = static_cast<uint8_t>(proto::MsgType::kLeave);
-  h.job = cfg_.job_id;
-  h.rank = cfg_.rank;
-  h.aux = static_cast<uint16_t>(reason);
-  h.offset = static_cast<uint32_t>(calls);
-  proto::EncodeHeader(h, leave_.data());
+  proto::LeaveMsg{.job = cfg_.job_id,
+                  .rank = cfg_.rank,
+                  .calls = static_cast<uint32_t>(calls),
+                  .reason = static_cast<uint16_t>(reason)}
+      .Encode(leave_.data());
   proto::SealMessage(leave_.data(), proto::kHeaderBytes);
   tx_count_ += kLeaveCopies - leaves_queued_;
   leaves_queued_ = kLeaveCopies;
@@ -269,28 +267,29 @@ Result<Grant> Membership::result() const {
   return FailedPrecondition("membership: the join has not ended");
 }
 
-Status JoinError(const proto::Header& e, const JoinConfig& cfg, const std::string& who) {
-  std::string m = who + ": fabric answered error(" + std::string(proto::ErrorCodeName(e.aux)) + ")";
-  const auto param = static_cast<proto::JoinParam>(e.slot);
+Status JoinError(const proto::ErrorMsg& e, const JoinConfig& cfg, const std::string& who) {
+  std::string m =
+      who + ": fabric answered error(" + std::string(proto::ErrorCodeName(e.code)) + ")";
+  const proto::JoinParam param = e.join_param();
   const std::string words = ParamWords(param);
   const std::string own = std::to_string(OwnValue(cfg, param));
-  switch (static_cast<proto::ErrorCode>(e.aux)) {
+  switch (e.code) {
     case proto::ErrorCode::kBadParams:
       if (param == proto::JoinParam::kNone) {  // a fabric that does not name it
         return InvalidArgument(m +
                                ": K, world size or window differ from the other ranks' or are "
                                "out of range");
       }
-      if (e.offset == proto::kJoinValueNone) {
+      if (e.job_value() == proto::kJoinValueNone) {
         return InvalidArgument(m + ": this rank's " + words + " " + own +
                                " is out of the fabric's range");
       }
-      return InvalidArgument(m + ": this rank's " + words + " " + own + " differs from " +
-                             std::to_string(e.offset) + ", what the ranks that joined first sent" +
-                             (param == proto::JoinParam::kK
-                                  ? " (k 0, the default, takes the largest K the path MTU "
-                                    "carries: set the same k / INA_K on every rank)"
-                                  : ""));
+      return InvalidArgument(
+          m + ": this rank's " + words + " " + own + " differs from " +
+          std::to_string(e.job_value()) + ", what the ranks that joined first sent" +
+          (param == proto::JoinParam::kK ? " (k 0, the default, takes the largest K the path MTU "
+                                           "carries: set the same k / INA_K on every rank)"
+                                         : ""));
     case proto::ErrorCode::kNoSlots:
     case proto::ErrorCode::kTooManyJobs:
       return ResourceExhausted(m);
@@ -298,25 +297,26 @@ Status JoinError(const proto::Header& e, const JoinConfig& cfg, const std::strin
       return AlreadyExists(m + ": another process already joined as rank " +
                            std::to_string(cfg.rank) + " lane " + std::to_string(cfg.lane));
     case proto::ErrorCode::kPeerRefused: {
-      const std::string peer = "rank " + std::to_string(e.count);
+      const std::string peer = "rank " + std::to_string(e.refused_rank());
       m += ": " + peer + "'s JOIN was refused, so the job cannot start";
       if (param == proto::JoinParam::kNone) return Aborted(m);
       m += ": ";
       if (param == proto::JoinParam::kRankTaken) {
         return Aborted(m + "another process had already joined as " + peer + " lane " +
-                       std::to_string(e.offset) + " (two processes with the same rank?)");
+                       std::to_string(e.refused_value()) + " (two processes with the same rank?)");
       }
       if (param == proto::JoinParam::kRank || param == proto::JoinParam::kLane) {
-        return Aborted(m + "its " + words + " " + std::to_string(e.offset) + " is out of range");
+        return Aborted(m + "its " + words + " " + std::to_string(e.refused_value()) +
+                       " is out of range");
       }
-      return Aborted(m + "its " + words + " " + std::to_string(e.offset) + " differs from " + own +
-                     ", this rank's");
+      return Aborted(m + "its " + words + " " + std::to_string(e.refused_value()) +
+                     " differs from " + own + ", this rank's");
     }
     case proto::ErrorCode::kJobAborted:
       return Aborted(m);
     case proto::ErrorCode::kRankLeft:  // at a lease's re-join: a rank finished before this call
-      return Aborted(m + ": rank " + std::to_string(e.count) + " left after " +
-                     std::to_string(e.offset) + " calls");
+      return Aborted(m + ": rank " + std::to_string(e.left_rank()) + " left after " +
+                     std::to_string(e.calls()) + " calls");
     default:
       return Internal(m);
   }

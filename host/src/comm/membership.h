@@ -149,7 +149,7 @@ class Membership {
   // queue must neither stay there nor be granted slots nobody uses).
   void Fail(Status s);
   void QueueLeave(proto::ErrorCode reason, uint64_t calls);
-  void OnJoinAck(const proto::Header& a);
+  void OnJoinAck(const proto::JoinAckMsg& a);
   std::string Who() const;
 
   static constexpr size_t kLeaveCopies = 3;
@@ -178,6 +178,6 @@ class Membership {
 // The Status for error `e` answering the JOIN of `cfg`: bad_params and peer_refused name the
 // parameter and both values (the fabric's error fields, proto/ina.toml), peer_refused the refused
 // rank. `who` leads the message.
-Status JoinError(const proto::Header& e, const JoinConfig& cfg, const std::string& who);
+Status JoinError(const proto::ErrorMsg& e, const JoinConfig& cfg, const std::string& who);
 
 }  // namespace ina::host::internal

@@ -116,20 +116,17 @@ void SlotWindow::Enqueue(uint16_t s) {
 void SlotWindow::PutHeader(uint16_t s, uint8_t flags, uint8_t exp, uint8_t next_exp, uint16_t count,
                            uint32_t offset) {
   Slot& sl = slots_[s];
-  proto::Header h;
-  h.version = proto::kVersion;
-  h.type = static_cast<uint8_t>(proto::MsgType::kData);
-  h.flags = flags;
-  h.exp = exp;
-  h.next_exp = next_exp;
-  h.sec = static_cast<uint8_t>(cfg_.sec);
-  h.job = cfg_.job_id;
-  h.rank = cfg_.rank;
-  h.slot = s;
-  h.gen = sl.next_gen;
-  h.count = count;
-  h.offset = offset;
-  proto::EncodeHeader(h, Buf(s));
+  proto::DataMsg{.flags = flags,
+                 .exp = exp,
+                 .next_exp = next_exp,
+                 .sec = static_cast<uint8_t>(cfg_.sec),
+                 .job = cfg_.job_id,
+                 .rank = cfg_.rank,
+                 .slot = s,
+                 .gen = sl.next_gen,
+                 .count = count,
+                 .offset = offset}
+      .Encode(Buf(s));
   sl.gen = sl.next_gen++;
   sl.use = sl.next_use++;
   sl.busy = true;
@@ -405,8 +402,7 @@ Status SlotWindow::OnPacket(std::span<const uint8_t> packet, TimePoint now) {
   if (keyed() && len >= proto::kHeaderBytes && proto::GetVersion(p) == proto::kVersion &&
       proto::GetSec(p) != 0) {
     if (active_ && proto::GetSec(p) == static_cast<uint8_t>(cfg_.sec) &&
-        proto::GetJob(p) == cfg_.job_id &&
-        proto::GetType(p) == static_cast<uint8_t>(proto::MsgType::kResult)) {
+        proto::GetJob(p) == cfg_.job_id && proto::IsType(p, proto::MsgType::kResult)) {
       return HandleResult(p, len, now);
     }
     counters_.stale.Inc();
@@ -420,8 +416,7 @@ Status SlotWindow::OnPacket(std::span<const uint8_t> packet, TimePoint now) {
     return Status::Ok();
   }
   if (active_ && len >= proto::kHeaderBytes && proto::GetVersion(p) == proto::kVersion &&
-      proto::GetJob(p) == cfg_.job_id &&
-      proto::GetType(p) == static_cast<uint8_t>(proto::MsgType::kResult)) {
+      proto::GetJob(p) == cfg_.job_id && proto::IsType(p, proto::MsgType::kResult)) {
     if (keyed()) {  // a CRC-only result naming a keyed job: not the fabric's
       counters_.forged.Inc();
       return Status::Ok();
@@ -438,30 +433,33 @@ Status SlotWindow::HandleControl(const uint8_t* p, size_t len) {
     counters_.stale.Inc();
     return Status::Ok();
   }
-  const auto type = static_cast<proto::MsgType>(proto::GetType(p));
-  if (type == proto::MsgType::kError &&
-      proto::GetAux(p) == static_cast<uint16_t>(proto::ErrorCode::kJobAborted)) {
-    return Aborted("job " + std::to_string(cfg_.job_id) +
-                   " aborted by the fabric (another rank left or timed out)");
-  }
-  if (type == proto::MsgType::kError &&
-      proto::GetAux(p) == static_cast<uint16_t>(proto::ErrorCode::kRankMismatch)) {
-    return Aborted(
-        "job " + std::to_string(cfg_.job_id) + " ended by the fabric: the ranks disagree (rank " +
-        std::to_string(proto::GetCount(p)) + "'s block for slot " +
-        std::to_string(proto::GetSlot(p)) + " generation " + std::to_string(proto::GetGen(p)) +
-        " differs from another rank's in offset, count, type or exponent); did every rank make "
-        "the same all-reduce calls, with the same element count and type?");
-  }
-  if (type == proto::MsgType::kError &&
-      proto::GetAux(p) == static_cast<uint16_t>(proto::ErrorCode::kRankLeft)) {
-    // Another rank finished after `offset` calls: calls from that number on cannot complete.
-    if (proto::GetOffset(p) < peer_left_after_) {
-      peer_left_after_ = proto::GetOffset(p);
-      peer_left_rank_ = proto::GetCount(p);
+  const proto::MsgType type = proto::GetType(p);
+  if (type == proto::MsgType::kError) {
+    const auto e = proto::ErrorMsg::Decode(p);
+    switch (e.code) {
+      case proto::ErrorCode::kJobAborted:
+        return Aborted("job " + std::to_string(cfg_.job_id) +
+                       " aborted by the fabric (another rank left or timed out)");
+      case proto::ErrorCode::kRankMismatch:
+        return Aborted("job " + std::to_string(cfg_.job_id) +
+                       " ended by the fabric: the ranks disagree (rank " +
+                       std::to_string(e.proving_rank()) + "'s block for slot " +
+                       std::to_string(e.mismatch_slot()) + " generation " +
+                       std::to_string(e.mismatch_gen()) +
+                       " differs from another rank's in offset, count, type or exponent); did "
+                       "every rank make the same all-reduce calls, with the same element count "
+                       "and type?");
+      case proto::ErrorCode::kRankLeft:
+        // Another rank finished after `calls` calls: calls from that number on cannot complete.
+        if (e.calls() < peer_left_after_) {
+          peer_left_after_ = e.calls();
+          peer_left_rank_ = e.left_rank();
+        }
+        if (active_) return CheckPeersStillIn(op_.seq);
+        return Status::Ok();
+      default:
+        break;
     }
-    if (active_) return CheckPeersStillIn(op_.seq);
-    return Status::Ok();
   }
   if (type == proto::MsgType::kJoinAck) return Status::Ok();  // a late duplicate
   counters_.stale.Inc();

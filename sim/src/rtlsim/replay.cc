@@ -37,12 +37,12 @@ struct Side final : dp::Emitter, dp::ReplySink {
   // The switch loop's classification for one datagram (switch.cc, HandleItems).
   void Feed(std::span<const uint8_t> pkt, const dp::Peer& from, dp::ControlPlane::TimePoint now) {
     if (pkt.size() >= p::kHeaderBytes && p::GetVersion(pkt.data()) == p::kVersion) {
-      const uint8_t type = p::GetType(pkt.data());
+      const p::MsgType type = p::GetType(pkt.data());
       if (dp::ControlPlane::IsControlType(type)) {
         control->HandleControl(pkt, from, now, *this);
         return;
       }
-      if (type == static_cast<uint8_t>(p::MsgType::kData)) {
+      if (type == p::MsgType::kData) {
         const dp::SourceCheck sc = control->CheckDataSource(
             p::GetJob(pkt.data()), p::GetRank(pkt.data()), p::GetSlot(pkt.data()), from, now);
         if (sc == dp::SourceCheck::kForeign && p::MessageCrcOk(pkt)) return;
@@ -53,10 +53,9 @@ struct Side final : dp::Emitter, dp::ReplySink {
   }
 };
 
-bool FromFabric(uint8_t type) {
+bool FromFabric(p::MsgType type) {
   using T = p::MsgType;
-  return type == static_cast<uint8_t>(T::kResult) || type == static_cast<uint8_t>(T::kJoinAck) ||
-         type == static_cast<uint8_t>(T::kError) || type == static_cast<uint8_t>(T::kAllocAck);
+  return type == T::kResult || type == T::kJoinAck || type == T::kError || type == T::kAllocAck;
 }
 
 std::string Addr(uint32_t ip, uint16_t port) {

@@ -57,37 +57,29 @@ class ResultCollector : public Emitter {
   std::vector<Item> items;
 };
 
-std::vector<uint8_t> Control(p::MsgType type, uint16_t job, uint16_t rank, uint16_t world = 0,
-                             uint16_t k = 0, uint32_t window = 0) {
-  std::vector<uint8_t> b(p::MessageBytes(0));
-  p::Header h;
-  h.version = p::kVersion;
-  h.type = static_cast<uint8_t>(type);
-  h.job = job;
-  h.rank = rank;
-  h.aux = world;
-  h.count = k;
-  h.offset = window;
-  p::EncodeHeader(h, b.data());
-  p::SealMessage(b.data(), p::kHeaderBytes);
-  return b;
+// A typed control message (p::JoinMsg{...}), sealed.
+template <class Msg>
+std::vector<uint8_t> Control(const Msg& m) {
+  const ControlMessage c = MakeControl(m);
+  return {c.begin(), c.end()};
 }
 
 std::vector<uint8_t> Join(uint16_t job, uint16_t rank, uint16_t world, uint16_t k,
                           uint32_t window) {
-  return Control(p::MsgType::kJoin, job, rank, world, k, window);
+  return Control(
+      p::JoinMsg{.job = job, .rank = rank, .k = k, .window = window, .world_size = world});
 }
 
 // JOIN as lane `lane` of `lanes` (slot = lane, gen = lanes).
 std::vector<uint8_t> LaneJoin(uint16_t job, uint16_t rank, uint16_t world, uint16_t k,
                               uint32_t window, uint16_t lane, uint16_t lanes) {
-  std::vector<uint8_t> b = Join(job, rank, world, k, window);
-  p::Header h = p::DecodeHeader(b.data());
-  h.slot = lane;
-  h.gen = lanes;
-  p::EncodeHeader(h, b.data());
-  p::SealMessage(b.data(), p::kHeaderBytes);
-  return b;
+  return Control(p::JoinMsg{.job = job,
+                            .rank = rank,
+                            .lane = lane,
+                            .lanes = lanes,
+                            .k = k,
+                            .window = window,
+                            .world_size = world});
 }
 
 // The port lane l of rank r joins from in the lane tests.
@@ -95,27 +87,25 @@ uint16_t LanePort(uint16_t r, uint16_t l) { return static_cast<uint16_t>(6000 + 
 
 // LEAVE with an abort reason (aux != 0): the job is torn down for everyone.
 std::vector<uint8_t> AbortLeave(uint16_t job, uint16_t rank) {
-  return Control(p::MsgType::kLeave, job, rank, static_cast<uint16_t>(p::ErrorCode::kJobAborted));
+  return Control(p::LeaveMsg{
+      .job = job, .rank = rank, .reason = static_cast<uint16_t>(p::ErrorCode::kJobAborted)});
 }
 
 // LEAVE with aux 0: this rank is done, after `calls` all-reduce calls.
 std::vector<uint8_t> DoneLeave(uint16_t job, uint16_t rank, uint32_t calls) {
-  return Control(p::MsgType::kLeave, job, rank, 0, 0, calls);
+  return Control(p::LeaveMsg{.job = job, .rank = rank, .calls = calls});
 }
 
 std::vector<uint8_t> Data(uint16_t job, uint16_t rank, uint16_t slot, uint16_t gen,
                           const std::vector<int32_t>& elems) {
   std::vector<uint8_t> b(p::MessageBytes(elems.size()));
-  p::Header h;
-  h.version = p::kVersion;
-  h.type = static_cast<uint8_t>(p::MsgType::kData);
-  h.job = job;
-  h.rank = rank;
-  h.slot = slot;
-  h.gen = gen;
-  h.count = static_cast<uint16_t>(elems.size());
-  h.flags = p::flags::kInt32;
-  p::EncodeHeader(h, b.data());
+  p::DataMsg{.flags = p::flags::kInt32,
+             .job = job,
+             .rank = rank,
+             .slot = slot,
+             .gen = gen,
+             .count = static_cast<uint16_t>(elems.size())}
+      .Encode(b.data());
   for (size_t i = 0; i < elems.size(); ++i) {
     p::Store32(b.data() + p::kHeaderBytes + 4 * i, static_cast<uint32_t>(elems[i]));
   }
@@ -170,7 +160,7 @@ class ControlTest : public ::testing::Test {
 void ExpectError(const Reply& r, const Peer& to, uint16_t job, p::ErrorCode code) {
   EXPECT_EQ(r.to, to);
   EXPECT_EQ(r.h.version, p::kVersion);
-  EXPECT_EQ(r.h.type, static_cast<uint8_t>(p::MsgType::kError));
+  EXPECT_EQ(r.h.type, p::MsgType::kError);
   EXPECT_EQ(r.h.job, job);
   EXPECT_EQ(r.h.aux, static_cast<uint16_t>(code)) << p::ErrorCodeName(r.h.aux);
 }
@@ -221,7 +211,7 @@ TEST_F(ControlTest, JoinAcksEveryRankOnceAllJoined) {
   for (uint16_t r = 0; r < 3; ++r) {
     const Reply& rep = out_.replies[r];
     EXPECT_EQ(rep.to, MakePeer(static_cast<uint16_t>(5000 + r)));
-    EXPECT_EQ(rep.h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+    EXPECT_EQ(rep.h.type, p::MsgType::kJoinAck);
     EXPECT_EQ(rep.h.version, p::kVersion);
     EXPECT_EQ(rep.h.job, 7);
     EXPECT_EQ(rep.h.rank, r);
@@ -252,7 +242,7 @@ TEST_F(ControlTest, RepeatedJoinWaitsWhilePendingAndReAcksWhenActive) {
   Send(Join(1, 1, 2, 64, 4), MakePeer(5001));
   ASSERT_EQ(out_.replies.size(), 1u);
   EXPECT_EQ(out_.replies[0].to, MakePeer(5001));
-  EXPECT_EQ(out_.replies[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+  EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kJoinAck);
   EXPECT_EQ(out_.replies[0].h.rank, 1);
   EXPECT_EQ(out_.replies[0].h.offset, 4u);
   EXPECT_EQ(Ctr(ControlCounter::kJobsAdmitted), 1u);
@@ -287,7 +277,7 @@ TEST_F(ControlTest, OutOfRangeParamsAreBadParams) {
   out_.replies.clear();
   Send(Join(4, 0, 1, 64, 1), a);
   ASSERT_EQ(out_.replies.size(), 1u);
-  EXPECT_EQ(out_.replies[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+  EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kJoinAck);
   out_.replies.clear();
   Send(Join(5, 63, 64, 256, 2), a);
   EXPECT_TRUE(out_.replies.empty());  // pending, 1 of 64
@@ -302,7 +292,7 @@ TEST_F(ControlTest, EveryKOfTheSpecJoinsAndAKAboveTheFabricsFramesIsBadParams) {
     Send(Join(job, 0, 1, k, 2), a);
     ASSERT_EQ(out_.replies.size(), 1u) << "K " << k;
     if (k <= 256) {
-      EXPECT_EQ(out_.replies[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck)) << "K " << k;
+      EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kJoinAck) << "K " << k;
       EXPECT_EQ(out_.replies[0].h.count, k);
     } else {
       ExpectParamError(out_.replies[0], a, job, 0, p::ErrorCode::kBadParams, p::JoinParam::kK,
@@ -316,7 +306,7 @@ TEST_F(ControlTest, EveryKOfTheSpecJoinsAndAKAboveTheFabricsFramesIsBadParams) {
   out_.replies.clear();
   Send(Join(30, 0, 1, p::kMaxK, 2), a);
   ASSERT_EQ(out_.replies.size(), 1u);
-  EXPECT_EQ(out_.replies[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+  EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kJoinAck);
   EXPECT_EQ(p::kMaxK, 2048);
 }
 
@@ -360,7 +350,7 @@ TEST_F(ControlTest, RefusalsOfAnActiveJobLeaveItAlone) {
   Make();
   auto r = JoinAll(9, 3, 64, 8, 5000);
   ASSERT_EQ(r.size(), 3u);
-  for (const auto& x : r) EXPECT_EQ(x.h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+  for (const auto& x : r) EXPECT_EQ(x.h.type, p::MsgType::kJoinAck);
   Send(Join(9, 0, 3, 64, 7), MakePeer(5000));
   Send(Join(9, 2, 3, 64, 8), MakePeer(6002));
   ASSERT_EQ(out_.replies.size(), 2u);
@@ -373,7 +363,7 @@ TEST_F(ControlTest, RefusalsOfAnActiveJobLeaveItAlone) {
   out_.replies.clear();
   Send(Join(9, 1, 3, 64, 8), MakePeer(5001));  // a resend still gets join_ack
   ASSERT_EQ(out_.replies.size(), 1u);
-  EXPECT_EQ(out_.replies[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+  EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kJoinAck);
 }
 
 // Ranks 0, 1 and 3 of 5 joined; rank 2's JOIN with another K is refused: every joined rank hears
@@ -422,7 +412,7 @@ TEST_F(ControlTest, RefusedRankIsToldToEveryJoinedRankAndToLaterJoins) {
   EXPECT_EQ(cp_->num_jobs(), 0u);
   auto again = JoinAll(40, 2, 64, 4, 7000, t0 + milliseconds(2000));
   ASSERT_EQ(again.size(), 2u);
-  EXPECT_EQ(again[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+  EXPECT_EQ(again[0].h.type, p::MsgType::kJoinAck);
 }
 
 // A second peer claiming a joined (rank, lane) of a pending job: rank_taken to it, peer_refused
@@ -506,7 +496,7 @@ TEST_F(ControlTest, JobTableFull) {
   EXPECT_EQ(cp_->num_jobs(), 1u);
   auto r = JoinAll(3, 2, 64, 1, 5020);
   ASSERT_EQ(r.size(), 2u);
-  EXPECT_EQ(r[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+  EXPECT_EQ(r[0].h.type, p::MsgType::kJoinAck);
   EXPECT_EQ(Ctr(ControlCounter::kErrTooManyJobs), 1u);
 }
 
@@ -517,7 +507,7 @@ TEST_F(ControlTest, WindowShrinksToWhatFitsAndNoSlotsWhenPoolFull) {
   EXPECT_EQ(a[0].h.offset, 5u);
   auto b = JoinAll(2, 2, 64, 5, 5100);  // only 3 left
   ASSERT_EQ(b.size(), 2u);
-  EXPECT_EQ(b[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+  EXPECT_EQ(b[0].h.type, p::MsgType::kJoinAck);
   EXPECT_EQ(b[0].h.offset, 3u);
   EXPECT_EQ(b[1].h.offset, 3u);
   auto jobs = cp_->Jobs();
@@ -525,7 +515,7 @@ TEST_F(ControlTest, WindowShrinksToWhatFitsAndNoSlotsWhenPoolFull) {
   EXPECT_EQ(jobs[1].slot_base, 5u);
   auto c = JoinAll(3, 3, 64, 1, 5200);  // nothing left: job 3 waits (the last JOIN hears it)
   ASSERT_EQ(c.size(), 1u);
-  EXPECT_EQ(c[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinWait));
+  EXPECT_EQ(c[0].h.type, p::MsgType::kJoinWait);
   EXPECT_EQ(c[0].to, MakePeer(5202));
   EXPECT_EQ(cp_->num_jobs(), 3u);
   EXPECT_EQ(cp_->queued_jobs(), 1u);
@@ -535,7 +525,7 @@ TEST_F(ControlTest, WindowShrinksToWhatFitsAndNoSlotsWhenPoolFull) {
   Send(AbortLeave(3, 0), MakePeer(5200));
   auto d = JoinAll(4, 1, 64, 0xFFFFFFFF, 5300);
   ASSERT_EQ(d.size(), 1u);
-  EXPECT_EQ(d[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+  EXPECT_EQ(d[0].h.type, p::MsgType::kJoinAck);
   EXPECT_EQ(d[0].h.offset, 8u);
 }
 
@@ -743,7 +733,7 @@ TEST_F(ControlTest, LanesAdmitOnlyWhenEveryLaneOfEveryRankJoined) {
         return x.to == MakePeer(LanePort(r, l));
       });
       ASSERT_NE(it, out_.replies.end()) << "rank " << r << " lane " << l;
-      EXPECT_EQ(it->h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+      EXPECT_EQ(it->h.type, p::MsgType::kJoinAck);
       EXPECT_EQ(it->h.rank, r);
       EXPECT_EQ(it->h.offset, 8u);
     }
@@ -755,7 +745,7 @@ TEST_F(ControlTest, LanesAdmitOnlyWhenEveryLaneOfEveryRankJoined) {
   Send(LaneJoin(20, 0, 2, 64, 8, 1, kLanes), MakePeer(LanePort(0, 1)));
   ASSERT_EQ(out_.replies.size(), 1u);
   EXPECT_EQ(out_.replies[0].to, MakePeer(LanePort(0, 1)));
-  EXPECT_EQ(out_.replies[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+  EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kJoinAck);
 }
 
 TEST_F(ControlTest, LanesBadParamsAndRankTaken) {
@@ -795,8 +785,8 @@ TEST_F(ControlTest, LanesBadParamsAndRankTaken) {
   Send(LaneJoin(22, 0, 2, 64, 8, 0, 1), MakePeer(7030));
   Send(Join(22, 1, 2, 64, 8), MakePeer(7031));
   ASSERT_EQ(out_.replies.size(), 2u);
-  EXPECT_EQ(out_.replies[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
-  EXPECT_EQ(out_.replies[1].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+  EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kJoinAck);
+  EXPECT_EQ(out_.replies[1].h.type, p::MsgType::kJoinAck);
 }
 
 TEST_F(ControlTest, LanesSourceCheckAndDestinationsFollowTheSlot) {
@@ -961,7 +951,7 @@ TEST_F(ControlTest, MalformedControlIsCountedAndIgnored) {
   j.insert(j.end() - p::kCrcBytes, 0);  // a body, sealed with it
   p::SealMessage(j.data(), j.size() - p::kCrcBytes);
   Send(j, MakePeer(5000));
-  Send(Control(p::MsgType::kJoinAck, 1, 0), MakePeer(5000));
+  Send(Control(p::JoinAckMsg{.job = 1}), MakePeer(5000));
   const auto whole = Join(1, 0, 1, 64, 1);
   Send(std::vector<uint8_t>(whole.begin(), whole.end() - 1), MakePeer(5000));  // too short
   EXPECT_TRUE(out_.replies.empty());
@@ -1013,7 +1003,7 @@ TEST_F(ControlTest, AdmittedJobAggregatesThroughTheEngine) {
   EXPECT_EQ(cp_->Destinations(42, rc.items[0].dest, 0).size(), 3u);
   const uint8_t* b = rc.items[0].bytes.data();
   ASSERT_EQ(rc.items[0].bytes.size(), p::MessageBytes(3));
-  EXPECT_EQ(p::GetType(b), static_cast<uint8_t>(p::MsgType::kResult));
+  EXPECT_EQ(p::GetType(b), p::MsgType::kResult);
   EXPECT_EQ(static_cast<int32_t>(p::Load32(b + p::kHeaderBytes)), 6);
   EXPECT_EQ(static_cast<int32_t>(p::Load32(b + p::kHeaderBytes + 4)), -30);
   EXPECT_EQ(static_cast<int32_t>(p::Load32(b + p::kHeaderBytes + 8)),
@@ -1023,16 +1013,7 @@ TEST_F(ControlTest, AdmittedJobAggregatesThroughTheEngine) {
 // Random joins, leaves and timeouts: the granted ranges of active jobs never overlap, stay inside
 // the pool, the largest free extent never exceeds the pool less the granted windows, and with
 // no job the whole pool is one free extent again.
-std::vector<uint8_t> Alloc(uint16_t nonce) {
-  std::vector<uint8_t> b(p::MessageBytes(0));
-  p::Header h;
-  h.version = p::kVersion;
-  h.type = static_cast<uint8_t>(p::MsgType::kAllocJob);
-  h.gen = nonce;
-  p::EncodeHeader(h, b.data());
-  p::SealMessage(b.data(), p::kHeaderBytes);
-  return b;
-}
+std::vector<uint8_t> Alloc(uint16_t nonce) { return Control(p::AllocJobMsg{.nonce = nonce}); }
 
 TEST_F(ControlTest, AllocHandsOutDistinctFreeIdsAndRepeatsForAResend) {
   Make(64, 8);
@@ -1042,7 +1023,7 @@ TEST_F(ControlTest, AllocHandsOutDistinctFreeIdsAndRepeatsForAResend) {
   ASSERT_EQ(out_.replies.size(), 1u);
   const Reply a = out_.replies[0];
   EXPECT_EQ(a.to, MakePeer(5000));
-  EXPECT_EQ(a.h.type, static_cast<uint8_t>(p::MsgType::kAllocAck));
+  EXPECT_EQ(a.h.type, p::MsgType::kAllocAck);
   EXPECT_EQ(a.h.gen, 1u);
   EXPECT_EQ(a.h.job, p::kAllocJobMin + 1);
   // The same request again (same peer, same nonce): the same id.
@@ -1082,7 +1063,7 @@ TEST_F(ControlTest, AllocReservationsExpireAndAreLimited) {
   out_.replies.clear();
   Send(Alloc(3), MakePeer(5000), t0 + milliseconds(120));
   ASSERT_EQ(out_.replies.size(), 1u);
-  EXPECT_EQ(out_.replies[0].h.type, static_cast<uint8_t>(p::MsgType::kAllocAck));
+  EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kAllocAck);
   // Round robin: not the expired id again, but the next one.
   EXPECT_EQ(out_.replies[0].h.job, p::kAllocJobMin + 2);
 }
@@ -1222,7 +1203,7 @@ std::vector<uint8_t> ReJoin(uint16_t job, uint16_t rank, uint16_t world, uint16_
 }
 
 void ExpectAck(const Reply& r, uint16_t job, uint16_t window, uint8_t epoch, uint16_t lease) {
-  EXPECT_EQ(r.h.type, static_cast<uint8_t>(p::MsgType::kJoinAck)) << p::MsgTypeName(r.h.type);
+  EXPECT_EQ(r.h.type, p::MsgType::kJoinAck) << p::MsgTypeName(r.h.type);
   EXPECT_EQ(r.h.job, job);
   EXPECT_EQ(r.h.offset, window);
   EXPECT_EQ(r.h.gen, epoch);
@@ -1236,20 +1217,20 @@ TEST_F(ControlTest, SecondJobWaitsForSlotsAndIsAdmittedWhenTheFirstLeaves) {
   ExpectAck(a[0], 1, 16, 1, 0);
   auto b = JoinAll(2, 2, 64, 16, 5100);
   ASSERT_EQ(b.size(), 1u);  // the JOIN that completed the job hears join_wait
-  EXPECT_EQ(b[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinWait));
+  EXPECT_EQ(b[0].h.type, p::MsgType::kJoinWait);
   EXPECT_EQ(b[0].h.aux, 0);  // nobody ahead
   EXPECT_EQ(Ctr(ControlCounter::kJobsQueued), 1u);
   EXPECT_EQ(Ctr(ControlCounter::kErrNoSlots), 0u);
   // Each resend is answered with join_wait; data of a queued job is the engine's unknown job.
   Send(Join(2, 0, 2, 64, 16), MakePeer(5100));
   ASSERT_EQ(out_.replies.size(), 1u);
-  EXPECT_EQ(out_.replies[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinWait));
+  EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kJoinWait);
   EXPECT_EQ(out_.replies[0].to, MakePeer(5100));
   EXPECT_EQ(cp_->CheckDataSource(2, 0, 0, MakePeer(5100), {}), SourceCheck::kPass);
   // A third job queues behind it.
   auto c = JoinAll(3, 1, 64, 16, 5200);
   ASSERT_EQ(c.size(), 1u);
-  EXPECT_EQ(c[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinWait));
+  EXPECT_EQ(c[0].h.type, p::MsgType::kJoinWait);
   EXPECT_EQ(c[0].h.aux, 1);
   out_.replies.clear();
   // Job 1 ends: the oldest waiting job gets its fair share (16 / 2) and the next one the rest.
@@ -1271,7 +1252,7 @@ TEST_F(ControlTest, NotAdmittedBelowTheMinimumWindow) {
   // Fair share 6, but at least 8: the 6 free slots are not enough.
   auto b = JoinAll(2, 1, 64, 12, 5100);
   ASSERT_EQ(b.size(), 1u);
-  EXPECT_EQ(b[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinWait));
+  EXPECT_EQ(b[0].h.type, p::MsgType::kJoinWait);
   // A job asking fewer than the minimum needs only what it asks: admitted ahead of job 2.
   ExpectAck(JoinAll(3, 1, 64, 4, 5200)[0], 3, 4, 1, 0);
   EXPECT_EQ(cp_->queued_jobs(), 1u);
@@ -1388,7 +1369,7 @@ TEST_F(ControlTest, FourJobsConvergeToEqualShares) {
   std::array<uint16_t, 5> window{};
   auto record = [&] {
     for (const Reply& r : out_.replies) {
-      if (r.h.type != static_cast<uint8_t>(p::MsgType::kJoinAck)) continue;
+      if (r.h.type != p::MsgType::kJoinAck) continue;
       ASSERT_GE(r.h.offset, 4u);
       epoch[r.h.job] = static_cast<uint8_t>(r.h.gen);
       window[r.h.job] = static_cast<uint16_t>(r.h.offset);
@@ -1481,7 +1462,7 @@ TEST_F(ControlTest, KeyedFabricRefusesKeylessJoinsAndLogsOncePerJob) {
   EXPECT_EQ(Ctr(ControlCounter::kKeysInstalled), 1u);
   auto acks = JoinAll(5, 2, 64, 4, 5000);
   ASSERT_EQ(acks.size(), 2u);
-  EXPECT_EQ(acks[0].h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+  EXPECT_EQ(acks[0].h.type, p::MsgType::kJoinAck);
   auto feed = [&](const std::vector<uint8_t>& pkt) {
     ResultCollector r;
     engine_->Process(pkt, r);
@@ -1536,7 +1517,7 @@ TEST_F(ControlTest, SetKeyNeedsTheAdminKeyAndAGrowingSequence) {
   const auto msg = keys::SetKey(admin, 12, p::SecMode::kMac, keys::Secret(3), 100);
   Send(msg, op);
   ASSERT_EQ(out_.replies.size(), 1u);
-  EXPECT_EQ(out_.replies[0].h.type, static_cast<uint8_t>(p::MsgType::kSetKeyAck));
+  EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kSetKeyAck);
   EXPECT_EQ(out_.replies[0].h.job, 12);
   EXPECT_EQ(out_.replies[0].h.offset, 100u);
   EXPECT_TRUE(cp_->HasJobKey(12));

@@ -171,7 +171,7 @@ struct JobModel {
       }
     }
     Bytes b = DataPacket(sum);
-    proto::SetType(b.data(), static_cast<uint8_t>(proto::MsgType::kResult));
+    proto::SetType(b.data(), proto::MsgType::kResult);
     proto::SetRank(b.data(), proto::kRankAll);
     Reseal(b);
     return b;
@@ -603,7 +603,7 @@ TEST(Properties, JobsIsolatedFromGarbage) {
             if (plausible) {
               // Make it a plausible, sealed data packet for A (any rank/slot/gen/count).
               junk[0] = proto::kVersion;
-              junk[1] = static_cast<uint8_t>(proto::MsgType::kData);
+              proto::SetType(junk.data(), proto::MsgType::kData);
               junk.resize(proto::MessageBytes(g() % 300));
               proto::SetCount(junk.data(),
                               static_cast<uint16_t>((junk.size() - proto::MessageBytes(0)) / 4));

@@ -33,7 +33,7 @@ void AppendPacket(std::vector<uint8_t>& in, std::mt19937_64& rng) {
   std::vector<uint8_t> p(proto::kHeaderBytes + 4 * count);
   for (auto& b : p) b = static_cast<uint8_t>(rng());
   proto::SetVersion(p.data(), rng() % 16 ? proto::kVersion : rng() % 4);
-  proto::SetType(p.data(), rng() % 16 ? 1 : rng() % 8);
+  proto::SetType(p.data(), static_cast<proto::MsgType>(rng() % 16 ? 1 : rng() % 8));
   proto::SetFlags(p.data(), rng() % 8);
   proto::SetJob(p.data(), rng() % 8 ? rng() % 2 : rng() % 4);
   proto::SetRank(p.data(), rng() % 10);

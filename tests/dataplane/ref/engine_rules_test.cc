@@ -66,7 +66,7 @@ TEST_P(EngineRulesTest, BadVersionBeforeTypeAndLength) {
   std::vector<uint8_t> p = DataPacket({.elems = {1}});
   p[proto::kVersionOffset] = 1;  // version 1 had no trailer: not checked against one
   SendBytes(p);
-  p[proto::kTypeOffset] = static_cast<uint8_t>(proto::MsgType::kJoin);
+  proto::SetType(p.data(), proto::MsgType::kJoin);
   p.push_back(0);
   SendBytes(p);
   ExpectCounters({{Counter::kRxPackets, 2}, {Counter::kDropBadVersion, 2}});
@@ -182,21 +182,14 @@ TEST_P(EngineRulesTest, AggregatesAndEmitsOneResultToAll) {
   ASSERT_EQ(e.bytes.size(), proto::MessageBytes(3));
   EXPECT_TRUE(proto::MessageCrcOk(e.bytes)) << "the result carries its CRC32C trailer";
   const proto::Header h = proto::DecodeHeader(e.bytes.data());
-  proto::Header want;
-  want.version = proto::kVersion;
-  want.type = static_cast<uint8_t>(proto::MsgType::kResult);
-  want.flags = 0;
-  want.exp = 130;
-  want.next_exp = 7;
-  want.sec = 0;
-  want.job = kJob;
-  want.rank = proto::kRankAll;
-  want.slot = 2;
-  want.gen = 0;
-  want.count = 3;
-  want.offset = 512;
-  want.aux = 0;
-  EXPECT_EQ(h, want);
+  const proto::ResultMsg want{.exp = 130,
+                              .next_exp = 7,
+                              .job = kJob,
+                              .dest_rank = proto::kRankAll,
+                              .slot = 2,
+                              .count = 3,
+                              .offset = 512};
+  EXPECT_EQ(h, want.ToHeader());
   EXPECT_EQ(Elements(e.bytes), (std::vector<int32_t>{111, 222, 333}));
   ExpectCounters({{Counter::kRxPackets, 3}, {Counter::kRxData, 3}, {Counter::kResults, 1}});
 }
@@ -839,7 +832,7 @@ class KeyedRulesTest : public EngineRulesTest {
   // The result the engine must emit: elems summed, to `dest`, sealed with the down key.
   std::vector<uint8_t> Result(DataSpec sum, uint16_t dest, uint64_t use) {
     std::vector<uint8_t> b = DataPacket(sum);
-    proto::SetType(b.data(), static_cast<uint8_t>(proto::MsgType::kResult));
+    proto::SetType(b.data(), proto::MsgType::kResult);
     proto::SetRank(b.data(), dest);
     Reseal(b);
     const JobSecurity& s = sec_.at(sum.job);

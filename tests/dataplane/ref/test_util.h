@@ -33,19 +33,16 @@ struct DataSpec {
 // trailer.
 inline std::vector<uint8_t> DataPacket(const DataSpec& d) {
   std::vector<uint8_t> p(proto::MessageBytes(d.elems.size()));
-  proto::Header h;
-  h.version = proto::kVersion;
-  h.type = static_cast<uint8_t>(proto::MsgType::kData);
-  h.flags = d.flags;
-  h.exp = d.exp;
-  h.next_exp = d.next_exp;
-  h.job = d.job;
-  h.rank = d.rank;
-  h.slot = d.slot;
-  h.gen = d.gen;
-  h.count = static_cast<uint16_t>(d.elems.size());
-  h.offset = d.offset;
-  proto::EncodeHeader(h, p.data());
+  proto::DataMsg{.flags = d.flags,
+                 .exp = d.exp,
+                 .next_exp = d.next_exp,
+                 .job = d.job,
+                 .rank = d.rank,
+                 .slot = d.slot,
+                 .gen = d.gen,
+                 .count = static_cast<uint16_t>(d.elems.size()),
+                 .offset = d.offset}
+      .Encode(p.data());
   for (size_t i = 0; i < d.elems.size(); ++i) {
     proto::Store32(p.data() + proto::kHeaderBytes + proto::kElemBytes * i,
                    static_cast<uint32_t>(d.elems[i]));

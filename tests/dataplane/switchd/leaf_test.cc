@@ -51,13 +51,10 @@ std::vector<uint8_t> Message(const p::Header& h, const std::vector<int32_t>& pay
   return b;
 }
 
-p::Header H(p::MsgType type, uint16_t rank) {
-  p::Header h;
-  h.version = p::kVersion;
-  h.type = static_cast<uint8_t>(type);
-  h.job = kJob;
-  h.rank = rank;
-  return h;
+// A worker's JOIN of job kJob (world kWorld, K kK, window kWindow) as global rank `rank`.
+p::Header WorkerJoin(uint16_t rank) {
+  return p::JoinMsg{.job = kJob, .rank = rank, .k = kK, .window = kWindow, .world_size = kWorld}
+      .ToHeader();
 }
 
 int32_t Elem(const std::vector<uint8_t>& b, size_t i) {
@@ -135,31 +132,22 @@ class LeafHarness : public LeafSink, public Emitter {
   // `expect_acks` is false).
   void JoinAll(bool expect_acks = true) {
     for (uint16_t l = 0; l < 4; ++l) {
-      p::Header h = H(p::MsgType::kJoin, static_cast<uint16_t>(4 + l));
-      h.aux = kWorld;
-      h.count = kK;
-      h.offset = kWindow;
+      const p::Header h = WorkerJoin(static_cast<uint16_t>(4 + l));
       FromWorker(l, Message(h));
     }
     auto up = TakeTo(spine);
     ASSERT_EQ(up.size(), 1u) << "one JOIN to the spine";
-    EXPECT_EQ(up[0].h().type, static_cast<uint8_t>(p::MsgType::kJoin));
+    EXPECT_EQ(up[0].h().type, p::MsgType::kJoin);
     EXPECT_EQ(up[0].h().rank, 1);
     EXPECT_EQ(up[0].h().aux, 2) << "world = leaves";
     EXPECT_EQ(up[0].h().count, kK);
     EXPECT_EQ(up[0].h().offset, kWindow);
     EXPECT_TRUE(Take().empty()) << "workers wait for the spine";
-    p::Header a = H(p::MsgType::kJoinAck, 1);
-    a.count = kK;
-    a.offset = kGranted;
-    a.gen = 3;
-    a.aux = 64;
-    FromSpine(Message(a));
+    FromSpine(Message(
+        p::JoinAckMsg{.job = kJob, .rank = 1, .epoch = 3, .k = kK, .window = kGranted, .lease = 64}
+            .ToHeader()));
     for (uint16_t l = 0; l < 4; ++l) {  // the workers' JOIN resends
-      p::Header h = H(p::MsgType::kJoin, static_cast<uint16_t>(4 + l));
-      h.aux = kWorld;
-      h.count = kK;
-      h.offset = kWindow;
+      const p::Header h = WorkerJoin(static_cast<uint16_t>(4 + l));
       FromWorker(l, Message(h));
     }
     if (!expect_acks) return;
@@ -167,7 +155,7 @@ class LeafHarness : public LeafSink, public Emitter {
     ASSERT_EQ(acks.size(), 4u);
     for (uint16_t l = 0; l < 4; ++l) {
       EXPECT_EQ(acks[l].to, workers[l]);
-      EXPECT_EQ(acks[l].h().type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+      EXPECT_EQ(acks[l].h().type, p::MsgType::kJoinAck);
       EXPECT_EQ(acks[l].h().rank, 4 + l) << "the worker's global rank";
       EXPECT_EQ(acks[l].h().offset, kGranted) << "the spine's window";
       EXPECT_EQ(acks[l].h().aux, 0) << "no lease";
@@ -177,13 +165,15 @@ class LeafHarness : public LeafSink, public Emitter {
   // Worker `local` sends int32 block (slot, gen) = value at every element.
   std::vector<uint8_t> Data(uint16_t local, uint16_t slot, uint16_t gen, int32_t value,
                             bool retx = false) {
-    p::Header h = H(p::MsgType::kData, static_cast<uint16_t>(4 + local));
-    h.slot = slot;
-    h.gen = gen;
-    h.count = kK;
-    h.offset = uint32_t{slot} * kK;
-    h.flags = static_cast<uint8_t>(p::flags::kInt32 | (retx ? p::flags::kRetx : 0));
-    return Message(h, std::vector<int32_t>(kK, value));
+    const p::DataMsg h{
+        .flags = static_cast<uint8_t>(p::flags::kInt32 | (retx ? p::flags::kRetx : 0)),
+        .job = kJob,
+        .rank = static_cast<uint16_t>(4 + local),
+        .slot = slot,
+        .gen = gen,
+        .count = kK,
+        .offset = uint32_t{slot} * kK};
+    return Message(h.ToHeader(), std::vector<int32_t>(kK, value));
   }
 
   TimePoint now = TimePoint() + std::chrono::hours(1);
@@ -219,10 +209,7 @@ TEST(Leaf, JoinGoesThroughTheSpineAndRanksAreMapped) {
   LeafHarness t;
   t.JoinAll();
   // A rank leaf 0 serves is refused, naming the rank.
-  p::Header h = H(p::MsgType::kJoin, 2);
-  h.aux = kWorld;
-  h.count = kK;
-  h.offset = kWindow;
+  const p::Header h = WorkerJoin(2);
   t.FromWorker(0, Message(h));
   auto r = t.Take();
   ASSERT_EQ(r.size(), 1u);
@@ -242,7 +229,7 @@ TEST(Leaf, PartialGoesUpOnceAndTheFinalComesDownToEveryWorker) {
   ASSERT_EQ(up.size(), 1u);
   EXPECT_TRUE(t.Take().empty()) << "the partial does not go to the workers";
   const p::Header u = up[0].h();
-  EXPECT_EQ(u.type, static_cast<uint8_t>(p::MsgType::kData));
+  EXPECT_EQ(u.type, p::MsgType::kData);
   EXPECT_EQ(u.rank, 1) << "the leaf's rank on the spine";
   EXPECT_EQ(u.slot, 2);
   EXPECT_EQ(u.gen, 0);
@@ -258,7 +245,7 @@ TEST(Leaf, PartialGoesUpOnceAndTheFinalComesDownToEveryWorker) {
 
   // The spine's result (to this leaf) goes to every worker as a result for every rank.
   p::Header res = u;
-  res.type = static_cast<uint8_t>(p::MsgType::kResult);
+  res.type = p::MsgType::kResult;
   res.rank = 1;
   const auto result = Message(res, std::vector<int32_t>(kK, 1000));
   t.FromSpine(result);
@@ -266,7 +253,7 @@ TEST(Leaf, PartialGoesUpOnceAndTheFinalComesDownToEveryWorker) {
   ASSERT_EQ(down.size(), 4u);
   for (uint16_t l = 0; l < 4; ++l) {
     EXPECT_EQ(down[l].to, t.workers[l]);
-    EXPECT_EQ(down[l].h().type, static_cast<uint8_t>(p::MsgType::kResult));
+    EXPECT_EQ(down[l].h().type, p::MsgType::kResult);
     EXPECT_EQ(down[l].h().rank, p::kRankAll);
     EXPECT_EQ(Elem(down[l].bytes, 0), 1000);
   }
@@ -318,12 +305,11 @@ TEST(Leaf, PartialIsResentUpstreamOnItsTimeoutWithRetxUntilTheResult) {
 TEST(Leaf, SpineErrorEndsTheLocalJobForEveryWorkerAndLaterJoins) {
   LeafHarness t;
   t.JoinAll();
-  p::Header e = H(p::MsgType::kError, 1);
-  e.aux = static_cast<uint16_t>(p::ErrorCode::kRankMismatch);
-  e.count = 0;  // leaf 0 proved it: its first rank is 0
-  e.slot = 3;
-  e.gen = 7;
-  t.FromSpine(Message(e));
+  t.FromSpine(Message(p::ErrorMsg{.job = kJob, .rank = 1, .code = p::ErrorCode::kRankMismatch}
+                          .set_proving_rank(0)  // leaf 0 proved it: its first rank is 0
+                          .set_mismatch_slot(3)
+                          .set_mismatch_gen(7)
+                          .ToHeader()));
   auto errs = t.Take();
   ASSERT_EQ(errs.size(), 4u);
   for (uint16_t l = 0; l < 4; ++l) {
@@ -335,10 +321,7 @@ TEST(Leaf, SpineErrorEndsTheLocalJobForEveryWorkerAndLaterJoins) {
   }
   // Data of the job is no longer aggregated; a JOIN hears the error.
   t.FromWorker(0, t.Data(0, 0, 0, 1));
-  p::Header h = H(p::MsgType::kJoin, 5);
-  h.aux = kWorld;
-  h.count = kK;
-  h.offset = kWindow;
+  const p::Header h = WorkerJoin(5);
   t.FromWorker(1, Message(h));
   auto r = t.Take();
   ASSERT_EQ(r.size(), 1u);
@@ -351,12 +334,12 @@ TEST(Leaf, APoolThatCannotGiveTheSpinesWindowEndsTheJob) {
   t.JoinAll(false);
   auto up = t.TakeTo(t.spine);
   ASSERT_EQ(up.size(), 3u);
-  EXPECT_EQ(up[0].h().type, static_cast<uint8_t>(p::MsgType::kLeave));
+  EXPECT_EQ(up[0].h().type, p::MsgType::kLeave);
   EXPECT_NE(up[0].h().aux, 0);
   auto errs = t.Take();
   ASSERT_EQ(errs.size(), 4u) << "no join_ack with another window: every worker an error";
   for (const auto& e : errs) {
-    EXPECT_EQ(e.h().type, static_cast<uint8_t>(p::MsgType::kError));
+    EXPECT_EQ(e.h().type, p::MsgType::kError);
     EXPECT_EQ(e.h().aux, static_cast<uint16_t>(p::ErrorCode::kNoSlots));
   }
   EXPECT_EQ(t.Count(LeafCounter::kNoSlots), 1u);
@@ -365,10 +348,7 @@ TEST(Leaf, APoolThatCannotGiveTheSpinesWindowEndsTheJob) {
 TEST(Leaf, AllocJobGoesToTheSpineWithTheLeafsOwnNonce) {
   LeafHarness t;
   auto alloc = [&](uint16_t local, uint16_t nonce) {
-    p::Header h = H(p::MsgType::kAllocJob, 0);
-    h.job = 77;  // hint
-    h.gen = nonce;
-    t.FromWorker(local, Message(h));
+    t.FromWorker(local, Message(p::AllocJobMsg{.hint = 77, .nonce = nonce}.ToHeader()));
   };
   alloc(0, 5);
   alloc(1, 5);  // the same random nonce from another worker
@@ -377,22 +357,19 @@ TEST(Leaf, AllocJobGoesToTheSpineWithTheLeafsOwnNonce) {
   ASSERT_EQ(up.size(), 3u);
   EXPECT_NE(up[0].h().gen, up[1].h().gen) << "two requests, two nonces on the spine";
   EXPECT_EQ(up[2].h().gen, up[0].h().gen) << "a resend keeps its nonce (the spine's same id)";
-  EXPECT_EQ(up[0].h().type, static_cast<uint8_t>(p::MsgType::kAllocJob));
+  EXPECT_EQ(up[0].h().type, p::MsgType::kAllocJob);
   EXPECT_EQ(t.Count(LeafCounter::kUpAllocs), 3u);
   EXPECT_TRUE(t.Take().empty());
-  p::Header a = H(p::MsgType::kAllocAck, 0);
-  a.job = 40000;
-  a.gen = up[1].h().gen;
-  t.FromSpine(Message(a));
-  p::Header e = H(p::MsgType::kError, 0);
-  e.job = 0;
-  e.aux = static_cast<uint16_t>(p::ErrorCode::kTooManyJobs);
-  e.gen = up[0].h().gen;
-  t.FromSpine(Message(e));
+  t.FromSpine(Message(
+      p::AllocAckMsg{.job = 40000, .nonce = p::AllocAckMsg::From(up[1].h()).nonce}.ToHeader()));
+  // The refusal carries the request's nonce in gen, as alloc_ack does.
+  t.FromSpine(Message(
+      p::ErrorMsg{.gen = p::AllocJobMsg::From(up[0].h()).nonce, .code = p::ErrorCode::kTooManyJobs}
+          .ToHeader()));
   auto down = t.Take();
   ASSERT_EQ(down.size(), 2u);
   EXPECT_EQ(down[0].to, t.workers[1]);
-  EXPECT_EQ(down[0].h().type, static_cast<uint8_t>(p::MsgType::kAllocAck));
+  EXPECT_EQ(down[0].h().type, p::MsgType::kAllocAck);
   EXPECT_EQ(down[0].h().job, 40000);
   EXPECT_EQ(down[0].h().gen, 5) << "the worker's own nonce";
   EXPECT_EQ(down[1].to, t.workers[0]);
@@ -404,12 +381,13 @@ TEST(Leaf, WorkerAbortIsALeaveUpstreamAndGracefulLeavesAreOne) {
   {
     LeafHarness t;
     t.JoinAll();
-    p::Header l = H(p::MsgType::kLeave, 6);
-    l.aux = static_cast<uint16_t>(p::ErrorCode::kJobAborted);
-    t.FromWorker(2, Message(l));
+    t.FromWorker(
+        2, Message(p::LeaveMsg{
+               .job = kJob, .rank = 6, .reason = static_cast<uint16_t>(p::ErrorCode::kJobAborted)}
+                       .ToHeader()));
     auto up = t.TakeTo(t.spine);
     ASSERT_EQ(up.size(), 3u) << "three copies";
-    EXPECT_EQ(up[0].h().type, static_cast<uint8_t>(p::MsgType::kLeave));
+    EXPECT_EQ(up[0].h().type, p::MsgType::kLeave);
     EXPECT_EQ(up[0].h().rank, 1);
     EXPECT_NE(up[0].h().aux, 0);
     EXPECT_EQ(t.Take().size(), 3u) << "the other workers: job_aborted";
@@ -418,9 +396,9 @@ TEST(Leaf, WorkerAbortIsALeaveUpstreamAndGracefulLeavesAreOne) {
     LeafHarness t;
     t.JoinAll();
     for (uint16_t w = 0; w < 4; ++w) {
-      p::Header l = H(p::MsgType::kLeave, static_cast<uint16_t>(4 + w));
-      l.offset = 42;
-      t.FromWorker(w, Message(l));
+      t.FromWorker(
+          w, Message(p::LeaveMsg{.job = kJob, .rank = static_cast<uint16_t>(4 + w), .calls = 42}
+                         .ToHeader()));
       auto up = t.TakeTo(t.spine);
       if (w < 3) {
         EXPECT_TRUE(up.empty()) << "worker " << w;

@@ -104,7 +104,7 @@ TEST(SwitchdRoce, QpsAreRanksEachAnsweredOnItsQpWithItsOwnPsnSequence) {
     auto a = c.Recv();
     ASSERT_TRUE(a.has_value()) << "join_ack " << i;
     const p::Header h = p::DecodeHeader(a->message.data());
-    ASSERT_EQ(h.type, static_cast<uint8_t>(p::MsgType::kJoinAck));
+    ASSERT_EQ(h.type, p::MsgType::kJoinAck);
     EXPECT_EQ(a->dest_qp, qp[h.rank]) << "rank " << h.rank << "'s ack went to another QP";
     psns[a->dest_qp].push_back(a->psn);
   }
@@ -118,7 +118,7 @@ TEST(SwitchdRoce, QpsAreRanksEachAnsweredOnItsQpWithItsOwnPsnSequence) {
     auto a = c.Recv();
     ASSERT_TRUE(a.has_value()) << "result " << i;
     const p::Header h = p::DecodeHeader(a->message.data());
-    ASSERT_EQ(h.type, static_cast<uint8_t>(p::MsgType::kResult));
+    ASSERT_EQ(h.type, p::MsgType::kResult);
     std::vector<int32_t> want(64);
     const auto e0 = Elems(0, h.slot, 64), e1 = Elems(1, h.slot, 64);
     for (size_t j = 0; j < 64; ++j) {

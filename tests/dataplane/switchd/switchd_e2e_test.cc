@@ -27,7 +27,7 @@ uint32_t JoinAll(Workers& w, uint16_t job, uint16_t k, uint32_t window) {
     EXPECT_TRUE(b.has_value()) << "rank " << r << ": no join_ack";
     if (!b) return 0;
     p::Header h = p::DecodeHeader(b->data());
-    EXPECT_EQ(h.type, static_cast<uint8_t>(p::MsgType::kJoinAck))
+    EXPECT_EQ(h.type, p::MsgType::kJoinAck)
         << "rank " << r << " got " << p::MsgTypeName(h.type) << " " << p::ErrorCodeName(h.aux);
     EXPECT_EQ(h.job, job);
     EXPECT_EQ(h.rank, r);
@@ -65,7 +65,7 @@ void RunRound(Workers& w, uint16_t job, uint16_t slots, uint16_t gen, int n) {
       auto b = w[r]->Recv();
       ASSERT_TRUE(b.has_value()) << "rank " << r << ": result " << i << " of gen " << gen;
       p::Header h = p::DecodeHeader(b->data());
-      ASSERT_EQ(h.type, static_cast<uint8_t>(p::MsgType::kResult));
+      ASSERT_EQ(h.type, p::MsgType::kResult);
       EXPECT_EQ(h.job, job);
       EXPECT_EQ(h.rank, p::kRankAll);
       EXPECT_EQ(h.gen, gen);
@@ -137,7 +137,7 @@ TEST_P(SwitchdRefused, JoinParamMismatchIsToldToThePeersAndRankTakenToTheClaiman
     auto b = w[1]->Recv();
     ASSERT_TRUE(b.has_value());
     p::Header h = p::DecodeHeader(b->data());
-    EXPECT_EQ(h.type, static_cast<uint8_t>(p::MsgType::kError));
+    EXPECT_EQ(h.type, p::MsgType::kError);
     EXPECT_EQ(h.aux, static_cast<uint16_t>(p::ErrorCode::kBadParams));
     EXPECT_EQ(h.slot, static_cast<uint16_t>(p::JoinParam::kK));
     EXPECT_EQ(h.offset, 64u);  // the job's K
@@ -179,7 +179,7 @@ TEST(Switchd, LeaveAbortsTheOtherRanks) {
   for (int r : {0, 2}) {
     auto b = w[r]->Recv();
     ASSERT_TRUE(b.has_value()) << "rank " << r;
-    EXPECT_EQ(p::GetType(b->data()), static_cast<uint8_t>(p::MsgType::kError));
+    EXPECT_EQ(p::GetType(b->data()), p::MsgType::kError);
     EXPECT_EQ(p::GetAux(b->data()), static_cast<uint16_t>(p::ErrorCode::kJobAborted));
     EXPECT_EQ(p::GetRank(b->data()), r);
   }
@@ -212,7 +212,7 @@ TEST_P(SwitchdMismatch, DisagreeingRanksGetEveryRankAnErrorAtOnce) {
     ASSERT_TRUE(b.has_value()) << "rank " << r << " heard nothing";
     ASSERT_TRUE(p::MessageCrcOk(*b));
     const p::Header h = p::DecodeHeader(b->data());
-    EXPECT_EQ(h.type, static_cast<uint8_t>(p::MsgType::kError));
+    EXPECT_EQ(h.type, p::MsgType::kError);
     EXPECT_EQ(h.aux, static_cast<uint16_t>(p::ErrorCode::kRankMismatch));
     EXPECT_EQ(h.job, 41);
     EXPECT_EQ(h.rank, r);
@@ -245,8 +245,8 @@ TEST(Switchd, JobTimeoutFreesTheSlots) {
   b[0]->Send(Join(2, 0, 1, 64, 16));
   auto r = b[0]->Recv();
   ASSERT_TRUE(r.has_value());
-  EXPECT_EQ(p::GetType(r->data()), static_cast<uint8_t>(p::MsgType::kJoinWait));  // queued
-  EXPECT_EQ(p::GetAux(r->data()), 0u);                                            // nobody ahead
+  EXPECT_EQ(p::GetType(r->data()), p::MsgType::kJoinWait);  // queued
+  EXPECT_EQ(p::GetAux(r->data()), 0u);                      // nobody ahead
   // Job 1 goes idle while job 2 resends its JOIN every 100 ms, as a waiting worker does: within a
   // bounded wait both of job 1's ranks are told it was aborted, and job 2 gets the whole pool.
   bool aborted[2] = {false, false};
@@ -263,7 +263,7 @@ TEST(Switchd, JobTimeoutFreesTheSlots) {
     while (!acked) {
       auto m = b[0]->Recv(milliseconds(60));
       if (!m.has_value()) break;
-      if (p::GetType(m->data()) != static_cast<uint8_t>(p::MsgType::kJoinAck)) continue;
+      if (p::GetType(m->data()) != p::MsgType::kJoinAck) continue;
       EXPECT_EQ(p::GetOffset(m->data()), 16u);
       acked = true;
     }
@@ -383,7 +383,7 @@ TEST(Switchd, DupRateOneDuplicatesEveryPacketBothWays) {
   int acks[2] = {0, 0};
   for (int r = 0; r < 2; ++r) {
     while (auto b = w[r]->Recv(milliseconds(200))) {
-      EXPECT_EQ(p::GetType(b->data()), static_cast<uint8_t>(p::MsgType::kJoinAck));
+      EXPECT_EQ(p::GetType(b->data()), p::MsgType::kJoinAck);
       ++acks[r];
     }
   }
@@ -445,7 +445,7 @@ TEST(Switchd, ReorderRateReordersButLosesNothing) {
   for (uint16_t s = 0; s < 64; ++s) w.Send(Data(6, 0, s, 0, {s, -s}));
   std::vector<uint16_t> order;
   while (auto b = w.Recv(milliseconds(300))) {
-    if (p::GetType(b->data()) != static_cast<uint8_t>(p::MsgType::kResult)) continue;
+    if (p::GetType(b->data()) != p::MsgType::kResult) continue;
     const uint16_t s = p::GetSlot(b->data());
     EXPECT_EQ(Payload(*b), (std::vector<int32_t>{s, -s}));
     order.push_back(s);

@@ -84,7 +84,7 @@ TEST(SwitchdKeys, KeyedJobRunsAndEverythingElseIsRefused) {
   for (Worker* w : {&w0, &rogue}) {
     auto e = w->Recv();
     ASSERT_TRUE(e.has_value());
-    EXPECT_EQ(p::GetType(e->data()), static_cast<uint8_t>(p::MsgType::kError));
+    EXPECT_EQ(p::GetType(e->data()), p::MsgType::kError);
     EXPECT_EQ(p::GetAux(e->data()), static_cast<uint16_t>(p::ErrorCode::kUnauthorized));
   }
 
@@ -94,7 +94,7 @@ TEST(SwitchdKeys, KeyedJobRunsAndEverythingElseIsRefused) {
   op.Send(set_key);
   auto ack = op.Recv();
   ASSERT_TRUE(ack.has_value());
-  EXPECT_EQ(p::GetType(ack->data()), static_cast<uint8_t>(p::MsgType::kSetKeyAck));
+  EXPECT_EQ(p::GetType(ack->data()), p::MsgType::kSetKeyAck);
   EXPECT_EQ(p::GetJob(ack->data()), 5);
   op.Send(set_key);
   EXPECT_FALSE(op.Recv(milliseconds(100)).has_value());
@@ -109,7 +109,7 @@ TEST(SwitchdKeys, KeyedJobRunsAndEverythingElseIsRefused) {
   for (Worker* w : {&w0, &w1}) {
     auto a = w->Recv();
     ASSERT_TRUE(a.has_value());
-    ASSERT_EQ(p::GetType(a->data()), static_cast<uint8_t>(p::MsgType::kJoinAck));
+    ASSERT_EQ(p::GetType(a->data()), p::MsgType::kJoinAck);
   }
   w1.Send(Data(5, 1, 0, 0, {100, 100}, p::flags::kInt32));  // a spoofer without the key
   w1.Send(KeyedData(Secret(3), 5, 1, 0, 0, {100, 100}));    // another secret
@@ -119,7 +119,7 @@ TEST(SwitchdKeys, KeyedJobRunsAndEverythingElseIsRefused) {
   for (Worker* w : {&w0, &w1}) {
     auto r = w->Recv();
     ASSERT_TRUE(r.has_value());
-    ASSERT_EQ(p::GetType(r->data()), static_cast<uint8_t>(p::MsgType::kResult));
+    ASSERT_EQ(p::GetType(r->data()), p::MsgType::kResult);
     ASSERT_EQ(r->size(), p::MessageBytes(2, 1));
     EXPECT_TRUE(p::OpenOnce(down, p::SecMode::kMac, *r, p::MakeNonce(p::kRankAll, 0, 0), nullptr));
     EXPECT_EQ(p::Load32(r->data() + p::kHeaderBytes), 11u);
@@ -177,7 +177,7 @@ TEST(SwitchdKeys, InaJobkeyInstallsAKey) {
   w.Send(Join(7, 0, 1, 64, 2));
   auto a = w.Recv();
   ASSERT_TRUE(a.has_value());
-  EXPECT_EQ(p::GetType(a->data()), static_cast<uint8_t>(p::MsgType::kJoinAck));
+  EXPECT_EQ(p::GetType(a->data()), p::MsgType::kJoinAck);
   auto c = sw.Stop();
   EXPECT_EQ(c["keys_installed"], 1u);
   EXPECT_EQ(c["admin_forged"], 5u);  // the other admin key's five tries

@@ -207,17 +207,14 @@ TEST(AllReduceE2eBadInput, GarbageIsCountedAndDropped) {
     std::mt19937 rng(7);
     uint8_t pkt[proto::kMaxPacketBytes];
     auto data_header = [&](uint16_t j, uint16_t rank, uint16_t slot, uint16_t gen, uint8_t flags) {
-      proto::Header h;
-      h.version = proto::kVersion;
-      h.type = static_cast<uint8_t>(proto::MsgType::kData);
-      h.flags = flags;
-      h.exp = 127;
-      h.job = j;
-      h.rank = rank;
-      h.slot = slot;
-      h.gen = gen;
-      h.count = 256;
-      proto::EncodeHeader(h, pkt);
+      proto::DataMsg{.flags = flags,
+                     .exp = 127,
+                     .job = j,
+                     .rank = rank,
+                     .slot = slot,
+                     .gen = gen,
+                     .count = 256}
+          .Encode(pkt);
       for (size_t i = proto::kHeaderBytes; i < proto::kHeaderBytes + 1024; ++i) pkt[i] = 0x7F;
       proto::SealMessage(pkt, proto::kHeaderBytes + 1024);
     };

@@ -139,12 +139,7 @@ TEST(RtlsimProcess, CountsBadInputAndPrintsCountersOnSigterm) {
               static_cast<ssize_t>(b.size()));
   };
   std::vector<uint8_t> data(proto::MessageBytes(3), 0);
-  proto::Header h{};
-  h.version = proto::kVersion;
-  h.type = static_cast<uint8_t>(proto::MsgType::kData);
-  h.job = 77;
-  h.count = 3;
-  proto::EncodeHeader(h, data.data());
+  proto::DataMsg{.job = 77, .count = 3}.Encode(data.data());
   proto::SealMessage(data.data(), data.size() - proto::kCrcBytes);
   send(std::vector<uint8_t>(5, 0xAB));  // short: drop_malformed
   send(data);                           // no such job: drop_unknown_job

@@ -92,7 +92,7 @@ TEST_P(ExpRewrite, NoRankReturnsOkWithAWrongResultAndTheNeighbourStaysExact) {
   int seen = 0;
   std::set<std::pair<uint16_t, uint32_t>> results;
   RewriteProxy proxy(sw.port(), [&](uint8_t* pkt, size_t, uint16_t job, uint16_t rank) {
-    if (job != kJobA || rank != kVictim || p::GetType(pkt) != uint8_t(p::MsgType::kResult)) {
+    if (job != kJobA || rank != kVictim || p::GetType(pkt) != p::MsgType::kResult) {
       return false;
     }
     if (!results.emplace(p::GetSlot(pkt), p::GetOffset(pkt)).second) return false;

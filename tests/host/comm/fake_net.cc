@@ -26,8 +26,9 @@ int IdOf(const dp::Peer& p) {
 
 proto::Header NetPacket::header() const { return proto::DecodeHeader(bytes.data()); }
 
-uint8_t NetPacket::type() const {
-  return bytes.size() >= proto::kHeaderBytes ? proto::GetType(bytes.data()) : 0xFF;
+proto::MsgType NetPacket::type() const {
+  return bytes.size() >= proto::kHeaderBytes ? proto::GetType(bytes.data())
+                                             : static_cast<proto::MsgType>(0xFF);
 }
 
 class FakeNet::Sink final : public dp::ReplySink {

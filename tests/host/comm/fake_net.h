@@ -50,7 +50,7 @@ struct NetPacket {
   std::vector<uint8_t> bytes;
 
   proto::Header header() const;  // REQUIRES: bytes.size() >= kHeaderBytes
-  uint8_t type() const;          // 0xFF when shorter than a header
+  proto::MsgType type() const;   // 0xFF (no message type) when shorter than a header
 };
 
 // What the filter does with one packet.

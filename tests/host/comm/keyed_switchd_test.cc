@@ -108,7 +108,7 @@ struct KeyedSwitch {
     op.Send(p::SealSetKey(kAdmin, job, mode, secret, ++seq).value());
     auto ack = op.Recv();
     ASSERT_TRUE(ack.has_value()) << "no set_key_ack";
-    ASSERT_EQ(p::GetType(ack->data()), static_cast<uint8_t>(p::MsgType::kSetKeyAck));
+    ASSERT_EQ(p::GetType(ack->data()), p::MsgType::kSetKeyAck);
   }
   AdminKeyFile admin;
   std::unique_ptr<test::SwitchProcess> sw;
@@ -331,7 +331,7 @@ struct Damage {
   int down_seen = 0, up_seen = 0;
 
   bool Down(uint8_t* pkt, size_t len, uint16_t job_of) {
-    if (job_of != job || p::GetType(pkt) != static_cast<uint8_t>(p::MsgType::kResult)) return false;
+    if (job_of != job || p::GetType(pkt) != p::MsgType::kResult) return false;
     if (++down_seen % 40 != 0) return false;
     switch ((down_seen / 40) % (payload ? 3 : 2)) {
       case 0:
@@ -349,7 +349,7 @@ struct Damage {
     }
   }
   bool Up(uint8_t* pkt, size_t len, uint16_t job_of) {
-    if (job_of != job || p::GetType(pkt) != static_cast<uint8_t>(p::MsgType::kData)) return false;
+    if (job_of != job || p::GetType(pkt) != p::MsgType::kData) return false;
     if (++up_seen % 60 != 0) return false;
     if (payload && (up_seen / 60) % 2 == 0 && len >= p::kHeaderBytes + 32) {
       pkt[p::kHeaderBytes + 5] ^= 0x01;

@@ -8,7 +8,6 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,8 +33,6 @@ using std::chrono::microseconds;
 using std::chrono::milliseconds;
 using State = Membership::State;
 
-constexpr uint8_t Type(MsgType t) { return static_cast<uint8_t>(t); }
-
 // Rank `rank` of `world` of job 7 (K 64, window 8), at fabric:9000.
 CommConfig Comm(uint16_t rank = 0, uint16_t world = 2) {
   CommConfig c;
@@ -55,36 +52,28 @@ JoinConfig Config(uint16_t rank = 0, uint16_t world = 2) {
   return JoinConfig::From(Comm(rank, world), 0);
 }
 
-// A fabric message for job 7, sealed (as the fabric sends it).
-std::vector<uint8_t> Reply(MsgType type, const std::function<void(proto::Header&)>& fill = {}) {
-  proto::Header h;
-  h.version = proto::kVersion;
-  h.type = Type(type);
-  h.job = 7;
-  if (fill) fill(h);
+// A fabric message (a typed message: proto::JoinAckMsg{...}), sealed as the fabric sends it.
+template <class Msg>
+std::vector<uint8_t> Reply(const Msg& m) {
   std::vector<uint8_t> b(proto::MessageBytes(0));
-  proto::EncodeHeader(h, b.data());
+  m.Encode(b.data());
   proto::SealMessage(b.data(), proto::kHeaderBytes);
   return b;
 }
 
 std::vector<uint8_t> JoinAck(uint16_t window, uint16_t epoch, uint16_t lease = 0) {
-  return Reply(MsgType::kJoinAck, [&](proto::Header& h) {
-    h.count = 64;
-    h.offset = window;
-    h.gen = epoch;
-    h.aux = lease;
-  });
+  return Reply(
+      proto::JoinAckMsg{.job = 7, .epoch = epoch, .k = 64, .window = window, .lease = lease});
 }
 
 std::vector<uint8_t> Error(ErrorCode code, proto::JoinParam param = proto::JoinParam::kNone,
                            uint32_t value = 0, uint16_t peer = 0) {
-  return Reply(MsgType::kError, [&](proto::Header& h) {
-    h.aux = static_cast<uint16_t>(code);
-    h.slot = static_cast<uint16_t>(param);
-    h.offset = value;
-    h.count = peer;
-  });
+  // slot, offset and count as the codes under test name them (join_param, its value, the peer).
+  return Reply(proto::ErrorMsg{.job = 7,
+                               .slot = static_cast<uint16_t>(param),
+                               .count = peer,
+                               .offset = value,
+                               .code = code});
 }
 
 // The headers of the packets queued, marked sent at `now`.
@@ -125,7 +114,7 @@ TEST_F(MembershipTest, JoinCarriesTheAskedParameters) {
   const auto sent = Take(m, t0_);
   ASSERT_EQ(sent.size(), 1u);
   const proto::Header& h = sent[0];
-  EXPECT_EQ(h.type, Type(MsgType::kJoin));
+  EXPECT_EQ(h.type, MsgType::kJoin);
   EXPECT_EQ(h.job, 7);
   EXPECT_EQ(h.rank, 1);
   EXPECT_EQ(h.count, 64);   // K
@@ -212,15 +201,8 @@ TEST_F(MembershipTest, IgnoresDamagedForeignAndUnrelatedMessages) {
   std::vector<uint8_t> damaged = JoinAck(4, 1);
   damaged[10] ^= 0x40;
   m.OnPacket(damaged, t0_);
-  m.OnPacket(Reply(MsgType::kJoinAck,
-                   [](proto::Header& h) {
-                     h.job = 8;
-                     h.count = 64;
-                     h.offset = 4;
-                     h.gen = 1;
-                   }),
-             t0_);
-  m.OnPacket(Reply(MsgType::kResult), t0_);
+  m.OnPacket(Reply(proto::JoinAckMsg{.job = 8, .epoch = 1, .k = 64, .window = 4}), t0_);
+  m.OnPacket(Reply(proto::ResultMsg{.job = 7}), t0_);
   std::vector<uint8_t> other_version = JoinAck(4, 1);
   other_version[0] ^= 0x10;
   proto::SealMessage(other_version.data(), proto::kHeaderBytes);
@@ -271,15 +253,14 @@ TEST_F(MembershipTest, QueuedJobWaitsForSlotsThenGivesUpWithThreeAbortLeaves) {
   m.Join(0, t0_);
   Take(m, t0_);
   const TimePoint t1 = t0_ + milliseconds(40);
-  m.OnPacket(Reply(MsgType::kJoinWait, [](proto::Header& h) { h.aux = 2; }), t1);
+  m.OnPacket(Reply(proto::JoinWaitMsg{.job = 7, .queue_ahead = 2}), t1);
   ASSERT_EQ(m.state(), State::kQueued);
   EXPECT_EQ(m.ahead(), 2);
   // Resent every 100 ms after the fabric's last answer; the deadline is now the slot wait's.
   EXPECT_EQ(m.NextDeadline(), t1 + milliseconds(100));
   m.OnTimers(t1 + milliseconds(100));
   ASSERT_EQ(Take(m, t1 + milliseconds(100)).size(), 1u);
-  m.OnPacket(Reply(MsgType::kJoinWait, [](proto::Header& h) { h.aux = 1; }),
-             t1 + milliseconds(101));
+  m.OnPacket(Reply(proto::JoinWaitMsg{.job = 7, .queue_ahead = 1}), t1 + milliseconds(101));
   EXPECT_EQ(m.NextDeadline(), t1 + milliseconds(201));
   // Past join_timeout (1 s from Join) it still waits: the slot wait counts from the first
   // join_wait.
@@ -296,7 +277,7 @@ TEST_F(MembershipTest, QueuedJobWaitsForSlotsThenGivesUpWithThreeAbortLeaves) {
   const auto leaves = Take(m, t1 + milliseconds(3000));
   ASSERT_EQ(leaves.size(), 3u);
   for (const proto::Header& h : leaves) {
-    EXPECT_EQ(h.type, Type(MsgType::kLeave));
+    EXPECT_EQ(h.type, MsgType::kLeave);
     EXPECT_EQ(h.rank, 0);
     EXPECT_EQ(h.aux, static_cast<uint16_t>(ErrorCode::kJobAborted));
     EXPECT_EQ(h.offset, 0u);
@@ -316,7 +297,7 @@ TEST_F(MembershipTest, CancelAbortsAndLeavesOnlyAQueuedJob) {
   Membership queued(Config());
   queued.Join(0, t0_);
   Take(queued, t0_);
-  queued.OnPacket(Reply(MsgType::kJoinWait), t0_);
+  queued.OnPacket(Reply(proto::JoinWaitMsg{.job = 7}), t0_);
   queued.Cancel();
   EXPECT_EQ(queued.status().code(), StatusCode::kAborted);
   EXPECT_EQ(queued.tx_queued(), 3u);
@@ -325,7 +306,7 @@ TEST_F(MembershipTest, CancelAbortsAndLeavesOnlyAQueuedJob) {
 TEST_F(MembershipTest, OtherTransportErrorsFailTheJoinWithItsContext) {
   Membership m(Config());
   m.Join(0, t0_);
-  m.OnPacket(Reply(MsgType::kJoinWait), t0_);
+  m.OnPacket(Reply(proto::JoinWaitMsg{.job = 7}), t0_);
   m.OnTransportError(Internal("fake: socket closed"));
   ASSERT_EQ(m.state(), State::kFailed);
   EXPECT_EQ(m.status().code(), StatusCode::kInternal);
@@ -374,7 +355,7 @@ TEST_F(MembershipTest, LeaveQueuesThreeCopiesSentOnceBestEffort) {
   std::array<TxMessage, 8> tx{};
   ASSERT_EQ(m.PeekTx(std::span(tx)), 3u);
   const proto::Header h = proto::DecodeHeader(tx[0].data);
-  EXPECT_EQ(h.type, Type(MsgType::kLeave));
+  EXPECT_EQ(h.type, MsgType::kLeave);
   EXPECT_EQ(h.aux, 0);
   EXPECT_EQ(h.offset, 12u);
   m.OnSent(1, t0_);  // the transport took one: the others are dropped, never resent
@@ -435,7 +416,7 @@ class JoinSim {
 
 size_t Count(const std::vector<NetPacket>& log, MsgType type, int endpoint) {
   size_t n = 0;
-  for (const NetPacket& p : log) n += p.type() == Type(type) && p.endpoint == endpoint;
+  for (const NetPacket& p : log) n += p.type() == type && p.endpoint == endpoint;
   return n;
 }
 

@@ -151,7 +151,7 @@ class RewriteProxy {
           {
             std::lock_guard<std::mutex> l(mu_);
             if (capturing_ && c.job == capture_job_ &&
-                proto::GetType(buf.data()) == static_cast<uint8_t>(proto::MsgType::kData)) {
+                proto::GetType(buf.data()) == proto::MsgType::kData) {
               captured_.emplace_back(ci, std::vector<uint8_t>(buf.data(), buf.data() + len));
             }
           }

@@ -41,8 +41,8 @@ using testutil::ExpectedInt;
 using testutil::RandomFloats;
 using testutil::SameFloats;
 
-constexpr uint8_t kData = static_cast<uint8_t>(proto::MsgType::kData);
-constexpr uint8_t kResult = static_cast<uint8_t>(proto::MsgType::kResult);
+constexpr proto::MsgType kData = proto::MsgType::kData;
+constexpr proto::MsgType kResult = proto::MsgType::kResult;
 
 uint64_t Seed() {
   static const uint64_t seed = [] {
@@ -665,14 +665,8 @@ TEST_F(SlotWindowTest, AStallSaysWhenTheTransportStoppedTakingPackets) {
 TEST_F(SlotWindowTest, JobAbortedAndRankLeft) {
   auto control = [](proto::ErrorCode code, uint16_t leaver, uint32_t calls) {
     std::vector<uint8_t> b(proto::MessageBytes(0));
-    proto::Header h;
-    h.version = proto::kVersion;
-    h.type = static_cast<uint8_t>(proto::MsgType::kError);
-    h.job = 7;
-    h.count = leaver;
-    h.offset = calls;
-    h.aux = static_cast<uint16_t>(code);
-    proto::EncodeHeader(h, b.data());
+    // count and offset as rank_left names them (left_rank, calls); job_aborted ignores them.
+    proto::ErrorMsg{.job = 7, .count = leaver, .offset = calls, .code = code}.Encode(b.data());
     Reseal(b);
     return b;
   };
@@ -706,16 +700,11 @@ TEST_F(SlotWindowTest, JobAbortedAndRankLeft) {
 // at once (idle too) with Aborted naming the slot, generation and rank the fabric reported.
 TEST_F(SlotWindowTest, RankMismatchFailsAtOnceNamingWhere) {
   std::vector<uint8_t> b(proto::MessageBytes(0));
-  proto::Header h;
-  h.version = proto::kVersion;
-  h.type = static_cast<uint8_t>(proto::MsgType::kError);
-  h.job = 7;
-  h.rank = 0;
-  h.slot = 3;
-  h.gen = 12;
-  h.count = 2;
-  h.aux = static_cast<uint16_t>(proto::ErrorCode::kRankMismatch);
-  proto::EncodeHeader(h, b.data());
+  proto::ErrorMsg{.job = 7, .rank = 0, .code = proto::ErrorCode::kRankMismatch}
+      .set_mismatch_slot(3)
+      .set_mismatch_gen(12)
+      .set_proving_rank(2)
+      .Encode(b.data());
   Reseal(b);
   SlotWindow w(Config(2, 64, 4), quant::ActiveKernels());
   std::vector<int32_t> v(1000, 1);
@@ -996,7 +985,7 @@ class Sim {
     for (int e = 0; e < entries; ++e) {
       uint16_t granted = 0;
       for (const NetPacket& p : net_.down(e)) {
-        if (p.type() == static_cast<uint8_t>(proto::MsgType::kJoinAck)) granted = p.header().offset;
+        if (p.type() == proto::MsgType::kJoinAck) granted = p.header().offset;
       }
       net_.down(e).clear();
       EXPECT_GE(granted, 1) << "entry " << e << " got no join_ack";
@@ -1071,19 +1060,16 @@ class Sim {
  private:
   void SendJoin(int e, uint16_t world, uint16_t k, uint16_t window, uint16_t lanes) {
     uint8_t b[proto::MessageBytes(0)] = {};
-    proto::Header h;
-    h.version = proto::kVersion;
-    h.type = static_cast<uint8_t>(proto::MsgType::kJoin);
-    h.job = 7;
-    h.rank = static_cast<uint16_t>(e / lanes);
+    proto::JoinMsg join{.job = 7,
+                        .rank = static_cast<uint16_t>(e / lanes),
+                        .k = k,
+                        .window = window,
+                        .world_size = world};
     if (lanes > 1) {
-      h.slot = static_cast<uint16_t>(e % lanes);
-      h.gen = lanes;
+      join.lane = static_cast<uint16_t>(e % lanes);
+      join.lanes = lanes;
     }
-    h.aux = world;
-    h.count = k;
-    h.offset = window;
-    proto::EncodeHeader(h, b);
+    join.Encode(b);
     proto::SealMessage(b, proto::kHeaderBytes);
     const TxMessage tx{b, sizeof(b)};
     ASSERT_TRUE(ranks_[e].t->SendBurst(std::span(&tx, 1)).ok());

@@ -45,13 +45,13 @@ void Fabric::Receive(std::span<const uint8_t> packet, const dp::Peer& from, Time
                      dp::ReplySink& out) {
   const uint8_t* d = packet.data();
   if (packet.size() >= p::kHeaderBytes && p::GetVersion(d) == p::kVersion) {
-    const uint8_t type = p::GetType(d);
+    const p::MsgType type = p::GetType(d);
     if (dp::ControlPlane::IsControlType(type)) {
-      if (type == static_cast<uint8_t>(p::MsgType::kLeave)) leaves_.push_back(p::DecodeHeader(d));
+      if (type == p::MsgType::kLeave) leaves_.push_back(p::DecodeHeader(d));
       control_->HandleControl(packet, from, now, out);
       return;
     }
-    if (type == static_cast<uint8_t>(p::MsgType::kData) &&
+    if (type == p::MsgType::kData &&
         control_->CheckDataSource(p::GetJob(d), p::GetRank(d), p::GetSlot(d), from, now) ==
             dp::SourceCheck::kForeign) {
       ++foreign_dropped_;
@@ -68,8 +68,8 @@ class TestFabric::Out final : public dp::ReplySink {
  public:
   explicit Out(TestFabric* f) : f_(f) {}
   void Send(const dp::Peer& to, std::span<const uint8_t> packet) override {
-    const bool result = packet.size() >= p::kHeaderBytes &&
-                        p::GetType(packet.data()) == static_cast<uint8_t>(p::MsgType::kResult);
+    const bool result =
+        packet.size() >= p::kHeaderBytes && p::GetType(packet.data()) == p::MsgType::kResult;
     if (result && f_->Chance(f_->options_.drop)) {
       ++f_->dropped_;
       return;

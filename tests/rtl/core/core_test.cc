@@ -41,7 +41,7 @@ Pkt Data(uint16_t job, uint16_t rank, uint16_t slot, uint16_t gen, std::vector<i
          uint8_t flags = 0, uint8_t exp = 127, uint8_t next_exp = 0, uint32_t offset = 0) {
   Pkt x;
   x.h.version = p::kVersion;
-  x.h.type = 1;
+  x.h.type = p::MsgType::kData;
   x.h.flags = flags;
   x.h.exp = exp;
   x.h.next_exp = next_exp;
@@ -150,7 +150,7 @@ TEST_P(CoreTest, SumsAllRanksAndEmitsOnce) {
     auto out = RunAndTake();
     ASSERT_EQ(out.size(), 1u) << "count " << count;
     p::Header want = Data(7, p::kRankAll, slot, gen, {}, flags, exp, nexp, slot * 64u).h;
-    want.type = 2;
+    want.type = p::MsgType::kResult;
     want.count = count;
     ExpectResult(out[0], want, sum, 0x0042, p::kRankAll);
   }
@@ -174,7 +174,7 @@ TEST_P(CoreTest, DuplicatesDropOrResend) {
   out = RunAndTake();
   ASSERT_EQ(out.size(), 1u);
   p::Header want = Data(9, 1, 1, 0, {}, 0, 127, 0, 64).h;
-  want.type = 2;
+  want.type = p::MsgType::kResult;
   want.count = 3;
   ExpectResult(out[0], want, {11, 22, 33}, 5, 1);
   auto c = Counters();
@@ -193,7 +193,7 @@ TEST_P(CoreTest, EveryDropCauseIsCounted) {
   v.h.version = 9;
   Send(v);  // bad version
   Pkt t = ok;
-  t.h.type = 3;
+  t.h.type = p::MsgType::kJoin;
   Send(t);  // not data: malformed
   Pkt l = ok;
   l.h.count = 2;
@@ -288,7 +288,7 @@ TEST_P(CoreTest, BackToBackSameSlotForwarding) {
       auto out = RunAndTake();
       ASSERT_EQ(out.size(), 1u) << "gen " << gen;
       p::Header want = Data(3, p::kRankAll, 0, gen, {}).h;
-      want.type = 2;
+      want.type = p::MsgType::kResult;
       want.count = count;
       ExpectResult(out[0], want, sum, 77, p::kRankAll);
     }
@@ -312,7 +312,7 @@ TEST_P(CoreTest, ClearJobRemovesOnlyThatJob) {
   auto out = RunAndTake();
   ASSERT_EQ(out.size(), 1u);
   p::Header want = Data(11, p::kRankAll, 1, 0, {}, 0, 127, 0, 64).h;
-  want.type = 2;
+  want.type = p::MsgType::kResult;
   want.count = 3;
   ExpectResult(out[0], want, {44, 55, 66}, 2, p::kRankAll);
   auto c = Counters();
@@ -342,7 +342,7 @@ TEST_P(CoreTest, CommitResetsTheJobsSlotsOnly) {
   out = RunAndTake();
   ASSERT_EQ(out.size(), 2u);
   p::Header want = Data(20, p::kRankAll, 0, 0, {}).h;
-  want.type = 2;
+  want.type = p::MsgType::kResult;
   want.count = 1;
   ExpectResult(out[0], want, {11}, 1, p::kRankAll);
   want.job = 21;

@@ -81,7 +81,7 @@ Pkt Frame(std::vector<uint8_t> bytes, std::mt19937_64& rng) {
     h[i] = i < bytes.size() ? bytes[i] : static_cast<uint8_t>(rng());
   }
   x.desc.version = p::GetVersion(h);
-  x.desc.mtype = p::GetType(h);
+  x.desc.mtype = h[p::kTypeOffset];  // the descriptor carries the raw byte
   x.desc.flags = p::GetFlags(h);
   x.desc.exp = p::GetExp(h);
   x.desc.next_exp = p::GetNextExp(h);
@@ -156,7 +156,7 @@ class Traffic {
     }
     p::Header h;
     h.version = p::kVersion;
-    h.type = static_cast<uint8_t>(p::MsgType::kData);
+    h.type = p::MsgType::kData;
     h.flags = use.flags | (rng_() % 8 == 0 ? p::flags::kRetx : 0) |
               (rng_() % 16 == 0 ? p::flags::kNonfinite : 0);
     // Float: every rank the use's exponent (rarely another: the ranks disagree, the job ends);
@@ -188,7 +188,7 @@ class Traffic {
         h.version ^= 0x10;
         break;  // bad version
       case 4:
-        h.type = static_cast<uint8_t>(p::MsgType::kResult);
+        h.type = p::MsgType::kResult;
         break;  // malformed
       case 5:
         n = n + 1 + rng_() % 3;

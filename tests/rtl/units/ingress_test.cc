@@ -36,7 +36,7 @@ Desc Expected(const Frame& f) {
   const uint8_t* h = f[0].data + p::kFramePrefixBytes;
   Desc d;
   d.version = p::GetVersion(h);
-  d.mtype = p::GetType(h);
+  d.mtype = h[p::kTypeOffset];  // the descriptor carries the raw byte
   d.flags = p::GetFlags(h);
   d.exp = p::GetExp(h);
   d.next_exp = p::GetNextExp(h);

@@ -91,7 +91,7 @@ std::vector<uint8_t> DataPacket(std::mt19937_64& rng, const Job& j, uint16_t ran
   std::vector<uint8_t> b(p::MessageBytes(count));
   p::Header h;
   h.version = p::kVersion;
-  h.type = 1;
+  h.type = p::MsgType::kData;
   h.flags = flags;
   h.exp = static_cast<uint8_t>(rng() % 256);
   if (!(flags & p::flags::kInt32)) h.exp = AgreedExp(j, slot, gen);

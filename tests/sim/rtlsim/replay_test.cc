@@ -102,7 +102,7 @@ TEST(RtlsimReplay, ReplaysWhatSwitchdRecorded) {
     ASSERT_EQ(net::ParseUdpFrame(rec.frame, &pf), net::FrameError::kOk) << "frame " << frames;
     const std::span<const uint8_t> pkt(rec.frame.data() + pf.payload_offset, pf.payload_len);
     ASSERT_GE(pkt.size(), proto::kHeaderBytes + proto::kCrcBytes);
-    EXPECT_EQ(proto::GetType(pkt.data()), static_cast<uint8_t>(proto::MsgType::kResult));
+    EXPECT_EQ(proto::GetType(pkt.data()), proto::MsgType::kResult);
     EXPECT_TRUE(proto::MessageCrcOk(pkt)) << "frame " << frames;
     EXPECT_EQ(pf.addrs.src_port, htons(static_cast<uint16_t>(std::stoi(port))));
   }

@@ -175,9 +175,12 @@ std::string PeerToString(const Peer& p);
 // A control message without payload, sealed (CRC32C trailer): what the control plane replies and a
 // leaf (ina-switchd --upstream) sends up and down.
 using ControlMessage = std::array<uint8_t, proto::MessageBytes(0)>;
-ControlMessage MakeControl(proto::MsgType type, uint16_t job, uint16_t rank, uint16_t count = 0,
-                           uint16_t slot = 0, uint32_t offset = 0, uint16_t aux = 0,
-                           uint16_t gen = 0);
+ControlMessage MakeControl(const proto::Header& h);
+// From a typed message (proto::JoinAckMsg{...}, proto::ErrorMsg{...}: the generated builders).
+template <class Msg>
+ControlMessage MakeControl(const Msg& m) {
+  return MakeControl(m.ToHeader());
+}
 
 // Receives the control plane's replies (join_ack, error). The packet is valid only during the call.
 class ReplySink {
@@ -319,11 +322,9 @@ class ControlPlane {
                      ReplySink& out);
 
   // True for the message types HandleControl takes (the caller's classifier uses it).
-  static bool IsControlType(uint8_t type) {
-    return type == static_cast<uint8_t>(proto::MsgType::kJoin) ||
-           type == static_cast<uint8_t>(proto::MsgType::kSetKey) ||
-           type == static_cast<uint8_t>(proto::MsgType::kLeave) ||
-           type == static_cast<uint8_t>(proto::MsgType::kAllocJob);
+  static bool IsControlType(proto::MsgType type) {
+    return type == proto::MsgType::kJoin || type == proto::MsgType::kSetKey ||
+           type == proto::MsgType::kLeave || type == proto::MsgType::kAllocJob;
   }
 
   // Frees every job idle (no control or accepted data packet) for longer than job_timeout, and
@@ -364,10 +365,9 @@ class ControlPlane {
 
   // Ends a job on behalf of the fabric above it (a leaf switch whose spine ended the job,
   // docs/hierarchy.md): frees it as an aborting LEAVE does (counted in jobs_left) and sends every
-  // joined lane of every rank not done error(code) with count, slot, gen and offset as given.
+  // joined lane of every rank not done error e (its job and rank become each recipient's).
   // NotFound if no such job.
-  Status AbortJob(uint16_t job_id, proto::ErrorCode code, uint16_t count, uint16_t slot,
-                  uint16_t gen, uint32_t offset, ReplySink& out);
+  Status AbortJob(uint16_t job_id, const proto::ErrorMsg& e, ReplySink& out);
   // Gives job `job_id` a secret and keyed sec mode (see above); replaces the one it had.
   // InvalidArgument for mode crc or a secret outside kSecretMinBytes .. kSecretMaxBytes. The
   // secret is copied; the caller may wipe its own.
@@ -439,22 +439,21 @@ class ControlPlane {
   static size_t PeerIndex(const JobEntry& j, uint16_t rank, uint16_t lane) {
     return size_t{lane} * j.world_size + rank;
   }
-  // Sends one reply to every joined lane of `rank`.
-  void SendToRank(const JobEntry& j, uint16_t rank, proto::MsgType type, uint16_t count,
-                  uint32_t offset, uint16_t aux, ReplySink& out);
+  // Sends error e to every joined lane of `rank` (e's job and rank become j's and `rank`).
+  void SendErrorToRank(const JobEntry& j, uint16_t rank, proto::ErrorMsg e, ReplySink& out);
 
-  void HandleJoin(const proto::Header& h, const Peer& from, TimePoint now, ReplySink& out);
+  void HandleJoin(const proto::JoinMsg& h, const Peer& from, TimePoint now, ReplySink& out);
   // Answers a refused JOIN (h, from) with error(code, param, job_value); for a pending job also
   // remembers the refusal (the first) and sends error(peer_refused) to every joined lane.
-  void Refuse(JobEntry* j, const proto::Header& h, const Peer& from, proto::ErrorCode code,
+  void Refuse(JobEntry* j, const proto::JoinMsg& h, const Peer& from, proto::ErrorCode code,
               proto::JoinParam param, uint32_t job_value, uint32_t its_value, ReplySink& out);
   // error(peer_refused) for j's remembered refusal, to one peer (`rank` is its rank).
   void SendPeerRefused(const JobEntry& j, const Peer& to, uint16_t rank, ReplySink& out);
-  void HandleLeave(const proto::Header& h, const Peer& from, ReplySink& out);
+  void HandleLeave(const proto::LeaveMsg& h, const Peer& from, ReplySink& out);
   void HandleSetKey(std::span<const uint8_t> packet, const Peer& from, ReplySink& out);
   // Forgets job_id's key (its incarnation ended).
   void ForgetKey(uint16_t job_id);
-  void HandleAlloc(const proto::Header& h, const Peer& from, TimePoint now, ReplySink& out);
+  void HandleAlloc(const proto::AllocJobMsg& h, const Peer& from, TimePoint now, ReplySink& out);
   bool Reserved(uint16_t job_id) const;
   void DropReservation(uint16_t job_id);
   // Queues j for slots, then admits what can be (AdmitQueued).
@@ -466,18 +465,22 @@ class ControlPlane {
   bool Grant(JobEntry& j, uint32_t base, uint32_t got, ReplySink& out);
   // Every lane of every rank not done re-joined for the current grant.
   static bool RejoinComplete(const JobEntry& j);
+  // The join_ack of j's current grant, to `rank`.
+  proto::JoinAckMsg JoinAck(const JobEntry& j, uint16_t rank) const;
   // join_wait to one peer of a queued job.
   void SendJoinWait(const JobEntry& j, const Peer& to, uint16_t rank, ReplySink& out);
   // Removes the job from the engine (if active), frees its slots and its entry; sends
   // error(job_aborted) to every joined lane of every rank except `except_rank` (kRankAll: none
   // excepted) and the ranks that left gracefully.
   void FreeJob(JobEntry& j, uint16_t except_rank, ReplySink& out);
-  void SendReply(const Peer& to, proto::MsgType type, uint16_t job, uint16_t rank, uint16_t count,
-                 uint32_t offset, uint16_t aux, ReplySink& out, uint16_t gen = 0,
-                 uint16_t slot = 0);
-  // error(code) with count/slot/offset as the code defines them (proto/ina.toml); counted.
-  void SendError(const Peer& to, uint16_t job, uint16_t rank, proto::ErrorCode code, ReplySink& out,
-                 uint16_t count = 0, uint16_t slot = 0, uint32_t offset = 0, uint16_t gen = 0);
+  // One typed message (proto::JoinAckMsg{...}), sealed, to `to`.
+  template <class Msg>
+  void SendReply(const Peer& to, const Msg& m, ReplySink& out) {
+    const ControlMessage c = MakeControl(m);
+    out.Send(to, c);
+  }
+  // error(e.code), its other fields as the code defines them (proto/ina.toml); counted.
+  void SendError(const Peer& to, const proto::ErrorMsg& e, ReplySink& out);
   // First-fit allocation of min(want, largest extent) slots; false if the pool is full.
   bool Allocate(uint32_t want, uint32_t& base, uint32_t& got);
   void Release(uint32_t base, uint32_t len);

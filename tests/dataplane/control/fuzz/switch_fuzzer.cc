@@ -52,7 +52,7 @@ void CheckMessage(std::span<const uint8_t> p, const char* what) {
   FUZZ_CHECK(proto::GetVersion(p.data()) == proto::kVersion, "%s of version %u", what,
              proto::GetVersion(p.data()));
   FUZZ_CHECK(p.size() == proto::MessageBytes(proto::GetCount(p.data())) ||
-                 proto::GetType(p.data()) != static_cast<uint8_t>(proto::MsgType::kResult),
+                 proto::GetType(p.data()) != proto::MsgType::kResult,
              "result length %zu for count %u", p.size(), proto::GetCount(p.data()));
 }
 
@@ -61,10 +61,10 @@ class Replies final : public ReplySink {
   void Send(const Peer& to, std::span<const uint8_t> p) override {
     CheckMessage(p, "reply");
     FUZZ_CHECK(p.size() == proto::MessageBytes(0), "reply with a body");
-    const auto t = static_cast<proto::MsgType>(proto::GetType(p.data()));
+    const proto::MsgType t = proto::GetType(p.data());
     FUZZ_CHECK(t == proto::MsgType::kJoinAck || t == proto::MsgType::kJoinWait ||
                    t == proto::MsgType::kError || t == proto::MsgType::kAllocAck,
-               "reply of type %u", proto::GetType(p.data()));
+               "reply of type %u", unsigned{p.data()[proto::kTypeOffset]});
     ++sent;
   }
   size_t sent = 0;
@@ -181,7 +181,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         static constexpr proto::MsgType kTypes[] = {proto::MsgType::kJoin, proto::MsgType::kJoin,
                                                     proto::MsgType::kLeave,
                                                     proto::MsgType::kAllocJob};
-        h.type = (t & 0x80) ? t % 12 : static_cast<uint8_t>(kTypes[t % 4]);
+        h.type = (t & 0x80) ? static_cast<proto::MsgType>(t % 12) : kTypes[t % 4];
         const uint8_t j = in.Byte();
         h.job = (j & 0x80) ? static_cast<uint16_t>(proto::kAllocJobMin + (j & 3)) : j % 4;
         h.exp = (j >> 2) % 4;  // JOIN: the epoch a re-join finished
@@ -203,7 +203,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 1: {  // data packet
         proto::Header h;
         h.version = proto::kVersion;
-        h.type = static_cast<uint8_t>(proto::MsgType::kData);
+        h.type = proto::MsgType::kData;
         const uint8_t a = in.Byte();
         h.job = a % 4;
         h.rank = (a >> 2) % 4;
@@ -248,7 +248,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         ControlPlane::IsControlType(proto::GetType(p.data()))) {
       cp->HandleControl(p, from, now, replies);
     } else if (p.size() >= proto::kHeaderBytes && proto::GetVersion(p.data()) == proto::kVersion &&
-               proto::GetType(p.data()) == static_cast<uint8_t>(proto::MsgType::kData) &&
+               proto::GetType(p.data()) == proto::MsgType::kData &&
                cp->CheckDataSource(proto::GetJob(p.data()), proto::GetRank(p.data()),
                                    proto::GetSlot(p.data()), from, now) == SourceCheck::kForeign) {
       // drop_foreign_src: the engine never sees it

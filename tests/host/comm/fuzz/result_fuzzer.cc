@@ -127,7 +127,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           break;
         }
         pkt = h.last[slot];
-        proto::SetType(pkt.data(), static_cast<uint8_t>(proto::MsgType::kResult));
+        proto::SetType(pkt.data(), proto::MsgType::kResult);
         proto::SetRank(pkt.data(), (dest & 1) ? proto::kRankAll : cfg.rank);
         proto::SetFlags(pkt.data(), proto::GetFlags(pkt.data()) & ~proto::flags::kRetx);
         for (uint8_t e = 0; e < edits; ++e) {
@@ -153,7 +153,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         pkt.assign(proto::MessageBytes(0), 0);
         proto::Header hd;
         hd.version = proto::kVersion;
-        hd.type = in.Byte() % 10;
+        hd.type = static_cast<proto::MsgType>(in.Byte() % 10);
         hd.job = cfg.job_id;
         hd.rank = cfg.rank;
         hd.aux = in.Byte() % 10;

@@ -55,15 +55,12 @@ class VerbsRxe : public ::testing::Test {
   // Packet i: an ina DATA message, slot i, K elements from the seed.
   std::vector<uint8_t> Packet(int i, uint32_t seed) {
     std::vector<uint8_t> p(kBytes);
-    proto::Header h;
-    h.version = proto::kVersion;
-    h.type = static_cast<uint8_t>(proto::MsgType::kData);
-    h.job = 7;
-    h.rank = 1;
-    h.slot = static_cast<uint16_t>(i);
-    h.count = kK;
-    h.offset = static_cast<uint32_t>(i) * kK;
-    proto::EncodeHeader(h, p.data());
+    proto::DataMsg{.job = 7,
+                   .rank = 1,
+                   .slot = static_cast<uint16_t>(i),
+                   .count = kK,
+                   .offset = static_cast<uint32_t>(i) * kK}
+        .Encode(p.data());
     std::mt19937 rng(seed + static_cast<uint32_t>(i));
     for (size_t o = kHeaderBytes; o < kBytes - proto::kCrcBytes; o += 4) {
       proto::Store32(p.data() + o, static_cast<uint32_t>(rng()));

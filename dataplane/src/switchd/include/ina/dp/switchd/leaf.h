@@ -192,12 +192,19 @@ class Leaf final : private ReplySink {
 
   Job* Find(uint16_t job_id);
   void SendUp(std::span<const uint8_t> packet, bool payload_checked);
-  void SendUpControl(const Job& j, proto::MsgType type, uint16_t aux, uint32_t offset);
-  void SendReply(const Peer& to, proto::MsgType type, uint16_t job, uint16_t rank, uint16_t count,
-                 uint16_t slot, uint32_t offset, uint16_t aux);
+  // The leaf's JOIN for j (as rank `index` of `leaves`), up to the spine.
+  void SendUpJoin(const Job& j);
+  // The leaf's LEAVE for j (reason 0: done after `calls` calls; else abort), thrice.
+  void SendUpLeave(const Job& j, proto::ErrorCode reason, uint32_t calls);
+  // One typed message (proto::ErrorMsg{...}), sealed, to a worker.
+  template <class Msg>
+  void SendReply(const Peer& to, const Msg& m) {
+    const ControlMessage c = MakeControl(m);
+    out_.SendTo(to, c, false);
+  }
   // Sends `packet` to every joined worker peer of the local job (each lane once).
   void SendToAllLocal(const Job& j, std::span<const uint8_t> packet);
-  void HandleJoin(const proto::Header& h, std::span<const uint8_t> packet, const Peer& from,
+  void HandleJoin(const proto::JoinMsg& h, std::span<const uint8_t> packet, const Peer& from,
                   TimePoint now);
   void UpResult(Job& j, std::span<const uint8_t> packet, TimePoint now);
   void UpError(Job& j, std::span<const uint8_t> packet, TimePoint now);
