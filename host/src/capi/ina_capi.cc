@@ -161,7 +161,10 @@ Status FullToC(const CommConfig& c, ina_config* out) {
     return InvalidArgument("ina_config.job_key: " + std::to_string(job_secret.size()) +
                            " bytes do not fit in " + std::to_string(sizeof(out->job_key)));
   }
-  std::memcpy(out->job_key, job_secret.bytes().data(), job_secret.size());
+  // No key: nothing to copy (an empty vector's data() may be null, which memcpy must not get).
+  if (job_secret.size() > 0) {
+    std::memcpy(out->job_key, job_secret.bytes().data(), job_secret.size());
+  }
   out->job_key_len = static_cast<uint32_t>(job_secret.size());
   return Status::Ok();
 }
