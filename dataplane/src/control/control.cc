@@ -572,15 +572,12 @@ size_t ControlPlane::HandleEngineFailures(ReplySink& out) {
       JobEntry& j = jobs_[static_cast<size_t>(idx)];
       for (uint16_t r = 0; r < j.world_size; ++r) {
         if (!(j.joined_mask & (uint64_t{1} << r)) || (j.left_mask & (uint64_t{1} << r))) continue;
-        for (uint16_t l = 0; l < j.lanes; ++l) {
-          if (!(j.lane_mask[r] & (1u << l))) continue;
-          SendError(j.peers[PeerIndex(j, r, l)],
-                    p::ErrorMsg{.job = j.job_id, .rank = r, .code = f[i].code}
-                        .set_mismatch_slot(f[i].slot)
-                        .set_mismatch_gen(f[i].gen)
-                        .set_proving_rank(f[i].rank),
-                    out);
-        }
+        SendErrorToRank(j, r,
+                        p::ErrorMsg{.code = f[i].code}
+                            .set_mismatch_slot(f[i].slot)
+                            .set_mismatch_gen(f[i].gen)
+                            .set_proving_rank(f[i].rank),
+                        out);
       }
       Bump(ControlCounter::kJobsFailed);
       // The engine removed the job already (RemoveJob in FreeJob is NotFound): free the rest,
@@ -599,13 +596,7 @@ Status ControlPlane::AbortJob(uint16_t job_id, const p::ErrorMsg& e, ReplySink& 
   JobEntry& j = jobs_[static_cast<size_t>(idx)];
   for (uint16_t r = 0; r < j.world_size; ++r) {
     if (!(j.joined_mask & (uint64_t{1} << r)) || (j.left_mask & (uint64_t{1} << r))) continue;
-    for (uint16_t l = 0; l < j.lanes; ++l) {
-      if (!(j.lane_mask[r] & (1u << l))) continue;
-      p::ErrorMsg to = e;
-      to.job = j.job_id;
-      to.rank = r;
-      SendError(j.peers[PeerIndex(j, r, l)], to, out);
-    }
+    SendErrorToRank(j, r, e, out);
   }
   Bump(ControlCounter::kJobsLeft);
   j.joined_mask = 0;  // told already: FreeJob tells nobody else
@@ -625,11 +616,7 @@ void ControlPlane::FreeJob(JobEntry& j, uint16_t except_rank, ReplySink& out) {
         (j.left_mask & (uint64_t{1} << r))) {
       continue;
     }
-    for (uint16_t l = 0; l < j.lanes; ++l) {
-      if (!(j.lane_mask[r] & (1u << l))) continue;
-      SendError(j.peers[PeerIndex(j, r, l)],
-                {.job = j.job_id, .rank = r, .code = p::ErrorCode::kJobAborted}, out);
-    }
+    SendErrorToRank(j, r, {.code = p::ErrorCode::kJobAborted}, out);
   }
   index_[j.job_id] = -1;
   ForgetKey(j.job_id);
