@@ -335,6 +335,9 @@ class DpdkPort final : public Port {
     name_ = dev_->name();
     mac_ = dev_->mac();
     zero_copy_ = c.zero_copy && dev_->multi_seg();
+    rte_eth_dev_info info{};
+    memif_ =
+        rte_eth_dev_info_get(id, &info) == 0 && std::string_view(info.driver_name) == "net_memif";
     tx_pool_ = dev_->tx_pool(q_);
     ext_pool_ = dev_->ext_pool(q_);
     return Status::Ok();
@@ -391,7 +394,7 @@ class DpdkPort final : public Port {
         break;
       }
       for (size_t i = 0; i < n; ++i) Build(hdr[i], zero_copy_ ? ext[i] : nullptr, pkts[sent + i]);
-      const uint16_t ok = rte_eth_tx_burst(id_, q_, hdr.data(), static_cast<uint16_t>(n));
+      const uint16_t ok = TxBurstFrames(hdr.data(), static_cast<uint16_t>(n));
       sent += ok;
       if (ok < n) {  // the ring is full: the caller retries the rest later
         rte_pktmbuf_free_bulk(hdr.data() + ok, n - ok);
@@ -442,11 +445,22 @@ class DpdkPort final : public Port {
     loaned_n_ = 0;
   }
 
+  uint16_t TxBurstFrames(rte_mbuf** m, uint16_t n) {
+    if (!memif_) return rte_eth_tx_burst(id_, q_, m, n);
+    const MemifBurst in;
+    return rte_eth_tx_burst(id_, q_, m, n);
+  }
+
   // One rx_burst into the stash when it is empty. Returns the frames received.
   size_t Poll() {
     if (stash_head_ < stash_n_) return stash_n_ - stash_head_;
     stash_head_ = 0;
-    stash_n_ = rte_eth_rx_burst(id_, q_, stash_.data(), kBurst);
+    if (memif_) {
+      const MemifBurst in;
+      stash_n_ = rte_eth_rx_burst(id_, q_, stash_.data(), kBurst);
+    } else {
+      stash_n_ = rte_eth_rx_burst(id_, q_, stash_.data(), kBurst);
+    }
     st_.rx_frames += stash_n_;
     if (stash_n_ > 0) backoff_.Reset();
     return stash_n_;
@@ -554,6 +568,7 @@ class DpdkPort final : public Port {
   uint16_t q_ = 0;  // this Port's RX and TX queue
   std::string name_;
   bool zero_copy_ = false;
+  bool memif_ = false;      // net_memif: bursts inside a MemifBurst (dpdk.h)
   bool datagrams_ = false;  // ipv4_datagrams
   unsigned mtu_ = RTE_ETHER_MTU;
   bool connected_ = false;

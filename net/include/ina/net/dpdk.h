@@ -94,4 +94,24 @@ struct DpdkPortConfig {
 // Internal (a port or pool call failed), Unavailable (EAL not started), Unimplemented (not built).
 Result<std::unique_ptr<Port>> OpenDpdkPort(const DpdkPortConfig& config);
 
+// net_memif unmaps its peer's shared memory on the EAL's interrupt thread when the peer goes
+// (memif_disconnect: "not connected", then munmap), with nothing between that and a data thread
+// already inside an RX or TX burst on the port, which read "connected" a moment before: that burst
+// then faults (DPDK 22.11; every memif server whose client exits while it polls). A DpdkPort on
+// net_memif brackets each burst with a MemifBurst, and QuiesceMemifBursts() returns once every
+// other thread that was inside one when it was called has left it (a burst that starts later sees
+// "not connected" and touches nothing). A process that polls memif ports calls it before each
+// munmap: it links ina::net_memif_unmap_guard, whose munmap does (ina-switchd, ina-rtlsim).
+// libina does not (a library must not replace its program's munmap): a worker on a memif port
+// whose switch goes away while the worker polls can still fault so; link the guard into such a
+// program to prevent it.
+class MemifBurst {
+ public:
+  MemifBurst();  // enters (this thread's sequence becomes odd)
+  ~MemifBurst();
+  MemifBurst(const MemifBurst&) = delete;
+  MemifBurst& operator=(const MemifBurst&) = delete;
+};
+void QuiesceMemifBursts();
+
 }  // namespace ina::net
