@@ -53,10 +53,11 @@ class BurstThread {
 class Call {
  public:
   template <typename F>
-  explicit Call(F f) : t_([this, f] {
-      f();
-      done_.store(true);
-    }) {}
+  explicit Call(F f)
+      : t_([this, f] {
+          f();
+          done_.store(true);
+        }) {}
   ~Call() { t_.join(); }
   bool done() const { return done_.load(); }
   bool WaitDone(std::chrono::milliseconds limit) const {
@@ -111,7 +112,8 @@ TEST(MemifUnmapGuard, TheMunmapLibrariesFindWaitsForABurstInFlight) {
   }
   EXPECT_EQ(rc, 0);
   // The page is gone: mapping it again at that address with MAP_FIXED_NOREPLACE succeeds.
-  void* again = mmap(page, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+  void* again =
+      mmap(page, len, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
   EXPECT_EQ(again, page);
   if (again != MAP_FAILED) munmap(again, len);
 }
