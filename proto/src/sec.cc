@@ -187,6 +187,11 @@ Result<std::vector<uint8_t>> LoadSecretFd(int fd, std::string_view what) {
   return ParseSecretHex(std::move(text), name);
 }
 
+uint64_t SetKeySequence(std::chrono::system_clock::time_point t, uint64_t attempt) {
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch());
+  return static_cast<uint64_t>(ms.count()) * kSetKeyAttemptsPerMs + attempt;
+}
+
 Result<std::vector<uint8_t>> SealSetKey(std::span<const uint8_t> admin_secret, uint16_t job,
                                         SecMode mode, std::span<const uint8_t> secret,
                                         uint64_t seq) {

@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -212,6 +213,16 @@ TEST(SecSetKey, SealedUnderTheAdminKeyWithItsSequence) {
   EXPECT_FALSE(SealSetKey(admin, 12, SecMode::kMac, std::vector<uint8_t>(18, 1), 1).ok());
   EXPECT_FALSE(SealSetKey(admin, 12, SecMode::kMac, secret, uint64_t{1} << 48).ok());
   EXPECT_FALSE(SealSetKey(std::vector<uint8_t>(8, 1), 12, SecMode::kMac, secret, 1).ok());
+}
+
+TEST(SetKeySequence, MillisecondsTimesAttemptsPerMsPlusTheAttempt) {
+  const std::chrono::system_clock::time_point t{std::chrono::milliseconds(1'764'950'400'123)};
+  EXPECT_EQ(SetKeySequence(t), 1'764'950'400'123ull * 64);
+  EXPECT_EQ(SetKeySequence(t, 5), 1'764'950'400'123ull * 64 + 5);
+  EXPECT_LT(SetKeySequence(t, 63), SetKeySequence(t + std::chrono::milliseconds(1)));
+  // Below 2^48, the sequence's width on the wire, until the year 2109.
+  const std::chrono::system_clock::time_point y2100{std::chrono::seconds(4'102'444'800)};
+  EXPECT_LT(SetKeySequence(y2100, 63), uint64_t{1} << 48);
 }
 
 }  // namespace

@@ -5,8 +5,8 @@
 //
 // Both files hold hex secrets and must be readable by their owner only (proto::LoadSecretFile);
 // no secret is ever taken from the command line or printed. Sends one set_key (proto::SealSetKey)
-// sealed under the admin key, its sequence from the wall clock (milliseconds * 64 + attempt, so it
-// grows from one run to the next), and waits for the switch's set_key_ack; resends up to 5 times.
+// sealed under the admin key, its sequence from the wall clock (proto::SetKeySequence: it grows
+// from one run to the next, and a switch refuses one older than its own start), and waits for the switch's set_key_ack; resends up to 5 times.
 // Exit 0: installed; 1: no acknowledgement (a wrong admin key looks the same: the switch drops
 // what it cannot open); 2: bad usage or files.
 #include <netdb.h>
@@ -112,13 +112,10 @@ int main(int argc, char** argv) {
   const int fd = Connect(endpoint, error);
   if (fd < 0) return Usage(error);
 
-  const uint64_t now_ms =
-      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                std::chrono::system_clock::now().time_since_epoch())
-                                .count());
+  const auto now = std::chrono::system_clock::now();
   int result = 1;
   for (uint64_t attempt = 0; attempt < 5 && result != 0; ++attempt) {
-    const uint64_t seq = now_ms * 64 + attempt;
+    const uint64_t seq = p::SetKeySequence(now, attempt);
     auto msg = p::SealSetKey(*admin, static_cast<uint16_t>(job), mode, *secret, seq);
     if (!msg.ok()) {
       result = Usage(msg.status().message());

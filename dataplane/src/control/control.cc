@@ -53,6 +53,7 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::Create(Engine& engine,
   }
   auto plane = std::unique_ptr<ControlPlane>(new ControlPlane(engine, config));
   plane->admin_ = std::move(admin);
+  plane->admin_seq_ = config.admin_seq_floor;
   return plane;
 }
 
@@ -148,6 +149,14 @@ void ControlPlane::HandleSetKey(std::span<const uint8_t> packet, const Peer& fro
   }
   if (seq < admin_seq_) {
     Bump(ControlCounter::kAdminReplayed);
+    if (config_.log && !admin_replay_logged_) {
+      admin_replay_logged_ = true;
+      config_.log("control: SET_KEY for job " + std::to_string(h.job) + " from " +
+                  PeerToString(from) + " refused: its sequence " + std::to_string(seq) +
+                  " is below " + std::to_string(admin_seq_) +
+                  " (the last accepted + 1, or this switch's start): a replay, or the sender's "
+                  "clock is behind the switch's (further refusals are counted, not logged)");
+    }
   } else if (!InstallJobKey(h.job, static_cast<p::SecMode>(h.mode),
                             std::span<const uint8_t>(secret.data(), len))
                   .ok()) {

@@ -25,6 +25,7 @@
 #include "ina/net/fault.h"
 #include "ina/net/roce.h"
 #include "ina/net/udp.h"
+#include "ina/proto/sec.h"
 #include "ina/proto/wire.h"
 #include "publisher.h"
 #include "recorder.h"
@@ -69,6 +70,8 @@ class Switch::Core final {
     if (!config_.admin_key_file.empty()) {
       INA_ASSIGN_OR_RETURN(cc.admin_secret,
                            proto::LoadSecretFile(config_.admin_key_file, "--admin-key-file"));
+      // A SET_KEY sealed before this start (a recording replayed after a restart) is refused.
+      cc.admin_seq_floor = proto::SetKeySequence(std::chrono::system_clock::now());
     }
     cc.log = [core = place_.index](const std::string& line) {
       std::fprintf(stderr, "ina-switchd: core %u: %s\n", core, line.c_str());

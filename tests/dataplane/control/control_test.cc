@@ -1540,6 +1540,34 @@ TEST_F(ControlTest, SetKeyNeedsTheAdminKeyAndAGrowingSequence) {
   EXPECT_EQ(Ctr(ControlCounter::kKeysInstalled), 2u);
 }
 
+TEST_F(ControlTest, SetKeyBelowTheFloorIsAReplayLoggedOnce) {
+  // The floor is the switch's start (ina-switchd: proto::SetKeySequence of it): a SET_KEY sealed
+  // before it, such as one recorded before a restart, is refused; one sealed after is taken.
+  std::vector<std::string> lines;
+  const auto admin = keys::Secret(9);
+  const auto start = std::chrono::system_clock::now();
+  base_cfg_.admin_secret = admin;
+  base_cfg_.admin_seq_floor = p::SetKeySequence(start);
+  base_cfg_.log = [&lines](const std::string& l) { lines.push_back(l); };
+  Make();
+  const Peer op = MakePeer(7000);
+  const auto before = p::SetKeySequence(start - std::chrono::hours(1), 3);
+  Send(keys::SetKey(admin, 12, p::SecMode::kMac, keys::Secret(3), before), op);
+  Send(keys::SetKey(admin, 13, p::SecMode::kMac, keys::Secret(3), before + 1), op);
+  EXPECT_EQ(Ctr(ControlCounter::kAdminReplayed), 2u);
+  EXPECT_FALSE(cp_->HasJobKey(12) || cp_->HasJobKey(13));
+  EXPECT_TRUE(out_.replies.empty());
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("SET_KEY for job 12"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("clock is behind"), std::string::npos) << lines[0];
+  Send(keys::SetKey(admin, 14, p::SecMode::kMac, keys::Secret(3),
+                    p::SetKeySequence(start + std::chrono::milliseconds(5))),
+       op);
+  ASSERT_EQ(out_.replies.size(), 1u);
+  EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kSetKeyAck);
+  EXPECT_TRUE(cp_->HasJobKey(14));
+}
+
 TEST_F(ControlTest, SetKeyWithoutAnAdminSecretIsRefused) {
   Make();
   Send(keys::SetKey(keys::Secret(9), 12, p::SecMode::kMac, keys::Secret(3), 1), MakePeer(7000));

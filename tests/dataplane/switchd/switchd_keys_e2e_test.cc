@@ -4,6 +4,7 @@
 // forged tags and a replayed SET_KEY are refused and counted.
 #include <sys/stat.h>
 
+#include <chrono>
 #include <cstdio>
 #include <string>
 
@@ -90,7 +91,8 @@ TEST(SwitchdKeys, KeyedJobRunsAndEverythingElseIsRefused) {
 
   // The operator installs job 5's key; a replay of the same SET_KEY is dropped.
   const auto secret = Secret(2);
-  const Bytes set_key = SetKey(admin, 5, secret, 1000);
+  const uint64_t seq = p::SetKeySequence(std::chrono::system_clock::now());
+  const Bytes set_key = SetKey(admin, 5, secret, seq);
   op.Send(set_key);
   auto ack = op.Recv();
   ASSERT_TRUE(ack.has_value());
@@ -98,7 +100,7 @@ TEST(SwitchdKeys, KeyedJobRunsAndEverythingElseIsRefused) {
   EXPECT_EQ(p::GetJob(ack->data()), 5);
   op.Send(set_key);
   EXPECT_FALSE(op.Recv(milliseconds(100)).has_value());
-  const Bytes forged_set_key = SetKey(Secret(9), 6, secret, 2000);  // another admin key
+  const Bytes forged_set_key = SetKey(Secret(9), 6, secret, seq + 1);  // another admin key
   rogue.Send(forged_set_key);
   EXPECT_FALSE(rogue.Recv(milliseconds(100)).has_value());
 
@@ -137,6 +139,29 @@ TEST(SwitchdKeys, KeyedJobRunsAndEverythingElseIsRefused) {
   EXPECT_NE(out.find("JOIN for job 5 rank 0"), std::string::npos) << out;
   EXPECT_NE(out.find("JOIN for job 6 rank 0"), std::string::npos) << out;
   EXPECT_EQ(out.find(Hex(secret)), std::string::npos) << "a job secret was printed";
+}
+
+TEST(SwitchdKeys, ASetKeySealedBeforeTheSwitchStartedIsRefused) {
+  // What a recording replayed after a restart looks like: a genuine SET_KEY, sealed an hour
+  // before this switch started. Refused (admin_replayed, one log line); a fresh one is taken.
+  const auto admin = Secret(1);
+  KeyDir dir(admin, 0600);
+  const auto before = std::chrono::system_clock::now() - std::chrono::hours(1);
+  SwitchProcess sw({"--port", "0", "--admin-key-file", dir.path()});
+  ASSERT_TRUE(sw.ok());
+  Worker op(sw.port());
+  op.Send(SetKey(admin, 5, Secret(2), p::SetKeySequence(before)));
+  EXPECT_FALSE(op.Recv(milliseconds(200)).has_value());
+  op.Send(SetKey(admin, 5, Secret(2), p::SetKeySequence(std::chrono::system_clock::now())));
+  auto ack = op.Recv();
+  ASSERT_TRUE(ack.has_value());
+  EXPECT_EQ(p::GetType(ack->data()), p::MsgType::kSetKeyAck);
+  auto c = sw.Stop();
+  EXPECT_EQ(c["admin_replayed"], 1u);
+  EXPECT_EQ(c["keys_installed"], 1u);
+  const std::string out = sw.Output();
+  EXPECT_NE(out.find("SET_KEY for job 5"), std::string::npos) << out;
+  EXPECT_EQ(out.find(Hex(Secret(2))), std::string::npos) << "a job secret was printed";
 }
 
 TEST(SwitchdKeys, AdminKeyFileOthersMayReadIsRefusedAtStart) {

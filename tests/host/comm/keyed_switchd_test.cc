@@ -103,9 +103,11 @@ struct KeyedSwitch {
   uint16_t port() const { return sw->port(); }
   // Installs job `job`'s secret with set_key from an operator socket, as ina-jobkey does.
   void InstallKey(uint16_t job, p::SecMode mode, const std::vector<uint8_t>& secret) {
-    static uint64_t seq = 1000;
+    // Sequences as ina-jobkey makes them (the switch refuses ones older than its start).
+    static uint64_t attempt = 0;
+    const uint64_t seq = p::SetKeySequence(std::chrono::system_clock::now(), ++attempt % 64);
     test::Worker op(port());
-    op.Send(p::SealSetKey(kAdmin, job, mode, secret, ++seq).value());
+    op.Send(p::SealSetKey(kAdmin, job, mode, secret, seq).value());
     auto ack = op.Recv();
     ASSERT_TRUE(ack.has_value()) << "no set_key_ack";
     ASSERT_EQ(p::GetType(ack->data()), p::MsgType::kSetKeyAck);

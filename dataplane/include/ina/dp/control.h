@@ -87,7 +87,8 @@
 //   the admin key (DeriveTrafficKey(admin_secret, up, job 0, grant 0, session zero)), nonce (rank,
 //   slot, use = gen << 32 | offset). Dropped and counted: no admin secret configured
 //   (admin_refused), the tag does not open (admin_forged), a sequence (use) not above the last
-//   accepted one (admin_replayed), a mode or secret length InstallJobKey refuses (admin_refused).
+//   accepted one nor below ControlConfig::admin_seq_floor (admin_replayed; the first one logged),
+//   a mode or secret length InstallJobKey refuses (admin_refused).
 //   Else the key is installed and the sender gets set_key_ack (job, gen, offset echoed).
 //   HandleEngineFailures: a job the engine ended (Engine::PollFailures: two ranks sent blocks that
 //   disagree, rule 13 of engine.h) is freed: its slots are released and every joined lane of every
@@ -211,6 +212,9 @@ struct ControlConfig {
   // JOIN is logged (one line; null: nowhere). Never logs a secret.
   bool require_keys = false;
   std::vector<uint8_t> admin_secret;
+  // SET_KEY sequences below this are replays (admin_replayed). ina-switchd: proto::SetKeySequence
+  // of its start, so a SET_KEY recorded before a restart stays refused.
+  uint64_t admin_seq_floor = 0;
   std::function<void(const std::string&)> log;
 };
 
@@ -509,7 +513,8 @@ class ControlPlane {
   std::unordered_map<uint16_t, JobKey> keys_;    // job id -> its key (see InstallJobKey)
   std::unordered_set<uint16_t> refusal_logged_;  // job ids whose keyless JOIN was logged
   std::unique_ptr<proto::MessageOpener> admin_;  // opens SET_KEY; null: no admin channel
-  uint64_t admin_seq_ = 0;                       // the last accepted SET_KEY's sequence + 1
+  uint64_t admin_seq_ = 0;  // the last accepted SET_KEY's sequence + 1, or admin_seq_floor
+  bool admin_replay_logged_ = false;
 };
 
 }  // namespace ina::dp

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -68,9 +69,19 @@ Result<std::vector<uint8_t>> LoadSecretFd(int fd, std::string_view what);
 // kSecretMaxBytes of them; InvalidArgument naming `what` otherwise. Wipes `text`; never echoes it.
 Result<std::vector<uint8_t>> ParseSecretHex(std::string text, std::string_view what);
 
+// The sequence of a set_key sent at wall-clock time t: milliseconds since the Unix epoch x
+// kSetKeyAttemptsPerMs + attempt (< kSetKeyAttemptsPerMs), below 2^48 until the year 2109. A
+// sender needs no state to make its sequences grow, and a fabric takes SetKeySequence(its start)
+// as its floor, so a set_key recorded before it (re)started stays refused. The sender's clock must
+// not run behind the fabric's by more than the time since the fabric started (NTP keeps them
+// within milliseconds).
+inline constexpr uint64_t kSetKeyAttemptsPerMs = 64;
+uint64_t SetKeySequence(std::chrono::system_clock::time_point t, uint64_t attempt = 0);
+
 // A set_key message (proto/ina.toml; docs/security.md, the admin channel): install `secret` (16 ..
 // 64 bytes, a multiple of 4) for job `job` in `mode`, sealed in mode mac_encrypt under the admin
-// key derived from `admin_secret`, sequence `seq` (< 2^48, growing from one set_key to the next).
+// key derived from `admin_secret`, sequence `seq` (< 2^48, growing from one set_key to the next;
+// SetKeySequence).
 // InvalidArgument for a bad secret, sequence or admin secret.
 Result<std::vector<uint8_t>> SealSetKey(std::span<const uint8_t> admin_secret, uint16_t job,
                                         SecMode mode, std::span<const uint8_t> secret,
