@@ -6,9 +6,9 @@
 // Both files hold hex secrets and must be readable by their owner only (proto::LoadSecretFile);
 // no secret is ever taken from the command line or printed. Sends one set_key (proto::SealSetKey)
 // sealed under the admin key, its sequence from the wall clock (proto::SetKeySequence: it grows
-// from one run to the next, and a switch refuses one older than its own start), and waits for the switch's set_key_ack; resends up to 5 times.
-// Exit 0: installed; 1: no acknowledgement (a wrong admin key looks the same: the switch drops
-// what it cannot open); 2: bad usage or files.
+// from one run to the next, and a switch refuses one older than its own start), and waits for the
+// switch's set_key_ack; resends up to 5 times. Exit 0: installed; 1: no acknowledgement (a wrong
+// admin key looks the same: the switch drops what it cannot open); 2: bad usage or files.
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
