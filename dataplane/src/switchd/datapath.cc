@@ -191,8 +191,12 @@ void DataPath::Handle(Clock::time_point now) {
         const SourceCheck sc = control_.CheckDataSource(
             p::GetJob(pkt.data()), p::GetRank(pkt.data()), p::GetSlot(pkt.data()), *it.from, now);
         // A damaged header can name another rank or slot: such a packet goes on to the engine,
-        // which counts it as drop_bad_crc (the check runs twice only on this rare path).
-        if (sc == SourceCheck::kForeign && p::MessageCrcOk(pkt)) {
+        // which counts it as drop_bad_crc (the check runs twice only on this rare path). A keyed
+        // packet (sec != 0: a tag, no CRC) from the wrong address is dropped here unopened, so a
+        // genuine copy of a member's packet sent from elsewhere never counts as the member's; a
+        // damaged one naming another rank counts here too, not as drop_forged.
+        if (sc == SourceCheck::kForeign &&
+            (p::GetSec(pkt.data()) != 0 || p::MessageCrcOk(pkt))) {
           counters_.Bump(SwitchCounter::kDropForeignSrc);
           continue;
         }

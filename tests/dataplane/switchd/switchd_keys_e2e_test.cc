@@ -1,7 +1,8 @@
 // Authenticated jobs end to end (docs/security.md) on the real ina-switchd: an admin key file,
 // --require-job-keys, a SET_KEY from an operator socket, then a keyed job of two fake workers whose
 // data carry AES-GCM tags; keyless and guessed JOINs, CRC-only packets naming the keyed job,
-// forged tags and a replayed SET_KEY are refused and counted.
+// forged tags, a member's data sealed by another member, and a replayed SET_KEY are refused and
+// counted.
 #include <sys/stat.h>
 
 #include <chrono>
@@ -115,6 +116,9 @@ TEST(SwitchdKeys, KeyedJobRunsAndEverythingElseIsRefused) {
   }
   w1.Send(Data(5, 1, 0, 0, {100, 100}, p::flags::kInt32));  // a spoofer without the key
   w1.Send(KeyedData(Secret(3), 5, 1, 0, 0, {100, 100}));    // another secret
+  // An insider (rank 1 knows the secret) sealing data as rank 0: a good tag from the wrong
+  // address, dropped by the source check before the engine opens it (drop_foreign_src).
+  w1.Send(KeyedData(secret, 5, 0, 0, 0, {1000, 1000}));
   w0.Send(KeyedData(secret, 5, 0, 0, 0, {1, 2}));
   w1.Send(KeyedData(secret, 5, 1, 0, 0, {10, 20}));
   const auto down = p::DeriveTrafficKey(secret, p::KeyDirection::kDown, 5, 1, p::Session{}).value();
@@ -134,6 +138,7 @@ TEST(SwitchdKeys, KeyedJobRunsAndEverythingElseIsRefused) {
   EXPECT_EQ(c["admin_forged"], 1u);
   EXPECT_EQ(c["drop_cross_job"], 1u);
   EXPECT_EQ(c["drop_forged"], 1u);
+  EXPECT_EQ(c["drop_foreign_src"], 1u);
   EXPECT_EQ(c["results"], 1u);
   const std::string out = sw.Output();
   EXPECT_NE(out.find("JOIN for job 5 rank 0"), std::string::npos) << out;

@@ -462,9 +462,11 @@ TEST(KeyedAttackReplay, ReplayedAndSpoofedDataAreCountedAndDropped) {
       static_cast<unsigned long long>(counters.at("drop_early")),
       static_cast<unsigned long long>(counters.at("duplicates")),
       static_cast<unsigned long long>(counters.at("drop_foreign_src")));
-  // The switch's source check (drop_foreign_src) reads the CRC trailer, which a tagged packet does
-  // not have: the spoofed copies reach the engine and fail the tag (another grant's key) there.
+  // The replayed copies from the members' addresses fail the tag (another grant's key); the
+  // spoofed ones from another address are dropped by the switch's source check before the tag is
+  // opened (drop_foreign_src) while the job holds its grant, and as stale or forged between grants.
   EXPECT_GE(counters.at("drop_forged"), replayed);
+  EXPECT_GT(counters.at("drop_foreign_src"), 0u);
   EXPECT_GE(counters.at("drop_forged") + counters.at("drop_stale") + counters.at("drop_early") +
                 counters.at("duplicates") + counters.at("drop_foreign_src"),
             3 * replayed);
