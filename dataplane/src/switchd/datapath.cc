@@ -195,8 +195,7 @@ void DataPath::Handle(Clock::time_point now) {
         // packet (sec != 0: a tag, no CRC) from the wrong address is dropped here unopened, so a
         // genuine copy of a member's packet sent from elsewhere never counts as the member's; a
         // damaged one naming another rank counts here too, not as drop_forged.
-        if (sc == SourceCheck::kForeign &&
-            (p::GetSec(pkt.data()) != 0 || p::MessageCrcOk(pkt))) {
+        if (sc == SourceCheck::kForeign && (p::GetSec(pkt.data()) != 0 || p::MessageCrcOk(pkt))) {
           counters_.Bump(SwitchCounter::kDropForeignSrc);
           continue;
         }
