@@ -445,6 +445,12 @@ class DpdkPort final : public Port {
     loaned_n_ = 0;
   }
 
+  // rte_eth_rx_burst / rte_eth_tx_burst, inside a MemifBurst on net_memif (dpdk.h).
+  uint16_t RxBurstFrames(rte_mbuf** m, uint16_t n) {
+    if (!memif_) return rte_eth_rx_burst(id_, q_, m, n);
+    const MemifBurst in;
+    return rte_eth_rx_burst(id_, q_, m, n);
+  }
   uint16_t TxBurstFrames(rte_mbuf** m, uint16_t n) {
     if (!memif_) return rte_eth_tx_burst(id_, q_, m, n);
     const MemifBurst in;
@@ -455,12 +461,7 @@ class DpdkPort final : public Port {
   size_t Poll() {
     if (stash_head_ < stash_n_) return stash_n_ - stash_head_;
     stash_head_ = 0;
-    if (memif_) {
-      const MemifBurst in;
-      stash_n_ = rte_eth_rx_burst(id_, q_, stash_.data(), kBurst);
-    } else {
-      stash_n_ = rte_eth_rx_burst(id_, q_, stash_.data(), kBurst);
-    }
+    stash_n_ = RxBurstFrames(stash_.data(), kBurst);
     st_.rx_frames += stash_n_;
     if (stash_n_ > 0) backoff_.Reset();
     return stash_n_;

@@ -82,6 +82,7 @@ TEST(MemifBurst, QuiesceWaitsForTheBurstInFlightAndNotForOnesThatStartLater) {
   std::this_thread::sleep_for(200ms);
   EXPECT_FALSE(q.done()) << "returned while a burst was in flight";
   b.Release();  // leaves, then enters a second burst and stays in it
+  while (!b.InSecond()) std::this_thread::yield();
   EXPECT_TRUE(q.WaitDone(10s)) << "waited for a burst that started after it";
 }
 
