@@ -123,8 +123,10 @@ uint32_t Crc32cCombine(uint32_t crc_a, uint32_t crc_b, size_t len_b) {
 }
 
 const Crc32cVariant& Crc32cBest() {
-  static const Crc32cVariant& best = Crc32cVariants().best();
-  return best;
+  // A pointer, not a reference bound to best() of the temporary list: the variant itself is a
+  // static table, but GCC 14's -Wdangling-reference cannot know that.
+  static const Crc32cVariant* const best = &Crc32cVariants().best();
+  return *best;
 }
 
 uint32_t Crc32c(uint32_t crc, const uint8_t* p, size_t n) {
