@@ -5,6 +5,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
+#include <openssl/rand.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -97,7 +98,9 @@ Result<TrafficKey> DeriveTrafficKey(std::span<const uint8_t> secret, KeyDirectio
                            std::to_string(kSecretMaxBytes));
   }
   std::string info = "ina/v2/";
-  info += direction == KeyDirection::kUp ? kKdfUp : kKdfDown;
+  info += direction == KeyDirection::kUp     ? kKdfUp
+          : direction == KeyDirection::kDown ? kKdfDown
+                                             : kKdfJoin;
   info += '/';
   uint8_t num[10];
   Store16(num, job);
@@ -217,6 +220,58 @@ Result<std::vector<uint8_t>> SealSetKey(std::span<const uint8_t> admin_secret, u
     return Internal("libcrypto: sealing set_key failed");
   }
   return b;
+}
+
+namespace {
+
+bool IsProvenJoinHeader(const uint8_t* msg) {
+  return GetVersion(msg) == kVersion && IsType(msg, MsgType::kJoin) &&
+         GetSec(msg) == static_cast<uint8_t>(SecMode::kMac);
+}
+
+}  // namespace
+
+Status SealJoinProof(std::span<const uint8_t> secret, const JoinNonce& nonce, uint8_t* msg) {
+  if (!IsProvenJoinHeader(msg))
+    return InvalidArgument("join proof: the header is no JOIN, sec mac");
+  INA_ASSIGN_OR_RETURN(const TrafficKey key,
+                       DeriveTrafficKey(secret, KeyDirection::kJoin, GetJob(msg), 0, nonce));
+  if (!SealOnce(key, SecMode::kMac, msg, kHeaderBytes, MakeNonce(GetRank(msg), GetSlot(msg), 0))) {
+    return Internal("libcrypto: sealing a JOIN failed");
+  }
+  return Status::Ok();
+}
+
+bool JoinProofOk(std::span<const uint8_t> secret, const JoinNonce& nonce,
+                 std::span<const uint8_t> msg) {
+  if (msg.size() != kHeaderBytes + kTagBytes || !IsProvenJoinHeader(msg.data())) return false;
+  const auto key = DeriveTrafficKey(secret, KeyDirection::kJoin, GetJob(msg.data()), 0, nonce);
+  if (!key.ok()) return false;
+  return OpenOnce(*key, SecMode::kMac, msg, MakeNonce(GetRank(msg.data()), GetSlot(msg.data()), 0),
+                  nullptr);
+}
+
+JoinNonce MakeJoinNonce(std::span<const uint8_t> fabric_secret, std::span<const uint8_t> context) {
+  static constexpr std::string_view kLabel = "ina/v2/join-nonce";
+  std::vector<uint8_t> in(kLabel.begin(), kLabel.end());
+  in.insert(in.end(), context.begin(), context.end());
+  uint8_t mac[EVP_MAX_MD_SIZE];
+  unsigned int mac_len = 0;
+  JoinNonce n{};
+  if (HMAC(EVP_sha256(), fabric_secret.data(), static_cast<int>(fabric_secret.size()), in.data(),
+           in.size(), mac, &mac_len) != nullptr &&
+      mac_len >= n.size()) {
+    std::memcpy(n.data(), mac, n.size());
+  }  // else all zero (libcrypto failed: never seen)
+  OPENSSL_cleanse(mac, sizeof(mac));
+  return n;
+}
+
+Status RandomBytes(std::span<uint8_t> out) {
+  if (RAND_bytes(out.data(), static_cast<int>(out.size())) != 1) {
+    return Internal("libcrypto: RAND_bytes failed (no entropy?)");
+  }
+  return Status::Ok();
 }
 
 Result<std::unique_ptr<MessageSealer>> MessageSealer::Create(const TrafficKey& key) {

@@ -6,6 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <fstream>
 #include <map>
@@ -77,7 +79,10 @@ TEST(SecKat, LibcryptoMatchesGenPy) {
     const auto secret = FromHex(k.fields.at("secret"));
     const auto plain = PlainMessage(k.fields.at("kat"), static_cast<uint8_t>(mode));
     const uint16_t job = GetJob(plain.data());
-    const auto dir = k.fields.at("dir") == kKdfUp ? KeyDirection::kUp : KeyDirection::kDown;
+    const std::string& d = k.fields.at("dir");
+    const auto dir = d == kKdfUp     ? KeyDirection::kUp
+                     : d == kKdfJoin ? KeyDirection::kJoin
+                                     : KeyDirection::kDown;
     auto key = DeriveTrafficKey(secret, dir, job, std::stoull(k.fields.at("grant")),
                                 SessionOf(k.fields.at("session")));
     ASSERT_TRUE(key.ok()) << key.status().ToString();
@@ -129,7 +134,10 @@ TEST(SecKat, LibcryptoMatchesGenPy) {
     other[0] ^= 1;
     EXPECT_FALSE(OpenOnce(other, mode, k.bytes, nonce, out.data()));
     const auto flip = mode == SecMode::kMac ? SecMode::kMacEncrypt : SecMode::kMac;
-    EXPECT_FALSE(OpenOnce(*key, flip, k.bytes, nonce, out.data()));
+    // Without a payload (a proven JOIN) the two modes seal the same bytes: the header says which.
+    if (plain.size() > kHeaderBytes) {
+      EXPECT_FALSE(OpenOnce(*key, flip, k.bytes, nonce, out.data()));
+    }
   }
   EXPECT_TRUE(saw_mac && saw_encrypt) << "a vector of each keyed mode";
 }
@@ -155,6 +163,62 @@ TEST(SecKeys, SecretsOutsideTheirLengthsAreRefused) {
   EXPECT_EQ(a.status().code(), StatusCode::kInvalidArgument);
   EXPECT_NE(a.status().message().find("job secret of 15 bytes"), std::string::npos);
   EXPECT_FALSE(DeriveTrafficKey(long_secret, KeyDirection::kUp, 1, 1, Session{}).ok());
+}
+
+// A proven JOIN (the answer to a join_challenge) is gen.py's join_proven vector, and nothing else
+// opens as one: another nonce, secret, header field or sec.
+TEST(SecJoin, ProofMatchesGenPyAndRefusesEverythingElse) {
+  const auto kats = LoadSecKats();
+  const auto it = std::find_if(kats.begin(), kats.end(),
+                               [](const SecKat& k) { return k.fields.at("dir") == kKdfJoin; });
+  ASSERT_NE(it, kats.end()) << "no sec_kat of a proven JOIN";
+  const auto secret = FromHex(it->fields.at("secret"));
+  const JoinNonce nonce = SessionOf(it->fields.at("session"));
+  std::vector<uint8_t> msg = PlainMessage(it->fields.at("kat"), 1);
+  ASSERT_EQ(msg.size(), kHeaderBytes);
+  msg.resize(kHeaderBytes + kTagBytes);
+  ASSERT_TRUE(SealJoinProof(secret, nonce, msg.data()).ok());
+  EXPECT_EQ(msg, it->bytes);
+  EXPECT_TRUE(JoinProofOk(secret, nonce, msg));
+  std::vector<uint8_t> resent(msg);
+  resent[kFlagsOffset] |= flags::kRetx;
+  EXPECT_TRUE(JoinProofOk(secret, nonce, resent)) << "a resend is the same proof";
+
+  JoinNonce other_nonce = nonce;
+  other_nonce[3] ^= 0x40;
+  EXPECT_FALSE(JoinProofOk(secret, other_nonce, msg)) << "an old challenge's proof (a replay)";
+  std::vector<uint8_t> other_secret(secret);
+  other_secret[0] ^= 1;
+  EXPECT_FALSE(JoinProofOk(other_secret, nonce, msg));
+  for (size_t byte = 0; byte < msg.size(); ++byte) {
+    if (byte == kFlagsOffset) continue;
+    std::vector<uint8_t> bad(msg);
+    bad[byte] ^= 0x10;
+    EXPECT_FALSE(JoinProofOk(secret, nonce, bad)) << "byte " << byte;
+  }
+  std::vector<uint8_t> longer(msg);
+  longer.push_back(0);
+  EXPECT_FALSE(JoinProofOk(secret, nonce, longer));
+
+  std::vector<uint8_t> crc_join = PlainMessage(it->fields.at("kat"), 0);
+  crc_join.resize(kHeaderBytes + kTagBytes);
+  EXPECT_EQ(SealJoinProof(secret, nonce, crc_join.data()).code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(SealJoinProof(std::vector<uint8_t>(8, 1), nonce, msg.data()).code(),
+            StatusCode::kInvalidArgument);
+}
+
+TEST(SecJoin, NoncesFollowTheFabricSecretAndTheContext) {
+  const std::vector<uint8_t> fabric(32, 3);
+  const std::vector<uint8_t> ctx = {1, 2, 3, 4};
+  const JoinNonce n = MakeJoinNonce(fabric, ctx);
+  EXPECT_EQ(MakeJoinNonce(fabric, ctx), n);
+  EXPECT_NE(n, JoinNonce{});
+  EXPECT_NE(MakeJoinNonce(fabric, std::vector<uint8_t>{1, 2, 3, 5}), n);
+  EXPECT_NE(MakeJoinNonce(std::vector<uint8_t>(32, 4), ctx), n);
+  std::array<uint8_t, 32> a{}, b{};
+  ASSERT_TRUE(RandomBytes(a).ok());
+  ASSERT_TRUE(RandomBytes(b).ok());
+  EXPECT_NE(a, b);
 }
 
 TEST(SecNonce, RankSlotUseBigEndian) {

@@ -4,7 +4,9 @@
 #include <arpa/inet.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
+#include <vector>
 
 #include "ina/proto/crc32c.h"
 
@@ -44,6 +46,9 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::Create(Engine& engine,
     return InvalidArgument("control: alloc_stride must be in [1, 256] and alloc_residue below it");
   }
   if (config.min_window < 1) return InvalidArgument("control: min_window must be >= 1");
+  if (config.join_nonce_period.count() <= 0) {
+    return InvalidArgument("control: join_nonce_period must be > 0");
+  }
   std::unique_ptr<proto::MessageOpener> admin;
   if (!config.admin_secret.empty()) {
     INA_ASSIGN_OR_RETURN(const proto::TrafficKey key,
@@ -54,6 +59,7 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::Create(Engine& engine,
   auto plane = std::unique_ptr<ControlPlane>(new ControlPlane(engine, config));
   plane->admin_ = std::move(admin);
   plane->admin_seq_ = config.admin_seq_floor;
+  INA_RETURN_IF_ERROR(proto::RandomBytes(plane->join_secret_));
   return plane;
 }
 
@@ -83,6 +89,13 @@ void ControlPlane::HandleControl(std::span<const uint8_t> packet, const Peer& fr
     HandleSetKey(packet, from, out);  // sealed with a tag, not a CRC32C trailer
     return;
   }
+  // A proven JOIN: a tag, not a CRC32C trailer (a CRC-sized JOIN with sec != 0 is damaged: the
+  // CRC check below counts it).
+  if (p::IsType(packet.data(), p::MsgType::kJoin) && p::GetSec(packet.data()) != 0 &&
+      packet.size() == p::MessageBytes(0, static_cast<uint8_t>(p::SecMode::kMac))) {
+    HandleProvenJoin(packet, from, now, out);
+    return;
+  }
   if (!p::MessageCrcOk(packet)) {
     Bump(ControlCounter::kControlBadCrc);
     return;
@@ -93,7 +106,11 @@ void ControlPlane::HandleControl(std::span<const uint8_t> packet, const Peer& fr
     return;
   }
   if (h.type == p::MsgType::kJoin) {
-    HandleJoin(p::JoinMsg::From(h), from, now, out);
+    if (keys_.count(h.job) != 0) {
+      SendJoinChallenge(h, from, now, out);  // a keyed job: prove the secret first
+    } else {
+      HandleJoin(p::JoinMsg::From(h), from, now, out);
+    }
   } else if (h.type == p::MsgType::kLeave) {
     HandleLeave(p::LeaveMsg::From(h), from, out);
   } else if (h.type == p::MsgType::kAllocJob) {
@@ -117,6 +134,7 @@ Status ControlPlane::InstallJobKey(uint16_t job_id, p::SecMode mode,
   ForgetKey(job_id);
   keys_[job_id] = JobKey{mode, std::vector<uint8_t>(secret.begin(), secret.end())};
   refusal_logged_.erase(job_id);
+  unproven_logged_.erase(job_id);
   Bump(ControlCounter::kKeysInstalled);
   return Status::Ok();
 }
@@ -167,6 +185,78 @@ void ControlPlane::HandleSetKey(std::span<const uint8_t> packet, const Peer& fro
     SendReply(from, p::SetKeyAckMsg{.job = h.job, .seq_hi = h.seq_hi, .seq_lo = h.seq_lo}, out);
   }
   std::fill(secret.begin(), secret.end(), uint8_t{0});
+}
+
+int64_t ControlPlane::JoinBucket(TimePoint now) const {
+  return now.time_since_epoch() / config_.join_nonce_period;
+}
+
+p::JoinNonce ControlPlane::JoinNonceFor(const p::Header& h, const Peer& from,
+                                        int64_t bucket) const {
+  p::Header bare = h;
+  bare.sec = 0;
+  bare.flags = 0;
+  std::vector<uint8_t> context(p::kHeaderBytes + 8);
+  p::EncodeHeader(bare, context.data());
+  for (int i = 0; i < 8; ++i) {
+    context[p::kHeaderBytes + i] =
+        static_cast<uint8_t>(static_cast<uint64_t>(bucket) >> (56 - 8 * i));
+  }
+  const std::string peer = PeerToString(from);
+  context.insert(context.end(), peer.begin(), peer.end());
+  return p::MakeJoinNonce(join_secret_, context);
+}
+
+void ControlPlane::SendJoinChallenge(const p::Header& h, const Peer& from, TimePoint now,
+                                     ReplySink& out) {
+  constexpr uint16_t kWords = p::kJoinNonceBytes / p::kElemBytes;
+  std::array<uint8_t, p::MessageBytes(kWords)> b{};
+  p::JoinChallengeMsg{.job = h.job, .rank = h.rank, .lane = h.slot, .nonce_words = kWords}.Encode(
+      b.data());
+  const p::JoinNonce nonce = JoinNonceFor(h, from, JoinBucket(now));
+  std::memcpy(b.data() + p::kHeaderBytes, nonce.data(), nonce.size());
+  p::SealMessage(b.data(), p::kHeaderBytes + nonce.size());
+  Bump(ControlCounter::kJoinChallenges);
+  out.Send(from, b);
+}
+
+void ControlPlane::HandleProvenJoin(std::span<const uint8_t> packet, const Peer& from,
+                                    TimePoint now, ReplySink& out) {
+  constexpr auto kMac = static_cast<uint8_t>(p::SecMode::kMac);
+  const p::Header h = p::DecodeHeader(packet.data());
+  if (h.sec != kMac || packet.size() != p::MessageBytes(0, kMac)) {
+    Bump(ControlCounter::kControlMalformed);
+    return;
+  }
+  const auto key = keys_.find(h.job);
+  bool proven = false;
+  if (key != keys_.end()) {
+    const int64_t bucket = JoinBucket(now);
+    for (int64_t b : {bucket, bucket - 1}) {
+      if (p::JoinProofOk(key->second.secret, JoinNonceFor(h, from, b), packet)) {
+        proven = true;
+        break;
+      }
+    }
+  }
+  if (!proven) {
+    Bump(ControlCounter::kJoinsUnproven);
+    if (config_.log && unproven_logged_.insert(h.job).second) {
+      config_.log("control: JOIN for job " + std::to_string(h.job) + " rank " +
+                  std::to_string(h.rank) + " from " + PeerToString(from) + " dropped: " +
+                  (key == keys_.end()
+                       ? std::string("it carries a proof, but the job has no key")
+                       : std::string("its proof of the job secret does not verify (another "
+                                     "secret, a replay, or an answer to a challenge older than "
+                                     "two join nonce periods); answered with a fresh "
+                                     "join_challenge")) +
+                  " (further failures of this job are counted, not logged)");
+    }
+    if (key != keys_.end()) SendJoinChallenge(h, from, now, out);
+    return;
+  }
+  Bump(ControlCounter::kJoinsProven);
+  HandleJoin(p::JoinMsg::From(h), from, now, out);
 }
 
 void ControlPlane::HandleJoin(const p::JoinMsg& h, const Peer& from, TimePoint now,

@@ -125,6 +125,12 @@ constexpr OwnMetric kOwn[] = {
     {"admin_replayed", "ina_switch_dropped_packets_total", "reason=\"admin_replayed\"",
      kDroppedHelp},
     {"admin_refused", "ina_switch_dropped_packets_total", "reason=\"admin_refused\"", kDroppedHelp},
+    {"join_challenges", "ina_switch_join_challenges_total", "",
+     "JOIN_CHALLENGEs sent (a JOIN of a keyed job must prove the job secret)."},
+    {"joins_proven", "ina_switch_joins_proven_total", "",
+     "JOINs whose proof of the job secret verified."},
+    {"joins_unproven", "ina_switch_dropped_packets_total", "reason=\"joins_unproven\"",
+     kDroppedHelp},
     // A leaf of two-level aggregation (LeafCounter, docs/hierarchy.md).
     {"leaf_up_joins", "ina_switch_leaf_up_joins_total", "", "JOINs sent to the spine."},
     {"leaf_up_data", "ina_switch_leaf_up_data_packets_total", "",

@@ -65,6 +65,7 @@ JoinConfig JoinConfig::From(const CommConfig& c, uint16_t lane) {
   j.lane = lane;
   j.lanes = static_cast<uint16_t>(c.progress_threads);
   j.core_lanes = c.switch_cores > 1;
+  if (c.sec != "crc") j.secret = c.job_secret;
   j.join_timeout = std::chrono::milliseconds(c.join_timeout_ms);
   j.slot_wait_timeout = std::chrono::milliseconds(c.slot_wait_timeout_ms);
   j.where = c.switch_host + ":" +
@@ -102,6 +103,8 @@ void Membership::Join(uint8_t finished_epoch, TimePoint now) {
   started_ = now;
   next_send_ = now;
   ahead_ = 0;
+  proving_ = false;
+  proofs_refused_ = 0;
   proto::JoinMsg join{.rejoin_epoch = finished_epoch,
                       .job = cfg_.job_id,
                       .rank = cfg_.rank,
@@ -114,8 +117,44 @@ void Membership::Join(uint8_t finished_epoch, TimePoint now) {
     join.lane = cfg_.lane;
     join.lanes = cfg_.lanes;
   }
-  const proto::Header h = join.ToHeader();
-  SetRequest(h);
+  join_ = join.ToHeader();
+  SetRequest(join_);
+}
+
+void Membership::OnChallenge(std::span<const uint8_t> packet, TimePoint now) {
+  const proto::Header c = proto::DecodeHeader(packet.data());
+  if (c.rank != join_.rank || c.slot != join_.slot ||
+      packet.size() != proto::MessageBytes(proto::kJoinNonceBytes / proto::kElemBytes)) {
+    return;  // not this lane's
+  }
+  if (cfg_.secret.empty()) {
+    Fail(FailedPrecondition(
+        Who() + ": the fabric holds a key for job " + std::to_string(cfg_.job_id) +
+        " and challenged the JOIN, but this worker runs it CRC-only: give every rank the job "
+        "secret (INA_JOB_SEC=mac or mac_encrypt, INA_JOB_KEY; docs/security.md)"));
+    return;
+  }
+  proto::JoinNonce nonce;
+  std::copy_n(packet.data() + proto::kHeaderBytes, nonce.size(), nonce.begin());
+  if (proving_ && nonce == nonce_) {
+    if (proof_sent_) ++proofs_refused_;  // the answer to our proof: the fabric did not accept it
+    return;
+  }
+  proto::Header h = join_;
+  h.sec = static_cast<uint8_t>(proto::SecMode::kMac);
+  proto::EncodeHeader(h, request_.data());
+  const Status sealed = proto::SealJoinProof(cfg_.secret.bytes(), nonce, request_.data());
+  if (!sealed.ok()) {
+    Fail(sealed.WithContext(Who()));
+    return;
+  }
+  request_len_ = proto::kHeaderBytes + proto::kTagBytes;
+  nonce_ = nonce;
+  challenged_ = now;
+  proving_ = true;
+  proof_sent_ = false;
+  if (!request_queued_) ++tx_count_;
+  request_queued_ = true;
 }
 
 void Membership::OnPacket(std::span<const uint8_t> packet, TimePoint now) {
@@ -140,6 +179,9 @@ void Membership::OnPacket(std::span<const uint8_t> packet, TimePoint now) {
       // The fabric answers every JOIN while the job is queued: resend at the usual pace after
       // its answer, not at once.
       next_send_ = now + cfg_.resend;
+      return;
+    case proto::MsgType::kJoinChallenge:
+      OnChallenge(packet, now);
       return;
     case proto::MsgType::kError:
       state_ = State::kFailed;
@@ -180,6 +222,11 @@ void Membership::OnTimers(TimePoint now) {
                      std::to_string(ahead_) + " other job(s)"
                : "no join_ack within " + std::to_string(cfg_.join_timeout.count()) +
                      " ms (did every rank " + (finished_epoch_ == 0 ? "start?)" : "re-join?)");
+    if (proofs_refused_ > 0) {
+      m += "; the fabric answered this rank's proof of the job secret with another challenge " +
+           std::to_string(proofs_refused_) +
+           " time(s): it likely holds another secret for the job (docs/security.md)";
+    }
     if (!last_transport_error_.ok()) {
       m += "; last transport error: " + last_transport_error_.ToString();
     }
@@ -187,6 +234,11 @@ void Membership::OnTimers(TimePoint now) {
     return;
   }
   if (!request_queued_ && now >= next_send_) {
+    if (proving_ && now - challenged_ >= cfg_.challenge_max_age) {
+      proving_ = false;  // the proof is getting old: ask for a fresh nonce
+      SetRequest(join_);
+      return;
+    }
     request_queued_ = true;
     ++tx_count_;
   }
@@ -248,6 +300,7 @@ void Membership::OnSent(size_t n, TimePoint now) {
     request_queued_ = false;
     --tx_count_;
     next_send_ = now + cfg_.resend;
+    proof_sent_ = proving_;
   }
   // LEAVE: sent once, best effort; copies the transport did not take are dropped.
   tx_count_ -= leaves_queued_;

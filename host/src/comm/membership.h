@@ -12,6 +12,10 @@
 //   kOut --Join(epoch, now)--> kJoining          JOIN queued (exp = epoch: 0 for the first
 //                                                JOIN, the grant's epoch for a re-join)
 //   kMember --Join(epoch, now)--> kJoining       the re-join at the end of a lease
+//   kJoining|kQueued --join_challenge-->         a keyed job: the JOIN becomes the proven JOIN
+//                                                (sec mac, tagged under the challenge's nonce),
+//                                                queued at once; a CRC-only job fails
+//                                                (FailedPrecondition: the fabric holds a key)
 //   kJoining --join_wait--> kQueued              every rank joined; the job waits for slots
 //   kJoining|kQueued --join_ack--> kMember       a grant (grant()), checked against the ask
 //   kJoining|kQueued --error--> kFailed          the refusal's Status (JoinError)
@@ -21,11 +25,17 @@
 //   kJoining|kQueued --Cancel / transport error--> kFailed (abort LEAVEs queued from kQueued)
 //   any --Leave(reason, calls)--> kOut           three LEAVEs queued
 //
+// A proof older than challenge_max_age is not resent: the plain JOIN is, to get a fresh nonce (the
+// fabric accepts a proof one to two of its join nonce periods, 10 s by default, after the
+// challenge; docs/security.md). A challenge with the nonce already proven answers a refused
+// proof (another secret) once the proof was sent: remembered, and named by the timeout's message.
+//
 // While kJoining the JOIN is resent every `resend` after it was last handed to the transport;
 // while kQueued every `resend` after the last join_wait (the fabric answers every JOIN of a
 // queued job). The deadline is join_timeout from Join, or slot_wait_timeout from the first
 // join_wait. Replies: only messages of this version whose CRC32C trailer matches, for this job:
-// join_ack (on a re-join, not the old grant's: its epoch differs), join_wait, error. Everything
+// join_ack (on a re-join, not the old grant's: its epoch differs), join_wait, error,
+// join_challenge (this rank and lane, a nonce of proto::kJoinNonceBytes). Everything
 // else is ignored. A transport error Unavailable (the fabric is not up yet) is remembered and
 // named in the timeout's message; any other fails the join.
 //
@@ -51,6 +61,7 @@
 #include "ina/base/status.h"
 #include "ina/host/config.h"
 #include "ina/host/transport.h"
+#include "ina/proto/sec.h"
 #include "ina/proto/wire.h"
 
 namespace ina::host::internal {
@@ -76,6 +87,10 @@ struct JoinConfig {
   std::chrono::milliseconds join_timeout{10000};
   std::chrono::milliseconds slot_wait_timeout{60000};
   std::chrono::milliseconds resend{100};
+  // A keyed job (CommConfig::sec not crc): the secret its JOIN proves when challenged; empty for
+  // a CRC-only job. A proof is sent for challenge_max_age, then the plain JOIN again.
+  JobSecret secret;
+  std::chrono::milliseconds challenge_max_age{5000};
   // The fabric's address for messages: "host:port (switch core 1)".
   std::string where;
 
@@ -150,6 +165,7 @@ class Membership {
   void Fail(Status s);
   void QueueLeave(proto::ErrorCode reason, uint64_t calls);
   void OnJoinAck(const proto::JoinAckMsg& a);
+  void OnChallenge(std::span<const uint8_t> packet, TimePoint now);
   std::string Who() const;
 
   static constexpr size_t kLeaveCopies = 3;
@@ -163,6 +179,12 @@ class Membership {
   TimePoint wait_start_{};      // the first join_wait's arrival (kQueued)
   TimePoint next_send_{};       // when the request is due again (joining, not queued to send)
   uint16_t ahead_ = 0;
+  proto::Header join_{};         // the JOIN of the join in progress (sec 0)
+  bool proving_ = false;         // the request is the proven JOIN for nonce_
+  bool proof_sent_ = false;      // ... and it was handed to the transport
+  proto::JoinNonce nonce_{};     // the last challenge's
+  TimePoint challenged_{};       // when nonce_ arrived
+  uint32_t proofs_refused_ = 0;  // challenges repeating the nonce already proven
   Grant grant_;
   Status status_;
   Status last_transport_error_;  // Unavailable while joining, named by the timeout

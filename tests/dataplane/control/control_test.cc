@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "ina/dp/ref_engine.h"
@@ -33,17 +35,32 @@ Peer MakePeer(uint16_t port, const char* ip = "127.0.0.1") {
 struct Reply {
   Peer to;
   p::Header h;
+  p::JoinNonce nonce{};  // join_challenge: its payload
 };
 
 class Collector : public ReplySink {
  public:
   void Send(const Peer& to, std::span<const uint8_t> packet) override {
-    ASSERT_EQ(packet.size(), p::MessageBytes(0));
+    ASSERT_GE(packet.size(), p::kHeaderBytes);
+    const bool challenge = p::IsType(packet.data(), p::MsgType::kJoinChallenge);
+    ASSERT_EQ(packet.size(), p::MessageBytes(challenge ? p::kJoinNonceBytes / p::kElemBytes : 0));
     ASSERT_TRUE(p::MessageCrcOk(packet)) << "every reply carries its CRC32C trailer";
-    replies.push_back({to, p::DecodeHeader(packet.data())});
+    Reply r{to, p::DecodeHeader(packet.data())};
+    if (challenge) std::memcpy(r.nonce.data(), packet.data() + p::kHeaderBytes, r.nonce.size());
+    replies.push_back(r);
   }
   std::vector<Reply> replies;
 };
+
+// The proven JOIN a worker holding `secret` sends to answer a join_challenge for `join`.
+std::vector<uint8_t> ProvenJoin(const std::vector<uint8_t>& join,
+                                const std::vector<uint8_t>& secret, const p::JoinNonce& nonce) {
+  std::vector<uint8_t> b(join.begin(), join.begin() + p::kHeaderBytes);
+  b.resize(p::kHeaderBytes + p::kTagBytes);
+  p::SetSec(b.data(), static_cast<uint8_t>(p::SecMode::kMac));
+  EXPECT_TRUE(p::SealJoinProof(secret, nonce, b.data()).ok());
+  return b;
+}
 
 class ResultCollector : public Emitter {
  public:
@@ -134,8 +151,20 @@ class ControlTest : public ::testing::Test {
     ASSERT_TRUE(cp.ok()) << cp.status().ToString();
     cp_ = std::move(cp).value();
   }
+  // Handles `pkt` from `from`. A JOIN of a job in prove_ that gets a join_challenge is answered
+  // at once with its proof, as a worker holding the secret does; the challenge is not kept.
   void Send(const std::vector<uint8_t>& pkt, const Peer& from, TimePoint now = TimePoint{}) {
+    const size_t before = out_.replies.size();
     cp_->HandleControl(pkt, from, now, out_);
+    const auto secret = prove_.find(p::GetJob(pkt.data()));
+    if (secret == prove_.end() || !p::IsType(pkt.data(), p::MsgType::kJoin) ||
+        out_.replies.size() != before + 1 ||
+        out_.replies.back().h.type != p::MsgType::kJoinChallenge) {
+      return;
+    }
+    const p::JoinNonce nonce = out_.replies.back().nonce;
+    out_.replies.pop_back();
+    cp_->HandleControl(ProvenJoin(pkt, secret->second, nonce), from, now, out_);
   }
   // Joins ranks 0..world-1 from ports base..base+world-1; returns the replies it produced.
   std::vector<Reply> JoinAll(uint16_t job, uint16_t world, uint16_t k, uint32_t window,
@@ -155,6 +184,7 @@ class ControlTest : public ::testing::Test {
   std::unique_ptr<ControlPlane> cp_;
   Collector out_;
   ControlConfig base_cfg_;  // what Make starts from (the key tests set require_keys, admin, log)
+  std::map<uint16_t, std::vector<uint8_t>> prove_;  // job -> the secret Send proves JOINs with
 };
 
 void ExpectError(const Reply& r, const Peer& to, uint16_t job, p::ErrorCode code) {
@@ -1460,6 +1490,7 @@ TEST_F(ControlTest, KeyedFabricRefusesKeylessJoinsAndLogsOncePerJob) {
   const auto secret = keys::Secret(1);
   ASSERT_TRUE(cp_->InstallJobKey(5, p::SecMode::kMac, secret).ok());
   EXPECT_EQ(Ctr(ControlCounter::kKeysInstalled), 1u);
+  prove_[5] = secret;
   auto acks = JoinAll(5, 2, 64, 4, 5000);
   ASSERT_EQ(acks.size(), 2u);
   EXPECT_EQ(acks[0].h.type, p::MsgType::kJoinAck);
@@ -1486,6 +1517,7 @@ TEST_F(ControlTest, KeyedFabricRefusesKeylessJoinsAndLogsOncePerJob) {
 
   // The key belongs to this incarnation: an aborted job forgets it; a new JOIN is refused again
   // and logged again.
+  EXPECT_EQ(Ctr(ControlCounter::kJoinsProven), 2u);
   Send(AbortLeave(5, 0), a);
   EXPECT_FALSE(cp_->HasJobKey(5));
   out_.replies.clear();
@@ -1493,6 +1525,94 @@ TEST_F(ControlTest, KeyedFabricRefusesKeylessJoinsAndLogsOncePerJob) {
   ASSERT_EQ(out_.replies.size(), 1u);
   ExpectError(out_.replies[0], a, 5, p::ErrorCode::kUnauthorized);
   EXPECT_EQ(lines.size(), 3u);
+}
+
+// The JOIN of a keyed job proves the secret (docs/security.md, "JOIN proves knowledge of the
+// key"): a CRC-only JOIN creates nothing and gets a challenge; a proof under another secret, for
+// another nonce (a replay after the nonce's time), from another address or for other parameters
+// is dropped, counted, logged once and answered with a fresh challenge; the right one joins.
+TEST_F(ControlTest, KeyedJoinProvesTheSecretAgainstAFreshNonce) {
+  std::vector<std::string> lines;
+  base_cfg_.log = [&](const std::string& l) { lines.push_back(l); };
+  base_cfg_.join_nonce_period = std::chrono::seconds(10);
+  Make();
+  const auto secret = keys::Secret(1);
+  ASSERT_TRUE(cp_->InstallJobKey(5, p::SecMode::kMac, secret).ok());
+  const Peer a = MakePeer(5000), b = MakePeer(5001), rogue = MakePeer(5999);
+  const TimePoint t0 = TimePoint{} + std::chrono::seconds(1000);
+  const auto join0 = Join(5, 0, 2, 64, 4);
+
+  Send(join0, a, t0);
+  ASSERT_EQ(out_.replies.size(), 1u);
+  const Reply c = out_.replies[0];
+  EXPECT_EQ(c.to, a);
+  EXPECT_EQ(c.h.type, p::MsgType::kJoinChallenge);
+  EXPECT_EQ(c.h.job, 5);
+  EXPECT_EQ(c.h.rank, 0);
+  EXPECT_FALSE(cp_->HasJob(5)) << "an unproven JOIN creates nothing";
+  EXPECT_EQ(Ctr(ControlCounter::kJoinChallenges), 1u);
+  EXPECT_EQ(Ctr(ControlCounter::kJoins), 0u);
+  // The same JOIN within the period gets the same nonce (nothing is stored per challenge); from
+  // another address, another.
+  out_.replies.clear();
+  Send(join0, a, t0 + std::chrono::seconds(1));
+  Send(join0, rogue, t0);
+  ASSERT_EQ(out_.replies.size(), 2u);
+  EXPECT_EQ(out_.replies[0].nonce, c.nonce);
+  EXPECT_NE(out_.replies[1].nonce, c.nonce);
+
+  // Failed proofs: another secret; the right proof sent from another address; a proof of other
+  // parameters (window 8) under this nonce; damaged.
+  out_.replies.clear();
+  Send(ProvenJoin(join0, keys::Secret(2), c.nonce), a, t0);
+  Send(ProvenJoin(join0, secret, c.nonce), rogue, t0);
+  Send(ProvenJoin(Join(5, 0, 2, 64, 8), secret, c.nonce), a, t0);
+  auto damaged = ProvenJoin(join0, secret, c.nonce);
+  damaged[p::kHeaderBytes + 2] ^= 1;
+  Send(damaged, a, t0);
+  EXPECT_EQ(Ctr(ControlCounter::kJoinsUnproven), 4u);
+  EXPECT_EQ(Ctr(ControlCounter::kJoinsProven), 0u);
+  EXPECT_FALSE(cp_->HasJob(5));
+  ASSERT_EQ(out_.replies.size(), 4u);
+  for (const Reply& r : out_.replies) EXPECT_EQ(r.h.type, p::MsgType::kJoinChallenge);
+  ASSERT_EQ(lines.size(), 1u) << "one line per job";
+  EXPECT_NE(lines[0].find("job 5"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("does not verify"), std::string::npos) << lines[0];
+
+  // The right proof joins, within two periods of its challenge; resent (retx), it is the same
+  // JOIN again.
+  out_.replies.clear();
+  auto proof = ProvenJoin(join0, secret, c.nonce);
+  Send(proof, a, t0 + std::chrono::seconds(12));
+  EXPECT_EQ(Ctr(ControlCounter::kJoinsProven), 1u);
+  EXPECT_EQ(Ctr(ControlCounter::kJoins), 1u);
+  ASSERT_TRUE(cp_->HasJob(5));
+  proof[p::kFlagsOffset] |= p::flags::kRetx;
+  Send(proof, a, t0 + std::chrono::seconds(13));
+  EXPECT_EQ(Ctr(ControlCounter::kJoinsProven), 2u);
+  EXPECT_TRUE(out_.replies.empty()) << "rank 1 has not joined: no ack yet";
+  // Replayed after its time (the nonce's period and the next have passed): refused.
+  Send(proof, a, t0 + std::chrono::seconds(25));
+  EXPECT_EQ(Ctr(ControlCounter::kJoinsUnproven), 5u);
+  // A rogue JOIN for rank 1 without the secret cannot take the rank: rank 1 proves and joins.
+  out_.replies.clear();
+  Send(ProvenJoin(Join(5, 1, 2, 64, 4), keys::Secret(3), c.nonce), rogue, t0);
+  EXPECT_EQ(Ctr(ControlCounter::kJoinsUnproven), 6u);
+  prove_[5] = secret;
+  out_.replies.clear();
+  Send(join0, a, t0 + std::chrono::seconds(30));
+  Send(Join(5, 1, 2, 64, 4), b, t0 + std::chrono::seconds(30));
+  ASSERT_EQ(out_.replies.size(), 2u);
+  EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kJoinAck);
+  EXPECT_EQ(out_.replies[1].h.type, p::MsgType::kJoinAck);
+  EXPECT_EQ(Ctr(ControlCounter::kErrRankTaken), 0u);
+
+  // A proven JOIN for a job without a key is dropped without a reply.
+  out_.replies.clear();
+  Send(ProvenJoin(Join(9, 0, 1, 64, 4), secret, c.nonce), a, t0);
+  EXPECT_TRUE(out_.replies.empty());
+  EXPECT_EQ(Ctr(ControlCounter::kJoinsUnproven), 7u);
+  EXPECT_FALSE(cp_->HasJob(9));
 }
 
 TEST_F(ControlTest, InstallJobKeyChecksModeAndSecret) {

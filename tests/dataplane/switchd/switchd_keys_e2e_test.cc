@@ -5,6 +5,7 @@
 // counted.
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <string>
@@ -72,6 +73,28 @@ Bytes KeyedData(const std::vector<uint8_t>& secret, uint16_t job, uint16_t rank,
   return b;
 }
 
+// A keyed job's JOIN as a worker holding `secret` makes it (docs/security.md, "JOIN proves
+// knowledge of the key"): the plain JOIN, the switch's join_challenge, the proven JOIN (returned).
+Bytes ProveJoin(Worker& w, const Bytes& join, const std::vector<uint8_t>& secret) {
+  w.Send(join);
+  auto c = w.Recv();
+  if (!c.has_value()) {
+    ADD_FAILURE() << "no join_challenge";
+    return {};
+  }
+  EXPECT_EQ(p::GetType(c->data()), p::MsgType::kJoinChallenge);
+  EXPECT_EQ(c->size(), p::MessageBytes(p::kJoinNonceBytes / p::kElemBytes));
+  EXPECT_TRUE(p::MessageCrcOk(*c));
+  p::JoinNonce nonce{};
+  std::copy_n(c->data() + p::kHeaderBytes, nonce.size(), nonce.begin());
+  Bytes proven(join.begin(), join.begin() + p::kHeaderBytes);
+  proven.resize(p::kHeaderBytes + p::kTagBytes);
+  p::SetSec(proven.data(), static_cast<uint8_t>(p::SecMode::kMac));
+  EXPECT_TRUE(p::SealJoinProof(secret, nonce, proven.data()).ok());
+  w.Send(proven);
+  return proven;
+}
+
 TEST(SwitchdKeys, KeyedJobRunsAndEverythingElseIsRefused) {
   const auto admin = Secret(1);
   KeyDir dir(admin, 0600);
@@ -107,8 +130,19 @@ TEST(SwitchdKeys, KeyedJobRunsAndEverythingElseIsRefused) {
 
   // The job runs keyed: CRC-only data naming it and data under another secret are dropped; the
   // real data sum, and the result carries the down key's tag.
-  w0.Send(Join(5, 0, 2, 64, 2));
-  w1.Send(Join(5, 1, 2, 64, 2));
+  // Its JOINs prove the secret. Before rank 1 joins, a rogue tries to take rank 1 with a guessed
+  // proof, and replays rank 0's proof from its own address: both dropped (joins_unproven), and
+  // answered only with a fresh challenge.
+  const Bytes proof0 = ProveJoin(w0, Join(5, 0, 2, 64, 2), secret);
+  const Bytes rogue_proof = ProveJoin(rogue, Join(5, 1, 2, 64, 2), Secret(4));
+  auto again = rogue.Recv();
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(p::GetType(again->data()), p::MsgType::kJoinChallenge);
+  rogue.Send(proof0);
+  again = rogue.Recv();
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(p::GetType(again->data()), p::MsgType::kJoinChallenge);
+  ProveJoin(w1, Join(5, 1, 2, 64, 2), secret);
   for (Worker* w : {&w0, &w1}) {
     auto a = w->Recv();
     ASSERT_TRUE(a.has_value());
@@ -140,9 +174,15 @@ TEST(SwitchdKeys, KeyedJobRunsAndEverythingElseIsRefused) {
   EXPECT_EQ(c["drop_forged"], 1u);
   EXPECT_EQ(c["drop_foreign_src"], 1u);
   EXPECT_EQ(c["results"], 1u);
+  EXPECT_EQ(c["join_challenges"], 5u);  // w0, rogue (twice after its failures), w1
+  EXPECT_EQ(c["joins_proven"], 2u);
+  EXPECT_EQ(c["joins_unproven"], 2u);
+  EXPECT_EQ(c["err_rank_taken"], 0u);
   const std::string out = sw.Output();
   EXPECT_NE(out.find("JOIN for job 5 rank 0"), std::string::npos) << out;
   EXPECT_NE(out.find("JOIN for job 6 rank 0"), std::string::npos) << out;
+  EXPECT_NE(out.find("JOIN for job 5 rank 1"), std::string::npos) << out;
+  EXPECT_NE(out.find("does not verify"), std::string::npos) << out;
   EXPECT_EQ(out.find(Hex(secret)), std::string::npos) << "a job secret was printed";
 }
 
@@ -204,7 +244,7 @@ TEST(SwitchdKeys, InaJobkeyInstallsAKey) {
   EXPECT_EQ(run(other_admin.path()), 1);
   EXPECT_EQ(run(dir.path()), 0);
   Worker w(sw.port());
-  w.Send(Join(7, 0, 1, 64, 2));
+  ProveJoin(w, Join(7, 0, 1, 64, 2), Secret(2));
   auto a = w.Recv();
   ASSERT_TRUE(a.has_value());
   EXPECT_EQ(p::GetType(a->data()), p::MsgType::kJoinAck);

@@ -293,8 +293,9 @@ INSTANTIATE_TEST_SUITE_P(Modes, KeyedSwitchd,
                          });
 
 // A rank with the wrong secret on a switch that requires keys: every rank gets a bounded error,
-// and nothing of the wrong rank's is summed (no result at all). The first rank to reach its
-// progress timeout leaves, and the switch then aborts the job for the other, so a rank may see
+// and nothing of the wrong rank's is summed (no result at all). Its JOIN's proof fails
+// (joins_unproven), so it never joins and sends no data; it says why at its join timeout. The
+// other rank's join times out too, or the switch aborts the job for it first, so it may see
 // either error; at least one of them timed out.
 TEST(KeyedSwitchdErrors, WrongSecretIsABoundedErrorAndNothingOfItsIsSummed) {
   constexpr uint16_t kJob = 43;
@@ -315,7 +316,10 @@ TEST(KeyedSwitchdErrors, WrongSecretIsABoundedErrorAndNothingOfItsIsSummed) {
   }
   EXPECT_GE(timed_out, 1) << "no rank reached its progress timeout";
   const auto counters = sw.sw->Stop();
-  EXPECT_GE(counters.at("drop_forged"), 1u);
+  EXPECT_TRUE(ranks[1].status.message().find("another secret") != std::string::npos)
+      << ranks[1].status.ToString();
+  EXPECT_GE(counters.at("joins_unproven"), 1u);
+  EXPECT_EQ(counters.at("drop_forged"), 0u) << "the rank that cannot prove never joined";
   EXPECT_EQ(counters.at("results"), 0u);
   const std::string out = sw.sw->Output();
   for (uint8_t s : {3, 4}) EXPECT_EQ(out.find(Hex(Secret(s))), std::string::npos) << out;

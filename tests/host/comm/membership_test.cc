@@ -89,6 +89,34 @@ std::vector<proto::Header> Take(Membership& m, TimePoint now) {
   return out;
 }
 
+// The bytes of the packets queued, marked sent at `now` (a proven JOIN has a tag, not a CRC).
+std::vector<std::vector<uint8_t>> TakeBytes(Membership& m, TimePoint now) {
+  std::array<TxMessage, 8> tx{};
+  const size_t n = m.PeekTx(std::span(tx));
+  std::vector<std::vector<uint8_t>> out;
+  for (size_t i = 0; i < n; ++i) out.emplace_back(tx[i].data, tx[i].data + tx[i].len);
+  m.OnSent(n, now);
+  return out;
+}
+
+// The fabric's join_challenge to rank `rank` lane `lane` of job 7 with `nonce`.
+std::vector<uint8_t> Challenge(const proto::JoinNonce& nonce, uint16_t rank = 0,
+                               uint16_t lane = 0) {
+  constexpr uint16_t kWords = proto::kJoinNonceBytes / proto::kElemBytes;
+  std::vector<uint8_t> b(proto::MessageBytes(kWords));
+  proto::JoinChallengeMsg{.job = 7, .rank = rank, .lane = lane, .nonce_words = kWords}.Encode(
+      b.data());
+  std::copy(nonce.begin(), nonce.end(), b.begin() + proto::kHeaderBytes);
+  proto::SealMessage(b.data(), proto::kHeaderBytes + nonce.size());
+  return b;
+}
+
+std::vector<uint8_t> TestSecret(uint8_t seed) {
+  std::vector<uint8_t> s(32);
+  for (size_t i = 0; i < s.size(); ++i) s[i] = static_cast<uint8_t>(seed * 31 + i);
+  return s;
+}
+
 bool Has(const Status& s, const std::string& text) {
   return s.message().find(text) != std::string::npos;
 }
@@ -209,6 +237,80 @@ TEST_F(MembershipTest, IgnoresDamagedForeignAndUnrelatedMessages) {
   m.OnPacket(other_version, t0_);
   m.OnPacket(std::span<const uint8_t>(JoinAck(4, 1)).first(10), t0_);  // short
   EXPECT_EQ(m.state(), State::kJoining);
+}
+
+// A keyed job's JOIN (docs/security.md, "JOIN proves knowledge of the key"): plain until the
+// fabric challenges it, then the proven JOIN for the challenge's nonce, resent as the JOIN was;
+// an old proof gives way to the plain JOIN (a fresh nonce); a challenge repeating the proven
+// nonce is a refusal, named at the timeout.
+TEST_F(MembershipTest, KeyedJoinAnswersTheChallengeWithAProof) {
+  JoinConfig c = Config();
+  const auto secret = TestSecret(1);
+  c.secret = JobSecret(secret);
+  c.join_timeout = milliseconds(10000);
+  c.challenge_max_age = milliseconds(500);
+  Membership m(c);
+  m.Join(0, t0_);
+  const auto plain = TakeBytes(m, t0_);
+  ASSERT_EQ(plain.size(), 1u);
+  EXPECT_EQ(proto::GetSec(plain[0].data()), 0);
+  EXPECT_TRUE(proto::MessageCrcOk(plain[0]));
+
+  proto::JoinNonce n1{};
+  n1[0] = 0xA1;
+  m.OnPacket(Challenge(n1, 1), t0_);     // another rank's: ignored
+  m.OnPacket(Challenge(n1, 0, 2), t0_);  // another lane's: ignored
+  EXPECT_EQ(m.tx_queued(), 0u);
+  m.OnPacket(Challenge(n1), t0_ + microseconds(10));
+  const auto proof = TakeBytes(m, t0_ + microseconds(10));  // at once, not at the resend
+  ASSERT_EQ(proof.size(), 1u);
+  ASSERT_EQ(proof[0].size(), proto::kHeaderBytes + proto::kTagBytes);
+  EXPECT_EQ(proto::GetSec(proof[0].data()), static_cast<uint8_t>(proto::SecMode::kMac));
+  EXPECT_TRUE(std::equal(plain[0].begin() + proto::kSecOffset + 1,
+                         plain[0].begin() + proto::kHeaderBytes,
+                         proof[0].begin() + proto::kSecOffset + 1))
+      << "the proven JOIN is the JOIN";
+  EXPECT_TRUE(proto::JoinProofOk(secret, n1, proof[0]));
+  EXPECT_FALSE(proto::JoinProofOk(TestSecret(2), n1, proof[0]));
+
+  // Resent every `resend` as it was; the same challenge again answers the proof: a refusal.
+  m.OnTimers(t0_ + milliseconds(100) + microseconds(10));
+  const auto again = TakeBytes(m, t0_ + milliseconds(100) + microseconds(10));
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0], proof[0]);
+  m.OnPacket(Challenge(n1), t0_ + milliseconds(101));
+  EXPECT_EQ(m.tx_queued(), 0u);
+  // Past challenge_max_age the plain JOIN goes out (for a fresh nonce) ...
+  m.OnTimers(t0_ + milliseconds(600));
+  const auto fresh = TakeBytes(m, t0_ + milliseconds(600));
+  ASSERT_EQ(fresh.size(), 1u);
+  EXPECT_EQ(fresh[0], plain[0]);
+  // ... and the next challenge's nonce gets a new proof.
+  proto::JoinNonce n2 = n1;
+  n2[5] = 0x77;
+  m.OnPacket(Challenge(n2), t0_ + milliseconds(601));
+  const auto proof2 = TakeBytes(m, t0_ + milliseconds(601));
+  ASSERT_EQ(proof2.size(), 1u);
+  EXPECT_TRUE(proto::JoinProofOk(secret, n2, proof2[0]));
+  EXPECT_NE(proof2[0], proof[0]);
+
+  m.OnTimers(t0_ + milliseconds(10000));
+  ASSERT_EQ(m.state(), State::kFailed);
+  EXPECT_TRUE(Has(m.status(),
+                  "answered this rank's proof of the job secret with another "
+                  "challenge 1 time(s)"))
+      << m.status().ToString();
+}
+
+TEST_F(MembershipTest, ChallengedCrcOnlyJobFailsNamingTheKey) {
+  Membership m(Config());
+  m.Join(0, t0_);
+  Take(m, t0_);
+  m.OnPacket(Challenge(proto::JoinNonce{}), t0_);
+  ASSERT_EQ(m.state(), State::kFailed);
+  EXPECT_EQ(m.status().code(), StatusCode::kFailedPrecondition) << m.status().ToString();
+  EXPECT_TRUE(Has(m.status(), "the fabric holds a key for job 7")) << m.status().ToString();
+  EXPECT_TRUE(Has(m.status(), "INA_JOB_KEY")) << m.status().ToString();
 }
 
 TEST_F(MembershipTest, RefusalsNameTheParameterAndBothValues) {
@@ -536,6 +638,47 @@ TEST(ProgressJoin, ReJoinAtTheLeasesEndGetsTheNextEpoch) {
     EXPECT_EQ(g->window, 8);
   }
   EXPECT_EQ(dp::Get(sim.net().fabric().control().counters(), dp::ControlCounter::kRegrants), 1u);
+}
+
+// Keyed ranks through the real control plane: each JOIN is challenged and proven; a rank holding
+// another secret never joins (nothing of it is admitted) and says why at its timeout.
+TEST(ProgressJoin, KeyedRanksProveTheSecretAndAWrongSecretIsNotAdmitted) {
+  const auto secret = TestSecret(1);
+  auto keyed = [&](uint16_t rank, const std::vector<uint8_t>& s) {
+    CommConfig c = Comm(rank, 2);
+    c.sec = "mac";
+    c.job_secret = JobSecret(s);
+    return c;
+  };
+  {
+    JoinSim sim;
+    ASSERT_TRUE(sim.net().fabric().InstallJobKey(7, proto::SecMode::kMac, secret).ok());
+    for (uint16_t r = 0; r < 2; ++r) sim.Add(keyed(r, secret)).BeginJoin(0);
+    ASSERT_TRUE(sim.Run());
+    for (int r = 0; r < 2; ++r) {
+      const Result<Grant> g = sim.rank(r).membership().result();
+      ASSERT_TRUE(g.ok()) << g.status().ToString();
+    }
+    const auto& ctl = sim.net().fabric().control().counters();
+    EXPECT_EQ(dp::Get(ctl, dp::ControlCounter::kJoinChallenges), 2u);
+    EXPECT_EQ(dp::Get(ctl, dp::ControlCounter::kJoinsProven), 2u);
+    EXPECT_EQ(dp::Get(ctl, dp::ControlCounter::kJoinsUnproven), 0u);
+  }
+  {
+    JoinSim sim;
+    ASSERT_TRUE(sim.net().fabric().InstallJobKey(7, proto::SecMode::kMac, secret).ok());
+    sim.Add(keyed(0, secret)).BeginJoin(0);
+    sim.Add(keyed(1, TestSecret(2))).BeginJoin(0);
+    ASSERT_TRUE(sim.Run());
+    const Status s = sim.rank(1).membership().status();
+    EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.ToString();
+    EXPECT_TRUE(Has(s, "another secret")) << s.ToString();
+    EXPECT_EQ(sim.rank(0).membership().status().code(), StatusCode::kDeadlineExceeded);
+    EXPECT_FALSE(sim.net().fabric().control().Jobs().empty() &&
+                 sim.net().fabric().control().Jobs()[0].active);
+    EXPECT_GT(dp::Get(sim.net().fabric().control().counters(), dp::ControlCounter::kJoinsUnproven),
+              0u);
+  }
 }
 
 TEST(ProgressJoin, JoinWaitsOnAFabricThatIsNotUpWithoutSpinning) {

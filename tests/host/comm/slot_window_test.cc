@@ -971,10 +971,12 @@ class Sim {
 
   // With lanes > 1, entry e (endpoint e) is lane e % lanes of rank e / lanes: one Progress per
   // lane, as the communicator's progress threads.
-  // `setup` runs before the JOINs (a job key for the fabric).
+  // `setup` runs before the JOINs (a job key for the fabric); with `join_secret` the JOINs answer
+  // the fabric's join_challenge with their proof (a keyed job).
   Sim(uint16_t world, uint16_t k, uint16_t window,
       const std::function<void(WindowConfig&)>& per_rank = nullptr, uint16_t lanes = 1,
-      const std::function<void(FakeNet&)>& setup = nullptr)
+      const std::function<void(FakeNet&)>& setup = nullptr,
+      std::span<const uint8_t> join_secret = {})
       : net_(clock_) {
     if (setup) setup(net_);
     const int entries = world * lanes;
@@ -982,6 +984,18 @@ class Sim {
     for (int e = 0; e < entries; ++e) ranks_[e].t = &net_.Endpoint(e);
     for (int e = 0; e < entries; ++e) SendJoin(e, world, k, window, lanes);
     net_.Pump();
+    if (!join_secret.empty()) {
+      for (int e = 0; e < entries; ++e) {
+        for (const NetPacket& p : net_.down(e)) {
+          if (p.type() != proto::MsgType::kJoinChallenge) continue;
+          proto::JoinNonce nonce;
+          std::copy_n(p.bytes.begin() + proto::kHeaderBytes, nonce.size(), nonce.begin());
+          SendJoin(e, world, k, window, lanes, join_secret, &nonce);
+        }
+        net_.down(e).clear();
+      }
+      net_.Pump();
+    }
     for (int e = 0; e < entries; ++e) {
       uint16_t granted = 0;
       for (const NetPacket& p : net_.down(e)) {
@@ -1058,8 +1072,10 @@ class Sim {
   }
 
  private:
-  void SendJoin(int e, uint16_t world, uint16_t k, uint16_t window, uint16_t lanes) {
-    uint8_t b[proto::MessageBytes(0)] = {};
+  // The JOIN of entry e; with `nonce`, the proven JOIN answering it under `secret`.
+  void SendJoin(int e, uint16_t world, uint16_t k, uint16_t window, uint16_t lanes,
+                std::span<const uint8_t> secret = {}, const proto::JoinNonce* nonce = nullptr) {
+    uint8_t b[proto::kHeaderBytes + proto::kTagBytes] = {};
     proto::JoinMsg join{.job = 7,
                         .rank = static_cast<uint16_t>(e / lanes),
                         .k = k,
@@ -1069,9 +1085,17 @@ class Sim {
       join.lane = static_cast<uint16_t>(e % lanes);
       join.lanes = lanes;
     }
-    join.Encode(b);
-    proto::SealMessage(b, proto::kHeaderBytes);
-    const TxMessage tx{b, sizeof(b)};
+    size_t len = 0;
+    if (nonce != nullptr) {
+      join.sec = static_cast<uint8_t>(proto::SecMode::kMac);
+      join.Encode(b);
+      ASSERT_TRUE(proto::SealJoinProof(secret, *nonce, b).ok());
+      len = proto::kHeaderBytes + proto::kTagBytes;
+    } else {
+      join.Encode(b);
+      len = proto::SealMessage(b, proto::kHeaderBytes);
+    }
+    const TxMessage tx{b, len};
     ASSERT_TRUE(ranks_[e].t->SendBurst(std::span(&tx, 1)).ok());
   }
 
@@ -1259,7 +1283,8 @@ TEST_P(KeyedSim, BitIdenticalToCrcAndRewrittenResultsAreRetried) {
         c.sec = mode;
         c.secret = JobSecret(secret);
       },
-      1, [&](FakeNet& net) { ASSERT_TRUE(net.fabric().InstallJobKey(7, mode, secret).ok()); });
+      1, [&](FakeNet& net) { ASSERT_TRUE(net.fabric().InstallJobKey(7, mode, secret).ok()); },
+      secret);
   int rewritten = 0;
   auto rewrite = [&] {
     std::deque<NetPacket>& q = sim.net().down(1);

@@ -80,6 +80,19 @@
 //   incarnation of the job: it is forgotten when the job is freed (done, aborted, timed out,
 //   failed), so a launcher installs a fresh secret for every job it starts. Installing a key for
 //   a job that holds a grant takes effect at its next grant (rotation at a lease's end).
+//   A JOIN of a job id with a key must prove the secret (docs/security.md, "JOIN proves
+//   knowledge of the key"). A JOIN with sec 0 (CRC trailer) creates nothing: it is answered with
+//   join_challenge (job, rank, lane; payload the join nonce: proto::MakeJoinNonce of a random
+//   per-plane secret over the JOIN's header with sec and flags cleared, its sender's address and
+//   the time bucket now / ControlConfig::join_nonce_period). The answer is the same JOIN with
+//   sec mac and a tag (proto::SealJoinProof): it is verified against the nonce of this bucket and
+//   of the one before, so a proof lives one to two periods, from the address it was sent to
+//   only; then it is handled as any JOIN (joins_proven). A proof that does not verify, or a
+//   proven JOIN for a job id without a key, is dropped (joins_unproven; logged once per job id);
+//   where the job has a key it is answered with a fresh join_challenge. A replayed proven JOIN
+//   from the worker's own address within those periods is the worker's own JOIN again
+//   (idempotent); from elsewhere or later it fails. A launcher installs the key before its
+//   workers join: lanes that joined before (without require_keys) stay joined unproven.
 //   With ControlConfig::require_keys, a JOIN for a job id without a key gets error(unauthorized),
 //   creates nothing, is counted (joins_unauthorized) and logged through ControlConfig::log, once
 //   per job id until that id gets a key.
@@ -215,6 +228,9 @@ struct ControlConfig {
   // SET_KEY sequences below this are replays (admin_replayed). ina-switchd: proto::SetKeySequence
   // of its start, so a SET_KEY recorded before a restart stays refused.
   uint64_t admin_seq_floor = 0;
+  // A join nonce's time bucket (see above): a proof is accepted one to two periods after its
+  // challenge. > 0.
+  std::chrono::nanoseconds join_nonce_period = std::chrono::seconds(10);
   std::function<void(const std::string&)> log;
 };
 
@@ -261,6 +277,10 @@ enum class ControlCounter : uint16_t {
   kAdminForged,        // SET_KEY whose tag does not open under the admin key
   kAdminReplayed,      // SET_KEY whose sequence is not above the last accepted one
   kAdminRefused,       // SET_KEY without an admin secret configured, or with a bad mode or secret
+  kJoinChallenges,     // join_challenge packets sent (a JOIN of a keyed job without a valid proof)
+  kJoinsProven,        // proven JOINs whose proof verified (then handled as any JOIN)
+  kJoinsUnproven,      // proven JOINs whose proof did not verify: forged, replayed, too old, or
+                       // for a job without a key (dropped, answered with a fresh challenge)
   kCount,
 };
 inline constexpr size_t kNumControlCounters = static_cast<size_t>(ControlCounter::kCount);
@@ -281,7 +301,9 @@ inline constexpr std::array<std::string_view, kNumControlCounters> kControlCount
     "join_waits",       "rejoins",
     "regrants",         "joins_unauthorized",
     "keys_installed",   "admin_forged",
-    "admin_replayed",   "admin_refused"};
+    "admin_replayed",   "admin_refused",
+    "join_challenges",  "joins_proven",
+    "joins_unproven"};
 using ControlCounters = std::array<uint64_t, kNumControlCounters>;
 
 inline uint64_t Get(const ControlCounters& c, ControlCounter which) {
@@ -455,6 +477,14 @@ class ControlPlane {
   void SendPeerRefused(const JobEntry& j, const Peer& to, uint16_t rank, ReplySink& out);
   void HandleLeave(const proto::LeaveMsg& h, const Peer& from, ReplySink& out);
   void HandleSetKey(std::span<const uint8_t> packet, const Peer& from, ReplySink& out);
+  // A JOIN with sec != 0: its proof (see above), then HandleJoin.
+  void HandleProvenJoin(std::span<const uint8_t> packet, const Peer& from, TimePoint now,
+                        ReplySink& out);
+  // The join nonce of JOIN `h` (any sec and flags) from `from` in time bucket `bucket`.
+  proto::JoinNonce JoinNonceFor(const proto::Header& h, const Peer& from, int64_t bucket) const;
+  int64_t JoinBucket(TimePoint now) const;
+  // join_challenge for JOIN `h` from `from` at `now`; counted.
+  void SendJoinChallenge(const proto::Header& h, const Peer& from, TimePoint now, ReplySink& out);
   // Forgets job_id's key (its incarnation ended).
   void ForgetKey(uint16_t job_id);
   void HandleAlloc(const proto::AllocJobMsg& h, const Peer& from, TimePoint now, ReplySink& out);
@@ -515,6 +545,8 @@ class ControlPlane {
   std::unique_ptr<proto::MessageOpener> admin_;  // opens SET_KEY; null: no admin channel
   uint64_t admin_seq_ = 0;  // the last accepted SET_KEY's sequence + 1, or admin_seq_floor
   bool admin_replay_logged_ = false;
+  std::array<uint8_t, 32> join_secret_{};         // random at Create: keys the join nonces
+  std::unordered_set<uint16_t> unproven_logged_;  // job ids whose failed proof was logged
 };
 
 }  // namespace ina::dp

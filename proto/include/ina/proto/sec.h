@@ -33,6 +33,7 @@ using Nonce = std::array<uint8_t, kNonceBytes>;
 enum class KeyDirection : uint8_t {
   kUp,    // worker -> fabric (data)
   kDown,  // fabric -> worker (results)
+  kJoin,  // a proven JOIN (worker -> fabric), under the session of its join_challenge's nonce
 };
 
 // The keyed modes.
@@ -86,6 +87,33 @@ uint64_t SetKeySequence(std::chrono::system_clock::time_point t, uint64_t attemp
 Result<std::vector<uint8_t>> SealSetKey(std::span<const uint8_t> admin_secret, uint16_t job,
                                         SecMode mode, std::span<const uint8_t> secret,
                                         uint64_t seq);
+
+// A proven JOIN (proto/ina.toml, the join and join_challenge messages; docs/security.md, "JOIN
+// proves knowledge of the key"). The fabric answers a JOIN of a keyed job with a join_challenge
+// carrying a JoinNonce; the worker answers with the same JOIN header, sec = mac, sealed under
+// DeriveTrafficKey(secret, kJoin, job, grant 0, session = the nonce), GCM nonce rank | lane (the
+// header's slot) | use 0: a message of kHeaderBytes + kTagBytes. A fresh JoinNonce makes a fresh
+// key, so the same header under two nonces never shares a (key, GCM nonce).
+using JoinNonce = std::array<uint8_t, kJoinNonceBytes>;
+static_assert(sizeof(JoinNonce) == sizeof(Session), "a join nonce is a session salt");
+
+// Seals the JOIN header at msg[0, kHeaderBytes) (its sec must be mac) and writes the tag after it.
+// InvalidArgument for a secret of the wrong length or a header that is no JOIN with sec mac;
+// Internal if libcrypto fails.
+Status SealJoinProof(std::span<const uint8_t> secret, const JoinNonce& nonce, uint8_t* msg);
+// True if `msg` (kHeaderBytes + kTagBytes: a JOIN with sec mac and its tag) is the JOIN proven
+// under `secret` and `nonce`. The retx flag is not covered (a resend is the same proof).
+bool JoinProofOk(std::span<const uint8_t> secret, const JoinNonce& nonce,
+                 std::span<const uint8_t> msg);
+
+// The fabric's join nonce: HMAC-SHA256(fabric_secret, "ina/v2/join-nonce" | context), its first
+// kJoinNonceBytes. `context` binds the nonce to what it answers (ina-switchd: the JOIN's header
+// with sec and flags cleared, the sender's address and a time bucket), so the fabric keeps no
+// state per challenge and recomputes the nonce when the proof comes. Control path.
+JoinNonce MakeJoinNonce(std::span<const uint8_t> fabric_secret, std::span<const uint8_t> context);
+
+// Cryptographically strong random bytes (libcrypto's RAND_bytes); Internal if it fails.
+Status RandomBytes(std::span<uint8_t> out);
 
 // One traffic key, ready to seal or to open messages (the AES key schedule is computed once, in
 // Create). Sealing and opening are separate objects (GCM encrypts one way, decrypts the other):
