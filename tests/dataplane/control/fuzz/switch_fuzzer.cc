@@ -5,7 +5,8 @@
 //
 // Input: records, each an op byte and its operands, from one of 6 peers (IPv4 and IPv6):
 //   op%4 0: a control message: type (join, leave, alloc_job; 1 in 8 any, set_key among them:
-//           the plane has an admin secret, docs/security.md), job (0..3 or an
+//           the plane has an admin secret, docs/security.md; or a proven JOIN answering the
+//           last join_challenge its peer got, under job 1's secret or another), job (0..3 or an
 //           alloc-range id), the grant epoch a JOIN re-joins after (0..3), rank, world, K,
 //           window (0..15 of a pool of 16: jobs share it and wait), lane, lanes, aux, sometimes
 //           a body; sealed unless a flag says raw (so most get past the CRC check).
@@ -14,7 +15,8 @@
 //   op%4 2: time passes (0..2.5 s) and Tick runs (job_timeout 1 s).
 //   op%4 3: raw bytes (sealed or not).
 // Checked after every record: every reply and result is a whole message with a good CRC32C
-// trailer; replies are join_ack, join_wait, error or alloc_ack; a result is for a job the control
+// trailer; replies are join_ack, join_wait, error, alloc_ack or join_challenge (for job 1 only,
+// with its nonce as the body); a result is for a job the control
 // plane has active and goes to at least one peer; the control plane's job table is consistent
 // (Jobs() has num_jobs() entries, each active job's slots lie in the pool, no two overlap, the
 // largest free extent fits in what is left), and between inputs every job's teardown gives the
@@ -23,6 +25,7 @@
 #include <netinet/in.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -58,16 +61,33 @@ void CheckMessage(std::span<const uint8_t> p, const char* what) {
 
 class Replies final : public ReplySink {
  public:
+  explicit Replies(const std::vector<Peer>& peers) : peers_(peers) {}
   void Send(const Peer& to, std::span<const uint8_t> p) override {
     CheckMessage(p, "reply");
-    FUZZ_CHECK(p.size() == proto::MessageBytes(0), "reply with a body");
     const proto::MsgType t = proto::GetType(p.data());
-    FUZZ_CHECK(t == proto::MsgType::kJoinAck || t == proto::MsgType::kJoinWait ||
-                   t == proto::MsgType::kError || t == proto::MsgType::kAllocAck,
-               "reply of type %u", unsigned{p.data()[proto::kTypeOffset]});
+    if (t == proto::MsgType::kJoinChallenge) {
+      FUZZ_CHECK(proto::GetJob(p.data()) == 1, "join_challenge for job %u, which has no key",
+                 proto::GetJob(p.data()));
+      FUZZ_CHECK(p.size() == proto::MessageBytes(proto::kJoinNonceBytes / proto::kElemBytes),
+                 "join_challenge of %zu bytes", p.size());
+      for (size_t i = 0; i < peers_.size(); ++i) {
+        if (peers_[i] == to) {
+          std::copy_n(p.data() + proto::kHeaderBytes, proto::kJoinNonceBytes, nonce[i].begin());
+        }
+      }
+    } else {
+      FUZZ_CHECK(p.size() == proto::MessageBytes(0), "reply with a body");
+      FUZZ_CHECK(t == proto::MsgType::kJoinAck || t == proto::MsgType::kJoinWait ||
+                     t == proto::MsgType::kError || t == proto::MsgType::kAllocAck,
+                 "reply of type %u", unsigned{p.data()[proto::kTypeOffset]});
+    }
     ++sent;
   }
   size_t sent = 0;
+  std::array<proto::JoinNonce, kPeers> nonce{};  // the last join_challenge's, per peer
+
+ private:
+  const std::vector<Peer>& peers_;
 };
 
 class Results final : public Emitter {
@@ -155,7 +175,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }();
   static ControlPlane::TimePoint now{};
   ControlPlane* cp = owner.get();
-  Replies replies;
+  Replies replies(peers);
   Results results(cp);
   now += std::chrono::seconds(3);
   cp->Tick(now, replies);
@@ -171,7 +191,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   while (!in.empty()) {
     const uint8_t op = in.Byte();
-    const Peer& from = peers[(op >> 2) % kPeers];
+    const size_t from_index = (op >> 2) % kPeers;
+    const Peer& from = peers[from_index];
     bool sealed = true;
     switch (op % 4) {
       case 0: {  // control message
@@ -195,6 +216,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         h.slot = lanes % 3;        // lane
         h.gen = (lanes >> 2) % 3;  // lanes (JOIN), nonce (ALLOC_JOB)
         sealed = !(lanes & 0x80);
+        if (!(t & 0x80) && (t & 0x40)) {
+          // The proven JOIN answering this peer's last challenge: job 1's secret, or another.
+          static const std::vector<uint8_t> kOther(32, 0x3D);
+          h.type = proto::MsgType::kJoin;
+          h.sec = static_cast<uint8_t>(proto::SecMode::kMac);
+          pkt.assign(proto::kHeaderBytes + proto::kTagBytes, 0);
+          proto::EncodeHeader(h, pkt.data());
+          FUZZ_CHECK(proto::SealJoinProof((t & 0x20) ? kOther : kJob1Secret,
+                                          replies.nonce[from_index], pkt.data())
+                         .ok(),
+                     "SealJoinProof");
+          if (lanes & 0x80) pkt[proto::kHeaderBytes + lanes % 16] ^= 1;  // damaged
+          sealed = false;
+          pkt.resize(pkt.size() + proto::kCrcBytes);  // kept whole below
+          break;
+        }
         const size_t body = (lanes & 0x40) ? in.Byte() % 9 : 0;
         pkt.assign(proto::kHeaderBytes + body + proto::kCrcBytes, 0);
         proto::EncodeHeader(h, pkt.data());
