@@ -1,27 +1,27 @@
 // AllocateJobId: ALLOC_JOB / ALLOC_ACK with the fabric (see job_alloc.h).
 #include "ina/host/job_alloc.h"
 
+#include <algorithm>
+#include <array>
 #include <chrono>
+#include <memory>
 #include <random>
 #include <string>
 
 #include "exchange.h"
 #include "ina/host/transport.h"
 #include "ina/proto/crc32c.h"
+#include "ina/proto/sec.h"
 #include "ina/proto/wire.h"
 
 namespace ina::host {
 
 using std::chrono::milliseconds;
 
-Result<uint16_t> AllocateJobId(const CommConfig& config) {
-  // Validate what is used; job/rank/world are irrelevant here, so check a copy with neutral ones.
-  CommConfig c = config;
-  c.rank = 0;
-  c.world_size = 1;
-  INA_RETURN_IF_ERROR(c.Validate());
-  const std::string who =
-      "allocate a job id at " + c.switch_host + ":" + std::to_string(c.switch_port);
+namespace {
+
+// The transport to the fabric's control port for a one-off exchange (lane 0's).
+Result<std::unique_ptr<Transport>> ControlTransport(const CommConfig& c) {
   TransportConfig tc;
   tc.kind = c.transport;
   tc.fabric_host = c.switch_host;
@@ -32,7 +32,23 @@ Result<uint16_t> AllocateJobId(const CommConfig& config) {
     tc.dpdk.port = DpdkLanePorts(c.dpdk.port, c.progress_threads)[0];
   }
   tc.verbs = c.verbs;
-  auto made = MakeTransport(tc);
+  return MakeTransport(tc);
+}
+
+}  // namespace
+
+Result<uint16_t> AllocateJobId(const CommConfig& config) {
+  // Validate what is used; job/rank/world and the job's security are irrelevant here (a keyed
+  // job's launcher makes its secret after this), so check a copy with neutral ones.
+  CommConfig c = config;
+  c.rank = 0;
+  c.world_size = 1;
+  c.sec = "crc";
+  c.job_secret = JobSecret();
+  INA_RETURN_IF_ERROR(c.Validate());
+  const std::string who =
+      "allocate a job id at " + c.switch_host + ":" + std::to_string(c.switch_port);
+  auto made = ControlTransport(c);
   if (!made.ok()) return made.status().WithContext(who);
   Transport& t = **made;
 
@@ -62,6 +78,58 @@ Result<uint16_t> AllocateJobId(const CommConfig& config) {
                              "): no job id free or too many reservations");
   }
   return a.job;
+}
+
+Result<JobSecret> MakeJobSecret() {
+  std::array<uint8_t, 32> b{};
+  INA_RETURN_IF_ERROR(proto::RandomBytes(b));
+  JobSecret s(b);
+  std::fill(b.begin(), b.end(), uint8_t{0});
+  return s;
+}
+
+Status InstallJobKey(const CommConfig& config, uint16_t job, std::span<const uint8_t> admin_secret,
+                     const JobSecret& secret) {
+  CommConfig c = config;
+  c.rank = 0;
+  c.world_size = 1;
+  c.job_id = job;
+  c.job_secret = secret;
+  INA_RETURN_IF_ERROR(c.Validate());
+  if (c.sec == "crc") return InvalidArgument("install a job key: sec is crc (no key to install)");
+  const proto::SecMode mode = c.sec == "mac" ? proto::SecMode::kMac : proto::SecMode::kMacEncrypt;
+  const std::string who = "install job " + std::to_string(job) + "'s key at " + c.switch_host +
+                          ":" + std::to_string(c.switch_port);
+  auto made = ControlTransport(c);
+  if (!made.ok()) return made.status().WithContext(who);
+  Transport& t = **made;
+  constexpr int kAttempts = 5;
+  const auto start = std::chrono::system_clock::now();
+  const auto per_attempt = std::max(milliseconds(100), milliseconds(c.join_timeout_ms / kAttempts));
+  Status last;
+  for (int attempt = 0; attempt < kAttempts; ++attempt) {
+    const uint64_t seq = proto::SetKeySequence(start, static_cast<uint64_t>(attempt));
+    auto msg = proto::SealSetKey(admin_secret, job, mode, secret.bytes(), seq);
+    if (!msg.ok()) return msg.status().WithContext(who);
+    internal::ExchangeSpec spec;
+    spec.request = *msg;
+    spec.timeout = per_attempt;
+    spec.is_reply = [&](const proto::Header& a) {
+      const auto ack = proto::SetKeyAckMsg::From(a);
+      return a.type == proto::MsgType::kSetKeyAck && ack.job == job &&
+             ((uint64_t{ack.seq_hi} << 32) | ack.seq_lo) == seq;
+    };
+    spec.who = who;
+    spec.no_answer = "no set_key_ack within " + std::to_string(per_attempt.count() * kAttempts) +
+                     " ms (is the switch running with --admin-key-file, and is INA_ADMIN_KEY its "
+                     "admin secret?)";
+    auto got = internal::Exchange(t, spec);
+    std::fill(msg->begin(), msg->end(), uint8_t{0});
+    if (got.ok()) return Status::Ok();
+    last = got.status();
+    if (last.code() != StatusCode::kDeadlineExceeded) return last;
+  }
+  return last;
 }
 
 }  // namespace ina::host

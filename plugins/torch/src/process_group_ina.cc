@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <span>
 #include <sstream>
 #include <string_view>
 
 #include "ina/base/status.h"
 #include "ina/host/comm_metrics.h"
 #include "ina/host/job_alloc.h"
+#include "ina/proto/sec.h"
 
 namespace ina::torch_backend {
 namespace {
@@ -21,8 +23,19 @@ using ina::host::Communicator;
 
 constexpr char kFabricKey[] = "ina/fabric";
 constexpr char kRecoverKey[] = "ina/recover";
+// A keyed job's secret as rank 0 made it (hex), for the other ranks; deleted once all joined.
+constexpr char kSecretKey[] = "ina/job_secret";
 
 std::string StoreString(const std::vector<uint8_t>& v) { return std::string(v.begin(), v.end()); }
+std::string Hex(std::span<const uint8_t> b) {
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string s;
+  for (uint8_t x : b) {
+    s += kDigits[x >> 4];
+    s += kDigits[x & 15];
+  }
+  return s;
+}
 std::vector<uint8_t> StoreBytes(const std::string& s) {
   return std::vector<uint8_t>(s.begin(), s.end());
 }
@@ -229,9 +242,30 @@ void ProcessGroupIna::InitFabric(const BackendOptions& options) {
   if (options.window >= 0) c.window = static_cast<uint16_t>(options.window);
   c.world_size = static_cast<uint16_t>(size_);
   c.rank = static_cast<uint16_t>(rank_);
+  // A keyed job (INA_JOB_SEC mac or mac_encrypt) without INA_JOB_KEY: rank 0 makes the secret,
+  // installs it at the switch with the switch's admin secret (INA_ADMIN_KEY) and shares it through
+  // the store (docs/security.md, "Keys: where they come from"). Validated with a stand-in secret.
+  const bool share_secret = c.sec != "crc" && c.job_secret.empty();
+  ina::host::JobSecret admin;
   if (local_error.empty()) {
-    if (Status st = c.Validate(); !st.ok()) local_error = st.ToString();
+    CommConfig v = c;
+    if (share_secret) v.job_secret = ina::host::JobSecret(std::vector<uint8_t>(32, 1));
+    if (Status st = v.Validate(); !st.ok()) local_error = st.ToString();
   }
+  if (local_error.empty() && share_secret && rank_ == 0) {
+    const char* spec = std::getenv("INA_ADMIN_KEY");
+    if (spec == nullptr) {
+      local_error = "INA_JOB_SEC=" + c.sec +
+                    " without INA_JOB_KEY: rank 0 makes the job's secret and installs it at the "
+                    "switch, which needs the switch's admin secret: INA_ADMIN_KEY=FILE (mode 0600) "
+                    "or fd:N on rank 0 (docs/security.md)";
+    } else if (auto a = ina::host::LoadJobSecret(spec, "INA_ADMIN_KEY"); !a.ok()) {
+      local_error = a.status().ToString();
+    } else {
+      admin = std::move(*a);
+    }
+  }
+  ina::host::JobSecret made;  // rank 0's, when it makes the secret
 
   // Every rank reports its settings; rank 0 allocates the job (if every rank's are good) and
   // publishes it with the fabric's parameters.
@@ -250,10 +284,28 @@ void ProcessGroupIna::InitFabric(const BackendOptions& options) {
         value = "none fabric at " + c.switch_host + ":" + std::to_string(c.switch_port) + ": " +
                 job.status().ToString();
       } else {
-        std::ostringstream os;
-        os << "ok " << *job << ' ' << c.switch_host << ' ' << c.switch_port << ' ' << c.k << ' '
-           << c.window;
-        value = os.str();
+        Status keyed = Status::Ok();
+        if (share_secret) {
+          auto secret = ina::host::MakeJobSecret();
+          keyed = secret.ok() ? ina::host::InstallJobKey(c, *job, admin.bytes(), *secret)
+                              : secret.status();
+          if (keyed.ok()) {
+            made = std::move(*secret);
+            std::string hex = Hex(made.bytes());
+            store_->set(kSecretKey, StoreBytes(hex));
+            std::fill(hex.begin(), hex.end(), '0');
+          }
+          admin.Wipe();
+        }
+        if (!keyed.ok()) {
+          value = "none fabric at " + c.switch_host + ":" + std::to_string(c.switch_port) + ": " +
+                  keyed.ToString();
+        } else {
+          std::ostringstream os;
+          os << "ok " << *job << ' ' << c.switch_host << ' ' << c.switch_port << ' ' << c.k << ' '
+             << c.window;
+          value = os.str();
+        }
       }
     }
     store_->set(kFabricKey, StoreBytes(value));
@@ -277,6 +329,21 @@ void ProcessGroupIna::InitFabric(const BackendOptions& options) {
     port = c.switch_port;
     c.k = static_cast<uint16_t>(k);
     c.window = static_cast<uint16_t>(window);
+    if (share_secret && local_error.empty()) {
+      if (rank_ == 0) {
+        c.job_secret = made;
+      } else {
+        std::string hex = StoreString(store_->get(kSecretKey));
+        auto secret =
+            ina::proto::ParseSecretHex(std::move(hex), "the store's " + std::string(kSecretKey));
+        if (secret.ok()) {
+          c.job_secret = ina::host::JobSecret(*secret);
+          std::fill(secret->begin(), secret->end(), uint8_t{0});
+        } else {
+          local_error = secret.status().ToString();
+        }
+      }
+    }
     Result<std::unique_ptr<Communicator>> comm =
         local_error.empty() ? Communicator::Create(c)
                             : Result<std::unique_ptr<Communicator>>(InvalidArgument(local_error));
@@ -288,6 +355,13 @@ void ProcessGroupIna::InitFabric(const BackendOptions& options) {
       if (s != "ok") {
         why = "rank " + std::to_string(r) + " could not join job " + std::to_string(job) +
               " on the fabric at " + host + ":" + std::to_string(port) + ": " + s;
+      }
+    }
+    if (share_secret && rank_ == 0) {
+      // Every rank has joined (or failed): none needs the secret from the store any more.
+      try {
+        store_->deleteKey(kSecretKey);
+      } catch (const std::exception&) {  // a store without deleteKey keeps it (documented)
       }
     }
     if (why.empty()) {

@@ -17,6 +17,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <barrier>
 #include <chrono>
 #include <cstdio>
@@ -30,6 +31,7 @@
 #include <vector>
 
 #include "ina/host/communicator.h"
+#include "ina/host/job_alloc.h"
 #include "ina/proto/sec.h"
 #include "ina/proto/wire.h"
 #include "rewrite_proxy.h"
@@ -323,6 +325,52 @@ TEST(KeyedSwitchdErrors, WrongSecretIsABoundedErrorAndNothingOfItsIsSummed) {
   EXPECT_EQ(counters.at("results"), 0u);
   const std::string out = sw.sw->Output();
   for (uint8_t s : {3, 4}) EXPECT_EQ(out.find(Hex(Secret(s))), std::string::npos) << out;
+}
+
+// The launcher's side (host/job_alloc.h): rank 0 makes a fresh secret and installs it over the
+// admin channel (a wrong admin secret is a bounded error that names it); the ranks then join with
+// it, proving it, and their sums agree exactly.
+TEST(KeyedSwitchdLauncher, MakeJobSecretAndInstallJobKeyThenTheJobRuns) {
+  constexpr uint16_t kJob = 44;
+  KeyedSwitch sw({"--require-job-keys", "1"});
+  ASSERT_NE(sw.port(), 0);
+  auto secret = MakeJobSecret();
+  ASSERT_TRUE(secret.ok()) << secret.status().ToString();
+  EXPECT_EQ(secret->size(), 32u);
+  auto another = MakeJobSecret();
+  ASSERT_TRUE(another.ok());
+  EXPECT_FALSE(
+      std::equal(secret->bytes().begin(), secret->bytes().end(), another->bytes().begin()));
+  CommConfig c;
+  c.switch_host = "127.0.0.1";
+  c.switch_port = sw.port();
+  c.sec = "mac";
+  c.join_timeout_ms = 1000;
+  const auto t0 = Clock::now();
+  const Status wrong = InstallJobKey(c, kJob, Secret(201), *secret);
+  EXPECT_EQ(wrong.code(), StatusCode::kDeadlineExceeded) << wrong.ToString();
+  EXPECT_NE(wrong.message().find("admin secret"), std::string::npos) << wrong.ToString();
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(3));
+  c.sec = "crc";
+  EXPECT_EQ(InstallJobKey(c, kJob, kAdmin, *secret).code(), StatusCode::kInvalidArgument);
+  c.sec = "mac";
+  const Status ok = InstallJobKey(c, kJob, kAdmin, *secret);
+  ASSERT_TRUE(ok.ok()) << ok.ToString();
+
+  const std::vector<uint8_t> bytes(secret->bytes().begin(), secret->bytes().end());
+  std::vector<Rank> ranks = Job(kJob, 2, p::SecMode::kMac, bytes, 2, 3000, false, 13);
+  RunRanks(ranks, sw.port());
+  for (const Rank& x : ranks) ASSERT_TRUE(x.status.ok()) << x.status.ToString();
+  for (size_t k = 0; k < ranks[0].f.size(); ++k) {
+    EXPECT_EQ(0, std::memcmp(ranks[0].f[k].data(), ranks[1].f[k].data(),
+                             ranks[0].f[k].size() * sizeof(float)));
+    EXPECT_EQ(ranks[0].i[k], ranks[1].i[k]);
+  }
+  const auto counters = sw.sw->Stop();
+  EXPECT_EQ(counters.at("keys_installed"), 1u);
+  EXPECT_GE(counters.at("admin_forged"), 1u);
+  EXPECT_EQ(counters.at("joins_proven"), 2u);
+  EXPECT_EQ(counters.at("joins_unauthorized"), 0u);
 }
 
 // ---- Attacks through the proxy ----

@@ -16,6 +16,15 @@ def seed():
     return s
 
 
+def admin_key_file(directory):
+    """A fresh switch admin secret (hex, mode 0600) in `directory`; returns its path."""
+    path = os.path.join(directory, "admin.key")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(os.urandom(32).hex() + "\n")
+    return path
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

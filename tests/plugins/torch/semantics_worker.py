@@ -304,6 +304,9 @@ def run_checks(rank, world, seed, checks=CHECKS):
     assert dist.get_backend() == "ina", dist.get_backend()
     print(f"rank {rank}: {pg.fabric_status}", flush=True)
     assert pg.fabric_active, f"rank {rank}: fabric not in use: {pg.fabric_status}"
+    sec = os.environ.get("INA_JOB_SEC", "crc")
+    if sec != "crc":
+        assert f"sec={sec} job_secret=set" in pg.fabric_status, pg.fabric_status
     ref = dist.new_group(backend="gloo")
     for check in checks:
         check(rank, world, ref, seed)

@@ -32,9 +32,16 @@ def no_fabric_worker(rank, world, port, dead_switch, fallback, errors):
     dist.destroy_process_group()
 
 
-def bad_k_worker(rank, world, port, switch, bad_rank, q):
+def init_worker(rank, world, port, switch, q, options, env):
+    """init_process_group only: puts (rank, "ok <fabric_status>") or (rank, its error) on q.
+    `options(rank)` are the ina_torch.configure options; `env` is set first (None: unset)."""
     import ina_torch
-    ina_torch.configure(switch=switch, k=(100 if rank == bad_rank else 256))
+    for k, v in env.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
+    ina_torch.configure(switch=switch, **options.get(rank, options.get("all", {})))
     try:
         dist.init_process_group("ina", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                                 world_size=world)
@@ -72,7 +79,8 @@ class ErrorsTest(unittest.TestCase):
     def run_bad_k(self, bad_rank, world=2):
         q = mp.get_context("spawn").SimpleQueue()
         with lib.Switch() as sw:
-            mp.spawn(bad_k_worker, args=(world, lib.free_port(), sw.addr, bad_rank, q),
+            options = {bad_rank: {"k": 100}, "all": {"k": 256}}
+            mp.spawn(init_worker, args=(world, lib.free_port(), sw.addr, q, options, {}),
                      nprocs=world, join=True)
         got = dict(q.get() for _ in range(world))
         for rank, msg in sorted(got.items()):
@@ -89,6 +97,21 @@ class ErrorsTest(unittest.TestCase):
         got = self.run_bad_k(1)
         for msg in got.values():
             self.assertIn("ina: rank 1: INVALID_ARGUMENT: config: k 100", msg)
+
+    def test_keyed_without_admin_key_raises_everywhere(self):
+        # Rank 0 must make and install the secret: without INA_ADMIN_KEY that is a configuration
+        # error on every rank (not a reason to fall back), naming what to set.
+        world = 2
+        q = mp.get_context("spawn").SimpleQueue()
+        with lib.Switch() as sw:
+            env = {"INA_JOB_SEC": "mac", "INA_JOB_KEY": None, "INA_ADMIN_KEY": None}
+            mp.spawn(init_worker, args=(world, lib.free_port(), sw.addr, q, {}, env),
+                     nprocs=world, join=True)
+        got = dict(q.get() for _ in range(world))
+        for rank, msg in sorted(got.items()):
+            print(f"rank {rank}: {msg[:300]}")
+            self.assertIn("ina: rank 0: INA_JOB_SEC=mac without INA_JOB_KEY", msg)
+            self.assertIn("INA_ADMIN_KEY", msg)
 
     def test_bad_options(self):
         import ina_torch

@@ -47,6 +47,27 @@ class SemanticsTest(unittest.TestCase):
     def test_torch2_apis(self):
         self.spawn(2, f"tcp://127.0.0.1:{lib.free_port()}", checks="torch2")
 
+    def test_keyed_rank0_shares_the_secret(self):
+        # INA_JOB_SEC=mac without INA_JOB_KEY: rank 0 of every group (the default one and the
+        # subgroups check_subgroups makes) makes a fresh secret, installs it with the switch's admin
+        # secret and shares it through the store; every JOIN proves it. The switch requires keys,
+        # so a JOIN without one would be refused, and run_checks asserts the fabric carried them.
+        d = tempfile.mkdtemp(prefix="ina_torch_keyed_")
+        try:
+            admin = lib.admin_key_file(d)
+            seed = lib.seed()
+            with lib.Switch("--admin-key-file", admin, "--require-job-keys", "1") as sw:
+                e = {"INA_SWITCH": sw.addr, "INA_JOB_SEC": "mac", "INA_ADMIN_KEY": admin}
+                mp.spawn(semantics_worker.spawn_main,
+                         args=(2, f"tcp://127.0.0.1:{lib.free_port()}", seed, e, None),
+                         nprocs=2, join=True)
+                out = "".join(sw.lines)
+            self.assertNotIn("refused", out)
+            with open(admin) as f:
+                self.assertNotIn(f.read().strip(), out, "the admin secret was printed")
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
     def test_torchrun_2_ranks(self):
         seed = lib.seed()
         # torchrun's main() through ina_torch.run, which also runs where torch has no libuv

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "ina/base/status.h"
 #include "ina/host/config.h"
@@ -21,5 +22,22 @@ namespace ina::host {
 // Errors: InvalidArgument (config), DeadlineExceeded naming the last transport error (no fabric
 // answered), ResourceExhausted (the fabric has no id free), the transport's error.
 Result<uint16_t> AllocateJobId(const CommConfig& config);
+
+// Keyed jobs from the job's own rendezvous (docs/security.md, "Keys: where they come from"): one
+// rank (rank 0, the launcher) makes a fresh secret, installs it at the fabric for the job id it
+// allocated and publishes it to the other ranks through the rendezvous (a torch Store, NCCL's
+// bootstrap), never on a command line or in a log.
+//
+// A fresh job secret: 32 random bytes (libcrypto's RAND_bytes). Internal if the generator fails.
+Result<JobSecret> MakeJobSecret();
+// Installs `secret` for job `job` in sec mode config.sec (mac or mac_encrypt) at the fabric at
+// config.switch_host:switch_port, as ina-jobkey does: a set_key sealed under `admin_secret` (the
+// switch's --admin-key-file secret), resent every 100 ms, with a fresh sequence
+// (proto::SetKeySequence) five times, until set_key_ack or config.join_timeout_ms. Blocks up to
+// join_timeout_ms. Errors: InvalidArgument (config, sec crc, a secret the fabric cannot take),
+// DeadlineExceeded (no set_key_ack: the switch is down, has no --admin-key-file, or another admin
+// key), the transport's error.
+Status InstallJobKey(const CommConfig& config, uint16_t job, std::span<const uint8_t> admin_secret,
+                     const JobSecret& secret);
 
 }  // namespace ina::host
