@@ -112,10 +112,10 @@ int main(int argc, char** argv) {
   const int fd = Connect(endpoint, error);
   if (fd < 0) return Usage(error);
 
-  const auto now = std::chrono::system_clock::now();
   int result = 1;
   for (uint64_t attempt = 0; attempt < 5 && result != 0; ++attempt) {
-    const uint64_t seq = p::SetKeySequence(now, attempt);
+    // The clock at each attempt: another launcher may have moved the switch's floor meanwhile.
+    const uint64_t seq = p::SetKeySequence(std::chrono::system_clock::now(), attempt);
     auto msg = p::SealSetKey(*admin, static_cast<uint16_t>(job), mode, *secret, seq);
     if (!msg.ok()) {
       result = Usage(msg.status().message());

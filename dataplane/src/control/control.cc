@@ -648,8 +648,13 @@ void ControlPlane::DropReservation(uint16_t job_id) {
 
 size_t ControlPlane::Tick(TimePoint now, ReplySink& out) {
   const size_t before = reservations_.size();
-  std::erase_if(reservations_,
-                [&](const Reservation& r) { return now - r.at > config_.job_timeout; });
+  std::erase_if(reservations_, [&](const Reservation& r) {
+    if (now - r.at <= config_.job_timeout) return false;
+    // A key installed for an id nobody joined (a launcher that allocated it and gave up, an NCCL
+    // node's listen whose id node 0's replaced) goes with the reservation.
+    if (index_[r.job_id] < 0) ForgetKey(r.job_id);
+    return true;
+  });
   counters_[static_cast<size_t>(ControlCounter::kAllocsExpired)] += before - reservations_.size();
   size_t freed = 0;
   for (JobEntry& j : jobs_) {

@@ -103,12 +103,17 @@ Status InstallJobKey(const CommConfig& config, uint16_t job, std::span<const uin
   auto made = ControlTransport(c);
   if (!made.ok()) return made.status().WithContext(who);
   Transport& t = **made;
-  constexpr int kAttempts = 5;
-  const auto start = std::chrono::system_clock::now();
-  const auto per_attempt = std::max(milliseconds(100), milliseconds(c.join_timeout_ms / kAttempts));
+  // Each attempt seals a new sequence from the clock at that moment: the switch takes only
+  // sequences above the last one it accepted from anyone, and another launcher (another NCCL node,
+  // another group's rank 0) may have installed a key a moment ago. An attempt waits 300 ms for the
+  // ack (its request resent every 100 ms); a resend of a request the switch already took is a
+  // replay it ignores, so a lost ack costs one attempt.
+  const auto per_attempt = std::min(milliseconds(300), milliseconds(c.join_timeout_ms));
+  const auto deadline = std::chrono::steady_clock::now() + milliseconds(c.join_timeout_ms);
   Status last;
-  for (int attempt = 0; attempt < kAttempts; ++attempt) {
-    const uint64_t seq = proto::SetKeySequence(start, static_cast<uint64_t>(attempt));
+  for (uint64_t attempt = 0; std::chrono::steady_clock::now() < deadline; ++attempt) {
+    const uint64_t seq = proto::SetKeySequence(std::chrono::system_clock::now(),
+                                               attempt % proto::kSetKeyAttemptsPerMs);
     auto msg = proto::SealSetKey(admin_secret, job, mode, secret.bytes(), seq);
     if (!msg.ok()) return msg.status().WithContext(who);
     internal::ExchangeSpec spec;
@@ -120,7 +125,7 @@ Status InstallJobKey(const CommConfig& config, uint16_t job, std::span<const uin
              ((uint64_t{ack.seq_hi} << 32) | ack.seq_lo) == seq;
     };
     spec.who = who;
-    spec.no_answer = "no set_key_ack within " + std::to_string(per_attempt.count() * kAttempts) +
+    spec.no_answer = "no set_key_ack within " + std::to_string(c.join_timeout_ms) +
                      " ms (is the switch running with --admin-key-file, and is INA_ADMIN_KEY its "
                      "admin secret?)";
     auto got = internal::Exchange(t, spec);

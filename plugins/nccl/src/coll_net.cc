@@ -1,17 +1,21 @@
 #include "coll_net.h"
 
 #include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <vector>
 
 #include "ina/host/job_alloc.h"
+#include "ina/proto/wire.h"
 
 namespace ina::nccl {
 namespace {
 
 constexpr uint8_t kMagic[4] = {'I', 'N', 'A', 'C'};
-constexpr uint8_t kHandleVersion = 1;
+constexpr uint8_t kHandleVersion = 2;
 constexpr size_t kHostOffset = 16;
-static_assert(kHostOffset + CollHandle::kMaxHostLen <= kHandleBytes);
+constexpr size_t kSecretOffset = kHandleBytes - CollHandle::kMaxSecretLen;
+static_assert(kHostOffset + CollHandle::kMaxHostLen <= kSecretOffset);
 
 void Put16(uint8_t* p, uint16_t v) {
   p[0] = static_cast<uint8_t>(v >> 8);
@@ -30,7 +34,9 @@ void CollHandle::Encode(uint8_t* out) const {
   Put16(out + 8, switch_port);
   Put16(out + 10, k);
   Put16(out + 12, window);
+  out[14] = static_cast<uint8_t>(secret.size());
   std::memcpy(out + kHostOffset, switch_host.data(), switch_host.size());
+  if (!secret.empty()) std::memcpy(out + kSecretOffset, secret.bytes().data(), secret.size());
 }
 
 Result<CollHandle> CollHandle::Decode(const uint8_t* in) {
@@ -50,6 +56,10 @@ Result<CollHandle> CollHandle::Decode(const uint8_t* in) {
   h.k = Get16(in + 10);
   h.window = Get16(in + 12);
   h.switch_host.assign(reinterpret_cast<const char*>(in + kHostOffset), in[5]);
+  if (in[14] != 0 && (in[14] < proto::kSecretMinBytes || in[14] > kMaxSecretLen)) {
+    return InvalidArgument("collnet handle: secret length " + std::to_string(in[14]));
+  }
+  if (in[14] != 0) h.secret = host::JobSecret(std::span(in + kSecretOffset, in[14]));
   return h;
 }
 
@@ -58,7 +68,26 @@ std::unique_ptr<CollListener> CollListener::Create(const host::CommConfig& confi
   h.switch_port = config.switch_port;
   h.k = config.k;
   h.window = config.window;
-  Status st = config.Validate();
+  // A keyed job without a secret makes its own (below); validated with a stand-in.
+  const bool make_secret = config.sec != "crc" && config.job_secret.empty();
+  host::CommConfig v = config;
+  if (make_secret) v.job_secret = host::JobSecret(std::vector<uint8_t>(32, 1));
+  Status st = v.Validate();
+  host::JobSecret admin;
+  if (st.ok() && make_secret) {
+    const char* spec = std::getenv("INA_ADMIN_KEY");
+    if (spec == nullptr) {
+      st = FailedPrecondition(
+          "collnet listen: INA_JOB_SEC=" + config.sec +
+          " without INA_JOB_KEY: the plugin makes the job's secret and installs it at the switch, "
+          "which needs the switch's admin secret: INA_ADMIN_KEY=FILE (mode 0600) or fd:N "
+          "(docs/security.md)");
+    } else if (auto a = host::LoadJobSecret(spec, "INA_ADMIN_KEY"); !a.ok()) {
+      st = a.status().WithContext("collnet listen");
+    } else {
+      admin = std::move(*a);
+    }
+  }
   if (st.ok() &&
       (config.switch_host.empty() || config.switch_host.size() > CollHandle::kMaxHostLen)) {
     st = InvalidArgument("collnet listen: switch host '" + config.switch_host + "' is " +
@@ -68,7 +97,18 @@ std::unique_ptr<CollListener> CollListener::Create(const host::CommConfig& confi
   if (st.ok()) {
     h.switch_host = config.switch_host;
     auto job = host::AllocateJobId(config);
-    if (job.ok()) {
+    if (job.ok() && make_secret) {
+      auto secret = host::MakeJobSecret();
+      Status keyed =
+          secret.ok() ? host::InstallJobKey(config, *job, admin.bytes(), *secret) : secret.status();
+      if (keyed.ok()) {
+        h.job_id = *job;
+        h.secret = std::move(*secret);
+      } else {
+        st = keyed.WithContext("collnet listen: job " + std::to_string(*job) + "'s key at " +
+                               config.switch_host + ":" + std::to_string(config.switch_port));
+      }
+    } else if (job.ok()) {
       h.job_id = *job;
     } else {
       st = job.status().WithContext("collnet listen: job id from " + config.switch_host + ":" +
@@ -104,6 +144,7 @@ Result<std::unique_ptr<CollComm>> CollComm::Connect(const host::CommConfig& loca
                        "; node 0's log says why)");
   }
   host::CommConfig c = local;
+  if (c.sec != "crc" && c.job_secret.empty()) c.job_secret = root.secret;  // node 0's (listen)
   c.switch_host = root.switch_host;
   c.switch_port = root.switch_port;
   c.job_id = root.job_id;

@@ -36,16 +36,21 @@ namespace ina::nccl {
 
 constexpr size_t kHandleBytes = 128;  // NCCL_NET_HANDLE_MAXSIZE
 
-// The CollNet listen handle (NCCL copies it between nodes as opaque bytes). Big-endian fields.
+// The CollNet listen handle (NCCL copies it between nodes as opaque bytes, over its bootstrap).
+// Big-endian fields. A keyed job's secret rides in it when the listener made one (see
+// CollListener): NCCL's bootstrap is the job's rendezvous (docs/security.md).
 struct CollHandle {
-  static constexpr size_t kMaxHostLen = 95;
+  static constexpr size_t kMaxHostLen = 79;
+  static constexpr size_t kMaxSecretLen = 32;
   uint16_t job_id = 0;  // 0: that node's listen got no job id (connect then fails on node 0's)
   uint16_t switch_port = 0;
   uint16_t k = 0;
   uint16_t window = 0;
   std::string switch_host;  // at most kMaxHostLen bytes
+  host::JobSecret secret;   // empty, or the job's secret (16 .. kMaxSecretLen bytes)
 
-  // Writes kHandleBytes bytes to out. REQUIRES: switch_host.size() <= kMaxHostLen.
+  // Writes kHandleBytes bytes to out. REQUIRES: switch_host.size() <= kMaxHostLen,
+  // secret.size() <= kMaxSecretLen.
   void Encode(uint8_t* out) const;
   // InvalidArgument when `in` (kHandleBytes bytes) is not a handle this version wrote.
   static Result<CollHandle> Decode(const uint8_t* in);
@@ -64,9 +69,13 @@ constexpr size_t ElemBytes(ElemType) { return 4; }
 class CollListener {
  public:
   // `config` is the local fabric configuration (CommConfig::FromEnv); asks that fabric for a job
-  // id (blocks up to config.join_timeout_ms). status() afterwards: InvalidArgument (config, or a
-  // host name longer than CollHandle::kMaxHostLen), AllocateJobId's errors (DeadlineExceeded: no
-  // fabric answered; ResourceExhausted: no id free), or OK.
+  // id (blocks up to config.join_timeout_ms). A keyed job (config.sec mac or mac_encrypt) without
+  // a job secret (no INA_JOB_KEY): the listener makes one (host::MakeJobSecret), installs it for
+  // that id with the switch's admin secret from INA_ADMIN_KEY (host::InstallJobKey) and puts it in
+  // the handle; connect takes node 0's. status() afterwards: InvalidArgument (config, or a host
+  // name longer than CollHandle::kMaxHostLen), FailedPrecondition (keyed without INA_JOB_KEY or
+  // INA_ADMIN_KEY), AllocateJobId's and InstallJobKey's errors (DeadlineExceeded: no fabric
+  // answered, or no set_key_ack; ResourceExhausted: no id free), or OK.
   static std::unique_ptr<CollListener> Create(const host::CommConfig& config);
   const CollHandle& handle() const { return handle_; }
   const host::CommConfig& config() const { return config_; }

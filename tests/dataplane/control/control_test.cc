@@ -1615,6 +1615,25 @@ TEST_F(ControlTest, KeyedJoinProvesTheSecretAgainstAFreshNonce) {
   EXPECT_FALSE(cp_->HasJob(9));
 }
 
+// A key installed for an allocated id that nobody joins goes when the reservation expires; a key
+// of a job that joined stays until the job ends.
+TEST_F(ControlTest, KeyOfAnIdNobodyJoinedGoesWithItsReservation) {
+  Make(64, 8, milliseconds(1000));
+  const Peer a = MakePeer(5000);
+  Send(Control(p::AllocJobMsg{.hint = 1, .nonce = 7}), a);
+  Send(Control(p::AllocJobMsg{.hint = 2, .nonce = 8}), a);
+  ASSERT_EQ(out_.replies.size(), 2u);
+  const uint16_t unused = out_.replies[0].h.job, used = out_.replies[1].h.job;
+  ASSERT_TRUE(cp_->InstallJobKey(unused, p::SecMode::kMac, keys::Secret(1)).ok());
+  ASSERT_TRUE(cp_->InstallJobKey(used, p::SecMode::kMac, keys::Secret(2)).ok());
+  prove_[used] = keys::Secret(2);
+  ASSERT_EQ(JoinAll(used, 1, 64, 4, 5000, TimePoint{} + milliseconds(500)).size(), 1u);
+  cp_->Tick(TimePoint{} + milliseconds(1200), out_);
+  EXPECT_EQ(Ctr(ControlCounter::kAllocsExpired), 1u);
+  EXPECT_FALSE(cp_->HasJobKey(unused));
+  EXPECT_TRUE(cp_->HasJobKey(used));
+}
+
 TEST_F(ControlTest, InstallJobKeyChecksModeAndSecret) {
   Make();
   EXPECT_EQ(cp_->InstallJobKey(1, p::SecMode::kCrc, keys::Secret(1)).code(),

@@ -369,7 +369,7 @@ TEST(KeyedSwitchdLauncher, MakeJobSecretAndInstallJobKeyThenTheJobRuns) {
   const auto counters = sw.sw->Stop();
   EXPECT_EQ(counters.at("keys_installed"), 1u);
   EXPECT_GE(counters.at("admin_forged"), 1u);
-  EXPECT_EQ(counters.at("joins_proven"), 2u);
+  EXPECT_GE(counters.at("joins_proven"), 2u);  // a rank waiting for the other resends its proof
   EXPECT_EQ(counters.at("joins_unauthorized"), 0u);
 }
 

@@ -45,6 +45,35 @@ TEST(CollHandle, RoundTripsAndRejectsForeignBytes) {
   std::memcpy(bad, b, sizeof(b));
   bad[5] = 0;  // host length
   EXPECT_EQ(CollHandle::Decode(bad).status().code(), StatusCode::kInvalidArgument);
+  EXPECT_TRUE(d->secret.empty());
+
+  // A keyed job's secret rides along, with the longest host name.
+  std::vector<uint8_t> secret(CollHandle::kMaxSecretLen);
+  for (size_t i = 0; i < secret.size(); ++i) secret[i] = static_cast<uint8_t>(0xA0 + i);
+  h.secret = host::JobSecret(secret);
+  h.switch_host = std::string(CollHandle::kMaxHostLen, 'h');
+  h.Encode(b);
+  auto k = CollHandle::Decode(b);
+  ASSERT_TRUE(k.ok()) << k.status().ToString();
+  EXPECT_EQ(k->switch_host, h.switch_host);
+  EXPECT_TRUE(std::equal(secret.begin(), secret.end(), k->secret.bytes().begin()));
+  EXPECT_EQ(k->secret.size(), secret.size());
+  std::memcpy(bad, b, sizeof(b));
+  bad[14] = 8;  // shorter than any job secret
+  EXPECT_EQ(CollHandle::Decode(bad).status().code(), StatusCode::kInvalidArgument);
+  bad[14] = CollHandle::kMaxSecretLen + 1;
+  EXPECT_EQ(CollHandle::Decode(bad).status().code(), StatusCode::kInvalidArgument);
+}
+
+TEST(CollListener, KeyedWithoutAdminKeyFailsAtConnectNamingIt) {
+  host::CommConfig c;
+  c.switch_host = "127.0.0.1";
+  c.sec = "mac";  // no job secret: the listener would make one, and needs INA_ADMIN_KEY
+  unsetenv("INA_ADMIN_KEY");
+  auto l = CollListener::Create(c);
+  EXPECT_EQ(l->status().code(), StatusCode::kFailedPrecondition) << l->status().ToString();
+  EXPECT_NE(l->status().message().find("INA_ADMIN_KEY"), std::string::npos);
+  EXPECT_EQ(l->handle().job_id, 0);
 }
 
 TEST(CollListener, AnOverlongHostNameFailsAtConnect) {

@@ -6,6 +6,7 @@
 #include <dlfcn.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,8 +52,10 @@ struct TempDir {
 struct Switch {
   std::optional<Process> proc;
   int port = 0;
-  bool Start() {
-    auto p = Process::Start({INA_SWITCHD_BIN, "--port", "0", "--bind", "127.0.0.1"});
+  bool Start(const std::vector<std::string>& extra = {}) {
+    std::vector<std::string> args = {INA_SWITCHD_BIN, "--port", "0", "--bind", "127.0.0.1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto p = Process::Start(args);
     EXPECT_TRUE(p.ok()) << p.status().ToString();
     if (!p.ok()) return false;
     auto line = p->WaitForLine("ina-switchd listening on ", 20s);
@@ -61,6 +64,15 @@ struct Switch {
     port = std::stoi(line->substr(line->rfind(':') + 1));
     proc.emplace(std::move(*p));
     return true;
+  }
+  // Stops it (SIGTERM) and returns the counters line it prints at exit ("" if none).
+  std::string StopForCounters() {
+    std::string counters;
+    EXPECT_TRUE(proc->Stop(SIGTERM, 10s).ok());
+    for (const auto& line : proc->Drain(10s)) {
+      if (line.rfind("{\"switch_counters\"", 0) == 0) counters = line;
+    }
+    return counters;
   }
 };
 
@@ -127,15 +139,52 @@ TEST_P(CollNetAbi, AllReduceAsNcclDrivesIt) {
   }
   EXPECT_EQ(fingerprint.size(), 16u);
   // Teardown was clean: every node left gracefully (LEAVE "done"), nothing was aborted.
-  ASSERT_TRUE(sw.proc->Stop(SIGTERM, 10s).ok());
-  std::string counters;
-  for (const auto& line : sw.proc->Drain(10s)) {
-    if (line.rfind("{\"switch_counters\"", 0) == 0) counters = line;
-  }
+  const std::string counters = sw.StopForCounters();
   ASSERT_FALSE(counters.empty()) << "no counters from ina-switchd";
   EXPECT_EQ(JsonNumber(counters, "leaves_done"), nodes) << counters;
   EXPECT_EQ(JsonNumber(counters, "jobs_done"), 1) << counters;
   EXPECT_EQ(JsonNumber(counters, "err_job_aborted"), 0) << counters;
+}
+
+// A keyed job with no INA_JOB_KEY (docs/security.md): each node's listen makes a secret and
+// installs it with the switch's admin secret (INA_ADMIN_KEY); node 0's rides in its handle through
+// the all-gather, every JOIN proves it on a switch that requires keys, and the results agree.
+TEST(CollNetAbi, KeyedJobSharesNode0sSecretThroughTheHandles) {
+  constexpr int kNodes = 2;
+  const uint64_t seed = Seed();
+  TempDir dir;
+  ASSERT_FALSE(dir.path.empty());
+  const std::string admin = dir.path + "/admin.key";
+  {
+    std::ofstream f(admin);
+    f << "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n";
+  }
+  ASSERT_EQ(chmod(admin.c_str(), 0600), 0);
+  Switch sw;
+  ASSERT_TRUE(sw.Start({"--admin-key-file", admin, "--require-job-keys", "1"}));
+  setenv("INA_SWITCH", ("127.0.0.1:" + std::to_string(sw.port)).c_str(), 1);
+  setenv("INA_JOB_SEC", "mac", 1);
+  setenv("INA_ADMIN_KEY", admin.c_str(), 1);
+  unsetenv("INA_PROGRESS_TIMEOUT_MS");
+  auto peers = StartPeers("coll", kNodes, dir.path, seed);
+  Finish(peers);
+  unsetenv("INA_JOB_SEC");
+  unsetenv("INA_ADMIN_KEY");
+  std::string fingerprint;
+  for (int r = 0; r < kNodes; ++r) {
+    const std::string& j = peers[r].json;
+    SCOPED_TRACE("rank " + std::to_string(r) + ": " + j);
+    ASSERT_FALSE(j.empty()) << "no JSON line from rank " << r;
+    EXPECT_TRUE(JsonTrue(j, "ok")) << JsonString(j, "error");
+    if (r == 0) fingerprint = JsonString(j, "fingerprint");
+    EXPECT_EQ(JsonString(j, "fingerprint"), fingerprint) << "results differ across nodes";
+  }
+  const std::string counters = sw.StopForCounters();
+  ASSERT_FALSE(counters.empty()) << "no counters from ina-switchd";
+  EXPECT_EQ(JsonNumber(counters, "keys_installed"), kNodes) << counters;
+  EXPECT_GE(JsonNumber(counters, "joins_proven"), kNodes) << counters;  // resends count too
+  EXPECT_EQ(JsonNumber(counters, "joins_unauthorized"), 0) << counters;
+  EXPECT_EQ(JsonNumber(counters, "jobs_done"), 1) << counters;
 }
 
 INSTANTIATE_TEST_SUITE_P(Nodes, CollNetAbi, ::testing::Values(2, 3, 4),

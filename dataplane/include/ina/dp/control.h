@@ -78,7 +78,8 @@
 //   with that mode and the grant's traffic keys (proto::DeriveTrafficKey: up and down, the
 //   grants of this incarnation of J counted from 1, session zero). The key belongs to one
 //   incarnation of the job: it is forgotten when the job is freed (done, aborted, timed out,
-//   failed), so a launcher installs a fresh secret for every job it starts. Installing a key for
+//   failed), or, for an id nobody joined, when its ALLOC_JOB reservation expires; so a launcher
+//   installs a fresh secret for every job it starts. Installing a key for
 //   a job that holds a grant takes effect at its next grant (rotation at a lease's end).
 //   A JOIN of a job id with a key must prove the secret (docs/security.md, "JOIN proves
 //   knowledge of the key"). A JOIN with sec 0 (CRC trailer) creates nothing: it is answered with

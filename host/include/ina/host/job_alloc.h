@@ -32,11 +32,12 @@ Result<uint16_t> AllocateJobId(const CommConfig& config);
 Result<JobSecret> MakeJobSecret();
 // Installs `secret` for job `job` in sec mode config.sec (mac or mac_encrypt) at the fabric at
 // config.switch_host:switch_port, as ina-jobkey does: a set_key sealed under `admin_secret` (the
-// switch's --admin-key-file secret), resent every 100 ms, with a fresh sequence
-// (proto::SetKeySequence) five times, until set_key_ack or config.join_timeout_ms. Blocks up to
-// join_timeout_ms. Errors: InvalidArgument (config, sec crc, a secret the fabric cannot take),
-// DeadlineExceeded (no set_key_ack: the switch is down, has no --admin-key-file, or another admin
-// key), the transport's error.
+// switch's --admin-key-file secret), resent every 100 ms, and sealed again with a fresh sequence
+// (proto::SetKeySequence of the moment) every 300 ms, until set_key_ack or config.join_timeout_ms:
+// concurrent launchers may each move the switch's sequence floor. Blocks up to join_timeout_ms.
+// Errors: InvalidArgument (config, sec crc, a secret the fabric cannot take), DeadlineExceeded (no
+// set_key_ack: the switch is down, has no --admin-key-file, or another admin key), the transport's
+// error.
 Status InstallJobKey(const CommConfig& config, uint16_t job, std::span<const uint8_t> admin_secret,
                      const JobSecret& secret);
 
