@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
@@ -135,6 +136,24 @@ Status InstallJobKey(const CommConfig& config, uint16_t job, std::span<const uin
     if (last.code() != StatusCode::kDeadlineExceeded) return last;
   }
   return last;
+}
+
+Result<JobSecret> MakeAndInstallJobKey(const CommConfig& config, uint16_t job,
+                                       std::span<const uint8_t> admin_secret) {
+  INA_ASSIGN_OR_RETURN(JobSecret secret, MakeJobSecret());
+  INA_RETURN_IF_ERROR(InstallJobKey(config, job, admin_secret, secret));
+  return secret;
+}
+
+Result<JobSecret> AdminSecretFromEnv(const CommConfig& config, const std::string& who) {
+  const char* spec = std::getenv("INA_ADMIN_KEY");
+  if (spec == nullptr) {
+    return FailedPrecondition("INA_JOB_SEC=" + config.sec + " without INA_JOB_KEY: " + who +
+                              " makes the job's secret and installs it at the switch, which "
+                              "needs the switch's admin secret: INA_ADMIN_KEY=FILE (mode 0600) "
+                              "or fd:N (docs/security.md)");
+  }
+  return LoadJobSecret(spec, "INA_ADMIN_KEY");
 }
 
 }  // namespace ina::host

@@ -1,7 +1,6 @@
 #include "coll_net.h"
 
 #include <climits>
-#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -75,17 +74,10 @@ std::unique_ptr<CollListener> CollListener::Create(const host::CommConfig& confi
   Status st = v.Validate();
   host::JobSecret admin;
   if (st.ok() && make_secret) {
-    const char* spec = std::getenv("INA_ADMIN_KEY");
-    if (spec == nullptr) {
-      st = FailedPrecondition(
-          "collnet listen: INA_JOB_SEC=" + config.sec +
-          " without INA_JOB_KEY: the plugin makes the job's secret and installs it at the switch, "
-          "which needs the switch's admin secret: INA_ADMIN_KEY=FILE (mode 0600) or fd:N "
-          "(docs/security.md)");
-    } else if (auto a = host::LoadJobSecret(spec, "INA_ADMIN_KEY"); !a.ok()) {
-      st = a.status().WithContext("collnet listen");
-    } else {
+    if (auto a = host::AdminSecretFromEnv(config, "the plugin"); a.ok()) {
       admin = std::move(*a);
+    } else {
+      st = a.status().WithContext("collnet listen");
     }
   }
   if (st.ok() &&
@@ -98,15 +90,14 @@ std::unique_ptr<CollListener> CollListener::Create(const host::CommConfig& confi
     h.switch_host = config.switch_host;
     auto job = host::AllocateJobId(config);
     if (job.ok() && make_secret) {
-      auto secret = host::MakeJobSecret();
-      Status keyed =
-          secret.ok() ? host::InstallJobKey(config, *job, admin.bytes(), *secret) : secret.status();
-      if (keyed.ok()) {
+      auto secret = host::MakeAndInstallJobKey(config, *job, admin.bytes());
+      if (secret.ok()) {
         h.job_id = *job;
         h.secret = std::move(*secret);
       } else {
-        st = keyed.WithContext("collnet listen: job " + std::to_string(*job) + "'s key at " +
-                               config.switch_host + ":" + std::to_string(config.switch_port));
+        st = secret.status().WithContext("collnet listen: job " + std::to_string(*job) +
+                                         "'s key at " + config.switch_host + ":" +
+                                         std::to_string(config.switch_port));
       }
     } else if (job.ok()) {
       h.job_id = *job;

@@ -253,16 +253,10 @@ void ProcessGroupIna::InitFabric(const BackendOptions& options) {
     if (Status st = v.Validate(); !st.ok()) local_error = st.ToString();
   }
   if (local_error.empty() && share_secret && rank_ == 0) {
-    const char* spec = std::getenv("INA_ADMIN_KEY");
-    if (spec == nullptr) {
-      local_error = "INA_JOB_SEC=" + c.sec +
-                    " without INA_JOB_KEY: rank 0 makes the job's secret and installs it at the "
-                    "switch, which needs the switch's admin secret: INA_ADMIN_KEY=FILE (mode 0600) "
-                    "or fd:N on rank 0 (docs/security.md)";
-    } else if (auto a = ina::host::LoadJobSecret(spec, "INA_ADMIN_KEY"); !a.ok()) {
-      local_error = a.status().ToString();
-    } else {
+    if (auto a = ina::host::AdminSecretFromEnv(c, "rank 0"); a.ok()) {
       admin = std::move(*a);
+    } else {
+      local_error = std::string(a.status().message());  // it names INA_ADMIN_KEY
     }
   }
   ina::host::JobSecret made;  // rank 0's, when it makes the secret
@@ -286,9 +280,8 @@ void ProcessGroupIna::InitFabric(const BackendOptions& options) {
       } else {
         Status keyed = Status::Ok();
         if (share_secret) {
-          auto secret = ina::host::MakeJobSecret();
-          keyed = secret.ok() ? ina::host::InstallJobKey(c, *job, admin.bytes(), *secret)
-                              : secret.status();
+          auto secret = ina::host::MakeAndInstallJobKey(c, *job, admin.bytes());
+          keyed = secret.status();
           if (keyed.ok()) {
             made = std::move(*secret);
             std::string hex = Hex(made.bytes());

@@ -40,5 +40,13 @@ Result<JobSecret> MakeJobSecret();
 // error.
 Status InstallJobKey(const CommConfig& config, uint16_t job, std::span<const uint8_t> admin_secret,
                      const JobSecret& secret);
+// The launcher's whole step: MakeJobSecret, then InstallJobKey; the secret, or the first error.
+Result<JobSecret> MakeAndInstallJobKey(const CommConfig& config, uint16_t job,
+                                       std::span<const uint8_t> admin_secret);
+// The switch's admin secret from INA_ADMIN_KEY (a file of mode 0600, or fd:N), for a launcher
+// that makes the job's secret (config.sec keyed, no job secret). FailedPrecondition naming
+// INA_ADMIN_KEY when it is unset (`who` says who makes the secret: "rank 0"), LoadJobSecret's
+// errors otherwise.
+Result<JobSecret> AdminSecretFromEnv(const CommConfig& config, const std::string& who);
 
 }  // namespace ina::host
