@@ -145,10 +145,10 @@ Result<std::string> MakeKeyFiles() {
 // the workers we start at it (INA_JOB_KEY, inherited).
 Status InstallJobKey(const Options& o, const Fabric& f) {
   const std::string tool = SelfDir() + "/ina-jobkey";
-  const std::string cmd = tool + " --switch " + f.host + ":" + std::to_string(f.port) +
-                          " --admin-key-file " + f.key_dir + "/admin.key --job " +
-                          std::to_string(o.job) + " --secret-file " + f.key_dir +
-                          "/job.key --mode " + o.sec + " > /dev/null";
+  const std::string cmd =
+      tool + " --switch " + f.host + ":" + std::to_string(f.port) + " --admin-key-file " +
+      f.key_dir + "/admin.key --job " + std::to_string(o.job) + " --secret-file " + f.key_dir +
+      "/job.key --mode " + o.sec + " --cores " + std::to_string(o.switch_cores) + " > /dev/null";
   const int rc = std::system(cmd.c_str());
   if (rc != 0)
     return Unavailable(tool + " could not install the job key (status " + std::to_string(rc) + ")");

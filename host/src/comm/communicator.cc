@@ -32,6 +32,7 @@
 #include "ina/host/transport.h"
 #include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
+#include "lane_transport.h"
 #include "progress.h"
 #include "slot_window.h"
 #include "staged_op.h"
@@ -500,31 +501,10 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const CommConfig& con
     return InvalidArgument("config: quant " + config.quant +
                            " is not available on this CPU or build (scalar always is)");
   }
-  TransportConfig tc;
-  tc.kind = config.transport;
-  tc.fabric_host = config.switch_host;
-  tc.fabric_port = config.switch_port;
-  tc.socket_buffer_bytes = config.socket_buffer_bytes;
-  tc.udp_gso = config.udp_gso;
-  tc.dpdk = config.dpdk;
-  tc.verbs = config.verbs;
   std::vector<std::unique_ptr<Transport>> transports;
-  const std::vector<std::string> dpdk_ports =
-      DpdkLanePorts(config.dpdk.port, config.progress_threads);  // validated
   for (int l = 0; l < config.progress_threads; ++l) {  // one socket (udp) or port (dpdk) per lane
-    TransportConfig lane = tc;
-    if (config.transport == "dpdk" && config.progress_threads > 1) {
-      if (config.switch_cores > 1) {  // one port, queue l: it pairs with the switch's queue l
-        lane.dpdk_queues = static_cast<unsigned>(config.switch_cores);
-        lane.dpdk_queue = static_cast<unsigned>(l);
-      } else {
-        lane.dpdk.port = dpdk_ports[l];
-      }
-      lane.dpdk.local_port = static_cast<uint16_t>(config.dpdk.local_port + l);
-    }
-    // Lanes on switch cores: lane l to core l's own port (validated: it fits).
-    if (config.switch_cores > 1) lane.fabric_port = static_cast<uint16_t>(config.switch_port + l);
-    INA_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, MakeTransport(lane));
+    INA_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t,
+                         MakeTransport(internal::LaneTransportConfig(config, l)));
     transports.push_back(std::move(t));
   }
   return internal::CommunicatorFactory::Create(config, *kernels, std::move(transports));

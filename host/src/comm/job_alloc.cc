@@ -14,6 +14,7 @@
 #include "ina/proto/crc32c.h"
 #include "ina/proto/sec.h"
 #include "ina/proto/wire.h"
+#include "lane_transport.h"
 
 namespace ina::host {
 
@@ -21,18 +22,11 @@ using std::chrono::milliseconds;
 
 namespace {
 
-// The transport to the fabric's control port for a one-off exchange (lane 0's).
-Result<std::unique_ptr<Transport>> ControlTransport(const CommConfig& c) {
-  TransportConfig tc;
-  tc.kind = c.transport;
-  tc.fabric_host = c.switch_host;
-  tc.fabric_port = c.switch_port;
+// The transport of a one-off exchange with the fabric: lane `lane`'s (lane 0, or with lanes on
+// switch cores the lane of that core), without the data path's socket buffers.
+Result<std::unique_ptr<Transport>> ControlTransport(const CommConfig& c, int lane = 0) {
+  TransportConfig tc = internal::LaneTransportConfig(c, lane);
   tc.socket_buffer_bytes = 0;  // a handful of header-only packets
-  tc.dpdk = c.dpdk;
-  if (c.transport == "dpdk" && c.progress_threads > 1) {  // lane 0's port (validated above)
-    tc.dpdk.port = DpdkLanePorts(c.dpdk.port, c.progress_threads)[0];
-  }
-  tc.verbs = c.verbs;
   return MakeTransport(tc);
 }
 
@@ -89,19 +83,21 @@ Result<JobSecret> MakeJobSecret() {
   return s;
 }
 
-Status InstallJobKey(const CommConfig& config, uint16_t job, std::span<const uint8_t> admin_secret,
-                     const JobSecret& secret) {
-  CommConfig c = config;
-  c.rank = 0;
-  c.world_size = 1;
-  c.job_id = job;
-  c.job_secret = secret;
-  INA_RETURN_IF_ERROR(c.Validate());
-  if (c.sec == "crc") return InvalidArgument("install a job key: sec is crc (no key to install)");
-  const proto::SecMode mode = c.sec == "mac" ? proto::SecMode::kMac : proto::SecMode::kMacEncrypt;
-  const std::string who = "install job " + std::to_string(job) + "'s key at " + c.switch_host +
-                          ":" + std::to_string(c.switch_port);
-  auto made = ControlTransport(c);
+namespace {
+
+// InstallJobKey at one switch core: lane `lane`'s transport, until set_key_ack or `deadline`.
+Status InstallAtLane(const CommConfig& c, int lane, proto::SecMode mode,
+                     std::span<const uint8_t> admin_secret, const JobSecret& secret,
+                     std::chrono::steady_clock::time_point deadline) {
+  const uint16_t job = c.job_id;
+  const uint16_t port =
+      c.switch_cores > 1 ? static_cast<uint16_t>(c.switch_port + lane) : c.switch_port;
+  std::string who = "install job " + std::to_string(job) + "'s key at " + c.switch_host + ":" +
+                    std::to_string(port);
+  if (c.switch_cores > 1) {
+    who += " (switch core " + std::to_string(lane) + " of " + std::to_string(c.switch_cores) + ")";
+  }
+  auto made = ControlTransport(c, lane);
   if (!made.ok()) return made.status().WithContext(who);
   Transport& t = **made;
   // Each attempt seals a new sequence from the clock at that moment: the switch takes only
@@ -110,8 +106,8 @@ Status InstallJobKey(const CommConfig& config, uint16_t job, std::span<const uin
   // ack (its request resent every 100 ms); a resend of a request the switch already took is a
   // replay it ignores, so a lost ack costs one attempt.
   const auto per_attempt = std::min(milliseconds(300), milliseconds(c.join_timeout_ms));
-  const auto deadline = std::chrono::steady_clock::now() + milliseconds(c.join_timeout_ms);
-  Status last;
+  Status last = DeadlineExceeded(who + ": no time left for it within " +
+                                 std::to_string(c.join_timeout_ms) + " ms");
   for (uint64_t attempt = 0; std::chrono::steady_clock::now() < deadline; ++attempt) {
     const uint64_t seq = proto::SetKeySequence(std::chrono::system_clock::now(),
                                                attempt % proto::kSetKeyAttemptsPerMs);
@@ -136,6 +132,26 @@ Status InstallJobKey(const CommConfig& config, uint16_t job, std::span<const uin
     if (last.code() != StatusCode::kDeadlineExceeded) return last;
   }
   return last;
+}
+
+}  // namespace
+
+Status InstallJobKey(const CommConfig& config, uint16_t job, std::span<const uint8_t> admin_secret,
+                     const JobSecret& secret) {
+  CommConfig c = config;
+  c.rank = 0;
+  c.world_size = 1;
+  c.job_id = job;
+  c.job_secret = secret;
+  INA_RETURN_IF_ERROR(c.Validate());
+  if (c.sec == "crc") return InvalidArgument("install a job key: sec is crc (no key to install)");
+  const proto::SecMode mode = c.sec == "mac" ? proto::SecMode::kMac : proto::SecMode::kMacEncrypt;
+  // Lanes on switch cores: each core holds its share of the job as a job of its own, with a key
+  // of its own, so every core gets the secret (each refuses the job's JOINs until it has it).
+  const auto deadline = std::chrono::steady_clock::now() + milliseconds(c.join_timeout_ms);
+  for (int core = 0; core < c.switch_cores; ++core)
+    INA_RETURN_IF_ERROR(InstallAtLane(c, core, mode, admin_secret, secret, deadline));
+  return Status::Ok();
 }
 
 Result<JobSecret> MakeAndInstallJobKey(const CommConfig& config, uint16_t job,

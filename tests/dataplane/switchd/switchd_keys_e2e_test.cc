@@ -252,6 +252,38 @@ TEST(SwitchdKeys, InaJobkeyInstallsAKey) {
   EXPECT_EQ(c["keys_installed"], 1u);
   EXPECT_EQ(c["admin_forged"], 5u);  // the other admin key's five tries
 }
+
+// With --cores 2 (a switch of --cores 2 --core-ports 1) ina-jobkey installs the key at each core,
+// port + 0 and port + 1, and a JOIN to either core's port is then challenged and proven. A --cores
+// whose last port is past 65535 is bad usage.
+TEST(SwitchdKeys, InaJobkeyInstallsAKeyAtEveryCore) {
+  KeyDir dir(Secret(1), 0600);
+  KeyDir job_secret(Secret(2), 0600);
+  SwitchProcess sw({"--port", "0", "--admin-key-file", dir.path(), "--require-job-keys", "1",
+                    "--cores", "2", "--core-ports", "1"});
+  ASSERT_TRUE(sw.ok());
+  auto run = [&](const std::string& endpoint, const std::string& cores) {
+    const std::string cmd = std::string(INA_JOBKEY_BIN) + " --switch " + endpoint +
+                            " --admin-key-file " + dir.path() + " --job 7 --secret-file " +
+                            job_secret.path() + " --cores " + cores + " > /dev/null 2>&1";
+    const int rc = std::system(cmd.c_str());
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+  };
+  EXPECT_EQ(run("127.0.0.1:65535", "2"), 2);
+  EXPECT_EQ(run("127.0.0.1:" + std::to_string(sw.port()), "0"), 2);
+  EXPECT_EQ(run("127.0.0.1:" + std::to_string(sw.port()), "2"), 0);
+  for (uint16_t core = 0; core < 2; ++core) {
+    Worker w(static_cast<uint16_t>(sw.port() + core));
+    ProveJoin(w, Join(7, 0, 1, 64, 2), Secret(2));
+    auto a = w.Recv();
+    ASSERT_TRUE(a.has_value()) << "core " << core;
+    EXPECT_EQ(p::GetType(a->data()), p::MsgType::kJoinAck) << "core " << core;
+  }
+  auto c = sw.Stop();
+  EXPECT_EQ(c["keys_installed"], 2u);
+  EXPECT_EQ(c["joins_proven"], 2u);
+  EXPECT_EQ(c["joins_unauthorized"], 0u);
+}
 #endif
 
 }  // namespace

@@ -131,6 +131,7 @@ struct Rank {
   std::vector<std::vector<float>> f;
   std::vector<std::vector<int32_t>> i;
   int lanes = 1;
+  int cores = 1;  // CommConfig::switch_cores: lanes on switch cores (then lanes == cores)
   Status status;  // the first failure
   Clock::duration took{};
   CommStats stats;
@@ -148,6 +149,7 @@ CommConfig ConfigOf(const Rank& x, uint16_t port) {
   c.join_timeout_ms = 10000;
   c.progress_timeout_ms = 10000;
   c.progress_threads = x.lanes;
+  c.switch_cores = x.cores;
   c.sec = ModeName(x.mode);
   if (x.mode != p::SecMode::kCrc) c.job_secret = JobSecret(x.secret);
   return c;
@@ -371,6 +373,54 @@ TEST(KeyedSwitchdLauncher, MakeJobSecretAndInstallJobKeyThenTheJobRuns) {
   EXPECT_GE(counters.at("admin_forged"), 1u);
   EXPECT_GE(counters.at("joins_proven"), 2u);  // a rank waiting for the other resends its proof
   EXPECT_EQ(counters.at("joins_unauthorized"), 0u);
+}
+
+// One keyed job on every switch core (`--cores 2 --core-ports 1`, lanes on switch cores): each
+// core holds its share of the job as a job of its own, with a key of its own, so InstallJobKey
+// installs the secret at every core. A key at core 0 only (a launcher that ignores the job's
+// switch_cores) leaves core 1 refusing the job's JOINs, a bounded error on every rank.
+TEST(KeyedSwitchdLauncher, AKeyedJobOnEverySwitchCoreGetsItsKeyAtEachCore) {
+  constexpr uint16_t kJob = 45, kCoreZeroOnly = 46;
+  KeyedSwitch sw({"--require-job-keys", "1", "--cores", "2", "--core-ports", "1"});
+  ASSERT_NE(sw.port(), 0);
+  auto secret = MakeJobSecret();
+  ASSERT_TRUE(secret.ok()) << secret.status().ToString();
+  CommConfig c;
+  c.switch_host = "127.0.0.1";
+  c.switch_port = sw.port();
+  c.sec = "mac";
+  c.join_timeout_ms = 3000;
+  c.progress_threads = 2;
+  c.switch_cores = 2;
+  const Status ok = InstallJobKey(c, kJob, kAdmin, *secret);
+  ASSERT_TRUE(ok.ok()) << ok.ToString();
+
+  const std::vector<uint8_t> bytes(secret->bytes().begin(), secret->bytes().end());
+  std::vector<Rank> ranks = Job(kJob, 2, p::SecMode::kMac, bytes, 2, 3000, true, 17);
+  for (Rank& x : ranks) x.lanes = x.cores = 2;
+  const std::vector<Rank> inputs = ranks;
+  RunRanks(ranks, sw.port());
+  for (const Rank& x : ranks) ASSERT_TRUE(x.status.ok()) << x.status.ToString();
+  ExpectExact(ranks, inputs);
+
+  // The same job shape with its key at core 0 only.
+  c.progress_threads = 1;
+  c.switch_cores = 1;
+  ASSERT_TRUE(InstallJobKey(c, kCoreZeroOnly, kAdmin, *secret).ok());
+  std::vector<Rank> half = Job(kCoreZeroOnly, 2, p::SecMode::kMac, bytes, 1, 3000, true, 18);
+  for (Rank& x : half) x.lanes = x.cores = 2;
+  const auto t0 = Clock::now();
+  RunRanks(half, sw.port(), 3000);
+  for (const Rank& x : half) {
+    EXPECT_FALSE(x.status.ok()) << "rank " << x.rank << " ran with core 1 keyless";
+    EXPECT_NE(x.status.message().find("unauthorized"), std::string::npos) << x.status.ToString();
+  }
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(15));
+
+  const auto counters = sw.sw->Stop();
+  EXPECT_EQ(counters.at("keys_installed"), 3u);      // kJob at both cores, kCoreZeroOnly at core 0
+  EXPECT_GE(counters.at("joins_proven"), 4u);        // kJob: 2 ranks x 2 cores
+  EXPECT_GE(counters.at("joins_unauthorized"), 2u);  // kCoreZeroOnly's ranks at core 1
 }
 
 // ---- Attacks through the proxy ----

@@ -34,7 +34,9 @@ Result<JobSecret> MakeJobSecret();
 // config.switch_host:switch_port, as ina-jobkey does: a set_key sealed under `admin_secret` (the
 // switch's --admin-key-file secret), resent every 100 ms, and sealed again with a fresh sequence
 // (proto::SetKeySequence of the moment) every 300 ms, until set_key_ack or config.join_timeout_ms:
-// concurrent launchers may each move the switch's sequence floor. Blocks up to join_timeout_ms.
+// concurrent launchers may each move the switch's sequence floor. With lanes on switch cores
+// (config.switch_cores N > 1) at each core in turn, switch_port + c, as the lanes join there.
+// Blocks up to join_timeout_ms in all.
 // Errors: InvalidArgument (config, sec crc, a secret the fabric cannot take), DeadlineExceeded (no
 // set_key_ack: the switch is down, has no --admin-key-file, or another admin key), the transport's
 // error.
