@@ -91,7 +91,8 @@ bool OpenWith(EVP_CIPHER_CTX* ctx, SecMode mode, std::span<const uint8_t> msg, c
 }  // namespace
 
 Result<TrafficKey> DeriveTrafficKey(std::span<const uint8_t> secret, KeyDirection direction,
-                                    uint16_t job, uint64_t grant, const Session& session) {
+                                    uint16_t job, uint64_t grant,
+                                    std::span<const uint8_t> session) {
   if (secret.size() < kSecretMinBytes || secret.size() > kSecretMaxBytes) {
     return InvalidArgument("job secret of " + std::to_string(secret.size()) + " bytes; it has " +
                            std::to_string(kSecretMinBytes) + " .. " +
@@ -229,23 +230,43 @@ bool IsProvenJoinHeader(const uint8_t* msg) {
          GetSec(msg) == static_cast<uint8_t>(SecMode::kMac);
 }
 
+// A proven JOIN's key: the session is the challenge's payload, nonce | salt.
+Result<TrafficKey> JoinKey(std::span<const uint8_t> secret, uint16_t job,
+                           const JoinChallenge& challenge) {
+  std::array<uint8_t, kJoinChallengeBytes> session;
+  challenge.EncodeTo(session.data());
+  return DeriveTrafficKey(secret, KeyDirection::kJoin, job, 0, session);
+}
+
 }  // namespace
 
-Status SealJoinProof(std::span<const uint8_t> secret, const JoinNonce& nonce, uint8_t* msg) {
+JoinChallenge JoinChallenge::From(const uint8_t* payload) {
+  JoinChallenge c;
+  std::memcpy(c.nonce.data(), payload, c.nonce.size());
+  std::memcpy(c.salt.data(), payload + c.nonce.size(), c.salt.size());
+  return c;
+}
+
+void JoinChallenge::EncodeTo(uint8_t* payload) const {
+  std::memcpy(payload, nonce.data(), nonce.size());
+  std::memcpy(payload + nonce.size(), salt.data(), salt.size());
+}
+
+Status SealJoinProof(std::span<const uint8_t> secret, const JoinChallenge& challenge,
+                     uint8_t* msg) {
   if (!IsProvenJoinHeader(msg))
     return InvalidArgument("join proof: the header is no JOIN, sec mac");
-  INA_ASSIGN_OR_RETURN(const TrafficKey key,
-                       DeriveTrafficKey(secret, KeyDirection::kJoin, GetJob(msg), 0, nonce));
+  INA_ASSIGN_OR_RETURN(const TrafficKey key, JoinKey(secret, GetJob(msg), challenge));
   if (!SealOnce(key, SecMode::kMac, msg, kHeaderBytes, MakeNonce(GetRank(msg), GetSlot(msg), 0))) {
     return Internal("libcrypto: sealing a JOIN failed");
   }
   return Status::Ok();
 }
 
-bool JoinProofOk(std::span<const uint8_t> secret, const JoinNonce& nonce,
+bool JoinProofOk(std::span<const uint8_t> secret, const JoinChallenge& challenge,
                  std::span<const uint8_t> msg) {
   if (msg.size() != kHeaderBytes + kTagBytes || !IsProvenJoinHeader(msg.data())) return false;
-  const auto key = DeriveTrafficKey(secret, KeyDirection::kJoin, GetJob(msg.data()), 0, nonce);
+  const auto key = JoinKey(secret, GetJob(msg.data()), challenge);
   if (!key.ok()) return false;
   return OpenOnce(*key, SecMode::kMac, msg, MakeNonce(GetRank(msg.data()), GetSlot(msg.data()), 0),
                   nullptr);

@@ -47,12 +47,11 @@ std::vector<SecKat> LoadSecKats() {
   return out;
 }
 
-Session SessionOf(const std::string& hex) {
-  Session s{};
+// A traffic key's session: a Session (kSessionSaltBytes), or a proven JOIN's nonce | salt.
+std::vector<uint8_t> SessionOf(const std::string& hex) {
   const auto b = FromHex(hex);
-  EXPECT_EQ(b.size(), s.size());
-  std::copy(b.begin(), b.end(), s.begin());
-  return s;
+  EXPECT_TRUE(b.size() == kSessionSaltBytes || b.size() == kJoinChallengeBytes) << hex;
+  return b;
 }
 
 // The [[kat]] the sealed vector was made from, without its CRC trailer, sec set to `mode`.
@@ -166,14 +165,19 @@ TEST(SecKeys, SecretsOutsideTheirLengthsAreRefused) {
 }
 
 // A proven JOIN (the answer to a join_challenge) is gen.py's join_proven vector, and nothing else
-// opens as one: another nonce, secret, header field or sec.
+// opens as one: another nonce, salt, secret, header field or sec.
 TEST(SecJoin, ProofMatchesGenPyAndRefusesEverythingElse) {
   const auto kats = LoadSecKats();
   const auto it = std::find_if(kats.begin(), kats.end(),
                                [](const SecKat& k) { return k.fields.at("dir") == kKdfJoin; });
   ASSERT_NE(it, kats.end()) << "no sec_kat of a proven JOIN";
   const auto secret = FromHex(it->fields.at("secret"));
-  const JoinNonce nonce = SessionOf(it->fields.at("session"));
+  const auto session = SessionOf(it->fields.at("session"));
+  ASSERT_EQ(session.size(), kJoinChallengeBytes) << "a proven JOIN's session is nonce | salt";
+  const JoinChallenge nonce = JoinChallenge::From(session.data());
+  std::array<uint8_t, kJoinChallengeBytes> encoded;
+  nonce.EncodeTo(encoded.data());
+  EXPECT_TRUE(std::equal(encoded.begin(), encoded.end(), session.begin()));
   std::vector<uint8_t> msg = PlainMessage(it->fields.at("kat"), 1);
   ASSERT_EQ(msg.size(), kHeaderBytes);
   msg.resize(kHeaderBytes + kTagBytes);
@@ -184,9 +188,13 @@ TEST(SecJoin, ProofMatchesGenPyAndRefusesEverythingElse) {
   resent[kFlagsOffset] |= flags::kRetx;
   EXPECT_TRUE(JoinProofOk(secret, nonce, resent)) << "a resend is the same proof";
 
-  JoinNonce other_nonce = nonce;
-  other_nonce[3] ^= 0x40;
+  JoinChallenge other_nonce = nonce;
+  other_nonce.nonce[3] ^= 0x40;
   EXPECT_FALSE(JoinProofOk(secret, other_nonce, msg)) << "an old challenge's proof (a replay)";
+  JoinChallenge other_salt = nonce;
+  other_salt.salt[15] ^= 0x01;
+  EXPECT_FALSE(JoinProofOk(secret, other_salt, msg))
+      << "a proof made with another salt (a forged challenge's, or an earlier key's)";
   std::vector<uint8_t> other_secret(secret);
   other_secret[0] ^= 1;
   EXPECT_FALSE(JoinProofOk(other_secret, nonce, msg));

@@ -106,8 +106,8 @@ void ControlPlane::HandleControl(std::span<const uint8_t> packet, const Peer& fr
     return;
   }
   if (h.type == p::MsgType::kJoin) {
-    if (keys_.count(h.job) != 0) {
-      SendJoinChallenge(h, from, now, out);  // a keyed job: prove the secret first
+    if (const auto key = keys_.find(h.job); key != keys_.end()) {
+      SendJoinChallenge(h, from, key->second, now, out);  // a keyed job: prove the secret first
     } else {
       HandleJoin(p::JoinMsg::From(h), from, now, out);
     }
@@ -131,8 +131,12 @@ Status ControlPlane::InstallJobKey(uint16_t job_id, p::SecMode mode,
                            " bytes; it has " + std::to_string(p::kSecretMinBytes) + " .. " +
                            std::to_string(p::kSecretMaxBytes));
   }
+  // A fresh session salt for every key taken: the traffic keys of this incarnation differ from
+  // those of any earlier one under the same secret, so nothing recorded then opens now.
+  p::Session salt;
+  INA_RETURN_IF_ERROR(p::RandomBytes(salt));
   ForgetKey(job_id);
-  keys_[job_id] = JobKey{mode, std::vector<uint8_t>(secret.begin(), secret.end())};
+  keys_[job_id] = JobKey{mode, std::vector<uint8_t>(secret.begin(), secret.end()), salt};
   refusal_logged_.erase(job_id);
   unproven_logged_.erase(job_id);
   Bump(ControlCounter::kKeysInstalled);
@@ -207,15 +211,15 @@ p::JoinNonce ControlPlane::JoinNonceFor(const p::Header& h, const Peer& from,
   return p::MakeJoinNonce(join_secret_, context);
 }
 
-void ControlPlane::SendJoinChallenge(const p::Header& h, const Peer& from, TimePoint now,
-                                     ReplySink& out) {
-  constexpr uint16_t kWords = p::kJoinNonceBytes / p::kElemBytes;
+void ControlPlane::SendJoinChallenge(const p::Header& h, const Peer& from, const JobKey& key,
+                                     TimePoint now, ReplySink& out) {
+  constexpr uint16_t kWords = p::kJoinChallengeBytes / p::kElemBytes;
   std::array<uint8_t, p::MessageBytes(kWords)> b{};
-  p::JoinChallengeMsg{.job = h.job, .rank = h.rank, .lane = h.slot, .nonce_words = kWords}.Encode(
+  p::JoinChallengeMsg{.job = h.job, .rank = h.rank, .lane = h.slot, .payload_words = kWords}.Encode(
       b.data());
-  const p::JoinNonce nonce = JoinNonceFor(h, from, JoinBucket(now));
-  std::memcpy(b.data() + p::kHeaderBytes, nonce.data(), nonce.size());
-  p::SealMessage(b.data(), p::kHeaderBytes + nonce.size());
+  const p::JoinChallenge challenge{JoinNonceFor(h, from, JoinBucket(now)), key.salt};
+  challenge.EncodeTo(b.data() + p::kHeaderBytes);
+  p::SealMessage(b.data(), p::kHeaderBytes + p::kJoinChallengeBytes);
   Bump(ControlCounter::kJoinChallenges);
   out.Send(from, b);
 }
@@ -233,7 +237,8 @@ void ControlPlane::HandleProvenJoin(std::span<const uint8_t> packet, const Peer&
   if (key != keys_.end()) {
     const int64_t bucket = JoinBucket(now);
     for (int64_t b : {bucket, bucket - 1}) {
-      if (p::JoinProofOk(key->second.secret, JoinNonceFor(h, from, b), packet)) {
+      if (p::JoinProofOk(key->second.secret, {JoinNonceFor(h, from, b), key->second.salt},
+                         packet)) {
         proven = true;
         break;
       }
@@ -252,7 +257,7 @@ void ControlPlane::HandleProvenJoin(std::span<const uint8_t> packet, const Peer&
                                      "join_challenge")) +
                   " (further failures of this job are counted, not logged)");
     }
-    if (key != keys_.end()) SendJoinChallenge(h, from, now, out);
+    if (key != keys_.end()) SendJoinChallenge(h, from, key->second, now, out);
     return;
   }
   Bump(ControlCounter::kJoinsProven);
@@ -497,9 +502,9 @@ bool ControlPlane::Grant(JobEntry& j, uint32_t base, uint32_t got, ReplySink& ou
   if (auto key = keys_.find(j.job_id); key != keys_.end()) {
     cfg.security.mode = key->second.mode;
     auto up = p::DeriveTrafficKey(key->second.secret, p::KeyDirection::kUp, j.job_id, j.grants + 1,
-                                  p::Session{});
+                                  key->second.salt);
     auto down = p::DeriveTrafficKey(key->second.secret, p::KeyDirection::kDown, j.job_id,
-                                    j.grants + 1, p::Session{});
+                                    j.grants + 1, key->second.salt);
     keys_ok = up.ok() && down.ok();  // InstallJobKey checked the secret: always
     if (keys_ok) {
       cfg.security.up = *up;

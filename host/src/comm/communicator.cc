@@ -150,7 +150,10 @@ class Communicator::Impl {
         }
       }
     }
-    for (Lane& lane : lanes_) lane.progress->window().FirstGrant(lane_grants_[0].window);
+    // Each lane's own salt: lanes on switch cores joined at cores of their own, each with its
+    // own key for the job.
+    for (size_t l = 0; l < lanes_.size(); ++l)
+      lanes_[l].progress->window().FirstGrant(lane_grants_[0].window, lane_grants_[l].salt);
     grant_ = lane_grants_[0];
     window_.store(grant_.window, std::memory_order_relaxed);
     joined_ = true;
@@ -368,7 +371,7 @@ class Communicator::Impl {
   Status RegrantLane(size_t l, const std::atomic<bool>& cancel) {
     Result<Grant> g = lanes_[l].progress->Join(grant_.epoch, &cancel);
     if (!g.ok()) return g.status().WithContext("re-join at the end of a lease");
-    lanes_[l].progress->window().Regrant(g->window);
+    lanes_[l].progress->window().Regrant(g->window, g->salt);
     lane_grants_[l] = *g;
     return Status::Ok();
   }

@@ -124,7 +124,7 @@ void Membership::Join(uint8_t finished_epoch, TimePoint now) {
 void Membership::OnChallenge(std::span<const uint8_t> packet, TimePoint now) {
   const proto::Header c = proto::DecodeHeader(packet.data());
   if (c.rank != join_.rank || c.slot != join_.slot ||
-      packet.size() != proto::MessageBytes(proto::kJoinNonceBytes / proto::kElemBytes)) {
+      packet.size() != proto::MessageBytes(proto::kJoinChallengeBytes / proto::kElemBytes)) {
     return;  // not this lane's
   }
   if (cfg_.secret.empty()) {
@@ -134,22 +134,21 @@ void Membership::OnChallenge(std::span<const uint8_t> packet, TimePoint now) {
         "secret (INA_JOB_SEC=mac or mac_encrypt, INA_JOB_KEY; docs/security.md)"));
     return;
   }
-  proto::JoinNonce nonce;
-  std::copy_n(packet.data() + proto::kHeaderBytes, nonce.size(), nonce.begin());
-  if (proving_ && nonce == nonce_) {
+  const auto challenge = proto::JoinChallenge::From(packet.data() + proto::kHeaderBytes);
+  if (proving_ && challenge == challenge_) {
     if (proof_sent_) ++proofs_refused_;  // the answer to our proof: the fabric did not accept it
     return;
   }
   proto::Header h = join_;
   h.sec = static_cast<uint8_t>(proto::SecMode::kMac);
   proto::EncodeHeader(h, request_.data());
-  const Status sealed = proto::SealJoinProof(cfg_.secret.bytes(), nonce, request_.data());
+  const Status sealed = proto::SealJoinProof(cfg_.secret.bytes(), challenge, request_.data());
   if (!sealed.ok()) {
     Fail(sealed.WithContext(Who()));
     return;
   }
   request_len_ = proto::kHeaderBytes + proto::kTagBytes;
-  nonce_ = nonce;
+  challenge_ = challenge;
   challenged_ = now;
   proving_ = true;
   proof_sent_ = false;
@@ -206,7 +205,8 @@ void Membership::OnJoinAck(const proto::JoinAckMsg& a) {
     return;
   }
   state_ = State::kMember;
-  grant_ = Grant{static_cast<uint16_t>(a.window), static_cast<uint8_t>(a.epoch), a.lease};
+  grant_ = Grant{static_cast<uint16_t>(a.window), static_cast<uint8_t>(a.epoch), a.lease,
+                 challenge_.salt};
 }
 
 void Membership::OnTimers(TimePoint now) {

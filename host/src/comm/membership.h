@@ -35,7 +35,7 @@
 // queued job). The deadline is join_timeout from Join, or slot_wait_timeout from the first
 // join_wait. Replies: only messages of this version whose CRC32C trailer matches, for this job:
 // join_ack (on a re-join, not the old grant's: its epoch differs), join_wait, error,
-// join_challenge (this rank and lane, a nonce of proto::kJoinNonceBytes). Everything
+// join_challenge (this rank and lane, a payload of proto::kJoinChallengeBytes). Everything
 // else is ignored. A transport error Unavailable (the fabric is not up yet) is remembered and
 // named in the timeout's message; any other fails the join.
 //
@@ -71,6 +71,9 @@ struct Grant {
   uint16_t window = 0;
   uint8_t epoch = 0;   // 1 .. 255
   uint16_t lease = 0;  // calls; 0: unlimited
+  // A keyed job: the session salt of the job's key at the fabric (the last join_challenge's), the
+  // session of this grant's traffic keys; zero for a job that was not challenged.
+  proto::Session salt{};
 };
 
 struct JoinConfig {
@@ -179,12 +182,12 @@ class Membership {
   TimePoint wait_start_{};      // the first join_wait's arrival (kQueued)
   TimePoint next_send_{};       // when the request is due again (joining, not queued to send)
   uint16_t ahead_ = 0;
-  proto::Header join_{};         // the JOIN of the join in progress (sec 0)
-  bool proving_ = false;         // the request is the proven JOIN for nonce_
-  bool proof_sent_ = false;      // ... and it was handed to the transport
-  proto::JoinNonce nonce_{};     // the last challenge's
-  TimePoint challenged_{};       // when nonce_ arrived
-  uint32_t proofs_refused_ = 0;  // challenges repeating the nonce already proven
+  proto::Header join_{};              // the JOIN of the join in progress (sec 0)
+  bool proving_ = false;              // the request is the proven JOIN for challenge_
+  bool proof_sent_ = false;           // ... and it was handed to the transport
+  proto::JoinChallenge challenge_{};  // the last challenge's nonce and salt
+  TimePoint challenged_{};            // when challenge_ arrived
+  uint32_t proofs_refused_ = 0;       // challenges repeating the one already proven
   Grant grant_;
   Status status_;
   Status last_transport_error_;  // Unavailable while joining, named by the timeout

@@ -61,9 +61,9 @@ void SlotWindow::SetKeys(uint64_t grant) {
   sealer_.reset();
   opener_.reset();
   auto up = proto::DeriveTrafficKey(cfg_.secret.bytes(), proto::KeyDirection::kUp, cfg_.job_id,
-                                    grant, proto::Session{});
+                                    grant, salt_);
   auto down = proto::DeriveTrafficKey(cfg_.secret.bytes(), proto::KeyDirection::kDown, cfg_.job_id,
-                                      grant, proto::Session{});
+                                      grant, salt_);
   if (!up.ok() || !down.ok()) {
     key_status_ = (up.ok() ? down.status() : up.status()).WithContext("job key");
     return;
@@ -80,7 +80,8 @@ void SlotWindow::SetKeys(uint64_t grant) {
   opener_ = std::move(*opener);
 }
 
-void SlotWindow::Regrant(uint16_t window) {
+void SlotWindow::Regrant(uint16_t window, const proto::Session& salt) {
+  salt_ = salt;
   if (keyed()) SetKeys(grant_ + 1);
   window_ = window;
   cfg_.window = window;
@@ -91,9 +92,9 @@ void SlotWindow::Regrant(uint16_t window) {
   due_floor_ = TimePoint::max();
 }
 
-void SlotWindow::FirstGrant(uint16_t window) {
+void SlotWindow::FirstGrant(uint16_t window, const proto::Session& salt) {
   grant_ = 0;  // Regrant takes grant 1's keys
-  Regrant(window);
+  Regrant(window, salt);
   cfg_.rto.samples_per_rtt = LaneSlots(window, cfg_.lane, cfg_.lanes);
   rto_ = RtoEstimator(cfg_.rto);
 }

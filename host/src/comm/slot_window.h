@@ -158,14 +158,15 @@ class SlotWindow {
   void End();
   // A new grant between ops (docs/protocol.md, "Sharing the slot pool"): the window becomes
   // `window` slots and every slot starts again from generation 0 (use 0), as the fabric's new
-  // grant does; a keyed job takes the next grant's traffic keys. The TX buffers, counters and the
+  // grant does; a keyed job takes the next grant's traffic keys, under the session salt the
+  // join_challenge of this grant's JOIN carried (Grant::salt). The TX buffers, counters and the
   // RTT estimate stay. REQUIRES: !active(), 1 <= window <= capacity().
-  void Regrant(uint16_t window);
+  void Regrant(uint16_t window, const proto::Session& salt = {});
   // The first grant, for a window built before the join with the window asked (config.window =
   // capacity): as Regrant, and the RTO estimator starts again for the granted window's
   // samples per round trip, so the window is the one WindowConfig::From(config, window) builds.
   // REQUIRES: no op begun, 1 <= window <= capacity().
-  void FirstGrant(uint16_t window);
+  void FirstGrant(uint16_t window, const proto::Session& salt = {});
   uint16_t capacity() const { return static_cast<uint16_t>(slots_.size()); }
   bool active() const { return active_; }
   // Every block of this lane's slots has its result (in the tensor); at once if the lane's slots
@@ -324,6 +325,7 @@ class SlotWindow {
   // Keyed job: the current grant (counted from 1) and its keys; plain_ holds a mac_encrypt
   // result's decrypted payload.
   uint64_t grant_ = 0;
+  proto::Session salt_{};  // the session of the traffic keys (Regrant)
   std::unique_ptr<proto::MessageSealer> sealer_;
   std::unique_ptr<proto::MessageOpener> opener_;
   Status key_status_;

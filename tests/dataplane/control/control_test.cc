@@ -35,7 +35,7 @@ Peer MakePeer(uint16_t port, const char* ip = "127.0.0.1") {
 struct Reply {
   Peer to;
   p::Header h;
-  p::JoinNonce nonce{};  // join_challenge: its payload
+  p::JoinChallenge nonce{};  // join_challenge: its payload (the nonce and the key's salt)
 };
 
 class Collector : public ReplySink {
@@ -43,10 +43,11 @@ class Collector : public ReplySink {
   void Send(const Peer& to, std::span<const uint8_t> packet) override {
     ASSERT_GE(packet.size(), p::kHeaderBytes);
     const bool challenge = p::IsType(packet.data(), p::MsgType::kJoinChallenge);
-    ASSERT_EQ(packet.size(), p::MessageBytes(challenge ? p::kJoinNonceBytes / p::kElemBytes : 0));
+    ASSERT_EQ(packet.size(),
+              p::MessageBytes(challenge ? p::kJoinChallengeBytes / p::kElemBytes : 0));
     ASSERT_TRUE(p::MessageCrcOk(packet)) << "every reply carries its CRC32C trailer";
     Reply r{to, p::DecodeHeader(packet.data())};
-    if (challenge) std::memcpy(r.nonce.data(), packet.data() + p::kHeaderBytes, r.nonce.size());
+    if (challenge) r.nonce = p::JoinChallenge::From(packet.data() + p::kHeaderBytes);
     replies.push_back(r);
   }
   std::vector<Reply> replies;
@@ -54,7 +55,7 @@ class Collector : public ReplySink {
 
 // The proven JOIN a worker holding `secret` sends to answer a join_challenge for `join`.
 std::vector<uint8_t> ProvenJoin(const std::vector<uint8_t>& join,
-                                const std::vector<uint8_t>& secret, const p::JoinNonce& nonce) {
+                                const std::vector<uint8_t>& secret, const p::JoinChallenge& nonce) {
   std::vector<uint8_t> b(join.begin(), join.begin() + p::kHeaderBytes);
   b.resize(p::kHeaderBytes + p::kTagBytes);
   p::SetSec(b.data(), static_cast<uint8_t>(p::SecMode::kMac));
@@ -162,7 +163,8 @@ class ControlTest : public ::testing::Test {
         out_.replies.back().h.type != p::MsgType::kJoinChallenge) {
       return;
     }
-    const p::JoinNonce nonce = out_.replies.back().nonce;
+    const p::JoinChallenge nonce = out_.replies.back().nonce;
+    salt_[p::GetJob(pkt.data())] = nonce.salt;
     out_.replies.pop_back();
     cp_->HandleControl(ProvenJoin(pkt, secret->second, nonce), from, now, out_);
   }
@@ -185,6 +187,7 @@ class ControlTest : public ::testing::Test {
   Collector out_;
   ControlConfig base_cfg_;  // what Make starts from (the key tests set require_keys, admin, log)
   std::map<uint16_t, std::vector<uint8_t>> prove_;  // job -> the secret Send proves JOINs with
+  std::map<uint16_t, p::Session> salt_;  // job -> the salt of the last challenge Send answered
 };
 
 void ExpectError(const Reply& r, const Peer& to, uint16_t job, p::ErrorCode code) {
@@ -1449,16 +1452,17 @@ std::vector<uint8_t> SetKey(const std::vector<uint8_t>& admin_secret, uint16_t j
   return p::SealSetKey(admin_secret, job, mode, secret, seq).value();
 }
 
-// Data packet d sealed as a keyed job's worker seals it in grant `grant` (use = gen).
-std::vector<uint8_t> SealedData(const std::vector<uint8_t>& secret, p::SecMode mode, uint16_t job,
-                                uint16_t rank, uint16_t slot, uint16_t gen,
-                                const std::vector<int32_t>& elems, uint64_t grant = 1) {
+// Data packet d sealed as a keyed job's worker seals it in grant `grant` (use = gen), under the
+// session salt its join_challenge carried.
+std::vector<uint8_t> SealedData(const std::vector<uint8_t>& secret, const p::Session& salt,
+                                p::SecMode mode, uint16_t job, uint16_t rank, uint16_t slot,
+                                uint16_t gen, const std::vector<int32_t>& elems,
+                                uint64_t grant = 1) {
   std::vector<uint8_t> b = Data(job, rank, slot, gen, elems);
   const size_t len = b.size() - p::kCrcBytes;
   b.resize(len + p::kTagBytes);
   p::SetSec(b.data(), static_cast<uint8_t>(mode));
-  const auto up =
-      p::DeriveTrafficKey(secret, p::KeyDirection::kUp, job, grant, p::Session{}).value();
+  const auto up = p::DeriveTrafficKey(secret, p::KeyDirection::kUp, job, grant, salt).value();
   EXPECT_TRUE(p::SealOnce(up, mode, b.data(), len, p::MakeNonce(rank, slot, gen)));
   return b;
 }
@@ -1503,17 +1507,23 @@ TEST_F(ControlTest, KeyedFabricRefusesKeylessJoinsAndLogsOncePerJob) {
   };
   EXPECT_TRUE(feed(Data(5, 0, 0, 0, {1, 2})).empty());
   EXPECT_EQ(ECtr(p::Counter::kDropCrossJob), 1u);
-  EXPECT_TRUE(feed(keys::SealedData(secret, p::SecMode::kMac, 5, 0, 0, 0, {1, 2})).empty());
-  const auto got = feed(keys::SealedData(secret, p::SecMode::kMac, 5, 1, 0, 0, {10, 20}));
+  const p::Session salt = salt_.at(5);
+  EXPECT_NE(salt, p::Session{}) << "a random session salt";
+  // Data sealed as before the salt (session zero): another key, dropped.
+  EXPECT_TRUE(
+      feed(keys::SealedData(secret, p::Session{}, p::SecMode::kMac, 5, 0, 0, 0, {1, 2})).empty());
+  EXPECT_EQ(ECtr(p::Counter::kDropForged), 1u);
+  EXPECT_TRUE(feed(keys::SealedData(secret, salt, p::SecMode::kMac, 5, 0, 0, 0, {1, 2})).empty());
+  const auto got = feed(keys::SealedData(secret, salt, p::SecMode::kMac, 5, 1, 0, 0, {10, 20}));
   ASSERT_EQ(got.size(), 1u);
-  const auto down = p::DeriveTrafficKey(secret, p::KeyDirection::kDown, 5, 1, p::Session{}).value();
+  const auto down = p::DeriveTrafficKey(secret, p::KeyDirection::kDown, 5, 1, salt).value();
   EXPECT_TRUE(
       p::OpenOnce(down, p::SecMode::kMac, got[0], p::MakeNonce(p::kRankAll, 0, 0), nullptr));
   EXPECT_EQ(p::Load32(got[0].data() + p::kHeaderBytes), 11u);
   // A forger with another secret is dropped.
   EXPECT_TRUE(
-      feed(keys::SealedData(keys::Secret(2), p::SecMode::kMac, 5, 0, 1, 0, {1, 1})).empty());
-  EXPECT_EQ(ECtr(p::Counter::kDropForged), 1u);
+      feed(keys::SealedData(keys::Secret(2), salt, p::SecMode::kMac, 5, 0, 1, 0, {1, 1})).empty());
+  EXPECT_EQ(ECtr(p::Counter::kDropForged), 2u);
 
   // The key belongs to this incarnation: an aborted job forgets it; a new JOIN is refused again
   // and logged again.
@@ -1525,6 +1535,21 @@ TEST_F(ControlTest, KeyedFabricRefusesKeylessJoinsAndLogsOncePerJob) {
   ASSERT_EQ(out_.replies.size(), 1u);
   ExpectError(out_.replies[0], a, 5, p::ErrorCode::kUnauthorized);
   EXPECT_EQ(lines.size(), 3u);
+
+  // The same secret installed again is a new incarnation under a new salt: what was recorded in
+  // the last one (rank 0's first data packet, the same slot and use) does not open.
+  const auto recorded = keys::SealedData(secret, salt, p::SecMode::kMac, 5, 0, 0, 0, {1, 2});
+  ASSERT_TRUE(cp_->InstallJobKey(5, p::SecMode::kMac, secret).ok());
+  JoinAll(5, 2, 64, 4, 5000);
+  ASSERT_TRUE(cp_->HasJob(5));
+  EXPECT_NE(salt_.at(5), salt) << "a key taken again gets a fresh salt";
+  const uint64_t forged = ECtr(p::Counter::kDropForged);
+  EXPECT_TRUE(feed(recorded).empty());
+  EXPECT_EQ(ECtr(p::Counter::kDropForged), forged + 1) << "the last incarnation's data, replayed";
+  EXPECT_TRUE(
+      feed(keys::SealedData(secret, salt_.at(5), p::SecMode::kMac, 5, 0, 0, 0, {1, 2})).empty());
+  EXPECT_EQ(
+      feed(keys::SealedData(secret, salt_.at(5), p::SecMode::kMac, 5, 1, 0, 0, {1, 2})).size(), 1u);
 }
 
 // The JOIN of a keyed job proves the secret (docs/security.md, "JOIN proves knowledge of the

@@ -61,21 +61,24 @@ Bytes SetKey(const std::vector<uint8_t>& admin, uint16_t job, const std::vector<
   return p::SealSetKey(admin, job, p::SecMode::kMac, secret, seq).value();
 }
 
-// Data as a keyed worker sends it in the job's first grant (use = gen).
-Bytes KeyedData(const std::vector<uint8_t>& secret, uint16_t job, uint16_t rank, uint16_t slot,
-                uint16_t gen, const std::vector<int32_t>& elems) {
+// Data as a keyed worker sends it in the job's first grant (use = gen), under the session salt
+// its join_challenge carried.
+Bytes KeyedData(const std::vector<uint8_t>& secret, const p::Session& salt, uint16_t job,
+                uint16_t rank, uint16_t slot, uint16_t gen, const std::vector<int32_t>& elems) {
   Bytes b = Data(job, rank, slot, gen, elems, p::flags::kInt32);
   const size_t len = b.size() - p::kCrcBytes;
   b.resize(len + p::kTagBytes);
   p::SetSec(b.data(), static_cast<uint8_t>(p::SecMode::kMac));
-  const auto up = p::DeriveTrafficKey(secret, p::KeyDirection::kUp, job, 1, p::Session{}).value();
+  const auto up = p::DeriveTrafficKey(secret, p::KeyDirection::kUp, job, 1, salt).value();
   EXPECT_TRUE(p::SealOnce(up, p::SecMode::kMac, b.data(), len, p::MakeNonce(rank, slot, gen)));
   return b;
 }
 
 // A keyed job's JOIN as a worker holding `secret` makes it (docs/security.md, "JOIN proves
-// knowledge of the key"): the plain JOIN, the switch's join_challenge, the proven JOIN (returned).
-Bytes ProveJoin(Worker& w, const Bytes& join, const std::vector<uint8_t>& secret) {
+// knowledge of the key"): the plain JOIN, the switch's join_challenge, the proven JOIN (returned;
+// the challenge's session salt into *salt if given).
+Bytes ProveJoin(Worker& w, const Bytes& join, const std::vector<uint8_t>& secret,
+                p::Session* salt = nullptr) {
   w.Send(join);
   auto c = w.Recv();
   if (!c.has_value()) {
@@ -83,10 +86,10 @@ Bytes ProveJoin(Worker& w, const Bytes& join, const std::vector<uint8_t>& secret
     return {};
   }
   EXPECT_EQ(p::GetType(c->data()), p::MsgType::kJoinChallenge);
-  EXPECT_EQ(c->size(), p::MessageBytes(p::kJoinNonceBytes / p::kElemBytes));
+  EXPECT_EQ(c->size(), p::MessageBytes(p::kJoinChallengeBytes / p::kElemBytes));
   EXPECT_TRUE(p::MessageCrcOk(*c));
-  p::JoinNonce nonce{};
-  std::copy_n(c->data() + p::kHeaderBytes, nonce.size(), nonce.begin());
+  const auto nonce = p::JoinChallenge::From(c->data() + p::kHeaderBytes);
+  if (salt != nullptr) *salt = nonce.salt;
   Bytes proven(join.begin(), join.begin() + p::kHeaderBytes);
   proven.resize(p::kHeaderBytes + p::kTagBytes);
   p::SetSec(proven.data(), static_cast<uint8_t>(p::SecMode::kMac));
@@ -133,7 +136,8 @@ TEST(SwitchdKeys, KeyedJobRunsAndEverythingElseIsRefused) {
   // Its JOINs prove the secret. Before rank 1 joins, a rogue tries to take rank 1 with a guessed
   // proof, and replays rank 0's proof from its own address: both dropped (joins_unproven), and
   // answered only with a fresh challenge.
-  const Bytes proof0 = ProveJoin(w0, Join(5, 0, 2, 64, 2), secret);
+  p::Session salt{}, salt1{};
+  const Bytes proof0 = ProveJoin(w0, Join(5, 0, 2, 64, 2), secret, &salt);
   const Bytes rogue_proof = ProveJoin(rogue, Join(5, 1, 2, 64, 2), Secret(4));
   auto again = rogue.Recv();
   ASSERT_TRUE(again.has_value());
@@ -142,20 +146,21 @@ TEST(SwitchdKeys, KeyedJobRunsAndEverythingElseIsRefused) {
   again = rogue.Recv();
   ASSERT_TRUE(again.has_value());
   EXPECT_EQ(p::GetType(again->data()), p::MsgType::kJoinChallenge);
-  ProveJoin(w1, Join(5, 1, 2, 64, 2), secret);
+  ProveJoin(w1, Join(5, 1, 2, 64, 2), secret, &salt1);
+  EXPECT_EQ(salt1, salt) << "one salt per key, in every challenge";
   for (Worker* w : {&w0, &w1}) {
     auto a = w->Recv();
     ASSERT_TRUE(a.has_value());
     ASSERT_EQ(p::GetType(a->data()), p::MsgType::kJoinAck);
   }
-  w1.Send(Data(5, 1, 0, 0, {100, 100}, p::flags::kInt32));  // a spoofer without the key
-  w1.Send(KeyedData(Secret(3), 5, 1, 0, 0, {100, 100}));    // another secret
+  w1.Send(Data(5, 1, 0, 0, {100, 100}, p::flags::kInt32));      // a spoofer without the key
+  w1.Send(KeyedData(Secret(3), salt, 5, 1, 0, 0, {100, 100}));  // another secret
   // An insider (rank 1 knows the secret) sealing data as rank 0: a good tag from the wrong
   // address, dropped by the source check before the engine opens it (drop_foreign_src).
-  w1.Send(KeyedData(secret, 5, 0, 0, 0, {1000, 1000}));
-  w0.Send(KeyedData(secret, 5, 0, 0, 0, {1, 2}));
-  w1.Send(KeyedData(secret, 5, 1, 0, 0, {10, 20}));
-  const auto down = p::DeriveTrafficKey(secret, p::KeyDirection::kDown, 5, 1, p::Session{}).value();
+  w1.Send(KeyedData(secret, salt, 5, 0, 0, 0, {1000, 1000}));
+  w0.Send(KeyedData(secret, salt, 5, 0, 0, 0, {1, 2}));
+  w1.Send(KeyedData(secret, salt, 5, 1, 0, 0, {10, 20}));
+  const auto down = p::DeriveTrafficKey(secret, p::KeyDirection::kDown, 5, 1, salt).value();
   for (Worker* w : {&w0, &w1}) {
     auto r = w->Recv();
     ASSERT_TRUE(r.has_value());

@@ -99,15 +99,15 @@ std::vector<std::vector<uint8_t>> TakeBytes(Membership& m, TimePoint now) {
   return out;
 }
 
-// The fabric's join_challenge to rank `rank` lane `lane` of job 7 with `nonce`.
-std::vector<uint8_t> Challenge(const proto::JoinNonce& nonce, uint16_t rank = 0,
+// The fabric's join_challenge to rank `rank` lane `lane` of job 7 with `nonce` (and salt).
+std::vector<uint8_t> Challenge(const proto::JoinChallenge& nonce, uint16_t rank = 0,
                                uint16_t lane = 0) {
-  constexpr uint16_t kWords = proto::kJoinNonceBytes / proto::kElemBytes;
+  constexpr uint16_t kWords = proto::kJoinChallengeBytes / proto::kElemBytes;
   std::vector<uint8_t> b(proto::MessageBytes(kWords));
-  proto::JoinChallengeMsg{.job = 7, .rank = rank, .lane = lane, .nonce_words = kWords}.Encode(
+  proto::JoinChallengeMsg{.job = 7, .rank = rank, .lane = lane, .payload_words = kWords}.Encode(
       b.data());
-  std::copy(nonce.begin(), nonce.end(), b.begin() + proto::kHeaderBytes);
-  proto::SealMessage(b.data(), proto::kHeaderBytes + nonce.size());
+  nonce.EncodeTo(b.data() + proto::kHeaderBytes);
+  proto::SealMessage(b.data(), proto::kHeaderBytes + proto::kJoinChallengeBytes);
   return b;
 }
 
@@ -256,8 +256,9 @@ TEST_F(MembershipTest, KeyedJoinAnswersTheChallengeWithAProof) {
   EXPECT_EQ(proto::GetSec(plain[0].data()), 0);
   EXPECT_TRUE(proto::MessageCrcOk(plain[0]));
 
-  proto::JoinNonce n1{};
-  n1[0] = 0xA1;
+  proto::JoinChallenge n1{};
+  n1.nonce[0] = 0xA1;
+  n1.salt[3] = 0x5C;
   m.OnPacket(Challenge(n1, 1), t0_);     // another rank's: ignored
   m.OnPacket(Challenge(n1, 0, 2), t0_);  // another lane's: ignored
   EXPECT_EQ(m.tx_queued(), 0u);
@@ -286,8 +287,8 @@ TEST_F(MembershipTest, KeyedJoinAnswersTheChallengeWithAProof) {
   ASSERT_EQ(fresh.size(), 1u);
   EXPECT_EQ(fresh[0], plain[0]);
   // ... and the next challenge's nonce gets a new proof.
-  proto::JoinNonce n2 = n1;
-  n2[5] = 0x77;
+  proto::JoinChallenge n2 = n1;
+  n2.nonce[5] = 0x77;
   m.OnPacket(Challenge(n2), t0_ + milliseconds(601));
   const auto proof2 = TakeBytes(m, t0_ + milliseconds(601));
   ASSERT_EQ(proof2.size(), 1u);
@@ -302,11 +303,45 @@ TEST_F(MembershipTest, KeyedJoinAnswersTheChallengeWithAProof) {
       << m.status().ToString();
 }
 
+// The grant carries the session salt of the challenge its proof answered: the session of the
+// grant's traffic keys. A challenge with the nonce already proven but another salt (the key was
+// installed again meanwhile) is no refusal: it gets a proof of its own.
+TEST_F(MembershipTest, TheGrantCarriesTheSaltOfTheChallengeItsProofAnswered) {
+  JoinConfig c = Config();
+  const auto secret = TestSecret(1);
+  c.secret = JobSecret(secret);
+  Membership m(c);
+  m.Join(0, t0_);
+  Take(m, t0_);
+  proto::JoinChallenge n{};
+  n.nonce[0] = 0x11;
+  n.salt[0] = 0x22;
+  m.OnPacket(Challenge(n), t0_);
+  ASSERT_EQ(TakeBytes(m, t0_).size(), 1u);
+  proto::JoinChallenge reinstalled = n;
+  reinstalled.salt[0] = 0x33;
+  m.OnPacket(Challenge(reinstalled), t0_ + microseconds(5));
+  const auto proof = TakeBytes(m, t0_ + microseconds(5));
+  ASSERT_EQ(proof.size(), 1u) << "a new salt is a new challenge";
+  EXPECT_TRUE(proto::JoinProofOk(secret, reinstalled, proof[0]));
+  EXPECT_FALSE(proto::JoinProofOk(secret, n, proof[0]));
+  m.OnPacket(JoinAck(4, 1), t0_ + microseconds(10));
+  ASSERT_EQ(m.state(), State::kMember);
+  EXPECT_EQ(m.grant().salt, reinstalled.salt);
+
+  Membership crc(Config());  // never challenged: session zero
+  crc.Join(0, t0_);
+  Take(crc, t0_);
+  crc.OnPacket(JoinAck(4, 1), t0_);
+  ASSERT_EQ(crc.state(), State::kMember);
+  EXPECT_EQ(crc.grant().salt, proto::Session{});
+}
+
 TEST_F(MembershipTest, ChallengedCrcOnlyJobFailsNamingTheKey) {
   Membership m(Config());
   m.Join(0, t0_);
   Take(m, t0_);
-  m.OnPacket(Challenge(proto::JoinNonce{}), t0_);
+  m.OnPacket(Challenge(proto::JoinChallenge{}), t0_);
   ASSERT_EQ(m.state(), State::kFailed);
   EXPECT_EQ(m.status().code(), StatusCode::kFailedPrecondition) << m.status().ToString();
   EXPECT_TRUE(Has(m.status(), "the fabric holds a key for job 7")) << m.status().ToString();

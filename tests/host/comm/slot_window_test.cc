@@ -984,12 +984,13 @@ class Sim {
     for (int e = 0; e < entries; ++e) ranks_[e].t = &net_.Endpoint(e);
     for (int e = 0; e < entries; ++e) SendJoin(e, world, k, window, lanes);
     net_.Pump();
+    std::vector<proto::Session> salts(static_cast<size_t>(entries));  // zero: not challenged
     if (!join_secret.empty()) {
       for (int e = 0; e < entries; ++e) {
         for (const NetPacket& p : net_.down(e)) {
           if (p.type() != proto::MsgType::kJoinChallenge) continue;
-          proto::JoinNonce nonce;
-          std::copy_n(p.bytes.begin() + proto::kHeaderBytes, nonce.size(), nonce.begin());
+          const auto nonce = proto::JoinChallenge::From(p.bytes.data() + proto::kHeaderBytes);
+          salts[static_cast<size_t>(e)] = nonce.salt;
           SendJoin(e, world, k, window, lanes, join_secret, &nonce);
         }
         net_.down(e).clear();
@@ -1010,6 +1011,10 @@ class Sim {
       if (per_rank) per_rank(c);
       ranks_[e].p =
           std::make_unique<Progress>(c, JoinFor(c), quant::ActiveKernels(), *ranks_[e].t, clock_);
+      // A keyed job: the grant's traffic keys under the salt of the key at the fabric, as the
+      // communicator takes them after the join.
+      if (!join_secret.empty())
+        ranks_[e].p->window().FirstGrant(granted, salts[static_cast<size_t>(e)]);
     }
   }
 
@@ -1074,7 +1079,7 @@ class Sim {
  private:
   // The JOIN of entry e; with `nonce`, the proven JOIN answering it under `secret`.
   void SendJoin(int e, uint16_t world, uint16_t k, uint16_t window, uint16_t lanes,
-                std::span<const uint8_t> secret = {}, const proto::JoinNonce* nonce = nullptr) {
+                std::span<const uint8_t> secret = {}, const proto::JoinChallenge* nonce = nullptr) {
     uint8_t b[proto::kHeaderBytes + proto::kTagBytes] = {};
     proto::JoinMsg join{.job = 7,
                         .rank = static_cast<uint16_t>(e / lanes),

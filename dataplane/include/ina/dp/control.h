@@ -76,16 +76,18 @@
 //   Job keys (docs/security.md). InstallJobKey (or a SET_KEY message on the admin channel, below)
 //   gives job id J a secret and a keyed sec mode. Every grant of J then installs J in the engine
 //   with that mode and the grant's traffic keys (proto::DeriveTrafficKey: up and down, the
-//   grants of this incarnation of J counted from 1, session zero). The key belongs to one
-//   incarnation of the job: it is forgotten when the job is freed (done, aborted, timed out,
-//   failed), or, for an id nobody joined, when its ALLOC_JOB reservation expires; so a launcher
-//   installs a fresh secret for every job it starts. Installing a key for
+//   grants of this incarnation of J counted from 1, session the key's salt, below). The key
+//   belongs to one incarnation of the job: it is forgotten when the job is freed (done, aborted,
+//   timed out, failed), or, for an id nobody joined, when its ALLOC_JOB reservation expires; a
+//   secret installed again gets a fresh salt, so its traffic keys are new. Installing a key for
 //   a job that holds a grant takes effect at its next grant (rotation at a lease's end).
 //   A JOIN of a job id with a key must prove the secret (docs/security.md, "JOIN proves
 //   knowledge of the key"). A JOIN with sec 0 (CRC trailer) creates nothing: it is answered with
-//   join_challenge (job, rank, lane; payload the join nonce: proto::MakeJoinNonce of a random
+//   join_challenge (job, rank, lane; payload the join nonce, proto::MakeJoinNonce of a random
 //   per-plane secret over the JOIN's header with sec and flags cleared, its sender's address and
-//   the time bucket now / ControlConfig::join_nonce_period). The answer is the same JOIN with
+//   the time bucket now / ControlConfig::join_nonce_period, then the key's session salt: random,
+//   drawn when the key was installed, the session of the job's traffic keys, so every install
+//   starts under keys of its own). The answer is the same JOIN with
 //   sec mac and a tag (proto::SealJoinProof): it is verified against the nonce of this bucket and
 //   of the one before, so a proof lives one to two periods, from the address it was sent to
 //   only; then it is handled as any JOIN (joins_proven). A proof that does not verify, or a
@@ -395,9 +397,10 @@ class ControlPlane {
   // joined lane of every rank not done error e (its job and rank become each recipient's).
   // NotFound if no such job.
   Status AbortJob(uint16_t job_id, const proto::ErrorMsg& e, ReplySink& out);
-  // Gives job `job_id` a secret and keyed sec mode (see above); replaces the one it had.
-  // InvalidArgument for mode crc or a secret outside kSecretMinBytes .. kSecretMaxBytes. The
-  // secret is copied; the caller may wipe its own.
+  // Gives job `job_id` a secret and keyed sec mode, with a fresh session salt (see above);
+  // replaces the one it had. InvalidArgument for mode crc or a secret outside kSecretMinBytes ..
+  // kSecretMaxBytes; Internal if no random salt can be drawn. The secret is copied; the caller may
+  // wipe its own.
   Status InstallJobKey(uint16_t job_id, proto::SecMode mode, std::span<const uint8_t> secret);
   bool HasJobKey(uint16_t job_id) const { return keys_.count(job_id) != 0; }
 
@@ -451,6 +454,7 @@ class ControlPlane {
   struct JobKey {
     proto::SecMode mode;
     std::vector<uint8_t> secret;
+    proto::Session salt;  // drawn when the key was taken; every join_challenge carries it
   };
   // A free extent of the pool [base, base + len).
   struct Extent {
@@ -485,7 +489,8 @@ class ControlPlane {
   proto::JoinNonce JoinNonceFor(const proto::Header& h, const Peer& from, int64_t bucket) const;
   int64_t JoinBucket(TimePoint now) const;
   // join_challenge for JOIN `h` from `from` at `now`; counted.
-  void SendJoinChallenge(const proto::Header& h, const Peer& from, TimePoint now, ReplySink& out);
+  void SendJoinChallenge(const proto::Header& h, const Peer& from, const JobKey& key, TimePoint now,
+                         ReplySink& out);
   // Forgets job_id's key (its incarnation ended).
   void ForgetKey(uint16_t job_id);
   void HandleAlloc(const proto::AllocJobMsg& h, const Peer& from, TimePoint now, ReplySink& out);

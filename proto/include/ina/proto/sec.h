@@ -33,7 +33,7 @@ using Nonce = std::array<uint8_t, kNonceBytes>;
 enum class KeyDirection : uint8_t {
   kUp,    // worker -> fabric (data)
   kDown,  // fabric -> worker (results)
-  kJoin,  // a proven JOIN (worker -> fabric), under the session of its join_challenge's nonce
+  kJoin,  // a proven JOIN (worker -> fabric), under the session of its join_challenge's payload
 };
 
 // The keyed modes.
@@ -41,13 +41,15 @@ inline constexpr bool IsKeyed(SecMode mode) { return mode != SecMode::kCrc; }
 inline constexpr bool IsValidSecMode(uint8_t sec) { return sec <= 2; }
 
 // The traffic key of one grant of a job: HMAC-SHA256(secret, "ina/v2/" direction "/" job (2
-// bytes, big-endian) grant (8 bytes) session (16 bytes)), its first kKeyBytes. `grant`: the grants
-// counted since the job began, 1 first; `session`: the fabric's random salt for this incarnation
-// of the job (all zero until the JOIN challenge carries it). InvalidArgument if the secret is
-// shorter than kSecretMinBytes or longer than kSecretMaxBytes. Control path (allocates).
-using Session = std::array<uint8_t, 16>;
+// bytes, big-endian) grant (8 bytes) session), its first kKeyBytes. `grant`: the grants counted
+// since the job began, 1 first; `session`: for data and results the fabric's session salt of the
+// job's key (a Session, drawn when the fabric took the key and sent in every join_challenge; all
+// zero for the admin channel's key), for a proven JOIN the join_challenge's whole payload (nonce |
+// salt). InvalidArgument if the secret is shorter than kSecretMinBytes or longer than
+// kSecretMaxBytes. Control path (allocates).
+using Session = std::array<uint8_t, kSessionSaltBytes>;
 Result<TrafficKey> DeriveTrafficKey(std::span<const uint8_t> secret, KeyDirection direction,
-                                    uint16_t job, uint64_t grant, const Session& session);
+                                    uint16_t job, uint64_t grant, std::span<const uint8_t> session);
 
 inline Nonce MakeNonce(uint16_t rank, uint16_t slot, uint64_t use) {
   Nonce n{};
@@ -90,20 +92,29 @@ Result<std::vector<uint8_t>> SealSetKey(std::span<const uint8_t> admin_secret, u
 
 // A proven JOIN (proto/ina.toml, the join and join_challenge messages; docs/security.md, "JOIN
 // proves knowledge of the key"). The fabric answers a JOIN of a keyed job with a join_challenge
-// carrying a JoinNonce; the worker answers with the same JOIN header, sec = mac, sealed under
-// DeriveTrafficKey(secret, kJoin, job, grant 0, session = the nonce), GCM nonce rank | lane (the
-// header's slot) | use 0: a message of kHeaderBytes + kTagBytes. A fresh JoinNonce makes a fresh
-// key, so the same header under two nonces never shares a (key, GCM nonce).
+// carrying a JoinChallenge (a fresh nonce and the job key's session salt); the worker answers with
+// the same JOIN header, sec = mac, sealed under DeriveTrafficKey(secret, kJoin, job, grant 0,
+// session = nonce | salt), GCM nonce rank | lane (the header's slot) | use 0: a message of
+// kHeaderBytes + kTagBytes. A fresh nonce makes a fresh key, so the same header under two nonces
+// never shares a (key, GCM nonce); the salt in the key means that a proof the fabric accepts was
+// made with the salt the worker then derives its traffic keys with.
 using JoinNonce = std::array<uint8_t, kJoinNonceBytes>;
-static_assert(sizeof(JoinNonce) == sizeof(Session), "a join nonce is a session salt");
+struct JoinChallenge {
+  JoinNonce nonce{};
+  Session salt{};
+  // From / into a join_challenge's payload (kJoinChallengeBytes): the nonce, then the salt.
+  static JoinChallenge From(const uint8_t* payload);
+  void EncodeTo(uint8_t* payload) const;
+  bool operator==(const JoinChallenge&) const = default;
+};
 
 // Seals the JOIN header at msg[0, kHeaderBytes) (its sec must be mac) and writes the tag after it.
 // InvalidArgument for a secret of the wrong length or a header that is no JOIN with sec mac;
 // Internal if libcrypto fails.
-Status SealJoinProof(std::span<const uint8_t> secret, const JoinNonce& nonce, uint8_t* msg);
+Status SealJoinProof(std::span<const uint8_t> secret, const JoinChallenge& challenge, uint8_t* msg);
 // True if `msg` (kHeaderBytes + kTagBytes: a JOIN with sec mac and its tag) is the JOIN proven
-// under `secret` and `nonce`. The retx flag is not covered (a resend is the same proof).
-bool JoinProofOk(std::span<const uint8_t> secret, const JoinNonce& nonce,
+// under `secret` and `challenge`. The retx flag is not covered (a resend is the same proof).
+bool JoinProofOk(std::span<const uint8_t> secret, const JoinChallenge& challenge,
                  std::span<const uint8_t> msg);
 
 // The fabric's join nonce: HMAC-SHA256(fabric_secret, "ina/v2/join-nonce" | context), its first

@@ -68,12 +68,10 @@ class Replies final : public ReplySink {
     if (t == proto::MsgType::kJoinChallenge) {
       FUZZ_CHECK(proto::GetJob(p.data()) == 1, "join_challenge for job %u, which has no key",
                  proto::GetJob(p.data()));
-      FUZZ_CHECK(p.size() == proto::MessageBytes(proto::kJoinNonceBytes / proto::kElemBytes),
+      FUZZ_CHECK(p.size() == proto::MessageBytes(proto::kJoinChallengeBytes / proto::kElemBytes),
                  "join_challenge of %zu bytes", p.size());
       for (size_t i = 0; i < peers_.size(); ++i) {
-        if (peers_[i] == to) {
-          std::copy_n(p.data() + proto::kHeaderBytes, proto::kJoinNonceBytes, nonce[i].begin());
-        }
+        if (peers_[i] == to) nonce[i] = proto::JoinChallenge::From(p.data() + proto::kHeaderBytes);
       }
     } else {
       FUZZ_CHECK(p.size() == proto::MessageBytes(0), "reply with a body");
@@ -84,7 +82,7 @@ class Replies final : public ReplySink {
     ++sent;
   }
   size_t sent = 0;
-  std::array<proto::JoinNonce, kPeers> nonce{};  // the last join_challenge's, per peer
+  std::array<proto::JoinChallenge, kPeers> nonce{};  // the last join_challenge's, per peer
 
  private:
   const std::vector<Peer>& peers_;
