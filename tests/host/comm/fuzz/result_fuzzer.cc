@@ -2,18 +2,23 @@
 // through the progress state machine SlotWindow (host/src/comm/slot_window.h) with a fake clock.
 //
 // Input: byte 0 = config (world 1 + b%4; K 256 if bit 2 else 64; window 1 + (b>>3)%4; int32 op
-// if bit 5; two lanes if bit 6, this window lane b>>7), byte 1 = tensor size, then records, each
-// an op byte and its operands:
+// if bit 5; two lanes if bit 6, this window lane b>>7), byte 1 = tensor size and, in its top two
+// bits, the job's sec mode ((b >> 6) % 3: crc, mac, mac_encrypt; docs/security.md; a fixed test
+// secret, grant 1, session zero), then records, each an op byte and its operands:
 //   op%4 0: echo: (slot, dest, edits, sealed) a result built from the packet last sent on slot
-//           `slot`: type result, rank = own or all (dest bit 0), then `edits` (pos, xor) byte
-//           edits, then sealed unless `sealed` bit 0 is set (so most pass the CRC check and reach
-//           the field checks; some exercise bad_crc).
-//   op%4 1: raw: (len, sealed, bytes...) a packet of the input's bytes, sealed or not.
+//           `slot` (in a keyed job first opened with the up key, as the fabric does): type result,
+//           rank = own or all (dest bit 0), then `edits` (pos, xor) byte edits, then sealed unless
+//           `sealed` bit 0 is set (so most pass the CRC check, or in a keyed job the tag under
+//           the down key, nonce (rank, slot, use = gen), and reach the field checks; some
+//           exercise bad_crc and forged results).
+//   op%4 1: raw: (len, sealed, bytes...) a packet of the input's bytes, sealed (CRC, or a tag
+//           under the down key when it names this keyed job) or not.
 //   op%4 2: control: (type, aux, count, offset, sealed) a header-only message for this job.
 //   op%4 3: time: advance the clock by b ms (b = next byte), then timers and the progress check.
-// After each record the queued packets are "sent" (remembered per slot for echo). OnPacket must
-// return OK, Aborted or Internal (slot_window.h); a failed or finished op ends and the next op
-// begins (its Begin may be Aborted once a peer left; then the input ends).
+// After each record the queued packets are "sent" (remembered per slot for echo): each must be
+// whole (CRC32C, or in a keyed job a tag that opens under the up key with nonce (rank, slot, use
+// = gen)). OnPacket must return OK, Aborted or Internal (slot_window.h); a failed or finished op
+// ends and the next op begins (its Begin may be Aborted once a peer left; then the input ends).
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -23,6 +28,7 @@
 
 #include "ina/host/quant.h"
 #include "ina/proto/crc32c.h"
+#include "ina/proto/sec.h"
 #include "ina/proto/wire.h"
 #include "slot_window.h"
 #include "support/fuzz_check.h"
@@ -38,9 +44,28 @@ using ina::host::internal::TimePoint;
 using ina::host::internal::WindowConfig;
 namespace proto = ina::proto;
 
+// The keyed job's secret, and its grant-1 traffic keys (session zero: the window's own before a
+// grant names a salt).
+const std::vector<uint8_t>& TestSecret() {
+  static const std::vector<uint8_t> s(32, 0xC3);
+  return s;
+}
+proto::TrafficKey TestKey(proto::KeyDirection d) {
+  return proto::DeriveTrafficKey(TestSecret(), d, 7, 1, proto::Session{}).value();
+}
+
+proto::Nonce NonceOf(const uint8_t* h) {
+  return proto::MakeNonce(proto::GetRank(h), proto::GetSlot(h), proto::GetGen(h));
+}
+
 struct Harness {
   explicit Harness(const WindowConfig& cfg)
-      : window(cfg, ina::host::quant::ActiveKernels()), last(cfg.window) {}
+      : window(cfg, ina::host::quant::ActiveKernels()),
+        last(cfg.window),
+        mode(cfg.sec),
+        up(TestKey(proto::KeyDirection::kUp)),
+        down(TestKey(proto::KeyDirection::kDown)) {}
+  bool keyed() const { return proto::IsKeyed(mode); }
 
   void Drain(TimePoint now) {
     std::array<ina::host::TxMessage, 64> tx;
@@ -48,20 +73,53 @@ struct Harness {
       const size_t n = window.PeekTx(tx);
       FUZZ_CHECK(n > 0 && n <= window.tx_queued(), "PeekTx %zu of %zu", n, window.tx_queued());
       for (size_t i = 0; i < n; ++i) {
-        FUZZ_CHECK(tx[i].len >= proto::kHeaderBytes + proto::kCrcBytes &&
-                       tx[i].len <= proto::kMaxPacketBytes,
-                   "sent %zu bytes", tx[i].len);
-        FUZZ_CHECK(proto::MessageCrcOk({tx[i].data, tx[i].len}), "sent an unsealed packet");
+        FUZZ_CHECK(
+            tx[i].len >= proto::kHeaderBytes + (keyed() ? proto::kTagBytes : proto::kCrcBytes) &&
+                tx[i].len <= proto::kMaxPacketBytes,
+            "sent %zu bytes", tx[i].len);
         const uint16_t slot = proto::GetSlot(tx[i].data);
         FUZZ_CHECK(slot < last.size(), "sent slot %u", slot);
-        last[slot].assign(tx[i].data, tx[i].data + tx[i].len);
+        std::vector<uint8_t>& sent = last[slot];
+        sent.assign(tx[i].data, tx[i].data + tx[i].len);
+        if (!keyed()) {
+          FUZZ_CHECK(proto::MessageCrcOk(sent), "sent an unsealed packet");
+          continue;
+        }
+        FUZZ_CHECK(proto::GetSec(sent.data()) == static_cast<uint8_t>(mode), "sent sec %u",
+                   unsigned{proto::GetSec(sent.data())});
+        // Opened as the fabric opens it; kept with its plaintext payload and room for a trailer.
+        plain.resize(sent.size());
+        FUZZ_CHECK(proto::OpenOnce(up, mode, sent, NonceOf(sent.data()),
+                                   plain.data() + proto::kHeaderBytes),
+                   "sent a packet whose tag does not open under the up key");
+        if (mode == proto::SecMode::kMacEncrypt) {
+          std::copy(plain.begin() + proto::kHeaderBytes,
+                    plain.end() - static_cast<std::ptrdiff_t>(proto::kTagBytes),
+                    sent.begin() + proto::kHeaderBytes);
+        }
       }
       window.OnSent(n, now);
     }
   }
 
+  // A result (header and payload in msg[0, len), room after it) sealed as the fabric seals it:
+  // the CRC32C trailer, or the tag under the down key. Returns the message's length.
+  size_t Seal(std::vector<uint8_t>& msg, size_t len) const {
+    if (!keyed() || len < proto::kHeaderBytes || proto::GetJob(msg.data()) != 7) {
+      msg.resize(len + proto::kCrcBytes);
+      return proto::SealMessage(msg.data(), len);
+    }
+    msg.resize(len + proto::kTagBytes);
+    proto::SetSec(msg.data(), static_cast<uint8_t>(mode));
+    FUZZ_CHECK(proto::SealOnce(down, mode, msg.data(), len, NonceOf(msg.data())), "SealOnce");
+    return msg.size();
+  }
+
   SlotWindow window;
-  std::vector<std::vector<uint8_t>> last;  // per slot: the last packet sent
+  std::vector<std::vector<uint8_t>> last;  // per slot: the last packet sent (payload in the clear)
+  const proto::SecMode mode;
+  const proto::TrafficKey up, down;
+  std::vector<uint8_t> plain;
 };
 
 void CheckStatus(const Status& s) {
@@ -84,7 +142,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cfg.lanes = (c & 0x40) ? 2 : 1;
   cfg.lane = static_cast<uint16_t>(cfg.lanes == 2 ? c >> 7 : 0);
   const bool is_int = c & 0x20;
-  const size_t n = 1 + (size_t{in.Byte()} * 37) % (size_t{cfg.k} * 6);
+  const uint8_t b1 = in.Byte();
+  const size_t n = 1 + (size_t{b1} * 37) % (size_t{cfg.k} * 6);
+  cfg.sec = static_cast<proto::SecMode>((b1 >> 6) % 3);
+  if (proto::IsKeyed(cfg.sec)) cfg.secret = ina::host::JobSecret(TestSecret());
 
   Harness h(cfg);
   std::vector<float> f(n);
@@ -127,26 +188,23 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           break;
         }
         pkt = h.last[slot];
+        const size_t body = pkt.size() - (h.keyed() ? proto::kTagBytes : proto::kCrcBytes);
         proto::SetType(pkt.data(), proto::MsgType::kResult);
         proto::SetRank(pkt.data(), (dest & 1) ? proto::kRankAll : cfg.rank);
         proto::SetFlags(pkt.data(), proto::GetFlags(pkt.data()) & ~proto::flags::kRetx);
         for (uint8_t e = 0; e < edits; ++e) {
           const uint8_t pos = in.Byte();
-          pkt[pos % (pkt.size() - proto::kCrcBytes)] ^= in.Byte();
+          pkt[pos % body] ^= in.Byte();
         }
-        if (!(in.Byte() & 1)) proto::SealMessage(pkt.data(), pkt.size() - proto::kCrcBytes);
+        if (!(in.Byte() & 1)) h.Seal(pkt, body);
         break;
       }
       case 1: {  // raw bytes
         const size_t len = std::min<size_t>(in.Byte() * 5, 1100);
         const bool sealed = in.Byte() & 1;
-        pkt.assign(len + proto::kCrcBytes, 0);
+        pkt.assign(len, 0);
         for (size_t i = 0; i < len; ++i) pkt[i] = in.Byte();
-        if (sealed) {
-          proto::SealMessage(pkt.data(), len);
-        } else {
-          pkt.resize(len);
-        }
+        if (sealed) h.Seal(pkt, len);
         break;
       }
       case 2: {  // a control message for this job
