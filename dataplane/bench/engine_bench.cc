@@ -12,7 +12,9 @@
 // "fast_<kernel>_mac" and "_mac_encrypt": the same job keyed (docs/security.md): every packet
 // carries an AES-GCM tag for its round (its slot's use), which the engine verifies (and, in
 // mac_encrypt, decrypts), and every result is sealed (encrypted). The workers' sealing of each
-// round happens with the timer paused.
+// round happens with the timer paused. The engine's tags run ina's own AES-GCM where the CPU has
+// one (proto::GcmPath::kBest: vaes_avx512 or aesni); "..._aesni" and "..._libcrypto" the same with
+// the AES-NI variant and with OpenSSL's (INA_GCM set while the job is installed), side by side.
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
@@ -167,11 +169,13 @@ void BM_Fast(benchmark::State& state, const fast::AddKernels* k, uint16_t world,
 }
 
 void BM_FastKeyed(benchmark::State& state, const fast::AddKernels* k, uint16_t world, uint16_t kk,
-                  uint16_t window, proto::SecMode mode) {
+                  uint16_t window, proto::SecMode mode, const char* gcm) {
   Workload w(world, kk, window);
   w.MakeKeyed(mode);
   auto engine = fast::MakeFastEngineWithKernels({16384, 256}, *k);
+  if (gcm != nullptr) setenv("INA_GCM", gcm, 1);  // read when the job's sealers are made
   RunEngine(state, *engine, w);
+  unsetenv("INA_GCM");
 }
 
 void BM_Ref(benchmark::State& state, uint16_t world, uint16_t kk, uint16_t window) {
@@ -223,11 +227,14 @@ void Register() {
           ("fast_" + std::string(list.items[0]->name) + "_nocrc" + shape).c_str(), BM_Fast,
           list.items[0], world, kk, kWindow, false);
       for (proto::SecMode mode : {proto::SecMode::kMac, proto::SecMode::kMacEncrypt}) {
-        benchmark::RegisterBenchmark(
-            ("fast_" + std::string(list.items[0]->name) + "_" +
-             std::string(proto::SecModeName(static_cast<uint8_t>(mode))) + shape)
-                .c_str(),
-            BM_FastKeyed, list.items[0], world, kk, kWindow, mode);
+        for (const char* gcm : {static_cast<const char*>(nullptr), "aesni", "libcrypto"}) {
+          benchmark::RegisterBenchmark(
+              ("fast_" + std::string(list.items[0]->name) + "_" +
+               std::string(proto::SecModeName(static_cast<uint8_t>(mode))) +
+               (gcm != nullptr ? "_" + std::string(gcm) : "") + shape)
+                  .c_str(),
+              BM_FastKeyed, list.items[0], world, kk, kWindow, mode, gcm);
+        }
       }
       benchmark::RegisterBenchmark(("ceiling_" + std::string(list.items[0]->name) + shape).c_str(),
                                    BM_Ceiling, list.items[0], world, kk, kWindow);
@@ -243,8 +250,10 @@ int main(int argc, char** argv) {
   ina::dp::Register();
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
-  std::printf("fast engine kernel on this CPU: %s; CRC32C: %s\n",
-              std::string(ina::dp::FastEngineKernelName()).c_str(), ina::proto::Crc32cBest().name);
+  auto gcm = ina::proto::MessageSealer::Create(ina::proto::TrafficKey{});
+  std::printf("fast engine kernel on this CPU: %s; CRC32C: %s; AES-GCM: %s\n",
+              std::string(ina::dp::FastEngineKernelName()).c_str(), ina::proto::Crc32cBest().name,
+              gcm.ok() ? (*gcm)->path_name() : "unavailable");
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;

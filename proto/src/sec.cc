@@ -10,15 +10,17 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <string_view>
+
+#include "gcm_internal.h"
 
 namespace ina::proto {
 namespace {
-
-EVP_CIPHER_CTX* Ctx(void* p) { return static_cast<EVP_CIPHER_CTX*>(p); }
 
 // The header as the tag covers it: the retx flag cleared.
 void AadHeader(const uint8_t* msg, uint8_t* out) {
@@ -295,29 +297,83 @@ Status RandomBytes(std::span<uint8_t> out) {
   return Status::Ok();
 }
 
-Result<std::unique_ptr<MessageSealer>> MessageSealer::Create(const TrafficKey& key) {
-  EVP_CIPHER_CTX* ctx = NewGcm(key, /*encrypt=*/true);
-  if (ctx == nullptr) return Internal("libcrypto: cannot set up AES-128-GCM");
-  return std::unique_ptr<MessageSealer>(new MessageSealer(ctx));
+namespace {
+
+// A sealer's or opener's state: ina's own AES-GCM (`fast` and its expanded key), or libcrypto's
+// context.
+struct GcmState {
+  const internal::GcmVariant* fast = nullptr;
+  internal::GcmKey key{};
+  EVP_CIPHER_CTX* evp = nullptr;
+  ~GcmState() {
+    OPENSSL_cleanse(&key, sizeof(key));
+    EVP_CIPHER_CTX_free(evp);
+  }
+};
+
+GcmState* State(void* p) { return static_cast<GcmState*>(p); }
+
+// kBest's choice: INA_GCM (libcrypto, or a variant this CPU runs, by name), else the best.
+const internal::GcmVariant* ChooseGcm(GcmPath path) {
+  if (path == GcmPath::kLibcrypto) return nullptr;
+  static const internal::GcmVariantList list = internal::GcmVariants();
+  const char* forced = std::getenv("INA_GCM");
+  if (forced != nullptr) {
+    const std::string_view name(forced);
+    if (name == "libcrypto") return nullptr;
+    if (const internal::GcmVariant* v = list.Find(name)) return v;
+  }
+  return list.size > 0 ? &list.best() : nullptr;
 }
 
-MessageSealer::~MessageSealer() { EVP_CIPHER_CTX_free(Ctx(ctx_)); }
+Result<std::unique_ptr<GcmState>> MakeState(const TrafficKey& key, GcmPath path, bool encrypt) {
+  auto st = std::make_unique<GcmState>();
+  st->fast = ChooseGcm(path);
+  if (st->fast != nullptr) {
+    st->fast->init(&st->key, key);
+    return st;
+  }
+  st->evp = NewGcm(key, encrypt);
+  if (st->evp == nullptr) return Internal("libcrypto: cannot set up AES-128-GCM");
+  return st;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<MessageSealer>> MessageSealer::Create(const TrafficKey& key, GcmPath path) {
+  INA_ASSIGN_OR_RETURN(std::unique_ptr<GcmState> st, MakeState(key, path, /*encrypt=*/true));
+  return std::unique_ptr<MessageSealer>(new MessageSealer(st.release()));
+}
+
+MessageSealer::~MessageSealer() { delete State(ctx_); }
+
+const char* MessageSealer::path_name() const {
+  return State(ctx_)->fast != nullptr ? State(ctx_)->fast->name : "libcrypto";
+}
 
 bool MessageSealer::Seal(SecMode mode, uint8_t* msg, size_t len, const Nonce& nonce) {
-  return SealWith(Ctx(ctx_), mode, msg, len, nonce);
+  const GcmState& st = *State(ctx_);
+  if (st.fast == nullptr) return SealWith(st.evp, mode, msg, len, nonce);
+  st.fast->seal(st.key, mode, msg, len, nonce);
+  return true;
 }
 
-Result<std::unique_ptr<MessageOpener>> MessageOpener::Create(const TrafficKey& key) {
-  EVP_CIPHER_CTX* ctx = NewGcm(key, /*encrypt=*/false);
-  if (ctx == nullptr) return Internal("libcrypto: cannot set up AES-128-GCM");
-  return std::unique_ptr<MessageOpener>(new MessageOpener(ctx));
+Result<std::unique_ptr<MessageOpener>> MessageOpener::Create(const TrafficKey& key, GcmPath path) {
+  INA_ASSIGN_OR_RETURN(std::unique_ptr<GcmState> st, MakeState(key, path, /*encrypt=*/false));
+  return std::unique_ptr<MessageOpener>(new MessageOpener(st.release()));
 }
 
-MessageOpener::~MessageOpener() { EVP_CIPHER_CTX_free(Ctx(ctx_)); }
+MessageOpener::~MessageOpener() { delete State(ctx_); }
+
+const char* MessageOpener::path_name() const {
+  return State(ctx_)->fast != nullptr ? State(ctx_)->fast->name : "libcrypto";
+}
 
 bool MessageOpener::Open(SecMode mode, std::span<const uint8_t> msg, const Nonce& nonce,
                          uint8_t* plain) {
-  return OpenWith(Ctx(ctx_), mode, msg, nonce, plain);
+  const GcmState& st = *State(ctx_);
+  if (st.fast == nullptr) return OpenWith(st.evp, mode, msg, nonce, plain);
+  return st.fast->open(st.key, mode, msg, nonce, plain);
 }
 
 bool SealOnce(const TrafficKey& key, SecMode mode, uint8_t* msg, size_t len, const Nonce& nonce) {

@@ -9,13 +9,18 @@
 #include <algorithm>
 #include <array>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <map>
+#include <random>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "kat_file.h"
+#include "support/seed.h"
 
 namespace ina::proto {
 namespace {
@@ -66,7 +71,9 @@ std::vector<uint8_t> PlainMessage(const std::string& kat, uint8_t mode) {
   return {};
 }
 
-TEST(SecKat, LibcryptoMatchesGenPy) {
+// gen.py's vectors through libcrypto (SealOnce, OpenOnce) and through the long-lived sealer and
+// opener, ina's own AES-GCM on a CPU with AES-NI.
+TEST(SecKat, BothPathsMatchGenPy) {
   const auto kats = LoadSecKats();
   ASSERT_GE(kats.size(), 2u);
   bool saw_mac = false, saw_encrypt = false;
@@ -139,6 +146,85 @@ TEST(SecKat, LibcryptoMatchesGenPy) {
     }
   }
   EXPECT_TRUE(saw_mac && saw_encrypt) << "a vector of each keyed mode";
+}
+
+// ina's own AES-GCM, each variant this CPU runs (INA_GCM names it for GcmPath::kBest), against
+// libcrypto's on random keys, nonces, headers (retx set or not) and modes, with every payload of
+// 0 .. 99 words and then random ones up to kMaxK: the same bytes and tag; each opens the other's,
+// with the same plaintext; a flipped bit (not retx) fails both. The known answers above run
+// through the best variant too (the long-lived sealer and opener there are kBest).
+TEST(SecGcm, EveryOwnVariantEqualsLibcryptoOnRandomMessages) {
+  const uint64_t seed = ina::tests::Seed(1, "random messages");
+  int variants_run = 0;
+  for (const char* variant : {"vaes_avx512", "aesni"}) {
+    SCOPED_TRACE(variant);
+    setenv("INA_GCM", variant, 1);
+    auto probe = MessageSealer::Create(TrafficKey{});
+    ASSERT_TRUE(probe.ok());
+    if (std::string_view((*probe)->path_name()) != variant) {
+      std::printf("AES-GCM variant %s: not on this CPU (kBest gives %s)\n", variant,
+                  (*probe)->path_name());
+      continue;
+    }
+    ++variants_run;
+    std::mt19937_64 rng(seed);
+    auto bytes = [&](uint8_t* p, size_t n) {
+      for (size_t i = 0; i < n; ++i) p[i] = static_cast<uint8_t>(rng());
+    };
+    for (int i = 0; i < 300; ++i) {
+      SCOPED_TRACE(i);
+      TrafficKey key;
+      bytes(key.data(), key.size());
+      auto best_seal = MessageSealer::Create(key);
+      auto lib_seal = MessageSealer::Create(key, GcmPath::kLibcrypto);
+      auto best_open = MessageOpener::Create(key);
+      auto lib_open = MessageOpener::Create(key, GcmPath::kLibcrypto);
+      ASSERT_TRUE(best_seal.ok() && lib_seal.ok() && best_open.ok() && lib_open.ok());
+      EXPECT_STREQ((*best_seal)->path_name(), variant);
+      EXPECT_STREQ((*best_open)->path_name(), variant);
+      EXPECT_STREQ((*lib_seal)->path_name(), "libcrypto");
+      EXPECT_STREQ((*lib_open)->path_name(), "libcrypto");
+      const SecMode mode = rng() % 2 ? SecMode::kMac : SecMode::kMacEncrypt;
+      const size_t words = i < 100 ? static_cast<size_t>(i) : rng() % (kMaxK + 1);
+      const size_t len = kHeaderBytes + words * kElemBytes;
+      std::vector<uint8_t> plain(len + kTagBytes);
+      bytes(plain.data(), len);
+      Nonce nonce;
+      bytes(nonce.data(), nonce.size());
+      if (i % 7 == 0) std::fill(nonce.begin() + 8, nonce.end(), uint8_t{0xFF});  // use's low bits
+      std::vector<uint8_t> a(plain), b(plain);
+      ASSERT_TRUE((*best_seal)->Seal(mode, a.data(), len, nonce));
+      ASSERT_TRUE((*lib_seal)->Seal(mode, b.data(), len, nonce));
+      ASSERT_EQ(a, b) << "mode " << static_cast<int>(mode) << ", " << words << " words";
+      std::vector<uint8_t> out1(words * kElemBytes + 1), out2(words * kElemBytes + 1);
+      ASSERT_TRUE((*best_open)->Open(mode, a, nonce, out1.data()));
+      ASSERT_TRUE((*lib_open)->Open(mode, a, nonce, out2.data()));
+      if (mode == SecMode::kMacEncrypt) {
+        EXPECT_TRUE(std::equal(plain.begin() + kHeaderBytes, plain.begin() + len, out1.begin()));
+        EXPECT_TRUE(std::equal(plain.begin() + kHeaderBytes, plain.begin() + len, out2.begin()));
+      }
+      std::vector<uint8_t> retx(a);
+      retx[kFlagsOffset] ^= flags::kRetx;
+      EXPECT_TRUE((*best_open)->Open(mode, retx, nonce, out1.data()));
+      size_t bit = rng() % (a.size() * 8);
+      if (bit / 8 == kFlagsOffset && (1u << (bit % 8)) == flags::kRetx) ++bit;
+      std::vector<uint8_t> bad(a);
+      bad[bit / 8] ^= static_cast<uint8_t>(1u << (bit % 8));
+      EXPECT_FALSE((*best_open)->Open(mode, bad, nonce, out1.data())) << "bit " << bit;
+      EXPECT_FALSE((*lib_open)->Open(mode, bad, nonce, out2.data())) << "bit " << bit;
+    }
+  }
+  // INA_GCM=libcrypto makes kBest libcrypto's.
+  setenv("INA_GCM", "libcrypto", 1);
+  auto forced = MessageSealer::Create(TrafficKey{});
+  unsetenv("INA_GCM");
+  ASSERT_TRUE(forced.ok());
+  EXPECT_STREQ((*forced)->path_name(), "libcrypto");
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("aes") && __builtin_cpu_supports("pclmul")) {
+    EXPECT_GE(variants_run, 1) << "an x86-64 CPU with AES-NI runs the aesni variant";
+  }
+#endif
 }
 
 TEST(SecKeys, DirectionsJobsGrantsAndSessionsGiveOtherKeys) {

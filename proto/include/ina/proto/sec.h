@@ -126,6 +126,16 @@ JoinNonce MakeJoinNonce(std::span<const uint8_t> fabric_secret, std::span<const 
 // Cryptographically strong random bytes (libcrypto's RAND_bytes); Internal if it fails.
 Status RandomBytes(std::span<uint8_t> out);
 
+// Which AES-GCM implementation a MessageSealer or MessageOpener runs. kBest: ina's own where the
+// CPU runs one (src/gcm_vaes.cc: VAES and VPCLMULQDQ on AVX-512, sixteen blocks at a time;
+// src/gcm_aesni.cc: AES-NI and PCLMULQDQ, four), else libcrypto. The environment variable INA_GCM,
+// read at each Create, can name another for kBest: `libcrypto`, `aesni` or `vaes_avx512` (a name
+// this CPU cannot run is ignored): a fallback for operators, and what the side-by-side benchmark
+// uses. kLibcrypto: OpenSSL's EVP always. All give the same bytes (tests/proto/sec_test.cc checks
+// each against libcrypto and gen.py's known answers); the reference engine's SealOnce / OpenOnce
+// are libcrypto's.
+enum class GcmPath { kBest, kLibcrypto };
+
 // One traffic key, ready to seal or to open messages (the AES key schedule is computed once, in
 // Create). Sealing and opening are separate objects (GCM encrypts one way, decrypts the other):
 // a fabric opens data with the up key and seals results with the down key; a worker the reverse.
@@ -134,7 +144,10 @@ Status RandomBytes(std::span<uint8_t> out);
 class MessageSealer {
  public:
   // Internal error if libcrypto cannot set up AES-128-GCM.
-  static Result<std::unique_ptr<MessageSealer>> Create(const TrafficKey& key);
+  static Result<std::unique_ptr<MessageSealer>> Create(const TrafficKey& key,
+                                                       GcmPath path = GcmPath::kBest);
+  // "vaes_avx512", "aesni" or "libcrypto": the implementation Create chose.
+  const char* path_name() const;
   ~MessageSealer();
   MessageSealer(const MessageSealer&) = delete;
   MessageSealer& operator=(const MessageSealer&) = delete;
@@ -142,17 +155,21 @@ class MessageSealer {
   // msg: header and payload (len = kHeaderBytes + 4 * count bytes), then room for kTagBytes. In
   // mode mac_encrypt the payload is encrypted in place. Writes the tag at msg + len. The header's
   // sec field is the caller's (it must be `mode`). REQUIRES: mode keyed, len >= kHeaderBytes.
-  // Returns false only if libcrypto fails (never seen; the caller counts it and drops).
+  // Returns false only if libcrypto fails (never seen; the caller counts it and drops; ina's own
+  // path never fails).
   bool Seal(SecMode mode, uint8_t* msg, size_t len, const Nonce& nonce);
 
  private:
   explicit MessageSealer(void* ctx) : ctx_(ctx) {}
-  void* ctx_;  // EVP_CIPHER_CTX
+  void* ctx_;  // sec.cc's GcmState
 };
 
 class MessageOpener {
  public:
-  static Result<std::unique_ptr<MessageOpener>> Create(const TrafficKey& key);
+  static Result<std::unique_ptr<MessageOpener>> Create(const TrafficKey& key,
+                                                       GcmPath path = GcmPath::kBest);
+  // "vaes_avx512", "aesni" or "libcrypto": the implementation Create chose.
+  const char* path_name() const;
   ~MessageOpener();
   MessageOpener(const MessageOpener&) = delete;
   MessageOpener& operator=(const MessageOpener&) = delete;
@@ -166,7 +183,7 @@ class MessageOpener {
 
  private:
   explicit MessageOpener(void* ctx) : ctx_(ctx) {}
-  void* ctx_;  // EVP_CIPHER_CTX
+  void* ctx_;  // sec.cc's GcmState
 };
 
 // One-shot forms, with a fresh context (and key schedule) per call: the reference engine's, so the
