@@ -14,7 +14,7 @@ GcmVariantList GcmVariants() {
                      __builtin_cpu_supports("ssse3") && __builtin_cpu_supports("sse4.1");
   if (aesni && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
       __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("vaes") &&
-      __builtin_cpu_supports("vpclmulqdq")) {
+      __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("bmi2")) {
     list.Add(&kGcmVaes);
   }
   if (aesni) list.Add(&kGcmAesni);

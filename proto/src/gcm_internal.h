@@ -15,10 +15,13 @@
 
 namespace ina::proto::internal {
 
-// An expanded AES-128 key and the GHASH key's powers H^1 .. H^16 (byte-reversed, gcm_x86.h).
+// An expanded AES-128 key and the GHASH key's powers (byte-reversed, gcm_x86.h): H^1 .. H^16, and
+// the same from H^16 down to H^1 followed by 16 zero blocks, so that the powers of any last k <= 16
+// blocks (H^k .. H^1) are one contiguous run of it, at 16 - k.
 struct alignas(64) GcmKey {
   uint8_t round_keys[11 * 16];
   uint8_t h_powers[16 * 16];
+  uint8_t h_descending[32 * 16];
 };
 
 struct GcmVariant {

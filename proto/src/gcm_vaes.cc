@@ -21,39 +21,43 @@ inline __m128i Fold(__m512i x) {
 }
 
 struct Vaes {
+  // Sixteen blocks per reduction, and the last k <= 16 blocks (the last one zero-padded) in one
+  // more: block i of k is multiplied by H^(k-i), X added into block 0.
   static __m128i Ghash(const Keys& k, __m128i x, const uint8_t* p, size_t n) {
-    if (n >= 256) {
-      // Register j holds blocks 4j .. 4j+3 of the sixteen; block i is multiplied by H^(16-i).
-      __m512i pw[4];
+    while (n > 0) {
+      const size_t bytes = n < 256 ? n : 256;
+      const size_t blocks = (bytes + 15) / 16;
+      const uint8_t* powers = k.hdesc + 16 * (16 - blocks);  // H^blocks .. H^1, then zeros
+      __m512i lo = _mm512_setzero_si512(), mid = lo, hi = lo;
 #pragma GCC unroll 16
       for (int j = 0; j < 4; ++j) {
-        pw[j] = _mm512_set_epi64(
-            _mm_extract_epi64(k.hp[12 - 4 * j], 1), _mm_extract_epi64(k.hp[12 - 4 * j], 0),
-            _mm_extract_epi64(k.hp[13 - 4 * j], 1), _mm_extract_epi64(k.hp[13 - 4 * j], 0),
-            _mm_extract_epi64(k.hp[14 - 4 * j], 1), _mm_extract_epi64(k.hp[14 - 4 * j], 0),
-            _mm_extract_epi64(k.hp[15 - 4 * j], 1), _mm_extract_epi64(k.hp[15 - 4 * j], 0));
-      }
-      do {
-        __m512i lo = _mm512_setzero_si512(), mid = lo, hi = lo;
-#pragma GCC unroll 16
-        for (int j = 0; j < 4; ++j) {
-          __m512i d = Bswap512(_mm512_loadu_si512(p + 64 * j));
-          if (j == 0) d = _mm512_xor_si512(d, _mm512_zextsi128_si512(x));
-          lo = _mm512_xor_si512(lo, _mm512_clmulepi64_epi128(d, pw[j], 0x00));
-          hi = _mm512_xor_si512(hi, _mm512_clmulepi64_epi128(d, pw[j], 0x11));
-          mid = _mm512_xor_si512(mid, _mm512_xor_si512(_mm512_clmulepi64_epi128(d, pw[j], 0x01),
-                                                       _mm512_clmulepi64_epi128(d, pw[j], 0x10)));
+        const size_t at = 64 * static_cast<size_t>(j);
+        __m512i d;
+        if (bytes >= at + 64) {
+          d = _mm512_loadu_si512(p + at);
+        } else if (bytes > at) {
+          d = _mm512_maskz_loadu_epi8(_bzhi_u64(~uint64_t{0}, static_cast<unsigned>(bytes - at)),
+                                      p + at);
+        } else {
+          break;
         }
-        Wide w;
-        w.lo = Fold(lo);
-        w.mid = Fold(mid);
-        w.hi = Fold(hi);
-        x = w.Reduce();
-        p += 256;
-        n -= 256;
-      } while (n >= 256);
+        d = Bswap512(d);
+        if (j == 0) d = _mm512_xor_si512(d, _mm512_zextsi128_si512(x));
+        const __m512i pw = _mm512_loadu_si512(powers + at);
+        lo = _mm512_xor_si512(lo, _mm512_clmulepi64_epi128(d, pw, 0x00));
+        hi = _mm512_xor_si512(hi, _mm512_clmulepi64_epi128(d, pw, 0x11));
+        mid = _mm512_xor_si512(mid, _mm512_xor_si512(_mm512_clmulepi64_epi128(d, pw, 0x01),
+                                                     _mm512_clmulepi64_epi128(d, pw, 0x10)));
+      }
+      Wide w;
+      w.lo = Fold(lo);
+      w.mid = Fold(mid);
+      w.hi = Fold(hi);
+      x = w.Reduce();
+      p += bytes;
+      n -= bytes;
     }
-    return internal::Ghash(k, x, p, n);
+    return x;
   }
 
   static void Ctr(const Keys& k, __m128i j0_reversed, const uint8_t* in, uint8_t* out, size_t n) {

@@ -75,12 +75,14 @@ inline __m128i Mul(__m128i a, __m128i b) {
 }
 
 struct Keys {
-  const __m128i* rk;  // 11 round keys
-  const __m128i* hp;  // H^1 .. H^16, byte-reversed
-  __m128i h[4];       // H^1 .. H^4
+  const __m128i* rk;     // 11 round keys
+  const __m128i* hp;     // H^1 .. H^16, byte-reversed
+  const uint8_t* hdesc;  // GcmKey::h_descending
+  __m128i h[4];          // H^1 .. H^4
   explicit Keys(const GcmKey& k)
       : rk(reinterpret_cast<const __m128i*>(k.round_keys)),
-        hp(reinterpret_cast<const __m128i*>(k.h_powers)) {
+        hp(reinterpret_cast<const __m128i*>(k.h_powers)),
+        hdesc(k.h_descending) {
 #pragma GCC unroll 16
     for (int i = 0; i < 4; ++i) h[i] = hp[i];
   }
@@ -181,23 +183,25 @@ inline __m128i J0(const Nonce& nonce) {
 // Ghash and Ctr (Sse below, or gcm_vaes.cc's).
 template <typename Bulk>
 __m128i Tag(const Keys& k, SecMode mode, const uint8_t* msg, size_t len, __m128i j0) {
-  static_assert(kHeaderBytes > 16 && kHeaderBytes < 32, "the header spans two GHASH blocks");
   const uint8_t* payload = msg + kHeaderBytes;
   const size_t p = len - kHeaderBytes;
-  alignas(16) uint8_t first[32] = {};  // the header and, in mac, the payload's first bytes
+  // The header and, in mac, the payload's first bytes: 256 bytes, one step of the widest bulk
+  // GHASH, so the associated data's start costs no reduction of its own.
+  alignas(64) uint8_t first[256];
+  static_assert(kHeaderBytes < sizeof(first));
   std::memcpy(first, msg, kHeaderBytes);
   first[kFlagsOffset] &= static_cast<uint8_t>(~flags::kRetx);
   __m128i x = _mm_setzero_si128();
   uint64_t aad_bits, ct_bits;
   if (mode == SecMode::kMac) {
-    const size_t head = p < 32 - kHeaderBytes ? p : 32 - kHeaderBytes;
+    const size_t head = p < sizeof(first) - kHeaderBytes ? p : sizeof(first) - kHeaderBytes;
     std::memcpy(first + kHeaderBytes, payload, head);
-    x = Ghash(k, x, first, kHeaderBytes + head);
+    x = Bulk::Ghash(k, x, first, kHeaderBytes + head);
     x = Bulk::Ghash(k, x, payload + head, p - head);
     aad_bits = uint64_t{len} * 8;
     ct_bits = 0;
   } else {
-    x = Ghash(k, x, first, kHeaderBytes);
+    x = Bulk::Ghash(k, x, first, kHeaderBytes);
     x = Bulk::Ghash(k, x, payload, p);
     aad_bits = uint64_t{kHeaderBytes} * 8;
     ct_bits = uint64_t{p} * 8;
@@ -228,6 +232,9 @@ void Init(GcmKey* out, const TrafficKey& key) {
   auto* h = reinterpret_cast<__m128i*>(out->h_powers);
   h[0] = Bswap(Aes(rk, _mm_setzero_si128()));
   for (int i = 1; i < 16; ++i) h[i] = Mul(h[i - 1], h[0]);
+  auto* d = reinterpret_cast<__m128i*>(out->h_descending);
+  for (int i = 0; i < 16; ++i) d[i] = h[15 - i];
+  for (int i = 16; i < 32; ++i) d[i] = _mm_setzero_si128();
 }
 
 template <typename Bulk>
