@@ -305,6 +305,7 @@ struct GcmState {
   const internal::GcmVariant* fast = nullptr;
   internal::GcmKey key{};
   EVP_CIPHER_CTX* evp = nullptr;
+  const char* name() const { return fast != nullptr ? fast->name : "libcrypto"; }
   ~GcmState() {
     OPENSSL_cleanse(&key, sizeof(key));
     EVP_CIPHER_CTX_free(evp);
@@ -347,9 +348,7 @@ Result<std::unique_ptr<MessageSealer>> MessageSealer::Create(const TrafficKey& k
 
 MessageSealer::~MessageSealer() { delete State(ctx_); }
 
-const char* MessageSealer::path_name() const {
-  return State(ctx_)->fast != nullptr ? State(ctx_)->fast->name : "libcrypto";
-}
+const char* MessageSealer::path_name() const { return State(ctx_)->name(); }
 
 bool MessageSealer::Seal(SecMode mode, uint8_t* msg, size_t len, const Nonce& nonce) {
   const GcmState& st = *State(ctx_);
@@ -365,9 +364,7 @@ Result<std::unique_ptr<MessageOpener>> MessageOpener::Create(const TrafficKey& k
 
 MessageOpener::~MessageOpener() { delete State(ctx_); }
 
-const char* MessageOpener::path_name() const {
-  return State(ctx_)->fast != nullptr ? State(ctx_)->fast->name : "libcrypto";
-}
+const char* MessageOpener::path_name() const { return State(ctx_)->name(); }
 
 bool MessageOpener::Open(SecMode mode, std::span<const uint8_t> msg, const Nonce& nonce,
                          uint8_t* plain) {
