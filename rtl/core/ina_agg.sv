@@ -9,7 +9,9 @@
 // reset of a copy, first contribution / add / complete).
 // When two ranks disagree (rule 13) the stage pulses fail_o with the job's entry and where (slot,
 // generation, rank): ina_regs marks the entry failed, so its later packets are unknown_job, as
-// the reference engine removes the job. Also: a frame
+// the reference engine removes the job. Rule 6's second half: every job of the core is CRC-only
+// (keyed jobs, docs/security.md, are served by the software switch), so a packet with a good
+// CRC32C trailer, sec != 0 and a known job is drop_cross_job, as in the reference. Also: a frame
 // whose MAC error bit was set is malformed; a job slot outside the pool is bad_slot. The CRC32C
 // trailer was checked while the frame streamed in (ina_core: ina_crc32c beside ingress), so its
 // verdict comes with the descriptor (desc_crc_ok_i) and a damaged frame is dropped at the header op,
@@ -331,6 +333,7 @@ module ina_agg
     logic          bad_ver;    // the causes after the CRC verdict, each the first to hold:
     logic          mal_late;   //   malformed (type, length, count > K)
     logic          unknown;    //   unknown job
+    logic          cross_job;  //   cross job: sec != 0 (the core's jobs are all CRC-only)
     logic          rank_bad;   //   bad rank
     logic          slot_bad;   //   bad slot
     logic          ok;         //   none
@@ -350,7 +353,7 @@ module ina_agg
     logic [7:0]  world, kq, idx;
     logic [16:0] k;
     logic [32:0] first_off;
-    logic        known, bad_type, bad_len, bad_count, bad_rank, bad_slot;
+    logic        known, bad_type, bad_len, bad_count, bad_rank, bad_slot, bad_sec;
     // The lowest matching entry (an 8-input priority encoder), then its fields by index (a mux
     // tree; cheaper for a simulator than an AND-OR over every entry). With no match, entry 0's
     // fields, which no rule uses (unknown job).
@@ -386,12 +389,15 @@ module ina_agg
     bad_count = {1'b0, desc_i.count} > k;
     bad_rank  = desc_i.rank >= {8'd0, world};
     bad_slot  = desc_i.slot >= window || pre_d.pslot >= 17'(PoolSlots);
+    // Rule 6: every job of the core is CRC-only, so a packet naming one must carry sec 0.
+    bad_sec   = desc_i.sec != 8'(ina_proto_pkg::SecModeCrc);
     pre_d.bad_ver  = desc_i.version != 8'(ina_proto_pkg::Version);
-    pre_d.mal_late = bad_type || bad_len || (|hit && bad_count);
+    pre_d.mal_late = bad_type || bad_len || (|hit && !bad_sec && bad_count);
     pre_d.unknown  = !bad_type && !bad_len && !(|hit);
-    pre_d.rank_bad = !bad_type && !bad_len && |hit && !bad_count && bad_rank;
-    pre_d.slot_bad = !bad_type && !bad_len && |hit && !bad_count && !bad_rank && bad_slot;
-    pre_d.ok       = !bad_type && !bad_len && |hit && !bad_count && !bad_rank && !bad_slot;
+    pre_d.cross_job = !bad_type && !bad_len && |hit && bad_sec;
+    pre_d.rank_bad = !bad_type && !bad_len && |hit && !bad_sec && !bad_count && bad_rank;
+    pre_d.slot_bad = !bad_type && !bad_len && |hit && !bad_sec && !bad_count && !bad_rank && bad_slot;
+    pre_d.ok       = !bad_type && !bad_len && |hit && !bad_sec && !bad_count && !bad_rank && !bad_slot;
     // Rule 12, the slot's history: block s (offset s*K) starts a call (an empty block only as
     // float); otherwise the block W*K after the previous generation's full block, of the same type
     // (the header op compares with the other copy: hist_match).
@@ -488,6 +494,7 @@ module ina_agg
     inc[ina_proto_pkg::CntDropBadVersion]  = !runt && pre_q.bad_ver;
     inc[ina_proto_pkg::CntDropBadCrc]      = !runt && !pre_q.bad_ver && !desc_crc_ok_i;
     inc[ina_proto_pkg::CntDropUnknownJob]  = gate && pre_q.unknown;
+    inc[ina_proto_pkg::CntDropCrossJob]    = gate && pre_q.cross_job;
     inc[ina_proto_pkg::CntDropBadRank]     = gate && pre_q.rank_bad;
     inc[ina_proto_pkg::CntDropBadSlot]     = gate && pre_q.slot_bad;
     inc[ina_proto_pkg::CntRetransmissions] = ok && retx;

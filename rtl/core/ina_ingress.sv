@@ -65,6 +65,7 @@ module ina_ingress
       hdr_now.flags    = ina_rtl_pkg::beat_byte(s_axis_tdata_i, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::FlagsOffset);
       hdr_now.exp      = ina_rtl_pkg::beat_byte(s_axis_tdata_i, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::ExpOffset);
       hdr_now.next_exp = ina_rtl_pkg::beat_byte(s_axis_tdata_i, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::NextExpOffset);
+      hdr_now.sec      = ina_rtl_pkg::beat_byte(s_axis_tdata_i, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::SecOffset);
       hdr_now.job      = ina_rtl_pkg::be16(s_axis_tdata_i, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::JobOffset);
       hdr_now.rank     = ina_rtl_pkg::be16(s_axis_tdata_i, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::RankOffset);
       hdr_now.slot     = ina_rtl_pkg::be16(s_axis_tdata_i, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::SlotOffset);

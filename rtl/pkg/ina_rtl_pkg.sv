@@ -32,6 +32,7 @@ package ina_rtl_pkg;
     logic [7:0]  flags;
     logic [7:0]  exp;
     logic [7:0]  next_exp;
+    logic [7:0]  sec;
     logic [15:0] job;
     logic [15:0] rank;
     logic [15:0] slot;
@@ -43,7 +44,7 @@ package ina_rtl_pkg;
     logic        mac_err;                    // tuser of any beat was set: the MAC saw an error
   } desc_t;
   // $bits(desc_t), spelled out for yosys 0.23 ($bits of a package type); ina_core checks it.
-  localparam int unsigned DescBits = 5 * 8 + 5 * 16 + 32 + FrameBytesBits + StoredBeatsBits + 1;
+  localparam int unsigned DescBits = 6 * 8 + 5 * 16 + 32 + FrameBytesBits + StoredBeatsBits + 1;
 
   // Byte `i` of a beat.
   function automatic logic [7:0] beat_byte(input logic [BeatBits-1:0] d, input int unsigned i);

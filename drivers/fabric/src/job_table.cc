@@ -15,6 +15,11 @@ Status ProgramJob(RegisterAccess& regs, uint32_t entry, const dp::JobConfig& job
       !r::job_id::FitsId(job.job_id)) {
     return InvalidArgument("program job: slot base, window, world size or group out of range");
   }
+  if (job.security.mode != proto::SecMode::kCrc) {
+    return Unimplemented(
+        "program job: keyed jobs (sec mac, mac_encrypt) are not in the RTL core yet; its jobs are "
+        "CRC-only (docs/security.md, \"The RTL\")");
+  }
   const uint32_t id = r::job_id::SetValid(r::job_id::SetId(0, job.job_id), 1);
   const uint32_t slots =
       r::job_slots::SetWindow(r::job_slots::SetBase(0, job.slot_base), job.window);

@@ -78,6 +78,17 @@ TEST_F(JobTableTest, ValuesThatDoNotFitAreRefused) {
   EXPECT_EQ(At(r::kJobCommit), 0u) << "nothing committed";
 }
 
+TEST_F(JobTableTest, KeyedJobsAreRefused) {
+  // The core's jobs are CRC-only: a keyed job installed as one would drop every packet of it.
+  for (proto::SecMode mode : {proto::SecMode::kMac, proto::SecMode::kMacEncrypt}) {
+    dp::JobConfig job{1, 2, 64, 0, 4};
+    job.security.mode = mode;
+    const Status s = ProgramJob(*regs_, 0, job, 1);
+    EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s.ToString();
+  }
+  EXPECT_EQ(At(r::kJobCommit), 0u) << "nothing committed";
+}
+
 TEST_F(JobTableTest, ReadCountersReadsEveryCounterInOrder) {
   for (uint32_t i = 0; i < proto::kNumCounters; ++i) {
     ASSERT_TRUE(regs_->Write32(r::kCounterBase + 4 * i, 1000 + i).ok());

@@ -85,6 +85,7 @@ Pkt Frame(std::vector<uint8_t> bytes, std::mt19937_64& rng) {
   x.desc.flags = p::GetFlags(h);
   x.desc.exp = p::GetExp(h);
   x.desc.next_exp = p::GetNextExp(h);
+  x.desc.sec = p::GetSec(h);
   x.desc.job = p::GetJob(h);
   x.desc.rank = p::GetRank(h);
   x.desc.slot = p::GetSlot(h);
@@ -203,6 +204,9 @@ class Traffic {
       case 8:
         *mac_err = true;
         break;
+      case 10:
+        h.sec = static_cast<uint8_t>(1 + rng_() % 255);
+        break;   // a keyed packet (or any sec != 0) naming a CRC-only job: cross job
       case 9: {  // shorter than the header and trailer
         std::vector<uint8_t> b(rng_() % p::MessageBytes(0));
         for (auto& x : b) x = static_cast<uint8_t>(rng_());
@@ -474,6 +478,7 @@ TEST_P(RtlAggTest, MatchesReferenceUnderIdleAndBackpressure) {
   EXPECT_EQ(seen[static_cast<size_t>(p::Counter::kDropMismatch)], static_cast<uint64_t>(failures));
   EXPECT_GT(seen[static_cast<size_t>(p::Counter::kDropStale)], 0u);
   EXPECT_GT(seen[static_cast<size_t>(p::Counter::kDropEarly)], 0u);
+  EXPECT_GT(seen[static_cast<size_t>(p::Counter::kDropCrossJob)], 0u);
   EXPECT_GT(seen[static_cast<size_t>(p::Counter::kDropHistory)], 0u);
   EXPECT_GT(seen[static_cast<size_t>(p::Counter::kDropBadCrc)], 0u);
   if (stall >= 0.5) {

@@ -48,6 +48,7 @@ TEST(RtlIngressKat, DecodesKnownAnswerVectors) {
         EXPECT_EQ(d.flags, k.fields.at("flags"));
         EXPECT_EQ(d.exp, k.fields.at("exp"));
         EXPECT_EQ(d.next_exp, k.fields.at("next_exp"));
+        EXPECT_EQ(d.sec, k.fields.at("sec"));
         EXPECT_EQ(d.job, k.fields.at("job"));
         EXPECT_EQ(d.rank, k.fields.at("rank"));
         EXPECT_EQ(d.slot, k.fields.at("slot"));

@@ -40,6 +40,7 @@ Desc Expected(const Frame& f) {
   d.flags = p::GetFlags(h);
   d.exp = p::GetExp(h);
   d.next_exp = p::GetNextExp(h);
+  d.sec = p::GetSec(h);
   d.job = p::GetJob(h);
   d.rank = p::GetRank(h);
   d.slot = p::GetSlot(h);

@@ -114,7 +114,7 @@ std::vector<uint8_t> DataPacket(std::mt19937_64& rng, const Job& j, uint16_t ran
 }
 
 void Mutate(std::mt19937_64& rng, std::vector<uint8_t>& b) {
-  switch (rng() % 11) {
+  switch (rng() % 12) {
     case 0:
       b.resize(rng() % p::MessageBytes(0));
       return;  // short
@@ -147,6 +147,9 @@ void Mutate(std::mt19937_64& rng, std::vector<uint8_t>& b) {
         b[at + i] = static_cast<uint8_t>(rng());
       }
       return;
+    case 10:
+      b[p::kSecOffset] = static_cast<uint8_t>(1 + rng() % 255);
+      break;  // sec != 0 naming a CRC-only job (a keyed packet crossing over): cross job
     default:  // a trailer that belongs to another message
       p::StoreCrc(&b[b.size() - p::kCrcBytes], static_cast<uint32_t>(rng()));
       return;
@@ -407,7 +410,7 @@ class CosimTest : public ::testing::TestWithParam<std::pair<double, double>> {};
 TEST_P(CosimTest, RtlMatchesReferencePacketForPacket) {
   uint64_t seed = Seed();
   std::mt19937_64 rng(seed);
-  uint64_t bad_crc = 0, ended = 0, early = 0, history = 0;
+  uint64_t bad_crc = 0, ended = 0, early = 0, history = 0, cross_job = 0;
   for (int iter = 0; iter < 16 && !HasFailure(); ++iter) {
     SCOPED_TRACE("iteration " + std::to_string(iter));
     auto ref = dp::MakeReferenceEngine(dp::EngineLimits{kRtlPoolSlots, kRtlJobs});
@@ -421,18 +424,22 @@ TEST_P(CosimTest, RtlMatchesReferencePacketForPacket) {
     bad_crc += dp::Get(wc, p::Counter::kDropBadCrc);
     early += dp::Get(wc, p::Counter::kDropEarly);
     history += dp::Get(wc, p::Counter::kDropHistory);
+    cross_job += dp::Get(wc, p::Counter::kDropCrossJob);
     ended += failed.size();
     std::printf("iteration %d: %zu packets, %llu results, %zu jobs ended, %llu cycles\n", iter,
                 t.packets.size(),
                 static_cast<unsigned long long>(dp::Get(wc, p::Counter::kResults)), failed.size(),
                 static_cast<unsigned long long>(rtl.cycles()));
   }
-  // About 1 packet in 15 is mutated, 4 mutations in 11 damage it: dozens per run of 16.
+  // About 1 packet in 15 is mutated, 4 mutations in 12 damage it: dozens per run of 16; 1 in 12
+  // names its (CRC-only) job with sec != 0.
   EXPECT_GT(bad_crc, 10u) << "the traffic damaged (almost) no frame";
+  EXPECT_GT(cross_job, 0u) << "no packet crossed into a CRC-only job";
   EXPECT_GT(early, 0u);
   EXPECT_GT(history, 10u);
-  std::printf("ended %llu early %llu history %llu\n", static_cast<unsigned long long>(ended),
-              static_cast<unsigned long long>(early), static_cast<unsigned long long>(history));
+  std::printf("ended %llu early %llu history %llu cross_job %llu\n",
+              static_cast<unsigned long long>(ended), static_cast<unsigned long long>(early),
+              static_cast<unsigned long long>(history), static_cast<unsigned long long>(cross_job));
 }
 
 // The same random traffic (loss, retransmission, duplicates, reordering, generations outside the

@@ -20,7 +20,9 @@ namespace ina::drv {
 // fabric resets the entry's slots (one slot per cycle). REQUIRES: entry < the fabric's job count
 // (an entry beyond it is ignored by the fabric, and the read back fails).
 // Errors: InvalidArgument (K not a multiple of 64, or a value that does not fit its field),
-// Internal (read back differs), and whatever the RegisterAccess returns.
+// Unimplemented (a keyed job, job.security.mode mac or mac_encrypt: the core's jobs are CRC-only,
+// docs/security.md; nothing is written), Internal (read back differs), and whatever the
+// RegisterAccess returns.
 [[nodiscard]] Status ProgramJob(RegisterAccess& regs, uint32_t entry, const dp::JobConfig& job,
                                 uint16_t group);
 
