@@ -1,0 +1,61 @@
+// AES-128 decryption (FIPS-197, 5.3, the inverse cipher), one block per cycle, each block under
+// its own key given as its last round key (round 10; ina_aes128's out_key_o, or ina_gcm_key's):
+// the key schedule runs backwards beside the rounds, so no expanded key is stored.
+//
+// Latency: 11 cycles. Throughput: one block per cycle. No backpressure (the caller keeps room for
+// what is in flight). Datasheet: docs/rtl/ina_aes128.md.
+module ina_aes128_inv
+#(
+  parameter int unsigned UserBits = 1
+) (
+  input  logic                clk_i,
+  input  logic                rst_ni,
+  input  logic                in_valid_i,
+  input  logic [127:0]        in_block_i,
+  input  logic [127:0]        in_last_key_i,  // round key 10
+  input  logic [UserBits-1:0] in_user_i,
+  output logic                out_valid_o,
+  output logic [127:0]        out_block_o,
+  output logic [UserBits-1:0] out_user_o
+);
+  localparam int unsigned Rounds = 10;
+
+  // Stage i (0 .. 10) holds the state after i inverse rounds and round key 10 - i.
+  logic [Rounds:0]       valid_q;
+  logic [127:0]          state_q[Rounds+1];
+  logic [127:0]          key_q[Rounds+1];
+  logic [UserBits-1:0]   user_q[Rounds+1];
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      valid_q <= '0;
+    end else begin
+      valid_q <= {valid_q[Rounds-1:0], in_valid_i};
+    end
+  end
+
+  // Datapath registers: not reset (valid_q says which hold a block).
+  always_ff @(posedge clk_i) begin
+    state_q[0] <= in_block_i ^ in_last_key_i;
+    key_q[0]   <= in_last_key_i;
+    user_q[0]  <= in_user_i;
+  end
+  for (genvar r = 1; r <= Rounds; r++) begin : gen_round
+    logic [127:0] k;
+    assign k = ina_gcm_pkg::aes_prev_key(key_q[r-1], ina_gcm_pkg::round_const(Rounds + 1 - r));
+    always_ff @(posedge clk_i) begin
+      state_q[r] <= ina_gcm_pkg::aes_inv_round(state_q[r-1], k, r == Rounds);
+      key_q[r]   <= k;
+      user_q[r]  <= user_q[r-1];
+    end
+  end
+
+  assign out_valid_o = valid_q[Rounds];
+  assign out_block_o = state_q[Rounds];
+  assign out_user_o  = user_q[Rounds];
+
+  // The schedule run back to round key 0 is the key itself: not needed past the last round.
+  logic unused_key;
+  assign unused_key = ^key_q[Rounds];
+
+endmodule

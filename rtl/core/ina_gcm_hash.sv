@@ -1,0 +1,218 @@
+// GHASH of a keyed data or result frame in sec mode mac (docs/security.md): the associated data A
+// is the ina header, with the retx flag bit cleared, and the payload (count elements); there is
+// no ciphertext. S = GHASH_H(A || 0-pad || [len(A)]_64 || [0]_64), which AES-GCM's tag masks:
+// tag = AES_K(J0) ^ S.
+//
+// Frames stream in as ina_ingress sees them (frame byte 0 in in_data_i[7:0]; the ina header at
+// byte 42 of the first beat, the payload from the second beat). A's length is 22 + 4 count bytes,
+// count from the header: A's 16-byte blocks start at frame bytes 42 + 16 i, six bytes before the
+// beat boundaries, so each beat after the first completes four blocks (the six bytes kept from the
+// beat before and 58 of its own) and the first beat completes block 0. Each beat folds all the
+// blocks it completes in one step, Y' = Y H^m ^ X_1 H^m ^ X_2 H^(m-1) ^ ... ^ X_m H, with the
+// powers H .. H^4 that ina_gcm_key computed for the key, given with the first beat (in_hpow_i).
+// The partial last block and the length block are folded after the frame's last beat.
+// Check = 1 (a received frame): the 16 bytes after A are the received tag, captured wherever they
+// fall (in one beat or across two) and given with S. Check = 0 (a frame to seal): the frame ends
+// with A; out_tag_o is 0.
+// A frame whose length disagrees with its count still gives one result (of no meaning): the
+// caller drops such a frame by its length anyway.
+//
+// Latency: out_valid_o 3 cycles after the frame's last beat, with the first beat's user bits.
+// Throughput: one beat per cycle, frames back to back. No backpressure: in_valid_i is a beat
+// taken; the caller keeps room for the results in flight. Datasheet: docs/rtl/ina_gcm_hash.md.
+module ina_gcm_hash
+#(
+  parameter bit          Check    = 1'b1,
+  parameter int unsigned UserBits = 1
+) (
+  input  logic                clk_i,
+  input  logic                rst_ni,
+  input  logic                in_valid_i,
+  input  logic [ina_rtl_pkg::BeatBits-1:0] in_data_i,
+  input  logic                in_last_i,
+  input  logic [511:0]        in_hpow_i,   // H^i at [128 * (i - 1) +: 128]; read at a first beat
+  input  logic [UserBits-1:0] in_user_i,   // read at a first beat
+  output logic                out_valid_o,
+  output logic [127:0]        out_hash_o,  // S
+  output logic [127:0]        out_tag_o,   // Check: the frame's tag (the 16 bytes after A)
+  output logic [UserBits-1:0] out_user_o
+);
+  localparam int unsigned HdrByte = ina_rtl_pkg::InaHdrByte;  // 42: where A starts
+  localparam int unsigned Shift = 64 - (HdrByte + 16) % 64;   // 6: bytes a block takes from the beat before
+  localparam int unsigned RetxByte = HdrByte + ina_proto_pkg::FlagsOffset;
+
+  if (ina_rtl_pkg::BeatBytes != 64 || HdrByte + 16 != 58) begin : gen_bad_layout
+    $error("ina_gcm_hash: written for 64-byte beats and the ina header at byte 42");
+  end
+
+  // ---------------------------------------------------------------------------------------------
+  // Input: the beat's place in its frame.
+  logic        in_frame_q;
+  logic [15:0] in_beat_q;  // beat index of the next beat within its frame (saturating)
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      in_frame_q <= 1'b0;
+      in_beat_q  <= '0;
+    end else if (in_valid_i) begin
+      in_frame_q <= !in_last_i;
+      in_beat_q  <= in_last_i ? '0 : (in_beat_q == 16'hFFFF ? in_beat_q : in_beat_q + 16'd1);
+    end
+  end
+
+  // Stage A: the beat, registered.
+  logic                a_valid_q, a_last_q, a_first_q;
+  logic [15:0]         a_beat_q;
+  logic [ina_rtl_pkg::BeatBits-1:0] a_data_q;
+  logic [511:0]        hpow_q;    // the frame's powers of H
+  logic [UserBits-1:0] user_q;    // the frame's user bits
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      a_valid_q <= 1'b0;
+    end else begin
+      a_valid_q <= in_valid_i;
+    end
+  end
+  always_ff @(posedge clk_i) begin
+    if (in_valid_i) begin
+      a_data_q  <= in_data_i;
+      a_last_q  <= in_last_i;
+      a_first_q <= !in_frame_q;
+      a_beat_q  <= in_beat_q;
+      if (!in_frame_q) begin
+        hpow_q <= in_hpow_i;
+        user_q <= in_user_i;
+      end
+    end
+  end
+
+  // ---------------------------------------------------------------------------------------------
+  // Stage A's fold.
+  function automatic logic [127:0] hpow(input logic [511:0] p, input logic [2:0] i);  // H^i, 1..4
+    hpow = p[128 * (32'(i) - 1) +: 128];
+  endfunction
+
+  logic [15:0]  count_q, count;       // the frame's count (from its first beat)
+  logic [18:0]  alen;                 // len(A) in bytes: 22 + 4 count
+  logic [47:0]  carry_q;              // frame bytes 64 b - 6 .. 64 b - 1 (byte 0 in [7:0])
+  logic [127:0] y_q, y_in, y_next;
+  logic [127:0] blk[4];               // the blocks this beat completes (window blocks 0 .. 3)
+  logic [3:0]   blk_valid;
+  logic [2:0]   m;                    // blocks folded this beat
+  logic [127:0] cblk;                 // the partial block after the last beat (its first 6 bytes)
+  logic         cblk_valid;
+  logic [127:0] tag_q, tag_next;
+
+  assign count = a_first_q ? ina_rtl_pkg::be16(a_data_q, HdrByte + ina_proto_pkg::CountOffset) : count_q;
+  assign alen  = 19'd22 + {1'b0, count, 2'b00};
+  assign y_in  = a_first_q ? '0 : y_q;
+
+  always_comb begin
+    logic [7:0]  w[64];                   // the window: 6 carried bytes, then beat bytes 0 .. 57
+    logic signed [23:0] pos;              // A-offset of window block j's first byte
+    logic signed [23:0] rem;              // bytes of A from there on
+    logic [7:0] b;
+    for (int unsigned t = 0; t < 64; t++) begin
+      if (t < Shift) w[t] = carry_q[8*t +: 8];
+      else w[t] = ina_rtl_pkg::beat_byte(a_data_q, t - Shift);
+    end
+    // The retx flag is not covered by the tag (a retransmission carries the same one).
+    if (a_first_q) w[RetxByte + Shift] = w[RetxByte + Shift] & ~(8'd1 << ina_proto_pkg::FlagRetxBit);
+    m = '0;
+    for (int unsigned j = 0; j < 4; j++) begin
+      // Window block j is A's block 4 b - 3 + j, at A-offset 64 b - 48 + 16 j.
+      pos = $signed({2'b0, a_beat_q, 6'b0}) - 24'sd48 + $signed(24'(16 * j));
+      rem = $signed({5'd0, alen}) - pos;
+      blk_valid[j] = pos >= 0 && rem > 0;
+      for (int unsigned t = 0; t < 16; t++) begin
+        b = rem > $signed(24'(t)) ? w[16*j + t] : 8'h00;
+        blk[j][127 - 8*t -: 8] = b;
+      end
+      if (blk_valid[j]) m = m + 3'd1;
+    end
+    // The blocks valid are consecutive and end at the window's end or at A's end: the powers of H
+    // count down from m to the last valid block's 1.
+    y_next = m == '0 ? y_in : ina_gcm_pkg::gf128_mul(y_in, hpow(hpow_q, m));
+    for (int unsigned j = 0; j < 4; j++) begin
+      logic [2:0] p;  // valid blocks from j on
+      p = '0;
+      for (int unsigned k = j; k < 4; k++) p = p + 3'(blk_valid[k]);
+      if (blk_valid[j]) y_next = y_next ^ ina_gcm_pkg::gf128_mul(blk[j], hpow(hpow_q, p));
+    end
+    // After the last beat: the block starting at the window's byte 64 (A-offset 64 b + 16), of
+    // which this beat holds the first 6 bytes.
+    pos = $signed({2'b0, a_beat_q, 6'b0}) + 24'sd16;
+    rem = $signed({5'd0, alen}) - pos;
+    cblk_valid = rem > 0;
+    for (int unsigned t = 0; t < 16; t++) begin
+      b = t < Shift && rem > $signed(24'(t)) ? ina_rtl_pkg::beat_byte(a_data_q, 64 - Shift + t) : 8'h00;
+      cblk[127 - 8*t -: 8] = b;
+    end
+    // The tag: frame bytes 42 + len(A) .. + 15, each taken in the beat that holds it.
+    tag_next = a_first_q ? '0 : tag_q;
+    if (Check) begin
+      for (int unsigned k = 0; k < 16; k++) begin
+        logic [20:0] at;
+        at = 21'(HdrByte) + {2'b0, alen} + 21'(k);
+        if ({1'b0, at[20:6]} == a_beat_q) begin
+          tag_next[127 - 8*k -: 8] = ina_rtl_pkg::beat_byte(a_data_q, 32'(at[5:0]));
+        end
+      end
+    end
+  end
+
+  always_ff @(posedge clk_i) begin
+    if (a_valid_q) begin
+      y_q     <= y_next;
+      carry_q <= a_data_q[8*(64 - Shift) +: 8*Shift];
+      count_q <= count;
+      tag_q   <= tag_next;
+    end
+  end
+
+  // ---------------------------------------------------------------------------------------------
+  // Stage F, after a frame's last beat: the partial block and the length block.
+  logic                f_valid_q, f_cvalid_q;
+  logic [127:0]        f_y_q, f_c_q, f_tag_q, f_len_q, f_h1_q, f_h2_q;
+  logic [UserBits-1:0] f_user_q;
+  logic                o_valid_q;
+  logic [127:0]        o_hash_q, o_tag_q;
+  logic [UserBits-1:0] o_user_q;
+
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      f_valid_q <= 1'b0;
+      o_valid_q <= 1'b0;
+    end else begin
+      f_valid_q <= a_valid_q && a_last_q;
+      o_valid_q <= f_valid_q;
+    end
+  end
+  always_ff @(posedge clk_i) begin
+    if (a_valid_q && a_last_q) begin
+      f_y_q      <= y_next;
+      f_c_q      <= cblk;
+      f_cvalid_q <= cblk_valid;
+      f_tag_q    <= tag_next;
+      f_len_q    <= {61'(alen), 3'b000, 64'd0};  // [len(A)]_64 [len(C)]_64, in bits
+      f_h1_q     <= hpow(hpow_q, 3'd1);
+      f_h2_q     <= hpow(hpow_q, 3'd2);
+      f_user_q   <= user_q;
+    end
+    if (f_valid_q) begin
+      // (Y ^ C) H^2 ^ L H with the partial block C, else (Y ^ L) H.
+      o_hash_q <= f_cvalid_q ?
+          ina_gcm_pkg::gf128_mul(f_y_q ^ f_c_q, f_h2_q) ^ ina_gcm_pkg::gf128_mul(f_len_q, f_h1_q) :
+          ina_gcm_pkg::gf128_mul(f_y_q ^ f_len_q, f_h1_q);
+      o_tag_q  <= Check ? f_tag_q : '0;
+      o_user_q <= f_user_q;
+    end
+  end
+
+  assign out_valid_o = o_valid_q;
+  assign out_hash_o  = o_hash_q;
+  assign out_tag_o   = o_tag_q;
+  assign out_user_o  = o_user_q;
+
+endmodule
