@@ -23,11 +23,9 @@ module ina_aes128
 );
   localparam int unsigned Rounds = 10;
 
-  // Stage r (0 .. 10) holds the state after round r and round key r.
-  logic [Rounds:0]       valid_q;
-  logic [127:0]          state_q[Rounds+1];
-  logic [127:0]          key_q[Rounds+1];
-  logic [UserBits-1:0]   user_q[Rounds+1];
+  // Stage r (0 .. 10) holds the state after round r and round key r, in registers of its own
+  // (a generate block each, not an array: a simulator then updates a stage only when it loads).
+  logic [Rounds:0] valid_q;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -37,25 +35,35 @@ module ina_aes128
     end
   end
 
-  // Datapath registers: not reset (valid_q says which hold a block).
-  always_ff @(posedge clk_i) begin
-    state_q[0] <= in_block_i ^ in_key_i;
-    key_q[0]   <= in_key_i;
-    user_q[0]  <= in_user_i;
-  end
-  for (genvar r = 1; r <= Rounds; r++) begin : gen_round
-    logic [127:0] k;
-    assign k = ina_gcm_pkg::aes_next_key(key_q[r-1], ina_gcm_pkg::round_const(r));
-    always_ff @(posedge clk_i) begin
-      state_q[r] <= ina_gcm_pkg::aes_round(state_q[r-1], k, r == Rounds);
-      key_q[r]   <= k;
-      user_q[r]  <= user_q[r-1];
+  // Datapath registers: not reset (valid_q says which hold a block), loaded only with a block (a
+  // simulator then computes a round only for a block; in hardware, the stage's enable).
+  for (genvar r = 0; r <= Rounds; r++) begin : gen_stage
+    logic [127:0]        state_q, key_q;
+    logic [UserBits-1:0] user_q;
+    if (r == 0) begin : gen_in
+      always_ff @(posedge clk_i) begin
+        if (in_valid_i) begin
+          state_q <= in_block_i ^ in_key_i;
+          key_q   <= in_key_i;
+          user_q  <= in_user_i;
+        end
+      end
+    end else begin : gen_round
+      // (The key step is written twice rather than as a wire, which a simulator would evaluate
+      // in every cycle.)
+      always_ff @(posedge clk_i) begin
+        if (valid_q[r-1]) begin
+          state_q <= ina_gcm_pkg::aes_round(gen_stage[r-1].state_q, ina_gcm_pkg::aes_next_key(gen_stage[r-1].key_q, ina_gcm_pkg::round_const(r)), r == Rounds);
+          key_q   <= ina_gcm_pkg::aes_next_key(gen_stage[r-1].key_q, ina_gcm_pkg::round_const(r));
+          user_q  <= gen_stage[r-1].user_q;
+        end
+      end
     end
   end
 
   assign out_valid_o = valid_q[Rounds];
-  assign out_block_o = state_q[Rounds];
-  assign out_key_o   = key_q[Rounds];
-  assign out_user_o  = user_q[Rounds];
+  assign out_block_o = gen_stage[Rounds].state_q;
+  assign out_key_o   = gen_stage[Rounds].key_q;
+  assign out_user_o  = gen_stage[Rounds].user_q;
 
 endmodule

@@ -20,11 +20,10 @@ module ina_aes128_inv
 );
   localparam int unsigned Rounds = 10;
 
-  // Stage i (0 .. 10) holds the state after i inverse rounds and round key 10 - i.
-  logic [Rounds:0]       valid_q;
-  logic [127:0]          state_q[Rounds+1];
-  logic [127:0]          key_q[Rounds+1];
-  logic [UserBits-1:0]   user_q[Rounds+1];
+  // Stage i (0 .. 10) holds the state after i inverse rounds and round key 10 - i, in registers of
+  // its own (a generate block each, not an array: a simulator then updates a stage only when it
+  // loads). Stage r computes round key 10 - r from round key 11 - r.
+  logic [Rounds:0] valid_q;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
@@ -34,28 +33,38 @@ module ina_aes128_inv
     end
   end
 
-  // Datapath registers: not reset (valid_q says which hold a block).
-  always_ff @(posedge clk_i) begin
-    state_q[0] <= in_block_i ^ in_last_key_i;
-    key_q[0]   <= in_last_key_i;
-    user_q[0]  <= in_user_i;
-  end
-  for (genvar r = 1; r <= Rounds; r++) begin : gen_round
-    logic [127:0] k;
-    assign k = ina_gcm_pkg::aes_prev_key(key_q[r-1], ina_gcm_pkg::round_const(Rounds + 1 - r));
-    always_ff @(posedge clk_i) begin
-      state_q[r] <= ina_gcm_pkg::aes_inv_round(state_q[r-1], k, r == Rounds);
-      key_q[r]   <= k;
-      user_q[r]  <= user_q[r-1];
+  // Datapath registers: not reset (valid_q says which hold a block), loaded only with a block (a
+  // simulator then computes a round only for a block; in hardware, the stage's enable).
+  for (genvar r = 0; r <= Rounds; r++) begin : gen_stage
+    logic [127:0]        state_q, key_q;
+    logic [UserBits-1:0] user_q;
+    if (r == 0) begin : gen_in
+      always_ff @(posedge clk_i) begin
+        if (in_valid_i) begin
+          state_q <= in_block_i ^ in_last_key_i;
+          key_q   <= in_last_key_i;
+          user_q  <= in_user_i;
+        end
+      end
+    end else begin : gen_round
+      // (The key step is written twice rather than as a wire, which a simulator would evaluate
+      // in every cycle.)
+      always_ff @(posedge clk_i) begin
+        if (valid_q[r-1]) begin
+          state_q <= ina_gcm_pkg::aes_inv_round(gen_stage[r-1].state_q, ina_gcm_pkg::aes_prev_key(gen_stage[r-1].key_q, ina_gcm_pkg::round_const(Rounds + 1 - r)), r == Rounds);
+          key_q   <= ina_gcm_pkg::aes_prev_key(gen_stage[r-1].key_q, ina_gcm_pkg::round_const(Rounds + 1 - r));
+          user_q  <= gen_stage[r-1].user_q;
+        end
+      end
     end
   end
 
   assign out_valid_o = valid_q[Rounds];
-  assign out_block_o = state_q[Rounds];
-  assign out_user_o  = user_q[Rounds];
+  assign out_block_o = gen_stage[Rounds].state_q;
+  assign out_user_o  = gen_stage[Rounds].user_q;
 
   // The schedule run back to round key 0 is the key itself: not needed past the last round.
   logic unused_key;
-  assign unused_key = ^key_q[Rounds];
+  assign unused_key = ^gen_stage[Rounds].key_q;
 
 endmodule

@@ -61,6 +61,8 @@ module ina_agg
   output logic                desc_ready_o,
   input  ina_rtl_pkg::desc_t               desc_i,
   input  logic                desc_crc_ok_i,  // the frame's CRC32C trailer matched
+  input  logic [127:0]        desc_j0_i,      // ina_gcm_check's AES_K^-1(tag ^ S) of the frame
+  input  logic                desc_keyed_i,   // ... which it checked (desc_j0_i is its J0)
   input  logic                pay_valid_i,
   output logic                pay_ready_o,
   input  logic [ina_rtl_pkg::BeatBits-1:0] pay_data_i,
@@ -69,6 +71,7 @@ module ina_agg
   input  logic [NumJobs*16-1:0] job_id_i,
   input  logic [NumJobs*32-1:0] job_slots_i,
   input  logic [NumJobs*32-1:0] job_world_i,
+  input  logic [NumJobs*2-1:0]  job_sec_i,     // job_sec.mode of each entry
   input  logic                commit_i,
   input  logic [31:0]         commit_slots_i,
   input  logic                commit_valid_i,
@@ -78,6 +81,7 @@ module ina_agg
   output logic [ina_rtl_pkg::BeatBytes-1:0] out_keep_o,
   output logic                out_last_o,
   output logic [ina_rtl_pkg::OutUserBits-1:0] out_user_o,
+  output ina_rtl_pkg::seal_t  out_seal_o,     // with every beat of a result: how to seal it
   input  logic [OutFreeW-1:0] out_free_i,
   // Counter increments.
   output logic [ina_proto_pkg::NumCounters-1:0] cnt_inc_o,
@@ -128,6 +132,7 @@ module ina_agg
     logic [7:0]  flags;
     logic [7:0]  exp;
     logic [7:0]  next_exp;
+    logic [47:0] use_hi;  // the copy's use (its generation counted since the job's commit) >> 16
   } meta_t;
 
   // ---------------------------------------------------------------------------------------------
@@ -145,7 +150,7 @@ module ina_agg
   // (the previous header op's metadata, or the reset walk's) is kept one cycle and replaces the
   // read data when it hit the same slot. Writes before t-1 are in the RAM. So the header op always
   // sees the updates of every packet before it, back to back on one slot included.
-  localparam int unsigned MetaBits = 16 + 64 + 7 + 32 + 16 + 8 + 8 + 8;
+  localparam int unsigned MetaBits = 16 + 64 + 7 + 32 + 16 + 8 + 8 + 8 + 48;
   logic meta_we;
   logic [SW-1:0] meta_slot;
   logic meta_copy;
@@ -187,13 +192,16 @@ module ina_agg
     end
   end
 
-  // Reset state of a copy: generation 0xFFFE (copy 0) / 0xFFFF (copy 1), no contributions.
+  // Reset state of a copy: generation 0xFFFE (copy 0) / 0xFFFF (copy 1), no contributions; uses -2
+  // and -1 (the first use, generation 0, is use 0: engine.h rule K4).
   meta_t empty0, empty1;
   always_comb begin
     empty0 = '0;
     empty0.gen = 16'hFFFE;
+    empty0.use_hi = '1;
     empty1 = '0;
     empty1.gen = 16'hFFFF;
+    empty1.use_hi = '1;
   end
 
   // The metadata write of this cycle: the reset walk (both copies) or the header op (one copy);
@@ -333,7 +341,8 @@ module ina_agg
     logic          bad_ver;    // the causes after the CRC verdict, each the first to hold:
     logic          mal_late;   //   malformed (type, length, count > K)
     logic          unknown;    //   unknown job
-    logic          cross_job;  //   cross job: sec != 0 (the core's jobs are all CRC-only)
+    logic          cross_job;  //   cross job: sec is not the job's mode
+    logic          keyed;      // the job is keyed (mode mac): rules K1-K4, no CRC
     logic          rank_bad;   //   bad rank
     logic          slot_bad;   //   bad slot
     logic          ok;         //   none
@@ -353,7 +362,9 @@ module ina_agg
     logic [7:0]  world, kq, idx;
     logic [16:0] k;
     logic [32:0] first_off;
-    logic        known, bad_type, bad_len, bad_count, bad_rank, bad_slot, bad_sec;
+    logic        known, bad_type, bad_len, bad_len_k, bad_count, bad_rank, bad_slot, bad_sec;
+    logic        keyed, cross_k;
+    logic [1:0]  mode;
     // The lowest matching entry (an 8-input priority encoder), then its fields by index (a mux
     // tree; cheaper for a simulator than an AND-OR over every entry). With no match, entry 0's
     // fields, which no rule uses (unknown job).
@@ -386,18 +397,39 @@ module ina_agg
     bad_type  = desc_i.mtype != ina_proto_pkg::MsgTypeData;
     bad_len   = {2'b0, desc_i.frame_bytes} !=
                 22'(ina_proto_pkg::PayloadOffset + ina_proto_pkg::CrcBytes) + {4'b0, desc_i.count, 2'b00};
+    bad_len_k = {2'b0, desc_i.frame_bytes} !=
+                22'(ina_proto_pkg::PayloadOffset + ina_proto_pkg::TagBytes) + {4'b0, desc_i.count, 2'b00};
     bad_count = {1'b0, desc_i.count} > k;
     bad_rank  = desc_i.rank >= {8'd0, world};
     bad_slot  = desc_i.slot >= window || pre_d.pslot >= 17'(PoolSlots);
-    // Rule 6: every job of the core is CRC-only, so a packet naming one must carry sec 0.
+    // Rule 4: a known job in a keyed mode takes rules K1-K3 (no CRC); mac is the keyed mode the
+    // core implements, so an entry in another keyed mode (mac_encrypt, which ina::drv::ProgramJob
+    // refuses) drops every packet as a cross-job one, whatever its sec.
+    mode      = |hit ? job_sec_i[2*idx +: 2] : 2'(ina_proto_pkg::SecModeCrc);
+    keyed     = mode != 2'(ina_proto_pkg::SecModeCrc);
+    cross_k   = desc_i.sec != 8'(mode) || mode != 2'(ina_proto_pkg::SecModeMac);
+    // Rule 6: a packet naming a CRC-only job must carry sec 0.
     bad_sec   = desc_i.sec != 8'(ina_proto_pkg::SecModeCrc);
+    pre_d.keyed    = keyed;
     pre_d.bad_ver  = desc_i.version != 8'(ina_proto_pkg::Version);
-    pre_d.mal_late = bad_type || bad_len || (|hit && !bad_sec && bad_count);
-    pre_d.unknown  = !bad_type && !bad_len && !(|hit);
-    pre_d.cross_job = !bad_type && !bad_len && |hit && bad_sec;
-    pre_d.rank_bad = !bad_type && !bad_len && |hit && !bad_sec && !bad_count && bad_rank;
-    pre_d.slot_bad = !bad_type && !bad_len && |hit && !bad_sec && !bad_count && !bad_rank && bad_slot;
-    pre_d.ok       = !bad_type && !bad_len && |hit && !bad_sec && !bad_count && !bad_rank && !bad_slot;
+    if (!keyed) begin
+      pre_d.mal_late  = bad_type || bad_len || (|hit && !bad_sec && bad_count);
+      pre_d.unknown   = !bad_type && !bad_len && !(|hit);
+      pre_d.cross_job = !bad_type && !bad_len && |hit && bad_sec;
+      pre_d.rank_bad  = !bad_type && !bad_len && |hit && !bad_sec && !bad_count && bad_rank;
+      pre_d.slot_bad  = !bad_type && !bad_len && |hit && !bad_sec && !bad_count && !bad_rank &&
+                        bad_slot;
+      pre_d.ok        = !bad_type && !bad_len && |hit && !bad_sec && !bad_count && !bad_rank &&
+                        !bad_slot;
+    end else begin
+      // K1 sec, K2 type and length (with the tag), then rules 7-9.
+      pre_d.cross_job = cross_k;
+      pre_d.mal_late  = !cross_k && (bad_type || bad_len_k || bad_count);
+      pre_d.unknown   = 1'b0;
+      pre_d.rank_bad  = !cross_k && !bad_type && !bad_len_k && !bad_count && bad_rank;
+      pre_d.slot_bad  = !cross_k && !bad_type && !bad_len_k && !bad_count && !bad_rank && bad_slot;
+      pre_d.ok        = !cross_k && !bad_type && !bad_len_k && !bad_count && !bad_rank && !bad_slot;
+    end
     // Rule 12, the slot's history: block s (offset s*K) starts a call (an empty block only as
     // float); otherwise the block W*K after the previous generation's full block, of the same type
     // (the header op compares with the other copy: hist_match).
@@ -479,34 +511,55 @@ module ina_agg
   // if-else chain, which synthesis would map to a chain of multiplexers through every cause.
   // Before the slot rules: the descriptor's own checks and the job lookup (pre-stage), with the
   // CRC verdict (rule 4) between the version and the message type.
-  logic gate, ok, seen, resend, accept, done;
-  assign gate   = !runt && !pre_q.bad_ver && desc_crc_ok_i;
+  logic gate, ok, seen, resend, accept, done, placed, authentic;
+  assign gate   = !runt && !pre_q.bad_ver && (pre_q.keyed || desc_crc_ok_i);
   assign ok     = gate && pre_q.ok;
+  assign placed = in_progress || next_use;
   assign seen   = in_progress && dup;
-  assign resend = ok && seen && complete;
-  assign accept = ok && !seen && (in_progress || next_use) && fits && !(in_progress && differs);
+  assign resend = ok && authentic && seen && complete;
+  assign accept = ok && authentic && !seen && placed && fits && !(in_progress && differs);
   assign done   = next_use ? pre_q.world_is1 : m.cnt == pre_q.world_m1;
+
+  // Rule K4, keyed jobs: the frame's J0 (ina_gcm_check: AES_K^-1(tag ^ S) under the job's up key)
+  // must be that of nonce (rank, slot, use) for the use the slot expects: the copy's when in
+  // progress, else the other copy's + 1 (the next use); J0 of use - 65536 (use >= 65536) is a
+  // replay. The low 16 bits of a use are the generation, so only use >> 16 (use_hi) is stored and
+  // compared; the +1 carries into it when the other copy's generation is 0xFFFF.
+  logic [47:0] use_hi;       // the packet's use >> 16
+  logic [47:0] j0_use_hi_p1;
+  logic        j0_fixed, tag_ok, replayed;
+  assign use_hi       = in_progress ? m.use_hi : mo.use_hi + 48'(mo.gen == 16'hFFFF);
+  assign j0_use_hi_p1 = desc_j0_i[95:48] + 48'd1;
+  assign j0_fixed     = desc_j0_i[127:112] == desc_i.rank && desc_j0_i[111:96] == desc_i.slot &&
+                        desc_j0_i[47:32] == desc_i.gen && desc_j0_i[31:0] == 32'd1;
+  // (desc_keyed_i is low only for a frame that named the job before it was committed keyed: no J0.)
+  assign tag_ok       = desc_keyed_i && j0_fixed && desc_j0_i[95:48] == use_hi;
+  assign replayed     = desc_keyed_i && j0_fixed && use_hi != '0 && j0_use_hi_p1 == use_hi;
+  assign authentic       = !pre_q.keyed || tag_ok;
 
   always_comb begin
     inc = '0;
     inc[ina_proto_pkg::CntRxPackets]       = 1'b1;
     inc[ina_proto_pkg::CntDropMalformed]   = runt || (gate && pre_q.mal_late);
     inc[ina_proto_pkg::CntDropBadVersion]  = !runt && pre_q.bad_ver;
-    inc[ina_proto_pkg::CntDropBadCrc]      = !runt && !pre_q.bad_ver && !desc_crc_ok_i;
+    inc[ina_proto_pkg::CntDropBadCrc]      = !runt && !pre_q.bad_ver && !pre_q.keyed && !desc_crc_ok_i;
     inc[ina_proto_pkg::CntDropUnknownJob]  = gate && pre_q.unknown;
     inc[ina_proto_pkg::CntDropCrossJob]    = gate && pre_q.cross_job;
     inc[ina_proto_pkg::CntDropBadRank]     = gate && pre_q.rank_bad;
     inc[ina_proto_pkg::CntDropBadSlot]     = gate && pre_q.slot_bad;
-    inc[ina_proto_pkg::CntRetransmissions] = ok && retx;
+    // (Keyed: a retransmission counts once its tag verified.)
+    inc[ina_proto_pkg::CntRetransmissions] = ok && retx && (!pre_q.keyed || (placed && tag_ok));
     inc[ina_proto_pkg::CntResultResends]   = resend;
-    inc[ina_proto_pkg::CntDuplicates]      = ok && seen && !complete;
-    inc[ina_proto_pkg::CntDropEarly]       = ok && !in_progress && !next_use && early;
-    inc[ina_proto_pkg::CntDropStale]       = ok && !in_progress && !next_use && !early;
-    inc[ina_proto_pkg::CntDropHistory]     = ok && !seen && (in_progress || next_use) && !fits;
-    inc[ina_proto_pkg::CntDropMismatch]    = ok && !seen && in_progress && fits && differs;
+    inc[ina_proto_pkg::CntDuplicates]      = ok && authentic && seen && !complete;
+    inc[ina_proto_pkg::CntDropEarly]       = ok && !placed && early;
+    inc[ina_proto_pkg::CntDropStale]       = ok && !placed && !early;
+    inc[ina_proto_pkg::CntDropForged]      = ok && pre_q.keyed && placed && !tag_ok && !replayed;
+    inc[ina_proto_pkg::CntDropReplayed]    = ok && pre_q.keyed && placed && !tag_ok && replayed;
+    inc[ina_proto_pkg::CntDropHistory]     = ok && authentic && !seen && placed && !fits;
+    inc[ina_proto_pkg::CntDropMismatch]    = ok && authentic && !seen && in_progress && fits && differs;
     inc[ina_proto_pkg::CntRxData]          = accept;
     inc[ina_proto_pkg::CntResults]         = accept && done;
-    fail      = ok && !seen && in_progress && fits && differs;
+    fail      = ok && authentic && !seen && in_progress && fits && differs;
     meta_we   = accept;
     meta_slot = pre_q.pslot[SW-1:0];
     meta_copy = desc_i.gen[0];
@@ -529,6 +582,7 @@ module ina_agg
         meta_new.exp      = desc_i.exp;
         meta_new.next_exp = desc_i.next_exp;
         meta_new.cnt      = 7'd1;
+        meta_new.use_hi   = use_hi;
       end else begin
         meta_new.flags    = m.flags | (desc_i.flags & ~(8'd1 << ina_proto_pkg::FlagRetxBit));
         meta_new.exp      = (desc_i.exp > m.exp) ? desc_i.exp : m.exp;
@@ -555,12 +609,14 @@ module ina_agg
     be4 = {v[7:0], v[15:8], v[23:16], v[31:24]};
   endfunction
   function automatic logic [ina_rtl_pkg::BeatBits-1:0] result_header(
-      logic [13:0] elems, logic [7:0] flags, logic [7:0] exp, logic [7:0] next_exp,
+      logic keyed, logic [13:0] elems, logic [7:0] flags, logic [7:0] exp, logic [7:0] next_exp,
       logic [15:0] job, logic [15:0] rank, logic [15:0] slot, logic [15:0] gen, logic [15:0] count,
       logic [31:0] offset);
     logic [ina_rtl_pkg::BeatBits-1:0] h;
     logic [15:0] udp_len;
-    udp_len = 16'(8 + ina_proto_pkg::HeaderBytes + ina_proto_pkg::CrcBytes) + {elems, 2'b00};
+    // The trailer ina_egress appends: the CRC32C, or a keyed job's tag.
+    udp_len = (keyed ? 16'(8 + ina_proto_pkg::HeaderBytes + ina_proto_pkg::TagBytes) :
+                       16'(8 + ina_proto_pkg::HeaderBytes + ina_proto_pkg::CrcBytes)) + {elems, 2'b00};
     h = '0;
     h[8*12 +: 16] = be2(16'h0800);           // ethertype IPv4
     h[8*14 +: 8]  = 8'h45;                   // IPv4, 20-byte header
@@ -573,6 +629,8 @@ module ina_agg
     h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::FlagsOffset) +: 8]   = flags;
     h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::ExpOffset) +: 8]     = exp;
     h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::NextExpOffset) +: 8] = next_exp;
+    h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::SecOffset) +: 8] =
+        keyed ? 8'(ina_proto_pkg::SecModeMac) : 8'(ina_proto_pkg::SecModeCrc);
     h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::JobOffset) +: 16]    = be2(job);
     h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::RankOffset) +: 16]   = be2(rank);
     h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::SlotOffset) +: 16]   = be2(slot);
@@ -586,6 +644,13 @@ module ina_agg
   assign ps_d    = pre_q.pslot[SW-1:0];
   assign cp_d    = desc_i.gen[0];
   assign user_d  = {hdr_rank, pre_q.group};
+  // A result's seal: J0 of nonce (destination, slot, the copy's use) under the entry's down key
+  // (engine.h: the reference seals with MakeNonce(dest, slot, copy.use)); a re-send's copy is the
+  // packet's own (in progress), so the use is the packet's either way.
+  ina_rtl_pkg::seal_t seal_d, seal_q;
+  assign seal_d.keyed = pre_q.keyed;
+  assign seal_d.entry = pre_q.idx;
+  assign seal_d.j0    = {hdr_rank, desc_i.slot, use_hi, desc_i.gen, 32'd1};
 
   // Payload op issue.
   logic          s0_pay;       // a payload op issues this cycle
@@ -648,6 +713,7 @@ module ina_agg
       cp_q        <= cp_d;
       cnt_elems_q <= cnt_elems_d;
       user_q      <= user_d;
+      seal_q      <= seal_d;
     end
   end
 
@@ -667,6 +733,7 @@ module ina_agg
   logic [ina_rtl_pkg::BeatBits-1:0] s1_data_q;   // header beat, or payload in host lane order (masked)
   logic [ina_rtl_pkg::BeatBytes-1:0] s1_keep_q, s2_keep_q;
   logic [ina_rtl_pkg::OutUserBits-1:0] s1_user_q, s2_user_q;
+  ina_rtl_pkg::seal_t  s1_seal_q, s2_seal_q;
   logic                s2_we_q, s2_emit_q, s2_last_q;
   logic [ina_rtl_pkg::BeatBits-1:0] s2_val_q, s2_out_q, wb_data_q;
   logic [ina_rtl_pkg::BeatBits-1:0] mem_rdata, mem_fwd, sum, s1_val;
@@ -703,7 +770,7 @@ module ina_agg
     s1_addr_q <= s0_addr;
     // The header beat, or the payload beat popped (zero when none is).
     if (!busy_q) begin
-      s1_data_q <= result_header(cnt_elems_d[13:0], meta_new.flags, meta_new.exp, meta_new.next_exp,
+      s1_data_q <= result_header(pre_q.keyed, cnt_elems_d[13:0], meta_new.flags, meta_new.exp, meta_new.next_exp,
                                  desc_i.job, hdr_rank, desc_i.slot, desc_i.gen, meta_new.count,
                                  meta_new.offset);
     end else if (s0_pop) begin
@@ -713,6 +780,7 @@ module ina_agg
     end
     s1_keep_q <= busy_q ? s0_keep : '1;
     s1_user_q <= busy_q ? user_q : user_d;
+    s1_seal_q <= busy_q ? seal_q : seal_d;
 
     s2_we_q   <= s1_we_q && s1_valid_q && !s1_hdr_q;
     s2_emit_q <= s1_emit_q;
@@ -723,6 +791,7 @@ module ina_agg
     else s2_out_q <= ina_rtl_pkg::swap_lanes(s1_val);
     s2_keep_q <= s1_keep_q;
     s2_user_q <= s1_user_q;
+    s2_seal_q <= s1_seal_q;
 
     wb_addr_q <= s2_addr_q;
     wb_data_q <= s2_val_q;
@@ -770,6 +839,7 @@ module ina_agg
   assign out_keep_o  = s2_keep_q;
   assign out_last_o  = s2_last_q;
   assign out_user_o  = s2_user_q;
+  assign out_seal_o  = s2_seal_q;
 
 `ifndef SYNTHESIS
   // Invariants (docs/rtl/assertions.md).
@@ -835,10 +905,10 @@ module ina_agg
   // desc_i and the job table (pre_d) whenever it is used: pre_fresh is right. Mutation-checked:
   // without the desc_i == pre_desc_q term RtlAggTest fails (counters differ from the reference).
   // An immediate assertion: pre_t is a struct, compared once per header op.
-  logic [NumJobs*(1+16+32+32)-1:0] tbl_q;
+  logic [NumJobs*(1+16+32+32+2)-1:0] tbl_q;
   logic tbl_q_valid;
   always_ff @(posedge clk_i) begin
-    tbl_q       <= {job_valid_i, job_id_i, job_slots_i, job_world_i};
+    tbl_q       <= {job_valid_i, job_id_i, job_slots_i, job_world_i, job_sec_i};
     tbl_q_valid <= rst_ni;
     if (rst_ni && start && meta_needed) begin
       a_agg_pre: assert (pre_q == pre_d)
@@ -848,7 +918,7 @@ module ina_agg
     // The job table changes only at the edge into a cycle with commit_i (ina_regs) or after
     // fail_o, which is what pre_fresh assumes.
     if (rst_ni && tbl_q_valid && !commit_i && !fail_q) begin
-      a_agg_table_stable: assert ({job_valid_i, job_id_i, job_slots_i, job_world_i} == tbl_q)
+      a_agg_table_stable: assert ({job_valid_i, job_id_i, job_slots_i, job_world_i, job_sec_i} == tbl_q)
         else $error("ina_agg: the job table changed without a commit or a failure");
     end
   end

@@ -93,88 +93,94 @@ module ina_gcm_hash
     hpow = p[128 * (32'(i) - 1) +: 128];
   endfunction
 
-  logic [15:0]  count_q, count;       // the frame's count (from its first beat)
-  logic [18:0]  alen;                 // len(A) in bytes: 22 + 4 count
-  logic [47:0]  carry_q;              // frame bytes 64 b - 6 .. 64 b - 1 (byte 0 in [7:0])
-  logic [127:0] y_q, y_in, y_next;
-  logic [127:0] blk[4];               // the blocks this beat completes (window blocks 0 .. 3)
-  logic [3:0]   blk_valid;
-  logic [2:0]   m;                    // blocks folded this beat
-  logic [127:0] cblk;                 // the partial block after the last beat (its first 6 bytes)
-  logic         cblk_valid;
-  logic [127:0] tag_q, tag_next;
+  // The fold of one beat, as a function of the beat and the registers, called only for a beat (a
+  // simulator then does nothing in idle cycles; in hardware the registers' enables).
+  typedef struct packed {
+    logic [15:0]  count;   // the frame's count (from its first beat)
+    logic [127:0] y;       // Y after the beat
+    logic [127:0] cblk;    // the partial block after the beat (its first 6 bytes), if it ends A
+    logic         cvalid;
+    logic [127:0] tag;     // the tag bytes seen so far (Check)
+  } fold_t;
 
-  assign count = a_first_q ? ina_rtl_pkg::be16(a_data_q, HdrByte + ina_proto_pkg::CountOffset) : count_q;
-  assign alen  = 19'd22 + {1'b0, count, 2'b00};
-  assign y_in  = a_first_q ? '0 : y_q;
-
-  always_comb begin
-    logic [7:0]  w[64];                   // the window: 6 carried bytes, then beat bytes 0 .. 57
-    logic signed [23:0] pos;              // A-offset of window block j's first byte
-    logic signed [23:0] rem;              // bytes of A from there on
-    logic [7:0] b;
+  function automatic fold_t fold(
+      input logic [ina_rtl_pkg::BeatBits-1:0] data, input logic first, input logic [15:0] beat,
+      input logic [47:0] carry, input logic [127:0] y_prev, input logic [15:0] count_prev,
+      input logic [127:0] tag_prev, input logic [511:0] hp);
+    fold_t r;
+    logic [18:0] alen;                  // len(A) in bytes: 22 + 4 count
+    logic [7:0]  w[64];                 // the window: 6 carried bytes, then beat bytes 0 .. 57
+    logic signed [23:0] pos;            // A-offset of window block j's first byte
+    logic signed [23:0] rem;            // bytes of A from there on
+    logic [127:0] blk[4];               // the blocks this beat completes (window blocks 0 .. 3)
+    logic [3:0]  blk_valid;
+    logic [2:0]  m, pw;
+    logic [20:0] at;
+    r.count = first ? ina_rtl_pkg::be16(data, HdrByte + ina_proto_pkg::CountOffset) : count_prev;
+    alen = 19'd22 + {1'b0, r.count, 2'b00};
     for (int unsigned t = 0; t < 64; t++) begin
-      if (t < Shift) w[t] = carry_q[8*t +: 8];
-      else w[t] = ina_rtl_pkg::beat_byte(a_data_q, t - Shift);
+      if (t < Shift) w[t] = carry[8*t +: 8];
+      else w[t] = ina_rtl_pkg::beat_byte(data, t - Shift);
     end
     // The retx flag is not covered by the tag (a retransmission carries the same one).
-    if (a_first_q) w[RetxByte + Shift] = w[RetxByte + Shift] & ~(8'd1 << ina_proto_pkg::FlagRetxBit);
+    if (first) w[RetxByte + Shift] = w[RetxByte + Shift] & ~(8'd1 << ina_proto_pkg::FlagRetxBit);
     m = '0;
     for (int unsigned j = 0; j < 4; j++) begin
       // Window block j is A's block 4 b - 3 + j, at A-offset 64 b - 48 + 16 j.
-      pos = $signed({2'b0, a_beat_q, 6'b0}) - 24'sd48 + $signed(24'(16 * j));
+      pos = $signed({2'b0, beat, 6'b0}) - 24'sd48 + $signed(24'(16 * j));
       rem = $signed({5'd0, alen}) - pos;
       blk_valid[j] = pos >= 0 && rem > 0;
       for (int unsigned t = 0; t < 16; t++) begin
-        b = rem > $signed(24'(t)) ? w[16*j + t] : 8'h00;
-        blk[j][127 - 8*t -: 8] = b;
+        blk[j][127 - 8*t -: 8] = rem > $signed(24'(t)) ? w[16*j + t] : 8'h00;
       end
       if (blk_valid[j]) m = m + 3'd1;
     end
     // The blocks valid are consecutive and end at the window's end or at A's end: the powers of H
     // count down from m to the last valid block's 1.
-    y_next = m == '0 ? y_in : ina_gcm_pkg::gf128_mul(y_in, hpow(hpow_q, m));
+    r.y = first ? '0 : y_prev;
+    if (m != '0) r.y = ina_gcm_pkg::gf128_mul(r.y, hpow(hp, m));
     for (int unsigned j = 0; j < 4; j++) begin
-      logic [2:0] p;  // valid blocks from j on
-      p = '0;
-      for (int unsigned k = j; k < 4; k++) p = p + 3'(blk_valid[k]);
-      if (blk_valid[j]) y_next = y_next ^ ina_gcm_pkg::gf128_mul(blk[j], hpow(hpow_q, p));
+      pw = '0;  // valid blocks from j on
+      for (int unsigned k = j; k < 4; k++) pw = pw + 3'(blk_valid[k]);
+      if (blk_valid[j]) r.y = r.y ^ ina_gcm_pkg::gf128_mul(blk[j], hpow(hp, pw));
     end
     // After the last beat: the block starting at the window's byte 64 (A-offset 64 b + 16), of
     // which this beat holds the first 6 bytes.
-    pos = $signed({2'b0, a_beat_q, 6'b0}) + 24'sd16;
+    pos = $signed({2'b0, beat, 6'b0}) + 24'sd16;
     rem = $signed({5'd0, alen}) - pos;
-    cblk_valid = rem > 0;
+    r.cvalid = rem > 0;
     for (int unsigned t = 0; t < 16; t++) begin
-      b = t < Shift && rem > $signed(24'(t)) ? ina_rtl_pkg::beat_byte(a_data_q, 64 - Shift + t) : 8'h00;
-      cblk[127 - 8*t -: 8] = b;
+      r.cblk[127 - 8*t -: 8] = t < Shift && rem > $signed(24'(t)) ?
+                               ina_rtl_pkg::beat_byte(data, 64 - Shift + t) : 8'h00;
     end
     // The tag: frame bytes 42 + len(A) .. + 15, each taken in the beat that holds it.
-    tag_next = a_first_q ? '0 : tag_q;
+    r.tag = first ? '0 : tag_prev;
     if (Check) begin
       for (int unsigned k = 0; k < 16; k++) begin
-        logic [20:0] at;
         at = 21'(HdrByte) + {2'b0, alen} + 21'(k);
-        if ({1'b0, at[20:6]} == a_beat_q) begin
-          tag_next[127 - 8*k -: 8] = ina_rtl_pkg::beat_byte(a_data_q, 32'(at[5:0]));
-        end
+        if ({1'b0, at[20:6]} == beat) r.tag[127 - 8*k -: 8] = ina_rtl_pkg::beat_byte(data, 32'(at[5:0]));
       end
     end
-  end
+    fold = r;
+  endfunction
+
+  fold_t        fold_q;     // after the last beat folded
+  logic [47:0]  carry_q;    // frame bytes 64 b - 6 .. 64 b - 1 (byte 0 in [7:0])
 
   always_ff @(posedge clk_i) begin
     if (a_valid_q) begin
-      y_q     <= y_next;
+      fold_q  <= fold(a_data_q, a_first_q, a_beat_q, carry_q, fold_q.y, fold_q.count, fold_q.tag,
+                      hpow_q);
       carry_q <= a_data_q[8*(64 - Shift) +: 8*Shift];
-      count_q <= count;
-      tag_q   <= tag_next;
     end
   end
 
   // ---------------------------------------------------------------------------------------------
   // Stage F, after a frame's last beat: the partial block and the length block.
-  logic                f_valid_q, f_cvalid_q;
-  logic [127:0]        f_y_q, f_c_q, f_tag_q, f_len_q, f_h1_q, f_h2_q;
+  // It reads fold_q in the cycle after the last beat (a next frame's first beat, if any, writes it
+  // at the end of that cycle), and H, H^2 and the user bits as they were at the last beat.
+  logic                f_valid_q;
+  logic [127:0]        f_len, f_h1_q, f_h2_q;
   logic [UserBits-1:0] f_user_q;
   logic                o_valid_q;
   logic [127:0]        o_hash_q, o_tag_q;
@@ -189,23 +195,20 @@ module ina_gcm_hash
       o_valid_q <= f_valid_q;
     end
   end
+  // [len(A)]_64 [len(C)]_64 in bits: len(A) = 22 + 4 count bytes, C empty.
+  assign f_len = {64'd176 + {43'd0, fold_q.count, 5'd0}, 64'd0};
   always_ff @(posedge clk_i) begin
     if (a_valid_q && a_last_q) begin
-      f_y_q      <= y_next;
-      f_c_q      <= cblk;
-      f_cvalid_q <= cblk_valid;
-      f_tag_q    <= tag_next;
-      f_len_q    <= {61'(alen), 3'b000, 64'd0};  // [len(A)]_64 [len(C)]_64, in bits
-      f_h1_q     <= hpow(hpow_q, 3'd1);
-      f_h2_q     <= hpow(hpow_q, 3'd2);
-      f_user_q   <= user_q;
+      f_h1_q   <= hpow(hpow_q, 3'd1);
+      f_h2_q   <= hpow(hpow_q, 3'd2);
+      f_user_q <= user_q;
     end
     if (f_valid_q) begin
       // (Y ^ C) H^2 ^ L H with the partial block C, else (Y ^ L) H.
-      o_hash_q <= f_cvalid_q ?
-          ina_gcm_pkg::gf128_mul(f_y_q ^ f_c_q, f_h2_q) ^ ina_gcm_pkg::gf128_mul(f_len_q, f_h1_q) :
-          ina_gcm_pkg::gf128_mul(f_y_q ^ f_len_q, f_h1_q);
-      o_tag_q  <= Check ? f_tag_q : '0;
+      o_hash_q <= fold_q.cvalid ?
+          ina_gcm_pkg::gf128_mul(fold_q.y ^ fold_q.cblk, f_h2_q) ^ ina_gcm_pkg::gf128_mul(f_len, f_h1_q) :
+          ina_gcm_pkg::gf128_mul(fold_q.y ^ f_len, f_h1_q);
+      o_tag_q  <= Check ? fold_q.tag : '0;
       o_user_q <= f_user_q;
     end
   end

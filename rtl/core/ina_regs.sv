@@ -1,14 +1,18 @@
 // Control registers: identification, the job table and the per-cause counters.
 //
 // Map (byte addresses, 32-bit registers) from proto/ina.toml [[register]] via ina_proto_pkg:
-//   id, version, params (ro); job_sel, job_id, job_slots, job_world (rw); job_commit (wo);
+//   id, version, params (ro); job_sel, job_id, job_slots, job_world, job_sec (rw); job_commit,
+//   job_key_up0..3, job_key_down0..3 (wo: reads return 0);
 //   fail_where, fail_who (ro);
 //   roce_qpn, roce_qkey, roce_pkey (rw: the RoCEv2 ingress's identity, ina_roce_rx);
 //   counters (ro) from counter_base, one per ina_proto_pkg::counter_e, then one per
 //   ina_proto_pkg::roce_counter_e.
-// Writes to job_id/job_slots/job_world go to staging registers; writing 1 to job_commit copies
-// them into entry job_sel (ignored when job_sel >= NumJobs) and pulses commit_o so the aggregation
-// stage resets the entry's slots. Reads of job_id/job_slots/job_world return entry job_sel.
+// Writes to job_id/job_slots/job_world/job_sec go to staging registers; writing 1 to job_commit
+// copies them into entry job_sel (ignored when job_sel >= NumJobs) and pulses commit_o so the
+// aggregation stage resets the entry's slots. Reads of job_id/job_slots/job_world/job_sec return
+// entry job_sel. The traffic keys of a keyed entry (job_key_up*, job_key_down*) are staged the same
+// way but never read back: a commit passes them on once (commit_key_up_o / commit_key_down_o, to
+// ina_gcm_keys, with commit_o) and clears the staged copies.
 // Register fields (job_id id/valid, job_slots base/window, job_world world/k64/group, params,
 // job_commit go) are declared in proto/ina.toml and used here as ina_proto_pkg::Reg<Reg><Field>Lsb
 // / Width; job_world.k64 0 means MaxK; params.k64 reads MaxK / 64.
@@ -42,10 +46,17 @@ module ina_regs
   output logic [NumJobs*16-1:0] job_id_o,
   output logic [NumJobs*32-1:0] job_slots_o,
   output logic [NumJobs*32-1:0] job_world_o,
-  // One-cycle pulse after a commit, with the committed entry's slots register.
+  // Security mode of each entry (job_sec.mode; entry j at [2j +: 2]).
+  output logic [NumJobs*2-1:0]  job_sec_o,
+  // One-cycle pulse after a commit, with the committed entry's index, slots register, validity,
+  // security mode and traffic keys (byte 0 of a key in bits [127:120]).
   output logic        commit_o,
+  output logic [7:0]  commit_entry_o,
   output logic [31:0] commit_slots_o,
   output logic        commit_valid_o,
+  output logic [1:0]  commit_sec_o,
+  output logic [127:0] commit_key_up_o,
+  output logic [127:0] commit_key_down_o,
   // RoCEv2 ingress identity (roce_qpn.qpn, roce_qkey, roce_pkey.pkey).
   output logic [23:0] roce_qpn_o,
   output logic [31:0] roce_qkey_o,
@@ -74,6 +85,9 @@ module ina_regs
     $error("ina_regs: MaxK must be a power of two in 64..MaxKLimit, MaxK / 64 in the k64 fields");
   end
 
+  if (ina_proto_pkg::RegJobSecModeWidth != 2) begin : gen_bad_sec
+    $error("ina_regs: job_sec.mode must be 2 bits (proto/ina.toml)");
+  end
   if (ina_proto_pkg::RegRoceQpnQpnWidth != 24 || ina_proto_pkg::RegRocePkeyPkeyWidth != 16) begin : gen_bad_roce
     $error("ina_regs: roce_qpn.qpn must be 24 bits and roce_pkey.pkey 16 (proto/ina.toml)");
   end
@@ -82,6 +96,10 @@ module ina_regs
   localparam int unsigned NumCnt = ina_proto_pkg::NumCounters + ina_proto_pkg::NumRoceCounters;
 
   logic [31:0] sel_q, slots_q, world_q;
+  logic [1:0]  sec_q;                   // staged job_sec.mode
+  logic [127:0] key_up_q, key_down_q;   // staged keys (write-only)
+  logic [127:0] ckey_up_q, ckey_down_q; // the keys of the last commit
+  logic [NumJobs*2-1:0] jsec_q;
   logic        id_valid_q;
   logic [15:0] id_q;
   logic [NumJobs-1:0]       valid_q, failed_q;
@@ -114,6 +132,12 @@ module ina_regs
       id_q     <= ina_proto_pkg::RegJobIdReset[ina_proto_pkg::RegJobIdIdLsb +: ina_proto_pkg::RegJobIdIdWidth];
       slots_q  <= ina_proto_pkg::RegJobSlotsReset;
       world_q  <= ina_proto_pkg::RegJobWorldReset;
+      sec_q    <= ina_proto_pkg::RegJobSecReset[ina_proto_pkg::RegJobSecModeLsb +: 2];
+      key_up_q   <= '0;
+      key_down_q <= '0;
+      ckey_up_q  <= '0;
+      ckey_down_q <= '0;
+      jsec_q   <= '0;
       valid_q  <= '0;
       jid_q    <= '0;
       jslots_q <= '0;
@@ -130,10 +154,25 @@ module ina_regs
           end
           ina_proto_pkg::RegJobSlotsAddr: slots_q <= wdata_i;
           ina_proto_pkg::RegJobWorldAddr: world_q <= wdata_i;
+          ina_proto_pkg::RegJobSecAddr:   sec_q   <= wdata_i[ina_proto_pkg::RegJobSecModeLsb +: 2];
+          ina_proto_pkg::RegJobKeyUp0Addr:   key_up_q[127:96]   <= wdata_i;
+          ina_proto_pkg::RegJobKeyUp1Addr:   key_up_q[95:64]    <= wdata_i;
+          ina_proto_pkg::RegJobKeyUp2Addr:   key_up_q[63:32]    <= wdata_i;
+          ina_proto_pkg::RegJobKeyUp3Addr:   key_up_q[31:0]     <= wdata_i;
+          ina_proto_pkg::RegJobKeyDown0Addr: key_down_q[127:96] <= wdata_i;
+          ina_proto_pkg::RegJobKeyDown1Addr: key_down_q[95:64]  <= wdata_i;
+          ina_proto_pkg::RegJobKeyDown2Addr: key_down_q[63:32]  <= wdata_i;
+          ina_proto_pkg::RegJobKeyDown3Addr: key_down_q[31:0]   <= wdata_i;
           default: ;
         endcase
       end
       if (do_commit) begin
+        // The staged keys go to the key table once and are not kept here.
+        ckey_up_q   <= key_up_q;
+        ckey_down_q <= key_down_q;
+        key_up_q    <= '0;
+        key_down_q  <= '0;
+        jsec_q[2*sel +: 2] <= sec_q;
         valid_q[sel]  <= id_valid_q;
         jid_q[16*sel +: 16]    <= id_q;
         jslots_q[32*sel +: 32] <= slots_q;
@@ -207,6 +246,8 @@ module ina_regs
       ina_proto_pkg::RegJobIdAddr:    rdata_d = sel_ok ? job_id_rd : '0;
       ina_proto_pkg::RegJobSlotsAddr: rdata_d = sel_ok ? jslots_q[32*sel +: 32] : '0;
       ina_proto_pkg::RegJobWorldAddr: rdata_d = sel_ok ? jworld_q[32*sel +: 32] : '0;
+      ina_proto_pkg::RegJobSecAddr:
+        rdata_d = sel_ok ? 32'(jsec_q[2*sel +: 2]) << ina_proto_pkg::RegJobSecModeLsb : '0;
       ina_proto_pkg::RegFailWhereAddr: rdata_d = fail_where_q;
       ina_proto_pkg::RegFailWhoAddr:   rdata_d = fail_who_q;
       ina_proto_pkg::RegRoceQpnAddr:   rdata_d = 32'(roce_qpn_q) << ina_proto_pkg::RegRoceQpnQpnLsb;
@@ -235,9 +276,14 @@ module ina_regs
   assign job_id_o       = jid_q;
   assign job_slots_o    = jslots_q;
   assign job_world_o    = jworld_q;
+  assign job_sec_o      = jsec_q;
   assign commit_o       = commit_q;
+  assign commit_entry_o = 8'(sel);
   assign commit_slots_o = jslots_q[32*sel +: 32];
   assign commit_valid_o = valid_q[sel];
+  assign commit_sec_o   = jsec_q[2*sel +: 2];
+  assign commit_key_up_o   = ckey_up_q;
+  assign commit_key_down_o = ckey_down_q;
   assign roce_qpn_o     = roce_qpn_q;
   assign roce_qkey_o    = roce_qkey_q;
   assign roce_pkey_o    = roce_pkey_q;

@@ -67,6 +67,11 @@ module ina_units_tb
   output logic                                  regs_commit_o,
   output logic [31:0]                           regs_commit_slots_o,
   output logic                                  regs_commit_valid_o,
+  output logic [RegsJobs*2-1:0]                 regs_job_sec_o,
+  output logic [7:0]                            regs_commit_entry_o,
+  output logic [1:0]                            regs_commit_sec_o,
+  output logic [127:0]                          regs_commit_key_up_o,
+  output logic [127:0]                          regs_commit_key_down_o,
   input  logic [ina_proto_pkg::NumCounters-1:0] regs_cnt_inc_i,
   input  logic [ina_proto_pkg::NumRoceCounters-1:0] regs_roce_cnt_inc_i,
   output logic [23:0]                           regs_roce_qpn_o,
@@ -217,9 +222,14 @@ module ina_units_tb
     .job_id_o      (regs_job_id_o),
     .job_slots_o   (regs_job_slots_o),
     .job_world_o   (regs_job_world_o),
+    .job_sec_o     (regs_job_sec_o),
     .commit_o      (regs_commit_o),
+    .commit_entry_o(regs_commit_entry_o),
     .commit_slots_o(regs_commit_slots_o),
     .commit_valid_o(regs_commit_valid_o),
+    .commit_sec_o  (regs_commit_sec_o),
+    .commit_key_up_o  (regs_commit_key_up_o),
+    .commit_key_down_o(regs_commit_key_down_o),
     .roce_qpn_o    (regs_roce_qpn_o),
     .roce_qkey_o   (regs_roce_qkey_o),
     .roce_pkey_o   (regs_roce_pkey_o),
@@ -233,6 +243,9 @@ module ina_units_tb
   );
 
   assign agg_desc = agg_desc_i;
+  ina_rtl_pkg::seal_t agg_seal_unused;
+  logic unused_seal;
+  assign unused_seal = ^agg_seal_unused;
 
   ina_agg #(
     .NumJobs  (AggJobs),
@@ -246,6 +259,8 @@ module ina_units_tb
     .desc_ready_o  (agg_desc_ready_o),
     .desc_i        (agg_desc),
     .desc_crc_ok_i (agg_desc_crc_ok_i),
+    .desc_j0_i     ('0),  // CRC-only jobs here: keyed jobs are the core's test (co-simulation)
+    .desc_keyed_i  (1'b0),
     .pay_valid_i   (agg_pay_valid_i),
     .pay_ready_o   (agg_pay_ready_o),
     .pay_data_i    (agg_pay_data_i),
@@ -253,6 +268,7 @@ module ina_units_tb
     .job_id_i      (agg_job_id_i),
     .job_slots_i   (agg_job_slots_i),
     .job_world_i   (agg_job_world_i),
+    .job_sec_i     ('0),
     .commit_i      (agg_commit_i),
     .commit_slots_i(agg_commit_slots_i),
     .commit_valid_i(agg_commit_valid_i),
@@ -261,6 +277,7 @@ module ina_units_tb
     .out_keep_o    (agg_out_keep_o),
     .out_last_o    (agg_out_last_o),
     .out_user_o    (agg_out_user_o),
+    .out_seal_o    (agg_seal_unused),
     .out_free_i    (agg_out_free_i),
     .cnt_inc_o     (agg_cnt_inc_o),
     .fail_o        (agg_fail_o),
@@ -308,6 +325,9 @@ module ina_units_tb
     .in_keep_i      (egr_in_keep_i),
     .in_last_i      (egr_in_last_i),
     .in_user_i      (egr_in_user_i),
+    .in_seal_i      ('0),  // CRC-only results here: keyed ones are the core's test
+    .in_key_i       ('0),
+    .in_hpow_i      ('0),
     .free_o         (egr_free_o),
     .m_axis_tvalid_o(egr_m_axis_tvalid_o),
     .m_axis_tready_i(egr_m_axis_tready_i),

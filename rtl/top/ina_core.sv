@@ -73,6 +73,7 @@ module ina_core
 );
   localparam int unsigned OutFreeW = $clog2(OutDepth) + 1;
   localparam int unsigned MaxBeats = MaxK / ina_rtl_pkg::Lanes;
+  localparam int unsigned JW = (NumJobs > 1) ? $clog2(NumJobs) : 1;  // a job entry's index
 
   if (ina_rtl_pkg::InaHdrByte != ina_proto_pkg::FramePrefixBytes ||
       ina_rtl_pkg::Lanes * ina_proto_pkg::ElemBytes != ina_rtl_pkg::BeatBytes) begin : gen_bad_pkg
@@ -116,6 +117,25 @@ module ina_core
   logic [NumJobs*32-1:0]    job_slots, job_world;  // entry j at [32j +: 32]
   logic        commit, commit_valid;
   logic [31:0] commit_slots;
+  // Keyed jobs (sec mode mac): the modes, the committed keys, the key table, the tag check beside
+  // ingress and its verdicts (J0) in frame order, the results' seals.
+  logic [NumJobs*2-1:0]   job_sec;
+  logic [7:0]             commit_entry;
+  logic [1:0]             commit_sec;
+  logic [127:0]           commit_key_up, commit_key_down;
+  logic [NumJobs*512-1:0] up_hpow, down_hpow;
+  logic [NumJobs*128-1:0] up_last_key, down_key;
+  logic                   keys_busy, gcm_valid, gcm_busy, gv_in_ready, gv_valid, gv_ready;
+  logic [127:0]           gcm_j0, gv_j0;
+  logic                   gcm_user_unused;
+  logic [$clog2(DescDepth):0] unused_gv_free;
+  logic [511:0]           rx_hpow;
+  logic [127:0]           rx_last_key;
+  logic                   rx_hit, rx_keyed_q, rx_keyed;  // the frame on dec_* names a keyed job
+  logic                   kf_in_ready, kf_valid, kf_keyed;
+  logic [$clog2(DescDepth):0] unused_kf_free;
+  ina_rtl_pkg::seal_t     out_seal;
+  logic                   rx_valid, rx_ready;
   logic        fail;  // ina_agg ended a job (ranks disagree): ina_regs marks its entry failed
   logic [7:0]  fail_entry;
   logic [15:0] fail_slot, fail_gen, fail_rank;
@@ -137,11 +157,16 @@ module ina_core
   logic [15:0] roce_pkey;
   logic [ina_proto_pkg::NumRoceCounters-1:0] roce_cnt_inc;
 
+  // While the key table is being written (a commit of a keyed entry, 15 cycles) no beat is taken,
+  // so no frame is checked against half-written keys.
+  assign rx_valid        = s_axis_tvalid_i && !keys_busy;
+  assign s_axis_tready_o = rx_ready && !keys_busy;
+
   ina_roce_rx u_roce_rx (
     .clk_i,
     .rst_ni,
-    .s_axis_tvalid_i,
-    .s_axis_tready_o,
+    .s_axis_tvalid_i(rx_valid),
+    .s_axis_tready_o(rx_ready),
     .s_axis_tdata_i,
     .s_axis_tkeep_i,
     .s_axis_tlast_i,
@@ -202,6 +227,84 @@ module ina_core
     .free_o     (unused_ok_free)
   );
 
+  // The tag check of keyed frames beside the CRC's: a frame whose first beat names a keyed job
+  // (mode mac; ina_ingress is between frames: !in_frame) goes through ina_gcm_check with that job's
+  // up-key constants, and its verdict (J0) into a FIFO; every frame's keyed bit goes into a 1-bit
+  // FIFO with its descriptor, so a CRC-only frame waits for no verdict, and the check (and a
+  // simulator) does no work for it.
+  logic [JW-1:0] rx_entry;
+  always_comb begin
+    logic [15:0] jid;
+    logic [NumJobs-1:0] hit;
+    hit      = '0;
+    jid      = '0;
+    rx_entry = '0;
+    if (dec_valid && !in_frame) begin
+      jid = ina_rtl_pkg::be16(dec_data, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::JobOffset);
+      for (int unsigned j = 0; j < NumJobs; j++) begin
+        hit[j] = job_valid[j] && job_id[16*j +: 16] == jid &&
+                 job_sec[2*j +: 2] == 2'(ina_proto_pkg::SecModeMac);
+      end
+      for (int j = NumJobs - 1; j >= 0; j--) begin
+        if (hit[j]) rx_entry = JW'(j);
+      end
+    end
+    rx_hit = |hit;
+  end
+  // Read by ina_gcm_check at a keyed frame's first beat only.
+  assign rx_hpow     = up_hpow[512*rx_entry +: 512];
+  assign rx_last_key = up_last_key[128*rx_entry +: 128];
+  assign rx_keyed = in_frame ? rx_keyed_q : rx_hit;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      rx_keyed_q <= 1'b0;
+    end else if (dec_valid && dec_ready) begin
+      rx_keyed_q <= rx_keyed;
+    end
+  end
+
+  ina_gcm_check #(.UserBits(1)) u_gcm_rx (
+    .clk_i,
+    .rst_ni,
+    .in_valid_i   (dec_valid && dec_ready && rx_keyed),
+    .in_data_i    (dec_data),
+    .in_last_i    (dec_last),
+    .in_hpow_i    (rx_hpow),
+    .in_last_key_i(rx_last_key),
+    .in_user_i    (1'b0),
+    .out_valid_o  (gcm_valid),
+    .out_j0_o     (gcm_j0),
+    .out_user_o   (gcm_user_unused),
+    .busy_o       (gcm_busy)
+  );
+
+  // One J0 per descriptor, 14 cycles after its frame's last beat, popped with it (so it holds no
+  // more than the descriptor FIFO does).
+  ina_fifo #(.Width(128), .Depth(DescDepth)) u_gv_fifo (
+    .clk_i,
+    .rst_ni,
+    .in_valid_i (gcm_valid),
+    .in_ready_o (gv_in_ready),
+    .in_data_i  (gcm_j0),
+    .out_valid_o(gv_valid),
+    .out_ready_i(gv_ready),
+    .out_data_o (gv_j0),
+    .free_o     (unused_gv_free)
+  );
+
+  // Each frame's keyed bit, pushed with its descriptor (the same handshake), popped with it.
+  ina_fifo #(.Width(1), .Depth(DescDepth)) u_kf_fifo (
+    .clk_i,
+    .rst_ni,
+    .in_valid_i (desc_in_valid && desc_in_ready),
+    .in_ready_o (kf_in_ready),
+    .in_data_i  (rx_keyed),
+    .out_valid_o(kf_valid),
+    .out_ready_i(desc_out_ready),
+    .out_data_o (kf_keyed),
+    .free_o     (unused_kf_free)
+  );
+
   ina_ingress #(.MaxK(MaxK)) u_ingress (
     .clk_i,
     .rst_ni,
@@ -249,11 +352,13 @@ module ina_core
   // pops payload only while busy, and it is offered no descriptor meanwhile).
   logic agg_desc_ready, agg_pay_ready, head_ready, drain_start, drain_q;
   logic [ina_rtl_pkg::StoredBeatsBits-1:0] drain_left_q;
-  assign head_ready     = desc_out_valid && ok_valid && rv_valid;
+  assign head_ready     = desc_out_valid && ok_valid && rv_valid && kf_valid &&
+                          (!kf_keyed || gv_valid);
   assign drain_start    = head_ready && rv_drop && !drain_q && !agg_busy;
   assign desc_out_ready = agg_desc_ready || drain_start;
   assign ok_ready       = desc_out_ready;
   assign rv_ready       = desc_out_ready;
+  assign gv_ready       = desc_out_ready && kf_keyed;
   assign pay_out_ready  = drain_q ? pay_out_valid : agg_pay_ready;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
@@ -281,6 +386,8 @@ module ina_core
     .desc_ready_o  (agg_desc_ready),
     .desc_i        (desc_out),
     .desc_crc_ok_i (ok_data),
+    .desc_j0_i     (gv_j0),
+    .desc_keyed_i  (kf_keyed),
     .pay_valid_i   (pay_out_valid && !drain_q),
     .pay_ready_o   (agg_pay_ready),
     .pay_data_i    (pay_out_data),
@@ -288,6 +395,7 @@ module ina_core
     .job_id_i      (job_id),
     .job_slots_i   (job_slots),
     .job_world_i   (job_world),
+    .job_sec_i     (job_sec),
     .commit_i      (commit),
     .commit_slots_i(commit_slots),
     .commit_valid_i(commit_valid),
@@ -296,6 +404,7 @@ module ina_core
     .out_keep_o    (out_keep),
     .out_last_o    (out_last),
     .out_user_o    (out_user),
+    .out_seal_o    (out_seal),
     .out_free_i    (out_free),
     .cnt_inc_o     (cnt_inc),
     .fail_o        (fail),
@@ -306,6 +415,13 @@ module ina_core
     .busy_o        (agg_busy)
   );
 
+  // The down key of a keyed result's job (zero for a CRC-only one, which ina_egress does not seal;
+  // and a simulator then skips the selection).
+  logic [127:0] egr_key;
+  logic [511:0] egr_hpow;
+  assign egr_key  = out_seal.keyed ? down_key[128*out_seal.entry[JW-1:0] +: 128] : '0;
+  assign egr_hpow = out_seal.keyed ? down_hpow[512*out_seal.entry[JW-1:0] +: 512] : '0;
+
   // The aggregation stage reserves room before each packet, so the output FIFO always takes a push.
   ina_egress #(.Depth(OutDepth)) u_egress (
     .clk_i,
@@ -315,6 +431,9 @@ module ina_core
     .in_keep_i      (out_keep),
     .in_last_i      (out_last),
     .in_user_i      (out_user),
+    .in_seal_i      (out_seal),
+    .in_key_i       (egr_key),
+    .in_hpow_i      (egr_hpow),
     .free_o         (out_free),
     .m_axis_tvalid_o,
     .m_axis_tready_i,
@@ -326,11 +445,12 @@ module ina_core
   );
 
   assign idle_o = !in_frame && !desc_out_valid && !pay_out_valid && !agg_busy && !crc_busy &&
-                  !ok_valid && !egress_busy && !roce_busy && !rv_valid && !drain_q;
+                  !ok_valid && !egress_busy && !roce_busy && !rv_valid && !drain_q && !gcm_busy &&
+                  !gv_valid && !keys_busy && !kf_valid;
 
   logic unused_crc;
   assign unused_crc = ^{crc_unused_ready, crc_unused_value, unused_ok_free, unused_rv_free,
-                        rv_in_ready};
+                        rv_in_ready, gcm_user_unused, unused_gv_free, unused_kf_free};
 
   ina_regs #(
     .NumJobs  (NumJobs),
@@ -349,9 +469,14 @@ module ina_core
     .job_id_o      (job_id),
     .job_slots_o   (job_slots),
     .job_world_o   (job_world),
+    .job_sec_o     (job_sec),
     .commit_o      (commit),
+    .commit_entry_o(commit_entry),
     .commit_slots_o(commit_slots),
     .commit_valid_o(commit_valid),
+    .commit_sec_o  (commit_sec),
+    .commit_key_up_o  (commit_key_up),
+    .commit_key_down_o(commit_key_down),
     .roce_qpn_o    (roce_qpn),
     .roce_qkey_o   (roce_qkey),
     .roce_pkey_o   (roce_pkey),
@@ -362,6 +487,21 @@ module ina_core
     .fail_slot_i   (fail_slot),
     .fail_gen_i    (fail_gen),
     .fail_rank_i   (fail_rank)
+  );
+
+  ina_gcm_keys #(.NumJobs(NumJobs)) u_keys (
+    .clk_i,
+    .rst_ni,
+    .commit_i         (commit),
+    .commit_entry_i   (commit_entry),
+    .commit_sec_i     (commit_sec),
+    .commit_key_up_i  (commit_key_up),
+    .commit_key_down_i(commit_key_down),
+    .up_hpow_o        (up_hpow),
+    .up_last_key_o    (up_last_key),
+    .down_hpow_o      (down_hpow),
+    .down_key_o       (down_key),
+    .busy_o           (keys_busy)
   );
 
 `ifndef SYNTHESIS
@@ -376,6 +516,13 @@ module ina_core
   a_core_ok_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
       crc_valid |-> crc_unused_ready)
     else $error("ina_core: a CRC verdict pushed into the full verdict FIFO");
+  a_core_gv_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      gcm_valid |-> gv_in_ready)
+    else $error("ina_core: a tag verdict pushed into the full verdict FIFO");
+  // The keyed bits go with the descriptors: the FIFO has room whenever the descriptor FIFO takes one.
+  a_core_kf_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      desc_in_valid && desc_in_ready |-> kf_in_ready)
+    else $error("ina_core: a keyed bit pushed into the full FIFO");
   a_core_rv_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
       rv_in_valid |-> rv_in_ready)
     else $error("ina_core: a RoCE verdict pushed into the full RoCE verdict FIFO");

@@ -4,7 +4,9 @@
 //     (64 .. 2048; full packets, world 4, window 8; 20000 x 64 / K packets, at least 640),
 //     in two orders: same-slot (the 4 ranks of a slot back to back: each packet's header op reads
 //     the metadata and adds to the slot data the previous packet just wrote) and interleaved (each
-//     rank sends its 8 slots in turn: consecutive packets on different slots);
+//     rank sends its 8 slots in turn: consecutive packets on different slots); each for a CRC-only
+//     job and for a keyed one (sec mode mac, docs/security.md: the packets' AES-GCM tags checked
+//     and the results sealed in the core; the orders then read same-slot+mac, interleaved+mac);
 //   - cycles per packet and the implied line rate at 250 MHz (512-bit beats);
 //   - Verilator simulation speed: cycles per wall-clock second, and per second of this thread's CPU
 //     time (the figure that holds on a loaded machine, where wall time includes waiting for a
@@ -18,6 +20,7 @@
 
 #include "ina/drv/job_table.h"
 #include "ina/proto/crc32c.h"
+#include "ina/proto/sec.h"
 #include "ina/proto/wire.h"
 #include "ina/sim/core_sim.h"
 
@@ -29,17 +32,26 @@ double ThreadCpuSeconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-int RunK(uint16_t k, int packets, bool same_slot) {
+int RunK(uint16_t k, int packets, bool same_slot, bool keyed) {
   namespace p = ina::proto;
   ina::sim::CoreSim sim(ina::sim::CoreSim::Options{});
   // The top 8 slots of the pool: the highest RAM addresses.
   ina::dp::JobConfig job{1, 4, k, ina::sim::kRtlPoolSlots - 8, 8};
+  if (keyed) {
+    job.security.mode = p::SecMode::kMac;
+    for (size_t i = 0; i < p::kKeyBytes; ++i) {
+      job.security.up[i] = static_cast<uint8_t>(0x11 * i + 1);
+      job.security.down[i] = static_cast<uint8_t>(0x23 * i + 7);
+    }
+  }
+  const uint8_t sec = static_cast<uint8_t>(job.security.mode);
   if (!ina::drv::ProgramJob(sim, 0, job, 1).ok()) return 1;
   uint64_t start_cycle = sim.cycles();
-  std::vector<uint8_t> pkt(p::MessageBytes(k));
+  std::vector<uint8_t> pkt(p::MessageBytes(k, sec));
   size_t complete = 0;
   for (int i = 0; i < packets; ++i) {
-    p::DataMsg h{.job = 1,
+    p::DataMsg h{.sec = sec,
+                 .job = 1,
                  .rank = static_cast<uint16_t>(same_slot ? i % 4 : (i / 8) % 4),
                  .slot = static_cast<uint16_t>(same_slot ? (i / 4) % 8 : i % 8),
                  .gen = static_cast<uint16_t>(i / 32),
@@ -48,7 +60,12 @@ int RunK(uint16_t k, int packets, bool same_slot) {
     h.offset = uint32_t{h.slot} * k;  // block `slot`: each gen a call's first use of the slot
     h.Encode(pkt.data());
     for (size_t e = 0; e < k; ++e) p::Store32(&pkt[p::kHeaderBytes + 4 * e], uint32_t(i + e));
-    p::SealMessage(pkt.data(), pkt.size() - p::kCrcBytes);
+    if (!keyed) {
+      p::SealMessage(pkt.data(), pkt.size() - p::kCrcBytes);
+    } else if (!p::SealOnce(job.security.up, p::SecMode::kMac, pkt.data(),
+                            pkt.size() - p::kTagBytes, p::MakeNonce(h.rank, h.slot, h.gen))) {
+      return 1;  // (the use of a slot is its gen: fewer than 65536 here)
+    }
     sim.SendFrame(ina::sim::MakeFrame(pkt));
   }
   auto t0 = std::chrono::steady_clock::now();
@@ -66,14 +83,15 @@ int RunK(uint16_t k, int packets, bool same_slot) {
   uint64_t in_cycles = sim.last_in_cycle() - start_cycle;
   double eff = double(sim.in_beats()) / double(in_cycles);
   double cpp = double(in_cycles) / packets;
-  double gbps = 250e6 / cpp * (p::kPayloadOffset + 4.0 * k + p::kCrcBytes) * 8 / 1e9;
+  double gbps = 250e6 / cpp * (p::kPayloadOffset + 4.0 * k + p::TrailerBytes(sec)) * 8 / 1e9;
   std::printf(
-      "%-11s K=%-4u packets=%d in_beats=%llu cycles=%llu beat_efficiency=%.4f cycles/packet=%.3f "
+      "%-15s K=%-4u packets=%d in_beats=%llu cycles=%llu beat_efficiency=%.4f cycles/packet=%.3f "
       "line_rate@250MHz=%.1f Gbit/s results=%zu sim_speed=%.0f cycles/s "
       "sim_speed_cpu=%.0f cycles/cpu-s\n",
-      same_slot ? "same-slot" : "interleaved", k, packets, (unsigned long long)sim.in_beats(),
-      (unsigned long long)in_cycles, eff, cpp, gbps, results, double(sim.cycles() - c0) / secs,
-      double(sim.cycles() - c0) / cpu_secs);
+      keyed ? (same_slot ? "same-slot+mac" : "interleaved+mac")
+            : (same_slot ? "same-slot" : "interleaved"),
+      k, packets, (unsigned long long)sim.in_beats(), (unsigned long long)in_cycles, eff, cpp, gbps,
+      results, double(sim.cycles() - c0) / secs, double(sim.cycles() - c0) / cpu_secs);
   if (results != complete) {
     std::fprintf(stderr, "ina-rtl-bench: %zu results, want %zu\n", results, complete);
     return 3;
@@ -86,11 +104,13 @@ int RunK(uint16_t k, int packets, bool same_slot) {
 int main() {
   std::printf("ina_core PoolSlots=%u MaxK=%u\n", ina::sim::kRtlPoolSlots, ina::sim::kRtlMaxK);
   int rc = 0;
-  for (bool same_slot : {true, false}) {
-    for (uint16_t k : ina::proto::kKValues) {
-      if (k > ina::sim::kRtlMaxK) continue;
-      // 20000 packets at K 64, 5000 at 256, ... 640 at 2048 (20 generations of 32 packets).
-      rc |= RunK(k, std::max(640, 20000 * 64 / int{k}), same_slot);
+  for (bool keyed : {false, true}) {
+    for (bool same_slot : {true, false}) {
+      for (uint16_t k : ina::proto::kKValues) {
+        if (k > ina::sim::kRtlMaxK) continue;
+        // 20000 packets at K 64, 5000 at 256, ... 640 at 2048 (20 generations of 32 packets).
+        rc |= RunK(k, std::max(640, 20000 * 64 / int{k}), same_slot, keyed);
+      }
     }
   }
   return rc;

@@ -15,11 +15,12 @@ Status ProgramJob(RegisterAccess& regs, uint32_t entry, const dp::JobConfig& job
       !r::job_id::FitsId(job.job_id)) {
     return InvalidArgument("program job: slot base, window, world size or group out of range");
   }
-  if (job.security.mode != proto::SecMode::kCrc) {
+  if (job.security.mode == proto::SecMode::kMacEncrypt) {
     return Unimplemented(
-        "program job: keyed jobs (sec mac, mac_encrypt) are not in the RTL core yet; its jobs are "
-        "CRC-only (docs/security.md, \"The RTL\")");
+        "program job: sec mode mac_encrypt is not in the RTL core (it checks and seals mode mac: "
+        "docs/security.md, \"The RTL\")");
   }
+  const bool keyed = job.security.mode == proto::SecMode::kMac;
   const uint32_t id = r::job_id::SetValid(r::job_id::SetId(0, job.job_id), 1);
   const uint32_t slots =
       r::job_slots::SetWindow(r::job_slots::SetBase(0, job.slot_base), job.window);
@@ -29,9 +30,23 @@ Status ProgramJob(RegisterAccess& regs, uint32_t entry, const dp::JobConfig& job
   INA_RETURN_IF_ERROR(regs.Write32(r::kJobId, id));
   INA_RETURN_IF_ERROR(regs.Write32(r::kJobSlots, slots));
   INA_RETURN_IF_ERROR(regs.Write32(r::kJobWorld, world));
+  // job_sec is staged like the others: written for every job, so a CRC job never inherits the mode
+  // of the entry programmed before it.
+  INA_RETURN_IF_ERROR(regs.Write32(
+      r::kJobSec, r::job_sec::SetMode(0, static_cast<uint32_t>(job.security.mode))));
+  if (keyed) {
+    // The traffic keys, byte 0 of each in bits [31:24] of its first register (write-only).
+    const uint32_t up[4] = {r::kJobKeyUp0, r::kJobKeyUp1, r::kJobKeyUp2, r::kJobKeyUp3};
+    const uint32_t down[4] = {r::kJobKeyDown0, r::kJobKeyDown1, r::kJobKeyDown2, r::kJobKeyDown3};
+    for (int i = 0; i < 4; ++i) {
+      INA_RETURN_IF_ERROR(regs.Write32(up[i], proto::Load32(job.security.up.data() + 4 * i)));
+      INA_RETURN_IF_ERROR(regs.Write32(down[i], proto::Load32(job.security.down.data() + 4 * i)));
+    }
+  }
   INA_RETURN_IF_ERROR(regs.Write32(r::kJobCommit, r::job_commit::SetGo(0, 1)));
-  // The slot reset walks one slot per cycle; reads give it the cycles.
-  for (uint32_t i = 0; i < job.window / 2u + 2; ++i) {
+  // The slot reset walks one slot per cycle, and a keyed entry's key constants take 15 cycles
+  // (ina_gcm_keys); reads give them the cycles.
+  for (uint32_t i = 0; i < job.window / 2u + 2 + (keyed ? 16u : 0u); ++i) {
     INA_ASSIGN_OR_RETURN(uint32_t got, regs.Read32(r::kJobId));
     if (got != id) return Internal("program job: job_id read back differs");
   }
@@ -41,6 +56,7 @@ Status ProgramJob(RegisterAccess& regs, uint32_t entry, const dp::JobConfig& job
 Status ClearJob(RegisterAccess& regs, uint32_t entry) {
   INA_RETURN_IF_ERROR(regs.Write32(r::kJobSel, entry));
   INA_RETURN_IF_ERROR(regs.Write32(r::kJobId, r::job_id::SetValid(0, 0)));
+  INA_RETURN_IF_ERROR(regs.Write32(r::kJobSec, 0));
   return regs.Write32(r::kJobCommit, r::job_commit::SetGo(0, 1));
 }
 

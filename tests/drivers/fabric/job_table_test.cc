@@ -78,14 +78,31 @@ TEST_F(JobTableTest, ValuesThatDoNotFitAreRefused) {
   EXPECT_EQ(At(r::kJobCommit), 0u) << "nothing committed";
 }
 
-TEST_F(JobTableTest, KeyedJobsAreRefused) {
-  // The core's jobs are CRC-only: a keyed job installed as one would drop every packet of it.
-  for (proto::SecMode mode : {proto::SecMode::kMac, proto::SecMode::kMacEncrypt}) {
-    dp::JobConfig job{1, 2, 64, 0, 4};
-    job.security.mode = mode;
-    const Status s = ProgramJob(*regs_, 0, job, 1);
-    EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s.ToString();
+TEST_F(JobTableTest, KeyedJobsWriteTheModeAndTheKeys) {
+  dp::JobConfig job{0x1234, 5, 256, 10, 7};
+  job.security.mode = proto::SecMode::kMac;
+  for (int i = 0; i < 16; ++i) {
+    job.security.up[i] = static_cast<uint8_t>(0x10 + i);
+    job.security.down[i] = static_cast<uint8_t>(0xA0 + i);
   }
+  ASSERT_TRUE(ProgramJob(*regs_, 3, job, 0xBEEF).ok());
+  EXPECT_EQ(At(0x040), 1u);           // job_sec: mode mac
+  EXPECT_EQ(At(0x044), 0x10111213u);  // job_key_up0: byte 0 in [31:24]
+  EXPECT_EQ(At(0x050), 0x1C1D1E1Fu);  // job_key_up3
+  EXPECT_EQ(At(0x054), 0xA0A1A2A3u);  // job_key_down0
+  EXPECT_EQ(At(0x060), 0xACADAEAFu);  // job_key_down3
+  EXPECT_EQ(At(0x020), 1u);           // committed
+  // A CRC-only job after it: mode 0 again.
+  ASSERT_TRUE(ProgramJob(*regs_, 3, dp::JobConfig{9, 2, 64, 0, 4}, 9).ok());
+  EXPECT_EQ(At(0x040), 0u);
+}
+
+TEST_F(JobTableTest, MacEncryptIsRefused) {
+  // The core checks and seals mode mac; mac_encrypt would need the CTR keystream too.
+  dp::JobConfig job{1, 2, 64, 0, 4};
+  job.security.mode = proto::SecMode::kMacEncrypt;
+  const Status s = ProgramJob(*regs_, 0, job, 1);
+  EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s.ToString();
   EXPECT_EQ(At(r::kJobCommit), 0u) << "nothing committed";
 }
 

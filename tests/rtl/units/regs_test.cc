@@ -2,11 +2,14 @@
 // cycles and random counter increments, against a model of its register map:
 // - a read's data is in rdata_o with rvalid_o the next cycle (values before that cycle's writes and
 //   increments); rdata_o holds between reads; unknown and unaligned addresses read 0;
-// - job_id/job_slots/job_world writes go to staging; job_commit with bit 0 set copies them into
-//   entry job_sel (ignored when job_sel >= NumJobs); job_* reads return entry job_sel (0 when out
-//   of range); read-only registers ignore writes;
-// - commit_o pulses the cycle after a commit, with that entry's slots and valid bit; the table
-//   outputs follow the entries; counters add one per cnt_inc_i bit per cycle.
+// - job_id/job_slots/job_world/job_sec writes go to staging; job_commit with bit 0 set copies them
+//   into entry job_sel (ignored when job_sel >= NumJobs); job_* reads return entry job_sel (0 when
+//   out of range); read-only registers ignore writes;
+// - the traffic keys (job_key_up0..3, job_key_down0..3) are staged, never read back (0), passed on
+//   by a commit (commit_key_up_o / commit_key_down_o) and then cleared;
+// - commit_o pulses the cycle after a commit, with that entry's index, slots, valid bit, mode and
+//   keys; the table outputs (job_sec_o too) follow the entries; counters add one per cnt_inc_i bit
+//   per cycle.
 // The bus has no backpressure: "stall" here is the bus idling between requests.
 #include <gtest/gtest.h>
 
@@ -32,6 +35,10 @@ struct Model {
   bool id_valid = r::job_id::GetValid(r::kJobIdReset);
   uint16_t id = static_cast<uint16_t>(r::job_id::GetId(r::kJobIdReset));
   uint32_t slots = r::kJobSlotsReset, world = r::kJobWorldReset;
+  uint32_t sec = r::job_sec::GetMode(r::kJobSecReset);
+  std::array<uint32_t, 4> key_up{}, key_down{};    // staged, word 0 = bytes 0 .. 3
+  std::array<uint32_t, 4> ckey_up{}, ckey_down{};  // the last commit's
+  std::array<uint32_t, kJobs> jsec{};
   std::array<bool, kJobs> valid{};
   std::array<uint16_t, kJobs> jid{};
   std::array<uint32_t, kJobs> jslots{}, jworld{};
@@ -59,6 +66,8 @@ struct Model {
         return ok ? jslots[sel] : 0;
       case r::kJobWorld:
         return ok ? jworld[sel] : 0;
+      case r::kJobSec:
+        return ok ? r::job_sec::SetMode(0, jsec[sel]) : 0;
       case r::kRoceQpn:
         return r::roce_qpn::SetQpn(0, roce_qpn);
       case r::kRoceQkey:
@@ -89,6 +98,21 @@ struct Model {
       case r::kJobWorld:
         world = v;
         break;
+      case r::kJobSec:
+        sec = r::job_sec::GetMode(v);
+        break;
+      case r::kJobKeyUp0:
+      case r::kJobKeyUp1:
+      case r::kJobKeyUp2:
+      case r::kJobKeyUp3:
+        key_up[(a - r::kJobKeyUp0) / 4] = v;
+        break;
+      case r::kJobKeyDown0:
+      case r::kJobKeyDown1:
+      case r::kJobKeyDown2:
+      case r::kJobKeyDown3:
+        key_down[(a - r::kJobKeyDown0) / 4] = v;
+        break;
       case r::kRoceQpn:
         roce_qpn = r::roce_qpn::GetQpn(v);
         break;
@@ -104,6 +128,11 @@ struct Model {
           jid[sel] = id;
           jslots[sel] = slots;
           jworld[sel] = world;
+          jsec[sel] = sec;
+          ckey_up = key_up;
+          ckey_down = key_down;
+          key_up = {};
+          key_down = {};
           return true;
         }
         break;
@@ -118,8 +147,11 @@ uint32_t RandomAddr(std::mt19937_64& rng) {
   static constexpr uint32_t kNamed[] = {r::kId,    r::kVersion,  r::kParams,   r::kJobSel,
                                         r::kJobId, r::kJobSlots, r::kJobWorld, r::kJobCommit};
   static constexpr uint32_t kRoce[] = {r::kRoceQpn, r::kRoceQkey, r::kRocePkey};
+  static constexpr uint32_t kSec[] = {r::kJobSec,      r::kJobKeyUp0,   r::kJobKeyUp1,
+                                      r::kJobKeyUp2,   r::kJobKeyUp3,   r::kJobKeyDown0,
+                                      r::kJobKeyDown1, r::kJobKeyDown2, r::kJobKeyDown3};
   constexpr size_t kCounters = p::kNumCounters + p::kNumRoceCounters;
-  switch (rng() % 9) {
+  switch (rng() % 10) {
     case 0:
       return r::kCounterBase + 4 * (rng() % kCounters);
     case 1:
@@ -128,6 +160,8 @@ uint32_t RandomAddr(std::mt19937_64& rng) {
       return rng() % 4096;
     case 3:
       return kRoce[rng() % 3];
+    case 4:
+      return kSec[rng() % 9];
     default:
       return kNamed[rng() % 8];
   }
@@ -145,13 +179,13 @@ TEST_P(RtlRegsTest, RegisterMapUnderIdleBus) {
   uint32_t want_rdata = 0;
   // The run lasts a fixed number of bus requests whatever the idle rate, so that the coverage
   // counts below have the same expectation for every parameter. Per request: a read 1/2; a named
-  // register 5/9 x 1/8 each (RandomAddr); a commit write 1/2 x 5/72 x 7/8 (bit 0) x 7/12 (job_sel
-  // valid: 7/8 x 4/6) = 1/56; a job_id read 1/2 x 5/72 x 7/12 x 1/2 (entry valid) = 1/99. So
-  // 20000 requests give about 10000 reads, 355 commits and 200 valid job_id reads; the thresholds
-  // sit below a third of those (with 8 choices instead of 9, seeds 1..1000 gave means
+  // register 5/10 x 1/8 each (RandomAddr); a commit write 1/2 x 1/16 x 7/8 (bit 0) x 7/12 (job_sel
+  // valid: 7/8 x 4/6) = 1/62; a job_id read 1/2 x 1/16 x 7/12 x 1/2 (entry valid) = 1/110. So
+  // 20000 requests give about 10000 reads, 320 commits and 180 valid job_id reads; the thresholds
+  // sit below a third of those (with 8 choices instead of 10, seeds 1..1000 gave means
   // 10000 / 400 / 225, minima 9744 / 295 / 131).
   constexpr int kRequests = 20000;
-  int requests = 0, reads = 0, commits = 0, job_reads_hit = 0;
+  int requests = 0, reads = 0, commits = 0, job_reads_hit = 0, keyed_commits = 0;
   for (int cyc = 0; requests < kRequests; ++cyc) {
     bool req = u(rng) >= idle;
     requests += req;
@@ -177,12 +211,20 @@ TEST_P(RtlRegsTest, RegisterMapUnderIdleBus) {
     if (want_commit) {
       ASSERT_EQ(tb->regs_commit_slots_o, m.jslots[m.sel]) << "cycle " << cyc;
       ASSERT_EQ(tb->regs_commit_valid_o, m.valid[m.sel]) << "cycle " << cyc;
+      ASSERT_EQ(tb->regs_commit_entry_o, m.sel) << "cycle " << cyc;
+      ASSERT_EQ(tb->regs_commit_sec_o, m.jsec[m.sel]) << "cycle " << cyc;
+      for (unsigned w = 0; w < 4; ++w) {  // word 0 (key bytes 0 .. 3) in bits [127:96]
+        ASSERT_EQ(GetBits(tb->regs_commit_key_up_o, 96 - 32 * w, 32), m.ckey_up[w]) << cyc;
+        ASSERT_EQ(GetBits(tb->regs_commit_key_down_o, 96 - 32 * w, 32), m.ckey_down[w]) << cyc;
+      }
+      keyed_commits += m.jsec[m.sel] != 0 && m.ckey_up != std::array<uint32_t, 4>{};
     }
     for (uint32_t j = 0; j < kJobs; ++j) {
       ASSERT_EQ((tb->regs_job_valid_o >> j) & 1, m.valid[j]) << "cycle " << cyc << " entry " << j;
       ASSERT_EQ((tb->regs_job_id_o >> (16 * j)) & 0xFFFF, m.jid[j]) << "cycle " << cyc;
       ASSERT_EQ(GetBits(tb->regs_job_slots_o, 32 * j, 32), m.jslots[j]) << "cycle " << cyc;
       ASSERT_EQ(GetBits(tb->regs_job_world_o, 32 * j, 32), m.jworld[j]) << "cycle " << cyc;
+      ASSERT_EQ((tb->regs_job_sec_o >> (2 * j)) & 3u, m.jsec[j]) << "cycle " << cyc;
     }
     ASSERT_EQ(tb->regs_roce_qpn_o, m.roce_qpn) << "cycle " << cyc;
     ASSERT_EQ(tb->regs_roce_qkey_o, m.roce_qkey) << "cycle " << cyc;
@@ -202,11 +244,12 @@ TEST_P(RtlRegsTest, RegisterMapUnderIdleBus) {
     }
     tb.Edge();
   }
-  std::printf("idle %.1f: reads=%d commits=%d job_reads_hit=%d\n", idle, reads, commits,
-              job_reads_hit);
+  std::printf("idle %.1f: reads=%d commits=%d job_reads_hit=%d keyed_commits=%d\n", idle, reads,
+              commits, job_reads_hit, keyed_commits);
   EXPECT_GT(reads, 2500);
   EXPECT_GT(commits, 100);
   EXPECT_GT(job_reads_hit, 57);
+  EXPECT_GT(keyed_commits, 40) << "no commit of a keyed entry with a key";
 }
 
 INSTANTIATE_TEST_SUITE_P(Idle, RtlRegsTest, ::testing::Values(0.0, 0.5, 0.8));

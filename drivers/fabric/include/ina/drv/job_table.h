@@ -4,7 +4,8 @@
 // ([[register]] fields, accessors ina::proto::reg::<register>::Get/Set<Field>).
 //
 // Threading: one caller at a time per RegisterAccess (as RegisterAccess itself). Each call blocks
-// for a bounded number of bus accesses (ProgramJob: 5 writes and window/2 + 2 reads).
+// for a bounded number of bus accesses (ProgramJob: 6 writes, 8 more for a keyed job, and
+// window/2 + 2 reads, 16 more for a keyed job).
 #pragma once
 
 #include <cstdint>
@@ -16,12 +17,14 @@
 namespace ina::drv {
 
 // Programs job table entry `entry`: job_sel, job_id (id, valid), job_slots (base, window),
-// job_world (world, K/64, multicast `group`), then job_commit, and reads job_id back while the
-// fabric resets the entry's slots (one slot per cycle). REQUIRES: entry < the fabric's job count
+// job_world (world, K/64, multicast `group`), job_sec (job.security.mode), for a keyed job (mode
+// mac) its traffic keys (job_key_up0..3, job_key_down0..3, write-only), then job_commit, and reads
+// job_id back while the fabric resets the entry's slots (one slot per cycle) and computes the
+// keys' constants. REQUIRES: entry < the fabric's job count
 // (an entry beyond it is ignored by the fabric, and the read back fails).
 // Errors: InvalidArgument (K not a multiple of 64, or a value that does not fit its field),
-// Unimplemented (a keyed job, job.security.mode mac or mac_encrypt: the core's jobs are CRC-only,
-// docs/security.md; nothing is written), Internal (read back differs), and whatever the
+// Unimplemented (mode mac_encrypt: the core checks and seals mode mac only, docs/security.md;
+// nothing is written), Internal (read back differs), and whatever the
 // RegisterAccess returns.
 [[nodiscard]] Status ProgramJob(RegisterAccess& regs, uint32_t entry, const dp::JobConfig& job,
                                 uint16_t group);
