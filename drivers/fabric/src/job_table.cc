@@ -32,8 +32,8 @@ Status ProgramJob(RegisterAccess& regs, uint32_t entry, const dp::JobConfig& job
   INA_RETURN_IF_ERROR(regs.Write32(r::kJobWorld, world));
   // job_sec is staged like the others: written for every job, so a CRC job never inherits the mode
   // of the entry programmed before it.
-  INA_RETURN_IF_ERROR(regs.Write32(
-      r::kJobSec, r::job_sec::SetMode(0, static_cast<uint32_t>(job.security.mode))));
+  INA_RETURN_IF_ERROR(
+      regs.Write32(r::kJobSec, r::job_sec::SetMode(0, static_cast<uint32_t>(job.security.mode))));
   if (keyed) {
     // The traffic keys, byte 0 of each in bits [31:24] of its first register (write-only).
     const uint32_t up[4] = {r::kJobKeyUp0, r::kJobKeyUp1, r::kJobKeyUp2, r::kJobKeyUp3};
