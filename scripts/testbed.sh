@@ -5,7 +5,7 @@
 #                      [--systems ina,gloo,mpi] [--window W] [--overhead B] [--out DIR]
 #                      [--build DIR] [--timeout-s S] [--seed S] [--mpi-alg A]
 #                      [--dpdk-pmd af_packet|af_xdp] [--dpdk-backoff-us U] [--rto-min-us U|auto]
-#                      [--mtu 1500|9000] [--k auto|K] [--switch-cores N]
+#                      [--mtu 1500|9000] [--k auto|K] [--switch-cores N] [--sec crc,mac,...]
 #
 # One namespace per worker (<prefix>-w<i>) and one for the switch (<prefix>-sw), prefix
 # "inatb<pid>". Worker i has a veth pair to the switch namespace, 10.77.<i>.2/24 on its side and
@@ -19,6 +19,12 @@
 # 1500, 2048 at 9000), and --window, unless given, is then 256 slots for K <= 256, else as many
 # as keep a window within 1 MiB (128 at K=2048), below the shapers' 2 MiB queues. --switch-cores N
 # puts ina's job on N switch cores (ina-switchd --cores N --core-ports 1, N lanes per worker).
+# --sec LIST (comma-separated crc, mac, mac_encrypt; default crc): ina's security modes
+# (docs/security.md), each run in turn per size on the same links and data (Gloo with the first
+# only), so a keyed job's cost is measured side by side with the CRC-only one. With a keyed mode
+# the switch runs with a fresh admin key file (mode 0600, in the run's temporary directory), and
+# before each keyed ina run a fresh job secret is installed with ina-jobkey from the first worker's
+# namespace and handed to the workers through INA_JOB_KEY.
 #
 # Per size it runs ina-bench (ina over UDP through ina-switchd in the switch namespace, then
 # Gloo's ring on the same links, same worker processes, same data) and, with mpi in --systems,
@@ -66,6 +72,7 @@ MTU=1500
 K=auto
 WINDOW_SET=0
 SWITCH_CORES=1
+SECS=crc
 
 usage() { awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; }
 while [[ $# -gt 0 ]]; do
@@ -79,6 +86,7 @@ while [[ $# -gt 0 ]]; do
     --mtu) MTU=$2; shift 2 ;;
     --k) K=$2; shift 2 ;;
     --switch-cores) SWITCH_CORES=$2; shift 2 ;;
+    --sec) SECS=$2; shift 2 ;;
     --overhead) OVERHEAD=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
@@ -104,6 +112,11 @@ die() { echo "testbed: $*" >&2; exit 2; }
 [[ $DPDK_PMD == af_packet || $DPDK_PMD == af_xdp ]] || die "--dpdk-pmd wants af_packet or af_xdp"
 [[ $DPDK_BACKOFF_US =~ ^[0-9]+$ ]] || die "--dpdk-backoff-us wants microseconds"
 [[ $MTU =~ ^[0-9]+$ && $MTU -ge 1280 && $MTU -le 9000 ]] || die "--mtu wants 1280..9000"
+KEYED=0
+for s in ${SECS//,/ }; do
+  [[ $s =~ ^(crc|mac|mac_encrypt)$ ]] || die "--sec wants a comma-separated list of crc, mac, mac_encrypt"
+  [[ $s != crc ]] && KEYED=1
+done
 # The largest K whose message (22 header + 4K + 4 trailer bytes) fits an IPv4/UDP datagram of the
 # MTU: what libina's default (k 0) picks on these links.
 if [[ $K == auto ]]; then
@@ -215,6 +228,13 @@ echo "testbed: $WORKERS workers in $PREFIX-w*, switch in $SW, every link $RATE e
   die "--switch-cores wants 1..16"
 SW_FLAGS=()
 ((SWITCH_CORES > 1)) && SW_FLAGS=(--cores "$SWITCH_CORES" --core-ports 1)
+JOBKEY=$BUILD/bin/ina-jobkey
+if ((KEYED)); then
+  [[ -x $JOBKEY ]] || die "--sec: no $JOBKEY (build first)"
+  (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$TMP/admin.key") ||
+    die "cannot write $TMP/admin.key"
+  SW_FLAGS+=(--admin-key-file "$TMP/admin.key")
+fi
 star_switch "$SW" "$TMP/switchd.out" "$SWITCHD" "${SW_FLAGS[@]}" || die "ina-switchd did not come up"
 star_lists "$PREFIX" "$WORKERS" "$PORT"
 
@@ -310,37 +330,74 @@ run_ina_dpdk() {  # n udp_fingerprint
        "verified $(sed -n 's/.*"verified": \([a-z]*\).*/\1/p' <<< "$line"), same as UDP: $same"
 }
 
+# A fresh secret for job $1 in mode $2, installed in the switch (from the first worker's namespace,
+# which reaches it at 10.77.0.1); INA_JOB_KEY names it for the workers ina-bench starts.
+JOB_SEQ=0
+install_job_key() {  # job mode
+  rm -f "$TMP/job.key"
+  (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$TMP/job.key") || return 1
+  ip netns exec "$PREFIX-w0" "$JOBKEY" --switch "10.77.0.1:$PORT" --admin-key-file "$TMP/admin.key" \
+    --job "$1" --secret-file "$TMP/job.key" --mode "$2" --cores "$SWITCH_CORES" > /dev/null || return 1
+  export INA_JOB_KEY=$TMP/job.key
+}
+
 for n in $SIZES; do
   udp_fp=
-  if has ina || has gloo; then
-    args=(--workers "$WORKERS" --elements "$n" --iters "$ITERS" --window "$WINDOW" --k "$K"
-          --seed "$SEED"
-          --quiet
-          --worker-netns "$NSLIST" --worker-switch "$SWLIST" --worker-addr "$ADDRLIST"
-          --timeout-s "$TIMEOUT_S" --rto-min-us "$RTO_MIN_US")
-    has gloo || args+=(--no-gloo)
-    ((SWITCH_CORES > 1)) && args+=(--switch-cores "$SWITCH_CORES")
-    echo "testbed: ina$(has gloo && echo " + gloo"), $n floats ..."
-    cpu0=$(cpu_ms "$SWITCH_PID")
-    run_child timeout -k 5 $((TIMEOUT_S + 30)) "$BENCH" "${args[@]}" > "$TMP/bench.out" \
-      2> "$TMP/bench.err"
-    switch_cpu_ms=$(($(cpu_ms "$SWITCH_PID") - cpu0))
-    line=$(grep '^{' "$TMP/bench.out" | tail -1 || true)
-    if [[ $rc -ne 0 || -z $line ]]; then
-      ALL_OK=0
-      echo "testbed: ina-bench failed (rc $rc):" >&2
-      cat "$TMP/bench.err" >&2
+  first_sec=1
+  for sec in ${SECS//,/ }; do
+    if has ina || has gloo; then
+      args=(--workers "$WORKERS" --elements "$n" --iters "$ITERS" --window "$WINDOW" --k "$K"
+            --seed "$SEED"
+            --quiet
+            --worker-netns "$NSLIST" --worker-switch "$SWLIST" --worker-addr "$ADDRLIST"
+            --timeout-s "$TIMEOUT_S" --rto-min-us "$RTO_MIN_US" --sec "$sec")
+      { has gloo && ((first_sec)); } || args+=(--no-gloo)
+      ((SWITCH_CORES > 1)) && args+=(--switch-cores "$SWITCH_CORES")
+      if [[ $sec != crc ]]; then
+        JOB_SEQ=$((JOB_SEQ + 1))
+        args+=(--job $((4000 + JOB_SEQ)))
+        install_job_key $((4000 + JOB_SEQ)) "$sec" || {
+          ALL_OK=0
+          echo "testbed: ina-jobkey could not install the key of job $((4000 + JOB_SEQ))" >&2
+          first_sec=0
+          continue
+        }
+      fi
+      echo "testbed: ina ($sec)$(has gloo && ((first_sec)) && echo " + gloo"), $n floats ..."
+      cpu0=$(cpu_ms "$SWITCH_PID")
+      run_child timeout -k 5 $((TIMEOUT_S + 30)) "$BENCH" "${args[@]}" > "$TMP/bench.out" \
+        2> "$TMP/bench.err"
+      switch_cpu_ms=$(($(cpu_ms "$SWITCH_PID") - cpu0))
+      line=$(grep '^{' "$TMP/bench.out" | tail -1 || true)
+      if [[ $rc -ne 0 || -z $line ]]; then
+        ALL_OK=0
+        echo "testbed: ina-bench failed (rc $rc):" >&2
+        cat "$TMP/bench.err" >&2
+      fi
+      if [[ -n $line ]]; then
+        bound=$(ina_bound "$line")
+        # Every mode must give the first's bits (the same data; the tag changes no sum).
+        same_first=null
+        if ((first_sec)); then
+          udp_fp=$(jstr fingerprint "$line")
+        else
+          [[ $(jstr fingerprint "$line") == "$udp_fp" ]] && same_first=true || same_first=false
+          [[ $same_first == true ]] || { ALL_OK=0; echo "testbed: ina ($sec) result differs" >&2; }
+        fi
+        # The first mode's run is system "ina" (the summary's and the plot's), the others
+        # "ina-<mode>" beside it.
+        sys=ina
+        ((first_sec)) || sys=ina-$sec
+        record "$sys" "$bound" "$line" \
+          "\"switch_cpu_ms\": $switch_cpu_ms, \"fingerprint_equal_first\": $same_first"
+        ina_ms=$(jnum ina_ms_median "$line")
+        gloo_ms=$(jnum gloo_ms_median "$line")
+        echo "  ina ($sec) $ina_ms ms (bound $bound ms), gloo $gloo_ms ms," \
+             "verified $(sed -n 's/.*"verified": \([a-z]*\).*/\1/p' <<< "$line")"
+      fi
     fi
-    if [[ -n $line ]]; then
-      bound=$(ina_bound "$line")
-      udp_fp=$(jstr fingerprint "$line")
-      record ina "$bound" "$line" "\"switch_cpu_ms\": $switch_cpu_ms"
-      ina_ms=$(jnum ina_ms_median "$line")
-      gloo_ms=$(jnum gloo_ms_median "$line")
-      echo "  ina $ina_ms ms (bound $bound ms), gloo $gloo_ms ms," \
-           "verified $(sed -n 's/.*"verified": \([a-z]*\).*/\1/p' <<< "$line")"
-    fi
-  fi
+  first_sec=0
+  done
   if has ina-dpdk; then run_ina_dpdk "$n" "$udp_fp"; fi
   if has mpi; then
     echo "testbed: mpi, $n floats ..."
@@ -370,16 +427,25 @@ for n in $SIZES; do
   fi
 done
 
-# Summary table: elements, ina, bound, gloo, mpi, ina-dpdk (ms; -1 where not run).
+# Summary table: elements, ina (the first --sec mode), bound, gloo, mpi, ina-dpdk, then ina in each
+# further --sec mode (ms; -1 where not run).
+MORE_SECS=$(tr ',' ' ' <<< "$SECS" | cut -s -d' ' -f2-)
 {
-  echo -e "# elements\tina_ms\tbound_ms\tgloo_ms\tmpi_ms\tina_dpdk_ms\tworkers=$WORKERS rate=$RATE mtu=$MTU k=$K"
+  hdr="# elements\tina_ms\tbound_ms\tgloo_ms\tmpi_ms\tina_dpdk_ms"
+  for s in $MORE_SECS; do hdr+="\tina_${s}_ms"; done
+  echo -e "$hdr\tworkers=$WORKERS rate=$RATE mtu=$MTU k=$K sec=$SECS"
   for n in $SIZES; do
     i=$(grep "\"system\": \"ina\"" "$RESULTS" | grep "\"elements\": $n," | tail -1 || true)
     m=$(grep "\"system\": \"mpi\"" "$RESULTS" | grep "\"elements\": $n," | tail -1 || true)
     d=$(grep "\"system\": \"ina-dpdk\"" "$RESULTS" | grep "\"elements\": $n," | tail -1 || true)
     b=$(jnum bound_ms "$i")
-    printf "%s\t%s\t%s\t%s\t%s\t%s\n" "$n" "$(jnum ina_ms_median "$i")" "${b:-$(jnum bound_ms "$d")}" \
+    printf "%s\t%s\t%s\t%s\t%s\t%s" "$n" "$(jnum ina_ms_median "$i")" "${b:-$(jnum bound_ms "$d")}" \
       "$(jnum gloo_ms_median "$i")" "$(jnum mpi_ms_median "$m")" "$(jnum ina_ms_median "$d")"
+    for s in $MORE_SECS; do
+      x=$(grep "\"system\": \"ina-$s\"" "$RESULTS" | grep "\"elements\": $n," | tail -1 || true)
+      printf "\t%s" "$(jnum ina_ms_median "$x")"
+    done
+    printf "\n"
   done
 } | sed 's/\t\t/\t-1\t/g; s/\t\t/\t-1\t/g; s/\t$/\t-1/' > "$OUT/summary.tsv"
 cat "$OUT/summary.tsv"

@@ -174,11 +174,13 @@ int ReportRun(const Options& given, const SharedView& view, const Reaped& reaped
   const double gbps = ina_ms > 0 ? bytes * 8 / (ina_ms * 1e6) : 0;
   const bool verified = ok && v.bit_identical && v.exact && v.within_bound;
   // Bytes each worker sends (and receives) per all-reduce as a link shaper counts them: every
-  // frame's Ethernet, IPv4, UDP and ina headers and CRC32C trailer, the payload, and for floats the
+  // frame's Ethernet, IPv4, UDP and ina headers and trailer, the payload, and for floats the
   // exponent round (one header-only frame per slot used; assumes the switch granted the window
   // asked for).
   const uint64_t blocks = o.k > 0 ? (o.elements + o.k - 1) / o.k : 0;
-  const uint64_t frame_headers = 14 + 20 + 8 + proto::kHeaderBytes + proto::kCrcBytes;
+  // The trailer: the CRC32C's 4 bytes, or a keyed job's 16-byte tag (it was counted as 4 before).
+  const uint64_t trailer = o.sec == "crc" ? proto::kCrcBytes : proto::kTagBytes;
+  const uint64_t frame_headers = 14 + 20 + 8 + proto::kHeaderBytes + trailer;
   const uint64_t exp_frames = o.int32 ? 0 : std::min<uint64_t>(blocks, o.window);
   const uint64_t wire_bytes = bytes + (blocks + exp_frames) * frame_headers;
   if (!v.detail.empty()) Say(o, "  first difference: %s\n", v.detail.c_str());
