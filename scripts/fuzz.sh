@@ -13,6 +13,7 @@ cd "$(dirname "$0")/.."
 
 declare -A CORPUS=(
   [host_result_fuzzer]=tests/host/comm/fuzz/corpus
+  [host_join_fuzzer]=tests/host/comm/fuzz/join_corpus
   [dp_switch_fuzzer]=tests/dataplane/control/fuzz/corpus
   [dp_differential_fuzzer]=tests/dataplane/fuzz/corpus
   [proto_roce_fuzzer]=tests/proto/fuzz/corpus

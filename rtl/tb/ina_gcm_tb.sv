@@ -1,5 +1,6 @@
 // Test-only top for the AES-GCM blocks (tests/rtl/units/gcm_test.cc): each module side by side
-// with flat, prefixed ports (aes_, inv_, key_, hash_, chk_), 8 user bits where they take any.
+// with flat, prefixed ports (aes_, inv_, key_, hash_, chk_), 8 user bits where they take any; and
+// the two forms of ina_gcm_pkg's S-boxes (sbx_: the table simulation uses, the ROM synthesis uses).
 module ina_gcm_tb (
   input  logic         clk_i,
   input  logic         rst_ni,
@@ -46,8 +47,19 @@ module ina_gcm_tb (
   output logic         chk_out_valid_o,
   output logic [127:0] chk_out_j0_o,
   output logic [7:0]   chk_out_user_o,
-  output logic         chk_busy_o
+  output logic         chk_busy_o,
+  // ina_gcm_pkg's S-boxes, both forms
+  input  logic [7:0]   sbx_x_i,
+  output logic [7:0]   sbx_table_o,
+  output logic [7:0]   sbx_rom_o,
+  output logic [7:0]   sbx_inv_table_o,
+  output logic [7:0]   sbx_inv_rom_o
 );
+  assign sbx_table_o     = ina_gcm_pkg::sbox_table(sbx_x_i);
+  assign sbx_rom_o       = ina_gcm_pkg::sbox_rom(sbx_x_i);
+  assign sbx_inv_table_o = ina_gcm_pkg::inv_sbox_table(sbx_x_i);
+  assign sbx_inv_rom_o   = ina_gcm_pkg::inv_sbox_rom(sbx_x_i);
+
   ina_aes128 #(.UserBits(8)) u_aes (
     .clk_i,
     .rst_ni,

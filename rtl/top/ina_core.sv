@@ -450,7 +450,8 @@ module ina_core
 
   logic unused_crc;
   assign unused_crc = ^{crc_unused_ready, crc_unused_value, unused_ok_free, unused_rv_free,
-                        rv_in_ready, gcm_user_unused, unused_gv_free, unused_kf_free};
+                        rv_in_ready, gcm_user_unused, unused_gv_free, unused_kf_free, gv_in_ready,
+                        kf_in_ready};
 
   ina_regs #(
     .NumJobs  (NumJobs),
