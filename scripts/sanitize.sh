@@ -45,7 +45,7 @@ ASAN_TARGETS=(
   # prop
   dp_fast_differential_test host_quant_prop_test
   # fuzz (corpus replays)
-  dp_fuzz_replay_test proto_roce_fuzzer_replay_test host_result_fuzzer_replay_test
+  dp_fuzz_replay_test proto_roce_fuzzer_replay_test host_result_fuzzer_replay_test host_join_fuzzer_replay_test
   dp_switch_fuzzer_replay_test net_roce_rx_fuzzer_replay_test
   # e2e on loopback
   switchd_e2e_test host_capi_test host_comm_test host_job_alloc_test host_join_switchd_test
