@@ -3,9 +3,15 @@
 //
 //   s_axis -> ina_roce_rx -+-> ina_ingress -> payload FIFO / descriptor FIFO -+-> ina_agg -> ...
 //   (RoCEv2 checks, ICRC)  +-> ina_crc32c (check) ----------> CRC-ok FIFO ----+
+//                          +-> ina_gcm_check (keyed frames) -> J0 FIFO -------+ (keyed bit FIFO)
 //        its verdicts ------------------------------------> RoCE verdict FIFO +
-//     ... ina_agg -> ina_egress -> m_axis (output FIFO, CRC32C trailer)
-//                                                   ina_regs (job table, counters) <-> reg bus
+//     ... ina_agg -> ina_egress -> m_axis (output FIFO, CRC32C trailer or a keyed job's tag)
+//                        ina_regs (job table, keys, counters) <-> reg bus; ina_gcm_keys (key table)
+// Keyed jobs (sec mode mac, docs/security.md; docs/rtl/ina_core.md "Keyed jobs"): a frame whose
+//   first beat names a keyed job goes through ina_gcm_check (its J0 joins the descriptor; ina_agg's
+//   rule K4 compares it with the slot's expected nonce), and its results get their tag in
+//   ina_egress under the job's down key. s_axis takes no beat while ina_gcm_keys writes a keyed
+//   entry's key constants (15 cycles after its commit).
 //
 // s_axis: frames (Ethernet + IPv4 + UDP + ina header in the first 64-byte beat, then payload
 //   beats, then the ina message's 4-byte CRC32C trailer; tdata byte 0 = frame byte 0; tkeep
