@@ -780,7 +780,7 @@ module ina_agg
     end
     s1_keep_q <= busy_q ? s0_keep : '1;
     s1_user_q <= busy_q ? user_q : user_d;
-    s1_seal_q <= busy_q ? seal_q : seal_d;
+    if (busy_q || start) s1_seal_q <= busy_q ? seal_q : seal_d;  // (idle: kept, not copied)
 
     s2_we_q   <= s1_we_q && s1_valid_q && !s1_hdr_q;
     s2_emit_q <= s1_emit_q;
@@ -791,7 +791,7 @@ module ina_agg
     else s2_out_q <= ina_rtl_pkg::swap_lanes(s1_val);
     s2_keep_q <= s1_keep_q;
     s2_user_q <= s1_user_q;
-    s2_seal_q <= s1_seal_q;
+    if (s1_valid_q) s2_seal_q <= s1_seal_q;
 
     wb_addr_q <= s2_addr_q;
     wb_data_q <= s2_val_q;

@@ -89,9 +89,6 @@ module ina_gcm_hash
 
   // ---------------------------------------------------------------------------------------------
   // Stage A's fold.
-  function automatic logic [127:0] hpow(input logic [511:0] p, input logic [2:0] i);  // H^i, 1..4
-    hpow = p[128 * (32'(i) - 1) +: 128];
-  endfunction
 
   // The fold of one beat, as a function of the beat and the registers, called only for a beat (a
   // simulator then does nothing in idle cycles; in hardware the registers' enables).
@@ -116,11 +113,14 @@ module ina_gcm_hash
     logic [3:0]  blk_valid;
     logic [2:0]  m, pw;
     logic [20:0] at;
-    r.count = first ? ina_rtl_pkg::be16(data, HdrByte + ina_proto_pkg::CountOffset) : count_prev;
+    // (Part-selects of `data` rather than ina_rtl_pkg's helpers: each call of a helper would copy
+    // the 512-bit beat into a local that a simulator initializes in every cycle.)
+    r.count = first ? {data[8*(HdrByte + ina_proto_pkg::CountOffset) +: 8],
+                       data[8*(HdrByte + ina_proto_pkg::CountOffset + 1) +: 8]} : count_prev;
     alen = 19'd22 + {1'b0, r.count, 2'b00};
     for (int unsigned t = 0; t < 64; t++) begin
       if (t < Shift) w[t] = carry[8*t +: 8];
-      else w[t] = ina_rtl_pkg::beat_byte(data, t - Shift);
+      else w[t] = data[8*(t - Shift) +: 8];
     end
     // The retx flag is not covered by the tag (a retransmission carries the same one).
     if (first) w[RetxByte + Shift] = w[RetxByte + Shift] & ~(8'd1 << ina_proto_pkg::FlagRetxBit);
@@ -138,27 +138,27 @@ module ina_gcm_hash
     // The blocks valid are consecutive and end at the window's end or at A's end: the powers of H
     // count down from m to the last valid block's 1.
     r.y = first ? '0 : y_prev;
-    if (m != '0) r.y = ina_gcm_pkg::gf128_mul(r.y, hpow(hp, m));
+    if (m != '0) r.y = ina_gcm_pkg::gf128_mul(r.y, hp[128*(32'(m) - 1) +: 128]);
     for (int unsigned j = 0; j < 4; j++) begin
       pw = '0;  // valid blocks from j on
       for (int unsigned k = j; k < 4; k++) pw = pw + 3'(blk_valid[k]);
-      if (blk_valid[j]) r.y = r.y ^ ina_gcm_pkg::gf128_mul(blk[j], hpow(hp, pw));
+      if (blk_valid[j]) r.y = r.y ^ ina_gcm_pkg::gf128_mul(blk[j], hp[128*(32'(pw) - 1) +: 128]);
     end
     // After the last beat: the block starting at the window's byte 64 (A-offset 64 b + 16), of
     // which this beat holds the first 6 bytes.
     pos = $signed({2'b0, beat, 6'b0}) + 24'sd16;
     rem = $signed({5'd0, alen}) - pos;
     r.cvalid = rem > 0;
-    for (int unsigned t = 0; t < 16; t++) begin
-      r.cblk[127 - 8*t -: 8] = t < Shift && rem > $signed(24'(t)) ?
-                               ina_rtl_pkg::beat_byte(data, 64 - Shift + t) : 8'h00;
+    r.cblk = '0;
+    for (int unsigned t = 0; t < Shift; t++) begin
+      if (rem > $signed(24'(t))) r.cblk[127 - 8*t -: 8] = data[8*(64 - Shift + t) +: 8];
     end
     // The tag: frame bytes 42 + len(A) .. + 15, each taken in the beat that holds it.
     r.tag = first ? '0 : tag_prev;
     if (Check) begin
       for (int unsigned k = 0; k < 16; k++) begin
         at = 21'(HdrByte) + {2'b0, alen} + 21'(k);
-        if ({1'b0, at[20:6]} == beat) r.tag[127 - 8*k -: 8] = ina_rtl_pkg::beat_byte(data, 32'(at[5:0]));
+        if ({1'b0, at[20:6]} == beat) r.tag[127 - 8*k -: 8] = data[8*at[5:0] +: 8];
       end
     end
     fold = r;
@@ -199,8 +199,8 @@ module ina_gcm_hash
   assign f_len = {64'd176 + {43'd0, fold_q.count, 5'd0}, 64'd0};
   always_ff @(posedge clk_i) begin
     if (a_valid_q && a_last_q) begin
-      f_h1_q   <= hpow(hpow_q, 3'd1);
-      f_h2_q   <= hpow(hpow_q, 3'd2);
+      f_h1_q   <= hpow_q[127:0];    // H
+      f_h2_q   <= hpow_q[255:128];  // H^2
       f_user_q <= user_q;
     end
     if (f_valid_q) begin

@@ -258,8 +258,8 @@ module ina_core
     rx_hit = |hit;
   end
   // Read by ina_gcm_check at a keyed frame's first beat only.
-  assign rx_hpow     = up_hpow[512*rx_entry +: 512];
-  assign rx_last_key = up_last_key[128*rx_entry +: 128];
+  assign rx_hpow     = rx_hit ? up_hpow[512*rx_entry +: 512] : '0;
+  assign rx_last_key = rx_hit ? up_last_key[128*rx_entry +: 128] : '0;
   assign rx_keyed = in_frame ? rx_keyed_q : rx_hit;
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
