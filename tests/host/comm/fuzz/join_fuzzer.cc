@@ -56,8 +56,8 @@ struct Harness {
   explicit Harness(const JoinConfig& c) : cfg(c), m(c) {}
 
   // A message for this lane (or another job, rank, lane, version), with `payload`, sealed or not.
-  std::vector<uint8_t> Message(proto::MsgType type, proto::Header h, std::span<const uint8_t> payload,
-                               uint8_t flags) {
+  std::vector<uint8_t> Message(proto::MsgType type, proto::Header h,
+                               std::span<const uint8_t> payload, uint8_t flags) {
     h.version = (flags & 4) ? static_cast<uint8_t>(proto::kVersion + 1) : proto::kVersion;
     h.type = type;
     h.job = (flags & 1) ? static_cast<uint16_t>(kJob + 1) : kJob;
@@ -83,8 +83,8 @@ struct Harness {
                "sent %zu bytes", t.len);
     const proto::Header h = proto::DecodeHeader(t.data);
     FUZZ_CHECK(h.job == kJob && h.rank == cfg.rank, "sent job %u rank %u", h.job, h.rank);
-    FUZZ_CHECK(h.type == proto::MsgType::kJoin || h.type == proto::MsgType::kLeave,
-               "sent type %u", static_cast<unsigned>(h.type));
+    FUZZ_CHECK(h.type == proto::MsgType::kJoin || h.type == proto::MsgType::kLeave, "sent type %u",
+               static_cast<unsigned>(h.type));
     const std::span<const uint8_t> msg(t.data, t.len);
     if (h.type == proto::MsgType::kJoin && h.sec == static_cast<uint8_t>(proto::SecMode::kMac)) {
       FUZZ_CHECK(!cfg.secret.empty(), "a proven JOIN from a CRC-only lane");
