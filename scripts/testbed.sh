@@ -229,10 +229,11 @@ echo "testbed: $WORKERS workers in $PREFIX-w*, switch in $SW, every link $RATE e
 SW_FLAGS=()
 ((SWITCH_CORES > 1)) && SW_FLAGS=(--cores "$SWITCH_CORES" --core-ports 1)
 JOBKEY=$BUILD/bin/ina-jobkey
+# A fresh 32-byte secret in hex, in a file only its owner may read.
+new_secret() { (umask 077 && rm -f "$1" && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$1"); }
 if ((KEYED)); then
   [[ -x $JOBKEY ]] || die "--sec: no $JOBKEY (build first)"
-  (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$TMP/admin.key") ||
-    die "cannot write $TMP/admin.key"
+  new_secret "$TMP/admin.key" || die "cannot write $TMP/admin.key"
   SW_FLAGS+=(--admin-key-file "$TMP/admin.key")
 fi
 star_switch "$SW" "$TMP/switchd.out" "$SWITCHD" "${SW_FLAGS[@]}" || die "ina-switchd did not come up"
@@ -334,8 +335,7 @@ run_ina_dpdk() {  # n udp_fingerprint
 # which reaches it at 10.77.0.1); INA_JOB_KEY names it for the workers ina-bench starts.
 JOB_SEQ=0
 install_job_key() {  # job mode
-  rm -f "$TMP/job.key"
-  (umask 077 && head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n' > "$TMP/job.key") || return 1
+  new_secret "$TMP/job.key" || return 1
   ip netns exec "$PREFIX-w0" "$JOBKEY" --switch "10.77.0.1:$PORT" --admin-key-file "$TMP/admin.key" \
     --job "$1" --secret-file "$TMP/job.key" --mode "$2" --cores "$SWITCH_CORES" > /dev/null || return 1
   export INA_JOB_KEY=$TMP/job.key

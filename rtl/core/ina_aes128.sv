@@ -1,13 +1,17 @@
-// AES-128 encryption (FIPS-197), one block per cycle, each block under its own key: the key
-// schedule runs beside the rounds, one step per stage, so a pipeline of blocks may mix keys (the
-// jobs of keyed traffic) with no key memory and no setup.
+// AES-128 (FIPS-197), one block per cycle, each block under its own key: the key schedule runs
+// beside the rounds, one step per stage, so a pipeline of blocks may mix keys (the jobs of keyed
+// traffic) with no key memory and no setup.
+//   Inverse = 0: encryption; in_key_i is the key (round key 0), out_key_o its round key 10.
+//   Inverse = 1: the inverse cipher (FIPS-197, 5.3); in_key_i is the last round key (round key 10:
+//                an encryption's out_key_o, or ina_gcm_key's), the schedule runs backwards, and
+//                out_key_o is round key 0, the key itself.
 //
 // Latency: 11 cycles (AddRoundKey of the input, then one stage per round). Throughput: one block
 // per cycle. No backpressure: a block entering at cycle t leaves at t + 11 with its user bits;
-// the caller keeps room for what is in flight. out_key_o is the block's last round key (round 10),
-// from which ina_aes128_inv decrypts. Datasheet: docs/rtl/ina_aes128.md.
+// the caller keeps room for what is in flight. Datasheet: docs/rtl/ina_aes128.md.
 module ina_aes128
 #(
+  parameter bit          Inverse  = 1'b0,
   parameter int unsigned UserBits = 1
 ) (
   input  logic                clk_i,
@@ -23,8 +27,9 @@ module ina_aes128
 );
   localparam int unsigned Rounds = 10;
 
-  // Stage r (0 .. 10) holds the state after round r and round key r, in registers of its own
-  // (a generate block each, not an array: a simulator then updates a stage only when it loads).
+  // Stage r (0 .. 10) holds the state after r rounds and its round key (r, or 10 - r inverse), in
+  // registers of its own (a generate block each, not an array: a simulator then updates a stage
+  // only when it loads).
   logic [Rounds:0] valid_q;
 
   always_ff @(posedge clk_i or negedge rst_ni) begin
@@ -48,13 +53,29 @@ module ina_aes128
           user_q  <= in_user_i;
         end
       end
-    end else begin : gen_round
+    end else if (!Inverse) begin : gen_round
       // (The key step is written twice rather than as a wire, which a simulator would evaluate
       // in every cycle.)
       always_ff @(posedge clk_i) begin
         if (valid_q[r-1]) begin
-          state_q <= ina_gcm_pkg::aes_round(gen_stage[r-1].state_q, ina_gcm_pkg::aes_next_key(gen_stage[r-1].key_q, ina_gcm_pkg::round_const(r)), r == Rounds);
+          state_q <= ina_gcm_pkg::aes_round(
+              gen_stage[r-1].state_q,
+              ina_gcm_pkg::aes_next_key(gen_stage[r-1].key_q, ina_gcm_pkg::round_const(r)),
+              r == Rounds);
           key_q   <= ina_gcm_pkg::aes_next_key(gen_stage[r-1].key_q, ina_gcm_pkg::round_const(r));
+          user_q  <= gen_stage[r-1].user_q;
+        end
+      end
+    end else begin : gen_inv_round
+      // Round key 10 - r from round key 11 - r.
+      always_ff @(posedge clk_i) begin
+        if (valid_q[r-1]) begin
+          state_q <= ina_gcm_pkg::aes_inv_round(
+              gen_stage[r-1].state_q,
+              ina_gcm_pkg::aes_prev_key(gen_stage[r-1].key_q, ina_gcm_pkg::round_const(Rounds + 1 - r)),
+              r == Rounds);
+          key_q   <= ina_gcm_pkg::aes_prev_key(gen_stage[r-1].key_q,
+                                               ina_gcm_pkg::round_const(Rounds + 1 - r));
           user_q  <= gen_stage[r-1].user_q;
         end
       end

@@ -9,9 +9,10 @@
 // reset of a copy, first contribution / add / complete).
 // When two ranks disagree (rule 13) the stage pulses fail_o with the job's entry and where (slot,
 // generation, rank): ina_regs marks the entry failed, so its later packets are unknown_job, as
-// the reference engine removes the job. Rule 6's second half: every job of the core is CRC-only
-// (keyed jobs, docs/security.md, are served by the software switch), so a packet with a good
-// CRC32C trailer, sec != 0 and a known job is drop_cross_job, as in the reference. Also: a frame
+// the reference engine removes the job. Keyed jobs (job_sec_i mode mac, docs/security.md) take
+// rules K1-K4 in place of the CRC verdict: the frame's J0 (desc_j0_i, from ina_gcm_check) against
+// the nonce the slot expects; a packet with sec != 0 naming a CRC-only job is drop_cross_job
+// (rule 6). Results carry their seal (out_seal_o) for ina_egress. Also: a frame
 // whose MAC error bit was set is malformed; a job slot outside the pool is bad_slot. The CRC32C
 // trailer was checked while the frame streamed in (ina_core: ina_crc32c beside ingress), so its
 // verdict comes with the descriptor (desc_crc_ok_i) and a damaged frame is dropped at the header op,
@@ -535,7 +536,7 @@ module ina_agg
   // (desc_keyed_i is low only for a frame that named the job before it was committed keyed: no J0.)
   assign tag_ok       = desc_keyed_i && j0_fixed && desc_j0_i[95:48] == use_hi;
   assign replayed     = desc_keyed_i && j0_fixed && use_hi != '0 && j0_use_hi_p1 == use_hi;
-  assign authentic       = !pre_q.keyed || tag_ok;
+  assign authentic    = !pre_q.keyed || tag_ok;
 
   always_comb begin
     inc = '0;

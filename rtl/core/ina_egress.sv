@@ -123,7 +123,7 @@ module ina_egress
 
   // Keyed frames: S (ina_gcm_hash over the frame, under the down key's H) and AES_K(J0) (started
   // at the first beat), each into a FIFO of its own, in frame order; tag = their XOR.
-  logic         s_valid, s_keyed, ek_valid;
+  logic         s_valid, s_user_unused, ek_valid;
   logic [127:0] s_hash, s_tag_unused, ek;
   logic         hf_ready_unused, hf_valid, hf_pop, ef_ready_unused, ef_valid, ef_pop;
   logic [127:0] hf_s, ef_ek;
@@ -138,16 +138,16 @@ module ina_egress
     .in_data_i  (in_data_i),
     .in_last_i  (in_last_i),
     .in_hpow_i  (in_hpow_i),
-    .in_user_i  (in_keyed),
+    .in_user_i  (1'b0),
     .out_valid_o(s_valid),
     .out_hash_o (s_hash),
     .out_tag_o  (s_tag_unused),
-    .out_user_o (s_keyed)
+    .out_user_o (s_user_unused)
   );
   ina_fifo #(.Width(128), .Depth(Depth)) u_hash_fifo (
     .clk_i,
     .rst_ni,
-    .in_valid_i (s_valid && s_keyed),
+    .in_valid_i (s_valid),
     .in_ready_o (hf_ready_unused),
     .in_data_i  (s_hash),
     .out_valid_o(hf_valid),
@@ -281,7 +281,7 @@ module ina_egress
 
   logic unused;
   assign unused = ^{fifo_ready_unused, crc_ok_unused, cf_ready_unused, cf_free_unused,
-                    s_tag_unused, hf_ready_unused, hf_free_unused, ef_ready_unused, ef_free_unused,
+                    s_tag_unused, s_user_unused, hf_ready_unused, hf_free_unused, ef_ready_unused, ef_free_unused,
                     ek_key_unused, ek_user_unused, in_seal_i.entry};
 
 `ifndef SYNTHESIS
@@ -294,7 +294,7 @@ module ina_egress
       crc_valid |-> cf_ready_unused)
     else $error("ina_egress: a trailer pushed into the full CRC FIFO");
   a_egress_hash_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
-      s_valid && s_keyed |-> hf_ready_unused)
+      s_valid |-> hf_ready_unused)
     else $error("ina_egress: a keyed frame's S pushed into the full S FIFO");
   a_egress_ek_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
       ek_valid |-> ef_ready_unused)

@@ -1,6 +1,6 @@
 // The tag check of a keyed frame (sec mode mac), in the form a pipeline can use before it knows
 // which nonce the frame must carry: ina_gcm_hash computes S and takes the received tag, and
-// ina_aes128_inv decrypts tag ^ S under the job's key. For a genuine frame that is J0, the GCM
+// ina_aes128 (Inverse) decrypts tag ^ S under the job's key. For a genuine frame that is J0, the GCM
 // counter block of its nonce (rank | slot | use | 0x00000001); ina_agg compares it with the J0 of
 // the use its slot expects (and of that use - 65536: a replay). Forging a frame whose J0 comes out
 // as expected is forging the GCM tag.
@@ -46,15 +46,17 @@ module ina_gcm_check
     .out_user_o (h_user)
   );
 
-  ina_aes128_inv #(.UserBits(UserBits)) u_aes (
+  logic [127:0] key_unused;  // round key 0: the key, not needed
+  ina_aes128 #(.Inverse(1'b1), .UserBits(UserBits)) u_aes (
     .clk_i,
     .rst_ni,
-    .in_valid_i   (h_valid),
-    .in_block_i   (h_tag ^ h_hash),
-    .in_last_key_i(h_user[UserBits +: 128]),
-    .in_user_i    (h_user[UserBits-1:0]),
+    .in_valid_i (h_valid),
+    .in_block_i (h_tag ^ h_hash),
+    .in_key_i   (h_user[UserBits +: 128]),  // the last round key
+    .in_user_i  (h_user[UserBits-1:0]),
     .out_valid_o,
-    .out_block_o  (out_j0_o),
+    .out_block_o(out_j0_o),
+    .out_key_o  (key_unused),
     .out_user_o
   );
 

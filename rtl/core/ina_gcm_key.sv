@@ -1,6 +1,6 @@
 // The per-key constants of AES-GCM for a job's traffic key: the hash key H = AES_K(0^128) and its
 // powers H^2 .. H^4 (ina_gcm_hash folds four blocks per beat), and the last round key of K (what
-// ina_aes128_inv decrypts with). Run once per key when a job entry is committed, not per packet.
+// ina_aes128's inverse decrypts with). Run once per key when a job entry is committed, not per packet.
 //
 // start_i with key_i: done_o pulses 14 cycles later with the results, which hold until the next
 // start. One computation at a time: a start while busy_o restarts it.

@@ -13,7 +13,7 @@ module ina_gcm_tb (
   output logic [127:0] aes_out_block_o,
   output logic [127:0] aes_out_key_o,
   output logic [7:0]   aes_out_user_o,
-  // ina_aes128_inv
+  // ina_aes128, Inverse = 1
   input  logic         inv_in_valid_i,
   input  logic [127:0] inv_in_block_i,
   input  logic [127:0] inv_in_last_key_i,
@@ -73,16 +73,18 @@ module ina_gcm_tb (
     .out_user_o (aes_out_user_o)
   );
 
-  ina_aes128_inv #(.UserBits(8)) u_inv (
+  logic [127:0] unused_inv_key;
+  ina_aes128 #(.Inverse(1'b1), .UserBits(8)) u_inv (
     .clk_i,
     .rst_ni,
-    .in_valid_i   (inv_in_valid_i),
-    .in_block_i   (inv_in_block_i),
-    .in_last_key_i(inv_in_last_key_i),
-    .in_user_i    (inv_in_user_i),
-    .out_valid_o  (inv_out_valid_o),
-    .out_block_o  (inv_out_block_o),
-    .out_user_o   (inv_out_user_o)
+    .in_valid_i (inv_in_valid_i),
+    .in_block_i (inv_in_block_i),
+    .in_key_i   (inv_in_last_key_i),
+    .in_user_i  (inv_in_user_i),
+    .out_valid_o(inv_out_valid_o),
+    .out_block_o(inv_out_block_o),
+    .out_key_o  (unused_inv_key),
+    .out_user_o (inv_out_user_o)
   );
 
   ina_gcm_key u_key (

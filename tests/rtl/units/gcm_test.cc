@@ -3,7 +3,8 @@
 // ECB) and ina::proto's SealOnce (libcrypto's AES-128-GCM, the reference engine's), under random
 // idle cycles, with random keys per block or per frame:
 // - ina_aes128 encrypts as libcrypto does (FIPS-197's example too), one block per cycle, each
-//   under its own key, 11 cycles; ina_aes128_inv undoes it from the last round key it gives;
+//   under its own key, 11 cycles; ina_aes128 with Inverse undoes it from the last round key it
+//   gives;
 // - ina_gcm_key's H .. H^4 and last round key;
 // - ina_gcm_hash (Check = 0) gives the S of a frame that SealOnce's tag masks (tag ^ AES_K(J0));
 // - ina_gcm_check gives J0 of the frame's nonce for every genuine frame (retx set after sealing
@@ -145,7 +146,7 @@ TEST(RtlGcmTest, Aes128MatchesFips197AndLibcrypto) {
   }
   ASSERT_EQ(got, in.size());
 
-  // ina_aes128_inv from the last round key: the plaintext again.
+  // ina_aes128 with Inverse from the last round key: the plaintext again.
   sent.clear();
   next = got = 0;
   for (uint64_t cyc = 0; got < in.size() && cyc < 10000; ++cyc) {
