@@ -4,7 +4,10 @@
 # 1.13). docs/pytorch.md, "Which torch".
 #   1. a Debian 13 "trixie" chroot (debootstrap --variant=minbase) at CHROOT (default
 #      /var/tmp/ina-trixie), debootstrap installed on the host through apt if missing;
-#   2. inside it, through apt: python3-torch / libtorch-dev 2.6 and the build tools (PKGS below);
+#      SUITE=forky makes a Debian testing chroot instead (default CHROOT /var/tmp/ina-forky): at
+#      this writing torch 2.14, Python 3.14, CMake 4.3, pybind11 3.1, GCC 15 (the newest torch
+#      and build tools Debian has; CI runs trixie);
+#   2. inside it, through apt: python3-torch / libtorch-dev and the build tools (PKGS below);
 #   3. this checkout's committed HEAD copied to CHROOT/src (git archive: uncommitted changes are
 #      not copied), configured into CHROOT/build, and only the targets the torch tests use built;
 #   4. the torch tests, inside the chroot; the script exits with ctest's status.
@@ -18,10 +21,10 @@
 #   KEEP_MOUNTS=1  leaves proc/sys/dev mounted on exit (default: unmounted)
 set -euo pipefail
 
-ROOT=${1:-/var/tmp/ina-trixie}
+SUITE=${SUITE:-trixie}
+ROOT=${1:-/var/tmp/ina-$SUITE}
 SRC=$(cd "$(dirname "$0")/.." && pwd)
 MIRROR=${MIRROR:-http://deb.debian.org/debian}
-SUITE=trixie
 TARGETS=${TARGETS:-"ina-switchd ina_torch_ext"}
 JOBS=${JOBS:-$(nproc)}
 TESTS=${TESTS:-1}
@@ -49,7 +52,10 @@ if [ ! -f "$ROOT/.ina-debootstrap-done" ]; then
   # older keyring fails with "Release signed by unknown key": update debian-archive-keyring.
   log "debootstrap $SUITE into $ROOT (about 1.5 min, 214 MB)"
   mkdir -p "$ROOT"
-  debootstrap --variant=minbase "$SUITE" "$ROOT" "$MIRROR"
+  # Bookworm's debootstrap has no script named after suites newer than trixie; sid's fits them.
+  script=()
+  [ -e "/usr/share/debootstrap/scripts/$SUITE" ] || script=(/usr/share/debootstrap/scripts/sid)
+  debootstrap --variant=minbase "$SUITE" "$ROOT" "$MIRROR" "${script[@]}"
   touch "$ROOT/.ina-debootstrap-done"
 fi
 
@@ -74,7 +80,7 @@ mnt dev/shm -t tmpfs -o mode=1777 shm
 # The chroot's compiles go through ccache (found by the root CMakeLists), cached on the host beside
 # the main build's cache (a different compiler, so a cache of its own): a clean checkout's run
 # recompiles only what changed since the cache was filled.
-CCACHE_HOST=${CCACHE_TRIXIE_DIR:-$HOME/.cache/ina-ccache-trixie}
+CCACHE_HOST=${CCACHE_TRIXIE_DIR:-$HOME/.cache/ina-ccache-$SUITE}
 mkdir -p "$CCACHE_HOST"
 mnt ccache --bind "$CCACHE_HOST"
 # Name resolution for apt, and the host name for Gloo (without it Gloo warns "Unable to resolve
@@ -88,6 +94,12 @@ in_root() { chroot "$ROOT" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HO
               CCACHE_BASEDIR=/src CCACHE_NOHASHDIR=1 "$@"; }
 
 # --- 2. packages ------------------------------------------------------------------------------
+# A stable release's Release file has no expiry; testing's carries a Valid-Until a week out, and a
+# mirror that is behind (as the one reachable from these machines can be) serves one that apt
+# refuses as expired. Only for suites other than the stable one.
+if [ "$SUITE" != trixie ]; then
+  echo 'Acquire::Check-Valid-Until "false";' > "$ROOT/etc/apt/apt.conf.d/99ina-valid-until"
+fi
 missing=()
 for p in "${PKGS[@]}"; do
   in_root dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||

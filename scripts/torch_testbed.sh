@@ -2,7 +2,13 @@
 # DDP training step time, backend ina vs gloo, on the rate-limited star of scripts/testbed.sh.
 #
 #   scripts/torch_testbed.sh [--workers 4] [--rate 200mbit] [--steps 12] [--hidden 1024]
-#                            [--layers 3] [--build DIR] [--out DIR] [--chroot DIR]
+#                            [--layers 3] [--mtu 1500|9000] [--build DIR] [--out DIR]
+#                            [--chroot DIR]
+#
+# --mtu: every veth's MTU, as in testbed.sh (9000: jumbo frames for both backends; Gloo's TCP
+# segments grow to 8948 bytes, ina carries K=2048 elements per packet with a window of 128 slots,
+# 1 MiB in flight, what testbed.sh picks). ina's K is libina's default (the largest whose frame
+# fits the path MTU).
 #
 # --chroot DIR: the ranks run on the torch of the chroot that scripts/torch2-chroot.sh made (Debian
 # 13, torch 2.6), with the backend it built there (DIR/build) and the sources it copied (DIR/src);
@@ -27,6 +33,7 @@ STEPS=12
 HIDDEN=1024
 LAYERS=3
 OVERHEAD=24
+MTU=1500
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=$ROOT/build
 OUT=
@@ -39,6 +46,7 @@ while [[ $# -gt 0 ]]; do
     --steps) STEPS=$2; shift 2 ;;
     --hidden) HIDDEN=$2; shift 2 ;;
     --layers) LAYERS=$2; shift 2 ;;
+    --mtu) MTU=$2; shift 2 ;;
     --build) BUILD=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --chroot) CHROOT=$2; shift 2 ;;
@@ -47,6 +55,7 @@ while [[ $# -gt 0 ]]; do
 done
 SWITCHD=$BUILD/bin/ina-switchd
 [[ -x $SWITCHD ]] || die "$SWITCHD not built"
+[[ $MTU =~ ^[0-9]+$ && $MTU -ge 1280 && $MTU -le 9000 ]] || die "--mtu wants 1280..9000"
 [[ $(id -u) -eq 0 ]] || die "needs root (network namespaces, tc)"
 # Where the ranks' python, backend and example come from: this build, or the chroot's.
 PY=(/usr/bin/python3)
@@ -68,9 +77,16 @@ OUT=$(cd "$OUT" && pwd)
 export INA_UDP_GSO=0  # one datagram per frame, so tbf charges the overhead per frame
 RATE_BPS=$(python3 -c "import re,sys; m=re.fullmatch(r'(\d+)(k|m|g)?bit','$RATE'); \
 print(int(m.group(1))*{None:1,'k':10**3,'m':10**6,'g':10**9}[m.group(2)])")
+# The K libina picks on these links (the largest whose 22 + 4K + 4 byte message fits an IPv4/UDP
+# datagram of the MTU) and the window testbed.sh gives it (256 slots, or 1 MiB in flight above
+# K=256, below the shapers' 2 MiB queues).
+K=64
+for k in 256 512 1024 2048; do ((22 + 4 * k + 4 + 28 <= MTU)) && K=$k; done
+WINDOW=256
+((K > 256)) && WINDOW=$((1048576 / (4 * K)))
 # The RTO floor at the window's drain time (docs/host.md, "RTO on slow links").
-RTO_MIN_US=$(( 256 * (64 + 4 * 256 + 24) * 8 * 1000000 / RATE_BPS + 1000 ))
-export INA_RTO_MIN_US=$RTO_MIN_US INA_RTO_INITIAL_US=$RTO_MIN_US
+RTO_MIN_US=$(( WINDOW * (64 + 4 * K + 24) * 8 * 1000000 / RATE_BPS + 1000 ))
+export INA_RTO_MIN_US=$RTO_MIN_US INA_RTO_INITIAL_US=$RTO_MIN_US INA_WINDOW=$WINDOW
 
 PREFIX=inatt$$
 SW=$PREFIX-sw
@@ -110,10 +126,10 @@ fi
 
 # shellcheck source=scripts/netns_star.sh
 source "$ROOT/scripts/netns_star.sh"
-star_up "$SW" "$PREFIX" "$WORKERS" "$RATE" "$OVERHEAD" || die "ip netns add failed"
+star_up "$SW" "$PREFIX" "$WORKERS" "$RATE" "$OVERHEAD" "$MTU" || die "ip netns add failed"
 star_switch "$SW" "$OUT/switchd.out" "$SWITCHD" || die "ina-switchd did not come up"
-echo "torch_testbed: $WORKERS workers, every link $RATE each way (+$OVERHEAD B/frame)," \
-     "MLP 64-$HIDDEN x$LAYERS-10, $STEPS steps, rto_min ${RTO_MIN_US} us"
+echo "torch_testbed: $WORKERS workers, every link $RATE each way (+$OVERHEAD B/frame, MTU" \
+     "$MTU: ina K=$K, window $WINDOW), MLP 64-$HIDDEN x$LAYERS-10, $STEPS steps, rto_min ${RTO_MIN_US} us"
 
 run() {  # backend
   local b=$1 i pids=() rc=0 mport=$((29600 + RANDOM % 1000))
@@ -136,7 +152,7 @@ grep -h "fabric_calls" "$OUT"/ina.rank*.out | cut -c1-120
 median() { sed -n 's/^time .* median step \([0-9.]*\) ms.*/\1/p' "$OUT/$1.rank0.out"; }
 calls=$(sed -n 's/.* fabric_calls \([0-9]*\) .*/\1/p' "$OUT/ina.rank0.out")
 torch_version=$("${PY[@]}" -c 'import torch; print(torch.__version__)' 2> /dev/null | tail -1)
-echo "{\"workers\": $WORKERS, \"torch\": \"$torch_version\", \"rate_bps\": $RATE_BPS, \"overhead\": $OVERHEAD, \"steps\": $STEPS," \
+echo "{\"workers\": $WORKERS, \"torch\": \"$torch_version\", \"rate_bps\": $RATE_BPS, \"overhead\": $OVERHEAD, \"mtu\": $MTU, \"k\": $K, \"steps\": $STEPS," \
      "\"hidden\": $HIDDEN, \"layers\": $LAYERS, \"batch\": 32, \"cpus\": $(nproc)," \
      "\"ina_median_step_ms\": $(median ina), \"gloo_median_step_ms\": $(median gloo)," \
      "\"ina_fabric_calls\": ${calls:-0}}" > "$OUT/torch.json"
