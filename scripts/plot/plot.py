@@ -370,14 +370,21 @@ def kind_collnet(d, paths, note):
 
 def kind_torch(d, paths, note):
     rows = load_all(paths)
-    groups = [{"label": f"{rate_text(r['rate_bps'])} links, MLP 64-{r['hidden']} x{r['layers']}-10, "
-                        f"{r['steps']} steps",
+    def label(r):
+        text = (f"{rate_text(r['rate_bps'])} links, MLP 64-{r['hidden']} x{r['layers']}-10, "
+                f"{r['steps']} steps")
+        if "mtu" in r:  # runs that know their MTU and torch (older torch.json files do not)
+            text = f"{rate_text(r['rate_bps'])}, MTU {r['mtu']}, torch {r['torch'].split('+')[0]}"
+        return text
+    groups = [{"label": label(r),
                "bars": [(0, r["ina_median_step_ms"], None, f"{r['ina_median_step_ms']:.0f}"),
                         (1, r["gloo_median_step_ms"], None, f"{r['gloo_median_step_ms']:.0f}")]}
               for r in rows]
     r = rows[0]
     title = (f"PyTorch DDP training step (examples/train_ddp.py), {r['workers']} ranks on the "
              f"rate-limited testbed, batch {r['batch']} per rank, CPU; {cpus_text(rows)}")
+    if "mtu" in r:
+        title += f"\nMLP 64-{r['hidden']} x{r['layers']}-10, {r['steps']} steps"
     fig = {"title": title, "ylabel": "median step time (ms; steps after the first 2)",
            "series": ["backend ina (ina-switchd)", "backend gloo (ring)"], "groups": groups}
     return bars(d, fig, note)

@@ -29,7 +29,7 @@ CASES = {
     "quant": ["quant.json"],
     "rtl": ["rtl.jsonl"],
     "collnet": ["collnet.jsonl"],
-    "torch": ["torch.json"],
+    "torch": ["torch.json", "torch-mtu.json"],
     "scale-size": ["scale-size.jsonl"],
     "scale-calib": ["scale-calib.jsonl", "testbed.jsonl"],
 }
