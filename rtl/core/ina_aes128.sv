@@ -54,15 +54,13 @@ module ina_aes128
         end
       end
     end else if (!Inverse) begin : gen_round
-      // (The key step is written twice rather than as a wire, which a simulator would evaluate
-      // in every cycle.)
       always_ff @(posedge clk_i) begin
         if (valid_q[r-1]) begin
-          state_q <= ina_gcm_pkg::aes_round(
-              gen_stage[r-1].state_q,
-              ina_gcm_pkg::aes_next_key(gen_stage[r-1].key_q, ina_gcm_pkg::round_const(r)),
-              r == Rounds);
-          key_q   <= ina_gcm_pkg::aes_next_key(gen_stage[r-1].key_q, ina_gcm_pkg::round_const(r));
+          logic [127:0] k, b;
+          ina_gcm_pkg::aes_next_key(gen_stage[r-1].key_q, ina_gcm_pkg::round_const(r), k);
+          ina_gcm_pkg::aes_round(gen_stage[r-1].state_q, k, r == Rounds, b);
+          state_q <= b;
+          key_q   <= k;
           user_q  <= gen_stage[r-1].user_q;
         end
       end
@@ -70,12 +68,12 @@ module ina_aes128
       // Round key 10 - r from round key 11 - r.
       always_ff @(posedge clk_i) begin
         if (valid_q[r-1]) begin
-          state_q <= ina_gcm_pkg::aes_inv_round(
-              gen_stage[r-1].state_q,
-              ina_gcm_pkg::aes_prev_key(gen_stage[r-1].key_q, ina_gcm_pkg::round_const(Rounds + 1 - r)),
-              r == Rounds);
-          key_q   <= ina_gcm_pkg::aes_prev_key(gen_stage[r-1].key_q,
-                                               ina_gcm_pkg::round_const(Rounds + 1 - r));
+          logic [127:0] k, b;
+          ina_gcm_pkg::aes_prev_key(gen_stage[r-1].key_q, ina_gcm_pkg::round_const(Rounds + 1 - r),
+                                    k);
+          ina_gcm_pkg::aes_inv_round(gen_stage[r-1].state_q, k, r == Rounds, b);
+          state_q <= b;
+          key_q   <= k;
           user_q  <= gen_stage[r-1].user_q;
         end
       end

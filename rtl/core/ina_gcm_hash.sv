@@ -113,6 +113,7 @@ module ina_gcm_hash
     logic [3:0]  blk_valid;
     logic [2:0]  m, pw;
     logic [20:0] at;
+    logic [127:0] prod;                 // one product of GF(2^128)
     // (Part-selects of `data` rather than ina_rtl_pkg's helpers: each call of a helper would copy
     // the 512-bit beat into a local that a simulator initializes in every cycle.)
     r.count = first ? {data[8*(HdrByte + ina_proto_pkg::CountOffset) +: 8],
@@ -138,11 +139,17 @@ module ina_gcm_hash
     // The blocks valid are consecutive and end at the window's end or at A's end: the powers of H
     // count down from m to the last valid block's 1.
     r.y = first ? '0 : y_prev;
-    if (m != '0) r.y = ina_gcm_pkg::gf128_mul(r.y, hp[128*(32'(m) - 1) +: 128]);
+    if (m != '0) begin
+      ina_gcm_pkg::gf128_mul(r.y, hp[128*(32'(m) - 1) +: 128], prod);
+      r.y = prod;
+    end
     for (int unsigned j = 0; j < 4; j++) begin
       pw = '0;  // valid blocks from j on
       for (int unsigned k = j; k < 4; k++) pw = pw + 3'(blk_valid[k]);
-      if (blk_valid[j]) r.y = r.y ^ ina_gcm_pkg::gf128_mul(blk[j], hp[128*(32'(pw) - 1) +: 128]);
+      if (blk_valid[j]) begin
+        ina_gcm_pkg::gf128_mul(blk[j], hp[128*(32'(pw) - 1) +: 128], prod);
+        r.y = r.y ^ prod;
+      end
     end
     // After the last beat: the block starting at the window's byte 64 (A-offset 64 b + 16), of
     // which this beat holds the first 6 bytes.
@@ -205,9 +212,15 @@ module ina_gcm_hash
     end
     if (f_valid_q) begin
       // (Y ^ C) H^2 ^ L H with the partial block C, else (Y ^ L) H.
-      o_hash_q <= fold_q.cvalid ?
-          ina_gcm_pkg::gf128_mul(fold_q.y ^ fold_q.cblk, f_h2_q) ^ ina_gcm_pkg::gf128_mul(f_len, f_h1_q) :
-          ina_gcm_pkg::gf128_mul(fold_q.y ^ f_len, f_h1_q);
+      logic [127:0] ych, lh;
+      if (fold_q.cvalid) begin
+        ina_gcm_pkg::gf128_mul(fold_q.y ^ fold_q.cblk, f_h2_q, ych);
+        ina_gcm_pkg::gf128_mul(f_len, f_h1_q, lh);
+        o_hash_q <= ych ^ lh;
+      end else begin
+        ina_gcm_pkg::gf128_mul(fold_q.y ^ f_len, f_h1_q, ych);
+        o_hash_q <= ych;
+      end
       o_tag_q  <= Check ? fold_q.tag : '0;
       o_user_q <= f_user_q;
     end

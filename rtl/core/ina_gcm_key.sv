@@ -52,10 +52,17 @@ module ina_gcm_key (
       h1_q   <= h;
       last_q <= h_key;
     end
-    if (p2_q) h2_q <= ina_gcm_pkg::gf128_mul(h1_q, h1_q);
+    if (p2_q) begin
+      logic [127:0] p2;
+      ina_gcm_pkg::gf128_mul(h1_q, h1_q, p2);
+      h2_q <= p2;
+    end
     if (p3_q) begin
-      h3_q <= ina_gcm_pkg::gf128_mul(h2_q, h1_q);
-      h4_q <= ina_gcm_pkg::gf128_mul(h2_q, h2_q);
+      logic [127:0] p3, p4;
+      ina_gcm_pkg::gf128_mul(h2_q, h1_q, p3);
+      ina_gcm_pkg::gf128_mul(h2_q, h2_q, p4);
+      h3_q <= p3;
+      h4_q <= p4;
     end
   end
 

@@ -1,7 +1,15 @@
-// AES-128 and GHASH as functions, for the AES-GCM blocks of keyed jobs (docs/security.md,
+// AES-128 and GHASH as tasks, for the AES-GCM blocks of keyed jobs (docs/security.md,
 // docs/rtl/ina_aes128.md, docs/rtl/ina_gcm_hash.md): one AES round (forward and inverse), one step
 // of the key schedule (forward and backward) and the GF(2^128) product of GCM. Each is pure
 // combinational logic; the modules register between them.
+//
+// Tasks with an output, not functions, for the simulation model's speed: Verilator (5.006) inlines
+// every function at each call and zeroes its locals (and copies of its wide arguments) on every
+// clock edge, whether the call runs or not (for these blocks, ~15,000 bits per edge on CRC-only
+// traffic, which never calls them). A task marked no_inline_task stays a C++ function of its own
+// whose locals are set up only when it is called. So these tasks use no function with a wide
+// argument, declare their loop variables at the top, and are called only where a block loads. For
+// synthesis a task is the same logic as the function.
 //
 // A 128-bit block is logic [127:0] with its first byte (byte 0 on the wire, or of the key) in bits
 // [127:120]: the order of FIPS-197's input bytes and of SP 800-38D's bit strings (GCM's bit 0 is
@@ -581,11 +589,6 @@ package ina_gcm_pkg;
 `endif
   endfunction
 
-  // Byte i (0 .. 15) of a block.
-  function automatic logic [7:0] byte_of(input logic [127:0] b, input int unsigned i);
-    byte_of = b[127 - 8 * i -: 8];
-  endfunction
-
   // x * {02} in GF(2^8) (FIPS-197, 4.2.1).
   function automatic logic [7:0] xtime(input logic [7:0] x);
     xtime = {x[6:0], 1'b0} ^ (x[7] ? 8'h1b : 8'h00);
@@ -613,34 +616,39 @@ package ina_gcm_pkg;
   endfunction
 
   // Round key r from round key r - 1 (rcon = round_const(r)).
-  function automatic logic [127:0] aes_next_key(input logic [127:0] k, input logic [7:0] rcon);
+  task automatic aes_next_key(input logic [127:0] k, input logic [7:0] rcon,
+                              output logic [127:0] o);
+    /*verilator no_inline_task*/
     logic [31:0] w0, w1, w2, w3;
     w0 = k[127:96] ^ key_word_t(k[31:0], rcon);
     w1 = k[95:64] ^ w0;
     w2 = k[63:32] ^ w1;
     w3 = k[31:0] ^ w2;
-    aes_next_key = {w0, w1, w2, w3};
-  endfunction
+    o = {w0, w1, w2, w3};
+  endtask
   // Round key r - 1 from round key r (rcon = round_const(r)): the schedule run backwards.
-  function automatic logic [127:0] aes_prev_key(input logic [127:0] k, input logic [7:0] rcon);
+  task automatic aes_prev_key(input logic [127:0] k, input logic [7:0] rcon,
+                              output logic [127:0] o);
+    /*verilator no_inline_task*/
     logic [31:0] w1, w2, w3;
     w3 = k[31:0] ^ k[63:32];
     w2 = k[63:32] ^ k[95:64];
     w1 = k[95:64] ^ k[127:96];
-    aes_prev_key = {k[127:96] ^ key_word_t(w3, rcon), w1, w2, w3};
-  endfunction
+    o = {k[127:96] ^ key_word_t(w3, rcon), w1, w2, w3};
+  endtask
 
   // One encryption round: SubBytes, ShiftRows, MixColumns (unless last), AddRoundKey.
-  function automatic logic [127:0] aes_round(input logic [127:0] s, input logic [127:0] rk,
-                                             input logic last);
+  task automatic aes_round(input logic [127:0] s, input logic [127:0] rk, input logic last,
+                           output logic [127:0] o);
+    /*verilator no_inline_task*/
     logic [7:0] t[16];
-    logic [127:0] o;
-    // SubBytes and ShiftRows: s'[r, c] = S(s[r, c + r mod 4]).
-    for (int unsigned c = 0; c < 4; c++) begin
-      for (int unsigned r = 0; r < 4; r++) t[r + 4 * c] = sbox(byte_of(s, r + 4 * ((c + r) % 4)));
+    logic [7:0] a0, a1, a2, a3;
+    int unsigned c, r;
+    // SubBytes and ShiftRows: s'[r, c] = S(s[r, c + r mod 4]) (state byte r + 4c).
+    for (c = 0; c < 4; c++) begin
+      for (r = 0; r < 4; r++) t[r + 4 * c] = sbox(s[127 - 8 * (r + 4 * ((c + r) % 4)) -: 8]);
     end
-    for (int unsigned c = 0; c < 4; c++) begin
-      logic [7:0] a0, a1, a2, a3;
+    for (c = 0; c < 4; c++) begin
       a0 = t[4 * c];
       a1 = t[4 * c + 1];
       a2 = t[4 * c + 2];
@@ -654,50 +662,52 @@ package ina_gcm_pkg;
                                  xtime(a0) ^ a0 ^ a1 ^ a2 ^ xtime(a3)};
       end
     end
-    aes_round = o ^ rk;
-  endfunction
+    o = o ^ rk;
+  endtask
 
   // One decryption round (FIPS-197, 5.3, the inverse cipher): InvShiftRows, InvSubBytes,
   // AddRoundKey, InvMixColumns (unless last).
-  function automatic logic [127:0] aes_inv_round(input logic [127:0] s, input logic [127:0] rk,
-                                                 input logic last);
+  task automatic aes_inv_round(input logic [127:0] s, input logic [127:0] rk, input logic last,
+                               output logic [127:0] o);
+    /*verilator no_inline_task*/
     logic [7:0] t[16];
-    logic [127:0] u, o;
+    logic [127:0] u;
+    logic [7:0] a0, a1, a2, a3;
+    int unsigned c, r, i;
     // InvShiftRows and InvSubBytes: s'[r, c + r mod 4] = S^-1(s[r, c]).
-    for (int unsigned c = 0; c < 4; c++) begin
-      for (int unsigned r = 0; r < 4; r++) begin
-        t[r + 4 * ((c + r) % 4)] = inv_sbox(byte_of(s, r + 4 * c));
-      end
+    for (c = 0; c < 4; c++) begin
+      for (r = 0; r < 4; r++) t[r + 4 * ((c + r) % 4)] = inv_sbox(s[127 - 8 * (r + 4 * c) -: 8]);
     end
-    for (int unsigned i = 0; i < 16; i++) u[127 - 8 * i -: 8] = t[i];
+    for (i = 0; i < 16; i++) u[127 - 8 * i -: 8] = t[i];
     u = u ^ rk;
     o = u;
     if (!last) begin
-      for (int unsigned c = 0; c < 4; c++) begin
-        logic [7:0] a0, a1, a2, a3;
-        a0 = byte_of(u, 4 * c);
-        a1 = byte_of(u, 4 * c + 1);
-        a2 = byte_of(u, 4 * c + 2);
-        a3 = byte_of(u, 4 * c + 3);
+      for (c = 0; c < 4; c++) begin
+        a0 = u[127 - 32 * c -: 8];
+        a1 = u[119 - 32 * c -: 8];
+        a2 = u[111 - 32 * c -: 8];
+        a3 = u[103 - 32 * c -: 8];
         o[127 - 32 * c -: 32] = {gmul8(a0, 4'he) ^ gmul8(a1, 4'hb) ^ gmul8(a2, 4'hd) ^ gmul8(a3, 4'h9),
                                  gmul8(a0, 4'h9) ^ gmul8(a1, 4'he) ^ gmul8(a2, 4'hb) ^ gmul8(a3, 4'hd),
                                  gmul8(a0, 4'hd) ^ gmul8(a1, 4'h9) ^ gmul8(a2, 4'he) ^ gmul8(a3, 4'hb),
                                  gmul8(a0, 4'hb) ^ gmul8(a1, 4'hd) ^ gmul8(a2, 4'h9) ^ gmul8(a3, 4'he)};
       end
     end
-    aes_inv_round = o;
-  endfunction
+  endtask
 
   // X * Y in GCM's GF(2^128) (SP 800-38D, algorithm 1): bit-reflected, R = 11100001 || 0^120.
-  function automatic logic [127:0] gf128_mul(input logic [127:0] x, input logic [127:0] y);
-    logic [127:0] z, v;
+  task automatic gf128_mul(input logic [127:0] x, input logic [127:0] y, output logic [127:0] z);
+    /*verilator no_inline_task*/
+    logic [127:0] v;
+    int unsigned i;
     z = '0;
     v = y;
-    for (int unsigned i = 0; i < 128; i++) begin
-      if (x[127 - i]) z = z ^ v;
-      v = {1'b0, v[127:1]} ^ (v[0] ? {8'he1, 120'h0} : 128'h0);
+    // (Masks rather than branches: a simulator's branch on each bit of x mispredicts half the
+    // time.)
+    for (i = 0; i < 128; i++) begin
+      z = z ^ (v & {128{x[127 - i]}});
+      v = {1'b0, v[127:1]} ^ ({8'he1, 120'h0} & {128{v[0]}});
     end
-    gf128_mul = z;
-  endfunction
+  endtask
 
 endpackage
