@@ -90,8 +90,10 @@ module ina_gcm_hash
   // ---------------------------------------------------------------------------------------------
   // Stage A's fold.
 
-  // The fold of one beat, as a function of the beat and the registers, called only for a beat (a
-  // simulator then does nothing in idle cycles; in hardware the registers' enables).
+  // The fold of one beat, as a task of the beat and the registers, called only for a beat (a
+  // simulator then does nothing in idle cycles; in hardware the registers' enables). A task, as it
+  // calls the GF(2^128) product (a task: ina_gcm_pkg), which a function may not; its result is
+  // built from plain variables, as yosys 0.23 cannot assign the members of a struct variable.
   typedef struct packed {
     logic [15:0]  count;   // the frame's count (from its first beat)
     logic [127:0] y;       // Y after the beat
@@ -100,11 +102,13 @@ module ina_gcm_hash
     logic [127:0] tag;     // the tag bytes seen so far (Check)
   } fold_t;
 
-  function automatic fold_t fold(
+  task automatic fold(
       input logic [ina_rtl_pkg::BeatBits-1:0] data, input logic first, input logic [15:0] beat,
       input logic [47:0] carry, input logic [127:0] y_prev, input logic [15:0] count_prev,
-      input logic [127:0] tag_prev, input logic [511:0] hp);
-    fold_t r;
+      input logic [127:0] tag_prev, input logic [511:0] hp, output fold_t r);
+    logic [15:0]  count;
+    logic [127:0] y, cblk, tag;
+    logic         cvalid;
     logic [18:0] alen;                  // len(A) in bytes: 22 + 4 count
     logic [7:0]  w[64];                 // the window: 6 carried bytes, then beat bytes 0 .. 57
     logic signed [23:0] pos;            // A-offset of window block j's first byte
@@ -116,9 +120,9 @@ module ina_gcm_hash
     logic [127:0] prod;                 // one product of GF(2^128)
     // (Part-selects of `data` rather than ina_rtl_pkg's helpers: each call of a helper would copy
     // the 512-bit beat into a local that a simulator initializes in every cycle.)
-    r.count = first ? {data[8*(HdrByte + ina_proto_pkg::CountOffset) +: 8],
-                       data[8*(HdrByte + ina_proto_pkg::CountOffset + 1) +: 8]} : count_prev;
-    alen = 19'd22 + {1'b0, r.count, 2'b00};
+    count = first ? {data[8*(HdrByte + ina_proto_pkg::CountOffset) +: 8],
+                     data[8*(HdrByte + ina_proto_pkg::CountOffset + 1) +: 8]} : count_prev;
+    alen = 19'd22 + {1'b0, count, 2'b00};
     for (int unsigned t = 0; t < 64; t++) begin
       if (t < Shift) w[t] = carry[8*t +: 8];
       else w[t] = data[8*(t - Shift) +: 8];
@@ -138,46 +142,47 @@ module ina_gcm_hash
     end
     // The blocks valid are consecutive and end at the window's end or at A's end: the powers of H
     // count down from m to the last valid block's 1.
-    r.y = first ? '0 : y_prev;
+    y = first ? '0 : y_prev;
     if (m != '0) begin
-      ina_gcm_pkg::gf128_mul(r.y, hp[128*(32'(m) - 1) +: 128], prod);
-      r.y = prod;
+      ina_gcm_pkg::gf128_mul(y, hp[128*(32'(m) - 1) +: 128], prod);
+      y = prod;
     end
     for (int unsigned j = 0; j < 4; j++) begin
       pw = '0;  // valid blocks from j on
       for (int unsigned k = j; k < 4; k++) pw = pw + 3'(blk_valid[k]);
       if (blk_valid[j]) begin
         ina_gcm_pkg::gf128_mul(blk[j], hp[128*(32'(pw) - 1) +: 128], prod);
-        r.y = r.y ^ prod;
+        y = y ^ prod;
       end
     end
     // After the last beat: the block starting at the window's byte 64 (A-offset 64 b + 16), of
     // which this beat holds the first 6 bytes.
     pos = $signed({2'b0, beat, 6'b0}) + 24'sd16;
     rem = $signed({5'd0, alen}) - pos;
-    r.cvalid = rem > 0;
-    r.cblk = '0;
+    cvalid = rem > 0;
+    cblk = '0;
     for (int unsigned t = 0; t < Shift; t++) begin
-      if (rem > $signed(24'(t))) r.cblk[127 - 8*t -: 8] = data[8*(64 - Shift + t) +: 8];
+      if (rem > $signed(24'(t))) cblk[127 - 8*t -: 8] = data[8*(64 - Shift + t) +: 8];
     end
     // The tag: frame bytes 42 + len(A) .. + 15, each taken in the beat that holds it.
-    r.tag = first ? '0 : tag_prev;
+    tag = first ? '0 : tag_prev;
     if (Check) begin
       for (int unsigned k = 0; k < 16; k++) begin
         at = 21'(HdrByte) + {2'b0, alen} + 21'(k);
-        if ({1'b0, at[20:6]} == beat) r.tag[127 - 8*k -: 8] = data[8*at[5:0] +: 8];
+        if ({1'b0, at[20:6]} == beat) tag[127 - 8*k -: 8] = data[8*at[5:0] +: 8];
       end
     end
-    fold = r;
-  endfunction
+    r = {count, y, cblk, cvalid, tag};  // fold_t's fields in their order
+  endtask
 
   fold_t        fold_q;     // after the last beat folded
   logic [47:0]  carry_q;    // frame bytes 64 b - 6 .. 64 b - 1 (byte 0 in [7:0])
 
   always_ff @(posedge clk_i) begin
     if (a_valid_q) begin
-      fold_q  <= fold(a_data_q, a_first_q, a_beat_q, carry_q, fold_q.y, fold_q.count, fold_q.tag,
-                      hpow_q);
+      fold_t f;
+      fold(a_data_q, a_first_q, a_beat_q, carry_q, fold_q.y, fold_q.count, fold_q.tag, hpow_q, f);
+      fold_q  <= f;
       carry_q <= a_data_q[8*(64 - Shift) +: 8*Shift];
     end
   end
