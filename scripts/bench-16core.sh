@@ -8,7 +8,7 @@
 #   2. scaling:  ONE_JOB=1 scripts/bench-switch-scaling.sh (one job on 1/2/4/8 switch cores; the
 #                0.7 N target), over UDP and then over DPDK memif (IO=dpdk: a queue per core);
 #   3. loopback: ina-bench --k 2048 --elements 16777216 at --workers 4 and 8 against Gloo's ring
-#                (one box), on one switch core and on the first N > 1 of --cores-list.
+#                (one box), on one switch core and on every other N of --cores-list.
 #
 #   scripts/bench-16core.sh [--quick] [--build-dir DIR] [--out DIR] [--phases "testbed scaling
 #                           loopback"] [--cores-list "4 8"] [--workers-list "4 8"]
@@ -147,9 +147,8 @@ for phase in $PHASES; do
       ;;
     loopback)
       note "" "## one box (loopback): ina-bench --k 2048 vs Gloo"
-      many=$(echo "$CORES_LIST" | tr ' ' '\n' | grep -vx 1 | head -1)
-      lb_cores=1
-      [[ -n $many ]] && lb_cores="1 $many"
+      # One switch core, then every other count of --cores-list (cheap runs: a few seconds each).
+      lb_cores="1 $(echo "$CORES_LIST" | tr ' ' '\n' | grep -vx 1 | tr '\n' ' ')"
       for w in $WORKERS_LIST; do
         for c in $lb_cores; do
           args=(--workers "$w" --elements "$SIZE" --iters "$ITERS" --k 2048)
