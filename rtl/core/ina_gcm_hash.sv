@@ -60,10 +60,70 @@ module ina_gcm_hash
     end
   end
 
-  // Stage A: the beat, registered.
+  // The beat's geometry: which of its bytes are A's, which blocks it completes, where the tag's
+  // bytes fall. It depends only on the frame's count and the beat's index, so it is computed as the
+  // beat comes in and registered with it: the fold's cycle then holds only byte selects, the
+  // products and their XOR, not the length arithmetic's carry chains in front of them (synthesis:
+  // docs/rtl/synthesis.md, "The AES-GCM blocks").
+  //   blk_valid[j]  window block j (A's block 4 b - 3 + j, at A-offset 64 b - 48 + 16 j) is
+  //                 complete in this beat; inc[16 j + t]: its byte t is A's (else zero padding)
+  //   m, pw[3 j +: 3]  blocks completed, and those from block j on (the power of H for block j)
+  //   cvalid, cinc[t]  the block starting at A-offset 64 b + 16 (of which this beat holds the
+  //                 first Shift bytes) is A's, and its byte t is
+  //   tag_hit[k], tag_at[6 k +: 6]  (Check) the tag's byte k (frame byte 42 + len(A) + k) is in
+  //                 this beat, at that byte
+  task automatic geometry(input logic [15:0] count, input logic [15:0] beat,
+                          output logic [3:0] blk_valid, output logic [63:0] inc,
+                          output logic [2:0] m, output logic [11:0] pw, output logic cvalid,
+                          output logic [Shift-1:0] cinc, output logic [15:0] tag_hit,
+                          output logic [95:0] tag_at);
+    logic [18:0] alen;                  // len(A) in bytes: 22 + 4 count
+    logic signed [23:0] pos, rem;
+    logic [20:0] at;
+    alen = 19'd22 + {1'b0, count, 2'b00};
+    m = '0;
+    for (int unsigned j = 0; j < 4; j++) begin
+      pos = $signed({2'b0, beat, 6'b0}) - 24'sd48 + $signed(24'(16 * j));
+      rem = $signed({5'd0, alen}) - pos;
+      blk_valid[j] = pos >= 0 && rem > 0;
+      for (int unsigned t = 0; t < 16; t++) inc[16*j + t] = rem > $signed(24'(t));
+      if (blk_valid[j]) m = m + 3'd1;
+    end
+    // The blocks valid are consecutive and end at the window's end or at A's end: the powers of H
+    // count down from m to the last valid block's 1.
+    for (int unsigned j = 0; j < 4; j++) begin
+      pw[3*j +: 3] = '0;
+      for (int unsigned k = j; k < 4; k++) pw[3*j +: 3] = pw[3*j +: 3] + 3'(blk_valid[k]);
+    end
+    pos = $signed({2'b0, beat, 6'b0}) + 24'sd16;
+    rem = $signed({5'd0, alen}) - pos;
+    cvalid = rem > 0;
+    for (int unsigned t = 0; t < Shift; t++) cinc[t] = rem > $signed(24'(t));
+    for (int unsigned k = 0; k < 16; k++) begin
+      at = 21'(HdrByte) + {2'b0, alen} + 21'(k);
+      tag_hit[k] = {1'b0, at[20:6]} == beat;
+      tag_at[6*k +: 6] = at[5:0];
+    end
+  endtask
+
+  // The frame's count: from the header of its first beat, then held.
+  localparam int unsigned CountByte = HdrByte + ina_proto_pkg::CountOffset;
+  logic [15:0] cnt_q, in_count;
+  assign in_count = in_frame_q ? cnt_q
+                              : {in_data_i[8*CountByte +: 8], in_data_i[8*(CountByte + 1) +: 8]};
+
+  // Stage A: the beat and its geometry, registered.
   logic                a_valid_q, a_last_q, a_first_q;
-  logic [15:0]         a_beat_q;
+  logic [15:0]         a_count_q;
   logic [ina_rtl_pkg::BeatBits-1:0] a_data_q;
+  logic [3:0]          a_blk_valid_q;
+  logic [63:0]         a_inc_q;
+  logic [2:0]          a_m_q;
+  logic [11:0]         a_pw_q;
+  logic                a_cvalid_q;
+  logic [Shift-1:0]    a_cinc_q;
+  logic [15:0]         a_tag_hit_q;
+  logic [95:0]         a_tag_at_q;
   logic [511:0]        hpow_q;    // the frame's powers of H
   logic [UserBits-1:0] user_q;    // the frame's user bits
 
@@ -76,11 +136,29 @@ module ina_gcm_hash
   end
   always_ff @(posedge clk_i) begin
     if (in_valid_i) begin
-      a_data_q  <= in_data_i;
-      a_last_q  <= in_last_i;
-      a_first_q <= !in_frame_q;
-      a_beat_q  <= in_beat_q;
+      logic [3:0]       bv;
+      logic [63:0]      inc;
+      logic [2:0]       m;
+      logic [11:0]      pw;
+      logic             cv;
+      logic [Shift-1:0] ci;
+      logic [15:0]      th;
+      logic [95:0]      ta;
+      geometry(in_count, in_beat_q, bv, inc, m, pw, cv, ci, th, ta);
+      a_data_q      <= in_data_i;
+      a_last_q      <= in_last_i;
+      a_first_q     <= !in_frame_q;
+      a_count_q     <= in_count;
+      a_blk_valid_q <= bv;
+      a_inc_q       <= inc;
+      a_m_q         <= m;
+      a_pw_q        <= pw;
+      a_cvalid_q    <= cv;
+      a_cinc_q      <= ci;
+      a_tag_hit_q   <= th;
+      a_tag_at_q    <= ta;
       if (!in_frame_q) begin
+        cnt_q  <= in_count;
         hpow_q <= in_hpow_i;
         user_q <= in_user_i;
       end
@@ -90,10 +168,11 @@ module ina_gcm_hash
   // ---------------------------------------------------------------------------------------------
   // Stage A's fold.
 
-  // The fold of one beat, as a task of the beat and the registers, called only for a beat (a
-  // simulator then does nothing in idle cycles; in hardware the registers' enables). A task, as it
-  // calls the GF(2^128) product (a task: ina_gcm_pkg), which a function may not; its result is
-  // built from plain variables, as yosys 0.23 cannot assign the members of a struct variable.
+  // The fold of one beat, as a task of the beat, its geometry and the registers, called only for a
+  // beat (a simulator then does nothing in idle cycles; in hardware the registers' enables). A
+  // task, as it calls the GF(2^128) product (a task: ina_gcm_pkg), which a function may not; its
+  // result is built from plain variables, as yosys 0.23 cannot assign the members of a struct
+  // variable.
   typedef struct packed {
     logic [15:0]  count;   // the frame's count (from its first beat)
     logic [127:0] y;       // Y after the beat
@@ -103,73 +182,47 @@ module ina_gcm_hash
   } fold_t;
 
   task automatic fold(
-      input logic [ina_rtl_pkg::BeatBits-1:0] data, input logic first, input logic [15:0] beat,
-      input logic [47:0] carry, input logic [127:0] y_prev, input logic [15:0] count_prev,
-      input logic [127:0] tag_prev, input logic [511:0] hp, output fold_t r);
-    logic [15:0]  count;
+      input logic [ina_rtl_pkg::BeatBits-1:0] data, input logic first, input logic [15:0] count,
+      input logic [47:0] carry, input logic [127:0] y_prev, input logic [127:0] tag_prev,
+      input logic [511:0] hp, input logic [3:0] blk_valid, input logic [63:0] inc,
+      input logic [2:0] m, input logic [11:0] pw, input logic cvalid, input logic [Shift-1:0] cinc,
+      input logic [15:0] tag_hit, input logic [95:0] tag_at, output fold_t r);
     logic [127:0] y, cblk, tag;
-    logic         cvalid;
-    logic [18:0] alen;                  // len(A) in bytes: 22 + 4 count
-    logic [7:0]  w[64];                 // the window: 6 carried bytes, then beat bytes 0 .. 57
-    logic signed [23:0] pos;            // A-offset of window block j's first byte
-    logic signed [23:0] rem;            // bytes of A from there on
+    logic [7:0]   w[64];                // the window: 6 carried bytes, then beat bytes 0 .. 57
     logic [127:0] blk[4];               // the blocks this beat completes (window blocks 0 .. 3)
-    logic [3:0]  blk_valid;
-    logic [2:0]  m, pw;
-    logic [20:0] at;
     logic [127:0] prod;                 // one product of GF(2^128)
     // (Part-selects of `data` rather than ina_rtl_pkg's helpers: each call of a helper would copy
     // the 512-bit beat into a local that a simulator initializes in every cycle.)
-    count = first ? {data[8*(HdrByte + ina_proto_pkg::CountOffset) +: 8],
-                     data[8*(HdrByte + ina_proto_pkg::CountOffset + 1) +: 8]} : count_prev;
-    alen = 19'd22 + {1'b0, count, 2'b00};
     for (int unsigned t = 0; t < 64; t++) begin
       if (t < Shift) w[t] = carry[8*t +: 8];
       else w[t] = data[8*(t - Shift) +: 8];
     end
     // The retx flag is not covered by the tag (a retransmission carries the same one).
     if (first) w[RetxByte + Shift] = w[RetxByte + Shift] & ~(8'd1 << ina_proto_pkg::FlagRetxBit);
-    m = '0;
     for (int unsigned j = 0; j < 4; j++) begin
-      // Window block j is A's block 4 b - 3 + j, at A-offset 64 b - 48 + 16 j.
-      pos = $signed({2'b0, beat, 6'b0}) - 24'sd48 + $signed(24'(16 * j));
-      rem = $signed({5'd0, alen}) - pos;
-      blk_valid[j] = pos >= 0 && rem > 0;
       for (int unsigned t = 0; t < 16; t++) begin
-        blk[j][127 - 8*t -: 8] = rem > $signed(24'(t)) ? w[16*j + t] : 8'h00;
+        blk[j][127 - 8*t -: 8] = inc[16*j + t] ? w[16*j + t] : 8'h00;
       end
-      if (blk_valid[j]) m = m + 3'd1;
     end
-    // The blocks valid are consecutive and end at the window's end or at A's end: the powers of H
-    // count down from m to the last valid block's 1.
     y = first ? '0 : y_prev;
     if (m != '0) begin
       ina_gcm_pkg::gf128_mul(y, hp[128*(32'(m) - 1) +: 128], prod);
       y = prod;
     end
     for (int unsigned j = 0; j < 4; j++) begin
-      pw = '0;  // valid blocks from j on
-      for (int unsigned k = j; k < 4; k++) pw = pw + 3'(blk_valid[k]);
       if (blk_valid[j]) begin
-        ina_gcm_pkg::gf128_mul(blk[j], hp[128*(32'(pw) - 1) +: 128], prod);
+        ina_gcm_pkg::gf128_mul(blk[j], hp[128*(32'(pw[3*j +: 3]) - 1) +: 128], prod);
         y = y ^ prod;
       end
     end
-    // After the last beat: the block starting at the window's byte 64 (A-offset 64 b + 16), of
-    // which this beat holds the first 6 bytes.
-    pos = $signed({2'b0, beat, 6'b0}) + 24'sd16;
-    rem = $signed({5'd0, alen}) - pos;
-    cvalid = rem > 0;
     cblk = '0;
     for (int unsigned t = 0; t < Shift; t++) begin
-      if (rem > $signed(24'(t))) cblk[127 - 8*t -: 8] = data[8*(64 - Shift + t) +: 8];
+      if (cinc[t]) cblk[127 - 8*t -: 8] = data[8*(64 - Shift + t) +: 8];
     end
-    // The tag: frame bytes 42 + len(A) .. + 15, each taken in the beat that holds it.
     tag = first ? '0 : tag_prev;
     if (Check) begin
       for (int unsigned k = 0; k < 16; k++) begin
-        at = 21'(HdrByte) + {2'b0, alen} + 21'(k);
-        if ({1'b0, at[20:6]} == beat) tag[127 - 8*k -: 8] = data[8*at[5:0] +: 8];
+        if (tag_hit[k]) tag[127 - 8*k -: 8] = data[8*tag_at[6*k +: 6] +: 8];
       end
     end
     r = {count, y, cblk, cvalid, tag};  // fold_t's fields in their order
@@ -181,7 +234,8 @@ module ina_gcm_hash
   always_ff @(posedge clk_i) begin
     if (a_valid_q) begin
       fold_t f;
-      fold(a_data_q, a_first_q, a_beat_q, carry_q, fold_q.y, fold_q.count, fold_q.tag, hpow_q, f);
+      fold(a_data_q, a_first_q, a_count_q, carry_q, fold_q.y, fold_q.tag, hpow_q, a_blk_valid_q,
+           a_inc_q, a_m_q, a_pw_q, a_cvalid_q, a_cinc_q, a_tag_hit_q, a_tag_at_q, f);
       fold_q  <= f;
       carry_q <= a_data_q[8*(64 - Shift) +: 8*Shift];
     end
