@@ -67,34 +67,44 @@ module ina_gcm_hash
   // docs/rtl/synthesis.md, "The AES-GCM blocks").
   //   blk_valid[j]  window block j (A's block 4 b - 3 + j, at A-offset 64 b - 48 + 16 j) is
   //                 complete in this beat; inc[16 j + t]: its byte t is A's (else zero padding)
-  //   m, pw[3 j +: 3]  blocks completed, and those from block j on (the power of H for block j)
+  //   msel, psel[4 j +: 4]  the power of H for Y (H^m, m the blocks completed) and for block j
+  //                 (H^(blocks from j on)), one-hot: bit i for H^(i + 1), none for H^0
   //   cvalid, cinc[t]  the block starting at A-offset 64 b + 16 (of which this beat holds the
   //                 first Shift bytes) is A's, and its byte t is
   //   tag_hit[k], tag_at[6 k +: 6]  (Check) the tag's byte k (frame byte 42 + len(A) + k) is in
   //                 this beat, at that byte
+  function automatic logic [2:0] ones4(input logic [3:0] v);  // bits set in v
+    case (v)
+      4'b0000: ones4 = 3'd0;
+      4'b0001, 4'b0010, 4'b0100, 4'b1000: ones4 = 3'd1;
+      4'b0111, 4'b1011, 4'b1101, 4'b1110: ones4 = 3'd3;
+      4'b1111: ones4 = 3'd4;
+      default: ones4 = 3'd2;
+    endcase
+  endfunction
+  function automatic logic [3:0] onehot(input logic [2:0] n);  // bit n - 1 (none for 0)
+    onehot = n == 3'd0 ? 4'b0000 : 4'(4'b0001 << (n - 3'd1));
+  endfunction
   task automatic geometry(input logic [15:0] count, input logic [15:0] beat,
                           output logic [3:0] blk_valid, output logic [63:0] inc,
-                          output logic [2:0] m, output logic [11:0] pw, output logic cvalid,
+                          output logic [3:0] msel, output logic [15:0] psel, output logic cvalid,
                           output logic [Shift-1:0] cinc, output logic [15:0] tag_hit,
                           output logic [95:0] tag_at);
     logic [18:0] alen;                  // len(A) in bytes: 22 + 4 count
     logic signed [23:0] pos, rem;
     logic [20:0] at;
     alen = 19'd22 + {1'b0, count, 2'b00};
-    m = '0;
     for (int unsigned j = 0; j < 4; j++) begin
       pos = $signed({2'b0, beat, 6'b0}) - 24'sd48 + $signed(24'(16 * j));
       rem = $signed({5'd0, alen}) - pos;
       blk_valid[j] = pos >= 0 && rem > 0;
       for (int unsigned t = 0; t < 16; t++) inc[16*j + t] = rem > $signed(24'(t));
-      if (blk_valid[j]) m = m + 3'd1;
     end
     // The blocks valid are consecutive and end at the window's end or at A's end: the powers of H
-    // count down from m to the last valid block's 1.
-    for (int unsigned j = 0; j < 4; j++) begin
-      pw[3*j +: 3] = '0;
-      for (int unsigned k = j; k < 4; k++) pw[3*j +: 3] = pw[3*j +: 3] + 3'(blk_valid[k]);
-    end
+    // count down from m to the last valid block's 1. (Counts of 4 bits as lookups, one LUT level,
+    // not adders.)
+    msel = onehot(ones4(blk_valid));
+    for (int unsigned j = 0; j < 4; j++) psel[4*j +: 4] = onehot(ones4(blk_valid & (4'hF << j)));
     pos = $signed({2'b0, beat, 6'b0}) + 24'sd16;
     rem = $signed({5'd0, alen}) - pos;
     cvalid = rem > 0;
@@ -118,8 +128,8 @@ module ina_gcm_hash
   logic [ina_rtl_pkg::BeatBits-1:0] a_data_q;
   logic [3:0]          a_blk_valid_q;
   logic [63:0]         a_inc_q;
-  logic [2:0]          a_m_q;
-  logic [11:0]         a_pw_q;
+  logic [3:0]          a_msel_q;
+  logic [15:0]         a_psel_q;
   logic                a_cvalid_q;
   logic [Shift-1:0]    a_cinc_q;
   logic [15:0]         a_tag_hit_q;
@@ -138,21 +148,21 @@ module ina_gcm_hash
     if (in_valid_i) begin
       logic [3:0]       bv;
       logic [63:0]      inc;
-      logic [2:0]       m;
-      logic [11:0]      pw;
+      logic [3:0]       ms;
+      logic [15:0]      ps;
       logic             cv;
       logic [Shift-1:0] ci;
       logic [15:0]      th;
       logic [95:0]      ta;
-      geometry(in_count, in_beat_q, bv, inc, m, pw, cv, ci, th, ta);
+      geometry(in_count, in_beat_q, bv, inc, ms, ps, cv, ci, th, ta);
       a_data_q      <= in_data_i;
       a_last_q      <= in_last_i;
       a_first_q     <= !in_frame_q;
       a_count_q     <= in_count;
       a_blk_valid_q <= bv;
       a_inc_q       <= inc;
-      a_m_q         <= m;
-      a_pw_q        <= pw;
+      a_msel_q      <= ms;
+      a_psel_q      <= ps;
       a_cvalid_q    <= cv;
       a_cinc_q      <= ci;
       a_tag_hit_q   <= th;
@@ -185,12 +195,14 @@ module ina_gcm_hash
       input logic [ina_rtl_pkg::BeatBits-1:0] data, input logic first, input logic [15:0] count,
       input logic [47:0] carry, input logic [127:0] y_prev, input logic [127:0] tag_prev,
       input logic [511:0] hp, input logic [3:0] blk_valid, input logic [63:0] inc,
-      input logic [2:0] m, input logic [11:0] pw, input logic cvalid, input logic [Shift-1:0] cinc,
+      input logic [3:0] msel, input logic [15:0] psel, input logic cvalid,
+      input logic [Shift-1:0] cinc,
       input logic [15:0] tag_hit, input logic [95:0] tag_at, output fold_t r);
     logic [127:0] y, cblk, tag;
     logic [7:0]   w[64];                // the window: 6 carried bytes, then beat bytes 0 .. 57
     logic [127:0] blk[4];               // the blocks this beat completes (window blocks 0 .. 3)
     logic [127:0] prod;                 // one product of GF(2^128)
+    logic [127:0] hm;                   // a power of H, selected one-hot
     // (Part-selects of `data` rather than ina_rtl_pkg's helpers: each call of a helper would copy
     // the 512-bit beat into a local that a simulator initializes in every cycle.)
     for (int unsigned t = 0; t < 64; t++) begin
@@ -205,13 +217,28 @@ module ina_gcm_hash
       end
     end
     y = first ? '0 : y_prev;
-    if (m != '0) begin
-      ina_gcm_pkg::gf128_mul(y, hp[128*(32'(m) - 1) +: 128], prod);
+    // (The one-hot selects as parallel cases: one AND-OR level in hardware, a branch in simulation.)
+    if (msel != '0) begin
+      (* parallel_case *)
+      case (1'b1)
+        msel[0]: hm = hp[127:0];
+        msel[1]: hm = hp[255:128];
+        msel[2]: hm = hp[383:256];
+        default: hm = hp[511:384];
+      endcase
+      ina_gcm_pkg::gf128_mul(y, hm, prod);
       y = prod;
     end
     for (int unsigned j = 0; j < 4; j++) begin
       if (blk_valid[j]) begin
-        ina_gcm_pkg::gf128_mul(blk[j], hp[128*(32'(pw[3*j +: 3]) - 1) +: 128], prod);
+        (* parallel_case *)
+        case (1'b1)
+          psel[4*j]:     hm = hp[127:0];
+          psel[4*j + 1]: hm = hp[255:128];
+          psel[4*j + 2]: hm = hp[383:256];
+          default:       hm = hp[511:384];
+        endcase
+        ina_gcm_pkg::gf128_mul(blk[j], hm, prod);
         y = y ^ prod;
       end
     end
@@ -235,7 +262,7 @@ module ina_gcm_hash
     if (a_valid_q) begin
       fold_t f;
       fold(a_data_q, a_first_q, a_count_q, carry_q, fold_q.y, fold_q.tag, hpow_q, a_blk_valid_q,
-           a_inc_q, a_m_q, a_pw_q, a_cvalid_q, a_cinc_q, a_tag_hit_q, a_tag_at_q, f);
+           a_inc_q, a_msel_q, a_psel_q, a_cvalid_q, a_cinc_q, a_tag_hit_q, a_tag_at_q, f);
       fold_q  <= f;
       carry_q <= a_data_q[8*(64 - Shift) +: 8*Shift];
     end
