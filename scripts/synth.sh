@@ -22,7 +22,7 @@
 #   <flow>-<PoolSlots>-k<K>.*).
 # Figures and the commands that made them: docs/rtl/synthesis.md. Since the core holds the AES-GCM
 # blocks of keyed jobs (2026-12-06) the core's figures there predate them; the blocks alone
-# synthesize in minutes (ina_aes128 21.5 k LUTs, ina_gcm_hash 93 k: docs/rtl/synthesis.md, "The
+# synthesize in minutes (ina_aes128 21.5 k LUTs, ina_gcm_hash 106 k: docs/rtl/synthesis.md, "The
 # AES-GCM blocks"); the whole core with its four AES pipelines and two folds was not run again.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)

@@ -85,11 +85,25 @@ module ina_gcm_hash
   function automatic logic [3:0] onehot(input logic [2:0] n);  // bit n - 1 (none for 0)
     onehot = n == 3'd0 ? 4'b0000 : 4'(4'b0001 << (n - 3'd1));
   endfunction
-  task automatic geometry(input logic [15:0] count, input logic [15:0] beat,
-                          output logic [3:0] blk_valid, output logic [63:0] inc,
-                          output logic [3:0] msel, output logic [15:0] psel, output logic cvalid,
-                          output logic [Shift-1:0] cinc, output logic [15:0] tag_hit,
-                          output logic [95:0] tag_at);
+  typedef struct packed {
+    logic [3:0]       blk_valid;
+    logic [63:0]      inc;
+    logic [3:0]       msel;
+    logic [15:0]      psel;
+    logic             cvalid;
+    logic [Shift-1:0] cinc;
+    logic [15:0]      tag_hit;
+    logic [95:0]      tag_at;
+  } geom_t;
+  task automatic geometry(input logic [15:0] count, input logic [15:0] beat, output geom_t g);
+    logic [3:0]       blk_valid;
+    logic [63:0]      inc;
+    logic [3:0]       msel;
+    logic [15:0]      psel;
+    logic             cvalid;
+    logic [Shift-1:0] cinc;
+    logic [15:0]      tag_hit;
+    logic [95:0]      tag_at;
     logic [18:0] alen;                  // len(A) in bytes: 22 + 4 count
     logic signed [23:0] pos, rem;
     logic [20:0] at;
@@ -114,6 +128,8 @@ module ina_gcm_hash
       tag_hit[k] = {1'b0, at[20:6]} == beat;
       tag_at[6*k +: 6] = at[5:0];
     end
+    // (Built from plain variables, as fold's result: yosys 0.23 assigns no struct members.)
+    g = {blk_valid, inc, msel, psel, cvalid, cinc, tag_hit, tag_at};  // geom_t's fields in order
   endtask
 
   // The frame's count: from the header of its first beat, then held.
@@ -126,14 +142,7 @@ module ina_gcm_hash
   logic                a_valid_q, a_last_q, a_first_q;
   logic [15:0]         a_count_q;
   logic [ina_rtl_pkg::BeatBits-1:0] a_data_q;
-  logic [3:0]          a_blk_valid_q;
-  logic [63:0]         a_inc_q;
-  logic [3:0]          a_msel_q;
-  logic [15:0]         a_psel_q;
-  logic                a_cvalid_q;
-  logic [Shift-1:0]    a_cinc_q;
-  logic [15:0]         a_tag_hit_q;
-  logic [95:0]         a_tag_at_q;
+  geom_t               a_geom_q;
   logic [511:0]        hpow_q;    // the frame's powers of H
   logic [UserBits-1:0] user_q;    // the frame's user bits
 
@@ -146,27 +155,13 @@ module ina_gcm_hash
   end
   always_ff @(posedge clk_i) begin
     if (in_valid_i) begin
-      logic [3:0]       bv;
-      logic [63:0]      inc;
-      logic [3:0]       ms;
-      logic [15:0]      ps;
-      logic             cv;
-      logic [Shift-1:0] ci;
-      logic [15:0]      th;
-      logic [95:0]      ta;
-      geometry(in_count, in_beat_q, bv, inc, ms, ps, cv, ci, th, ta);
-      a_data_q      <= in_data_i;
-      a_last_q      <= in_last_i;
-      a_first_q     <= !in_frame_q;
-      a_count_q     <= in_count;
-      a_blk_valid_q <= bv;
-      a_inc_q       <= inc;
-      a_msel_q      <= ms;
-      a_psel_q      <= ps;
-      a_cvalid_q    <= cv;
-      a_cinc_q      <= ci;
-      a_tag_hit_q   <= th;
-      a_tag_at_q    <= ta;
+      geom_t g;
+      geometry(in_count, in_beat_q, g);
+      a_data_q  <= in_data_i;
+      a_last_q  <= in_last_i;
+      a_first_q <= !in_frame_q;
+      a_count_q <= in_count;
+      a_geom_q  <= g;
       if (!in_frame_q) begin
         cnt_q  <= in_count;
         hpow_q <= in_hpow_i;
@@ -217,7 +212,8 @@ module ina_gcm_hash
       end
     end
     y = first ? '0 : y_prev;
-    // (The one-hot selects as parallel cases: one AND-OR level in hardware, a branch in simulation.)
+    // (The one-hot selects as parallel cases: one AND-OR level in hardware, a branch in
+    // simulation.)
     if (msel != '0) begin
       (* parallel_case *)
       case (1'b1)
@@ -261,8 +257,9 @@ module ina_gcm_hash
   always_ff @(posedge clk_i) begin
     if (a_valid_q) begin
       fold_t f;
-      fold(a_data_q, a_first_q, a_count_q, carry_q, fold_q.y, fold_q.tag, hpow_q, a_blk_valid_q,
-           a_inc_q, a_msel_q, a_psel_q, a_cvalid_q, a_cinc_q, a_tag_hit_q, a_tag_at_q, f);
+      fold(a_data_q, a_first_q, a_count_q, carry_q, fold_q.y, fold_q.tag, hpow_q,
+           a_geom_q.blk_valid, a_geom_q.inc, a_geom_q.msel, a_geom_q.psel, a_geom_q.cvalid,
+           a_geom_q.cinc, a_geom_q.tag_hit, a_geom_q.tag_at, f);
       fold_q  <= f;
       carry_q <= a_data_q[8*(64 - Shift) +: 8*Shift];
     end
