@@ -71,9 +71,8 @@ cd "$ROOT" || exit 2
 
 note() { printf '%s\n' "$@" | tee -a "$SUM"; }
 left() { echo $((DEADLINE_S - ($(date +%s) - T0))); }
-# step NAME MIN_S LOG CMD...: runs CMD under the time left (at most STEP_CAP_S, when set), or
-# skips it (noted) with less than MIN_S left.
-STEP_CAP_S=0
+# step NAME MIN_S LOG CMD...: runs CMD under the time left (at most STEP_CAP_S where the call sets
+# it: `STEP_CAP_S=330 step ...`), or skips it (noted) with less than MIN_S left.
 step() {
   local name=$1 min=$2 log=$3 rc t0 limit
   shift 3
@@ -82,7 +81,7 @@ step() {
     return 0
   fi
   limit=$(left)
-  ((STEP_CAP_S > 0 && STEP_CAP_S < limit)) && limit=$STEP_CAP_S
+  ((${STEP_CAP_S:-0} > 0 && STEP_CAP_S < limit)) && limit=$STEP_CAP_S
   note "" "## $name ($(left) s left, limit $limit s)" "" "\`$*\`"
   t0=$(date +%s)
   timeout --kill-after=10 "$limit" "$@" >"$log" 2>&1
@@ -94,11 +93,10 @@ step() {
 }
 # bench NAME MIN_S TAG ARGS...: one bench-16core.sh run, its summary appended to ours.
 bench() {
-  local name=$1 min=$2 tag=$3
+  local name=$1 min=$2 tag=$3 q=()
   shift 3
-  local q=()
-  ((QUICK)) && q=(--quick)
   wants "$tag" || return 0
+  ((QUICK)) && q=(--quick)
   # Each of its runs under the time left too, so that a run cut short is noted in its summary.
   step "$name" "$min" "$OUT/$tag.log" scripts/bench-16core.sh --build-dir "$BUILD_DIR" \
     --out "$OUT/$tag" --phase-timeout-s "$(left)" "${q[@]}" "$@"
@@ -138,11 +136,9 @@ fi
 if wants gpu; then
   # At most 330 s (gpu-check is meant to take under 5 minutes; a hang, such as NCCL's with GPU
   # buffers before, must not eat the time of the figures after it). Its logs stay in gpu-check/.
-  STEP_CAP_S=330
-  step gpu 120 "$OUT/gpu-check.log" scripts/gpu-check.sh --no-build --build-dir "$BUILD_DIR" \
-    --out "$OUT/gpu-check"
+  STEP_CAP_S=330 step gpu 120 "$OUT/gpu-check.log" scripts/gpu-check.sh --no-build \
+    --build-dir "$BUILD_DIR" --out "$OUT/gpu-check"
   { echo '```'; grep '^{' "$OUT/gpu-check.log" | tail -1; echo '```'; } >>"$SUM" 2>/dev/null
-  STEP_CAP_S=0
 fi
 
 # 3.-7. the 16-core figures (#21), the most decisive first

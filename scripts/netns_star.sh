@@ -40,6 +40,20 @@ star_shape() {
     mpu $((60 + $4))
 }
 
+#   star_auto_k MTU / star_window K
+# print the elements per packet libina picks on links of MTU bytes by default (k 0: the largest K
+# of proto/ina.toml whose message, 22 header + 4K + 4 trailer bytes, fits an IPv4/UDP datagram of
+# the MTU), and the window the testbeds give K (256 slots, or 1 MiB in flight above K=256: below
+# the shapers' 2 MiB queues, so ina never loses packets to them).
+star_auto_k() {
+  local k best=0
+  for k in 64 256 512 1024 2048; do ((22 + 4 * k + 4 + 28 <= $1)) && best=$k; done
+  echo "$best"
+}
+star_window() {
+  if (($1 > 256)); then echo $((1048576 / (4 * $1))); else echo 256; fi
+}
+
 #   star_switch SW OUT SWITCHD [flags...]
 # starts SWITCHD --bind 0.0.0.0 --port 0 [flags] in namespace SW, output to OUT, and waits up to
 # 10 s for it to listen: sets SWITCH_PID (at once, for the caller's cleanup) and PORT (the UDP port

@@ -61,6 +61,8 @@ WINDOW=256
 OVERHEAD=24
 OUT=testbed-out
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=scripts/netns_star.sh
+source "$ROOT/scripts/netns_star.sh"
 BUILD=$ROOT/build
 TIMEOUT_S=600
 SEED=1
@@ -117,17 +119,11 @@ for s in ${SECS//,/ }; do
   [[ $s =~ ^(crc|mac|mac_encrypt)$ ]] || die "--sec wants a comma-separated list of crc, mac, mac_encrypt"
   [[ $s != crc ]] && KEYED=1
 done
-# The largest K whose message (22 header + 4K + 4 trailer bytes) fits an IPv4/UDP datagram of the
-# MTU: what libina's default (k 0) picks on these links.
-if [[ $K == auto ]]; then
-  K=0
-  for k in 64 256 512 1024 2048; do
-    ((22 + 4 * k + 4 + 28 <= MTU)) && K=$k
-  done
-fi
+# auto: what libina's default (k 0) picks on these links.
+[[ $K == auto ]] && K=$(star_auto_k "$MTU")
 [[ $K =~ ^(64|256|512|1024|2048)$ ]] || die "--k wants auto, 64, 256, 512, 1024 or 2048"
 ((22 + 4 * K + 4 + 28 <= MTU)) || die "--k $K needs frames above --mtu $MTU"
-if [[ $WINDOW_SET -eq 0 && $K -gt 256 ]]; then WINDOW=$((1048576 / (4 * K))); fi
+[[ $WINDOW_SET -eq 0 ]] && WINDOW=$(star_window "$K")
 # tc's rate syntax, converted to bit/s for the bound.
 RATE_BPS=$(awk -v r="$RATE" 'BEGIN {
   n = r + 0; u = tolower(substr(r, length(n "") + 1));
@@ -206,8 +202,6 @@ run_child() {  # command...; sets rc
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
-# shellcheck source=scripts/netns_star.sh
-source "$ROOT/scripts/netns_star.sh"
 star_up "$SW" "$PREFIX" "$WORKERS" "$RATE" "$OVERHEAD" "$MTU" || die "ip netns add failed"
 # ina-dpdk: the kernel gets a copy of every af_packet frame. The DPDK addresses are ones no kernel
 # owns (switch 10.77.255.1, worker i 10.77.i.3), routed to a blackhole in the namespace that

@@ -80,7 +80,7 @@ mnt dev/shm -t tmpfs -o mode=1777 shm
 # The chroot's compiles go through ccache (found by the root CMakeLists), cached on the host beside
 # the main build's cache (a different compiler, so a cache of its own): a clean checkout's run
 # recompiles only what changed since the cache was filled.
-CCACHE_HOST=${CCACHE_TRIXIE_DIR:-$HOME/.cache/ina-ccache-$SUITE}
+CCACHE_HOST=${CCACHE_CHROOT_DIR:-$HOME/.cache/ina-ccache-$SUITE}
 mkdir -p "$CCACHE_HOST"
 mnt ccache --bind "$CCACHE_HOST"
 # Name resolution for apt, and the host name for Gloo (without it Gloo warns "Unable to resolve

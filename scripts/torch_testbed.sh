@@ -77,13 +77,11 @@ OUT=$(cd "$OUT" && pwd)
 export INA_UDP_GSO=0  # one datagram per frame, so tbf charges the overhead per frame
 RATE_BPS=$(python3 -c "import re,sys; m=re.fullmatch(r'(\d+)(k|m|g)?bit','$RATE'); \
 print(int(m.group(1))*{None:1,'k':10**3,'m':10**6,'g':10**9}[m.group(2)])")
-# The K libina picks on these links (the largest whose 22 + 4K + 4 byte message fits an IPv4/UDP
-# datagram of the MTU) and the window testbed.sh gives it (256 slots, or 1 MiB in flight above
-# K=256, below the shapers' 2 MiB queues).
-K=64
-for k in 256 512 1024 2048; do ((22 + 4 * k + 4 + 28 <= MTU)) && K=$k; done
-WINDOW=256
-((K > 256)) && WINDOW=$((1048576 / (4 * K)))
+# The K libina picks on these links and the window testbed.sh gives it (scripts/netns_star.sh).
+# shellcheck source=scripts/netns_star.sh
+source "$ROOT/scripts/netns_star.sh"
+K=$(star_auto_k "$MTU")
+WINDOW=$(star_window "$K")
 # The RTO floor at the window's drain time (docs/host.md, "RTO on slow links").
 RTO_MIN_US=$(( WINDOW * (64 + 4 * K + 24) * 8 * 1000000 / RATE_BPS + 1000 ))
 export INA_RTO_MIN_US=$RTO_MIN_US INA_RTO_INITIAL_US=$RTO_MIN_US INA_WINDOW=$WINDOW
@@ -124,8 +122,6 @@ if [[ -n $CHROOT ]]; then
   done
 fi
 
-# shellcheck source=scripts/netns_star.sh
-source "$ROOT/scripts/netns_star.sh"
 star_up "$SW" "$PREFIX" "$WORKERS" "$RATE" "$OVERHEAD" "$MTU" || die "ip netns add failed"
 star_switch "$SW" "$OUT/switchd.out" "$SWITCHD" || die "ina-switchd did not come up"
 echo "torch_testbed: $WORKERS workers, every link $RATE each way (+$OVERHEAD B/frame, MTU" \

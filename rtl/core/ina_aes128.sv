@@ -53,25 +53,18 @@ module ina_aes128
           user_q  <= in_user_i;
         end
       end
-    end else if (!Inverse) begin : gen_round
+    end else begin : gen_round
       always_ff @(posedge clk_i) begin
         if (valid_q[r-1]) begin
           logic [127:0] k, b;
-          ina_gcm_pkg::aes_next_key(gen_stage[r-1].key_q, ina_gcm_pkg::round_const(r), k);
-          ina_gcm_pkg::aes_round(gen_stage[r-1].state_q, k, r == Rounds, b);
-          state_q <= b;
-          key_q   <= k;
-          user_q  <= gen_stage[r-1].user_q;
-        end
-      end
-    end else begin : gen_inv_round
-      // Round key 10 - r from round key 11 - r.
-      always_ff @(posedge clk_i) begin
-        if (valid_q[r-1]) begin
-          logic [127:0] k, b;
-          ina_gcm_pkg::aes_prev_key(gen_stage[r-1].key_q, ina_gcm_pkg::round_const(Rounds + 1 - r),
-                                    k);
-          ina_gcm_pkg::aes_inv_round(gen_stage[r-1].state_q, k, r == Rounds, b);
+          if (Inverse) begin  // round key 10 - r from round key 11 - r
+            ina_gcm_pkg::aes_prev_key(gen_stage[r-1].key_q,
+                                      ina_gcm_pkg::round_const(Rounds + 1 - r), k);
+            ina_gcm_pkg::aes_inv_round(gen_stage[r-1].state_q, k, r == Rounds, b);
+          end else begin      // round key r from round key r - 1
+            ina_gcm_pkg::aes_next_key(gen_stage[r-1].key_q, ina_gcm_pkg::round_const(r), k);
+            ina_gcm_pkg::aes_round(gen_stage[r-1].state_q, k, r == Rounds, b);
+          end
           state_q <= b;
           key_q   <= k;
           user_q  <= gen_stage[r-1].user_q;

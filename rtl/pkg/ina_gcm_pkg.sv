@@ -5,8 +5,8 @@
 //
 // Tasks with an output, not functions, for the simulation model's speed: Verilator (5.006) inlines
 // every function at each call and zeroes its locals (and copies of its wide arguments) on every
-// clock edge, whether the call runs or not (for these blocks, ~15,000 bits per edge on CRC-only
-// traffic, which never calls them). A task marked no_inline_task stays a C++ function of its own
+// clock edge, whether the call runs or not (in ina_core's model about 48,000 bits per edge, also
+// on CRC-only traffic, which never calls them: docs/rtl/benchmarks.md). A task marked no_inline_task stays a C++ function of its own
 // whose locals are set up only when it is called. So these tasks use no function with a wide
 // argument, declare their loop variables at the top, and are called only where a block loads. For
 // synthesis a task is the same logic as the function.
