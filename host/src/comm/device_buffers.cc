@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "ina/base/log_line.h"
 #include "ina/proto/wire.h"
 #include "staged_op.h"
 
@@ -76,11 +77,11 @@ uint8_t* DeviceBuffers::NicWire(MemoryDomain& domain, size_t bytes) {
     nic_off_ = true;
   }
   NoteSendPath("host staging: " + s.ToString());
-  std::fprintf(stderr,
-               "ina: rank %d job %d: GPUDirect RDMA off for %s over %s (%s); staging through "
-               "host memory\n",
-               cfg_.rank, cfg_.job_id, domain.name().c_str(), std::string(lane0.name()).c_str(),
-               s.ToString().c_str());
+  LogLinef(
+      "ina: rank %d job %d: GPUDirect RDMA off for %s over %s (%s); staging through "
+      "host memory\n",
+      cfg_.rank, cfg_.job_id, domain.name().c_str(), std::string(lane0.name()).c_str(),
+      s.ToString().c_str());
   return nullptr;
 }
 

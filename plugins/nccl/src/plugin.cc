@@ -26,6 +26,7 @@
 
 #include "coll_net.h"
 #include "cuda_support.h"
+#include "ina/base/log_line.h"
 #include "ina/host/config.h"
 #include "nccl_abi.h"
 #include "tcp_net.h"
@@ -45,7 +46,7 @@ __attribute__((format(printf, 2, 3))) void Log(ncclDebugLogLevel level, const ch
   if (logger != nullptr) {
     logger(level, NCCL_NET, __FILE__, __LINE__, "NET/ina : %s", msg);
   } else if (level == NCCL_LOG_WARN) {
-    std::fprintf(stderr, "%s\n", msg);
+    WriteLine(STDERR_FILENO, msg);
   }
 }
 

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string_view>
 
+#include "ina/base/log_line.h"
 #include "ina/base/status.h"
 #include "ina/host/comm_metrics.h"
 #include "ina/host/job_alloc.h"
@@ -370,10 +371,10 @@ void ProcessGroupIna::InitFabric(const BackendOptions& options) {
   }
   fabric_status_ = "not used: " + why;
   TORCH_CHECK(fallback_, "ina: rank ", rank_, ": ", why, " (INA_FALLBACK=off)");
-  std::fprintf(stderr,
-               "ina_torch: rank %d: WARNING: %s; every collective goes through Gloo "
-               "(INA_FALLBACK=off makes this an error)\n",
-               rank_, why.c_str());
+  LogLinef(
+      "ina_torch: rank %d: WARNING: %s; every collective goes through Gloo "
+      "(INA_FALLBACK=off makes this an error)\n",
+      rank_, why.c_str());
 }
 
 ProcessGroupIna::~ProcessGroupIna() {
@@ -445,8 +446,8 @@ void ProcessGroupIna::Loop() {
 void ProcessGroupIna::LogOnce(const std::string& kind, const std::string& why) {
   std::lock_guard<std::mutex> lock(log_mu_);
   if (!logged_.insert(kind).second) return;
-  std::fprintf(stderr, "ina_torch: rank %d: %s not through the fabric, because %s\n", rank_,
-               kind.c_str(), why.c_str());
+  LogLinef("ina_torch: rank %d: %s not through the fabric, because %s\n", rank_, kind.c_str(),
+           why.c_str());
 }
 
 void ProcessGroupIna::WaitGloo(const c10::intrusive_ptr<c10d::Work>& work) {
@@ -661,10 +662,10 @@ void ProcessGroupIna::AllreduceNow(std::vector<at::Tensor>& tensors,
 }
 
 bool ProcessGroupIna::Recover(int64_t failed_call, at::Tensor* staging, const std::string& why) {
-  std::fprintf(stderr,
-               "ina_torch: rank %d: WARNING: %s; recovering and continuing on Gloo for good "
-               "(INA_FALLBACK=off makes this an error)\n",
-               rank_, why.c_str());
+  LogLinef(
+      "ina_torch: rank %d: WARNING: %s; recovering and continuing on Gloo for good "
+      "(INA_FALLBACK=off makes this an error)\n",
+      rank_, why.c_str());
   std::unique_ptr<Communicator> comm;
   {
     std::lock_guard<std::mutex> lock(state_mu_);
@@ -684,12 +685,12 @@ bool ProcessGroupIna::Recover(int64_t failed_call, at::Tensor* staging, const st
   for (int r = 0; r < size_ && root < 0; ++r) {
     if (out[0][r].item<int64_t>() == lowest + 1) root = r;
   }
-  std::fprintf(stderr,
-               "ina_torch: rank %d: recovery: first failed fabric call %lld on this rank, %lld "
-               "on all; %s\n",
-               rank_, static_cast<long long>(failed_call), static_cast<long long>(lowest),
-               root >= 0 ? ("rank " + std::to_string(root) + " hands over its result").c_str()
-                         : "the call is redone on Gloo");
+  LogLinef(
+      "ina_torch: rank %d: recovery: first failed fabric call %lld on this rank, %lld "
+      "on all; %s\n",
+      rank_, static_cast<long long>(failed_call), static_cast<long long>(lowest),
+      root >= 0 ? ("rank " + std::to_string(root) + " hands over its result").c_str()
+                : "the call is redone on Gloo");
   if (root < 0) return false;
   at::Tensor buf = failed_call == lowest ? *staging : last_result_;
   TORCH_CHECK(buf.defined(), "ina: recovery: no result of fabric call ", lowest, " on rank ",
