@@ -257,13 +257,14 @@ TEST(GpuElemDequant, AveragingIsOneCorrectlyRoundedDivision) {
   for (int i = 0; i < 300000; ++i) {
     const auto q = static_cast<int32_t>(rng());
     const auto be = static_cast<uint8_t>(kBiasedMin + rng() % (kBiasedMax - kBiasedMin + 1));
-    const int world = 1 + static_cast<int>(rng() % 64);
+    // World sizes of one switch (up to 64), of trees of them, and past the fast path's range.
+    const int world = 1 + static_cast<int>(i % 4 == 0 ? rng() % 20000 : rng() % 64);
     const int p = host::quant::Precision(world);
     uint8_t wire[4];
     StoreBe32(wire, q);
     const float cpu = CpuDequant(wire, be, p);
-    const float avg =
-        DequantizeAvgElem(LoadBe32(wire), DequantScale(be, p), static_cast<float>(world));
+    const float avg = DequantizeAvgElem(LoadBe32(wire), DequantScale(be, p),
+                                        MakeAvgDivisor(static_cast<float>(world)));
     // Definition: the CPU kernel's result divided by float(world) ...
     ASSERT_EQ(B(avg), B(cpu / static_cast<float>(world))) << "q=" << q << " world=" << world;
     // ... which is the correctly rounded quotient (a double quotient rounded to float is: 53 >=
@@ -272,9 +273,44 @@ TEST(GpuElemDequant, AveragingIsOneCorrectlyRoundedDivision) {
         << "q=" << q << " world=" << world;
   }
   // Denormal quotients: the smallest step at kExpMin, P = 30 is 2^-126; halving goes below.
-  const float tiny = DequantizeAvgElem(1, DequantScale(static_cast<uint8_t>(kBiasedMin), 30), 2.0f);
+  const float tiny =
+      DequantizeAvgElem(1, DequantScale(static_cast<uint8_t>(kBiasedMin), 30), MakeAvgDivisor(2));
   EXPECT_EQ(B(tiny), B(std::ldexp(1.0f, -127)));
   EXPECT_FALSE(std::isnormal(tiny));
+}
+
+// The fast path (a multiply and two FMAs, no division) against the division, for every significand
+// of the dequantized value: whether the correction rounds right depends only on the significands
+// of a and d (powers of two scale both sides exactly), so each odd d once covers d 2^j. Here the
+// world sizes of one switch (d <= 65) and a few beyond; the same check over every odd d up to
+// kAvgFastMaxDivisor (4095) found no difference when the bound was chosen (a one-off run, 17 G
+// quotients). Also both ends of the scales that take the fast path.
+TEST(GpuElemDequant, AveragingFastPathEqualsTheDivisionForEverySignificand) {
+  std::vector<int> divisors;
+  for (int d = 3; d <= 65; d += 2) divisors.push_back(d);
+  for (int d : {255, 1001, 4095}) divisors.push_back(d);
+  for (int d : divisors) {
+    const AvgDivisor div = MakeAvgDivisor(static_cast<float>(d));
+    uint64_t wrong = 0;
+    for (uint32_t m = 0; m < (1u << 23); m += (d > 65 ? 7 : 1)) {
+      // a = (2^23 + m) 2^-23 = 1.m; as q = 2^23 + m with scale 2^-23.
+      const auto q = static_cast<int32_t>((1u << 23) | m);
+      const float got = DequantizeAvgElem(q, 0x1p-23f, div);
+      wrong += B(got) != B(DequantizeElem(q, 0x1p-23f) / static_cast<float>(d));
+    }
+    ASSERT_EQ(wrong, 0u) << "d=" << d;
+  }
+  std::mt19937_64 rng(TestSeed() + 5);
+  for (float scale : {0x1p-80f, 0x1p-79f, 0x1p94f, 0x1p95f}) {
+    for (int i = 0; i < 20000; ++i) {
+      const auto q = static_cast<int32_t>(rng());
+      const int d = 2 + static_cast<int>(rng() % 4095);
+      const float a = DequantizeElem(q, scale);
+      const float want = static_cast<float>(static_cast<double>(a) / d);
+      ASSERT_EQ(B(DequantizeAvgElem(q, scale, MakeAvgDivisor(static_cast<float>(d)))), B(want))
+          << "q=" << q << " scale=" << scale << " d=" << d;
+    }
+  }
 }
 
 TEST(GpuElemWire, ByteOrderMatchesCpu) {

@@ -157,9 +157,37 @@ INA_HD inline int32_t QuantizeElem(float x, float scale) {
 
 INA_HD inline float DequantizeElem(int32_t q, float scale) { return static_cast<float>(q) * scale; }
 
-// Dequantize and average: divisor >= 1 (1 leaves the value as it is).
-INA_HD inline float DequantizeAvgElem(int32_t q, float scale, float divisor) {
-  return DequantizeElem(q, scale) / divisor;
+// Averaging: the dequantized value divided by the divisor d (the world size, >= 1), correctly
+// rounded, as the CPU's quant::DivideBy gives, but without a division per element. A float
+// division is a multi-instruction sequence on the GPU (a reciprocal on the quarter-rate special
+// function unit, its refinement, and a range check with a slow path); here d's reciprocal
+// r = RN(1/d) is taken once per thread, and each element costs a multiply and two FMAs:
+//   q0 = RN(a r)            (within 1 ulp of a/d)
+//   e  = a - q0 d           (exact: one FMA)
+//   q1 = RN(q0 + e r)       (= RN(a/d): Markstein's correction, Handbook of Floating-Point
+//                            Arithmetic, 2nd ed., section 4.7)
+// The theorem needs no underflow or overflow in q0 d and e; the per-block scale keeps a = x scale
+// inside that range unless the block's exponent is extreme, where the element takes the plain
+// division instead (a branch uniform over a block). quant_elem_test checks q1 against the division
+// for every significand of a with every odd d up to 4095 (even d only shift the exponent):
+// kAvgFastMaxDivisor is how far that was checked.
+inline constexpr float kAvgFastMaxDivisor = 4096.0f;
+
+struct AvgDivisor {
+  float d;      // the divisor, an integer >= 1
+  float recip;  // RN(1 / d)
+};
+
+INA_HD inline AvgDivisor MakeAvgDivisor(float d) { return AvgDivisor{d, 1.0f / d}; }
+
+INA_HD inline float DequantizeAvgElem(int32_t q, float scale, AvgDivisor div) {
+  const float a = DequantizeElem(q, scale);
+  // |q| < 2^31: |a| < 2^126 keeps q0 d finite; scale >= 2^-80 keeps a / d >= 2^-92 (normal, with
+  // room for e) whenever a != 0 (a == 0 gives +0 both ways).
+  if (!(scale >= 0x1p-80f && scale <= 0x1p95f && div.d <= kAvgFastMaxDivisor)) return a / div.d;
+  const float q0 = a * div.recip;
+  const float e = fmaf(-q0, div.d, a);
+  return fmaf(e, div.recip, q0);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -244,7 +244,7 @@ INA_HD inline void QuantizeOneAt(const T* x, Index k, const uint8_t* exps, int p
 }
 
 template <bool kAvg>
-INA_HD inline float DequantWord(uint32_t word, float scale, float divisor) {
+INA_HD inline float DequantWord(uint32_t word, float scale, e::AvgDivisor divisor) {
   const int32_t q = e::FromWireWord(word);
   if constexpr (kAvg) {
     return e::DequantizeAvgElem(q, scale, divisor);
@@ -275,8 +275,8 @@ INA_HD inline DequantIn DequantizeVecLoad(const uint8_t* in, Index stride, Index
 }
 
 template <typename Index, bool kAvg>
-INA_HD inline void DequantizeVecStore(const DequantIn& in, int precision, float divisor, float* out,
-                                      Index v) {
+INA_HD inline void DequantizeVecStore(const DequantIn& in, int precision, e::AvgDivisor divisor,
+                                      float* out, Index v) {
   const float scale = e::DequantScale(in.exp, precision);
   uint32_t r[4];
   for (int j = 0; j < 4; ++j) r[j] = e::FloatBits(DequantWord<kAvg>(in.w[j], scale, divisor));
@@ -285,14 +285,14 @@ INA_HD inline void DequantizeVecStore(const DequantIn& in, int precision, float 
 
 template <typename Index, bool kAvg, bool kWide>
 INA_HD inline void DequantizeVecAt(const uint8_t* in, Index stride, Index k, const uint8_t* exps,
-                                   int precision, float divisor, float* out, Index v) {
+                                   int precision, e::AvgDivisor divisor, float* out, Index v) {
   DequantizeVecStore<Index, kAvg>(DequantizeVecLoad<Index, kWide>(in, stride, k, exps, v),
                                   precision, divisor, out, v);
 }
 
 template <typename Index, bool kAvg>
 INA_HD inline void DequantizeOneAt(const uint8_t* in, Index stride, Index k, const uint8_t* exps,
-                                   int precision, float divisor, float* out, Index i) {
+                                   int precision, e::AvgDivisor divisor, float* out, Index i) {
   const Index b = p::ElemBlock(i, k);
   const float scale = e::DequantScale(Load1(exps + b), precision);
   const float y = DequantWord<kAvg>(Load4(in + p::WireOffset(i, b, k, stride)), scale, divisor);
@@ -330,11 +330,12 @@ INA_HD inline void DequantizeVecThread(unsigned cta, unsigned thread, unsigned g
                                        const uint8_t* in, Index stride, Index first, Index end,
                                        Index k, const uint8_t* exps, int precision, float divisor,
                                        float* out) {
+  const e::AvgDivisor div = e::MakeAvgDivisor(divisor);  // once per thread, not per element
   p::GridStride<p::kUnroll, Index>(
       cta, thread, grid, first, end,
       [&](Index v) { return DequantizeVecLoad<Index, kWide>(in, stride, k, exps, v); },
       [&](const DequantIn& w, Index v) {
-        DequantizeVecStore<Index, kAvg>(w, precision, divisor, out, v);
+        DequantizeVecStore<Index, kAvg>(w, precision, div, out, v);
       });
 }
 
@@ -343,8 +344,9 @@ INA_HD inline void DequantizeOneThread(unsigned cta, unsigned thread, unsigned g
                                        const uint8_t* in, Index stride, Index first, Index end,
                                        Index k, const uint8_t* exps, int precision, float divisor,
                                        float* out) {
+  const e::AvgDivisor div = e::MakeAvgDivisor(divisor);
   p::GridStrideEach<Index>(cta, thread, grid, first, end, [&](Index i) {
-    DequantizeOneAt<Index, kAvg>(in, stride, k, exps, precision, divisor, out, i);
+    DequantizeOneAt<Index, kAvg>(in, stride, k, exps, precision, div, out, i);
   });
 }
 
