@@ -14,6 +14,7 @@
 
 #include "coord_client.h"
 #include "gloo_ring.h"
+#include "ina/base/log_line.h"
 #include "ina/host/communicator.h"
 #include "ina/host/memory_domain.h"
 #include "ina/host/transport.h"
@@ -278,14 +279,12 @@ int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
 int WorkerMain(Options o) {
   const std::string me = "ina-bench worker rank " + std::to_string(o.rank);
   auto fail = [&](const Status& st) {
-    std::fprintf(stderr, "%s: %s\n", me.c_str(), st.ToString().c_str());
+    LogLinef("%s: %s", me.c_str(), st.ToString().c_str());
     return 1;
   };
   // The coordinator's connection lost mid-run: nobody can take this rank's results any more.
   auto on_lost = [me](const Status& st) {
-    std::fprintf(stderr, "%s: lost the coordinator (%s); exiting\n", me.c_str(),
-                 st.ToString().c_str());
-    std::fflush(stderr);
+    LogLinef("%s: lost the coordinator (%s); exiting", me.c_str(), st.ToString().c_str());
     _exit(1);
   };
   auto client = CoordClient::Connect(o.coordinator, o.rank, GivenRunArgs(o),
