@@ -68,8 +68,9 @@ struct AllReduceOptions {
   // Average instead of sum: the result is the sum this call would give, element by element,
   // divided by config().world_size, with one definition on every path (host memory, a staged
   // domain that copies, a domain that quantizes: bit-identical results):
-  //  - float: the float sum divided by float(world_size) with one IEEE division (round to nearest
-  //    even), as dequantize-then-`/ float(divisor)` of ina/gpu/quant_elem.h (DequantizeAvgElem);
+  //  - float: the float sum divided by float(world_size), correctly rounded (one IEEE division's
+  //    result, round to nearest even; ina/gpu/quant_elem.h's DequantizeAvgElem gets the same bits
+  //    without a division);
   //    a nonfinite block stays NaN. Fused: host memory divides each block as its result arrives,
   //    a quantizing domain divides in its Dequantize (divisor = world_size), a copying domain in
   //    staging before the copy back; never a second pass over the tensor.

@@ -62,8 +62,9 @@ struct Kernels {
 inline constexpr size_t kCrcPieceElems = 2048;
 
 // Averaging (the all-reduce's AllReduceOptions::average, ina/host/communicator.h), in place:
-// x[i] / float(divisor) with one IEEE division each (as ina/gpu/quant_elem.h's
-// DequantizeAvgElem after the dequantization), and for int32 C++'s `/`, truncating toward zero.
+// x[i] / float(divisor) with one IEEE division each (the bits ina/gpu/quant_elem.h's
+// DequantizeAvgElem gives after the dequantization), and for int32 C++'s `/`, truncating toward
+// zero.
 // No-op for divisor 1. REQUIRES: divisor >= 1.
 void DivideBy(float* x, size_t n, int divisor);
 void DivideBy(int32_t* x, size_t n, int divisor);
