@@ -123,6 +123,29 @@ void BM_QuantizeCrc(benchmark::State& state, const Kernels* k) {
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * n * 4);
 }
 
+// Averaging as the slot window does it (AllReduceOptions::average): each K = 2048 block
+// dequantized, then divided by the world size (3: not a power of two) while in L1. `divide`:
+// the kernels' own divide (multiply and correct); `divide_plain`: one division per element (what
+// DivideBy did before the kernels had divide).
+template <bool kPlain>
+void BM_DequantizeAvg(benchmark::State& state, const Kernels* k) {
+  const size_t n = static_cast<size_t>(state.range(0));
+  CrcInput in(k, n);
+  for (size_t b = 0; b < n; b += kCrcK) {
+    k->quantize(in.x.data() + b, kCrcK, in.exps[b / kCrcK], kPrecision, in.wire.data() + 4 * b);
+  }
+  const auto divide = kPlain ? ScalarKernels().divide : k->divide;
+  std::vector<float> out(n);
+  for (auto _ : state) {
+    for (size_t b = 0; b < n; b += kCrcK) {
+      k->dequantize(in.wire.data() + 4 * b, kCrcK, in.exps[b / kCrcK], kPrecision, out.data() + b);
+      divide(out.data() + b, kCrcK, 3.0f);
+    }
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * n * 4);
+}
+
 void RegisterAll() {
   for (const Kernels* k : {&ScalarKernels(), Avx2Kernels(), Avx512Kernels()}) {
     if (k == nullptr) continue;
@@ -131,7 +154,9 @@ void RegisterAll() {
          {std::pair{"block_exp", &BM_BlockExp}, std::pair{"quantize", &BM_Quantize},
           std::pair{"dequantize", &BM_Dequantize},
           std::pair{"quantize+crc_2pass", &BM_QuantizeThenCrcPass},
-          std::pair{"quantize_crc", &BM_QuantizeCrc}}) {
+          std::pair{"quantize_crc", &BM_QuantizeCrc},
+          std::pair{"dequantize+divide", &BM_DequantizeAvg<false>},
+          std::pair{"dequantize+divide_plain", &BM_DequantizeAvg<true>}}) {
       benchmark::RegisterBenchmark((std::string(label) + "/" + name).c_str(), fn, k)
           ->Arg(64 * 1024)         // 256 KiB of floats: L2-resident
           ->Arg(4 * 1024 * 1024);  // 16 MiB: memory-bound

@@ -25,7 +25,14 @@ void ScalarQuantize(const float* x, size_t n, uint8_t biased_exp, int precision,
 void ScalarDequantize(const uint8_t* in, size_t n, uint8_t biased_exp, int precision, float* out);
 void ScalarToWire(const int32_t* x, size_t n, uint8_t* out);
 void ScalarFromWire(const uint8_t* in, size_t n, int32_t* out);
+void ScalarDivide(float* x, size_t n, float d);
 
+// Kernels::divide's range: |x| bit patterns (sign cleared) that take the multiply-and-correct
+// path. Below 2^-80 the quotient or the remainder could leave the normal range (d <= 4096 keeps
+// x / d >= 2^-92); above 2^126 q0 d could overflow; Inf and NaN lie above too. Zero is in range
+// (0 * r = 0, and the correction adds 0).
+inline constexpr uint32_t kDivideMinBits = 0x17800000;  // 2^-80
+inline constexpr uint32_t kDivideMaxBits = 0x7e800000;  // 2^126
 // Kernels::quantize_crc for a variant's quantize: quantizes kCrcPieceElems at a time, each piece
 // followed by proto::Crc32c over the bytes just written (the best CRC variant, chosen in
 // ina::proto). Compiled without SIMD flags (quant.cc); every variant's table calls it with its own

@@ -20,7 +20,11 @@ int Precision(int world) {
 void DivideBy(float* x, size_t n, int divisor) {
   if (divisor <= 1) return;
   const float d = static_cast<float>(divisor);
-  for (size_t i = 0; i < n; ++i) x[i] /= d;
+  if (divisor > kFastDivideMax) {
+    for (size_t i = 0; i < n; ++i) x[i] /= d;
+    return;
+  }
+  ActiveKernels().divide(x, n, d);
 }
 
 void DivideBy(int32_t* x, size_t n, int divisor) {

@@ -92,8 +92,40 @@ uint32_t QuantizeCrc(const float* x, size_t n, uint8_t biased_exp, int precision
   return QuantizeThenCrc(Quantize, x, n, biased_exp, precision, out);
 }
 
+// Kernels::divide: 8 elements per step take q0 = x r, e = x - q0 d (exact), q0 + e r; a step
+// with an element outside [kDivideMinBits, kDivideMaxBits] (zero aside) divides instead.
+void Divide(float* x, size_t n, float d) {
+  const __m256 dv = _mm256_set1_ps(d);
+  const __m256 rv = _mm256_set1_ps(1.0f / d);
+  const __m256i abs_mask = _mm256_set1_epi32(0x7fffffff);
+  const __m256i below = _mm256_set1_epi32(static_cast<int>(kDivideMinBits));
+  const __m256i above = _mm256_set1_epi32(static_cast<int>(kDivideMaxBits));
+  const __m256i zero = _mm256_setzero_si256();
+  const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(static_cast<int>(0x80000000u)));
+  size_t i = 0;
+  for (; i + kW <= n; i += kW) {
+    const __m256 a = _mm256_loadu_ps(x + i);
+    const __m256i bits = _mm256_and_si256(_mm256_castps_si256(a), abs_mask);
+    const __m256i tiny =
+        _mm256_andnot_si256(_mm256_cmpeq_epi32(bits, zero), _mm256_cmpgt_epi32(below, bits));
+    const __m256i out = _mm256_or_si256(tiny, _mm256_cmpgt_epi32(bits, above));
+    __m256 q;
+    if (_mm256_testz_si256(out, out)) {
+      const __m256 q0 = _mm256_mul_ps(a, rv);
+      // The sum of the correction and q0 is +0 for x = -0: x's sign restored (for x != 0 the
+      // quotient has it already).
+      q = _mm256_or_ps(_mm256_fmadd_ps(_mm256_fnmadd_ps(q0, dv, a), rv, q0),
+                       _mm256_and_ps(a, sign));
+    } else {
+      q = _mm256_div_ps(a, dv);
+    }
+    _mm256_storeu_ps(x + i, q);
+  }
+  ScalarDivide(x + i, n - i, d);
+}
+
 constexpr Kernels kAvx2 = {
-    "avx2", BlockExp, Quantize, Dequantize, ToWire, FromWire, QuantizeCrc,
+    "avx2", BlockExp, Quantize, Dequantize, ToWire, FromWire, QuantizeCrc, Divide,
 };
 
 }  // namespace

@@ -93,8 +93,35 @@ uint32_t QuantizeCrc(const float* x, size_t n, uint8_t biased_exp, int precision
   return QuantizeThenCrc(Quantize, x, n, biased_exp, precision, out);
 }
 
+// Kernels::divide: 16 elements per step take q0 = x r, e = x - q0 d (exact), q0 + e r; lanes
+// outside [kDivideMinBits, kDivideMaxBits] (zero aside) are divided instead.
+void Divide(float* x, size_t n, float d) {
+  const __m512 dv = _mm512_set1_ps(d);
+  const __m512 rv = _mm512_set1_ps(1.0f / d);
+  const __m512i abs_mask = _mm512_set1_epi32(0x7fffffff);
+  const __m512i below = _mm512_set1_epi32(static_cast<int>(kDivideMinBits));
+  const __m512i above = _mm512_set1_epi32(static_cast<int>(kDivideMaxBits));
+  const __m512i sign = _mm512_set1_epi32(static_cast<int>(0x80000000u));
+  for (size_t i = 0; i < n; i += kW) {
+    const __mmask16 m = StepMask(i, n);
+    const __m512 a = _mm512_maskz_loadu_ps(m, x + i);
+    const __m512i bits = _mm512_and_si512(_mm512_castps_si512(a), abs_mask);
+    const __mmask16 out =
+        _mm512_mask_cmplt_epu32_mask(_mm512_test_epi32_mask(bits, bits), bits, below) |
+        _mm512_cmpgt_epu32_mask(bits, above);
+    const __m512 q0 = _mm512_mul_ps(a, rv);
+    // x = -0 would come out +0 from the sum: x's sign restored (x != 0: the quotient has it).
+    const __m512i corrected =
+        _mm512_castps_si512(_mm512_fmadd_ps(_mm512_fnmadd_ps(q0, dv, a), rv, q0));
+    __m512 q = _mm512_castsi512_ps(
+        _mm512_or_si512(corrected, _mm512_and_si512(_mm512_castps_si512(a), sign)));
+    if (out != 0) q = _mm512_mask_div_ps(q, out, a, dv);
+    _mm512_mask_storeu_ps(x + i, m, q);
+  }
+}
+
 constexpr Kernels kAvx512 = {
-    "avx512", BlockExp, Quantize, Dequantize, ToWire, FromWire, QuantizeCrc,
+    "avx512", BlockExp, Quantize, Dequantize, ToWire, FromWire, QuantizeCrc, Divide,
 };
 
 }  // namespace

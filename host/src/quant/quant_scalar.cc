@@ -86,6 +86,10 @@ void ScalarToWire(const int32_t* x, size_t n, uint8_t* out) {
   }
 }
 
+void ScalarDivide(float* x, size_t n, float d) {
+  for (size_t i = 0; i < n; ++i) x[i] /= d;
+}
+
 void ScalarFromWire(const uint8_t* in, size_t n, int32_t* out) {
   for (size_t i = 0; i < n; ++i) {
     uint32_t be;
@@ -105,6 +109,7 @@ const Kernels& ScalarKernels() {
       internal::ScalarToWire,
       internal::ScalarFromWire,
       internal::ScalarQuantizeCrc,
+      internal::ScalarDivide,
   };
   return kScalar;
 }

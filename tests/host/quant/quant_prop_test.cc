@@ -143,6 +143,58 @@ TEST_P(QuantSimdVsScalar, Wire) {
   }
 }
 
+// Averaging: the multiply-and-correct path against the division, bit for bit. Whether the
+// correction rounds right depends only on the significands of x and d, so every significand with
+// every odd d up to 65 (every world of one switch: even d only shift the exponent) and a few
+// larger ones up to kFastDivideMax; then random values across the whole float range, the edges of
+// the fast path's range, zeros, denormals, Inf and NaN, at every length (tails and masks).
+TEST_P(QuantSimdVsScalar, DivideIsTheCorrectlyRoundedQuotient) {
+  INA_GET_KERNELS_OR_SKIP(k, GetParam());
+  std::vector<float> x(1u << 23), want(1u << 23);
+  std::vector<int> divisors;
+  for (int d = 3; d <= 65; d += 2) divisors.push_back(d);
+  for (int d : {255, 1001, kFastDivideMax - 1}) divisors.push_back(d);
+  for (int d : divisors) {
+    for (uint32_t m = 0; m < x.size(); ++m) {
+      x[m] = std::bit_cast<float>((127u << 23) | m);
+      want[m] = x[m] / static_cast<float>(d);
+    }
+    k->divide(x.data(), x.size(), static_cast<float>(d));
+    size_t wrong = 0;
+    for (size_t i = 0; i < x.size(); ++i) wrong += Bits(x[i]) != Bits(want[i]);
+    ASSERT_EQ(wrong, 0u) << "d=" << d;
+  }
+  std::mt19937_64 rng(TestSeed());
+  const float edges[] = {0.0f,
+                         -0.0f,
+                         0x1p-80f,
+                         0x1.fffffep-81f,
+                         0x1p126f,
+                         0x1.000002p126f,
+                         0x1p-149f,
+                         0x1p-126f,
+                         0x1.fffffep127f,
+                         std::numeric_limits<float>::infinity(),
+                         std::numeric_limits<float>::quiet_NaN()};
+  for (int round = 0; round < 40; ++round) {
+    for (size_t n : Lengths()) {
+      std::vector<float> got(n + 16, 42.0f);
+      for (size_t i = 0; i < n; ++i) {
+        got[i] = rng() % 4 == 0 ? edges[rng() % std::size(edges)]
+                                : std::bit_cast<float>(static_cast<uint32_t>(rng()));
+        if (rng() % 2) got[i] = -got[i];
+      }
+      const float d = static_cast<float>(2 + rng() % (kFastDivideMax - 1));
+      std::vector<float> ref = got;
+      for (size_t i = 0; i < n; ++i) ref[i] = got[i] / d;
+      k->divide(got.data(), n, d);
+      for (size_t i = 0; i < got.size(); ++i) {
+        ASSERT_EQ(Bits(got[i]), Bits(ref[i])) << "i=" << i << " n=" << n << " d=" << d;
+      }
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Variants, QuantSimdVsScalar, ::testing::Values("avx2", "avx512"),
                          [](const auto& info) { return info.param; });
 

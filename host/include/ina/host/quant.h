@@ -55,16 +55,26 @@ struct Kernels {
   // Same REQUIRES as quantize.
   uint32_t (*quantize_crc)(const float* x, size_t n, uint8_t biased_exp, int precision,
                            uint8_t* out);
+  // Averaging, in place: x[i] = x[i] / d correctly rounded (what one IEEE division gives), for d
+  // an integer in [2, kFastDivideMax]. The SIMD variants take d's reciprocal once and give each
+  // element a multiply and two FMAs (Markstein's correction, as ina/gpu/quant_elem.h's
+  // DequantizeAvgElem); an element whose |x| is outside [2^-80, 2^126] (zero aside), or Inf/NaN,
+  // is divided instead. Use DivideBy, which picks the variant and handles any divisor.
+  void (*divide)(float* x, size_t n, float d);
 };
+
+// The largest divisor Kernels::divide takes: its correction was checked against the division for
+// every significand with every odd divisor up to it (even ones only shift the exponent).
+inline constexpr int kFastDivideMax = 4096;
 
 // quantize_crc's piece: 2048 elements, 8 KiB of floats in and 8 KiB of wire out (one K = 2048
 // packet's payload), which stay in a 32 KiB L1 together.
 inline constexpr size_t kCrcPieceElems = 2048;
 
 // Averaging (the all-reduce's AllReduceOptions::average, ina/host/communicator.h), in place:
-// x[i] / float(divisor) with one IEEE division each (the bits ina/gpu/quant_elem.h's
-// DequantizeAvgElem gives after the dequantization), and for int32 C++'s `/`, truncating toward
-// zero.
+// x[i] / float(divisor) correctly rounded (one IEEE division's result, the bits
+// ina/gpu/quant_elem.h's DequantizeAvgElem gives after the dequantization; ActiveKernels().divide
+// computes it without a division per element), and for int32 C++'s `/`, truncating toward zero.
 // No-op for divisor 1. REQUIRES: divisor >= 1.
 void DivideBy(float* x, size_t n, int divisor);
 void DivideBy(int32_t* x, size_t n, int divisor);

@@ -187,7 +187,7 @@ INA_HD inline float DequantizeAvgElem(int32_t q, float scale, AvgDivisor div) {
   if (!(scale >= 0x1p-80f && scale <= 0x1p95f && div.d <= kAvgFastMaxDivisor)) return a / div.d;
   const float q0 = a * div.recip;
   const float e = fmaf(-q0, div.d, a);
-  return fmaf(e, div.recip, q0);
+  return copysignf(fmaf(e, div.recip, q0), a);  // a = -0 would give +0 (never here: a = q scale)
 }
 
 // ---------------------------------------------------------------------------------------------
