@@ -187,7 +187,7 @@ class HostDomain final : public MemoryDomain {
       for (size_t b = 0, off = 0; off < n; ++b, off += k) {
         const size_t cnt = std::min(k, n - off);
         kern_.dequantize(wire + 4 * off, cnt, exps[b], precision, dst + off);
-        // As the GPU's fused averaging (ina/gpu/quant_elem.h): one IEEE division.
+        // One IEEE division's result, as the GPU's fused averaging (ina/gpu/quant_elem.h).
         quant::DivideBy(dst + off, cnt, divisor);
       }
     });
