@@ -205,6 +205,11 @@ const std::vector<Flag>& Flags() {
        kShared, Get(&Options::job)},
       {"--no-gloo", nullptr, "", "skip the Gloo ring baseline", Switch(&Options::gloo, false),
        kShared, [](const Options& o) { return std::string(o.gloo ? "false" : "true"); }},
+      {"--average", nullptr, "",
+       "average instead of sum (AllReduceOptions::average; float: the sum / float(workers)\n"
+       "correctly rounded, int32: truncated); Gloo's ring divides its sum, timed",
+       Switch(&Options::average, true), kShared,
+       [](const Options& o) { return std::string(o.average ? "true" : "false"); }},
       {"--kill-rank", "R", "",
        "rank R kills itself --kill-after-ms into the drill, every rank calling\n"
        "all-reduce until it does;\n"

@@ -30,6 +30,9 @@ struct Options {
   int window = 256;
   bool int32 = false;
   bool gloo = true;
+  // AllReduceOptions::average: the sum divided by the world size. Gloo's ring sums, then divides
+  // (quant::DivideBy) inside its timing, as a trainer on Gloo does.
+  bool average = false;
   std::string switch_addr;  // empty: start our own
   std::string engine = "fast";
   std::string dataplane = "sw";

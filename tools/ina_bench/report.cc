@@ -102,6 +102,7 @@ Verdict Verify(const Options& o, const SharedView& view, bool ranks_ok) {
     std::vector<std::vector<int32_t>> in;
     for (int r = 0; r < o.workers; ++r) in.push_back(MakeIntInput(o.seed, r, o.elements, true));
     auto want = ExpectInt(in);
+    if (o.average) AverageInt(&want, o.workers);
     v.exact = v.within_bound = std::memcmp(want.data(), view.result0, bytes) == 0;
     v.max_rel_err = v.exact ? 0 : 1;
     return v;
@@ -109,6 +110,7 @@ Verdict Verify(const Options& o, const SharedView& view, bool ranks_ok) {
   std::vector<std::vector<float>> in;
   for (int r = 0; r < o.workers; ++r) in.push_back(MakeFloatInput(o.seed, r, o.elements));
   auto want = ExpectFloat(in, o.k);
+  if (o.average) AverageExpectation(&want, o.workers);
   auto c = CheckFloat(
       std::span<const float>(reinterpret_cast<const float*>(view.result0), o.elements), want);
   v.exact = c.exact;
@@ -206,6 +208,7 @@ int ReportRun(const Options& given, const SharedView& view, const Reaped& reaped
       .Int("k", o.k)
       .Int("window", o.window)
       .Int("iters", o.iters)
+      .Bool("average", o.average)
       .Num("drop_rate", o.drop_rate)
       .Num("corrupt_rate", o.corrupt_rate)
       .Num("ina_ms_median", ina_ms, "%.4f")

@@ -104,6 +104,20 @@ std::vector<int32_t> ExpectInt(const std::vector<std::vector<int32_t>>& inputs) 
   return out;
 }
 
+void AverageExpectation(FloatExpectation* e, int world) {
+  const float d = static_cast<float>(world);
+  for (size_t i = 0; i < e->exact.size(); ++i) {
+    e->exact[i] /= d;
+    e->sum64[i] /= world;
+    const double q = std::fabs(static_cast<double>(e->exact[i]));
+    e->bound[i] = e->bound[i] / world + std::max(std::ldexp(q, -24), std::ldexp(1.0, -150));
+  }
+}
+
+void AverageInt(std::vector<int32_t>* sums, int world) {
+  for (int32_t& v : *sums) v /= world;
+}
+
 FloatCheck CheckFloat(std::span<const float> out, const FloatExpectation& expected) {
   FloatCheck c;
   if (out.size() != expected.exact.size()) {

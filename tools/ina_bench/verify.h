@@ -33,6 +33,14 @@ FloatExpectation ExpectFloat(const std::vector<std::vector<float>>& inputs, int 
 // Wrapping int32 sum.
 std::vector<int32_t> ExpectInt(const std::vector<std::vector<int32_t>>& inputs);
 
+// --average (AllReduceOptions::average, ina/host/communicator.h): the sum's expectation made the
+// mean's. Float: exact / float(world) with one IEEE division (the definition every path must
+// meet bit for bit; NaN stays NaN), sum64 / world, and the bound / world plus the division's own
+// rounding (half an ulp of the quotient, 2^-150 below the normal range). int32: the wrapped sum
+// divided truncating toward zero. REQUIRES: world >= 1.
+void AverageExpectation(FloatExpectation* e, int world);
+void AverageInt(std::vector<int32_t>* sums, int world);
+
 struct FloatCheck {
   bool exact = true;            // out == expectation.exact bitwise
   bool within_bound = true;     // |out - sum64| <= bound everywhere

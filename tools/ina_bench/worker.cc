@@ -17,6 +17,7 @@
 #include "ina/base/log_line.h"
 #include "ina/host/communicator.h"
 #include "ina/host/memory_domain.h"
+#include "ina/host/quant.h"
 #include "ina/host/transport.h"
 #include "launch.h"
 #include "verify.h"
@@ -176,13 +177,14 @@ int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
   auto reset = [&] {
     if (bytes > 0) std::memcpy(buf.data(), input, bytes);
   };
+  const host::AllReduceOptions opts{.average = o.average};
   auto reduce = [&]() -> Status {
     if (o.int32) {
       const std::span<int32_t> t(reinterpret_cast<int32_t*>(buf.data()), n);
-      return domain ? (*comm)->AllReduce(t, *domain) : (*comm)->AllReduce(t);
+      return domain ? (*comm)->AllReduce(t, *domain, nullptr, opts) : (*comm)->AllReduce(t, opts);
     }
     const std::span<float> t(reinterpret_cast<float*>(buf.data()), n);
-    return domain ? (*comm)->AllReduce(t, *domain) : (*comm)->AllReduce(t);
+    return domain ? (*comm)->AllReduce(t, *domain, nullptr, opts) : (*comm)->AllReduce(t, opts);
   };
   auto run_once = [&]() -> Status {
     reset();
@@ -258,13 +260,18 @@ int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
     return 1;
   }
   std::span<float> f(reinterpret_cast<float*>(buf.data()), n);
+  auto ring_reduce = [&] {  // --average: the ring sums, then every rank divides
+    Status st = (*ring)->AllReduce(f);
+    if (st.ok() && o.average) host::quant::DivideBy(f.data(), n, o.workers);
+    return st;
+  };
   if (bytes > 0) std::memcpy(buf.data(), fin.data(), bytes);
-  Status g = (*ring)->AllReduce(f);  // warm-up
+  Status g = ring_reduce();  // warm-up
   for (int it = 0; it < o.iters && g.ok(); ++it) {
     if (bytes > 0) std::memcpy(buf.data(), fin.data(), bytes);
     if (!barrier(me.gloo_error, &me.gloo_code)) return 1;
     auto t0 = Clock::now();
-    g = (*ring)->AllReduce(f);
+    g = ring_reduce();
     me.gloo_ms[it] = Ms(t0, Clock::now());
   }
   if (!g.ok()) {

@@ -127,6 +127,28 @@ TEST(AllReduceE2eLanes, ProgressThreadsGiveTheOneLaneResultBitForBit) {
   }
 }
 
+// --average (AllReduceOptions::average) through the real ina-switchd: 3 workers (a divisor that
+// is no power of two), with loss, float and int32, the plain call and the domain path (HostDomain
+// divides in its Dequantize); each run checks every rank against the sum's expectation divided
+// once (ina-bench's verify: float bit for bit, int32 truncated).
+TEST(AllReduceE2eAverage, ThreeWorkersAverageBitForBitOnEveryPath) {
+  for (const char* dtype : {"float", "int32"}) {
+    for (const char* memory : {"host", "host-async"}) {
+      SCOPED_TRACE(std::string(dtype) + " --memory " + memory);
+      int code = -1;
+      std::string json =
+          RunBench({"--workers", "3", "--iters", "1", "--elements", "300007", "--drop-rate", "0.01",
+                    "--dtype", dtype, "--memory", memory, "--average", "--seed", "5"},
+                   &code);
+      ASSERT_FALSE(json.empty()) << "no JSON from ina-bench";
+      EXPECT_EQ(code, 0) << json;
+      EXPECT_TRUE(JsonTrue(json, "average")) << json;
+      EXPECT_TRUE(JsonTrue(json, "exact")) << json;
+      EXPECT_TRUE(JsonTrue(json, "verified")) << json;
+    }
+  }
+}
+
 // Authenticated jobs through ina-bench --sec (docs/security.md): the same seed gives the same
 // result in crc, mac and mac_encrypt, under loss and with damage both ways (the switch's fault
 // port changes bytes above the UDP checksum; a keyed job's tag catches them, the workers and the
