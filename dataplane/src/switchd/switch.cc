@@ -19,6 +19,7 @@
 #include "datapath.h"
 #include "handoff.h"
 #include "hierarchy.h"
+#include "ina/base/log_line.h"
 #include "ina/dp/switchd/reporter.h"
 #include "ina/net/backoff.h"
 #include "ina/net/dpdk.h"
@@ -74,7 +75,7 @@ class Switch::Core final {
       cc.admin_seq_floor = proto::SetKeySequence(std::chrono::system_clock::now());
     }
     cc.log = [core = place_.index](const std::string& line) {
-      std::fprintf(stderr, "ina-switchd: core %u: %s\n", core, line.c_str());
+      LogLinef("ina-switchd: core %u: %s", core, line.c_str());  // one write: cores share stderr
     };
     auto control = ControlPlane::Create(*engine_, cc);
     std::fill(cc.admin_secret.begin(), cc.admin_secret.end(), uint8_t{0});
