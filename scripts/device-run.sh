@@ -104,7 +104,9 @@ bench() {
 }
 
 note "# device run (#21, #22), $(date -u +%Y-%m-%dT%H:%MZ)" "" \
-  "- host: $(nproc) CPUs, $(uname -r); GPUs: $(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)" \
+  "- host: $(nproc) CPUs, $(uname -r); GPUs: $(nvidia-smi -L 2>/dev/null | grep -c '^GPU ' || true)$(
+      nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | sort | uniq -c |
+        awk '{c=$1; $1=""; printf " (%d x%s)", c, $0}' || true)" \
   "- commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'); deadline $DEADLINE_S s$( ((QUICK)) && echo '; --quick')"
 
 # 1. build
