@@ -21,9 +21,9 @@
 #   the ltp paths go to <build-dir>/synth/ (<flow>-<PoolSlots>.* at MaxK 256, else
 #   <flow>-<PoolSlots>-k<K>.*).
 # Figures and the commands that made them: docs/rtl/synthesis.md. Since the core holds the AES-GCM
-# blocks of keyed jobs (2026-12-06) the core's figures there predate them; the blocks alone
-# synthesize in minutes (ina_aes128 21.5 k LUTs, ina_gcm_hash 106 k: docs/rtl/synthesis.md, "The
-# AES-GCM blocks"); the whole core with its four AES pipelines and two folds was not run again.
+# blocks of keyed jobs (2026-12-06) the xilinx flow at PoolSlots 1024 takes about an hour and 13.6
+# GB (403 k LUTs for the whole core: docs/rtl/synthesis.md, "The whole core with them"); the tables
+# there before that section are from before the blocks.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 maxk=256
