@@ -519,7 +519,7 @@ Status SlotWindow::HandleResult(const uint8_t* p, size_t len, TimePoint now) {
       std::fill_n(op_.f + off, h.count, std::numeric_limits<float>::quiet_NaN());
     } else {
       kern_.dequantize(payload, h.count, h.exp, precision_, op_.f + off);
-      quant::DivideBy(op_.f + off, h.count, op_.divisor);
+      quant::DivideBy(kern_, op_.f + off, h.count, op_.divisor);
     }
   } else {
     kern_.from_wire(payload, h.count, op_.i + off);

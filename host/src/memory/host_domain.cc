@@ -188,7 +188,7 @@ class HostDomain final : public MemoryDomain {
         const size_t cnt = std::min(k, n - off);
         kern_.dequantize(wire + 4 * off, cnt, exps[b], precision, dst + off);
         // One IEEE division's result, as the GPU's fused averaging (ina/gpu/quant_elem.h).
-        quant::DivideBy(dst + off, cnt, divisor);
+        quant::DivideBy(kern_, dst + off, cnt, divisor);
       }
     });
   }

@@ -17,15 +17,13 @@ int Precision(int world) {
   return 30 - std::bit_width(above);
 }
 
-void DivideBy(float* x, size_t n, int divisor) {
+void DivideBy(const Kernels& k, float* x, size_t n, int divisor) {
   if (divisor <= 1) return;
-  const float d = static_cast<float>(divisor);
-  if (divisor > kFastDivideMax) {
-    for (size_t i = 0; i < n; ++i) x[i] /= d;
-    return;
-  }
-  ActiveKernels().divide(x, n, d);
+  const Kernels& kk = divisor > kFastDivideMax ? ScalarKernels() : k;
+  kk.divide(x, n, static_cast<float>(divisor));
 }
+
+void DivideBy(float* x, size_t n, int divisor) { DivideBy(ActiveKernels(), x, n, divisor); }
 
 void DivideBy(int32_t* x, size_t n, int divisor) {
   if (divisor <= 1) return;

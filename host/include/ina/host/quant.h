@@ -77,6 +77,8 @@ inline constexpr size_t kCrcPieceElems = 2048;
 // computes it without a division per element), and for int32 C++'s `/`, truncating toward zero.
 // No-op for divisor 1. REQUIRES: divisor >= 1.
 void DivideBy(float* x, size_t n, int divisor);
+// The same with the caller's kernels (its CommConfig::quant) for divisors up to kFastDivideMax.
+void DivideBy(const Kernels& k, float* x, size_t n, int divisor);
 void DivideBy(int32_t* x, size_t n, int divisor);
 
 const Kernels& ScalarKernels();
