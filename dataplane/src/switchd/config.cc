@@ -216,7 +216,8 @@ std::vector<Flag> Flags(const EngineMenu& engines) {
                "rtl_stall", &Config::rtl_stall, "INA_RTLSIM_STALL", true),
       {"--upstream", "ADDR:PORT",
        "be a leaf of two-level aggregation under the spine switch at\nADDR:PORT "
-       "(docs/hierarchy.md; --cores 1, --io udp)",
+       "(docs/hierarchy.md; --io udp; --cores N needs --core-ports 1:\ncore c goes to the "
+       "spine's core c at PORT + c)",
        "upstream", nullptr, false,
        [](Config& c, std::string_view what, const std::string& v) -> Status {
          if (!net::ParseEndpoint(v).ok()) return Bad(what, "IPv4:PORT or [IPv6]:PORT", v);
@@ -307,7 +308,18 @@ Status Validate(Config& c, const EngineMenu& engines) {
                std::to_string(c.cores));
   }
   if (!c.upstream.empty()) {
-    if (c.cores != 1) return Bad("--cores", "1 with --upstream (a leaf)", std::to_string(c.cores));
+    if (c.cores != 1 && c.core_ports == 0) {
+      return Bad("--cores",
+                 "1 with --upstream (a leaf) unless --core-ports 1 (core c to the spine's core c)",
+                 std::to_string(c.cores));
+    }
+    if (auto up = net::ParseEndpoint(c.upstream);
+        up.ok() && uint32_t{net::EndpointPort(*up)} + c.cores - 1 > 65535) {
+      return Bad("--upstream",
+                 "a spine port of at most " + std::to_string(65536 - c.cores) + " with --cores " +
+                     std::to_string(c.cores) + " (core c goes to the spine's port + c)",
+                 c.upstream);
+    }
     if (c.io != "udp") return Bad("--io", "udp with --upstream (a leaf)", c.io);
     if (c.leaf_index >= c.leaves) {
       return Bad("--leaf-index", "below --leaves (" + std::to_string(c.leaves) + ")",

@@ -2,6 +2,7 @@
 #include "hierarchy.h"
 
 #include <algorithm>
+#include <string>
 
 #include "ina/net/port.h"
 #include "ina/proto/wire.h"
@@ -10,11 +11,19 @@ namespace ina::dp::switchd {
 
 namespace p = ::ina::proto;
 
-Result<std::unique_ptr<CoreLeaf>> CoreLeaf::Create(const Config& config, const ControlConfig& cc,
-                                                   ControlPlane& control, LeafSink& out,
-                                                   size_t items) {
+Result<std::unique_ptr<CoreLeaf>> CoreLeaf::Create(const Config& config, uint32_t core,
+                                                   const ControlConfig& cc, ControlPlane& control,
+                                                   LeafSink& out, size_t items) {
   auto up = net::ParseEndpoint(config.upstream);
   if (!up.ok()) return up.status().WithContext("--upstream " + config.upstream);
+  if (config.cores > 1) {  // --core-ports 1: this core's share goes to the spine's core `core`
+    const uint32_t port = net::EndpointPort(*up) + core;
+    if (port > 65535) {  // the config's validation refuses it first
+      return InvalidArgument("--upstream " + config.upstream + ": core " + std::to_string(core) +
+                             " would go to the spine's port " + std::to_string(port));
+    }
+    net::SetEndpointPort(&*up, static_cast<uint16_t>(port));
+  }
   LeafConfig lc;
   lc.upstream = Peer::From(reinterpret_cast<const sockaddr*>(&up->addr), up->len);
   lc.index = static_cast<uint16_t>(config.leaf_index);

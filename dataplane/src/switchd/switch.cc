@@ -82,7 +82,8 @@ class Switch::Core final {
     INA_ASSIGN_OR_RETURN(control_, std::move(control));
     data_ = std::make_unique<DataPath>(*engine_, *control_, tx_, counters_);
     if (!config_.upstream.empty()) {  // --upstream: this core is a leaf (leaf.h)
-      INA_ASSIGN_OR_RETURN(leaf_, CoreLeaf::Create(config_, cc, *control_, *data_, kItemCap));
+      INA_ASSIGN_OR_RETURN(
+          leaf_, CoreLeaf::Create(config_, place_.index, cc, *control_, *data_, kItemCap));
       data_->SetLeaf(leaf_.get());
     }
     net::FaultConfig fc;

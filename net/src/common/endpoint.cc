@@ -31,6 +31,21 @@ uint16_t GetVia(const Endpoint& e) {
   return v;
 }
 
+uint16_t EndpointPort(const Endpoint& e) {
+  if (e.len == 0) return 0;
+  if (e.addr.ss_family == AF_INET6)
+    return ntohs(reinterpret_cast<const sockaddr_in6&>(e.addr).sin6_port);
+  return ntohs(reinterpret_cast<const sockaddr_in&>(e.addr).sin_port);
+}
+
+void SetEndpointPort(Endpoint* e, uint16_t port) {
+  if (e->addr.ss_family == AF_INET6) {
+    reinterpret_cast<sockaddr_in6*>(&e->addr)->sin6_port = htons(port);
+  } else {
+    reinterpret_cast<sockaddr_in*>(&e->addr)->sin_port = htons(port);
+  }
+}
+
 std::string EndpointToString(const Endpoint& e) {
   char buf[INET6_ADDRSTRLEN] = {};
   if (e.len != 0 && e.addr.ss_family == AF_INET) {

@@ -72,13 +72,29 @@ TEST(SwitchdConfig, RoceNeedsAConcreteIpv4AddressAndOneCore) {
   }
 }
 
-TEST(SwitchdConfig, LeafNeedsAnUpstreamAddressOneCoreAndUdp) {
+TEST(SwitchdConfig, LeafNeedsAnUpstreamAddressUdpAndOneCoreOrCorePorts) {
   auto c = Parse({"--upstream", "10.0.0.1:47000", "--leaf-index", "1", "--leaves", "2"});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   EXPECT_EQ(c->upstream, "10.0.0.1:47000");
   EXPECT_EQ(c->leaf_index, 1u);
   EXPECT_EQ(c->leaves, 2u);
   EXPECT_TRUE(Parse({"--upstream", "[::1]:9"}).ok());
+  // A leaf on several cores: core c's share goes to the spine's core c, at its port + c.
+  EXPECT_TRUE(Parse({"--upstream", "10.0.0.1:65532", "--cores", "4", "--core-ports", "1"}).ok());
+  EXPECT_TRUE(Parse({"--upstream", "[::1]:47000", "--cores", "2", "--core-ports", "1"}).ok());
+  auto past = Parse({"--upstream", "10.0.0.1:65533", "--cores", "4", "--core-ports", "1"});
+  ASSERT_FALSE(past.ok());
+  EXPECT_NE(past.status().message().find("at most 65532"), std::string::npos)
+      << past.status().ToString();
+  auto two = Parse({"--upstream", "10.0.0.1:47000", "--cores", "2"});
+  ASSERT_FALSE(two.ok());
+  EXPECT_NE(two.status().message().find("--core-ports 1"), std::string::npos)
+      << two.status().ToString();
+  auto up = net::ParseEndpoint("[::1]:47000");
+  ASSERT_TRUE(up.ok());
+  net::SetEndpointPort(&*up, 47003);
+  EXPECT_EQ(net::EndpointPort(*up), 47003);
+  EXPECT_EQ(net::EndpointToString(*up), "[::1]:47003");
   auto e = net::ParseEndpoint("[fe80::1]:47000");
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(net::EndpointToString(*e), "[fe80::1]:47000");

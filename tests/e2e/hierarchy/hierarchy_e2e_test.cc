@@ -52,13 +52,20 @@ std::map<std::string, uint64_t> Counters(const std::string& obj) {
   return m;
 }
 
-// The switch's last JSON line, after SIGTERM.
-std::map<std::string, uint64_t> StopSwitch(Process& sw) {
+// The switch's counters after SIGTERM: its last JSON line (every core's sum) and, with --cores
+// N > 1, each core's ("core_counters": [{...}, ...]) in `per_core`.
+std::map<std::string, uint64_t> StopSwitch(
+    Process& sw, std::vector<std::map<std::string, uint64_t>>* per_core = nullptr) {
   auto st = sw.Stop(SIGTERM, 10s);
   EXPECT_TRUE(st.ok() && WIFEXITED(*st) && WEXITSTATUS(*st) == 0);
   std::map<std::string, uint64_t> c;
   for (const auto& l : sw.Drain(5s)) {
     if (l.rfind("{\"switch_counters\"", 0) == 0) c = Counters(l);
+    if (per_core != nullptr && l.rfind("{\"core_counters\"", 0) == 0) {
+      for (size_t at = l.find('{', 1); at != std::string::npos; at = l.find('{', at + 1)) {
+        per_core->push_back(Counters(l.substr(at, l.find('}', at) - at)));
+      }
+    }
   }
   return c;
 }
@@ -127,6 +134,9 @@ struct RunResult {
   bool all_exact = true;
   std::map<std::string, uint64_t> spine;
   std::vector<std::map<std::string, uint64_t>> leaves;
+  // With switch cores: each core's counters, of the spine and of every leaf.
+  std::vector<std::map<std::string, uint64_t>> spine_cores;
+  std::vector<std::vector<std::map<std::string, uint64_t>>> leaf_cores;
 };
 
 // The address of "PROGRAM listening on ADDR" (ina-switchd, ina-rtlsim).
@@ -137,10 +147,13 @@ std::string Address(Process& sw, const std::string& program = "ina-switchd") {
   return line.ok() ? line->substr(prefix.size()) : "";
 }
 
+// `cores` > 1: lane l talks to the switch's core l (INA_SWITCH_CORES; lanes == cores).
 std::vector<std::string> WorkerArgv(const std::string& sw, int rank, const std::string& type,
-                                    size_t elements, int repeats, int progress_ms, int lanes = 1) {
+                                    size_t elements, int repeats, int progress_ms, int lanes = 1,
+                                    int cores = 1) {
   return {"/usr/bin/env",
           "INA_PROGRESS_THREADS=" + std::to_string(lanes),
+          "INA_SWITCH_CORES=" + std::to_string(cores),
           "INA_TRANSPORT=udp",
           "INA_SWITCH=" + sw,
           "INA_JOB=7",
@@ -201,14 +214,18 @@ struct Tree {
 };
 
 // Starts the spine and the leaves, every switch with `faults` (flags). Leaf 0 is `leaf0_bin`
-// (ina-switchd, or ina-rtlsim: the verilated core as the leaf's engine).
+// (ina-switchd, or ina-rtlsim: the verilated core as the leaf's engine). `cores` > 1: every switch
+// on that many cores with a port each (--core-ports 1), leaf core c under the spine's core c.
 bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tree* t,
-               const std::string& leaf0_bin = INA_SWITCHD_BIN) {
+               const std::string& leaf0_bin = INA_SWITCHD_BIN, int cores = 1) {
   const std::string seed = std::to_string(Seed());
+  std::vector<std::string> on_cores;
+  if (cores > 1) on_cores = {"--cores", std::to_string(cores), "--core-ports", "1"};
   std::vector<std::string> sa = {
       INA_SWITCHD_BIN, "--bind", topo.SpineBind(), "--port", topo.netns ? "47000" : "0",
       "--seed",        seed};
   sa.insert(sa.end(), faults.begin(), faults.end());
+  sa.insert(sa.end(), on_cores.begin(), on_cores.end());
   auto sp = Process::Start(topo.In("s", sa));
   if (!sp.ok()) return false;
   t->spine.emplace(std::move(*sp));
@@ -230,6 +247,7 @@ bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tre
                                    "--seed",
                                    std::to_string(Seed() + 100 + i)};
     la.insert(la.end(), faults.begin(), faults.end());
+    la.insert(la.end(), on_cores.begin(), on_cores.end());
     auto lp = Process::Start(topo.In("l" + std::to_string(i), la));
     if (!lp.ok()) return false;
     t->leaves.push_back(std::move(*lp));
@@ -243,26 +261,31 @@ bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tre
 }
 
 RunResult RunTree(const Topology& topo, const std::string& type, size_t elements,
-                  const std::vector<std::string>& faults, int lanes, const std::string& leaf0_bin) {
-  std::printf("tree (%s): %s, INA_SEED=%llu\n", topo.netns ? "netns" : "loopback", type.c_str(),
+                  const std::vector<std::string>& faults, int lanes, const std::string& leaf0_bin,
+                  int cores) {
+  std::printf("tree (%s): %s, %d switch core(s), INA_SEED=%llu\n",
+              topo.netns ? "netns" : "loopback", type.c_str(), cores,
               static_cast<unsigned long long>(Seed()));
   RunResult out;
   Tree t;
-  EXPECT_TRUE(StartTree(topo, faults, &t, leaf0_bin));
+  EXPECT_TRUE(StartTree(topo, faults, &t, leaf0_bin, cores));
   if (t.leaves.size() != kLeaves) return out;
   std::vector<Process> ws;
   for (int r = 0; r < kWorld; ++r) {
     const int leaf = r / kPerLeaf;
-    auto p =
-        Process::Start(topo.In("w" + std::to_string(leaf),
-                               WorkerArgv(t.leaf_addr[leaf], r, type, elements, 2, 30000, lanes)));
+    auto p = Process::Start(
+        topo.In("w" + std::to_string(leaf),
+                WorkerArgv(t.leaf_addr[leaf], r, type, elements, 2, 30000, lanes, cores)));
     EXPECT_TRUE(p.ok());
     if (!p.ok()) return out;
     ws.push_back(std::move(*p));
   }
   Collect(ws, &out);
-  for (auto& l : t.leaves) out.leaves.push_back(StopSwitch(l));
-  out.spine = StopSwitch(*t.spine);
+  for (auto& l : t.leaves) {
+    out.leaf_cores.emplace_back();
+    out.leaves.push_back(StopSwitch(l, &out.leaf_cores.back()));
+  }
+  out.spine = StopSwitch(*t.spine, &out.spine_cores);
   return out;
 }
 
@@ -282,10 +305,12 @@ class Hierarchy : public ::testing::TestWithParam<bool> {
 
   // `lanes`: progress threads per worker, each with its own socket (a rank joins the leaf from
   // that many addresses; the leaf still joins the spine with one).
+  // `cores` > 1: every switch of the tree on that many cores (a port each), the workers' lanes on
+  // them (lanes == cores); the flat run stays on one core with the same lanes.
   void ExpectTreeEqualsFlat(const std::string& type, size_t elements, int lanes = 1,
-                            const std::string& leaf0_bin = INA_SWITCHD_BIN) {
+                            const std::string& leaf0_bin = INA_SWITCHD_BIN, int cores = 1) {
     const std::vector<std::string> faults = {"--drop-rate", "0.02", "--dup-rate", "0.01"};
-    RunResult tree = RunTree(topo_, type, elements, faults, lanes, leaf0_bin);
+    RunResult tree = RunTree(topo_, type, elements, faults, lanes, leaf0_bin, cores);
     RunResult flat = RunFlat(type, elements, lanes);
     ASSERT_EQ(tree.fingerprint.size(), static_cast<size_t>(kWorld));
     ASSERT_EQ(flat.fingerprint.size(), static_cast<size_t>(kWorld));
@@ -312,16 +337,38 @@ class Hierarchy : public ::testing::TestWithParam<bool> {
       EXPECT_GT(l["leaf_up_retx"], 0u) << "leaf " << i;
       // Every partial sent upstream came back as a result, exactly once per (slot, generation).
       EXPECT_EQ(l["leaf_up_results"], l["leaf_up_data"]) << "leaf " << i;
-      EXPECT_EQ(l["jobs_admitted"], 1u) << "leaf " << i;
+      // Each core admits its share of the job as a job of its own.
+      EXPECT_EQ(l["jobs_admitted"], static_cast<uint64_t>(cores)) << "leaf " << i;
     }
     // The spine aggregated one contribution per leaf per (slot, generation): its results are the
     // leaves' partials, and it counted every duplicate instead of adding it.
     EXPECT_EQ(tree.spine["rx_data"],
               tree.leaves[0]["leaf_up_data"] + tree.leaves[1]["leaf_up_data"]);
     EXPECT_EQ(tree.spine["results"], tree.leaves[0]["leaf_up_data"]);
-    // Every worker left gracefully, and then each leaf: the spine freed the job as done.
-    EXPECT_EQ(tree.spine["leaves_done"], static_cast<uint64_t>(kLeaves));
-    EXPECT_EQ(tree.spine["jobs_done"], 1u);
+    // Every worker left gracefully, and then each leaf: the spine freed the job as done (each
+    // core its share).
+    EXPECT_EQ(tree.spine["leaves_done"], static_cast<uint64_t>(kLeaves * cores));
+    EXPECT_EQ(tree.spine["jobs_done"], static_cast<uint64_t>(cores));
+    if (cores == 1) return;
+    // One job on every core of every switch: each spine core aggregated the partials of the
+    // same core of every leaf, and nothing crossed between cores.
+    ASSERT_EQ(tree.spine_cores.size(), static_cast<size_t>(cores));
+    for (int c = 0; c < cores; ++c) {
+      uint64_t up = 0;
+      for (int i = 0; i < kLeaves; ++i) {
+        ASSERT_EQ(tree.leaf_cores[i].size(), static_cast<size_t>(cores)) << "leaf " << i;
+        auto& lc = tree.leaf_cores[i][c];
+        EXPECT_GT(lc["rx_data"], 0u) << "leaf " << i << " core " << c;
+        EXPECT_EQ(lc["jobs_admitted"], 1u) << "leaf " << i << " core " << c;
+        EXPECT_EQ(lc["leaf_up_results"], lc["leaf_up_data"]) << "leaf " << i << " core " << c;
+        up += lc["leaf_up_data"];
+      }
+      std::printf("spine core %d: rx_data %llu results %llu (leaves' partials to it: %llu)\n", c,
+                  (unsigned long long)tree.spine_cores[c]["rx_data"],
+                  (unsigned long long)tree.spine_cores[c]["results"], (unsigned long long)up);
+      EXPECT_EQ(tree.spine_cores[c]["rx_data"], up) << "spine core " << c;
+      EXPECT_EQ(tree.spine_cores[c]["jobs_done"], 1u) << "spine core " << c;
+    }
   }
 
   Topology topo_;
@@ -333,6 +380,12 @@ TEST_P(Hierarchy, Int32UnderLossIsBitIdenticalToFlat) { ExpectTreeEqualsFlat("in
 
 TEST_P(Hierarchy, WorkersWithTwoLanesUnderLossAreBitIdenticalToFlat) {
   ExpectTreeEqualsFlat("float", 50000, 2);
+}
+
+// One job on every switch core, through the tree: 2 cores per switch (--cores 2 --core-ports 1),
+// leaf core c under the spine's core c, each worker's 2 lanes on its leaf's 2 cores.
+TEST_P(Hierarchy, EverySwitchOnTwoCoresUnderLossIsBitIdenticalToFlat) {
+  ExpectTreeEqualsFlat("float", 50000, 2, INA_SWITCHD_BIN, 2);
 }
 
 // The leaf's work is outside its engine: ina-rtlsim (the verilated RTL core as the engine, the
