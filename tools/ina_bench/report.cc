@@ -161,8 +161,9 @@ int ReportRun(const Options& given, const SharedView& view, const Reaped& reaped
   const Options o = WithResolvedK(given, sh);
   const bool ok = AllRanksOk(o, sh, reaped);
   const Verdict v = Verify(o, view, ok);
-  uint64_t retx = 0, sent = 0, bad_crc = 0, from_device = 0;
+  uint64_t retx = 0, sent = 0, bad_crc = 0, from_device = 0, socket_drops = 0;
   for (int r = 0; r < o.workers; ++r) {
+    socket_drops += sh->ranks[r].socket_drops;
     retx += sh->ranks[r].retransmissions;
     sent += sh->ranks[r].packets_sent;
     bad_crc += sh->ranks[r].bad_crc;
@@ -223,6 +224,7 @@ int ReportRun(const Options& given, const SharedView& view, const Reaped& reaped
       .Uint("retransmissions", retx)
       .Uint("packets_sent", sent)
       .Uint("worker_bad_crc", bad_crc)
+      .Uint("worker_socket_drops", socket_drops)
       .Str("memory", o.memory)
       .Uint("worker_packets_from_device", from_device)
       .Bool("verified", verified)

@@ -461,6 +461,30 @@ void ControlPlane::Enqueue(JobEntry& j, ReplySink& out) {
   if (j.used && j.queued) Bump(ControlCounter::kJobsQueued);
 }
 
+uint32_t ControlPlane::FittingWindow(uint16_t world_size, uint16_t k) const {
+  if (!config_.rx_queue || world_size == 0 || !p::IsValidK(k)) return 0xFFFF;
+  const size_t holds = config_.rx_queue(p::MessageBytes(k));
+  if (holds == 0) return 0xFFFF;
+  return static_cast<uint32_t>(std::clamp<size_t>(holds / world_size, 1, 0xFFFF));
+}
+
+uint32_t ControlPlane::BufferCap(JobEntry& j) {
+  const uint32_t cap = FittingWindow(j.world_size, j.k);
+  if (cap < j.window_asked && !j.buffer_cap_logged) {
+    j.buffer_cap_logged = true;
+    if (config_.log) {
+      config_.log("job " + std::to_string(j.job_id) + ": window " + std::to_string(j.window_asked) +
+                  " asked, at most " + std::to_string(cap) + " granted: the socket holds about " +
+                  std::to_string(config_.rx_queue(p::MessageBytes(j.k))) + " messages of " +
+                  std::to_string(p::MessageBytes(j.k)) + " bytes (K=" + std::to_string(j.k) +
+                  "), for " + std::to_string(j.world_size) +
+                  " ranks sending at once (raise --socket-buffer-bytes, or net.core.rmem_max; "
+                  "docs/switchd.md, \"Socket buffers\")");
+    }
+  }
+  return cap;
+}
+
 void ControlPlane::AdmitQueued(ReplySink& out) {
   // Everyone with a claim on the pool: active and queued jobs.
   std::vector<size_t> claim;
@@ -469,7 +493,7 @@ void ControlPlane::AdmitQueued(ReplySink& out) {
     const JobEntry& j = jobs_[i];
     if (!j.used || (!j.active && !j.queued)) continue;
     claim.push_back(i);
-    demand.push_back(std::min<uint32_t>(j.window_asked, 0xFFFF));
+    demand.push_back(std::min<uint32_t>({j.window_asked, 0xFFFF, BufferCap(jobs_[i])}));
   }
   const std::vector<uint32_t> share = FairShares(demand, pool_slots_);
   std::vector<size_t> queue;  // indices into claim, oldest first

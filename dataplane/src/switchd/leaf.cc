@@ -42,10 +42,13 @@ void Leaf::SendUp(std::span<const uint8_t> packet, bool payload_checked) {
 
 void Leaf::SendUpJoin(const Job& j) {
   Bump(LeafCounter::kUpJoins);
+  // No more than this leaf's own socket holds for its workers: the spine's grant must be one the
+  // local control plane can give them whole.
+  const uint32_t window = std::min(j.window_asked, control_.FittingWindow(j.ranks.n, j.k));
   SendUp(MakeControl(p::JoinMsg{.job = j.id,
                                 .rank = config_.index,
                                 .k = j.k,
-                                .window = j.window_asked,
+                                .window = window,
                                 .world_size = config_.leaves}),
          false);
 }

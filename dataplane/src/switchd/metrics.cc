@@ -75,6 +75,8 @@ constexpr OwnMetric kOwn[] = {
     {"handoff_tx", "ina_switch_handoff_packets_total", "direction=\"tx\"",
      "Packets passed to another core (rx: received for its job; tx: to send through its port)."},
     {"handoff_drops", "ina_switch_dropped_packets_total", "reason=\"handoff_full\"", kDroppedHelp},
+    {"rx_socket_drops", "ina_switch_dropped_packets_total", "reason=\"socket_buffer_full\"",
+     kDroppedHelp},
     // The control plane (ControlCounter).
     {"control_rx", "ina_switch_control_messages_total", "",
      "Control messages handled (JOIN, LEAVE, ALLOC_JOB)."},

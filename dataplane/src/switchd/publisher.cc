@@ -56,6 +56,7 @@ void StatsPublisher::Publish(const Engine& engine, const ControlPlane& control,
     sum.rx_roce_bad_key += s.rx_roce_bad_key;
     sum.rx_roce_bad_psn += s.rx_roce_bad_psn;
     sum.rx_roce_psn_gaps += s.rx_roce_psn_gaps;
+    sum.rx_kernel_drops += s.rx_kernel_drops;
   }
   std::array<uint64_t, kNumSwitchCounters> sw = counters.v;
   auto set = [&](SwitchCounter x, uint64_t v) { sw[static_cast<size_t>(x)] = v; };
@@ -74,6 +75,7 @@ void StatsPublisher::Publish(const Engine& engine, const ControlPlane& control,
   set(SwitchCounter::kRoceBadKey, sum.rx_roce_bad_key);
   set(SwitchCounter::kRoceBadPsn, sum.rx_roce_bad_psn);
   set(SwitchCounter::kRocePsnGaps, sum.rx_roce_psn_gaps);
+  set(SwitchCounter::kRxSocketDrops, sum.rx_kernel_drops);
   set(SwitchCounter::kTxErrors,
       counters.v[static_cast<size_t>(SwitchCounter::kTxErrors)] + sum.tx_dropped);
   // Every way a job is freed: an aborting LEAVE, the last graceful LEAVE, the timeout, the

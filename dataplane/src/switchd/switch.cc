@@ -68,6 +68,13 @@ class Switch::Core final {
       max_datagram = std::min(max_datagram, port->max_datagram_bytes());
     cc.max_k = proto::LargestKFor(max_datagram);
     cc.require_keys = config_.require_job_keys;
+    // Grants fit this core's socket (a kernel UDP port; DPDK ports answer 0: no cap). The port
+    // outlives the control plane (both are this core's).
+    if (!ports.empty()) {
+      cc.rx_queue = [port = ports.front().get()](size_t bytes) {
+        return port->rx_queue_datagrams(bytes);
+      };
+    }
     if (!config_.admin_key_file.empty()) {
       INA_ASSIGN_OR_RETURN(cc.admin_secret,
                            proto::LoadSecretFile(config_.admin_key_file, "--admin-key-file"));
@@ -419,6 +426,16 @@ Result<std::unique_ptr<Switch>> Switch::Create(const Config& config,
         ports[c].push_back(std::move(*port));
       }
       if (n > 1) INA_RETURN_IF_ERROR(net::SteerByField16(*ports[0][0], p::kJobOffset, n));
+    }
+    // Every core's socket asked the same: the first one tells whether the kernel capped it.
+    const std::string small =
+        net::SmallReceiveBuffer(ports[0][0]->rx_buffer_bytes(), pc.socket_buffer_bytes);
+    if (!small.empty()) {
+      LogLinef(
+          "ina-switchd: WARNING: --socket-buffer-bytes: %s. Bursts from several workers overflow "
+          "a small buffer: the kernel drops them (counter rx_socket_drops) and the workers "
+          "resend after a timeout (docs/switchd.md, \"Socket buffers\")\n",
+          small.c_str());
     }
   }
   EngineLimits limits;

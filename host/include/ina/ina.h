@@ -122,6 +122,9 @@ typedef struct ina_stats {
   /* keyed jobs: results dropped, their tag did not verify (forged, rewritten, replayed; the
    * fourth layout) */
   uint64_t results_forged;
+  /* drops by the kernel before the library read them (a packet, or a GSO train that arrived
+   * whole): a socket receive buffer full (udp; docs/host.md "Socket buffers"; the fifth layout) */
+  uint64_t socket_drops;
   /* New fields go here, at the end. */
 } ina_stats;
 

@@ -63,7 +63,9 @@ constexpr Layout kStatsLayouts[] = {
     // + packets_from_device (GPUDirect RDMA).
     {80, offsetof(ina_stats, packets_from_device) + sizeof(uint64_t)},
     // + results_forged (keyed jobs).
-    {sizeof(ina_stats), offsetof(ina_stats, results_forged) + sizeof(uint64_t)},
+    {88, offsetof(ina_stats, results_forged) + sizeof(uint64_t)},
+    // + socket_drops (the kernel's drops at a full socket receive buffer).
+    {sizeof(ina_stats), offsetof(ina_stats, socket_drops) + sizeof(uint64_t)},
 };
 // The newest entry must be the current layout. On LP64 the sizes are pinned, so that changing a
 // struct without adding a layout fails here.
@@ -71,7 +73,7 @@ static_assert(kConfigLayouts[std::size(kConfigLayouts) - 1].size == sizeof(ina_c
 static_assert(kStatsLayouts[std::size(kStatsLayouts) - 1].size == sizeof(ina_stats));
 static_assert(sizeof(void*) != 8 || sizeof(ina_config) == 1784,
               "ina_config changed: append fields only, add a Layout to kConfigLayouts");
-static_assert(sizeof(void*) != 8 || sizeof(ina_stats) == 88,
+static_assert(sizeof(void*) != 8 || sizeof(ina_stats) == 96,
               "ina_stats changed: append fields only, add a Layout to kStatsLayouts");
 
 Result<Layout> FindLayout(std::span<const Layout> layouts, size_t size, const char* what) {
@@ -299,7 +301,8 @@ Status ConfigToC(const CommConfig& c, ina_config* out, size_t struct_size,
 Status StatsToC(const CommStats& s, ina_stats* out, size_t struct_size) {
   INA_ASSIGN_OR_RETURN(Layout l, FindLayout(kStatsLayouts, struct_size, "ina_stats"));
   const auto& [packets_sent, packets_received, retransmissions, results, stale_results_ignored,
-               ops_completed, ops_failed, bad_crc, packets_from_device, results_forged] = s;
+               ops_completed, ops_failed, bad_crc, packets_from_device, results_forged,
+               socket_drops] = s;
   ina_stats full;
   std::memset(&full, 0, sizeof(full));
   full.packets_sent = packets_sent;
@@ -312,6 +315,7 @@ Status StatsToC(const CommStats& s, ina_stats* out, size_t struct_size) {
   full.bad_crc = bad_crc;
   full.packets_from_device = packets_from_device;
   full.results_forged = results_forged;
+  full.socket_drops = socket_drops;
   std::memcpy(static_cast<void*>(out), &full, l.used);
   out->struct_size = struct_size;
   return Status::Ok();

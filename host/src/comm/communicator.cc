@@ -28,8 +28,10 @@
 #include "communicator_factory.h"
 #include "counter.h"
 #include "device_buffers.h"
+#include "ina/base/log_line.h"
 #include "ina/host/quant.h"
 #include "ina/host/transport.h"
+#include "ina/net/udp.h"
 #include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
 #include "lane_transport.h"
@@ -249,6 +251,7 @@ class Communicator::Impl {
       s.bad_crc += w.bad_crc.Get();
       s.results_forged += w.forged.Get();
       s.packets_from_device += w.sent_from_body.Get();
+      s.socket_drops += lane.transport->rx_kernel_drops();
     }
     s.ops_completed = ops_completed_.Get();
     s.ops_failed = ops_failed_.Get();
@@ -546,6 +549,34 @@ Status ResolveK(CommConfig* cfg, const std::vector<std::unique_ptr<Transport>>& 
   return Status::Ok();
 }
 
+std::string FitWindow(CommConfig* cfg, const std::vector<std::unique_ptr<Transport>>& transports) {
+  const size_t message = proto::MessageBytes(cfg->k);
+  size_t fits = 0;  // messages the smallest kernel queue of a lane holds; 0: no lane has one
+  size_t buffer = 0;
+  for (const auto& t : transports) {
+    const size_t q = t->rx_queue_messages(message);
+    if (q != 0 && (fits == 0 || q < fits)) {
+      fits = q;
+      buffer = t->rx_buffer_bytes();
+    }
+  }
+  const size_t lanes = std::max<size_t>(transports.size(), 1);
+  const size_t most = std::max<size_t>(fits * lanes, 1);
+  if (fits == 0 || cfg->window <= most) return "";
+  const uint16_t asked = cfg->window;
+  cfg->window = static_cast<uint16_t>(most);
+  std::string why = "window " + std::to_string(asked) + " -> " + std::to_string(most) +
+                    " slots: a lane's socket receive buffer of " +
+                    std::to_string(buffer / 2 / 1024) + " KiB holds about " + std::to_string(fits) +
+                    " results of " + std::to_string(message) +
+                    " bytes (K=" + std::to_string(cfg->k) +
+                    "); a larger window would have the kernel drop results";
+  const std::string small = net::SmallReceiveBuffer(buffer, cfg->socket_buffer_bytes);
+  why += small.empty() ? " (raise socket_buffer_bytes / INA_SOCKET_BUFFER_BYTES for more)"
+                       : ": " + small;
+  return why;
+}
+
 Result<std::unique_ptr<Communicator>> CommunicatorFactory::Create(
     const CommConfig& config, const quant::Kernels& kernels,
     std::vector<std::unique_ptr<Transport>> transports) {
@@ -556,6 +587,12 @@ Result<std::unique_ptr<Communicator>> CommunicatorFactory::Create(
   }
   CommConfig cfg = config;
   INA_RETURN_IF_ERROR(ResolveK(&cfg, transports));
+  if (const std::string note = FitWindow(&cfg, transports); !note.empty()) {
+    static std::atomic<bool> said{false};  // once per process: every communicator would repeat it
+    if (!said.exchange(true)) {
+      LogLinef("ina: rank %d job %d: %s\n", cfg.rank, cfg.job_id, note.c_str());
+    }
+  }
   auto impl = std::make_unique<Communicator::Impl>(cfg, kernels, std::move(transports));
   INA_RETURN_IF_ERROR(impl->Join());
   INA_RETURN_IF_ERROR(impl->RegisterTxMemory());

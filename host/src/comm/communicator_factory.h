@@ -20,6 +20,16 @@ namespace ina::host::internal {
 // InvalidArgument naming both sizes, so a job never relies on IP fragmentation.
 Status ResolveK(CommConfig* config, const std::vector<std::unique_ptr<Transport>>& transports);
 
+// Caps config->window (slots asked) so that the results of each lane's share (window / lanes
+// slots, one message of config->k each, which can arrive back to back) fit the kernel receive
+// queue of its transport (Transport::rx_queue_messages; lanes without one do not limit). A
+// process without CAP_NET_ADMIN gets at most net.core.rmem_max (Debian: 208 KiB, ~40 messages
+// of K=2048), and a window past that has the kernel drop results that must then be fetched again
+// (4x slower at 4 workers, docs/host.md "Socket buffers"). Returns what it did, in a sentence
+// with the fix (empty: the window fits). REQUIRES: config->k resolved (ResolveK).
+std::string FitWindow(CommConfig* config,
+                      const std::vector<std::unique_ptr<Transport>>& transports);
+
 class CommunicatorFactory {
  public:
   static Result<std::unique_ptr<Communicator>> Create(

@@ -24,6 +24,11 @@ class PortTransport final : public Transport {
                            std::chrono::microseconds timeout) override;
   std::string_view name() const override { return name_; }
   size_t max_message_bytes() const override { return port_->max_datagram_bytes(); }
+  size_t rx_queue_messages(size_t message_bytes) const override {
+    return port_->rx_queue_datagrams(message_bytes);
+  }
+  size_t rx_buffer_bytes() const override { return port_->rx_buffer_bytes(); }
+  uint64_t rx_kernel_drops() const override { return port_->rx_kernel_drops(); }
 
  private:
   static constexpr size_t kChunk = 256;  // packets converted per port call (GSO trains: <= 64)

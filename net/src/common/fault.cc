@@ -215,6 +215,11 @@ class FaultPort final : public Port {
   std::string name() const override { return inner_->name(); }
   std::string_view kind() const override { return kind_; }
   size_t max_datagram_bytes() const override { return inner_->max_datagram_bytes(); }
+  size_t rx_queue_datagrams(size_t datagram_bytes) const override {
+    return inner_->rx_queue_datagrams(datagram_bytes);
+  }
+  size_t rx_buffer_bytes() const override { return inner_->rx_buffer_bytes(); }
+  uint64_t rx_kernel_drops() const override { return inner_->rx_kernel_drops(); }
 
  private:
   // Sends staged_[0, k) through the inner port, waiting (bounded) while it is full.

@@ -2,6 +2,7 @@
 // Status at this file's boundary.
 #include <arpa/inet.h>
 #include <linux/filter.h>
+#include <linux/sock_diag.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/udp.h>
@@ -11,6 +12,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -66,10 +68,19 @@ bool SameDest(const TxPacket& a, const TxPacket& b) {
   return std::memcmp(&a.to->addr, &b.to->addr, a.to->len) == 0;
 }
 
+// The socket's receive buffer in the kernel's accounting (SO_RCVBUF read back: twice what was
+// set, for the kernel's overhead), 0 if it cannot be read.
+size_t ReceiveBufferBytes(int fd) {
+  int v = 0;
+  socklen_t len = sizeof(v);
+  if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &len) != 0 || v < 0) return 0;
+  return static_cast<size_t>(v);
+}
+
 class UdpPort final : public Port {
  public:
   UdpPort(int fd, bool connected, bool gso, bool gro)
-      : fd_(fd), connected_(connected), gso_(gso), gro_(gro) {
+      : fd_(fd), connected_(connected), gso_(gso), gro_(gro), rcvbuf_(ReceiveBufferBytes(fd)) {
     if (gso_) tx_iov_.resize(kBurst * kMaxSegs);
     if (gro_) {
       gro_buf_.resize(kBurst * kGroBufBytes);
@@ -203,7 +214,33 @@ class UdpPort final : public Port {
   }
   Result<bool> WaitTx(std::chrono::microseconds timeout) override { return Wait(POLLOUT, timeout); }
   bool coalesces() const override { return gso_; }
-  PortStats stats() const override { return st_; }
+  PortStats stats() const override {
+    PortStats s = st_;
+    s.rx_kernel_drops = rx_kernel_drops();
+    return s;
+  }
+
+  uint64_t rx_kernel_drops() const override {
+    uint32_t mem[SK_MEMINFO_VARS] = {};
+    socklen_t len = sizeof(mem);
+    if (getsockopt(fd_, SOL_SOCKET, SO_MEMINFO, mem, &len) != 0 ||
+        len <= SK_MEMINFO_DROPS * sizeof(uint32_t)) {
+      return 0;
+    }
+    return mem[SK_MEMINFO_DROPS];
+  }
+
+  size_t rx_buffer_bytes() const override { return rcvbuf_; }
+  // Measured on loopback (docs/host.md, "Socket buffers"): a queued datagram costs its length
+  // plus 3% (a GRO train) to 12%, or the next power of two of it plus the skb when it came alone.
+  // With GRO, 5/4 of the length + 256 covers the trains with a margin; without, a datagram may
+  // come alone.
+  size_t rx_queue_datagrams(size_t datagram_bytes) const override {
+    if (rcvbuf_ == 0 || datagram_bytes == 0) return 0;
+    const size_t cost =
+        gro_ ? datagram_bytes * 5 / 4 + 256 : std::bit_ceil(datagram_bytes + 320) + 640;
+    return rcvbuf_ / cost;
+  }
   std::string Describe() const override {
     Endpoint e;
     e.len = sizeof(e.addr);
@@ -307,6 +344,7 @@ class UdpPort final : public Port {
   bool connected_;
   bool gso_;
   bool gro_;
+  size_t rcvbuf_;  // ReceiveBufferBytes at open
   PortStats st_;
   std::array<mmsghdr, kBurst> msgs_{};
   std::array<iovec, kBurst> iov_{};
@@ -394,6 +432,17 @@ Status SteerByField16(Port& port, uint32_t offset, uint32_t n) {
     return ErrnoStatus("udp: SO_ATTACH_REUSEPORT_CBPF", errno);
   }
   return Status::Ok();
+}
+
+std::string SmallReceiveBuffer(size_t got, int requested) {
+  if (got == 0 || requested <= 0 || got >= 2 * static_cast<size_t>(requested)) return "";
+  auto kib = [](size_t b) { return std::to_string(b / 1024) + " KiB"; };
+  return "the kernel gave the UDP socket a receive buffer of " + kib(got / 2) + ", not the " +
+         kib(static_cast<size_t>(requested)) +
+         " asked: net.core.rmem_max caps it for a process without CAP_NET_ADMIN; raise it (sysctl "
+         "-w net.core.rmem_max=" +
+         std::to_string(requested) + " net.core.wmem_max=" + std::to_string(requested) +
+         ") or grant CAP_NET_ADMIN";
 }
 
 uint16_t UdpLocalPort(const Port& port) {

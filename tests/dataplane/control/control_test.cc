@@ -562,6 +562,44 @@ TEST_F(ControlTest, WindowShrinksToWhatFitsAndNoSlotsWhenPoolFull) {
   EXPECT_EQ(d[0].h.offset, 8u);
 }
 
+// The receive queue caps a grant: all ranks of a job may send their whole window at once, so
+// world x window messages must fit what the socket holds (ina-switchd: its UDP port's estimate).
+TEST_F(ControlTest, GrantFitsTheReceiveQueueForEveryRankAtOnce) {
+  std::vector<size_t> asked_for;  // the message sizes the plane asked about
+  std::vector<std::string> logs;
+  base_cfg_.rx_queue = [&](size_t bytes) -> size_t {
+    asked_for.push_back(bytes);
+    return bytes > 2000 ? 100 : 0;  // 100 large messages; small ones: no limit known
+  };
+  base_cfg_.log = [&](const std::string& line) { logs.push_back(line); };
+  Make(4096);
+  auto a = JoinAll(1, 4, 2048, 256, 5000);  // 4 ranks x 25 = 100 messages of K=2048
+  ASSERT_EQ(a.size(), 4u);
+  for (const Reply& r : a) {
+    EXPECT_EQ(r.h.type, p::MsgType::kJoinAck);
+    EXPECT_EQ(r.h.offset, 25u);
+  }
+  ASSERT_FALSE(asked_for.empty());
+  EXPECT_EQ(asked_for.back(), p::MessageBytes(2048));
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_NE(logs[0].find("job 1: window 256 asked, at most 25 granted"), std::string::npos)
+      << logs[0];
+  EXPECT_NE(logs[0].find("--socket-buffer-bytes"), std::string::npos) << logs[0];
+  // A window within the cap is granted whole, and is not logged; nor is a size with no limit.
+  auto b = JoinAll(2, 2, 2048, 40, 5100);
+  ASSERT_EQ(b.size(), 2u);
+  EXPECT_EQ(b[0].h.offset, 40u);
+  auto c = JoinAll(3, 4, 256, 256, 5200);
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(c[0].h.offset, 256u);
+  // 64 ranks share 100 messages: one slot, never none.
+  auto d = JoinAll(4, 64, 2048, 8, 6000);
+  ASSERT_EQ(d.size(), 64u);
+  EXPECT_EQ(d[0].h.type, p::MsgType::kJoinAck);
+  EXPECT_EQ(d[0].h.offset, 1u);
+  EXPECT_EQ(logs.size(), 2u);
+}
+
 TEST_F(ControlTest, EngineRefusalIsNoSlots) {
   Make(64, 4, milliseconds(1000), /*engine_jobs=*/1);
   ASSERT_EQ(JoinAll(1, 1, 64, 4, 5000).size(), 1u);

@@ -72,10 +72,12 @@ struct Sent {
 // The switch core around a leaf, as switch.cc wires it.
 class LeafHarness : public LeafSink, public Emitter {
  public:
-  explicit LeafHarness(uint32_t pool_slots = 256) {
+  // `rx_queue`: messages the core's socket holds (ControlConfig::rx_queue; 0: no limit).
+  explicit LeafHarness(uint32_t pool_slots = 256, size_t rx_queue = 0) {
     engine_ = MakeReferenceEngine({pool_slots, 16});
     ControlConfig cc;
     cc.lease_calls = 0;
+    if (rx_queue != 0) cc.rx_queue = [rx_queue](size_t) { return rx_queue; };
     control_ = std::move(ControlPlane::Create(*engine_, cc)).value();
     LeafConfig lc;
     lc.upstream = spine;
@@ -187,6 +189,31 @@ class LeafHarness : public LeafSink, public Emitter {
   std::unique_ptr<ControlPlane> control_;
   std::unique_ptr<Leaf> leaf_;
 };
+
+// A leaf whose socket holds 24 messages serves 4 workers: it asks the spine for no more than 6
+// slots (4 x 6 fit), so the spine's grant is one its own control plane gives the workers whole
+// (a larger one would end the job: the leaf's grant must be the spine's).
+TEST(Leaf, AsksTheSpineForNoMoreThanItsSocketHoldsForItsWorkers) {
+  LeafHarness t(256, 24);
+  for (uint16_t l = 0; l < 4; ++l)
+    t.FromWorker(l, Message(WorkerJoin(static_cast<uint16_t>(4 + l))));
+  auto up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 1u);
+  EXPECT_EQ(up[0].h().type, p::MsgType::kJoin);
+  EXPECT_EQ(up[0].h().offset, 6u) << "the window asked upstream";
+  t.FromSpine(
+      Message(p::JoinAckMsg{.job = kJob, .rank = 1, .epoch = 1, .k = kK, .window = 6, .lease = 0}
+                  .ToHeader()));
+  for (uint16_t l = 0; l < 4; ++l)
+    t.FromWorker(l, Message(WorkerJoin(static_cast<uint16_t>(4 + l))));
+  auto acks = t.Take();
+  ASSERT_EQ(acks.size(), 4u);
+  for (const Sent& a : acks) {
+    EXPECT_EQ(a.h().type, p::MsgType::kJoinAck);
+    EXPECT_EQ(a.h().offset, 6u);
+  }
+  EXPECT_EQ(t.Count(LeafCounter::kNoSlots), 0u);
+}
 
 TEST(RanksOfLeaf, PartitionEveryWorldInContiguousBalancedRuns) {
   for (uint16_t world = 1; world <= p::kMaxWorkers; ++world) {

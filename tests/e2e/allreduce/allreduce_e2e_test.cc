@@ -298,6 +298,46 @@ TEST(AllReduceE2eBadInput, GarbageIsCountedAndDropped) {
   }
 }
 
+// A switch whose socket holds only ~24 K=2048 messages (--socket-buffer-bytes 128 KiB) and 4
+// workers asking the default window of 256: without the grant's cap, 1024 messages could arrive
+// at once and the kernel would drop most of them (each a retransmission after a timeout). The
+// switch grants what fits for 4 ranks sending at once, says so once, and the kernel drops next
+// to nothing.
+TEST(AllReduceE2eSocketBuffers, ASmallSwitchBufferShrinksTheGrantInsteadOfDropping) {
+  // Its stderr (where the cap is logged) with its stdout.
+  auto sw = Process::Start({"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1", INA_SWITCHD_BIN, "--port",
+                            "0", "--bind", "127.0.0.1", "--socket-buffer-bytes", "131072"});
+  ASSERT_TRUE(sw.ok()) << sw.status().ToString();
+  auto line = sw->WaitForLine("ina-switchd listening on ", 20s);
+  ASSERT_TRUE(line.ok()) << line.status().ToString();
+  const std::string addr = line->substr(std::string("ina-switchd listening on ").size());
+  int code = -1;
+  const std::string json = RunBench(
+      {"--switch", addr, "--workers", "4", "--iters", "3", "--elements", "1000003", "--k", "2048"},
+      &code);
+  EXPECT_EQ(code, 0) << json;
+  EXPECT_TRUE(JsonTrue(json, "verified")) << json;
+  auto st = sw->Stop(SIGTERM, 10s);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  std::string counters, capped;
+  for (const auto& l : sw->Drain(2s)) {
+    if (l.rfind("{\"switch_counters\"", 0) == 0) counters = l;
+    if (l.find("asked, at most") != std::string::npos) capped = l;
+  }
+  ASSERT_FALSE(counters.empty()) << "switch printed no counters";
+  std::printf(
+      "%s\nswitch rx_socket_drops %.0f, rx_data %.0f; workers: socket drops %.0f, "
+      "retransmissions %.0f\n",
+      capped.c_str(), JsonNumber(counters, "rx_socket_drops"), JsonNumber(counters, "rx_data"),
+      JsonNumber(json, "worker_socket_drops"), JsonNumber(json, "retransmissions"));
+  EXPECT_NE(capped.find("window 256 asked, at most"), std::string::npos) << capped;
+  EXPECT_NE(capped.find("for 4 ranks"), std::string::npos) << capped;
+  // Thousands without the cap (every round of 1024 messages into ~24 places); a few at most
+  // with it (a retransmission while its original is still queued can overflow a full queue).
+  EXPECT_LT(JsonNumber(counters, "rx_socket_drops"), 0.01 * JsonNumber(counters, "rx_data"))
+      << counters;
+}
+
 // A worker killed mid-all-reduce: every other rank returns an error within the progress
 // timeout plus slack, and the switch frees the job.
 TEST(AllReduceE2eFailure, KilledWorkerMakesOthersFail) {

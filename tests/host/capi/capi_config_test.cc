@@ -356,8 +356,8 @@ TEST(CApiConfig, InvalidConfigNamesTheField) {
 
 TEST(CApiStats, EveryCounterReachesC) {
   CommStats s;
-  const auto& [a, b, c, d, e, f, g, h, i, j] = s;  // a field added to CommStats breaks this line
-  (void)a, (void)b, (void)c, (void)d, (void)e, (void)f, (void)g, (void)h, (void)i, (void)j;
+  const auto& [a, b, c, d, e, f, g, h, i, j, k] = s;  // a field added to CommStats breaks this
+  (void)a, (void)b, (void)c, (void)d, (void)e, (void)f, (void)g, (void)h, (void)i, (void)j, (void)k;
   s.packets_sent = 11;
   s.packets_received = 12;
   s.retransmissions = 13;
@@ -368,6 +368,7 @@ TEST(CApiStats, EveryCounterReachesC) {
   s.bad_crc = 18;
   s.packets_from_device = 19;
   s.results_forged = 20;
+  s.socket_drops = 21;
   ina_stats out;
   std::memset(&out, 0xA5, sizeof(out));
   ASSERT_TRUE(capi::StatsToC(s, &out, sizeof(out)).ok());
@@ -382,6 +383,7 @@ TEST(CApiStats, EveryCounterReachesC) {
   EXPECT_EQ(out.bad_crc, 18u);
   EXPECT_EQ(out.packets_from_device, 19u);
   EXPECT_EQ(out.results_forged, 20u);
+  EXPECT_EQ(out.socket_drops, 21u);
 
   // The 0.1 layout (up to ops_failed, 64 bytes) is still served, bad_crc untouched.
   ina_stats old;
@@ -402,6 +404,12 @@ TEST(CApiStats, EveryCounterReachesC) {
   ASSERT_TRUE(capi::StatsToC(s, &third, 80).ok());
   EXPECT_EQ(third.packets_from_device, 19u);
   EXPECT_EQ(third.results_forged, 0xA5A5A5A5A5A5A5A5u);
+  // The fourth layout (up to results_forged, 88 bytes): socket_drops untouched.
+  ina_stats fourth;
+  std::memset(&fourth, 0xA5, sizeof(fourth));
+  ASSERT_TRUE(capi::StatsToC(s, &fourth, 88).ok());
+  EXPECT_EQ(fourth.results_forged, 20u);
+  EXPECT_EQ(fourth.socket_drops, 0xA5A5A5A5A5A5A5A5u);
 
   auto bad = capi::StatsToC(s, &out, sizeof(out) + 8);
   ASSERT_FALSE(bad.ok());

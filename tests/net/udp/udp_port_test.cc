@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "ina/net/udp.h"
@@ -128,6 +129,82 @@ TEST_P(UdpPortTest, EqualSizeTrainIsSplitAcrossSmallBursts) {
 
 INSTANTIATE_TEST_SUITE_P(GsoGro, UdpPortTest, ::testing::Values(false, true),
                          [](const auto& i) { return i.param ? "On" : "Off"; });
+
+// A receive buffer the senders overrun: the kernel's drops are counted (every datagram sent is
+// read or dropped; a GSO train arriving whole is dropped as one), and rx_queue_datagrams never
+// promises more than the kernel kept (the window a worker asks and a switch grants rest on it).
+TEST_P(UdpPortTest, AFullReceiveBufferCountsTheKernelsDropsAndTheQueueEstimateHolds) {
+  const bool gso = GetParam();
+  constexpr int kAsked = 64 << 10;  // below Debian's net.core.rmem_max: no privilege needed
+  UdpPortConfig s;
+  s.bind_ip = "127.0.0.1";
+  s.gso_gro = gso;
+  s.socket_buffer_bytes = kAsked;
+  auto server = OpenUdpPort(s);
+  ASSERT_TRUE(server.ok()) << server.status().ToString();
+  UdpPortConfig c;
+  c.bind_ip = "127.0.0.1";
+  c.peer_ip = "127.0.0.1";
+  c.peer_port = UdpLocalPort(**server);
+  c.gso_gro = gso;
+  auto client = OpenUdpPort(c);
+  ASSERT_TRUE(client.ok()) << client.status().ToString();
+  Port& rx = **server;
+  EXPECT_EQ(rx.rx_buffer_bytes(), 2u * kAsked) << "the kernel reports twice what was set";
+  EXPECT_EQ(rx.rx_kernel_drops(), 0u);
+  constexpr size_t kLen = 8218;  // a K=2048 message
+  const size_t holds = rx.rx_queue_datagrams(kLen);
+  EXPECT_GT(holds, 0u);
+  constexpr size_t kSent = 64;  // several times what 128 KiB holds
+  std::vector<std::vector<uint8_t>> msgs;
+  std::vector<TxPacket> tx;
+  for (size_t i = 0; i < kSent; ++i) msgs.push_back(Payload(i, kLen));
+  for (auto& m : msgs) tx.push_back({m.data(), static_cast<uint32_t>(m.size()), nullptr, 0});
+  size_t sent = 0;
+  for (int tries = 0; sent < kSent && tries < 1000; ++tries) {
+    auto n = (*client)->TxBurst({tx.data() + sent, kSent - sent});
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    sent += *n;
+  }
+  ASSERT_EQ(sent, kSent);
+  std::this_thread::sleep_for(50ms);  // loopback delivery (softirq) is done
+  size_t got = 0;
+  std::vector<std::vector<uint8_t>> bufs(kBurst, std::vector<uint8_t>(16384));
+  std::vector<Packet> pk(kBurst);
+  for (int quiet = 0; quiet < 3;) {
+    for (size_t i = 0; i < kBurst; ++i) pk[i] = {bufs[i].data(), 16384, 0, 0, nullptr};
+    auto n = rx.RxBurst(pk);
+    ASSERT_TRUE(n.ok()) << n.status().ToString();
+    for (size_t i = 0; i < *n; ++i) EXPECT_EQ(pk[i].len, kLen);
+    got += *n;
+    quiet = *n == 0 ? quiet + 1 : 0;
+  }
+  const uint64_t drops = rx.rx_kernel_drops();
+  std::printf("gso %d: buffer %zu B, estimate %zu datagrams, kept %zu of %zu, dropped %llu\n", gso,
+              rx.rx_buffer_bytes(), holds, got, kSent, static_cast<unsigned long long>(drops));
+  EXPECT_GT(drops, 0u);
+  if (!gso || !rx.coalesces()) {
+    EXPECT_EQ(got + drops, kSent) << "one drop per datagram";
+  } else {
+    // The kernel drops a GSO train that arrives whole (GRO) as one: 7 datagrams of 8218 bytes
+    // fill a train (65507 bytes at most).
+    EXPECT_LE(got + drops, kSent);
+    EXPECT_GE(got + 7 * drops, kSent);
+  }
+  EXPECT_EQ(rx.stats().rx_kernel_drops, drops);
+  EXPECT_GE(got, holds) << "the estimate promised more than the kernel kept";
+}
+
+TEST(UdpPort, SmallReceiveBufferSaysWhatTheKernelGaveAndHowToRaiseIt) {
+  EXPECT_EQ(SmallReceiveBuffer(2u << 20, 1 << 20), "");
+  EXPECT_EQ(SmallReceiveBuffer(0, 1 << 20), "") << "no kernel socket";
+  EXPECT_EQ(SmallReceiveBuffer(1 << 20, 0), "") << "the kernel's default asked";
+  const std::string s = SmallReceiveBuffer(425984, 8 << 20);  // Debian's rmem_max, doubled
+  EXPECT_NE(s.find("208 KiB"), std::string::npos) << s;
+  EXPECT_NE(s.find("8192 KiB"), std::string::npos) << s;
+  EXPECT_NE(s.find("sysctl -w net.core.rmem_max=8388608"), std::string::npos) << s;
+  EXPECT_NE(s.find("CAP_NET_ADMIN"), std::string::npos) << s;
+}
 
 TEST(UdpPort, LongerThanTheBufferIsFlaggedTruncated) {
   Pair p = MakePair(false);

@@ -33,6 +33,7 @@ TEST(CoordWire, RoundTripAndBadInput) {
   slot.ina_ms[0] = 1.5;
   slot.gloo_ms[1] = 2.5;
   slot.fingerprint = 0x0123456789abcdefull;
+  slot.socket_drops = 42;
   Writer w(Msg::kReport);
   w.I32(-7).Str("key").ArgList({{"--elements", "5"}});
   EncodeSlot(w, slot, 2);
@@ -57,6 +58,7 @@ TEST(CoordWire, RoundTripAndBadInput) {
   EXPECT_EQ(back.ina_ms[0], 1.5);
   EXPECT_EQ(back.gloo_ms[1], 2.5);
   EXPECT_EQ(back.fingerprint, slot.fingerprint);
+  EXPECT_EQ(back.socket_drops, 42u);
   // A truncated body and a slot with another iteration count do not decode.
   Reader shortr(std::string_view(frame).substr(kFrameHead, 10));
   EXPECT_FALSE(shortr.I32(&code) && shortr.Str(&key));

@@ -235,6 +235,12 @@ struct ControlConfig {
   // challenge. > 0.
   std::chrono::nanoseconds join_nonce_period = std::chrono::seconds(10);
   std::function<void(const std::string&)> log;
+  // The kernel receive queue that this control plane's data arrives through: about how many
+  // messages of `message_bytes` it holds before the kernel drops what comes (ina-switchd: its UDP
+  // port's net::Port::rx_queue_datagrams; null, or 0 for a size: no limit). A grant never lets a
+  // job's ranks have more than that in flight, all sending at once: window <= max(1, holds /
+  // world_size); the first grant it caps is logged (docs/switchd.md, "Socket buffers").
+  std::function<size_t(size_t message_bytes)> rx_queue;
 };
 
 // Max-min fair division of `pool` slots among jobs asking `demands` slots (water-filling): a
@@ -422,6 +428,11 @@ class ControlPlane {
   uint32_t LargestFreeExtent() const;
   uint32_t pool_slots() const { return pool_slots_; }
 
+  // The most slots a job of `world_size` ranks and K = `k` is granted here so that every rank's
+  // whole window fits the receive queue at once (ControlConfig::rx_queue: max(1, holds /
+  // world_size)); 0xFFFF when there is no limit. A leaf asks its spine for no more than this.
+  uint32_t FittingWindow(uint16_t world_size, uint16_t k) const;
+
  private:
   struct JobEntry {
     bool used = false;
@@ -450,6 +461,7 @@ class ControlPlane {
     std::array<uint16_t, proto::kMaxWorkers> lane_mask{};  // rank r: bit l, lane l joined
     std::vector<Peer> peers;  // lanes x world_size, lane-major: a lane's ranks are contiguous
     uint64_t grants = 0;      // grants so far (a keyed job's traffic keys are per grant)
+    bool buffer_cap_logged = false;  // ControlConfig::rx_queue capped a grant (logged once)
   };
   struct JobKey {
     proto::SecMode mode;
@@ -463,6 +475,9 @@ class ControlPlane {
   };
 
   ControlPlane(Engine& engine, const ControlConfig& config);
+
+  // FittingWindow for j; logs the first cap below j's asked window.
+  uint32_t BufferCap(JobEntry& j);
 
   static uint16_t LaneOf(const JobEntry& j, uint16_t slot) {
     return j.lanes == 1 ? 0 : static_cast<uint16_t>(slot % j.lanes);

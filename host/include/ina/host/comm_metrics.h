@@ -19,7 +19,7 @@ struct CommStatField {
   uint64_t CommStats::*field;
 };
 
-inline constexpr std::array<CommStatField, 10> kCommStatFields = {{
+inline constexpr std::array<CommStatField, 11> kCommStatFields = {{
     {"packets_sent", "ina_worker_sent_packets_total",
      "Data packets sent, first sends and retransmissions.", &CommStats::packets_sent},
     {"packets_received", "ina_worker_received_packets_total", "Packets the transport returned.",
@@ -42,6 +42,10 @@ inline constexpr std::array<CommStatField, 10> kCommStatFields = {{
     {"results_forged", "ina_worker_forged_results_total",
      "Keyed jobs: results dropped because their tag did not verify (forged, rewritten, replayed).",
      &CommStats::results_forged},
+    {"socket_drops", "ina_worker_socket_dropped_packets_total",
+     "Drops by the kernel before libina read them (a packet, or a GSO train that arrived whole): "
+     "a socket receive buffer full.",
+     &CommStats::socket_drops},
 }};
 
 // Prometheus text exposition (format 0.0.4) of `s`, every sample labelled job and rank.

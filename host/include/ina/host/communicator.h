@@ -56,6 +56,11 @@ struct CommStats {
   // verify under the job's key (forged, rewritten, replayed, damaged) or was missing; each is
   // fetched again as after a loss.
   uint64_t results_forged = 0;
+  // Drops by the kernel before libina read them, because a lane's socket receive buffer was
+  // full (udp; a packet, or a GSO train of up to 64 that arrived whole; each packet is a loss,
+  // recovered by retransmission): a buffer too small for the window (docs/host.md, "Socket
+  // buffers").
+  uint64_t socket_drops = 0;
 };
 
 namespace internal {

@@ -68,6 +68,20 @@ class Transport {
   // Ethernet, 8972 on a 9000-byte jumbo one); dpdk: the port's frames; verbs: the path MTU (a UD
   // SEND is one packet). The communicator sizes K by it (CommConfig::k 0). Default: 65507.
   virtual size_t max_message_bytes() const { return 65507; }
+  // The kernel's receive queue for this transport's socket (udp; net::Port::rx_queue_datagrams):
+  // about how many messages of `message_bytes` it holds before the kernel drops what arrives, and
+  // the buffer it has (the kernel's accounting, twice what was set). 0: no kernel socket queue
+  // (dpdk, verbs: their own rings) or not known. The communicator caps the window it asks by the
+  // first (docs/host.md, "Socket buffers").
+  virtual size_t rx_queue_messages(size_t message_bytes) const {
+    (void)message_bytes;
+    return 0;
+  }
+  virtual size_t rx_buffer_bytes() const { return 0; }
+  // The kernel's drops at that socket since it opened (its buffer full; a message, or a GSO
+  // train of them that arrived whole: net::Port::rx_kernel_drops), read now: callable from any
+  // thread. 0: none, or no kernel socket.
+  virtual uint64_t rx_kernel_drops() const { return 0; }
   // Registers [data, data + len) as memory packets will be sent from, so a transport that can
   // send from registered memory (verbs: ibv_reg_mr) posts them from where they lie instead of
   // copying; the caller keeps the region alive (and a packet's bytes unchanged until the fabric

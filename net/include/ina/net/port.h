@@ -110,6 +110,9 @@ struct PortStats {
   uint64_t rx_roce_short = 0, rx_roce_bad_icrc = 0, rx_roce_bad_opcode = 0;
   uint64_t rx_roce_wrong_qpn = 0, rx_roce_bad_key = 0, rx_roce_bad_psn = 0;
   uint64_t rx_roce_psn_gaps = 0;  // PSNs skipped by the packets of a source QP (lost upstream)
+  // The kernel's drops at this port's socket before the port read them (its receive buffer was
+  // full): Port::rx_kernel_drops() when the stats were taken.
+  uint64_t rx_kernel_drops = 0;
 };
 
 class Port {
@@ -142,6 +145,22 @@ class Port {
   // MTU less its headers. A user sizes its messages by it (ina: the default K). Default: the
   // largest UDP datagram.
   virtual size_t max_datagram_bytes() const { return kMaxDatagramBytes; }
+  // The kernel's receive queue of this port's socket: about how many datagrams of
+  // `datagram_bytes` it holds before the kernel drops what arrives (rx_kernel_drops), from
+  // SO_RCVBUF as the kernel reports it and its cost per datagram (docs/host.md, "Socket
+  // buffers"). 0: the port has no kernel socket queue (DPDK: its own rings) or cannot tell.
+  virtual size_t rx_queue_datagrams(size_t datagram_bytes) const {
+    (void)datagram_bytes;
+    return 0;
+  }
+  // That socket's receive buffer in the kernel's accounting (SO_RCVBUF read back, which is twice
+  // what was set); 0: no kernel socket.
+  virtual size_t rx_buffer_bytes() const { return 0; }
+  // What the kernel has dropped at that socket since it opened because its receive buffer was
+  // full (SO_MEMINFO's count, read now: a syscall, callable from any thread). Its unit is what
+  // arrived: a datagram, or a GSO train of up to 64 that arrived whole (GRO) and is dropped whole.
+  // 0: no kernel socket.
+  virtual uint64_t rx_kernel_drops() const { return 0; }
 
   virtual PortStats stats() const = 0;
   // The local address ("0.0.0.0:47000"; DPDK: "10.77.0.1:47000 net_memif0 02:..").

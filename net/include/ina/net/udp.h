@@ -51,6 +51,13 @@ Result<std::unique_ptr<Port>> OpenUdpPort(const UdpPortConfig& config);
 // InvalidArgument (not a UDP port, n == 0), the OS error of setsockopt.
 Status SteerByField16(Port& port, uint32_t offset, uint32_t n);
 
+// What to say when a kernel socket got a smaller receive buffer than asked: `got` is
+// Port::rx_buffer_bytes() (the kernel's accounting, twice what was set), `requested` the bytes
+// asked (UdpPortConfig::socket_buffer_bytes). Empty when got >= 2 x requested (or either is 0);
+// else one sentence with both sizes, the cause (net.core.rmem_max caps SO_RCVBUF for a process
+// without CAP_NET_ADMIN) and the sysctl that lifts it.
+std::string SmallReceiveBuffer(size_t got, int requested);
+
 // The port's bound local port number (host order), 0 for a port that is not a UDP port.
 uint16_t UdpLocalPort(const Port& port);
 
