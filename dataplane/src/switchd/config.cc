@@ -231,6 +231,11 @@ std::vector<Flag> Flags(const EngineMenu& engines) {
                "--upstream: leaves under the spine (default 1); leaf I serves\nthe ranks r "
                "with floor(r L / N) == I",
                "leaves", &Config::leaves, 1, 64),
+      UintFlag("--upstream-core-ports", "0|1",
+               "--upstream with --cores N --core-ports 1: 1 (default), core c\nto the spine's "
+               "core c at PORT + c; 0, every core to PORT as\nlane c of N (a spine of any "
+               "cores)",
+               "upstream_core_ports", &Config::upstream_core_ports, 0, 1),
       {"--metrics", "ADDR:PORT",
        "serve Prometheus metrics over HTTP at http://ADDR:PORT/metrics\n(docs/switchd.md; "
        "e.g. 127.0.0.1:9470; port 0: ephemeral)",
@@ -314,19 +319,27 @@ Status Validate(Config& c, const EngineMenu& engines) {
                  std::to_string(c.cores));
     }
     if (auto up = net::ParseEndpoint(c.upstream);
-        up.ok() && uint32_t{net::EndpointPort(*up)} + c.cores - 1 > 65535) {
+        up.ok() && c.upstream_core_ports != 0 &&
+        uint32_t{net::EndpointPort(*up)} + c.cores - 1 > 65535) {
       return Bad("--upstream",
                  "a spine port of at most " + std::to_string(65536 - c.cores) + " with --cores " +
                      std::to_string(c.cores) + " (core c goes to the spine's port + c)",
                  c.upstream);
+    }
+    if (c.upstream_core_ports == 0 && c.cores > proto::kMaxLanes) {
+      return Bad("--cores",
+                 "at most " + std::to_string(proto::kMaxLanes) +
+                     " with --upstream-core-ports 0 (each core is a lane of the leaf's rank)",
+                 std::to_string(c.cores));
     }
     if (c.io != "udp") return Bad("--io", "udp with --upstream (a leaf)", c.io);
     if (c.leaf_index >= c.leaves) {
       return Bad("--leaf-index", "below --leaves (" + std::to_string(c.leaves) + ")",
                  std::to_string(c.leaf_index));
     }
-  } else if (c.leaf_index != 0 || c.leaves != 1) {
-    return InvalidArgument("--leaf-index / --leaves need --upstream ADDR:PORT");
+  } else if (c.leaf_index != 0 || c.leaves != 1 || c.upstream_core_ports != 1) {
+    return InvalidArgument(
+        "--leaf-index / --leaves / --upstream-core-ports need --upstream ADDR:PORT");
   }
   if (c.core_ports != 0 && c.io != "udp" && c.io != "dpdk") {
     return Bad("--core-ports", "0 unless --io udp or dpdk (a port or queue per core)",

@@ -16,7 +16,11 @@ Result<std::unique_ptr<CoreLeaf>> CoreLeaf::Create(const Config& config, uint32_
                                                    LeafSink& out, size_t items) {
   auto up = net::ParseEndpoint(config.upstream);
   if (!up.ok()) return up.status().WithContext("--upstream " + config.upstream);
-  if (config.cores > 1) {  // --core-ports 1: this core's share goes to the spine's core `core`
+  LeafConfig lc;
+  if (config.cores > 1 && config.upstream_core_ports == 0) {  // lane `core` at one spine port
+    lc.lane = static_cast<uint16_t>(core);
+    lc.lanes = static_cast<uint16_t>(config.cores);
+  } else if (config.cores > 1) {  // --core-ports 1: this core's share to the spine's core `core`
     const uint32_t port = net::EndpointPort(*up) + core;
     if (port > 65535) {  // the config's validation refuses it first
       return InvalidArgument("--upstream " + config.upstream + ": core " + std::to_string(core) +
@@ -24,7 +28,6 @@ Result<std::unique_ptr<CoreLeaf>> CoreLeaf::Create(const Config& config, uint32_
     }
     net::SetEndpointPort(&*up, static_cast<uint16_t>(port));
   }
-  LeafConfig lc;
   lc.upstream = Peer::From(reinterpret_cast<const sockaddr*>(&up->addr), up->len);
   lc.index = static_cast<uint16_t>(config.leaf_index);
   lc.leaves = static_cast<uint16_t>(config.leaves);

@@ -26,7 +26,8 @@ class CoreLeaf {
   // A leaf of --upstream (config.leaf_index of config.leaves) over core `core`'s control plane
   // (configured as cc, lease_calls 0), sending through `out`; both outlive it. With several cores
   // (--core-ports 1) core c's share of every job is a job of its own on the spine's core c, at
-  // the --upstream port + c. `items`: the most data packets mapped at once. Errors:
+  // the --upstream port + c, or (--upstream-core-ports 0) lane c of the leaf's rank at the
+  // --upstream port. `items`: the most data packets mapped at once. Errors:
   // InvalidArgument for a bad --upstream, or one whose port + cores - 1 is past 65535.
   static Result<std::unique_ptr<CoreLeaf>> Create(const Config& config, uint32_t core,
                                                   const ControlConfig& cc, ControlPlane& control,

@@ -47,6 +47,8 @@ void Leaf::SendUpJoin(const Job& j) {
   const uint32_t window = std::min(j.window_asked, control_.FittingWindow(j.ranks.n, j.k));
   SendUp(MakeControl(p::JoinMsg{.job = j.id,
                                 .rank = config_.index,
+                                .lane = config_.lane,
+                                .lanes = config_.lanes,
                                 .k = j.k,
                                 .window = window,
                                 .world_size = config_.leaves}),

@@ -90,6 +90,15 @@ TEST(SwitchdConfig, LeafNeedsAnUpstreamAddressUdpAndOneCoreOrCorePorts) {
   ASSERT_FALSE(two.ok());
   EXPECT_NE(two.status().message().find("--core-ports 1"), std::string::npos)
       << two.status().ToString();
+  // --upstream-core-ports 0: every core to the spine's one port (a lane each), so no port past.
+  EXPECT_TRUE(Parse({"--upstream", "10.0.0.1:65535", "--cores", "4", "--core-ports", "1",
+                     "--upstream-core-ports", "0"})
+                  .ok());
+  EXPECT_FALSE(Parse({"--upstream", "10.0.0.1:47000", "--cores", "17", "--core-ports", "1",
+                      "--upstream-core-ports", "0"})
+                   .ok())
+      << "more cores than a rank has lanes";
+  EXPECT_FALSE(Parse({"--upstream-core-ports", "0"}).ok()) << "needs --upstream";
   auto up = net::ParseEndpoint("[::1]:47000");
   ASSERT_TRUE(up.ok());
   net::SetEndpointPort(&*up, 47003);

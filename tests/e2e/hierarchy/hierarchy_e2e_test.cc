@@ -213,19 +213,29 @@ struct Tree {
   std::vector<std::string> leaf_addr;
 };
 
+// Where the cores of a leaf on several cores go: the spine's cores (it has as many, a port each)
+// or one spine port (a spine on one core; each leaf core a lane of the leaf's rank).
+enum class Spine { kSameCores, kOnePort };
+
 // Starts the spine and the leaves, every switch with `faults` (flags). Leaf 0 is `leaf0_bin`
-// (ina-switchd, or ina-rtlsim: the verilated core as the leaf's engine). `cores` > 1: every switch
-// on that many cores with a port each (--core-ports 1), leaf core c under the spine's core c.
+// (ina-switchd, or ina-rtlsim: the verilated core as the leaf's engine). `cores` > 1: every leaf
+// on that many cores with a port each (--core-ports 1); leaf core c under the spine's core c
+// (the spine on as many cores), or (Spine::kOnePort) lane c at the spine's one port.
 bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tree* t,
-               const std::string& leaf0_bin = INA_SWITCHD_BIN, int cores = 1) {
+               const std::string& leaf0_bin = INA_SWITCHD_BIN, int cores = 1,
+               Spine spine = Spine::kSameCores) {
   const std::string seed = std::to_string(Seed());
-  std::vector<std::string> on_cores;
-  if (cores > 1) on_cores = {"--cores", std::to_string(cores), "--core-ports", "1"};
+  std::vector<std::string> on_cores, spine_cores;
+  if (cores > 1) {
+    on_cores = {"--cores", std::to_string(cores), "--core-ports", "1"};
+    if (spine == Spine::kSameCores) spine_cores = on_cores;
+    if (spine == Spine::kOnePort) on_cores.insert(on_cores.end(), {"--upstream-core-ports", "0"});
+  }
   std::vector<std::string> sa = {
       INA_SWITCHD_BIN, "--bind", topo.SpineBind(), "--port", topo.netns ? "47000" : "0",
       "--seed",        seed};
   sa.insert(sa.end(), faults.begin(), faults.end());
-  sa.insert(sa.end(), on_cores.begin(), on_cores.end());
+  sa.insert(sa.end(), spine_cores.begin(), spine_cores.end());
   auto sp = Process::Start(topo.In("s", sa));
   if (!sp.ok()) return false;
   t->spine.emplace(std::move(*sp));
@@ -262,13 +272,13 @@ bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tre
 
 RunResult RunTree(const Topology& topo, const std::string& type, size_t elements,
                   const std::vector<std::string>& faults, int lanes, const std::string& leaf0_bin,
-                  int cores) {
+                  int cores, Spine spine) {
   std::printf("tree (%s): %s, %d switch core(s), INA_SEED=%llu\n",
               topo.netns ? "netns" : "loopback", type.c_str(), cores,
               static_cast<unsigned long long>(Seed()));
   RunResult out;
   Tree t;
-  EXPECT_TRUE(StartTree(topo, faults, &t, leaf0_bin, cores));
+  EXPECT_TRUE(StartTree(topo, faults, &t, leaf0_bin, cores, spine));
   if (t.leaves.size() != kLeaves) return out;
   std::vector<Process> ws;
   for (int r = 0; r < kWorld; ++r) {
@@ -308,9 +318,10 @@ class Hierarchy : public ::testing::TestWithParam<bool> {
   // `cores` > 1: every switch of the tree on that many cores (a port each), the workers' lanes on
   // them (lanes == cores); the flat run stays on one core with the same lanes.
   void ExpectTreeEqualsFlat(const std::string& type, size_t elements, int lanes = 1,
-                            const std::string& leaf0_bin = INA_SWITCHD_BIN, int cores = 1) {
+                            const std::string& leaf0_bin = INA_SWITCHD_BIN, int cores = 1,
+                            Spine spine = Spine::kSameCores) {
     const std::vector<std::string> faults = {"--drop-rate", "0.02", "--dup-rate", "0.01"};
-    RunResult tree = RunTree(topo_, type, elements, faults, lanes, leaf0_bin, cores);
+    RunResult tree = RunTree(topo_, type, elements, faults, lanes, leaf0_bin, cores, spine);
     RunResult flat = RunFlat(type, elements, lanes);
     ASSERT_EQ(tree.fingerprint.size(), static_cast<size_t>(kWorld));
     ASSERT_EQ(flat.fingerprint.size(), static_cast<size_t>(kWorld));
@@ -347,6 +358,27 @@ class Hierarchy : public ::testing::TestWithParam<bool> {
     EXPECT_EQ(tree.spine["results"], tree.leaves[0]["leaf_up_data"]);
     // Every worker left gracefully, and then each leaf: the spine freed the job as done (each
     // core its share).
+    if (spine == Spine::kOnePort) {
+      // One spine job of kLeaves ranks with `cores` lanes each; the first graceful LEAVE of a
+      // leaf's cores is its rank's (the others find the rank gone).
+      std::printf("spine: leaves %llu, leaves_done %llu, leave_ignored %llu\n",
+                  (unsigned long long)tree.spine["leaves"],
+                  (unsigned long long)tree.spine["leaves_done"],
+                  (unsigned long long)tree.spine["leave_ignored"]);
+      EXPECT_EQ(tree.spine["leaves_done"], static_cast<uint64_t>(kLeaves));
+      EXPECT_EQ(tree.spine["jobs_done"], 1u);
+      EXPECT_EQ(tree.spine["jobs_admitted"], 1u);
+      EXPECT_EQ(tree.spine_cores.size(), 0u) << "the spine runs on one core";
+      for (int i = 0; i < kLeaves; ++i) {
+        ASSERT_EQ(tree.leaf_cores[i].size(), static_cast<size_t>(cores)) << "leaf " << i;
+        for (int c = 0; c < cores; ++c) {
+          auto& lc = tree.leaf_cores[i][c];
+          EXPECT_GT(lc["leaf_up_data"], 0u) << "leaf " << i << " core " << c;
+          EXPECT_EQ(lc["leaf_up_results"], lc["leaf_up_data"]) << "leaf " << i << " core " << c;
+        }
+      }
+      return;
+    }
     EXPECT_EQ(tree.spine["leaves_done"], static_cast<uint64_t>(kLeaves * cores));
     EXPECT_EQ(tree.spine["jobs_done"], static_cast<uint64_t>(cores));
     if (cores == 1) return;
@@ -386,6 +418,12 @@ TEST_P(Hierarchy, WorkersWithTwoLanesUnderLossAreBitIdenticalToFlat) {
 // leaf core c under the spine's core c, each worker's 2 lanes on its leaf's 2 cores.
 TEST_P(Hierarchy, EverySwitchOnTwoCoresUnderLossIsBitIdenticalToFlat) {
   ExpectTreeEqualsFlat("float", 50000, 2, INA_SWITCHD_BIN, 2);
+}
+
+// Leaves on 2 cores under a spine on one (--upstream-core-ports 0): each leaf core joins the
+// spine's one port as a lane of its leaf's rank and carries that lane's slots.
+TEST_P(Hierarchy, LeavesOnTwoCoresUnderASpineOnOneUnderLossAreBitIdenticalToFlat) {
+  ExpectTreeEqualsFlat("float", 50000, 2, INA_SWITCHD_BIN, 2, Spine::kOnePort);
 }
 
 // The leaf's work is outside its engine: ina-rtlsim (the verilated RTL core as the engine, the

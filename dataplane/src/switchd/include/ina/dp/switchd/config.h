@@ -83,10 +83,15 @@ struct Config {
   bool require_job_keys = false;
   // Two-level aggregation (docs/hierarchy.md): this switch is leaf `leaf_index` of `leaves` under
   // the spine at `upstream` ("IPv4:PORT" or "[IPv6]:PORT"); empty: a flat switch (or a spine).
-  // Needs --cores 1 and --io udp.
+  // Needs --io udp, and --cores 1 or --core-ports 1 (a leaf on every core).
   std::string upstream;
   uint32_t leaf_index = 0;
   uint32_t leaves = 1;
+  // A leaf on several cores (--core-ports 1): 1, core c goes to the spine's core c at the
+  // upstream port + c (a spine of as many cores with --core-ports 1); 0, every core goes to the
+  // upstream port as lane c of `cores` lanes of this leaf's rank (a spine of any cores: one port,
+  // or ina-rtlsim).
+  uint32_t upstream_core_ports = 1;
   // --metrics: Prometheus text format over HTTP at this "IPv4:PORT" or "[IPv6]:PORT" (GET
   // /metrics; ina-switchd's metrics.h); empty: off.
   std::string metrics;

@@ -67,6 +67,11 @@ struct LeafConfig {
   Peer upstream;        // the spine's address
   uint16_t index = 0;   // this leaf's rank on the spine, < leaves
   uint16_t leaves = 1;  // leaves of the tree (the spine job's world size), 1 .. kMaxWorkers
+  // This leaf joins the spine as lane `lane` of `lanes` of its rank (a leaf on several cores under
+  // a spine at one port: core c is lane c and carries the slots s with s mod lanes == c, as its
+  // workers' lane c does); 0 of 1: the rank's only lane.
+  uint16_t lane = 0;
+  uint16_t lanes = 1;
   RtoConfig rto{1000, 5000, 200000, 1};  // samples_per_rtt: set to each job's window
   std::chrono::milliseconds join_resend{100};
   std::chrono::milliseconds job_timeout{30000};  // a job stuck joining is forgotten after this
