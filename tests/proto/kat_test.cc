@@ -103,6 +103,11 @@ TEST(ProtoKat, TypedMessagesReencodeTheVectorsByteForByte) {
       case MsgType::kError:
         ExpectTypedRoundTrip<ErrorMsg>(k);
         break;
+      case MsgType::kHelloAck:
+        ExpectTypedRoundTrip<HelloAckMsg>(k);
+        EXPECT_EQ(HelloAckMsg::Decode(k.bytes.data()).core_ports, 4);
+        EXPECT_EQ(HelloAckMsg::Decode(k.bytes.data()).max_k, 2048);
+        break;
       default:
         ADD_FAILURE() << "a vector of type " << MsgTypeName(GetType(k.bytes.data()))
                       << ": add its typed message here";

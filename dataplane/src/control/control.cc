@@ -46,6 +46,7 @@ Result<std::unique_ptr<ControlPlane>> ControlPlane::Create(Engine& engine,
     return InvalidArgument("control: alloc_stride must be in [1, 256] and alloc_residue below it");
   }
   if (config.min_window < 1) return InvalidArgument("control: min_window must be >= 1");
+  if (config.core_ports < 1) return InvalidArgument("control: core_ports must be >= 1");
   if (config.join_nonce_period.count() <= 0) {
     return InvalidArgument("control: join_nonce_period must be > 0");
   }
@@ -115,6 +116,12 @@ void ControlPlane::HandleControl(std::span<const uint8_t> packet, const Peer& fr
     HandleLeave(p::LeaveMsg::From(h), from, out);
   } else if (h.type == p::MsgType::kAllocJob) {
     HandleAlloc(p::AllocJobMsg::From(h), from, now, out);
+  } else if (h.type == p::MsgType::kHello) {
+    // Stateless: what a worker needs to place its lanes before it joins (its job, echoed).
+    Bump(ControlCounter::kHellos);
+    const ControlMessage m = MakeControl(
+        p::HelloAckMsg{.job = h.job, .max_k = config_.max_k, .core_ports = config_.core_ports});
+    out.Send(from, m);
   } else {
     Bump(ControlCounter::kControlMalformed);
   }

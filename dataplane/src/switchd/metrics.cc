@@ -133,6 +133,8 @@ constexpr OwnMetric kOwn[] = {
      "JOINs whose proof of the job secret verified."},
     {"joins_unproven", "ina_switch_dropped_packets_total", "reason=\"joins_unproven\"",
      kDroppedHelp},
+    {"hellos", "ina_switch_hellos_total", "",
+     "hello messages answered (workers asking the switch's cores before they join)."},
     // A leaf of two-level aggregation (LeafCounter, docs/hierarchy.md).
     {"leaf_up_joins", "ina_switch_leaf_up_joins_total", "", "JOINs sent to the spine."},
     {"leaf_up_data", "ina_switch_leaf_up_data_packets_total", "",

@@ -68,6 +68,8 @@ class Switch::Core final {
       max_datagram = std::min(max_datagram, port->max_datagram_bytes());
     cc.max_k = proto::LargestKFor(max_datagram);
     cc.require_keys = config_.require_job_keys;
+    // hello_ack: how many cores take a job's lanes, each at --port + c (--core-ports 1).
+    cc.core_ports = static_cast<uint16_t>(config_.core_ports != 0 ? config_.cores : 1);
     // Grants fit this core's socket (a kernel UDP port; DPDK ports answer 0: no cap). The port
     // outlives the control plane (both are this core's).
     if (!ports.empty()) {

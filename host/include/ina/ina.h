@@ -94,7 +94,8 @@ typedef struct ina_config {
   int slot_wait_timeout_ms;  /* how long a JOIN waits for slots in a shared pool (join_wait) */
   uint64_t staging_bytes;    /* staging of device-memory calls pre-sized for tensors this large */
   int dpdk_mtu;              /* transport "dpdk": the frames' IP MTU, 576..9000 (9000: K=2048) */
-  int switch_cores; /* lanes on switch cores: lane l to core l at switch_port + l; 1: off */
+  int switch_cores;          /* lanes on switch cores: lane l to core l at switch_port + l; 1: off;
+                                0: ask the switch (hello, udp) and use all its cores */
   /* Authenticated jobs (docs/security.md): "crc" (no security, the default), "mac" or
    * "mac_encrypt"; a keyed mode needs the job secret, set with ina_config_set_job_key (or from
    * INA_JOB_KEY by ina_config_init). The library never prints it; ina_config_wipe_job_key clears

@@ -507,6 +507,11 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const CommConfig& con
     return InvalidArgument("config: quant " + config.quant +
                            " is not available on this CPU or build (scalar always is)");
   }
+  if (config.switch_cores == CommConfig::kSwitchCoresAuto) {
+    CommConfig asked = config;
+    INA_RETURN_IF_ERROR(internal::AskSwitchCores(&asked));
+    return Create(asked);
+  }
   std::vector<std::unique_ptr<Transport>> transports;
   for (int l = 0; l < config.progress_threads; ++l) {  // one socket (udp) or port (dpdk) per lane
     INA_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t,
@@ -517,6 +522,61 @@ Result<std::unique_ptr<Communicator>> Communicator::Create(const CommConfig& con
 }
 
 namespace internal {
+
+Status AskSwitchCores(CommConfig* cfg) {
+  CommConfig one = *cfg;
+  one.switch_cores = 1;
+  one.progress_threads = 1;
+  INA_ASSIGN_OR_RETURN(std::unique_ptr<Transport> t, MakeTransport(LaneTransportConfig(one, 0)));
+  std::array<uint8_t, proto::MessageBytes(0)> hello{};
+  proto::HelloMsg{.job = cfg->job_id}.Encode(hello.data());
+  proto::SealMessage(hello.data(), proto::kHeaderBytes);
+  std::vector<uint8_t> buf(proto::kMaxPacketBytes);
+  const auto start = std::chrono::steady_clock::now();
+  const auto deadline = start + std::chrono::milliseconds(cfg->join_timeout_ms);
+  auto next_send = start;
+  int sent = 0;
+  while (true) {
+    auto now = std::chrono::steady_clock::now();
+    if (now >= next_send) {
+      const TxMessage m{.data = hello.data(), .len = hello.size()};
+      (void)t->SendBurst({&m, 1});  // a failed send is retried: the switch may not be up yet
+      ++sent;
+      next_send = now + std::chrono::milliseconds(100);
+    }
+    if (now >= deadline) break;
+    RxMessage rx{.data = buf.data(), .cap = buf.size()};
+    const auto wait = std::min(next_send, deadline) - now;
+    auto n = t->RecvBurst({&rx, 1}, std::chrono::duration_cast<std::chrono::microseconds>(wait));
+    if (!n.ok() || *n == 0) continue;  // ICMP (nobody there yet), a timeout: keep asking
+    const std::span<const uint8_t> pkt(rx.data, rx.len);
+    if (pkt.size() != proto::MessageBytes(0) || !proto::MessageCrcOk(pkt) ||
+        proto::GetVersion(pkt.data()) != proto::kVersion ||
+        !proto::IsType(pkt.data(), proto::MsgType::kHelloAck)) {
+      continue;  // not the answer
+    }
+    const auto ack = proto::HelloAckMsg::Decode(pkt.data());
+    const int cores = std::clamp<int>(ack.core_ports, 1, CommConfig::kMaxProgressThreads);
+    cfg->switch_cores = cores;
+    if (cores > 1) cfg->progress_threads = cores;
+    static std::atomic<bool> said{false};  // once per process
+    if (!said.exchange(true)) {
+      LogLinef(
+          "ina: rank %d job %d: the switch at %s:%d takes a job's lanes on %d core(s)%s: %d "
+          "lane(s)%s\n",
+          cfg->rank, cfg->job_id, cfg->switch_host.c_str(), cfg->switch_port,
+          static_cast<int>(ack.core_ports),
+          ack.core_ports > CommConfig::kMaxProgressThreads ? " (a rank has at most 16)" : "",
+          cfg->progress_threads, cores > 1 ? ", lane c to core c" : "");
+    }
+    return cfg->Validate();
+  }
+  return DeadlineExceeded("switch_cores auto: no hello_ack from the switch at " + cfg->switch_host +
+                          ":" + std::to_string(cfg->switch_port) + " in " +
+                          std::to_string(cfg->join_timeout_ms) + " ms (" + std::to_string(sent) +
+                          " hellos sent): is it up, and newer than the hello message? Else set "
+                          "switch_cores (INA_SWITCH_CORES) to its core count");
+}
 
 Status ResolveK(CommConfig* cfg, const std::vector<std::unique_ptr<Transport>>& transports) {
   size_t max_msg = 65507;
@@ -584,6 +644,11 @@ Result<std::unique_ptr<Communicator>> CommunicatorFactory::Create(
     return InvalidArgument("communicator: " + std::to_string(transports.size()) +
                            " transports for " + std::to_string(config.progress_threads) +
                            " progress threads");
+  }
+  if (config.switch_cores == CommConfig::kSwitchCoresAuto) {
+    return InvalidArgument(
+        "communicator: switch_cores auto needs Communicator::Create, which asks "
+        "the switch before it opens the lanes' transports");
   }
   CommConfig cfg = config;
   INA_RETURN_IF_ERROR(ResolveK(&cfg, transports));

@@ -20,6 +20,13 @@ namespace ina::host::internal {
 // InvalidArgument naming both sizes, so a job never relies on IP fragmentation.
 Status ResolveK(CommConfig* config, const std::vector<std::unique_ptr<Transport>>& transports);
 
+// switch_cores auto: asks the switch at config's address (proto: hello over a lane-0 transport,
+// resent every 100 ms until its hello_ack, for at most join_timeout_ms) how many cores take a
+// job's lanes, and sets switch_cores to it (at most kMaxProgressThreads) and, when above 1,
+// progress_threads too: lane c to core c. Says so once per process. Errors: the transport's;
+// DeadlineExceeded naming the switch when none answered; Validate's for what it set.
+Status AskSwitchCores(CommConfig* config);
+
 // Caps config->window (slots asked) so that the results of each lane's share (window / lanes
 // slots, one message of config->k each, which can arrive back to back) fit the kernel receive
 // queue of its transport (Transport::rx_queue_messages; lanes without one do not limit). A

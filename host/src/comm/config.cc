@@ -128,9 +128,13 @@ Status CommConfig::Validate() const {
                  " is past 65535 (lane l uses local_port + l)");
     }
   }
-  if (switch_cores < 1 || switch_cores > kMaxProgressThreads) {
-    return bad("switch_cores " + std::to_string(switch_cores) + " not in [1, " +
+  if (switch_cores < 0 || switch_cores > kMaxProgressThreads) {
+    return bad("switch_cores " + std::to_string(switch_cores) + " not in [0 (auto), " +
                std::to_string(kMaxProgressThreads) + "]");
+  }
+  if (switch_cores == kSwitchCoresAuto && transport != "udp") {
+    return bad("switch_cores auto (0) asks the switch over udp, not " + transport +
+               ": set the switch's core count");
   }
   if (switch_cores > 1) {
     if (progress_threads != switch_cores) {
@@ -187,6 +191,7 @@ std::string CommConfig::ToString() const {
     << " socket_buffer_bytes=" << socket_buffer_bytes << " udp_gso=" << udp_gso
     << " quant=" << quant << " staging_bytes=" << staging_bytes;
   if (switch_cores > 1) o << " switch_cores=" << switch_cores;
+  if (switch_cores == kSwitchCoresAuto) o << " switch_cores=auto";
   if (sec != "crc" || !job_secret.empty()) {
     o << " sec=" << sec << " job_secret=" << (job_secret.empty() ? "unset" : "set");
   }
@@ -230,7 +235,11 @@ Result<CommConfig> CommConfig::FromEnv(CommConfig c) {
   INA_RETURN_IF_ERROR(EnvField("INA_RTO_INITIAL_US", 0, &c.rto_initial_us));
   INA_RETURN_IF_ERROR(EnvField("INA_RTO_MAX_US", 0, &c.rto_max_us));
   INA_RETURN_IF_ERROR(EnvField("INA_PROGRESS_THREADS", 0, &c.progress_threads));
-  INA_RETURN_IF_ERROR(EnvField("INA_SWITCH_CORES", 0, &c.switch_cores));
+  if (const char* v = std::getenv("INA_SWITCH_CORES"); v != nullptr && std::string(v) == "auto") {
+    c.switch_cores = kSwitchCoresAuto;
+  } else {
+    INA_RETURN_IF_ERROR(EnvField("INA_SWITCH_CORES", 0, &c.switch_cores));
+  }
   if (const char* v = std::getenv("INA_TRANSPORT")) {
     if (*v == '\0') return InvalidArgument("INA_TRANSPORT: empty value");
     c.transport = v;

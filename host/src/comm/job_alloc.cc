@@ -9,6 +9,7 @@
 #include <random>
 #include <string>
 
+#include "communicator_factory.h"
 #include "exchange.h"
 #include "ina/host/transport.h"
 #include "ina/proto/crc32c.h"
@@ -148,6 +149,10 @@ Status InstallJobKey(const CommConfig& config, uint16_t job, std::span<const uin
   const proto::SecMode mode = c.sec == "mac" ? proto::SecMode::kMac : proto::SecMode::kMacEncrypt;
   // Lanes on switch cores: each core holds its share of the job as a job of its own, with a key
   // of its own, so every core gets the secret (each refuses the job's JOINs until it has it).
+  // switch_cores auto: the cores the workers will find (they ask the same switch the same way).
+  if (c.switch_cores == CommConfig::kSwitchCoresAuto) {
+    INA_RETURN_IF_ERROR(internal::AskSwitchCores(&c));
+  }
   const auto deadline = std::chrono::steady_clock::now() + milliseconds(c.join_timeout_ms);
   for (int core = 0; core < c.switch_cores; ++core)
     INA_RETURN_IF_ERROR(InstallAtLane(c, core, mode, admin_secret, secret, deadline));

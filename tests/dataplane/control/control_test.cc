@@ -600,6 +600,39 @@ TEST_F(ControlTest, GrantFitsTheReceiveQueueForEveryRankAtOnce) {
   EXPECT_EQ(logs.size(), 2u);
 }
 
+// hello (switch_cores auto): answered with the cores that take a job's lanes and the largest K,
+// the job echoed; nothing is created or changed.
+TEST_F(ControlTest, HelloSaysTheCoresAndKAndCreatesNothing) {
+  base_cfg_.core_ports = 4;
+  Make(64, 8, milliseconds(1000), 0, 1, 0, /*max_k=*/1024);
+  const std::vector<uint8_t> hello = Control(p::HelloMsg{.job = 7});
+  Send(hello, MakePeer(5000));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  const Reply& r = out_.replies[0];
+  EXPECT_EQ(r.to, MakePeer(5000));
+  EXPECT_EQ(r.h.type, p::MsgType::kHelloAck);
+  EXPECT_EQ(r.h.job, 7);
+  const auto ack = p::HelloAckMsg::From(r.h);
+  EXPECT_EQ(ack.core_ports, 4);
+  EXPECT_EQ(ack.max_k, 1024);
+  EXPECT_EQ(cp_->num_jobs(), 0u);
+  EXPECT_EQ(Ctr(ControlCounter::kHellos), 1u);
+  // A damaged one is dropped like any control message.
+  std::vector<uint8_t> bad = hello;
+  bad[3] ^= 1;
+  out_.replies.clear();
+  Send(bad, MakePeer(5000));
+  EXPECT_TRUE(out_.replies.empty());
+  EXPECT_EQ(Ctr(ControlCounter::kHellos), 1u);
+  EXPECT_EQ(Ctr(ControlCounter::kControlBadCrc), 1u);
+  // A plane of zero cores is a bad config.
+  base_cfg_.core_ports = 0;
+  EngineLimits lim;
+  lim.pool_slots = 8;
+  auto engine = MakeReferenceEngine(lim);
+  EXPECT_FALSE(ControlPlane::Create(*engine, base_cfg_).ok());
+}
+
 TEST_F(ControlTest, EngineRefusalIsNoSlots) {
   Make(64, 4, milliseconds(1000), /*engine_jobs=*/1);
   ASSERT_EQ(JoinAll(1, 1, 64, 4, 5000).size(), 1u);

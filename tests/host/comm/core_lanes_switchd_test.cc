@@ -1,9 +1,13 @@
 // Lanes on switch cores through the real ina-switchd: --cores 2 --core-ports 1 and workers with
 // switch_cores 2 give one job on both cores (each aggregating the slots s with s mod 2 == its
-// index, from its own port), with the same bits as one core.
+// index, from its own port), with the same bits as one core. switch_cores auto asks the switch
+// (hello) and gets the same.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
+#include <map>
 #include <regex>
 #include <string>
 #include <thread>
@@ -45,7 +49,7 @@ std::vector<std::vector<float>> RunJob(uint16_t port, uint16_t job, int switch_c
       c.k = 256;
       c.window = 64;
       c.join_timeout_ms = 30000;
-      c.progress_threads = switch_cores;
+      c.progress_threads = std::max(switch_cores, 1);  // auto (0): what the switch says
       c.switch_cores = switch_cores;
       auto comm = Communicator::Create(c);
       if (!comm.ok()) {
@@ -65,24 +69,10 @@ std::vector<std::vector<float>> RunJob(uint16_t port, uint16_t job, int switch_c
   return out;
 }
 
-TEST(CoreLanes, OneJobOnTwoSwitchCoresIsBitIdenticalToOneCore) {
-  std::vector<Status> st;
-  test::SwitchProcess one({"--port", "0"});
-  ASSERT_TRUE(one.ok());
-  const auto want = RunJob(one.port(), 21, 1, &st);
-  for (int r = 0; r < kWorld; ++r)
-    ASSERT_TRUE(st[r].ok()) << "one core, rank " << r << ": " << st[r].ToString();
-
-  test::SwitchProcess two({"--port", "0", "--cores", "2", "--core-ports", "1"});
-  ASSERT_TRUE(two.ok());
-  const auto got = RunJob(two.port(), 21, 2, &st);
-  for (int r = 0; r < kWorld; ++r) {
-    ASSERT_TRUE(st[r].ok()) << "two cores, rank " << r << ": " << st[r].ToString();
-    EXPECT_EQ(got[r], want[r]) << "rank " << r << " differs from the one-core result";
-    EXPECT_EQ(got[r], got[0]) << "rank " << r << " differs from rank 0";
-  }
-  auto total = two.Stop();
-  // Both cores aggregated: the per-core counters line has data and results on each.
+// Stops `two` (a --cores 2 --core-ports 1 switch) into *total and checks that both cores
+// aggregated: its per-core counters line has data and results on each.
+void ExpectBothCoresAggregated(test::SwitchProcess& two, std::map<std::string, uint64_t>* total) {
+  *total = two.Stop();
   const std::string out = two.Output();
   const auto at = out.find("{\"core_counters\": [");
   ASSERT_NE(at, std::string::npos) << out;
@@ -103,8 +93,73 @@ TEST(CoreLanes, OneJobOnTwoSwitchCoresIsBitIdenticalToOneCore) {
     EXPECT_GT(rx_data[c], 0u) << "core " << c << " aggregated nothing: " << line;
     EXPECT_GT(results[c], 0u) << "core " << c << ": " << line;
   }
-  EXPECT_EQ(total["rx_data"], rx_data[0] + rx_data[1]);
-  EXPECT_EQ(total["jobs_done"], 2u) << "each core's share ends with every rank's LEAVE";
+  EXPECT_EQ((*total)["rx_data"], rx_data[0] + rx_data[1]);
+  EXPECT_EQ((*total)["jobs_done"], 2u) << "each core's share ends with every rank's LEAVE";
+}
+
+TEST(CoreLanes, OneJobOnTwoSwitchCoresIsBitIdenticalToOneCore) {
+  std::vector<Status> st;
+  test::SwitchProcess one({"--port", "0"});
+  ASSERT_TRUE(one.ok());
+  const auto want = RunJob(one.port(), 21, 1, &st);
+  for (int r = 0; r < kWorld; ++r)
+    ASSERT_TRUE(st[r].ok()) << "one core, rank " << r << ": " << st[r].ToString();
+
+  test::SwitchProcess two({"--port", "0", "--cores", "2", "--core-ports", "1"});
+  ASSERT_TRUE(two.ok());
+  const auto got = RunJob(two.port(), 21, 2, &st);
+  for (int r = 0; r < kWorld; ++r) {
+    ASSERT_TRUE(st[r].ok()) << "two cores, rank " << r << ": " << st[r].ToString();
+    EXPECT_EQ(got[r], want[r]) << "rank " << r << " differs from the one-core result";
+    EXPECT_EQ(got[r], got[0]) << "rank " << r << " differs from rank 0";
+  }
+  std::map<std::string, uint64_t> total;
+  ExpectBothCoresAggregated(two, &total);
+}
+
+// Workers that ask (switch_cores auto): two lanes, one on each core of a --core-ports switch, the
+// same bits; one lane on a switch of one port.
+TEST(CoreLanes, AutoAsksTheSwitchAndUsesEveryCore) {
+  std::vector<Status> st;
+  test::SwitchProcess one({"--port", "0"});
+  ASSERT_TRUE(one.ok());
+  const auto want = RunJob(one.port(), 23, CommConfig::kSwitchCoresAuto, &st);
+  for (int r = 0; r < kWorld; ++r)
+    ASSERT_TRUE(st[r].ok()) << "one core, rank " << r << ": " << st[r].ToString();
+  auto total_one = one.Stop();
+  EXPECT_EQ(total_one["hellos"], static_cast<uint64_t>(kWorld));
+  EXPECT_EQ(total_one["jobs_done"], 1u);
+
+  test::SwitchProcess two({"--port", "0", "--cores", "2", "--core-ports", "1"});
+  ASSERT_TRUE(two.ok());
+  const auto got = RunJob(two.port(), 23, CommConfig::kSwitchCoresAuto, &st);
+  for (int r = 0; r < kWorld; ++r) {
+    ASSERT_TRUE(st[r].ok()) << "two cores, rank " << r << ": " << st[r].ToString();
+    EXPECT_EQ(got[r], want[r]) << "rank " << r << " differs from the one-core result";
+  }
+  std::map<std::string, uint64_t> total;
+  ExpectBothCoresAggregated(two, &total);
+  EXPECT_EQ(total["hellos"], static_cast<uint64_t>(kWorld)) << "one hello per rank, at core 0";
+}
+
+// Nobody answers: a bounded error that names the switch and the way out.
+TEST(CoreLanes, AutoWithNoSwitchIsABoundedErrorNamingIt) {
+  CommConfig c;
+  c.switch_port = 9;  // discard: nothing answers
+  c.switch_cores = CommConfig::kSwitchCoresAuto;
+  c.join_timeout_ms = 300;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto comm = Communicator::Create(c);
+  const auto ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0)
+          .count();
+  ASSERT_FALSE(comm.ok());
+  EXPECT_EQ(comm.status().code(), StatusCode::kDeadlineExceeded) << comm.status().ToString();
+  EXPECT_NE(comm.status().message().find("127.0.0.1:9"), std::string::npos)
+      << comm.status().ToString();
+  EXPECT_NE(comm.status().message().find("INA_SWITCH_CORES"), std::string::npos)
+      << comm.status().ToString();
+  EXPECT_LT(ms, 5000);
 }
 
 TEST(CoreLanes, ConfigNeedsALanePerCoreOverUdp) {

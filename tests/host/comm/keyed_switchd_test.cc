@@ -380,7 +380,7 @@ TEST(KeyedSwitchdLauncher, MakeJobSecretAndInstallJobKeyThenTheJobRuns) {
 // installs the secret at every core. A key at core 0 only (a launcher that ignores the job's
 // switch_cores) leaves core 1 refusing the job's JOINs, a bounded error on every rank.
 TEST(KeyedSwitchdLauncher, AKeyedJobOnEverySwitchCoreGetsItsKeyAtEachCore) {
-  constexpr uint16_t kJob = 45, kCoreZeroOnly = 46;
+  constexpr uint16_t kJob = 45, kCoreZeroOnly = 46, kAsked = 47;
   KeyedSwitch sw({"--require-job-keys", "1", "--cores", "2", "--core-ports", "1"});
   ASSERT_NE(sw.port(), 0);
   auto secret = MakeJobSecret();
@@ -403,6 +403,18 @@ TEST(KeyedSwitchdLauncher, AKeyedJobOnEverySwitchCoreGetsItsKeyAtEachCore) {
   for (const Rank& x : ranks) ASSERT_TRUE(x.status.ok()) << x.status.ToString();
   ExpectExact(ranks, inputs);
 
+  // A launcher that does not know the cores either (switch_cores auto): it asks the switch and
+  // installs the key at both.
+  c.progress_threads = 1;
+  c.switch_cores = CommConfig::kSwitchCoresAuto;
+  ASSERT_TRUE(InstallJobKey(c, kAsked, kAdmin, *secret).ok());
+  std::vector<Rank> asked = Job(kAsked, 2, p::SecMode::kMac, bytes, 2, 3000, true, 19);
+  for (Rank& x : asked) x.lanes = x.cores = 2;
+  const std::vector<Rank> asked_inputs = asked;
+  RunRanks(asked, sw.port());
+  for (const Rank& x : asked) ASSERT_TRUE(x.status.ok()) << x.status.ToString();
+  ExpectExact(asked, asked_inputs);
+
   // The same job shape with its key at core 0 only.
   c.progress_threads = 1;
   c.switch_cores = 1;
@@ -418,8 +430,8 @@ TEST(KeyedSwitchdLauncher, AKeyedJobOnEverySwitchCoreGetsItsKeyAtEachCore) {
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(15));
 
   const auto counters = sw.sw->Stop();
-  EXPECT_EQ(counters.at("keys_installed"), 3u);      // kJob at both cores, kCoreZeroOnly at core 0
-  EXPECT_GE(counters.at("joins_proven"), 4u);        // kJob: 2 ranks x 2 cores
+  EXPECT_EQ(counters.at("keys_installed"), 5u);  // kJob, kAsked at both cores, kCoreZeroOnly at 0
+  EXPECT_GE(counters.at("joins_proven"), 8u);    // kJob, kAsked: 2 ranks x 2 cores
   EXPECT_GE(counters.at("joins_unauthorized"), 2u);  // kCoreZeroOnly's ranks at core 1
 }
 

@@ -223,6 +223,9 @@ struct ControlConfig {
   // max_datagram_bytes, e.g. 256 for a DPDK port of 1500-byte frames); a JOIN asking more is
   // refused with bad_params (K, out of the fabric's range).
   uint16_t max_k = proto::kMaxK;
+  // What a hello_ack says of the fabric's cores (proto: hello): how many take a job's lanes, core c
+  // at the port asked + c (ina-switchd --cores N --core-ports 1: N); 1: one port.
+  uint16_t core_ports = 1;
   // Job keys (see above): require one for every JOIN; the admin channel's secret (empty: SET_KEY
   // messages are refused; else proto::kSecretMinBytes .. kSecretMaxBytes bytes); where a refused
   // JOIN is logged (one line; null: nowhere). Never logs a secret.
@@ -290,6 +293,7 @@ enum class ControlCounter : uint16_t {
   kJoinsProven,        // proven JOINs whose proof verified (then handled as any JOIN)
   kJoinsUnproven,      // proven JOINs whose proof did not verify: forged, replayed, too old, or
                        // for a job without a key (dropped, answered with a fresh challenge)
+  kHellos,             // hello messages answered with hello_ack (CommConfig::switch_cores auto)
   kCount,
 };
 inline constexpr size_t kNumControlCounters = static_cast<size_t>(ControlCounter::kCount);
@@ -312,7 +316,7 @@ inline constexpr std::array<std::string_view, kNumControlCounters> kControlCount
     "keys_installed",   "admin_forged",
     "admin_replayed",   "admin_refused",
     "join_challenges",  "joins_proven",
-    "joins_unproven"};
+    "joins_unproven",   "hellos"};
 using ControlCounters = std::array<uint64_t, kNumControlCounters>;
 
 inline uint64_t Get(const ControlCounters& c, ControlCounter which) {
@@ -359,7 +363,8 @@ class ControlPlane {
   // True for the message types HandleControl takes (the caller's classifier uses it).
   static bool IsControlType(proto::MsgType type) {
     return type == proto::MsgType::kJoin || type == proto::MsgType::kSetKey ||
-           type == proto::MsgType::kLeave || type == proto::MsgType::kAllocJob;
+           type == proto::MsgType::kLeave || type == proto::MsgType::kAllocJob ||
+           type == proto::MsgType::kHello;
   }
 
   // Frees every job idle (no control or accepted data packet) for longer than job_timeout, and

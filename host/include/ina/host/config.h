@@ -94,8 +94,12 @@ struct CommConfig {
   // --cores C --core-ports), which aggregates the slots s with s mod C == l of the job on its own:
   // one job on every switch core, no state shared between them. Transport udp, or dpdk: lane l
   // on queue l of one port (dpdk.port one name or empty), which the switch's core l owns. 1:
-  // every lane to switch_port (lanes of one job on one switch core).
+  // every lane to switch_port (lanes of one job on one switch core). kSwitchCoresAuto (0;
+  // INA_SWITCH_CORES=auto; transport udp): Create asks the switch first (proto: hello, answered
+  // with its cores' count) and runs that many lanes, one per core (progress_threads becomes C), or
+  // progress_threads lanes on its one port.
   int switch_cores = 1;
+  static constexpr int kSwitchCoresAuto = 0;
   // Authenticated jobs (docs/security.md): "crc" (no security, the protocol's CRC32C trailer: the
   // default), "mac" (every data packet and result carries an AES-GMAC tag under the job's traffic
   // keys) or "mac_encrypt" (AES-GCM: the payloads are encrypted on the wire too). A keyed mode

@@ -4,7 +4,7 @@
 // check (CheckDataSource) to the engine, everything else to the engine, which counts it.
 //
 // Input: records, each an op byte and its operands, from one of 6 peers (IPv4 and IPv6):
-//   op%4 0: a control message: type (join, leave, alloc_job; 1 in 8 any, set_key among them:
+//   op%4 0: a control message: type (join, leave, alloc_job, hello; 1 in 8 any, set_key among them:
 //           the plane has an admin secret, docs/security.md; or a proven JOIN answering the
 //           last join_challenge its peer got, under job 1's secret or another), job (0..3 or an
 //           alloc-range id), the grant epoch a JOIN re-joins after (0..3), rank, world, K,
@@ -15,12 +15,13 @@
 //   op%4 2: time passes (0..2.5 s) and Tick runs (job_timeout 1 s).
 //   op%4 3: raw bytes (sealed or not).
 // Checked after every record: every reply and result is a whole message with a good CRC32C
-// trailer; replies are join_ack, join_wait, error, alloc_ack or join_challenge (for job 1 only,
-// with its nonce as the body); a result is for a job the control
-// plane has active and goes to at least one peer; the control plane's job table is consistent
-// (Jobs() has num_jobs() entries, each active job's slots lie in the pool, no two overlap, the
-// largest free extent fits in what is left), and between inputs every job's teardown gives the
-// whole pool back. Job 1 has a key (mode mac) in every input: its data take the keyed rules.
+// trailer; replies are join_ack, join_wait, error, alloc_ack, hello_ack (one core, a K of the
+// spec) or join_challenge (for job 1 only, with its nonce as the body); a result is for a job the
+// control plane has active and goes to at least one peer; the control plane's job table is
+// consistent (Jobs() has num_jobs() entries, each active job's slots lie in the pool, no two
+// overlap, the largest free extent fits in what is left), and between inputs every job's teardown
+// gives the whole pool back. Job 1 has a key (mode mac) in every input: its data take the keyed
+// rules.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -76,8 +77,14 @@ class Replies final : public ReplySink {
     } else {
       FUZZ_CHECK(p.size() == proto::MessageBytes(0), "reply with a body");
       FUZZ_CHECK(t == proto::MsgType::kJoinAck || t == proto::MsgType::kJoinWait ||
-                     t == proto::MsgType::kError || t == proto::MsgType::kAllocAck,
+                     t == proto::MsgType::kError || t == proto::MsgType::kAllocAck ||
+                     t == proto::MsgType::kHelloAck,
                  "reply of type %u", unsigned{p.data()[proto::kTypeOffset]});
+      if (t == proto::MsgType::kHelloAck) {
+        const auto ack = proto::HelloAckMsg::Decode(p.data());
+        FUZZ_CHECK(ack.core_ports == 1 && proto::IsValidK(ack.max_k),
+                   "hello_ack says %u cores, K %u", unsigned{ack.core_ports}, unsigned{ack.max_k});
+      }
     }
     ++sent;
   }
@@ -197,10 +204,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         proto::Header h;
         h.version = proto::kVersion;
         const uint8_t t = in.Byte();
-        static constexpr proto::MsgType kTypes[] = {proto::MsgType::kJoin, proto::MsgType::kJoin,
-                                                    proto::MsgType::kLeave,
-                                                    proto::MsgType::kAllocJob};
-        h.type = (t & 0x80) ? static_cast<proto::MsgType>(t % 12) : kTypes[t % 4];
+        static constexpr proto::MsgType kTypes[] = {
+            proto::MsgType::kJoin, proto::MsgType::kJoin, proto::MsgType::kLeave,
+            proto::MsgType::kAllocJob, proto::MsgType::kHello};
+        h.type = (t & 0x80) ? static_cast<proto::MsgType>(t % 16) : kTypes[t % 5];
         const uint8_t j = in.Byte();
         h.job = (j & 0x80) ? static_cast<uint16_t>(proto::kAllocJobMin + (j & 3)) : j % 4;
         h.exp = (j >> 2) % 4;  // JOIN: the epoch a re-join finished
