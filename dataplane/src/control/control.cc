@@ -340,11 +340,10 @@ void ControlPlane::HandleJoin(const p::JoinMsg& h, const Peer& from, TimePoint n
            out);
     return;
   }
-  if (j.window_asked != window) {
-    Refuse(&j, h, from, p::ErrorCode::kBadParams, p::JoinParam::kWindow, j.window_asked, window,
-           out);
-    return;
-  }
+  // Ranks may ask different windows (a worker asks what its socket holds, docs/host.md "Socket
+  // buffers"): the job asks the least of them. The window is a resource, not a meaning: results
+  // are the same bits for any window. Once granted, a grant stands until the next one.
+  if (window < j.window_asked) j.window_asked = window;
   if (j.lanes != lanes) {
     Refuse(&j, h, from, p::ErrorCode::kBadParams, p::JoinParam::kLanes, j.lanes, lanes, out);
     return;

@@ -40,11 +40,12 @@ void Leaf::SendUp(std::span<const uint8_t> packet, bool payload_checked) {
   out_.SendTo(config_.upstream, packet, payload_checked);
 }
 
-void Leaf::SendUpJoin(const Job& j) {
+void Leaf::SendUpJoin(Job& j) {
   Bump(LeafCounter::kUpJoins);
   // No more than this leaf's own socket holds for its workers: the spine's grant must be one the
   // local control plane can give them whole.
   const uint32_t window = std::min(j.window_asked, control_.FittingWindow(j.ranks.n, j.k));
+  j.up_window_max = std::max(j.up_window_max, window);
   SendUp(MakeControl(p::JoinMsg{.job = j.id,
                                 .rank = config_.index,
                                 .lane = config_.lane,
@@ -249,9 +250,10 @@ void Leaf::HandleJoin(const p::JoinMsg& h, std::span<const uint8_t> packet, cons
   if (h.world_size != j->world) {
     bad = p::JoinParam::kWorldSize;
     value = j->world;
-  } else if (h.window != j->window_asked) {
+  } else if (j->state == State::kRunning && h.window < j->window) {
+    // The spine granted more than this worker asks: it cannot take the job's window.
     bad = p::JoinParam::kWindow;
-    value = j->window_asked;
+    value = j->window;
   } else if (h.rank < j->ranks.lo || h.rank >= j->ranks.lo + j->ranks.n) {
     bad = p::JoinParam::kRank;
     value = p::kJoinValueNone;
@@ -260,6 +262,12 @@ void Leaf::HandleJoin(const p::JoinMsg& h, std::span<const uint8_t> packet, cons
   if (bad != p::JoinParam::kNone) {
     bad_params(bad, value);
     return;
+  }
+  if (j->state == State::kJoining && h.window < j->window_asked) {
+    // Workers may ask different windows (each what its socket holds): the job asks the spine for
+    // the least, which the spine takes while it waits for the other leaves.
+    j->window_asked = h.window;
+    SendUpJoin(*j);
   }
   if (j->state == State::kJoining) {
     if (j->spine_waiting) {
@@ -361,7 +369,7 @@ void Leaf::HandleUpstream(std::span<const uint8_t> packet, TimePoint now) {
   } else if (p::IsType(h, p::MsgType::kJoinAck)) {
     const auto ack = p::JoinAckMsg::Decode(h);
     if (j->state != State::kJoining || ack.k != j->k || ack.window < 1 ||
-        ack.window > j->window_asked) {
+        ack.window > j->up_window_max) {
       Bump(LeafCounter::kUpStale);  // a duplicate, or nonsense
       return;
     }

@@ -215,6 +215,45 @@ TEST(Leaf, AsksTheSpineForNoMoreThanItsSocketHoldsForItsWorkers) {
   EXPECT_EQ(t.Count(LeafCounter::kNoSlots), 0u);
 }
 
+// Workers asking different windows: while the spine has not granted, a smaller ask makes the
+// leaf ask the spine again for the least; once granted, a worker asking less than the grant is
+// refused naming it, and one asking more gets the grant.
+TEST(Leaf, WorkersAskingLessMakeTheLeafAskLessUntilTheGrant) {
+  LeafHarness t;
+  auto join = [&](uint16_t l, uint32_t window) {
+    p::JoinMsg m{.job = kJob,
+                 .rank = static_cast<uint16_t>(4 + l),
+                 .k = kK,
+                 .window = window,
+                 .world_size = kWorld};
+    t.FromWorker(l, Message(m.ToHeader()));
+  };
+  join(0, 16);
+  join(1, 10);  // less: asked again
+  join(2, 12);  // more than the least: nothing new
+  auto up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 2u);
+  EXPECT_EQ(up[0].h().offset, 16u);
+  EXPECT_EQ(up[1].h().offset, 10u);
+  EXPECT_TRUE(t.Take().empty());
+  t.FromSpine(
+      Message(p::JoinAckMsg{.job = kJob, .rank = 1, .epoch = 1, .k = kK, .window = 10, .lease = 0}
+                  .ToHeader()));
+  join(3, 4);  // less than the grant: refused, naming it
+  auto refused = t.Take();
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].h().type, p::MsgType::kError);
+  EXPECT_EQ(refused[0].h().slot, static_cast<uint16_t>(p::JoinParam::kWindow));
+  EXPECT_EQ(refused[0].h().offset, 10u);
+  for (uint16_t l = 0; l < 4; ++l) join(l, 16);  // everyone asking at least the grant gets it
+  auto acks = t.Take();
+  ASSERT_EQ(acks.size(), 4u);
+  for (const Sent& a : acks) {
+    EXPECT_EQ(a.h().type, p::MsgType::kJoinAck);
+    EXPECT_EQ(a.h().offset, 10u);
+  }
+}
+
 TEST(RanksOfLeaf, PartitionEveryWorldInContiguousBalancedRuns) {
   for (uint16_t world = 1; world <= p::kMaxWorkers; ++world) {
     for (uint16_t leaves = 1; leaves <= world; ++leaves) {

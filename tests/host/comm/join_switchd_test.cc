@@ -1,6 +1,7 @@
 // Communicators joining through the real ina-switchd on loopback: a rank refused by the fabric
 // (another K) makes the others fail at once with peer_refused, naming it, on one core and on two
-// (each job on the core its id steers to, with its own control plane).
+// (each job on the core its id steers to, with its own control plane); ranks asking different
+// windows run on the least.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -69,6 +70,48 @@ TEST_P(JoinSwitchd, RefusedRankFailsThePeersAtOnceNamingRankAndParameter) {
   EXPECT_GE(counters.at("err_bad_params"), 2u);
   EXPECT_GE(counters.at("err_peer_refused"), 4u);
   EXPECT_EQ(counters.at("jobs_admitted"), 0u);
+}
+
+// Ranks asking different windows (each what its socket holds: a worker on a host whose
+// net.core.rmem_max is Debian's asks fewer slots) join one job, which runs on the least of them.
+TEST_P(JoinSwitchd, RanksAskingDifferentWindowsRunOnTheLeast) {
+  test::SwitchProcess sw({"--port", "0", "--cores", std::to_string(GetParam())});
+  ASSERT_NE(sw.port(), 0);
+  constexpr int kWorld = 3;
+  const uint16_t asked[kWorld] = {64, 24, 40};
+  std::vector<Status> st(kWorld);
+  std::vector<uint16_t> window(kWorld);
+  std::vector<std::vector<int32_t>> data(kWorld, std::vector<int32_t>(20000));
+  std::vector<std::thread> ts;
+  for (int r = 0; r < kWorld; ++r) {
+    ts.emplace_back([&, r] {
+      CommConfig c;
+      c.switch_port = sw.port();
+      c.job_id = 13;
+      c.rank = static_cast<uint16_t>(r);
+      c.world_size = kWorld;
+      c.k = 256;
+      c.window = asked[r];
+      c.join_timeout_ms = 30000;
+      auto comm = Communicator::Create(c);
+      if (!comm.ok()) {
+        st[r] = comm.status();
+        return;
+      }
+      window[r] = (*comm)->window();
+      for (size_t i = 0; i < data[r].size(); ++i) data[r][i] = static_cast<int32_t>(i * (r + 1));
+      st[r] = (*comm)->AllReduce(std::span<int32_t>(data[r]));
+    });
+  }
+  for (auto& t : ts) t.join();
+  for (int r = 0; r < kWorld; ++r) {
+    ASSERT_TRUE(st[r].ok()) << "rank " << r << ": " << st[r].ToString();
+    EXPECT_EQ(window[r], 24) << "rank " << r;
+    for (size_t i = 0; i < data[r].size(); i += 997)
+      ASSERT_EQ(data[r][i], static_cast<int32_t>(6 * i));
+  }
+  const auto counters = sw.Stop();
+  EXPECT_EQ(counters.at("err_bad_params"), 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cores, JoinSwitchd, ::testing::Values(1, 2));

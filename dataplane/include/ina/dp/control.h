@@ -18,9 +18,11 @@
 //     - K not in proto::kKValues or above ControlConfig::max_k, N not in 1..kMaxWorkers,
 //       W == 0, rank >= N, L > kMaxLanes or l >= L: error(bad_params), slot = the
 //       proto::JoinParam at fault (checked in that order), offset = proto::kJoinValueNone.
-//     - job pending or active with other (K, N, W, L): error(bad_params), slot = the first
+//     - job pending or active with other (K, N, L): error(bad_params), slot = the first
 //       JoinParam that differs, offset = the job's value of it (what the ranks already joined
-//       sent); the job's entry is not changed.
+//       sent); the job's entry is not changed. Another W is not refused: the job asks the least W
+//       its ranks asked (a worker asks what its socket holds; results are the same bits for any
+//       window), which the next grant takes.
 //     - (rank, lane) already joined by another peer: error(rank_taken), slot = JoinParam
 //       kRankTaken, offset = kJoinValueNone.
 //     A JOIN refused by either rule for a job that is pending (not every rank in yet) dooms the

@@ -172,7 +172,8 @@ class Leaf final : private ReplySink {
     State state = State::kJoining;
     uint16_t world = 0;  // global N
     uint16_t k = 0;
-    uint32_t window_asked = 0;
+    uint32_t window_asked = 0;   // the least its workers asked
+    uint32_t up_window_max = 0;  // the most it asked the spine (a grant above is nonsense)
     LeafRanks ranks;
     uint16_t window = 0;  // the spine's grant
     bool spine_waiting = false;
@@ -198,7 +199,7 @@ class Leaf final : private ReplySink {
   Job* Find(uint16_t job_id);
   void SendUp(std::span<const uint8_t> packet, bool payload_checked);
   // The leaf's JOIN for j (as rank `index` of `leaves`), up to the spine.
-  void SendUpJoin(const Job& j);
+  void SendUpJoin(Job& j);
   // The leaf's LEAVE for j (reason 0: done after `calls` calls; else abort), thrice.
   void SendUpLeave(const Job& j, proto::ErrorCode reason, uint32_t calls);
   // One typed message (proto::ErrorMsg{...}), sealed, to a worker.
