@@ -160,7 +160,7 @@ bool Reader::ArgList(Args* args) {
 void EncodeSlot(Writer& w, const RankSlot& s, int iters) {
   w.I32(s.ina_code).Str(s.ina_error).F64(s.error_ms).U64(s.fingerprint);
   w.U64(s.retransmissions).U64(s.packets_sent).U64(s.bad_crc).U64(s.packets_from_device);
-  w.U64(s.socket_drops).U32(s.k);
+  w.U64(s.socket_drops).U32(s.window).U32(s.k);
   w.I32(s.gloo_code).Str(s.gloo_error);
   w.U32(static_cast<uint32_t>(iters));
   for (int i = 0; i < iters; ++i) w.F64(s.ina_ms[i]).F64(s.gloo_ms[i]);
@@ -172,8 +172,8 @@ bool DecodeSlot(Reader& r, RankSlot* s, int iters) {
   bool ok = r.I32(&s->ina_code) && r.Str(&ina_error) && r.F64(&s->error_ms) &&
             r.U64(&s->fingerprint) && r.U64(&s->retransmissions) && r.U64(&s->packets_sent) &&
             r.U64(&s->bad_crc) && r.U64(&s->packets_from_device) && r.U64(&s->socket_drops) &&
-            r.U32(&s->k) && r.I32(&s->gloo_code) && r.Str(&gloo_error) && r.U32(&n) &&
-            n == static_cast<uint32_t>(iters);
+            r.U32(&s->window) && r.U32(&s->k) && r.I32(&s->gloo_code) && r.Str(&gloo_error) &&
+            r.U32(&n) && n == static_cast<uint32_t>(iters);
   for (uint32_t i = 0; ok && i < n; ++i) ok = r.F64(&s->ina_ms[i]) && r.F64(&s->gloo_ms[i]);
   if (!ok) return false;
   std::snprintf(s->ina_error, sizeof(s->ina_error), "%s", ina_error.c_str());

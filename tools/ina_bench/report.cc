@@ -162,7 +162,9 @@ int ReportRun(const Options& given, const SharedView& view, const Reaped& reaped
   const bool ok = AllRanksOk(o, sh, reaped);
   const Verdict v = Verify(o, view, ok);
   uint64_t retx = 0, sent = 0, bad_crc = 0, from_device = 0, socket_drops = 0;
+  uint32_t granted = 0;  // the least any rank was granted (all ranks get the same)
   for (int r = 0; r < o.workers; ++r) {
+    if (r == 0 || sh->ranks[r].window < granted) granted = sh->ranks[r].window;
     socket_drops += sh->ranks[r].socket_drops;
     retx += sh->ranks[r].retransmissions;
     sent += sh->ranks[r].packets_sent;
@@ -208,6 +210,7 @@ int ReportRun(const Options& given, const SharedView& view, const Reaped& reaped
       .Str("dtype", o.int32 ? "int32" : "float")
       .Int("k", o.k)
       .Int("window", o.window)
+      .Uint("window_granted", granted)
       .Int("iters", o.iters)
       .Bool("average", o.average)
       .Num("drop_rate", o.drop_rate)

@@ -22,6 +22,7 @@ struct RankSlot {
   uint64_t retransmissions, packets_sent, bad_crc;
   uint64_t packets_from_device;  // CommStats::packets_from_device (--memory host-async)
   uint64_t socket_drops;         // CommStats::socket_drops (a full socket receive buffer)
+  uint32_t window;               // the window the fabric granted (Communicator::window)
   uint32_t k;                    // the K its communicator resolved (0: none was created)
   int gloo_code;
   char gloo_error[256];

@@ -251,6 +251,7 @@ int Worker(const Options& o, int rank, const std::string& host, uint16_t port,
   me.bad_crc = st.bad_crc;
   me.packets_from_device = st.packets_from_device;
   me.socket_drops = st.socket_drops;
+  me.window = (*comm)->window();
   comm->reset();
 
   if (!o.gloo || o.int32) return 0;

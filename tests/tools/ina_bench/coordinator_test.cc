@@ -34,6 +34,7 @@ TEST(CoordWire, RoundTripAndBadInput) {
   slot.gloo_ms[1] = 2.5;
   slot.fingerprint = 0x0123456789abcdefull;
   slot.socket_drops = 42;
+  slot.window = 199;
   Writer w(Msg::kReport);
   w.I32(-7).Str("key").ArgList({{"--elements", "5"}});
   EncodeSlot(w, slot, 2);
@@ -59,6 +60,7 @@ TEST(CoordWire, RoundTripAndBadInput) {
   EXPECT_EQ(back.gloo_ms[1], 2.5);
   EXPECT_EQ(back.fingerprint, slot.fingerprint);
   EXPECT_EQ(back.socket_drops, 42u);
+  EXPECT_EQ(back.window, 199u);
   // A truncated body and a slot with another iteration count do not decode.
   Reader shortr(std::string_view(frame).substr(kFrameHead, 10));
   EXPECT_FALSE(shortr.I32(&code) && shortr.Str(&key));
