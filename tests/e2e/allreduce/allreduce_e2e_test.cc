@@ -312,9 +312,12 @@ TEST(AllReduceE2eSocketBuffers, ASmallSwitchBufferShrinksTheGrantInsteadOfDroppi
   ASSERT_TRUE(line.ok()) << line.status().ToString();
   const std::string addr = line->substr(std::string("ina-switchd listening on ").size());
   int code = -1;
-  const std::string json = RunBench(
-      {"--switch", addr, "--workers", "4", "--iters", "3", "--elements", "1000003", "--k", "2048"},
-      &code);
+  // A 20 ms RTO floor: a retransmission puts a second copy of a slot's packet in flight, and on a
+  // loaded machine spurious ones would overrun the full queue this test checks.
+  const std::string json =
+      RunBench({"--switch", addr, "--workers", "4", "--iters", "3", "--elements", "1000003", "--k",
+                "2048", "--rto-min-us", "20000", "--rto-initial-us", "20000"},
+               &code);
   EXPECT_EQ(code, 0) << json;
   EXPECT_TRUE(JsonTrue(json, "verified")) << json;
   auto st = sw->Stop(SIGTERM, 10s);
@@ -332,9 +335,10 @@ TEST(AllReduceE2eSocketBuffers, ASmallSwitchBufferShrinksTheGrantInsteadOfDroppi
       JsonNumber(json, "worker_socket_drops"), JsonNumber(json, "retransmissions"));
   EXPECT_NE(capped.find("window 256 asked, at most"), std::string::npos) << capped;
   EXPECT_NE(capped.find("for 4 ranks"), std::string::npos) << capped;
-  // Thousands without the cap (every round of 1024 messages into ~24 places); a few at most
-  // with it (a retransmission while its original is still queued can overflow a full queue).
-  EXPECT_LT(JsonNumber(counters, "rx_socket_drops"), 0.01 * JsonNumber(counters, "rx_data"))
+  // Thousands without the cap (2088 of 7920 data packets: every round of 1024 messages into ~24
+  // places); a few at most with it (a retransmission while its original is still queued can
+  // overrun the full queue: up to 58 on 2 loaded cores with the default RTO floor).
+  EXPECT_LT(JsonNumber(counters, "rx_socket_drops"), 0.03 * JsonNumber(counters, "rx_data"))
       << counters;
 }
 
