@@ -167,7 +167,15 @@ TEST_P(UdpPortTest, AFullReceiveBufferCountsTheKernelsDropsAndTheQueueEstimateHo
     sent += *n;
   }
   ASSERT_EQ(sent, kSent);
-  std::this_thread::sleep_for(50ms);  // loopback delivery (softirq) is done
+  // Loopback delivery (softirq, maybe deferred on a loaded machine) is done when the kernel's
+  // drop count stops moving: three 20 ms polls alike (at most 2 s), before anything is read.
+  uint64_t last = rx.rx_kernel_drops();
+  for (int same = 0, polls = 0; same < 3 && polls < 100; ++polls) {
+    std::this_thread::sleep_for(20ms);
+    const uint64_t now = rx.rx_kernel_drops();
+    same = now == last ? same + 1 : 0;
+    last = now;
+  }
   size_t got = 0;
   std::vector<std::vector<uint8_t>> bufs(kBurst, std::vector<uint8_t>(16384));
   std::vector<Packet> pk(kBurst);
