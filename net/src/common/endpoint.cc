@@ -35,7 +35,9 @@ uint16_t EndpointPort(const Endpoint& e) {
   if (e.len == 0) return 0;
   if (e.addr.ss_family == AF_INET6)
     return ntohs(reinterpret_cast<const sockaddr_in6&>(e.addr).sin6_port);
-  return ntohs(reinterpret_cast<const sockaddr_in&>(e.addr).sin_port);
+  if (e.addr.ss_family == AF_INET)
+    return ntohs(reinterpret_cast<const sockaddr_in&>(e.addr).sin_port);
+  return 0;
 }
 
 void SetEndpointPort(Endpoint* e, uint16_t port) {

@@ -448,12 +448,10 @@ std::string SmallReceiveBuffer(size_t got, int requested) {
 uint16_t UdpLocalPort(const Port& port) {
   const auto* udp = dynamic_cast<const UdpPort*>(&port);
   if (udp == nullptr) return 0;
-  sockaddr_storage ss{};
-  socklen_t sl = sizeof(ss);
-  if (getsockname(udp->fd(), reinterpret_cast<sockaddr*>(&ss), &sl) != 0) return 0;
-  if (ss.ss_family == AF_INET) return ntohs(reinterpret_cast<sockaddr_in&>(ss).sin_port);
-  if (ss.ss_family == AF_INET6) return ntohs(reinterpret_cast<sockaddr_in6&>(ss).sin6_port);
-  return 0;
+  Endpoint local;
+  local.len = sizeof(local.addr);
+  if (getsockname(udp->fd(), reinterpret_cast<sockaddr*>(&local.addr), &local.len) != 0) return 0;
+  return EndpointPort(local);
 }
 
 }  // namespace ina::net

@@ -51,7 +51,7 @@ void GetMac(const Endpoint& e, uint8_t mac[6]);
 // Index of the port an endpoint was received through (0 when none was recorded).
 void SetVia(Endpoint* e, uint16_t port_index);
 uint16_t GetVia(const Endpoint& e);
-// An IPv4 or IPv6 endpoint's port (host order; 0 for none), and setting it.
+// An IPv4 or IPv6 endpoint's port (host order; 0 for none or another family), and setting it.
 uint16_t EndpointPort(const Endpoint& e);
 void SetEndpointPort(Endpoint* e, uint16_t port);
 // "10.0.0.1:47000", "[::1]:5000" or "none".
