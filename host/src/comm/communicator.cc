@@ -119,44 +119,27 @@ class Communicator::Impl {
 
   // Joins every lane at once (the fabric admits the job only when all lanes of all ranks
   // joined), one thread per lane when there are several; the first lane to fail cancels the
-  // others. Every lane's window takes the grant, the same for every lane. Before Start.
+  // others. Lanes on switch cores whose cores granted more than another re-join asking the least,
+  // until every lane has the same window (AgreedGrant). Before Start.
   Status Join() {
-    if (lanes_.size() == 1) {
-      INA_ASSIGN_OR_RETURN(lane_grants_[0], lanes_[0].progress->Join(0));
-    } else {
-      std::atomic<bool> cancel{false};
-      std::atomic<int> first_failed{-1};  // the first real failure, not a lane cancelled by it
-      std::vector<Status> got(lanes_.size());
-      std::vector<std::thread> threads;
-      for (size_t l = 0; l < lanes_.size(); ++l) {
-        threads.emplace_back([&, l] {
-          Result<Grant> g = lanes_[l].progress->Join(0, &cancel);
-          if (g.ok()) {
-            lane_grants_[l] = *g;
-            return;
-          }
-          got[l] = g.status();
-          int none = -1;
-          if (first_failed.compare_exchange_strong(none, static_cast<int>(l))) {
-            cancel.store(true, std::memory_order_relaxed);
-          }
-        });
-      }
-      for (std::thread& t : threads) t.join();
-      if (first_failed.load() >= 0) return got[static_cast<size_t>(first_failed.load())];
-      for (const Grant& g : lane_grants_) {
-        if (g.window != lane_grants_[0].window || g.epoch != lane_grants_[0].epoch) {
-          return Internal("join: lanes granted different windows (" +
-                          std::to_string(lane_grants_[0].window) + " and " +
-                          std::to_string(g.window) + ")");
-        }
-      }
+    std::vector<size_t> all(lanes_.size());
+    for (size_t l = 0; l < all.size(); ++l) all[l] = l;
+    INA_RETURN_IF_ERROR(OnLanesAtOnce(all, [&](size_t l, const std::atomic<bool>& cancel) {
+      Result<Grant> g = lanes_[l].progress->Join(0, &cancel);
+      if (!g.ok()) return g.status();
+      lane_grants_[l] = *g;
+      // Each lane's own salt: lanes on switch cores join at cores of their own, each with its
+      // own key for the job.
+      lanes_[l].progress->window().FirstGrant(g->window, g->salt);
+      return Status::Ok();
+    }));
+    for (std::vector<size_t> over; !(over = LanesAboveTheLeast()).empty();) {
+      const uint16_t least = LeastWindow();
+      INA_RETURN_IF_ERROR(OnLanesAtOnce(over, [&](size_t l, const std::atomic<bool>& cancel) {
+        return Rejoin(l, cancel, least);
+      }));
     }
-    // Each lane's own salt: lanes on switch cores joined at cores of their own, each with its
-    // own key for the job.
-    for (size_t l = 0; l < lanes_.size(); ++l)
-      lanes_[l].progress->window().FirstGrant(lane_grants_[0].window, lane_grants_[l].salt);
-    grant_ = lane_grants_[0];
+    grant_ = AgreedGrant();
     window_.store(grant_.window, std::memory_order_relaxed);
     joined_ = true;
     return Status::Ok();
@@ -289,7 +272,7 @@ class Communicator::Impl {
         continue;
       }
       if (grant_.lease != 0 && calls_in_grant_ >= grant_.lease) {
-        Status r = RunOnAllLanes(op.desc, /*regrant=*/true);
+        Status r = Regrant();
         if (!r.ok()) {
           Fail(r, &op, 0);
           continue;
@@ -342,54 +325,130 @@ class Communicator::Impl {
     return staged.Finish(s);
   }
 
-  // Lane 0's thread: runs `op` on every lane (or with `regrant`, re-joins every lane and takes the
-  // new grant); the first failure of any lane.
-  Status RunOnAllLanes(const internal::OpDesc& op, bool regrant = false) {
-    if (lanes_.size() == 1) {
-      return regrant ? TakeGrant(RegrantLane(0, stop_flag_))
-                     : lanes_[0].progress->RunOp(op, stop_flag_);
-    }
+  // What lane 0 hands every lane: an op, a re-join at the end of a lease, or a re-join asking
+  // less of the lanes whose cores granted more than the least.
+  enum class LaneWork : uint8_t { kOp, kRejoin, kAskLess };
+
+  // Lane 0's thread: runs `work` (with `op`, or asking `ask` slots) on every lane; the first
+  // failure of any lane.
+  Status RunOnAllLanes(const internal::OpDesc& op, LaneWork work = LaneWork::kOp,
+                       uint16_t ask = 0) {
+    if (lanes_.size() == 1) return LanePart(0, op, work, ask, nullptr);
     {
       std::lock_guard<std::mutex> lk(lane_mu_);
       lane_op_ = op;
-      lane_regrant_ = regrant;
+      lane_work_ = work;
+      lane_ask_ = ask;
       op_error_ = Status::Ok();
       op_cancel_.store(false, std::memory_order_relaxed);
       lanes_pending_ = lanes_.size() - 1;
       ++op_epoch_;
     }
     lane_cv_.notify_all();
-    LaneFinished(regrant ? RegrantLane(0, op_cancel_)
-                         : lanes_[0].progress->RunOp(op, stop_flag_, &op_cancel_),
-                 false);
+    LaneFinished(LanePart(0, op, work, ask, &op_cancel_), false);
     std::unique_lock<std::mutex> lk(lane_mu_);
     lane_cv_.wait(lk, [&] { return lanes_pending_ == 0; });
-    if (!op_error_.ok() || !regrant) return op_error_;
-    lk.unlock();
-    return TakeGrant(Status::Ok());
+    return op_error_;
   }
 
-  // Lane l's thread, between ops: re-joins at the end of the current grant's lease and resizes
-  // the lane's window to the new grant (recorded in lane_grants_[l]).
-  Status RegrantLane(size_t l, const std::atomic<bool>& cancel) {
-    Result<Grant> g = lanes_[l].progress->Join(grant_.epoch, &cancel);
-    if (!g.ok()) return g.status().WithContext("re-join at the end of a lease");
+  // Lane 0's thread, before the call after a lease's last: every lane re-joins; where the cores
+  // granted different windows, those above the least re-join asking it, until they agree.
+  Status Regrant() {
+    INA_RETURN_IF_ERROR(RunOnAllLanes({}, LaneWork::kRejoin));
+    while (!LanesAboveTheLeast().empty()) {
+      INA_RETURN_IF_ERROR(RunOnAllLanes({}, LaneWork::kAskLess, LeastWindow()));
+    }
+    grant_ = AgreedGrant();
+    calls_in_grant_ = 0;
+    window_.store(grant_.window, std::memory_order_relaxed);
+    return Status::Ok();
+  }
+
+  // Lane l's part of what lane 0 handed over, on lane l's thread; `cancel`: another lane failed
+  // (nullptr with one lane).
+  Status LanePart(size_t l, const internal::OpDesc& op, LaneWork work, uint16_t ask,
+                  const std::atomic<bool>* cancel) {
+    switch (work) {
+      case LaneWork::kOp:
+        return lanes_[l].progress->RunOp(op, stop_flag_, cancel);
+      case LaneWork::kRejoin:
+        return Rejoin(l, cancel != nullptr ? *cancel : stop_flag_, 0);
+      case LaneWork::kAskLess:
+        return lane_grants_[l].window > ask
+                   ? Rejoin(l, cancel != nullptr ? *cancel : stop_flag_, ask)
+                   : Status::Ok();
+    }
+    return Internal("lane work " + std::to_string(static_cast<int>(work)));
+  }
+
+  // Lane l (its thread, or Join's before Start): re-joins after its grant, at the end of a lease
+  // (ask 0) or asking `ask` slots, and its window takes the new grant (SlotWindow::Regrant: each
+  // grant of the lane's core is a new generation of its keys). Recorded in lane_grants_[l].
+  Status Rejoin(size_t l, const std::atomic<bool>& cancel, uint16_t ask) {
+    if (ask != 0) lanes_[l].progress->AskWindow(ask);
+    Result<Grant> g = lanes_[l].progress->Join(lane_grants_[l].epoch, &cancel);
+    if (!g.ok()) {
+      return g.status().WithContext(ask != 0
+                                        ? "re-join asking " + std::to_string(ask) +
+                                              " slots, the least window another switch core granted"
+                                        : std::string("re-join at the end of a lease"));
+    }
     lanes_[l].progress->window().Regrant(g->window, g->salt);
     lane_grants_[l] = *g;
     return Status::Ok();
   }
 
-  // Lane 0's thread, after every lane re-joined: the lanes' grants must agree.
-  Status TakeGrant(const Status& s) {
-    if (!s.ok()) return s;
-    for (const Grant& g : lane_grants_) {
-      if (g.window != lane_grants_[0].window || g.epoch != lane_grants_[0].epoch) {
-        return Internal("re-join: lanes granted different windows or epochs");
-      }
+  // The least window of the lanes' grants (lane_grants_), and the lanes granted more. One fabric
+  // port grants every lane of a rank the same. Lanes on switch cores join cores of their own,
+  // each sharing its own pool with the jobs there, so their windows may differ; the engine's slot
+  // history needs the window its job was granted, so those above the least re-join asking it.
+  // Every rank gets the same grants from each core, so every rank re-joins the same lanes.
+  uint16_t LeastWindow() const {
+    uint16_t least = lane_grants_[0].window;
+    for (const Grant& g : lane_grants_) least = std::min(least, g.window);
+    return least;
+  }
+  std::vector<size_t> LanesAboveTheLeast() const {
+    const uint16_t least = LeastWindow();
+    std::vector<size_t> over;
+    for (size_t l = 0; l < lane_grants_.size(); ++l) {
+      if (lane_grants_[l].window > least) over.push_back(l);
     }
-    grant_ = lane_grants_[0];
-    calls_in_grant_ = 0;
-    window_.store(grant_.window, std::memory_order_relaxed);
+    return over;
+  }
+
+  // The grant the communicator runs on once every lane has the same window: that window, and
+  // the shortest lease (a switch's cores have one --lease-calls; a lane re-joining early is
+  // re-granted early). Each lane keeps its own core's epoch in lane_grants_.
+  Grant AgreedGrant() const {
+    Grant g = lane_grants_[0];
+    for (const Grant& o : lane_grants_) {
+      if (o.lease != 0 && (g.lease == 0 || o.lease < g.lease)) g.lease = o.lease;
+    }
+    return g;
+  }
+
+  // Before Start: runs `join` for each lane of `which`, one thread per lane when there are
+  // several; the first to fail sets the others' cancel flag, and its Status is returned.
+  template <typename F>
+  Status OnLanesAtOnce(const std::vector<size_t>& which, const F& join) {
+    std::atomic<bool> cancel{false};
+    if (which.size() == 1) return join(which[0], cancel);
+    std::atomic<int> first_failed{-1};  // the first real failure, not a lane cancelled by it
+    std::vector<Status> got(lanes_.size());
+    std::vector<std::thread> threads;
+    for (size_t l : which) {
+      threads.emplace_back([&, l] {
+        got[l] = join(l, cancel);
+        if (got[l].ok()) return;
+        int none = -1;
+        if (first_failed.compare_exchange_strong(none, static_cast<int>(l))) {
+          cancel.store(true, std::memory_order_relaxed);
+        }
+      });
+    }
+    for (std::thread& t : threads) t.join();
+    if (first_failed.load() >= 0) return got[static_cast<size_t>(first_failed.load())];
     return Status::Ok();
   }
 
@@ -411,23 +470,23 @@ class Communicator::Impl {
     while (true) {
       internal::OpDesc op;
       bool have_op = false;
-      bool regrant = false;
+      LaneWork work = LaneWork::kOp;
+      uint16_t ask = 0;
       {
         std::unique_lock<std::mutex> lk(lane_mu_);
         lane_cv_.wait_for(lk, kIdlePoll, [&] { return lane_stop_ || op_epoch_ != seen; });
         if (op_epoch_ != seen) {  // before the stop check: lane 0 waits for this lane's part
           seen = op_epoch_;
           op = lane_op_;
-          regrant = lane_regrant_;
+          work = lane_work_;
+          ask = lane_ask_;
           have_op = true;
         } else if (lane_stop_) {
           return;
         }
       }
       if (have_op) {
-        LaneFinished(regrant ? RegrantLane(l, op_cancel_)
-                             : lanes_[l].progress->RunOp(op, stop_flag_, &op_cancel_),
-                     true);
+        LaneFinished(LanePart(l, op, work, ask, &op_cancel_), true);
       } else if (!idle_failed) {
         Status s = lanes_[l].progress->PollIdle();
         if (!s.ok()) {
@@ -488,7 +547,8 @@ class Communicator::Impl {
   bool lane_stop_ = false;              // guarded by lane_mu_
   uint64_t op_epoch_ = 0;               // guarded by lane_mu_: bumped for every op handed over
   internal::OpDesc lane_op_;            // guarded by lane_mu_
-  bool lane_regrant_ = false;           // guarded by lane_mu_: the hand-off is a re-join
+  LaneWork lane_work_ = LaneWork::kOp;  // guarded by lane_mu_: what the hand-off is
+  uint16_t lane_ask_ = 0;               // guarded by lane_mu_: kAskLess's window
   size_t lanes_pending_ = 0;            // guarded by lane_mu_: lanes 1.. still running their part
   Status op_error_;                     // guarded by lane_mu_: the op's first failure
   std::atomic<bool> op_cancel_{false};  // set with op_error_; polled by the lanes' RunOp

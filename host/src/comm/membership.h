@@ -119,6 +119,10 @@ class Membership {
   // Starts a join at `now`: the first (finished_epoch 0) or a re-join at the end of the lease of
   // grant `finished_epoch`. Queues the JOIN. REQUIRES: !joining().
   void Join(uint8_t finished_epoch, TimePoint now);
+  // Asks `window` slots in the JOINs from the next Join on (a grant above it is refused as
+  // before). Lanes on switch cores whose cores granted different windows re-join asking the
+  // least (docs/protocol.md, "Lanes on switch cores"). REQUIRES: 1 <= window, !joining().
+  void AskWindow(uint16_t window) { cfg_.window = window; }
   // One received packet (whole ina message). Moves the join on (see the table above); ignored
   // when not joining.
   void OnPacket(std::span<const uint8_t> packet, TimePoint now);

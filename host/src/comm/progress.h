@@ -61,6 +61,8 @@ class Progress {
   // `cancel` is set (when given: Aborted, another lane's join failed). Blocks up to the join's
   // timeout. The window is left as it is (the caller resizes it to the grant).
   Result<Grant> Join(uint8_t finished_epoch, const std::atomic<bool>* cancel = nullptr);
+  // The window the next Join asks (Membership::AskWindow).
+  void AskWindow(uint16_t window) { membership_.AskWindow(window); }
   // Step by step (tests): BeginJoin, then JoinTurn while membership().joining().
   void BeginJoin(uint8_t finished_epoch) { membership_.Join(finished_epoch, clock_.Now()); }
   void JoinTurn(std::chrono::microseconds max_wait);

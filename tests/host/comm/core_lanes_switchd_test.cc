@@ -5,8 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <barrier>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <regex>
 #include <string>
@@ -33,6 +35,21 @@ std::vector<float> Input(int rank) {
   return v;
 }
 
+// Rank r of job `job` at the switch at `port`, K=256, asking 64 slots.
+CommConfig RankConfig(uint16_t port, uint16_t job, int r, int switch_cores) {
+  CommConfig c;
+  c.switch_port = port;
+  c.job_id = job;
+  c.rank = static_cast<uint16_t>(r);
+  c.world_size = kWorld;
+  c.k = 256;
+  c.window = 64;
+  c.join_timeout_ms = 30000;
+  c.progress_threads = std::max(switch_cores, 1);  // auto (0): what the switch says
+  c.switch_cores = switch_cores;
+  return c;
+}
+
 // Every rank's result of two calls (a float sum, then an int32 sum) against the switch at `port`.
 std::vector<std::vector<float>> RunJob(uint16_t port, uint16_t job, int switch_cores,
                                        std::vector<Status>* status) {
@@ -41,17 +58,7 @@ std::vector<std::vector<float>> RunJob(uint16_t port, uint16_t job, int switch_c
   std::vector<std::thread> ts;
   for (int r = 0; r < kWorld; ++r) {
     ts.emplace_back([&, r] {
-      CommConfig c;
-      c.switch_port = port;
-      c.job_id = job;
-      c.rank = static_cast<uint16_t>(r);
-      c.world_size = kWorld;
-      c.k = 256;
-      c.window = 64;
-      c.join_timeout_ms = 30000;
-      c.progress_threads = std::max(switch_cores, 1);  // auto (0): what the switch says
-      c.switch_cores = switch_cores;
-      auto comm = Communicator::Create(c);
+      auto comm = Communicator::Create(RankConfig(port, job, r, switch_cores));
       if (!comm.ok()) {
         (*status)[r] = comm.status();
         return;
@@ -140,6 +147,84 @@ TEST(CoreLanes, AutoAsksTheSwitchAndUsesEveryCore) {
   std::map<std::string, uint64_t> total;
   ExpectBothCoresAggregated(two, &total);
   EXPECT_EQ(total["hellos"], static_cast<uint64_t>(kWorld)) << "one hello per rank, at core 0";
+}
+
+// Three calls of every rank (floats, other floats, int32) against the switch at `port`, asking
+// 64 slots; `between` runs once after every rank's first call. Each rank's two float results,
+// and in *windows its window after the first call and after the last.
+std::vector<std::vector<float>> RunThreeCalls(uint16_t port, uint16_t job, int switch_cores,
+                                              const std::function<void()>& between,
+                                              std::vector<Status>* status,
+                                              std::vector<std::vector<uint16_t>>* windows) {
+  std::vector<std::vector<float>> out(kWorld);
+  status->assign(kWorld, Status::Ok());
+  windows->assign(kWorld, {});
+  std::barrier sync(kWorld, [&]() noexcept { between(); });
+  std::vector<std::thread> ts;
+  for (int r = 0; r < kWorld; ++r) {
+    ts.emplace_back([&, r] {
+      auto comm = Communicator::Create(RankConfig(port, job, r, switch_cores));
+      std::vector<float> f = Input(r), g = Input(r + kWorld);
+      Status s = comm.ok() ? (*comm)->AllReduce(std::span<float>(f)) : comm.status();
+      if (s.ok()) (*windows)[r].push_back((*comm)->window());
+      sync.arrive_and_wait();
+      if (s.ok()) s = (*comm)->AllReduce(std::span<float>(g));
+      std::vector<int32_t> i(5000, r + 1);
+      if (s.ok()) s = (*comm)->AllReduce(std::span<int32_t>(i));
+      if (s.ok() && i[4999] != kWorld * (kWorld + 1) / 2) s = Internal("int32 sum wrong");
+      if (s.ok()) (*windows)[r].push_back((*comm)->window());
+      (*status)[r] = s;
+      out[r] = std::move(f);
+      out[r].insert(out[r].end(), g.begin(), g.end());
+    });
+  }
+  for (auto& t : ts) t.join();
+  return out;
+}
+
+// Each core shares its own pool with the jobs there, so the cores may grant one job different
+// windows, and a core's engine needs the window its job was granted (the slot history). Here a
+// job of one lane holds half of core 0's pool, so core 0 grants the job on both cores 32 slots
+// and core 1 the 64 it asks: the lane on core 1 re-joins asking 32. A grant lasts one call;
+// after the first call the holder leaves, so at the lease's end core 0 grants 64 and core 1 32
+// (asked since): now the lane on core 0 re-joins asking 32. Before, the join failed ("lanes
+// granted different windows"). Every call has one core's bits.
+TEST(CoreLanes, CoresGrantingDifferentWindowsAgreeOnTheLeast) {
+  std::vector<Status> st;
+  std::vector<std::vector<uint16_t>> windows;
+  test::SwitchProcess one({"--port", "0"});
+  ASSERT_TRUE(one.ok());
+  const auto want = RunThreeCalls(
+      one.port(), 25, 1, [] {}, &st, &windows);
+  for (int r = 0; r < kWorld; ++r)
+    ASSERT_TRUE(st[r].ok()) << "one core, rank " << r << ": " << st[r].ToString();
+
+  // 64 slots on each core; a grant lasts one call.
+  test::SwitchProcess two(
+      {"--port", "0", "--cores", "2", "--core-ports", "1", "--slots", "128", "--lease-calls", "1"});
+  ASSERT_TRUE(two.ok());
+  CommConfig h;
+  h.switch_port = two.port();  // core 0
+  h.job_id = 26;
+  h.world_size = 1;
+  h.k = 256;
+  h.window = 32;
+  auto holder = Communicator::Create(h);
+  ASSERT_TRUE(holder.ok()) << holder.status().ToString();
+  ASSERT_EQ((*holder)->window(), 32);
+
+  const auto got = RunThreeCalls(
+      two.port(), 25, 2, [&] { holder->reset(); }, &st, &windows);
+  for (int r = 0; r < kWorld; ++r) {
+    ASSERT_TRUE(st[r].ok()) << "two cores, rank " << r << ": " << st[r].ToString();
+    EXPECT_EQ(windows[r], (std::vector<uint16_t>{32, 32})) << "rank " << r;
+    EXPECT_EQ(got[r], want[r]) << "rank " << r << " differs from the one-core result";
+  }
+  const auto total = two.Stop();
+  // Lease re-joins: before calls 2 and 3, every lane of every rank (2 x 3 x 2); asking less:
+  // the lanes on core 1 at the join, those on core 0 before call 2 (3 + 3).
+  EXPECT_EQ(total.at("rejoins"), 18u);
+  EXPECT_EQ(total.at("jobs_done"), 3u) << "the job's share on each core, and the holder's";
 }
 
 // Nobody answers: a bounded error that names the switch and the way out.

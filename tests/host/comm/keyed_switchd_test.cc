@@ -435,6 +435,55 @@ TEST(KeyedSwitchdLauncher, AKeyedJobOnEverySwitchCoreGetsItsKeyAtEachCore) {
   EXPECT_GE(counters.at("joins_unauthorized"), 2u);  // kCoreZeroOnly's ranks at core 1
 }
 
+// Keyed lanes on switch cores that grant different windows (CoreLanes'
+// CoresGrantingDifferentWindowsAgreeOnTheLeast is the CRC-only case): every re-join asking less
+// is a new grant of that core and a new generation of its traffic keys, so each lane's keys keep
+// in step with its own core's, also when the cores have made different numbers of grants.
+// A CRC-only job of one lane holds half of core 0's pool (8 slots a core, --min-window 2): core 0
+// grants 4 slots, core 1 the 8 asked, and the lanes on core 1 re-join asking 4. It leaves after the
+// first call; at that grant's end core 0 grants 8 and core 1 4, and the lanes on core 0 re-join
+// asking 4.
+TEST(KeyedSwitchdLauncher, KeyedLanesOnCoresGrantingDifferentWindowsStayInStep) {
+  constexpr uint16_t kJob = 48, kHolder = 49;
+  KeyedSwitch sw({"--cores", "2", "--core-ports", "1", "--slots", "16", "--lease-calls", "1",
+                  "--min-window", "2"});
+  ASSERT_NE(sw.port(), 0);
+  CommConfig c;
+  c.switch_host = "127.0.0.1";
+  c.switch_port = sw.port();
+  c.sec = "mac";
+  c.progress_threads = 2;
+  c.switch_cores = 2;
+  const std::vector<uint8_t> bytes = Secret(5);
+  ASSERT_TRUE(InstallJobKey(c, kJob, kAdmin, JobSecret(bytes)).ok());
+
+  CommConfig h;
+  h.switch_port = sw.port();  // core 0
+  h.job_id = kHolder;
+  h.world_size = 1;
+  h.k = 256;
+  h.window = 4;
+  auto holder = Communicator::Create(h);
+  ASSERT_TRUE(holder.ok()) << holder.status().ToString();
+  ASSERT_EQ((*holder)->window(), 4);
+
+  std::vector<Rank> ranks = Job(kJob, 3, p::SecMode::kMac, bytes, 3, 3000, true, 23);
+  for (Rank& x : ranks) x.lanes = x.cores = 2;
+  const std::vector<Rank> inputs = ranks;
+  RunRanks(ranks, sw.port(), 10000, [&](size_t call) {
+    if (call == 0) holder->reset();
+  });
+  for (const Rank& x : ranks) ASSERT_TRUE(x.status.ok()) << x.status.ToString();
+  ExpectExact(ranks, inputs);
+
+  const auto counters = sw.sw->Stop();
+  // Six all-reduce calls a rank (a float and an int32 each step): lease re-joins before five of
+  // them, every lane (5 x 3 x 2); asking less: core 1's lanes at the join, core 0's before the
+  // third call (3 + 3).
+  EXPECT_EQ(counters.at("rejoins"), 36u);
+  EXPECT_EQ(counters.at("drop_forged"), 0u) << "a lane sealed under another grant's keys";
+}
+
 // ---- Attacks through the proxy ----
 
 // Rewrites with the checksum recomputed: every 40th result to job kJob (exp + 1, next_exp + 1,
