@@ -29,7 +29,9 @@ LeafRanks RanksOfLeaf(uint16_t index, uint16_t leaves, uint16_t world) {
 }
 
 Leaf::Leaf(const LeafConfig& config, ControlPlane& control, LeafSink& out)
-    : config_(config), control_(control), out_(out) {}
+    : config_(config), control_(control), out_(out) {
+  config_.lanes = std::max<uint16_t>(config_.lanes, 1);  // 0 counts as 1, as in a JOIN
+}
 
 Leaf::Job* Leaf::Find(uint16_t job_id) {
   auto it = jobs_.find(job_id);
@@ -44,7 +46,10 @@ void Leaf::SendUpJoin(Job& j) {
   Bump(LeafCounter::kUpJoins);
   // No more than this leaf's own socket holds for its workers: the spine's grant must be one the
   // local control plane can give them whole.
-  const uint32_t window = std::min(j.window_asked, control_.FittingWindow(j.ranks.n, j.k));
+  // The spine's numbering: lanes times this core's (LeafConfig::lanes).
+  const uint32_t window =
+      std::min({j.window_asked, control_.FittingWindow(j.ranks.n, j.k), 0xFFFFu / config_.lanes}) *
+      config_.lanes;
   j.up_window_max = std::max(j.up_window_max, window);
   SendUp(MakeControl(p::JoinMsg{.job = j.id,
                                 .rank = config_.index,
@@ -322,6 +327,8 @@ void Leaf::OnEngineResult(uint16_t job_id, uint16_t dest_rank, std::span<const u
     p::SetRank(b, config_.index);
     p::SetFlags(b, static_cast<uint8_t>(p::GetFlags(b) & ~p::flags::kRetx));
     p::SetAux(b, 0);
+    p::SetSlot(b, SpineSlot(s));
+    p::SetOffset(b, SpineOffset(p::GetOffset(b), j->k));
     p::SealMessage(b, packet.size() - p::kCrcBytes);
     u.busy = true;
     u.gen = gen;
@@ -374,7 +381,14 @@ void Leaf::HandleUpstream(std::span<const uint8_t> packet, TimePoint now) {
       return;
     }
     j->state = State::kRunning;
-    j->window = static_cast<uint16_t>(ack.window);
+    j->window = static_cast<uint16_t>(ack.window / config_.lanes);
+    if (ack.window % config_.lanes != 0 || j->window == 0) {
+      // Lanes of this rank at the spine: a window that is not lanes times this core's cannot be
+      // numbered as the workers number it. Ended in Tick: no_slots to the workers.
+      j->window = 1;
+      j->bad_grant = true;
+      Lower(TimePoint::min());
+    }
     j->slots.assign(j->window, UpSlot{});
     j->up.assign(size_t{j->window} * kBufBytes, 0);
     j->fin.assign(size_t{j->window} * kBufBytes, 0);
@@ -398,13 +412,14 @@ void Leaf::HandleUpstream(std::span<const uint8_t> packet, TimePoint now) {
 
 void Leaf::UpResult(Job& j, std::span<const uint8_t> packet, TimePoint now) {
   const p::Header h = p::DecodeHeader(packet.data());
-  if (j.state != State::kRunning || h.slot >= j.window ||
+  const uint16_t s = static_cast<uint16_t>((h.slot - config_.lane) / config_.lanes);
+  if (j.state != State::kRunning || h.slot % config_.lanes != config_.lane || s >= j.window ||
       (h.rank != config_.index && h.rank != p::kRankAll)) {
     Bump(LeafCounter::kUpStale);
     return;
   }
-  UpSlot& u = j.slots[h.slot];
-  const uint8_t* up = j.Up(h.slot);
+  UpSlot& u = j.slots[s];
+  const uint8_t* up = j.Up(s);
   if (!u.busy || h.gen != u.gen || h.count != p::GetCount(up) || h.offset != p::GetOffset(up) ||
       packet.size() != p::MessageBytes(h.count)) {
     Bump(u.have_final && u.final_gen == h.gen ? LeafCounter::kUpDupResults : LeafCounter::kUpStale);
@@ -416,17 +431,19 @@ void Leaf::UpResult(Job& j, std::span<const uint8_t> packet, TimePoint now) {
   j.last_progress = now;
   u.busy = false;
   u.deadline = TimePoint::max();
-  uint8_t* f = j.Fin(h.slot);
+  uint8_t* f = j.Fin(s);
   std::memcpy(f, packet.data(), packet.size());
-  if (h.rank != p::kRankAll) {
+  if (h.rank != p::kRankAll || config_.lanes > 1) {
     p::SetRank(f, p::kRankAll);
+    p::SetSlot(f, s);
+    p::SetOffset(f, LocalOffset(h.offset, j.k));
     p::SealMessage(f, packet.size() - p::kCrcBytes);
   }
   u.have_final = true;
   u.final_gen = h.gen;
   u.final_len = static_cast<uint32_t>(packet.size());
   Bump(LeafCounter::kUpResults);
-  const auto peers = control_.Destinations(j.id, p::kRankAll, h.slot);
+  const auto peers = control_.Destinations(j.id, p::kRankAll, s);
   for (const Peer& peer : peers) out_.SendTo(peer, {f, u.final_len}, true);
   Bump(LeafCounter::kDownResults, peers.size());
 }

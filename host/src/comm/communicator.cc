@@ -130,7 +130,7 @@ class Communicator::Impl {
       lane_grants_[l] = *g;
       // Each lane's own salt: lanes on switch cores join at cores of their own, each with its
       // own key for the job.
-      lanes_[l].progress->window().FirstGrant(g->window, g->salt);
+      lanes_[l].progress->window().FirstGrant(LaneWindow(g->window), g->salt);
       return Status::Ok();
     }));
     for (std::vector<size_t> over; !(over = LanesAboveTheLeast()).empty();) {
@@ -393,7 +393,7 @@ class Communicator::Impl {
                                               " slots, the least window another switch core granted"
                                         : std::string("re-join at the end of a lease"));
     }
-    lanes_[l].progress->window().Regrant(g->window, g->salt);
+    lanes_[l].progress->window().Regrant(LaneWindow(g->window), g->salt);
     lane_grants_[l] = *g;
     return Status::Ok();
   }
@@ -417,15 +417,23 @@ class Communicator::Impl {
     return over;
   }
 
-  // The grant the communicator runs on once every lane has the same window: that window, and
-  // the shortest lease (a switch's cores have one --lease-calls; a lane re-joining early is
-  // re-granted early). Each lane keeps its own core's epoch in lane_grants_.
+  // The grant the communicator runs on once every lane has the same window: that window (all
+  // cores' together on switch cores), and the shortest lease (a switch's cores have one
+  // --lease-calls; a lane re-joining early is re-granted early). Each lane keeps its own core's
+  // epoch in lane_grants_.
   Grant AgreedGrant() const {
     Grant g = lane_grants_[0];
     for (const Grant& o : lane_grants_) {
       if (o.lease != 0 && (g.lease == 0 || o.lease < g.lease)) g.lease = o.lease;
     }
+    g.window = LaneWindow(g.window);
     return g;
+  }
+
+  // The window of the communicator's slot numbering for a lane granted `granted`: on switch
+  // cores, each core holds granted slots of the N times as many (core_lanes.h).
+  uint16_t LaneWindow(uint16_t granted) const {
+    return cfg_.switch_cores > 1 ? static_cast<uint16_t>(granted * lanes_.size()) : granted;
   }
 
   // Before Start: runs `join` for each lane of `which`, one thread per lane when there are

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core_lanes.h"
 #include "ina/proto/crc32c.h"
 
 namespace ina::host::internal {
@@ -61,10 +62,11 @@ JoinConfig JoinConfig::From(const CommConfig& c, uint16_t lane) {
   j.rank = c.rank;
   j.world_size = c.world_size;
   j.k = c.k;
-  j.window = c.window;
   j.lane = lane;
   j.lanes = static_cast<uint16_t>(c.progress_threads);
   j.core_lanes = c.switch_cores > 1;
+  // Lanes on switch cores: each core is asked its share of the window (core_lanes.h).
+  j.window = j.core_lanes ? CoreWindow(c.window, j.lanes) : c.window;
   if (c.sec != "crc") j.secret = c.job_secret;
   j.join_timeout = std::chrono::milliseconds(c.join_timeout_ms);
   j.slot_wait_timeout = std::chrono::milliseconds(c.slot_wait_timeout_ms);

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core_lanes.h"
 #include "ina/proto/crc32c.h"
 
 namespace ina::host::internal {
@@ -30,7 +31,10 @@ WindowConfig WindowConfig::From(const CommConfig& c, uint16_t granted_window, ui
   w.world_size = c.world_size;
   w.k = c.k;
   w.window = granted_window;
-  w.capacity = c.window;  // a later grant is never above what was asked
+  w.core_lanes = c.switch_cores > 1;
+  // A later grant is never above what was asked (of each core, on switch cores).
+  w.capacity =
+      w.core_lanes ? static_cast<uint16_t>(CoreWindow(c.window, w.lanes) * w.lanes) : c.window;
   w.progress_timeout = milliseconds(c.progress_timeout_ms);
   w.rto = RtoConfig{c.rto_min_us, c.rto_initial_us, c.rto_max_us,
                     LaneSlots(granted_window, lane, w.lanes)};
@@ -123,10 +127,10 @@ void SlotWindow::PutHeader(uint16_t s, uint8_t flags, uint8_t exp, uint8_t next_
                  .sec = static_cast<uint8_t>(cfg_.sec),
                  .job = cfg_.job_id,
                  .rank = cfg_.rank,
-                 .slot = s,
+                 .slot = WireSlot(s),
                  .gen = sl.next_gen,
                  .count = count,
-                 .offset = offset}
+                 .offset = WireOffset(offset)}
       .Encode(Buf(s));
   sl.gen = sl.next_gen++;
   sl.use = sl.next_use++;
@@ -145,7 +149,7 @@ void SlotWindow::Seal(uint16_t s) {
   if (keyed()) {  // never with a body (SendBlock)
     const size_t len = proto::kHeaderBytes + size_t{proto::GetCount(b)} * proto::kElemBytes;
     if ((sealer_ == nullptr ||
-         !sealer_->Seal(cfg_.sec, b, len, proto::MakeNonce(cfg_.rank, s, sl.use))) &&
+         !sealer_->Seal(cfg_.sec, b, len, proto::MakeNonce(cfg_.rank, WireSlot(s), sl.use))) &&
         key_status_.ok()) {
       key_status_ = Internal("libcrypto: sealing a data packet failed");
     }
@@ -445,7 +449,7 @@ Status SlotWindow::HandleControl(const uint8_t* p, size_t len) {
         return Aborted("job " + std::to_string(cfg_.job_id) +
                        " ended by the fabric: the ranks disagree (rank " +
                        std::to_string(e.proving_rank()) + "'s block for slot " +
-                       std::to_string(e.mismatch_slot()) + " generation " +
+                       std::to_string(SlotOfWire(e.mismatch_slot())) + " generation " +
                        std::to_string(e.mismatch_gen()) +
                        " differs from another rank's in offset, count, type or exponent); did "
                        "every rank make the same all-reduce calls, with the same element count "
@@ -469,12 +473,14 @@ Status SlotWindow::HandleControl(const uint8_t* p, size_t len) {
 
 Status SlotWindow::HandleResult(const uint8_t* p, size_t len, TimePoint now) {
   const proto::Header h = proto::DecodeHeader(p);
-  if ((h.rank != cfg_.rank && h.rank != proto::kRankAll) || h.slot >= window_) {
+  const uint32_t slot = SlotOfWire(h.slot);
+  if ((h.rank != cfg_.rank && h.rank != proto::kRankAll) || slot >= window_) {
     counters_.stale.Inc();
     return Status::Ok();
   }
-  Slot& sl = slots_[h.slot];
-  const uint8_t* mine = Buf(h.slot);
+  const auto s = static_cast<uint16_t>(slot);
+  Slot& sl = slots_[s];
+  const uint8_t* mine = Buf(s);
   if (!sl.busy || !sl.sent || h.gen != sl.gen ||
       len != (keyed() ? proto::MessageBytes(h.count, h.sec) : proto::MessageBytes(h.count)) ||
       h.count != proto::GetCount(mine) || h.offset != proto::GetOffset(mine) ||
@@ -501,7 +507,6 @@ Status SlotWindow::HandleResult(const uint8_t* p, size_t len, TimePoint now) {
   due_floor_ = std::min(due_floor_, deadline_floor_);
   sl.busy = false;
   sl.deadline = TimePoint::max();
-  const uint16_t s = h.slot;
   if (sl.block < 0) {  // exponent round: the result's next_exp is block s's agreed exponent
     return StartBlock(s, s, h.next_exp);
   }

@@ -102,6 +102,9 @@ struct WindowConfig {
   uint16_t capacity = 0;
   uint16_t lane = 0;   // this window runs the slots s with s % lanes == lane
   uint16_t lanes = 1;  // >= 1, lane < lanes
+  // Lanes on switch cores: the packets number this lane's slots and blocks densely, as core
+  // `lane`'s job of its own (core_lanes.h). REQUIRES: every window a multiple of lanes.
+  bool core_lanes = false;
   std::chrono::milliseconds progress_timeout{5000};
   // Keyed job (docs/security.md): its mode and secret (kSecretMinBytes .. kSecretMaxBytes bytes).
   proto::SecMode sec = proto::SecMode::kCrc;
@@ -261,6 +264,17 @@ class SlotWindow {
   };
 
   uint8_t* Buf(uint16_t s) { return tx_bufs_.data() + size_t{s} * kBufBytes; }
+  // Slot s's and an element offset's numbers on the wire, and the slot of a wire slot number
+  // (core_lanes.h; the same numbers without core_lanes).
+  uint16_t WireSlot(uint16_t s) const {
+    return cfg_.core_lanes ? static_cast<uint16_t>((s - cfg_.lane) / cfg_.lanes) : s;
+  }
+  uint32_t WireOffset(uint32_t offset) const {
+    return cfg_.core_lanes ? (offset / cfg_.k - cfg_.lane) / cfg_.lanes * cfg_.k : offset;
+  }
+  uint32_t SlotOfWire(uint16_t wire) const {
+    return cfg_.core_lanes ? uint32_t{wire} * cfg_.lanes + cfg_.lane : wire;
+  }
   const uint8_t* Buf(uint16_t s) const { return tx_bufs_.data() + size_t{s} * kBufBytes; }
   size_t BlockCount(int64_t b) const {
     return std::min<size_t>(cfg_.k, op_.n - static_cast<size_t>(b) * cfg_.k);

@@ -182,12 +182,38 @@ std::vector<std::vector<float>> RunThreeCalls(uint16_t port, uint16_t job, int s
   return out;
 }
 
+// Each core holds its share of the job's slots, numbered densely as a job of its own: a job
+// asking 64 slots asks each of 2 cores for 32, so a switch of 32 slots a core grants it all 64
+// (when every core held the whole window's numbering, it got 32). One core's bits.
+TEST(CoreLanes, EachCoreHoldsItsShareOfTheWindow) {
+  std::vector<Status> st;
+  std::vector<std::vector<uint16_t>> windows;
+  test::SwitchProcess one({"--port", "0"});
+  ASSERT_TRUE(one.ok());
+  const auto want = RunThreeCalls(
+      one.port(), 27, 1, [] {}, &st, &windows);
+  for (int r = 0; r < kWorld; ++r)
+    ASSERT_TRUE(st[r].ok()) << "one core, rank " << r << ": " << st[r].ToString();
+
+  test::SwitchProcess two({"--port", "0", "--cores", "2", "--core-ports", "1", "--slots", "64"});
+  ASSERT_TRUE(two.ok());
+  const auto got = RunThreeCalls(
+      two.port(), 27, 2, [] {}, &st, &windows);
+  for (int r = 0; r < kWorld; ++r) {
+    ASSERT_TRUE(st[r].ok()) << "two cores, rank " << r << ": " << st[r].ToString();
+    EXPECT_EQ(windows[r], (std::vector<uint16_t>{64, 64})) << "rank " << r;
+    EXPECT_EQ(got[r], want[r]) << "rank " << r << " differs from the one-core result";
+  }
+  std::map<std::string, uint64_t> total;
+  ExpectBothCoresAggregated(two, &total);
+}
+
 // Each core shares its own pool with the jobs there, so the cores may grant one job different
 // windows, and a core's engine needs the window its job was granted (the slot history). Here a
-// job of one lane holds half of core 0's pool, so core 0 grants the job on both cores 32 slots
-// and core 1 the 64 it asks: the lane on core 1 re-joins asking 32. A grant lasts one call;
-// after the first call the holder leaves, so at the lease's end core 0 grants 64 and core 1 32
-// (asked since): now the lane on core 0 re-joins asking 32. Before, the join failed ("lanes
+// job of one lane holds 48 of core 0's 64 slots, so core 0 grants the job on both cores 16 of the
+// 32 it asks and core 1 all 32: the lane on core 1 re-joins asking 16. A grant lasts one call;
+// after the first call the holder leaves, so at the lease's end core 0 grants 32 and core 1 16
+// (asked since): now the lane on core 0 re-joins asking 16. Before, the join failed ("lanes
 // granted different windows"). Every call has one core's bits.
 TEST(CoreLanes, CoresGrantingDifferentWindowsAgreeOnTheLeast) {
   std::vector<Status> st;
@@ -208,16 +234,16 @@ TEST(CoreLanes, CoresGrantingDifferentWindowsAgreeOnTheLeast) {
   h.job_id = 26;
   h.world_size = 1;
   h.k = 256;
-  h.window = 32;
+  h.window = 48;
   auto holder = Communicator::Create(h);
   ASSERT_TRUE(holder.ok()) << holder.status().ToString();
-  ASSERT_EQ((*holder)->window(), 32);
+  ASSERT_EQ((*holder)->window(), 48);
 
   const auto got = RunThreeCalls(
       two.port(), 25, 2, [&] { holder->reset(); }, &st, &windows);
   for (int r = 0; r < kWorld; ++r) {
     ASSERT_TRUE(st[r].ok()) << "two cores, rank " << r << ": " << st[r].ToString();
-    EXPECT_EQ(windows[r], (std::vector<uint16_t>{32, 32})) << "rank " << r;
+    EXPECT_EQ(windows[r], (std::vector<uint16_t>{32, 32})) << "rank " << r << ": 16 a core";
     EXPECT_EQ(got[r], want[r]) << "rank " << r << " differs from the one-core result";
   }
   const auto total = two.Stop();

@@ -439,10 +439,10 @@ TEST(KeyedSwitchdLauncher, AKeyedJobOnEverySwitchCoreGetsItsKeyAtEachCore) {
 // CoresGrantingDifferentWindowsAgreeOnTheLeast is the CRC-only case): every re-join asking less
 // is a new grant of that core and a new generation of its traffic keys, so each lane's keys keep
 // in step with its own core's, also when the cores have made different numbers of grants.
-// A CRC-only job of one lane holds half of core 0's pool (8 slots a core, --min-window 2): core 0
-// grants 4 slots, core 1 the 8 asked, and the lanes on core 1 re-join asking 4. It leaves after the
-// first call; at that grant's end core 0 grants 8 and core 1 4, and the lanes on core 0 re-join
-// asking 4.
+// The job asks 8 slots, 4 of each core. A CRC-only job of one lane holds 6 of core 0's 8 slots
+// (--min-window 2): core 0 grants the job 2, core 1 4, and the lanes on core 1 re-join asking 2.
+// It leaves after the first call; at that grant's end core 0 grants 4 and core 1 2, and the lanes
+// on core 0 re-join asking 2.
 TEST(KeyedSwitchdLauncher, KeyedLanesOnCoresGrantingDifferentWindowsStayInStep) {
   constexpr uint16_t kJob = 48, kHolder = 49;
   KeyedSwitch sw({"--cores", "2", "--core-ports", "1", "--slots", "16", "--lease-calls", "1",
@@ -462,10 +462,10 @@ TEST(KeyedSwitchdLauncher, KeyedLanesOnCoresGrantingDifferentWindowsStayInStep) 
   h.job_id = kHolder;
   h.world_size = 1;
   h.k = 256;
-  h.window = 4;
+  h.window = 6;
   auto holder = Communicator::Create(h);
   ASSERT_TRUE(holder.ok()) << holder.status().ToString();
-  ASSERT_EQ((*holder)->window(), 4);
+  ASSERT_EQ((*holder)->window(), 6);
 
   std::vector<Rank> ranks = Job(kJob, 3, p::SecMode::kMac, bytes, 3, 3000, true, 23);
   for (Rank& x : ranks) x.lanes = x.cores = 2;

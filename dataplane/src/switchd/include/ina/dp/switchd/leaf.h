@@ -69,7 +69,10 @@ struct LeafConfig {
   uint16_t leaves = 1;  // leaves of the tree (the spine job's world size), 1 .. kMaxWorkers
   // This leaf joins the spine as lane `lane` of `lanes` of its rank (a leaf on several cores under
   // a spine at one port: core c is lane c and carries the slots s with s mod lanes == c, as its
-  // workers' lane c does); 0 of 1: the rank's only lane.
+  // workers' lane c does); 0 of 1: the rank's only lane. The workers number core c's slots and
+  // blocks densely, as a job of its own (docs/protocol.md, "Lanes on switch cores"); the spine's
+  // job numbers every core's together, so this job's slot s and block b are the spine's
+  // s * lanes + lane and b * lanes + lane, and its window is the spine's / lanes.
   uint16_t lane = 0;
   uint16_t lanes = 1;
   RtoConfig rto{1000, 5000, 200000, 1};  // samples_per_rtt: set to each job's window
@@ -154,6 +157,17 @@ class Leaf final : private ReplySink {
   size_t num_jobs() const { return jobs_.size(); }
 
  private:
+  // This job's slot numbers and element offsets as the spine's job numbers them, and back
+  // (LeafConfig::lanes); the same numbers with one lane.
+  uint16_t SpineSlot(uint16_t s) const {
+    return static_cast<uint16_t>(s * config_.lanes + config_.lane);
+  }
+  uint32_t SpineOffset(uint32_t offset, uint16_t k) const {
+    return (offset / k * config_.lanes + config_.lane) * k;
+  }
+  uint32_t LocalOffset(uint32_t spine_offset, uint16_t k) const {
+    return (spine_offset / k - config_.lane) / config_.lanes * k;
+  }
   struct UpSlot {
     bool busy = false;  // a partial in flight upstream
     uint16_t gen = 0;
