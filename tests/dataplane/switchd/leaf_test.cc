@@ -73,7 +73,9 @@ struct Sent {
 class LeafHarness : public LeafSink, public Emitter {
  public:
   // `rx_queue`: messages the core's socket holds (ControlConfig::rx_queue; 0: no limit).
-  explicit LeafHarness(uint32_t pool_slots = 256, size_t rx_queue = 0) {
+  // `lane` of `lanes`: this leaf core's lane of the leaf's rank at the spine (LeafConfig).
+  explicit LeafHarness(uint32_t pool_slots = 256, size_t rx_queue = 0, uint16_t lane = 0,
+                       uint16_t lanes = 1) {
     engine_ = MakeReferenceEngine({pool_slots, 16});
     ControlConfig cc;
     cc.lease_calls = 0;
@@ -84,6 +86,8 @@ class LeafHarness : public LeafSink, public Emitter {
     lc.index = 1;
     lc.leaves = 2;
     lc.rto = {1000, 5000, 200000, 1};
+    lc.lane = lane;
+    lc.lanes = lanes;
     leaf_ = std::make_unique<Leaf>(lc, *control_, *this);
     for (uint16_t r = 0; r < 4; ++r) workers.push_back(MakePeer(static_cast<uint16_t>(6000 + r)));
   }
@@ -404,6 +408,82 @@ TEST(Leaf, APoolThatCannotGiveTheSpinesWindowEndsTheJob) {
   EXPECT_NE(up[0].h().aux, 0);
   auto errs = t.Take();
   ASSERT_EQ(errs.size(), 4u) << "no join_ack with another window: every worker an error";
+  for (const auto& e : errs) {
+    EXPECT_EQ(e.h().type, p::MsgType::kError);
+    EXPECT_EQ(e.h().aux, static_cast<uint16_t>(p::ErrorCode::kNoSlots));
+  }
+  EXPECT_EQ(t.Count(LeafCounter::kNoSlots), 1u);
+}
+
+// Leaf core 1 of 2 under a spine at one port (--upstream-core-ports 0): its workers number its
+// slots and blocks densely, the spine's job numbers both cores' together (docs/protocol.md,
+// "Lanes on switch cores"). The leaf asks the spine for twice its workers' window, sends slot s
+// up as 2s + 1 (offset likewise) and turns the result back.
+TEST(Leaf, ALaneAtTheSpineNumbersItsCoresSlotsAsTheSpineDoes) {
+  LeafHarness t(256, 0, 1, 2);
+  for (uint16_t l = 0; l < 4; ++l)
+    t.FromWorker(l, Message(WorkerJoin(static_cast<uint16_t>(4 + l))));
+  auto up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 1u);
+  EXPECT_EQ(up[0].h().type, p::MsgType::kJoin);
+  EXPECT_EQ(up[0].h().slot, 1) << "lane 1";
+  EXPECT_EQ(up[0].h().gen, 2) << "of 2";
+  EXPECT_EQ(up[0].h().offset, 2u * kWindow) << "the spine's window: both cores'";
+  t.FromSpine(
+      Message(p::JoinAckMsg{.job = kJob, .rank = 1, .epoch = 3, .k = kK, .window = 16, .lease = 64}
+                  .ToHeader()));
+  for (uint16_t l = 0; l < 4; ++l)
+    t.FromWorker(l, Message(WorkerJoin(static_cast<uint16_t>(4 + l))));
+  auto acks = t.Take();
+  ASSERT_EQ(acks.size(), 4u);
+  for (const auto& a : acks) EXPECT_EQ(a.h().offset, 8u) << "this core's half of 16";
+
+  for (uint16_t l = 0; l < 4; ++l) t.FromWorker(l, t.Data(l, 2, 0, 10 + l));
+  up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 1u);
+  EXPECT_EQ(up[0].h().slot, 5) << "slot 2 of lane 1 of 2";
+  EXPECT_EQ(up[0].h().offset, 5u * kK);
+  for (size_t i = 0; i < kK; ++i) ASSERT_EQ(Elem(up[0].bytes, i), 10 + 11 + 12 + 13);
+
+  p::Header res = up[0].h();
+  res.type = p::MsgType::kResult;
+  res.slot = 4;  // lane 0's: not this core's
+  res.offset = 4u * kK;
+  t.FromSpine(Message(res, std::vector<int32_t>(kK, 1000)));
+  EXPECT_TRUE(t.Take().empty());
+  EXPECT_EQ(t.Count(LeafCounter::kUpStale), 1u);
+  res.slot = 5;
+  res.offset = 5u * kK;
+  t.FromSpine(Message(res, std::vector<int32_t>(kK, 1000)));
+  auto down = t.Take();
+  ASSERT_EQ(down.size(), 4u);
+  for (const auto& d : down) {
+    EXPECT_EQ(d.h().type, p::MsgType::kResult);
+    EXPECT_EQ(d.h().slot, 2) << "this core's numbers again";
+    EXPECT_EQ(d.h().offset, 2u * kK);
+    EXPECT_EQ(d.h().rank, p::kRankAll);
+    EXPECT_EQ(Elem(d.bytes, 0), 1000);
+  }
+}
+
+// A spine grant that both cores cannot share alike ends the job, as one the pool cannot give.
+TEST(Leaf, ALaneGrantedAWindowNotAMultipleOfTheLanesEndsTheJob) {
+  LeafHarness t(256, 0, 0, 2);
+  for (uint16_t l = 0; l < 4; ++l)
+    t.FromWorker(l, Message(WorkerJoin(static_cast<uint16_t>(4 + l))));
+  ASSERT_EQ(t.TakeTo(t.spine).size(), 1u);
+  t.FromSpine(
+      Message(p::JoinAckMsg{.job = kJob, .rank = 1, .epoch = 3, .k = kK, .window = 15, .lease = 64}
+                  .ToHeader()));
+  t.Tick();
+  auto up = t.TakeTo(t.spine);
+  ASSERT_GE(up.size(), 1u);
+  EXPECT_EQ(up[0].h().type, p::MsgType::kLeave);
+  EXPECT_NE(up[0].h().aux, 0);
+  for (uint16_t l = 0; l < 4; ++l)
+    t.FromWorker(l, Message(WorkerJoin(static_cast<uint16_t>(4 + l))));
+  auto errs = t.Take();
+  ASSERT_EQ(errs.size(), 4u);
   for (const auto& e : errs) {
     EXPECT_EQ(e.h().type, p::MsgType::kError);
     EXPECT_EQ(e.h().aux, static_cast<uint16_t>(p::ErrorCode::kNoSlots));
