@@ -49,7 +49,7 @@ ASAN_TARGETS=(
   dp_switch_fuzzer_replay_test net_roce_rx_fuzzer_replay_test
   # e2e on loopback
   switchd_e2e_test host_capi_test host_comm_test host_job_alloc_test host_join_switchd_test
-  host_share_switchd_test host_staged_test host_staged_quant_test host_gpudirect_test e2e_allreduce_test e2e_multihost_test
+  host_share_switchd_test host_core_lanes_switchd_test host_staged_test host_staged_quant_test host_gpudirect_test e2e_allreduce_test e2e_multihost_test
   tools_gloo_ring_test nccl_core_test host_exp_rewrite_switchd_test
   # the programs the e2e tests start besides ina-switchd and ina-bench (keyed jobs' key install)
   ina-jobkey
@@ -59,6 +59,7 @@ ASAN_LABELS='unit|prop|fuzz|e2e'
 TSAN_TARGETS=(
   host_comm_test host_capi_test host_job_alloc_test host_join_switchd_test nccl_core_test
   control_test switchd_e2e_test host_staged_test host_staged_quant_test host_gpudirect_test host_share_switchd_test switchd_handoff_test
+  host_core_lanes_switchd_test
   switchd_metrics_test
 )
 TSAN_LABELS='unit|e2e'
