@@ -474,21 +474,49 @@ uint32_t ControlPlane::FittingWindow(uint16_t world_size, uint16_t k) const {
   return static_cast<uint32_t>(std::clamp<size_t>(holds / world_size, 1, 0xFFFF));
 }
 
-uint32_t ControlPlane::BufferCap(JobEntry& j) {
-  const uint32_t cap = FittingWindow(j.world_size, j.k);
-  if (cap < j.window_asked && !j.buffer_cap_logged) {
-    j.buffer_cap_logged = true;
-    if (config_.log) {
-      config_.log("job " + std::to_string(j.job_id) + ": window " + std::to_string(j.window_asked) +
-                  " asked, at most " + std::to_string(cap) + " granted: the socket holds about " +
-                  std::to_string(config_.rx_queue(p::MessageBytes(j.k))) + " messages of " +
-                  std::to_string(p::MessageBytes(j.k)) + " bytes (K=" + std::to_string(j.k) +
-                  "), for " + std::to_string(j.world_size) +
-                  " ranks sending at once (raise --socket-buffer-bytes, or net.core.rmem_max; "
-                  "docs/switchd.md, \"Socket buffers\")");
+std::vector<uint32_t> ControlPlane::BufferCaps(std::span<const size_t> claim) {
+  // The receive queue as a whole is kWhole parts; a job needs world x asked of the messages of
+  // its K that it holds, as parts. Jobs whose K has no known limit take no part.
+  constexpr uint32_t kWhole = 1'000'000;
+  std::vector<uint32_t> caps(claim.size(), 0xFFFF);
+  if (!config_.rx_queue) return caps;
+  std::vector<size_t> holds(claim.size(), 0);
+  std::vector<size_t> limited;  // indices into claim
+  std::vector<uint32_t> need;
+  for (size_t c = 0; c < claim.size(); ++c) {
+    const JobEntry& j = jobs_[claim[c]];
+    if (j.world_size == 0 || !p::IsValidK(j.k)) continue;
+    holds[c] = config_.rx_queue(p::MessageBytes(j.k));
+    if (holds[c] == 0) continue;
+    const uint64_t messages = uint64_t{std::min<uint32_t>(j.window_asked, 0xFFFF)} * j.world_size;
+    limited.push_back(c);
+    need.push_back(static_cast<uint32_t>(
+        std::min<uint64_t>((messages * kWhole + holds[c] - 1) / holds[c], kWhole)));
+  }
+  const std::vector<uint32_t> part = FairShares(need, kWhole);
+  for (size_t i = 0; i < limited.size(); ++i) {
+    const size_t c = limited[i];
+    JobEntry& j = jobs_[claim[c]];
+    caps[c] = static_cast<uint32_t>(std::clamp<uint64_t>(
+        uint64_t{part[i]} * holds[c] / (uint64_t{kWhole} * j.world_size), 1, 0xFFFF));
+    if (j.queued && caps[c] < j.window_asked && !j.buffer_cap_logged) {  // about to be granted
+      j.buffer_cap_logged = true;
+      if (config_.log) {
+        const size_t others = limited.size() - 1;
+        config_.log("job " + std::to_string(j.job_id) + ": window " +
+                    std::to_string(j.window_asked) + " asked, at most " + std::to_string(caps[c]) +
+                    " granted: the socket holds about " + std::to_string(holds[c]) +
+                    " messages of " + std::to_string(p::MessageBytes(j.k)) +
+                    " bytes (K=" + std::to_string(j.k) + "), for " + std::to_string(j.world_size) +
+                    " ranks sending at once" +
+                    (others > 0 ? ", shared with " + std::to_string(others) + " other job(s)"
+                                : std::string()) +
+                    " (raise --socket-buffer-bytes, or net.core.rmem_max; docs/switchd.md, "
+                    "\"Socket buffers\")");
+      }
     }
   }
-  return cap;
+  return caps;
 }
 
 void ControlPlane::AdmitQueued(ReplySink& out) {
@@ -499,7 +527,10 @@ void ControlPlane::AdmitQueued(ReplySink& out) {
     const JobEntry& j = jobs_[i];
     if (!j.used || (!j.active && !j.queued)) continue;
     claim.push_back(i);
-    demand.push_back(std::min<uint32_t>({j.window_asked, 0xFFFF, BufferCap(jobs_[i])}));
+  }
+  const std::vector<uint32_t> cap = BufferCaps(claim);
+  for (size_t c = 0; c < claim.size(); ++c) {
+    demand.push_back(std::min<uint32_t>({jobs_[claim[c]].window_asked, 0xFFFF, cap[c]}));
   }
   const std::vector<uint32_t> share = FairShares(demand, pool_slots_);
   std::vector<size_t> queue;  // indices into claim, oldest first

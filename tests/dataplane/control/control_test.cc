@@ -605,19 +605,48 @@ TEST_F(ControlTest, GrantFitsTheReceiveQueueForEveryRankAtOnce) {
   EXPECT_NE(logs[0].find("job 1: window 256 asked, at most 25 granted"), std::string::npos)
       << logs[0];
   EXPECT_NE(logs[0].find("--socket-buffer-bytes"), std::string::npos) << logs[0];
-  // A window within the cap is granted whole, and is not logged; nor is a size with no limit.
-  auto b = JoinAll(2, 2, 2048, 40, 5100);
-  ASSERT_EQ(b.size(), 2u);
-  EXPECT_EQ(b[0].h.offset, 40u);
+  // A size with no limit known is not capped, and not logged.
   auto c = JoinAll(3, 4, 256, 256, 5200);
   ASSERT_EQ(c.size(), 4u);
   EXPECT_EQ(c[0].h.offset, 256u);
-  // 64 ranks share 100 messages: one slot, never none.
+  EXPECT_EQ(logs.size(), 1u);
+  // 64 ranks beside job 1 get half of 100 messages: one slot, never none.
   auto d = JoinAll(4, 64, 2048, 8, 6000);
   ASSERT_EQ(d.size(), 64u);
   EXPECT_EQ(d[0].h.type, p::MsgType::kJoinAck);
   EXPECT_EQ(d[0].h.offset, 1u);
   EXPECT_EQ(logs.size(), 2u);
+  EXPECT_NE(logs[1].find("shared with 1 other job(s)"), std::string::npos) << logs[1];
+}
+
+// The jobs that hold or wait for slots share the receive queue: max-min fairly by what their
+// ranks' windows need (world x window messages), so together they fit it too. Alone, a window
+// within the queue is granted whole.
+TEST_F(ControlTest, JobsShareTheReceiveQueueFairly) {
+  std::vector<std::string> logs;
+  base_cfg_.rx_queue = [](size_t bytes) -> size_t { return bytes > 2000 ? 200 : 0; };
+  base_cfg_.log = [&](const std::string& line) { logs.push_back(line); };
+  Make(4096);
+  auto a = JoinAll(1, 2, 2048, 40, 5000);  // 80 of 200 messages: whole
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(a[0].h.offset, 40u);
+  EXPECT_TRUE(logs.empty());
+  // 4 ranks asking 256 beside it: job 1 needs 40% (no more than half), job 2 the other 60%:
+  // 120 messages, 30 a rank.
+  auto b = JoinAll(2, 4, 2048, 256, 5100);
+  ASSERT_EQ(b.size(), 4u);
+  EXPECT_EQ(b[0].h.offset, 30u);
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_NE(logs[0].find("job 2: window 256 asked, at most 30 granted"), std::string::npos)
+      << logs[0];
+  // A third asking as much: now a third each is less than job 1 needs, so all three split the
+  // queue equally: 66 messages, 16 a rank. Jobs 1 and 2 keep their grants until they re-join
+  // (and are not logged before).
+  auto c = JoinAll(3, 4, 2048, 256, 5200);
+  ASSERT_EQ(c.size(), 4u);
+  EXPECT_EQ(c[0].h.offset, 16u);
+  ASSERT_EQ(logs.size(), 2u);
+  EXPECT_NE(logs[1].find("shared with 2 other job(s)"), std::string::npos) << logs[1];
 }
 
 // hello (switch_cores auto): answered with the cores that take a job's lanes and the largest K,

@@ -242,8 +242,10 @@ struct ControlConfig {
   std::function<void(const std::string&)> log;
   // The kernel receive queue that this control plane's data arrives through: about how many
   // messages of `message_bytes` it holds before the kernel drops what comes (ina-switchd: its UDP
-  // port's net::Port::rx_queue_datagrams; null, or 0 for a size: no limit). A grant never lets a
-  // job's ranks have more than that in flight, all sending at once: window <= max(1, holds /
+  // port's net::Port::rx_queue_datagrams; null, or 0 for a size: no limit). The jobs that hold or
+  // wait for slots share it: each gets a max-min fair fraction of it by what its ranks' asked
+  // windows need, all sending at once (world_size x window messages), and a grant never lets its
+  // ranks have more than that fraction in flight: window <= max(1, fraction x holds /
   // world_size); the first grant it caps is logged (docs/switchd.md, "Socket buffers").
   std::function<size_t(size_t message_bytes)> rx_queue;
 };
@@ -483,8 +485,10 @@ class ControlPlane {
 
   ControlPlane(Engine& engine, const ControlConfig& config);
 
-  // FittingWindow for j; logs the first cap below j's asked window.
-  uint32_t BufferCap(JobEntry& j);
+  // The most slots each job jobs_[i], i in `claim`, may hold in flight so that all of them fit the
+  // receive queue at once (ControlConfig::rx_queue, shared max-min fairly); logs the first cap
+  // below a job's asked window. 0xFFFF where there is no limit.
+  std::vector<uint32_t> BufferCaps(std::span<const size_t> claim);
 
   static uint16_t LaneOf(const JobEntry& j, uint16_t slot) {
     return j.lanes == 1 ? 0 : static_cast<uint16_t>(slot % j.lanes);
