@@ -78,6 +78,9 @@ Status Request::Wait() {
 namespace {
 
 constexpr std::chrono::milliseconds kIdlePoll{5};
+// A lane granted at its switch core while another lane still waits for its own resends its JOIN
+// this often, so that its core, hearing nothing else of the job, does not time it out.
+constexpr std::chrono::milliseconds kKeepJoined{500};
 
 struct Op {
   internal::OpDesc desc;
@@ -133,10 +136,10 @@ class Communicator::Impl {
       lanes_[l].progress->window().FirstGrant(LaneWindow(g->window), g->salt);
       return Status::Ok();
     }));
-    for (std::vector<size_t> over; !(over = LanesAboveTheLeast()).empty();) {
+    while (HasLanesAboveTheLeast()) {
       const uint16_t least = LeastWindow();
-      INA_RETURN_IF_ERROR(OnLanesAtOnce(over, [&](size_t l, const std::atomic<bool>& cancel) {
-        return Rejoin(l, cancel, least);
+      INA_RETURN_IF_ERROR(OnLanesAtOnce(all, [&](size_t l, const std::atomic<bool>& cancel) {
+        return lane_grants_[l].window > least ? Rejoin(l, cancel, least) : Status::Ok();
       }));
     }
     grant_ = AgreedGrant();
@@ -333,6 +336,7 @@ class Communicator::Impl {
   // failure of any lane.
   Status RunOnAllLanes(const internal::OpDesc& op, LaneWork work = LaneWork::kOp,
                        uint16_t ask = 0) {
+    lanes_joining_.store(lanes_.size(), std::memory_order_release);
     if (lanes_.size() == 1) return LanePart(0, op, work, ask, nullptr);
     {
       std::lock_guard<std::mutex> lk(lane_mu_);
@@ -355,7 +359,7 @@ class Communicator::Impl {
   // granted different windows, those above the least re-join asking it, until they agree.
   Status Regrant() {
     INA_RETURN_IF_ERROR(RunOnAllLanes({}, LaneWork::kRejoin));
-    while (!LanesAboveTheLeast().empty()) {
+    while (HasLanesAboveTheLeast()) {
       INA_RETURN_IF_ERROR(RunOnAllLanes({}, LaneWork::kAskLess, LeastWindow()));
     }
     grant_ = AgreedGrant();
@@ -368,17 +372,40 @@ class Communicator::Impl {
   // (nullptr with one lane).
   Status LanePart(size_t l, const internal::OpDesc& op, LaneWork work, uint16_t ask,
                   const std::atomic<bool>* cancel) {
-    switch (work) {
-      case LaneWork::kOp:
-        return lanes_[l].progress->RunOp(op, stop_flag_, cancel);
-      case LaneWork::kRejoin:
-        return Rejoin(l, cancel != nullptr ? *cancel : stop_flag_, 0);
-      case LaneWork::kAskLess:
-        return lane_grants_[l].window > ask
-                   ? Rejoin(l, cancel != nullptr ? *cancel : stop_flag_, ask)
+    if (work == LaneWork::kOp) return lanes_[l].progress->RunOp(op, stop_flag_, cancel);
+    const std::atomic<bool>& stop = cancel != nullptr ? *cancel : stop_flag_;
+    Status s = work == LaneWork::kRejoin || lane_grants_[l].window > ask
+                   ? Rejoin(l, stop, work == LaneWork::kAskLess ? ask : 0)
                    : Status::Ok();
+    lanes_joining_.fetch_sub(1, std::memory_order_acq_rel);
+    return s.ok() && lanes_.size() > 1 ? KeepJoined(l, lanes_joining_, stop) : s;
+  }
+
+  // Lane l, its (re-)join granted, while `joining` lanes of the same round are still waiting for
+  // theirs: resends its JOIN every kKeepJoined (exp 0: its core, the job active there, answers
+  // with the grant it holds, and counts it as the job's activity), so that a core that granted
+  // does not time the job out (--job-timeout-ms) while another core queues it behind other
+  // jobs. Until `joining` is 0 or `cancel` (another lane failed).
+  Status KeepJoined(size_t l, const std::atomic<size_t>& joining, const std::atomic<bool>& cancel) {
+    auto next = std::chrono::steady_clock::now() + kKeepJoined;
+    while (joining.load(std::memory_order_acquire) != 0 &&
+           !cancel.load(std::memory_order_relaxed)) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      if (std::chrono::steady_clock::now() < next) continue;
+      Result<Grant> g = lanes_[l].progress->Join(0, &cancel);
+      if (!g.ok())
+        return g.status().WithContext("keeping lane " + std::to_string(l) +
+                                      "'s grant while another lane joins");
+      if (g->window != lane_grants_[l].window || g->epoch != lane_grants_[l].epoch) {
+        return Internal(
+            "lane " + std::to_string(l) + ": its core answered a JOIN kept alive with " +
+            "window " + std::to_string(g->window) + " epoch " + std::to_string(g->epoch) +
+            ", not the grant it holds (window " + std::to_string(lane_grants_[l].window) +
+            " epoch " + std::to_string(lane_grants_[l].epoch) + ")");
+      }
+      next = std::chrono::steady_clock::now() + kKeepJoined;
     }
-    return Internal("lane work " + std::to_string(static_cast<int>(work)));
+    return Status::Ok();
   }
 
   // Lane l (its thread, or Join's before Start): re-joins after its grant, at the end of a lease
@@ -398,7 +425,7 @@ class Communicator::Impl {
     return Status::Ok();
   }
 
-  // The least window of the lanes' grants (lane_grants_), and the lanes granted more. One fabric
+  // The least window of the lanes' grants (lane_grants_), and whether a lane has more. One fabric
   // port grants every lane of a rank the same. Lanes on switch cores join cores of their own,
   // each sharing its own pool with the jobs there, so their windows may differ; the engine's slot
   // history needs the window its job was granted, so those above the least re-join asking it.
@@ -408,13 +435,10 @@ class Communicator::Impl {
     for (const Grant& g : lane_grants_) least = std::min(least, g.window);
     return least;
   }
-  std::vector<size_t> LanesAboveTheLeast() const {
+  bool HasLanesAboveTheLeast() const {
     const uint16_t least = LeastWindow();
-    std::vector<size_t> over;
-    for (size_t l = 0; l < lane_grants_.size(); ++l) {
-      if (lane_grants_[l].window > least) over.push_back(l);
-    }
-    return over;
+    return std::any_of(lane_grants_.begin(), lane_grants_.end(),
+                       [&](const Grant& g) { return g.window > least; });
   }
 
   // The grant the communicator runs on once every lane has the same window: that window (all
@@ -437,17 +461,21 @@ class Communicator::Impl {
   }
 
   // Before Start: runs `join` for each lane of `which`, one thread per lane when there are
-  // several; the first to fail sets the others' cancel flag, and its Status is returned.
+  // several; the first to fail sets the others' cancel flag, and its Status is returned. A lane
+  // whose join is done keeps it alive (KeepJoined) until every lane's is.
   template <typename F>
   Status OnLanesAtOnce(const std::vector<size_t>& which, const F& join) {
     std::atomic<bool> cancel{false};
     if (which.size() == 1) return join(which[0], cancel);
     std::atomic<int> first_failed{-1};  // the first real failure, not a lane cancelled by it
+    std::atomic<size_t> joining{which.size()};
     std::vector<Status> got(lanes_.size());
     std::vector<std::thread> threads;
     for (size_t l : which) {
       threads.emplace_back([&, l] {
         got[l] = join(l, cancel);
+        joining.fetch_sub(1, std::memory_order_acq_rel);
+        if (got[l].ok()) got[l] = KeepJoined(l, joining, cancel);
         if (got[l].ok()) return;
         int none = -1;
         if (first_failed.compare_exchange_strong(none, static_cast<int>(l))) {
@@ -552,14 +580,15 @@ class Communicator::Impl {
   // Handing an op from lane 0 to the other lanes.
   std::mutex lane_mu_;
   std::condition_variable lane_cv_;
-  bool lane_stop_ = false;              // guarded by lane_mu_
-  uint64_t op_epoch_ = 0;               // guarded by lane_mu_: bumped for every op handed over
-  internal::OpDesc lane_op_;            // guarded by lane_mu_
-  LaneWork lane_work_ = LaneWork::kOp;  // guarded by lane_mu_: what the hand-off is
-  uint16_t lane_ask_ = 0;               // guarded by lane_mu_: kAskLess's window
-  size_t lanes_pending_ = 0;            // guarded by lane_mu_: lanes 1.. still running their part
-  Status op_error_;                     // guarded by lane_mu_: the op's first failure
-  std::atomic<bool> op_cancel_{false};  // set with op_error_; polled by the lanes' RunOp
+  bool lane_stop_ = false;                // guarded by lane_mu_
+  uint64_t op_epoch_ = 0;                 // guarded by lane_mu_: bumped for every op handed over
+  internal::OpDesc lane_op_;              // guarded by lane_mu_
+  LaneWork lane_work_ = LaneWork::kOp;    // guarded by lane_mu_: what the hand-off is
+  uint16_t lane_ask_ = 0;                 // guarded by lane_mu_: kAskLess's window
+  std::atomic<size_t> lanes_joining_{0};  // a (re-)join round's lanes not yet granted (KeepJoined)
+  size_t lanes_pending_ = 0;              // guarded by lane_mu_: lanes 1.. still running their part
+  Status op_error_;                       // guarded by lane_mu_: the op's first failure
+  std::atomic<bool> op_cancel_{false};    // set with op_error_; polled by the lanes' RunOp
   // Bumped by the progress thread and, for empty ops, by Submit's caller.
   internal::Counter ops_completed_, ops_failed_;
 };

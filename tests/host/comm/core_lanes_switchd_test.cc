@@ -253,6 +253,56 @@ TEST(CoreLanes, CoresGrantingDifferentWindowsAgreeOnTheLeast) {
   EXPECT_EQ(total.at("jobs_done"), 3u) << "the job's share on each core, and the holder's";
 }
 
+// A core that granted hears nothing of the job while another core queues it: the granted lanes
+// keep their JOINs going, so that core does not time the job out. Core 0's 32 slots are held by a
+// job that keeps calling (and never re-joins: no leases) for 2.5 s, 2.5 job timeouts; the job on
+// both cores waits there and then runs. Without the keep-alive, core 1 freed its share after
+// 1 s and the first call failed.
+TEST(CoreLanes, AGrantedCoreKeepsTheJobWhileAnotherQueuesIt) {
+  std::vector<Status> st;
+  test::SwitchProcess one({"--port", "0"});
+  ASSERT_TRUE(one.ok());
+  const auto want = RunJob(one.port(), 28, 1, &st);
+  for (int r = 0; r < kWorld; ++r)
+    ASSERT_TRUE(st[r].ok()) << "one core, rank " << r << ": " << st[r].ToString();
+
+  test::SwitchProcess two({"--port", "0", "--cores", "2", "--core-ports", "1", "--slots", "64",
+                           "--job-timeout-ms", "1000", "--lease-calls", "0"});
+  ASSERT_TRUE(two.ok());
+  CommConfig h;
+  h.switch_port = two.port();  // core 0
+  h.job_id = 29;
+  h.world_size = 1;
+  h.k = 256;
+  h.window = 32;
+  auto holder = Communicator::Create(h);
+  ASSERT_TRUE(holder.ok()) << holder.status().ToString();
+  ASSERT_EQ((*holder)->window(), 32);
+  Status held;
+  std::thread hold([&] {
+    const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(2500);
+    std::vector<int32_t> v(256, 1);
+    while (held.ok() && std::chrono::steady_clock::now() < until) {
+      held = (*holder)->AllReduce(std::span<int32_t>(v));
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    holder->reset();  // LEAVE: core 0's slots are free
+  });
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto got = RunJob(two.port(), 28, 2, &st);
+  const auto waited = std::chrono::steady_clock::now() - t0;
+  hold.join();
+  ASSERT_TRUE(held.ok()) << held.ToString();
+  for (int r = 0; r < kWorld; ++r) {
+    ASSERT_TRUE(st[r].ok()) << "two cores, rank " << r << ": " << st[r].ToString();
+    EXPECT_EQ(got[r], want[r]) << "rank " << r << " differs from the one-core result";
+  }
+  EXPECT_GE(waited, std::chrono::milliseconds(2000)) << "the job waited for core 0's slots";
+  const auto total = two.Stop();
+  EXPECT_EQ(total.at("jobs_timed_out"), 0u);
+  EXPECT_GE(total.at("join_waits"), 1u);
+}
+
 // Nobody answers: a bounded error that names the switch and the way out.
 TEST(CoreLanes, AutoWithNoSwitchIsABoundedErrorNamingIt) {
   CommConfig c;
