@@ -8,10 +8,16 @@
 #   2. scaling:  ONE_JOB=1 scripts/bench-switch-scaling.sh (one job on 1/2/4/8 switch cores; the
 #                0.7 N target), over UDP and then over DPDK memif (IO=dpdk: a queue per core);
 #   3. loopback: ina-bench --k 2048 --elements 16777216 at --workers 4 and 8 against Gloo's ring
-#                (one box), on one switch core and on every other N of --cores-list.
+#                (one box), on one switch core and on every other N of --cores-list;
+#   4. tree:     two-level aggregation on loopback (docs/hierarchy.md, "A leaf on every core"): a
+#                spine and 2 leaves, each ina-switchd on 1 and on every other N of --cores-list
+#                cores (leaf core c under spine core c), the workers half on each leaf with lanes
+#                on N switch cores; beside each, the same workers on one flat switch of N cores.
+#                Not in the default phases (3 switches and the workers oversubscribe 16 CPUs
+#                sooner; device-run.sh runs it last).
 #
 #   scripts/bench-16core.sh [--quick] [--build-dir DIR] [--out DIR] [--phases "testbed scaling
-#                           loopback"] [--cores-list "4 8"] [--workers-list "4 8"]
+#                           loopback tree"] [--cores-list "4 8"] [--workers-list "4 8"]
 #                           [--rates "1gbit 10gbit"] [--size N] [--iters I] [--phase-timeout-s S]
 #                           [--build] [--deps DIR]
 #
@@ -63,7 +69,7 @@ if [[ $QUICK == 1 ]]; then
   CORES_LIST="1 2" WORKERS_LIST=2 RATES=1gbit SIZE=262144 ITERS=2
 fi
 for p in $PHASES; do
-  case $p in testbed|scaling|loopback) ;; *) echo "bench-16core: unknown phase '$p'" >&2; exit 2 ;; esac
+  case $p in testbed|scaling|loopback|tree) ;; *) echo "bench-16core: unknown phase '$p'" >&2; exit 2 ;; esac
 done
 mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
@@ -86,6 +92,50 @@ run() {
   fi
   [[ $rc == 0 ]] || FAILED=1
   return $rc
+}
+
+# ina-bench's JSON line and timing lines from LOG, into the summary.
+summarize() {
+  { echo '```'; grep -E 'ina:|gloo:' "$1" | tail -3
+    grep '^{' "$1" | tail -1 | sed 's/, "switch_counters".*/}/'
+    echo '```'; } >>"$SUM"
+}
+
+# tree_run W C: a spine and 2 leaves, each ina-switchd on C cores (--core-ports 1 above 1), W
+# workers (ranks 0 .. W/2-1 on leaf 0, the rest on leaf 1, as docs/hierarchy.md assigns them),
+# then the same workers on one flat switch of C cores. Loopback ports from a base of this
+# script's pid, 20 apart per switch (C <= 16).
+tree_run() {
+  local w=$1 c=$2 base=$((20000 + ($$ % 400) * 100)) cp=() pids=() list="" r i args
+  ((c > 1)) && cp=(--cores "$c" --core-ports 1)
+  "$BUILD_DIR/bin/ina-switchd" --port "$base" "${cp[@]}" >"$OUT/tree-w$w-c$c-spine.log" 2>&1 &
+  pids+=($!)
+  for i in 0 1; do
+    "$BUILD_DIR/bin/ina-switchd" --port $((base + 20 + 20 * i)) "${cp[@]}" \
+      --upstream "127.0.0.1:$base" --leaf-index "$i" --leaves 2 \
+      >"$OUT/tree-w$w-c$c-leaf$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for i in $(seq 50); do
+    [[ $(cat "$OUT"/tree-w$w-c$c-*.log 2>/dev/null | grep -c 'listening on') -ge 3 ]] && break
+    sleep 0.1
+  done
+  for ((r = 0; r < w; r++)); do
+    list+="${list:+,}127.0.0.1:$((base + 20 + 20 * (r >= w / 2)))"
+  done
+  args=(--workers "$w" --elements "$SIZE" --iters "$ITERS" --k 2048 --no-gloo
+        --switch "127.0.0.1:$((base + 20))" --worker-switch "$list")
+  ((c > 1)) && args+=(--switch-cores "$c")
+  run "tree: $w workers, spine and 2 leaves on $c cores each" "$OUT/tree-w$w-c$c.log" \
+    "$BUILD_DIR/bin/ina-bench" "${args[@]}"
+  summarize "$OUT/tree-w$w-c$c.log"
+  kill -INT "${pids[@]}" 2>/dev/null
+  wait "${pids[@]}" 2>/dev/null
+  args=(--workers "$w" --elements "$SIZE" --iters "$ITERS" --k 2048 --no-gloo)
+  ((c > 1)) && args+=(--switch-cores "$c")
+  run "flat beside it: $w workers, one switch on $c cores" "$OUT/tree-flat-w$w-c$c.log" \
+    "$BUILD_DIR/bin/ina-bench" "${args[@]}"
+  summarize "$OUT/tree-flat-w$w-c$c.log"
 }
 
 cd "$ROOT" || exit 2
@@ -155,9 +205,16 @@ for phase in $PHASES; do
           [[ $c != 1 ]] && args+=(--switch-cores "$c")
           run "loopback $w workers switch cores $c" "$OUT/loopback-w$w-c$c.log" \
             "$BUILD_DIR/bin/ina-bench" "${args[@]}"
-          { echo '```'; grep -E 'ina:|gloo:' "$OUT/loopback-w$w-c$c.log" | tail -3
-            grep '^{' "$OUT/loopback-w$w-c$c.log" | tail -1 | sed 's/, "switch_counters".*/}/'
-            echo '```'; } >>"$SUM"
+          summarize "$OUT/loopback-w$w-c$c.log"
+        done
+      done
+      ;;
+    tree)
+      note "" "## two-level tree (loopback): a spine and 2 leaves on N cores each, beside one flat switch"
+      tree_cores="1 $(echo "$CORES_LIST" | tr ' ' '\n' | grep -vx 1 | tr '\n' ' ')"
+      for w in $WORKERS_LIST; do
+        for c in $tree_cores; do
+          tree_run "$w" "$c"
         done
       done
       ;;

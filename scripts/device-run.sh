@@ -5,7 +5,8 @@
 # written after every step (a run cut short keeps what it measured).
 #
 #   scripts/device-run.sh --deps DIR [--build-dir DIR] [--out DIR] [--deadline-s S] [--quick]
-#                         [--steps "build gpu loopback testbed-w4 testbed-w8 scaling testbed-w8-10g"]
+#                         [--steps "build gpu loopback testbed-w4 testbed-w8 scaling testbed-w8-10g
+#                                   tree"]
 #
 # --deps DIR: the packages the GPU box lacks, prepared on a Debian 12 machine, with the probe's
 #   configure script beside them (both from shared/probes/offline-gpu-box; DIR must travel with
@@ -29,7 +30,9 @@
 #   4. testbed-w4: 4 workers, 1 Gbit/s, then 10 Gbit/s, MTU 9000, 4 switch cores (vs Gloo);
 #   5. testbed-w8: 8 workers, 1 Gbit/s, 8 switch cores;
 #   6. scaling: one job on 1/2/4/8 switch cores over UDP (the 0.7 N target; DPDK where built);
-#   7. testbed-w8-10g: 8 workers at 10 Gbit/s.
+#   7. testbed-w8-10g: 8 workers at 10 Gbit/s;
+#   8. tree: two-level aggregation on loopback, 8 workers, a spine and 2 leaves on 1, 2 and 4
+#            cores each, beside one flat switch on as many.
 # Exit status: 0 when every step that ran exited 0, 1 otherwise, 2 on bad usage.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,7 +41,7 @@ OUT=device-run-out
 DEADLINE_S=540
 DEPS=""
 QUICK=0
-ALL_STEPS="build gpu loopback testbed-w4 testbed-w8 scaling testbed-w8-10g"
+ALL_STEPS="build gpu loopback testbed-w4 testbed-w8 scaling testbed-w8-10g tree"
 STEPS=$ALL_STEPS
 while [[ $# -gt 0 ]]; do
   case $1 in
@@ -154,5 +157,7 @@ bench "testbed 8 workers, 1 Gbit/s, 8 switch cores" 60 testbed-w8 --phases testb
 bench "one job on 1/2/4/8 switch cores" 60 scaling --phases scaling
 bench "testbed 8 workers, 10 Gbit/s, 8 switch cores" 45 testbed-w8-10g --phases testbed \
   --workers-list 8 --rates 10gbit --cores-list 8
+bench "two-level tree, 8 workers, switches on 1/2/4 cores" 45 tree --phases tree \
+  --workers-list 8 --cores-list "2 4"
 note "" "done in $(($(date +%s) - T0)) s: $( ((FAILED)) && echo 'some step failed (see above)' || echo 'every step that ran exited 0')"
 exit "$FAILED"
