@@ -465,6 +465,12 @@ void Leaf::UpError(Job& j, std::span<const uint8_t> packet, TimePoint now) {
     err.count = RanksOfLeaf(err.count, config_.leaves, j.world).lo;
     err.Encode(e.data());
   }
+  // rank_mismatch names a slot: in this core's numbers (LeafConfig::lanes), as its workers know it.
+  if (code == p::ErrorCode::kRankMismatch && config_.lanes > 1 &&
+      err.slot % config_.lanes == config_.lane) {
+    err.slot = static_cast<uint16_t>((err.slot - config_.lane) / config_.lanes);
+    err.Encode(e.data());
+  }
   p::SealMessage(e.data(), p::kHeaderBytes);
   if (code == p::ErrorCode::kRankLeft) {
     // Another leaf's workers all finished: calls past theirs cannot complete here either.

@@ -464,6 +464,15 @@ TEST(Leaf, ALaneAtTheSpineNumbersItsCoresSlotsAsTheSpineDoes) {
     EXPECT_EQ(d.h().rank, p::kRankAll);
     EXPECT_EQ(Elem(d.bytes, 0), 1000);
   }
+  // A spine error naming a slot names it in this core's numbers too.
+  t.FromSpine(Message(p::ErrorMsg{.job = kJob, .rank = 1, .code = p::ErrorCode::kRankMismatch}
+                          .set_proving_rank(1)
+                          .set_mismatch_slot(7)
+                          .set_mismatch_gen(1)
+                          .ToHeader()));
+  auto errs = t.Take();
+  ASSERT_EQ(errs.size(), 4u);
+  for (const auto& e : errs) EXPECT_EQ(e.h().slot, 3) << "slot 3 of lane 1 of 2 is the spine's 7";
 }
 
 // A spine grant that both cores cannot share alike ends the job, as one the pool cannot give.
