@@ -98,8 +98,9 @@ using internal::Grant;
 // The op's status is the first failure of any lane, which cancels the others' parts. Between ops
 // every lane polls its transport, so a job_aborted is noticed before the next call.
 // A grant with a lease of N calls is renewed before the call that would be its N+1st: every lane
-// re-joins (JOIN with exp = the grant's epoch, handed to each lane's thread like an op) and its
-// window takes the new grant (SlotWindow::Regrant). The staging and NIC buffers of calls on
+// re-joins (JOIN with exp = its grant's epoch, handed to each lane's thread like an op) and its
+// window takes the new grant (SlotWindow::Regrant); lanes on switch cores then agree on one
+// window (Regrant). The staging and NIC buffers of calls on
 // device memory are DeviceBuffers' (device_buffers.h).
 class Communicator::Impl {
  public:
