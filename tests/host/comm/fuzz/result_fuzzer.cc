@@ -62,6 +62,9 @@ struct Harness {
   explicit Harness(const WindowConfig& cfg)
       : window(cfg, ina::host::quant::ActiveKernels()),
         last(cfg.window),
+        core_lanes(cfg.core_lanes),
+        lanes(cfg.lanes),
+        k(cfg.k),
         mode(cfg.sec),
         up(TestKey(proto::KeyDirection::kUp)),
         down(TestKey(proto::KeyDirection::kDown)) {}
@@ -79,6 +82,12 @@ struct Harness {
             "sent %zu bytes", tx[i].len);
         const uint16_t slot = proto::GetSlot(tx[i].data);
         FUZZ_CHECK(slot < last.size(), "sent slot %u", slot);
+        // Lanes on switch cores: core `lane`'s own numbers, slots below its share of the window
+        // and offsets of its own blocks (K times the block's number there).
+        FUZZ_CHECK(!core_lanes || slot < last.size() / lanes, "sent core slot %u of %zu", slot,
+                   last.size() / lanes);
+        FUZZ_CHECK(!core_lanes || proto::GetOffset(tx[i].data) % k == 0, "sent offset %u",
+                   proto::GetOffset(tx[i].data));
         std::vector<uint8_t>& sent = last[slot];
         sent.assign(tx[i].data, tx[i].data + tx[i].len);
         if (!keyed()) {
@@ -117,6 +126,8 @@ struct Harness {
 
   SlotWindow window;
   std::vector<std::vector<uint8_t>> last;  // per slot: the last packet sent (payload in the clear)
+  const bool core_lanes;
+  const uint16_t lanes, k;
   const proto::SecMode mode;
   const proto::TrafficKey up, down;
   std::vector<uint8_t> plain;
@@ -146,6 +157,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const size_t n = 1 + (size_t{b1} * 37) % (size_t{cfg.k} * 6);
   cfg.sec = static_cast<proto::SecMode>((b1 >> 6) % 3);
   if (proto::IsKeyed(cfg.sec)) cfg.secret = ina::host::JobSecret(TestSecret());
+  // The fourth value of those two bits (CRC-only too): lanes on switch cores, whose packets number
+  // this lane's slots and blocks densely (core_lanes.h); their window is a multiple of the lanes.
+  if ((b1 >> 6) == 3 && cfg.lanes == 2) {
+    cfg.core_lanes = true;
+    cfg.window = static_cast<uint16_t>(cfg.window + (cfg.window & 1));
+  }
 
   Harness h(cfg);
   std::vector<float> f(n);
