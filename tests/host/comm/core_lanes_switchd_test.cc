@@ -303,6 +303,61 @@ TEST(CoreLanes, AGrantedCoreKeepsTheJobWhileAnotherQueuesIt) {
   EXPECT_GE(total.at("join_waits"), 1u);
 }
 
+// The same at a lease's end: the job re-joins both cores before its second call; core 1 grants at
+// once, core 0 first admits a job that queued there meanwhile (it needs the whole pool:
+// --min-window 32), which makes one long call and then falls silent until the switch times it out
+// (1 s). Only then is the job re-admitted at core 0; its lanes on core 1 keep their grant alive
+// until then.
+TEST(CoreLanes, AGrantedCoreKeepsTheJobWhileAnotherQueuesItsReJoin) {
+  std::vector<Status> st;
+  std::vector<std::vector<uint16_t>> windows;
+  test::SwitchProcess one({"--port", "0"});
+  ASSERT_TRUE(one.ok());
+  const auto want = RunThreeCalls(
+      one.port(), 30, 1, [] {}, &st, &windows);
+  for (int r = 0; r < kWorld; ++r)
+    ASSERT_TRUE(st[r].ok()) << "one core, rank " << r << ": " << st[r].ToString();
+
+  test::SwitchProcess two({"--port", "0", "--cores", "2", "--core-ports", "1", "--slots", "64",
+                           "--min-window", "32", "--lease-calls", "1", "--job-timeout-ms", "1000"});
+  ASSERT_TRUE(two.ok());
+  Status held;
+  std::thread hold;
+  const auto start_holder = [&] {
+    hold = std::thread([&] {
+      CommConfig h;
+      h.switch_port = two.port();  // core 0
+      h.job_id = 31;
+      h.world_size = 1;
+      h.k = 256;
+      h.window = 32;
+      h.join_timeout_ms = 30000;
+      auto c = Communicator::Create(h);  // queued behind the job until it re-joins
+      if (!c.ok()) {
+        held = c.status();
+        return;
+      }
+      std::vector<float> v(1 << 22, 1.0f);
+      held = (*c)->AllReduce(std::span<float>(v));
+      std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // timed out meanwhile
+    });
+    // Its JOIN is at core 0 before the job's re-join.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  };
+  const auto t0 = std::chrono::steady_clock::now();
+  const auto got = RunThreeCalls(two.port(), 30, 2, start_holder, &st, &windows);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  hold.join();
+  ASSERT_TRUE(held.ok()) << held.ToString();
+  for (int r = 0; r < kWorld; ++r) {
+    ASSERT_TRUE(st[r].ok()) << "two cores, rank " << r << ": " << st[r].ToString();
+    EXPECT_EQ(got[r], want[r]) << "rank " << r << " differs from the one-core result";
+  }
+  EXPECT_GE(took, std::chrono::milliseconds(1000)) << "the job waited at core 0";
+  const auto total = two.Stop();
+  EXPECT_EQ(total.at("jobs_timed_out"), 1u) << "the silent holder only";
+}
+
 // Nobody answers: a bounded error that names the switch and the way out.
 TEST(CoreLanes, AutoWithNoSwitchIsABoundedErrorNamingIt) {
   CommConfig c;
