@@ -804,12 +804,16 @@ ControlMessage MakeControl(const p::Header& h) {
 }
 
 p::JoinAckMsg ControlPlane::JoinAck(const JobEntry& j, uint16_t rank) const {
-  return p::JoinAckMsg{.job = j.job_id,
-                       .rank = rank,
-                       .epoch = j.epoch,
-                       .k = j.k,
-                       .window = j.window,
-                       .lease = static_cast<uint16_t>(config_.lease_calls)};
+  return p::JoinAckMsg{
+      .job = j.job_id,
+      .rank = rank,
+      .job_timeout_ms = static_cast<uint16_t>(std::clamp<int64_t>(
+          std::chrono::duration_cast<std::chrono::milliseconds>(config_.job_timeout).count(), 1,
+          0xFFFF)),
+      .epoch = j.epoch,
+      .k = j.k,
+      .window = j.window,
+      .lease = static_cast<uint16_t>(config_.lease_calls)};
 }
 
 void ControlPlane::SendError(const Peer& to, const p::ErrorMsg& e, ReplySink& out) {

@@ -340,6 +340,7 @@ void Leaf::OnEngineResult(uint16_t job_id, uint16_t dest_rank, std::span<const u
     Lower(u.deadline);
     Bump(LeafCounter::kUpData);
     SendUp({b, u.len}, true);
+    j->last_up = now;
     return;
   }
   // A worker retransmitted for a slot complete here: it lost the final result, or it is early.
@@ -375,12 +376,20 @@ void Leaf::HandleUpstream(std::span<const uint8_t> packet, TimePoint now) {
     UpResult(*j, packet, now);
   } else if (p::IsType(h, p::MsgType::kJoinAck)) {
     const auto ack = p::JoinAckMsg::Decode(h);
+    if (j->state == State::kRunning && ack.k == j->k &&
+        ack.window == uint32_t{j->window} * config_.lanes) {
+      // The answer to a keep-alive JOIN (Tick), with the spine's timeout as it is now.
+      if (ack.job_timeout_ms != 0) j->spine_timeout = std::chrono::milliseconds(ack.job_timeout_ms);
+      return;
+    }
     if (j->state != State::kJoining || ack.k != j->k || ack.window < 1 ||
         ack.window > j->up_window_max) {
       Bump(LeafCounter::kUpStale);  // a duplicate, or nonsense
       return;
     }
     j->state = State::kRunning;
+    j->last_up = now;
+    if (ack.job_timeout_ms != 0) j->spine_timeout = std::chrono::milliseconds(ack.job_timeout_ms);
     j->window = static_cast<uint16_t>(ack.window / config_.lanes);
     if (ack.window % config_.lanes != 0 || j->window == 0) {
       // Lanes of this rank at the spine: a window that is not lanes times this core's cannot be
@@ -541,6 +550,13 @@ void Leaf::Tick(TimePoint now) {
           gone.push_back(id);
           continue;
         }
+        // Its workers idle between calls (they keep the job here alive with their JOINs): so does
+        // the leaf at the spine, a JOIN of its joined rank every third of the spine's timeout.
+        if (now - j.last_up >= j.spine_timeout / 3) {
+          SendUpJoin(j);
+          j.last_up = now;
+        }
+        Lower(j.last_up + j.spine_timeout / 3);
         for (uint16_t s = 0; s < j.window; ++s) {
           UpSlot& u = j.slots[s];
           if (!u.busy) continue;

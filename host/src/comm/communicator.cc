@@ -78,9 +78,8 @@ Status Request::Wait() {
 namespace {
 
 constexpr std::chrono::milliseconds kIdlePoll{5};
-// A lane granted at its switch core while another lane still waits for its own resends its JOIN
-// this often, so that its core, hearing nothing else of the job, does not time it out.
-constexpr std::chrono::milliseconds kKeepJoined{500};
+// Where the fabric does not say its job timeout (join_ack), the one assumed: ina-switchd's default.
+constexpr std::chrono::milliseconds kJobTimeoutNotSaid{30000};
 
 struct Op {
   internal::OpDesc desc;
@@ -145,6 +144,7 @@ class Communicator::Impl {
     }
     grant_ = AgreedGrant();
     window_.store(grant_.window, std::memory_order_relaxed);
+    for (Lane& lane : lanes_) lane.last_sent = std::chrono::steady_clock::now();
     joined_ = true;
     return Status::Ok();
   }
@@ -255,6 +255,8 @@ class Communicator::Impl {
     std::unique_ptr<Transport> transport;
     std::unique_ptr<internal::Progress> progress;  // this lane's thread only (counters: any)
     std::thread thread;
+    // This lane's thread (Join's before Start): when it last sent anything (KeepAliveIfIdle).
+    std::chrono::steady_clock::time_point last_sent{};
   };
 
   // Lane 0's thread: the op queue.
@@ -271,7 +273,8 @@ class Communicator::Impl {
         }
       }
       if (!op.state) {
-        Status s = lanes_[0].progress->PollIdle();
+        Status s = KeepAliveIfIdle(0);
+        if (s.ok()) s = lanes_[0].progress->PollIdle();
         if (!s.ok()) Fail(s, nullptr, 0);
         continue;
       }
@@ -373,6 +376,7 @@ class Communicator::Impl {
   // (nullptr with one lane).
   Status LanePart(size_t l, const internal::OpDesc& op, LaneWork work, uint16_t ask,
                   const std::atomic<bool>* cancel) {
+    lanes_[l].last_sent = std::chrono::steady_clock::now();
     if (work == LaneWork::kOp) return lanes_[l].progress->RunOp(op, stop_flag_, cancel);
     const std::atomic<bool>& stop = cancel != nullptr ? *cancel : stop_flag_;
     Status s = work == LaneWork::kRejoin || lane_grants_[l].window > ask
@@ -383,12 +387,12 @@ class Communicator::Impl {
   }
 
   // Lane l, its (re-)join granted, while `joining` lanes of the same round are still waiting for
-  // theirs: resends its JOIN every kKeepJoined (exp 0: its core, the job active there, answers
-  // with the grant it holds, and counts it as the job's activity), so that a core that granted
-  // does not time the job out (--job-timeout-ms) while another core queues it behind other
-  // jobs. Until `joining` is 0 or `cancel` (another lane failed).
+  // theirs: resends its JOIN every third of its core's job timeout (exp 0: its core, the job
+  // active there, answers with the grant it holds, and counts it as the job's activity), so that
+  // a core that granted does not time the job out (--job-timeout-ms) while another core queues it
+  // behind other jobs. Until `joining` is 0 or `cancel` (another lane failed).
   Status KeepJoined(size_t l, const std::atomic<size_t>& joining, const std::atomic<bool>& cancel) {
-    auto next = std::chrono::steady_clock::now() + kKeepJoined;
+    auto next = std::chrono::steady_clock::now() + KeepAliveEvery(l);
     while (joining.load(std::memory_order_acquire) != 0 &&
            !cancel.load(std::memory_order_relaxed)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -404,9 +408,41 @@ class Communicator::Impl {
             ", not the grant it holds (window " + std::to_string(lane_grants_[l].window) +
             " epoch " + std::to_string(lane_grants_[l].epoch) + ")");
       }
-      next = std::chrono::steady_clock::now() + kKeepJoined;
+      next = std::chrono::steady_clock::now() + KeepAliveEvery(l);
     }
     return Status::Ok();
+  }
+
+  // Lane l's thread, between ops: a job with no call for a third of the fabric's job timeout
+  // (join_ack; 30 s where the fabric does not say) resends its JOIN, which the fabric answers
+  // with the grant it holds and counts as the job's activity, so that an idle phase of the
+  // training (validation, a checkpoint) longer than the timeout does not end the job
+  // (docs/protocol.md, "Idle jobs"). Lanes on switch cores: every lane, at its own core;
+  // otherwise lane 0 (a JOIN from any lane keeps the job).
+  Status KeepAliveIfIdle(size_t l) {
+    if (l != 0 && cfg_.switch_cores <= 1) return Status::Ok();
+    if (stop_flag_.load(std::memory_order_relaxed)) return Status::Ok();
+    if (std::chrono::steady_clock::now() - lanes_[l].last_sent < KeepAliveEvery(l)) {
+      return Status::Ok();
+    }
+    Result<Grant> g = lanes_[l].progress->Join(0, &stop_flag_);
+    lanes_[l].last_sent = std::chrono::steady_clock::now();
+    if (stop_flag_.load(std::memory_order_relaxed)) return Status::Ok();
+    if (!g.ok()) return g.status().WithContext("keeping the idle job alive");
+    if (g->window != lane_grants_[l].window || g->epoch != lane_grants_[l].epoch) {
+      return Internal("lane " + std::to_string(l) +
+                      ": the fabric answered an idle job's JOIN with " + "window " +
+                      std::to_string(g->window) + " epoch " + std::to_string(g->epoch) +
+                      ", not the grant it holds (window " + std::to_string(lane_grants_[l].window) +
+                      " epoch " + std::to_string(lane_grants_[l].epoch) + ")");
+    }
+    return Status::Ok();
+  }
+
+  // A third of lane l's core's job timeout (its join_ack's; kJobTimeoutNotSaid where not said).
+  std::chrono::milliseconds KeepAliveEvery(size_t l) const {
+    const std::chrono::milliseconds t = lane_grants_[l].job_timeout;
+    return (t.count() > 0 ? t : kJobTimeoutNotSaid) / 3;
   }
 
   // Lane l (its thread, or Join's before Start): re-joins after its grant, at the end of a lease
@@ -525,7 +561,8 @@ class Communicator::Impl {
       if (have_op) {
         LaneFinished(LanePart(l, op, work, ask, &op_cancel_), true);
       } else if (!idle_failed) {
-        Status s = lanes_[l].progress->PollIdle();
+        Status s = KeepAliveIfIdle(l);
+        if (s.ok()) s = lanes_[l].progress->PollIdle();
         if (!s.ok()) {
           idle_failed = true;
           Fail(s, nullptr, l);

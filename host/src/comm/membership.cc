@@ -208,7 +208,7 @@ void Membership::OnJoinAck(const proto::JoinAckMsg& a) {
   }
   state_ = State::kMember;
   grant_ = Grant{static_cast<uint16_t>(a.window), static_cast<uint8_t>(a.epoch), a.lease,
-                 challenge_.salt};
+                 challenge_.salt, std::chrono::milliseconds(a.job_timeout_ms)};
 }
 
 void Membership::OnTimers(TimePoint now) {

@@ -74,6 +74,9 @@ struct Grant {
   // A keyed job: the session salt of the job's key at the fabric (the last join_challenge's), the
   // session of this grant's traffic keys; zero for a job that was not challenged.
   proto::Session salt{};
+  // The fabric's job timeout (join_ack job_timeout_ms; 0: not said): an idle job is kept alive
+  // well within it.
+  std::chrono::milliseconds job_timeout{0};
 };
 
 struct JoinConfig {

@@ -619,6 +619,38 @@ TEST_F(ControlTest, GrantFitsTheReceiveQueueForEveryRankAtOnce) {
   EXPECT_NE(logs[1].find("shared with 1 other job(s)"), std::string::npos) << logs[1];
 }
 
+// join_ack says the job timeout (ms, at most 65535), which idle workers keep their jobs within;
+// a JOIN of a joined rank of an active job (an idle worker's keep-alive) is answered with the
+// same grant and is the job's activity.
+TEST_F(ControlTest, JoinAckSaysTheJobTimeoutAndAKeepAliveKeepsTheJob) {
+  Make(64, 8, milliseconds(1000));
+  auto a = JoinAll(1, 2, 256, 16, 5000);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_EQ(p::JoinAckMsg::From(a[0].h).job_timeout_ms, 1000);
+  // Rank 0 keeps the job alive at 0.8 s and 1.6 s; at 2.2 s it is still there.
+  for (int t : {800, 1600}) {
+    out_.replies.clear();
+    const TimePoint now = TimePoint{} + milliseconds(t);
+    Send(Control(p::JoinMsg{.job = 1, .rank = 0, .k = 256, .window = 16, .world_size = 2}),
+         MakePeer(5000), now);
+    ASSERT_EQ(out_.replies.size(), 1u);
+    const auto ack = p::JoinAckMsg::From(out_.replies[0].h);
+    EXPECT_EQ(ack.window, 16u);
+    EXPECT_EQ(ack.epoch, p::JoinAckMsg::From(a[0].h).epoch);
+    (void)cp_->Tick(now, out_);
+  }
+  (void)cp_->Tick(TimePoint{} + milliseconds(2200), out_);
+  EXPECT_EQ(cp_->num_jobs(), 1u);
+  EXPECT_EQ(Ctr(ControlCounter::kJobsTimedOut), 0u);
+  (void)cp_->Tick(TimePoint{} + milliseconds(2700), out_);
+  EXPECT_EQ(Ctr(ControlCounter::kJobsTimedOut), 1u) << "silent past the timeout: freed";
+  // A timeout past 65535 ms says 65535.
+  Make(64, 8, milliseconds(100000));
+  auto b = JoinAll(2, 1, 256, 16, 6000);
+  ASSERT_EQ(b.size(), 1u);
+  EXPECT_EQ(p::JoinAckMsg::From(b[0].h).job_timeout_ms, 0xFFFF);
+}
+
 // The jobs that hold or wait for slots share the receive queue: max-min fairly by what their
 // ranks' windows need (world x window messages), so together they fit it too. Alone, a window
 // within the queue is granted whole.

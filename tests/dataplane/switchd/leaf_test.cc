@@ -500,6 +500,60 @@ TEST(Leaf, ALaneGrantedAWindowNotAMultipleOfTheLanesEndsTheJob) {
   EXPECT_EQ(t.Count(LeafCounter::kNoSlots), 1u);
 }
 
+// Its workers idle between calls keep the job alive here with their JOINs; the leaf keeps it at
+// the spine: a JOIN of its rank every third of the spine's job timeout (30 s when its join_ack
+// does not say), whose answer is no news.
+TEST(Leaf, AnIdleJobIsKeptAliveAtTheSpine) {
+  LeafHarness t;
+  t.JoinAll();
+  t.now += std::chrono::seconds(9);
+  t.Tick();
+  EXPECT_TRUE(t.TakeTo(t.spine).empty()) << "within a third of 30 s";
+  t.now += std::chrono::seconds(2);
+  t.Tick();
+  auto up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 1u);
+  EXPECT_EQ(up[0].h().type, p::MsgType::kJoin);
+  EXPECT_EQ(up[0].h().rank, 1);
+  EXPECT_EQ(up[0].h().offset, kWindow) << "what it asked before: the spine's ask is unchanged";
+  const uint64_t stale = t.Count(LeafCounter::kUpStale);
+  t.FromSpine(Message(p::JoinAckMsg{.job = kJob,
+                                    .rank = 1,
+                                    .job_timeout_ms = 3000,
+                                    .epoch = 3,
+                                    .k = kK,
+                                    .window = kGranted,
+                                    .lease = 64}
+                          .ToHeader()));
+  EXPECT_TRUE(t.Take().empty());
+  EXPECT_EQ(t.Count(LeafCounter::kUpStale), stale) << "the keep-alive's answer is not stale";
+  t.now += std::chrono::seconds(9);
+  t.Tick();
+  EXPECT_EQ(t.TakeTo(t.spine).size(), 1u);
+}
+
+// A spine that says its job timeout sets the pace: 3 s, a JOIN every second.
+TEST(Leaf, TheSpinesJobTimeoutSetsTheKeepAlive) {
+  LeafHarness t;
+  for (uint16_t l = 0; l < 4; ++l) {
+    t.FromWorker(l, Message(WorkerJoin(static_cast<uint16_t>(4 + l))));
+  }
+  ASSERT_EQ(t.TakeTo(t.spine).size(), 1u);
+  t.FromSpine(Message(p::JoinAckMsg{
+      .job = kJob, .rank = 1, .job_timeout_ms = 3000, .epoch = 1, .k = kK, .window = kGranted}
+                          .ToHeader()));
+  for (uint16_t l = 0; l < 4; ++l) {
+    t.FromWorker(l, Message(WorkerJoin(static_cast<uint16_t>(4 + l))));
+  }
+  (void)t.Take();
+  t.now += std::chrono::milliseconds(900);
+  t.Tick();
+  EXPECT_TRUE(t.TakeTo(t.spine).empty());
+  t.now += std::chrono::milliseconds(200);
+  t.Tick();
+  EXPECT_EQ(t.TakeTo(t.spine).size(), 1u);
+}
+
 TEST(Leaf, AllocJobGoesToTheSpineWithTheLeafsOwnNonce) {
   LeafHarness t;
   auto alloc = [&](uint16_t local, uint16_t nonce) {

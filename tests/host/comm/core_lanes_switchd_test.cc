@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <regex>
 #include <string>
 #include <thread>
@@ -303,11 +304,12 @@ TEST(CoreLanes, AGrantedCoreKeepsTheJobWhileAnotherQueuesIt) {
   EXPECT_GE(total.at("join_waits"), 1u);
 }
 
-// The same at a lease's end: the job re-joins both cores before its second call; core 1 grants at
-// once, core 0 first admits a job that queued there meanwhile (it needs the whole pool:
-// --min-window 32), which makes one long call and then falls silent until the switch times it out
-// (1 s). Only then is the job re-admitted at core 0; its lanes on core 1 keep their grant alive
-// until then.
+// The same at a lease's end: the job re-joins both cores before its second call; core 0 grants at
+// once, core 1 first admits a job that queued there meanwhile (it needs the whole pool:
+// --min-window 32), which makes one long call and holds core 1 for 2 s more (idle: it keeps its
+// own job alive) before it leaves. Only then is the job re-admitted at core 1; its lanes on core 0
+// keep their grant alive until then (2 job timeouts). Lane 0 is the one that waits in the
+// re-join (the other lanes' threads, idle meanwhile, keep their jobs as any idle job does).
 TEST(CoreLanes, AGrantedCoreKeepsTheJobWhileAnotherQueuesItsReJoin) {
   std::vector<Status> st;
   std::vector<std::vector<uint16_t>> windows;
@@ -326,7 +328,7 @@ TEST(CoreLanes, AGrantedCoreKeepsTheJobWhileAnotherQueuesItsReJoin) {
   const auto start_holder = [&] {
     hold = std::thread([&] {
       CommConfig h;
-      h.switch_port = two.port();  // core 0
+      h.switch_port = static_cast<uint16_t>(two.port() + 1);  // core 1
       h.job_id = 31;
       h.world_size = 1;
       h.k = 256;
@@ -339,9 +341,9 @@ TEST(CoreLanes, AGrantedCoreKeepsTheJobWhileAnotherQueuesItsReJoin) {
       }
       std::vector<float> v(1 << 22, 1.0f);
       held = (*c)->AllReduce(std::span<float>(v));
-      std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // timed out meanwhile
+      std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // idle, then LEAVE
     });
-    // Its JOIN is at core 0 before the job's re-join.
+    // Its JOIN is at core 1 before the job's re-join.
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   };
   const auto t0 = std::chrono::steady_clock::now();
@@ -353,9 +355,74 @@ TEST(CoreLanes, AGrantedCoreKeepsTheJobWhileAnotherQueuesItsReJoin) {
     ASSERT_TRUE(st[r].ok()) << "two cores, rank " << r << ": " << st[r].ToString();
     EXPECT_EQ(got[r], want[r]) << "rank " << r << " differs from the one-core result";
   }
-  EXPECT_GE(took, std::chrono::milliseconds(1000)) << "the job waited at core 0";
+  EXPECT_GE(took, std::chrono::milliseconds(2000)) << "the job waited at core 1";
   const auto total = two.Stop();
-  EXPECT_EQ(total.at("jobs_timed_out"), 1u) << "the silent holder only";
+  EXPECT_EQ(total.at("jobs_timed_out"), 0u);
+}
+
+// A job idle between calls for longer than the switch's job timeout (a trainer's validation or
+// checkpoint) keeps its job: its idle lanes resend their JOIN within the timeout the join_ack
+// announced (a third of it), and a leaf does the same at its spine. Before, the switch freed the
+// job and the next call failed with job_aborted. One switch core (one lane), lanes on two cores,
+// and a leaf under a spine (both switches on one core).
+TEST(CoreLanes, AnIdleJobOutlivesTheJobTimeout) {
+  for (int topology : {1, 2, 0}) {  // 1, 2: switch cores; 0: a leaf and its spine
+    const int cores = std::max(topology, 1);
+    SCOPED_TRACE(topology == 0 ? std::string("tree") : "switch cores " + std::to_string(cores));
+    std::vector<std::string> args{"--port", "0", "--job-timeout-ms", "600"};
+    if (cores > 1) args.insert(args.end(), {"--cores", "2", "--core-ports", "1"});
+    std::unique_ptr<test::SwitchProcess> spine;
+    if (topology == 0) {
+      spine = std::make_unique<test::SwitchProcess>(args);
+      ASSERT_TRUE(spine->ok());
+      args.insert(args.end(), {"--upstream", "127.0.0.1:" + std::to_string(spine->port()),
+                               "--leaf-index", "0", "--leaves", "1"});
+    }
+    test::SwitchProcess sw(args);
+    ASSERT_TRUE(sw.ok());
+    std::vector<std::unique_ptr<Communicator>> comms(2);
+    std::vector<std::thread> ts;
+    std::vector<Status> st(2);
+    for (int r = 0; r < 2; ++r) {
+      ts.emplace_back([&, r] {
+        CommConfig c = RankConfig(sw.port(), 32, r, cores);
+        c.world_size = 2;
+        auto comm = Communicator::Create(c);
+        if (!comm.ok()) {
+          st[r] = comm.status();
+          return;
+        }
+        comms[r] = std::move(*comm);
+      });
+    }
+    for (auto& t : ts) t.join();
+    ts.clear();
+    for (int r = 0; r < 2; ++r) ASSERT_TRUE(st[r].ok()) << st[r].ToString();
+    for (int call = 0; call < 2; ++call) {
+      if (call == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // idle
+      for (int r = 0; r < 2; ++r) {
+        ts.emplace_back([&, r] {
+          std::vector<int32_t> v(3000, r + 1);
+          st[r] = comms[r]->AllReduce(std::span<int32_t>(v));
+          if (st[r].ok() && v[2999] != 3) st[r] = Internal("int32 sum wrong");
+        });
+      }
+      for (auto& t : ts) t.join();
+      ts.clear();
+      for (int r = 0; r < 2; ++r) {
+        ASSERT_TRUE(st[r].ok()) << "call " << call << " rank " << r << ": " << st[r].ToString();
+      }
+    }
+    comms.clear();
+    const auto total = sw.Stop();
+    EXPECT_EQ(total.at("jobs_timed_out"), 0u);
+    EXPECT_EQ(total.at("jobs_done"), static_cast<uint64_t>(cores));
+    if (spine != nullptr) {
+      const auto up = spine->Stop();
+      EXPECT_EQ(up.at("jobs_timed_out"), 0u) << "the spine kept the leaf's job";
+      EXPECT_EQ(up.at("jobs_done"), 1u);
+    }
+  }
 }
 
 // Nobody answers: a bounded error that names the switch and the way out.

@@ -201,6 +201,10 @@ class Leaf final : private ReplySink {
     std::unique_ptr<RtoEstimator> rto;                   // of the spine's round trip (kRunning)
     TimePoint rack_sent{};                               // latest first send whose result came back
     TimePoint last_progress{};                           // last result accepted (or the grant)
+    TimePoint last_up{};  // last JOIN or partial sent up (kRunning: the keep-alive, Tick)
+    // The spine's job timeout (its join_ack; 30 s where it does not say): an idle job's JOIN is
+    // resent up every third of it, so the spine keeps the job while its workers keep it here.
+    std::chrono::milliseconds spine_timeout{30000};
     std::vector<UpSlot> slots;
     std::vector<uint8_t> up, fin;  // window x kMaxPacketBytes each
     uint8_t* Up(uint16_t s) { return up.data() + size_t{s} * proto::kMaxPacketBytes; }
