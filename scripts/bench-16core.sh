@@ -94,6 +94,9 @@ run() {
   return $rc
 }
 
+# 1 and then every other count of --cores-list.
+with_one_core() { echo "1 $(echo "$CORES_LIST" | tr ' ' '\n' | grep -vx 1 | tr '\n' ' ')"; }
+
 # ina-bench's JSON line and timing lines from LOG, into the summary.
 summarize() {
   { echo '```'; grep -E 'ina:|gloo:' "$1" | tail -3
@@ -198,9 +201,8 @@ for phase in $PHASES; do
     loopback)
       note "" "## one box (loopback): ina-bench --k 2048 vs Gloo"
       # One switch core, then every other count of --cores-list (cheap runs: a few seconds each).
-      lb_cores="1 $(echo "$CORES_LIST" | tr ' ' '\n' | grep -vx 1 | tr '\n' ' ')"
       for w in $WORKERS_LIST; do
-        for c in $lb_cores; do
+        for c in $(with_one_core); do
           args=(--workers "$w" --elements "$SIZE" --iters "$ITERS" --k 2048)
           [[ $c != 1 ]] && args+=(--switch-cores "$c")
           run "loopback $w workers switch cores $c" "$OUT/loopback-w$w-c$c.log" \
@@ -211,9 +213,8 @@ for phase in $PHASES; do
       ;;
     tree)
       note "" "## two-level tree (loopback): a spine and 2 leaves on N cores each, beside one flat switch"
-      tree_cores="1 $(echo "$CORES_LIST" | tr ' ' '\n' | grep -vx 1 | tr '\n' ' ')"
       for w in $WORKERS_LIST; do
-        for c in $tree_cores; do
+        for c in $(with_one_core); do
           tree_run "$w" "$c"
         done
       done

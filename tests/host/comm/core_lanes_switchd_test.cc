@@ -51,6 +51,19 @@ CommConfig RankConfig(uint16_t port, uint16_t job, int r, int switch_cores) {
   return c;
 }
 
+// A job of one rank, K=256, asking `window` slots of the switch core at `port`: it holds part of
+// that core's pool while another job runs.
+CommConfig HolderConfig(uint16_t port, uint16_t job, uint16_t window) {
+  CommConfig h;
+  h.switch_port = port;
+  h.job_id = job;
+  h.world_size = 1;
+  h.k = 256;
+  h.window = window;
+  h.join_timeout_ms = 30000;
+  return h;
+}
+
 // Every rank's result of two calls (a float sum, then an int32 sum) against the switch at `port`.
 std::vector<std::vector<float>> RunJob(uint16_t port, uint16_t job, int switch_cores,
                                        std::vector<Status>* status) {
@@ -230,13 +243,7 @@ TEST(CoreLanes, CoresGrantingDifferentWindowsAgreeOnTheLeast) {
   test::SwitchProcess two(
       {"--port", "0", "--cores", "2", "--core-ports", "1", "--slots", "128", "--lease-calls", "1"});
   ASSERT_TRUE(two.ok());
-  CommConfig h;
-  h.switch_port = two.port();  // core 0
-  h.job_id = 26;
-  h.world_size = 1;
-  h.k = 256;
-  h.window = 48;
-  auto holder = Communicator::Create(h);
+  auto holder = Communicator::Create(HolderConfig(two.port(), 26, 48));  // core 0
   ASSERT_TRUE(holder.ok()) << holder.status().ToString();
   ASSERT_EQ((*holder)->window(), 48);
 
@@ -270,13 +277,7 @@ TEST(CoreLanes, AGrantedCoreKeepsTheJobWhileAnotherQueuesIt) {
   test::SwitchProcess two({"--port", "0", "--cores", "2", "--core-ports", "1", "--slots", "64",
                            "--job-timeout-ms", "1000", "--lease-calls", "0"});
   ASSERT_TRUE(two.ok());
-  CommConfig h;
-  h.switch_port = two.port();  // core 0
-  h.job_id = 29;
-  h.world_size = 1;
-  h.k = 256;
-  h.window = 32;
-  auto holder = Communicator::Create(h);
+  auto holder = Communicator::Create(HolderConfig(two.port(), 29, 32));  // core 0
   ASSERT_TRUE(holder.ok()) << holder.status().ToString();
   ASSERT_EQ((*holder)->window(), 32);
   Status held;
@@ -327,14 +328,8 @@ TEST(CoreLanes, AGrantedCoreKeepsTheJobWhileAnotherQueuesItsReJoin) {
   std::thread hold;
   const auto start_holder = [&] {
     hold = std::thread([&] {
-      CommConfig h;
-      h.switch_port = static_cast<uint16_t>(two.port() + 1);  // core 1
-      h.job_id = 31;
-      h.world_size = 1;
-      h.k = 256;
-      h.window = 32;
-      h.join_timeout_ms = 30000;
-      auto c = Communicator::Create(h);  // queued behind the job until it re-joins
+      // Core 1; queued behind the job until it re-joins.
+      auto c = Communicator::Create(HolderConfig(static_cast<uint16_t>(two.port() + 1), 31, 32));
       if (!c.ok()) {
         held = c.status();
         return;
