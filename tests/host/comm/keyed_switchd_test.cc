@@ -484,6 +484,34 @@ TEST(KeyedSwitchdLauncher, KeyedLanesOnCoresGrantingDifferentWindowsStayInStep) 
   EXPECT_EQ(counters.at("drop_forged"), 0u) << "a lane sealed under another grant's keys";
 }
 
+// A keyed job idle for longer than the switch's job timeout keeps its job: the idle keep-alive
+// JOIN is challenged and proven as any JOIN (docs/protocol.md, "Idle jobs"), on both switch
+// cores; the calls after the pause are exact.
+TEST(KeyedSwitchdLauncher, AnIdleKeyedJobOutlivesTheJobTimeout) {
+  constexpr uint16_t kJob = 50;
+  KeyedSwitch sw({"--cores", "2", "--core-ports", "1", "--job-timeout-ms", "600"});
+  ASSERT_NE(sw.port(), 0);
+  CommConfig c;
+  c.switch_host = "127.0.0.1";
+  c.switch_port = sw.port();
+  c.sec = "mac";
+  c.progress_threads = 2;
+  c.switch_cores = 2;
+  const std::vector<uint8_t> bytes = Secret(6);
+  ASSERT_TRUE(InstallJobKey(c, kJob, kAdmin, JobSecret(bytes)).ok());
+  std::vector<Rank> ranks = Job(kJob, 2, p::SecMode::kMac, bytes, 2, 3000, true, 29);
+  for (Rank& x : ranks) x.lanes = x.cores = 2;
+  const std::vector<Rank> inputs = ranks;
+  RunRanks(ranks, sw.port(), 10000, [](size_t call) {
+    if (call == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+  });
+  for (const Rank& x : ranks) ASSERT_TRUE(x.status.ok()) << x.status.ToString();
+  ExpectExact(ranks, inputs);
+  const auto counters = sw.sw->Stop();
+  EXPECT_EQ(counters.at("jobs_timed_out"), 0u);
+  EXPECT_GE(counters.at("joins_proven"), 8u) << "2 ranks x 2 cores, then the keep-alives";
+}
+
 // ---- Attacks through the proxy ----
 
 // Rewrites with the checksum recomputed: every 40th result to job kJob (exp + 1, next_exp + 1,
