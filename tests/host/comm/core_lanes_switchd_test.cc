@@ -364,7 +364,7 @@ TEST(CoreLanes, AnIdleJobOutlivesTheJobTimeout) {
   for (int topology : {1, 2, 0}) {  // 1, 2: switch cores; 0: a leaf and its spine
     const int cores = std::max(topology, 1);
     SCOPED_TRACE(topology == 0 ? std::string("tree") : "switch cores " + std::to_string(cores));
-    std::vector<std::string> args{"--port", "0", "--job-timeout-ms", "600"};
+    std::vector<std::string> args{"--port", "0", "--job-timeout-ms", "1000"};
     if (cores > 1) args.insert(args.end(), {"--cores", "2", "--core-ports", "1"});
     std::unique_ptr<test::SwitchProcess> spine;
     if (topology == 0) {
@@ -394,7 +394,7 @@ TEST(CoreLanes, AnIdleJobOutlivesTheJobTimeout) {
     ts.clear();
     for (int r = 0; r < 2; ++r) ASSERT_TRUE(st[r].ok()) << st[r].ToString();
     for (int call = 0; call < 2; ++call) {
-      if (call == 1) std::this_thread::sleep_for(std::chrono::milliseconds(2000));  // idle
+      if (call == 1) std::this_thread::sleep_for(std::chrono::milliseconds(3000));  // idle
       for (int r = 0; r < 2; ++r) {
         ts.emplace_back([&, r] {
           std::vector<int32_t> v(3000, r + 1);

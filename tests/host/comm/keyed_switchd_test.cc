@@ -489,7 +489,7 @@ TEST(KeyedSwitchdLauncher, KeyedLanesOnCoresGrantingDifferentWindowsStayInStep) 
 // cores; the calls after the pause are exact.
 TEST(KeyedSwitchdLauncher, AnIdleKeyedJobOutlivesTheJobTimeout) {
   constexpr uint16_t kJob = 50;
-  KeyedSwitch sw({"--cores", "2", "--core-ports", "1", "--job-timeout-ms", "600"});
+  KeyedSwitch sw({"--cores", "2", "--core-ports", "1", "--job-timeout-ms", "1000"});
   ASSERT_NE(sw.port(), 0);
   CommConfig c;
   c.switch_host = "127.0.0.1";
@@ -503,7 +503,7 @@ TEST(KeyedSwitchdLauncher, AnIdleKeyedJobOutlivesTheJobTimeout) {
   for (Rank& x : ranks) x.lanes = x.cores = 2;
   const std::vector<Rank> inputs = ranks;
   RunRanks(ranks, sw.port(), 10000, [](size_t call) {
-    if (call == 0) std::this_thread::sleep_for(std::chrono::milliseconds(2000));
+    if (call == 0) std::this_thread::sleep_for(std::chrono::milliseconds(3000));
   });
   for (const Rank& x : ranks) ASSERT_TRUE(x.status.ok()) << x.status.ToString();
   ExpectExact(ranks, inputs);
