@@ -421,8 +421,8 @@ void Leaf::HandleUpstream(std::span<const uint8_t> packet, TimePoint now) {
 
 void Leaf::UpResult(Job& j, std::span<const uint8_t> packet, TimePoint now) {
   const p::Header h = p::DecodeHeader(packet.data());
-  const uint16_t s = static_cast<uint16_t>((h.slot - config_.lane) / config_.lanes);
-  if (j.state != State::kRunning || h.slot % config_.lanes != config_.lane || s >= j.window ||
+  uint16_t s = 0;
+  if (j.state != State::kRunning || !LocalSlot(h.slot, &s) || s >= j.window ||
       (h.rank != config_.index && h.rank != p::kRankAll)) {
     Bump(LeafCounter::kUpStale);
     return;
@@ -475,9 +475,7 @@ void Leaf::UpError(Job& j, std::span<const uint8_t> packet, TimePoint now) {
     err.Encode(e.data());
   }
   // rank_mismatch names a slot: in this core's numbers (LeafConfig::lanes), as its workers know it.
-  if (code == p::ErrorCode::kRankMismatch && config_.lanes > 1 &&
-      err.slot % config_.lanes == config_.lane) {
-    err.slot = static_cast<uint16_t>((err.slot - config_.lane) / config_.lanes);
+  if (code == p::ErrorCode::kRankMismatch && config_.lanes > 1 && LocalSlot(err.slot, &err.slot)) {
     err.Encode(e.data());
   }
   p::SealMessage(e.data(), p::kHeaderBytes);

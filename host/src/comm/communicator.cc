@@ -28,6 +28,7 @@
 #include "communicator_factory.h"
 #include "counter.h"
 #include "device_buffers.h"
+#include "exchange.h"
 #include "ina/base/log_line.h"
 #include "ina/host/quant.h"
 #include "ina/host/transport.h"
@@ -397,17 +398,7 @@ class Communicator::Impl {
            !cancel.load(std::memory_order_relaxed)) {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       if (std::chrono::steady_clock::now() < next) continue;
-      Result<Grant> g = lanes_[l].progress->Join(0, &cancel);
-      if (!g.ok())
-        return g.status().WithContext("keeping lane " + std::to_string(l) +
-                                      "'s grant while another lane joins");
-      if (g->window != lane_grants_[l].window || g->epoch != lane_grants_[l].epoch) {
-        return Internal(
-            "lane " + std::to_string(l) + ": its core answered a JOIN kept alive with " +
-            "window " + std::to_string(g->window) + " epoch " + std::to_string(g->epoch) +
-            ", not the grant it holds (window " + std::to_string(lane_grants_[l].window) +
-            " epoch " + std::to_string(lane_grants_[l].epoch) + ")");
-      }
+      INA_RETURN_IF_ERROR(RenewJoin(l, cancel, "keeping its grant while another lane joins"));
       next = std::chrono::steady_clock::now() + KeepAliveEvery(l);
     }
     return Status::Ok();
@@ -425,16 +416,23 @@ class Communicator::Impl {
     if (std::chrono::steady_clock::now() - lanes_[l].last_sent < KeepAliveEvery(l)) {
       return Status::Ok();
     }
-    Result<Grant> g = lanes_[l].progress->Join(0, &stop_flag_);
+    const Status s = RenewJoin(l, stop_flag_, "keeping the idle job alive");
+    return stop_flag_.load(std::memory_order_relaxed) ? Status::Ok() : s;
+  }
+
+  // Lane l's JOIN again (exp 0): its core, the job active there, answers with the grant the lane
+  // holds and counts it as the job's activity. A grant that differs is an error (`why`: what the
+  // JOIN was for).
+  Status RenewJoin(size_t l, const std::atomic<bool>& cancel, const char* why) {
+    Result<Grant> g = lanes_[l].progress->Join(0, &cancel);
     lanes_[l].last_sent = std::chrono::steady_clock::now();
-    if (stop_flag_.load(std::memory_order_relaxed)) return Status::Ok();
-    if (!g.ok()) return g.status().WithContext("keeping the idle job alive");
-    if (g->window != lane_grants_[l].window || g->epoch != lane_grants_[l].epoch) {
-      return Internal("lane " + std::to_string(l) +
-                      ": the fabric answered an idle job's JOIN with " + "window " +
-                      std::to_string(g->window) + " epoch " + std::to_string(g->epoch) +
-                      ", not the grant it holds (window " + std::to_string(lane_grants_[l].window) +
-                      " epoch " + std::to_string(lane_grants_[l].epoch) + ")");
+    const std::string who = "lane " + std::to_string(l) + ": " + why;
+    if (!g.ok()) return g.status().WithContext(who);
+    const Grant& held = lane_grants_[l];
+    if (g->window != held.window || g->epoch != held.epoch) {
+      return Internal(who + ": its core answered with window " + std::to_string(g->window) +
+                      " epoch " + std::to_string(g->epoch) + ", not the grant it holds (window " +
+                      std::to_string(held.window) + " epoch " + std::to_string(held.epoch) + ")");
     }
     return Status::Ok();
   }
@@ -666,51 +664,31 @@ Status AskSwitchCores(CommConfig* cfg) {
   std::array<uint8_t, proto::MessageBytes(0)> hello{};
   proto::HelloMsg{.job = cfg->job_id}.Encode(hello.data());
   proto::SealMessage(hello.data(), proto::kHeaderBytes);
-  std::vector<uint8_t> buf(proto::kMaxPacketBytes);
-  const auto start = std::chrono::steady_clock::now();
-  const auto deadline = start + std::chrono::milliseconds(cfg->join_timeout_ms);
-  auto next_send = start;
-  int sent = 0;
-  while (true) {
-    auto now = std::chrono::steady_clock::now();
-    if (now >= next_send) {
-      const TxMessage m{.data = hello.data(), .len = hello.size()};
-      (void)t->SendBurst({&m, 1});  // a failed send is retried: the switch may not be up yet
-      ++sent;
-      next_send = now + std::chrono::milliseconds(100);
-    }
-    if (now >= deadline) break;
-    RxMessage rx{.data = buf.data(), .cap = buf.size()};
-    const auto wait = std::min(next_send, deadline) - now;
-    auto n = t->RecvBurst({&rx, 1}, std::chrono::duration_cast<std::chrono::microseconds>(wait));
-    if (!n.ok() || *n == 0) continue;  // ICMP (nobody there yet), a timeout: keep asking
-    const std::span<const uint8_t> pkt(rx.data, rx.len);
-    if (pkt.size() != proto::MessageBytes(0) || !proto::MessageCrcOk(pkt) ||
-        proto::GetVersion(pkt.data()) != proto::kVersion ||
-        !proto::IsType(pkt.data(), proto::MsgType::kHelloAck)) {
-      continue;  // not the answer
-    }
-    const auto ack = proto::HelloAckMsg::Decode(pkt.data());
-    const int cores = std::clamp<int>(ack.core_ports, 1, CommConfig::kMaxProgressThreads);
-    cfg->switch_cores = cores;
-    if (cores > 1) cfg->progress_threads = cores;
-    static std::atomic<bool> said{false};  // once per process
-    if (!said.exchange(true)) {
-      LogLinef(
-          "ina: rank %d job %d: the switch at %s:%d takes a job's lanes on %d core(s)%s: %d "
-          "lane(s)%s\n",
-          cfg->rank, cfg->job_id, cfg->switch_host.c_str(), cfg->switch_port,
-          static_cast<int>(ack.core_ports),
-          ack.core_ports > CommConfig::kMaxProgressThreads ? " (a rank has at most 16)" : "",
-          cfg->progress_threads, cores > 1 ? ", lane c to core c" : "");
-    }
-    return cfg->Validate();
+  ExchangeSpec spec;
+  spec.request = hello;
+  spec.timeout = std::chrono::milliseconds(cfg->join_timeout_ms);
+  spec.is_reply = [](const proto::Header& a) { return a.type == proto::MsgType::kHelloAck; };
+  spec.who = "switch_cores auto: ask the switch at " + cfg->switch_host + ":" +
+             std::to_string(cfg->switch_port);
+  spec.no_answer = "no hello_ack in " + std::to_string(cfg->join_timeout_ms) +
+                   " ms: is it up, and newer than the hello message? Else set switch_cores "
+                   "(INA_SWITCH_CORES) to its core count";
+  INA_ASSIGN_OR_RETURN(const proto::Header a, Exchange(*t, spec));
+  const auto ack = proto::HelloAckMsg::From(a);
+  const int cores = std::clamp<int>(ack.core_ports, 1, CommConfig::kMaxProgressThreads);
+  cfg->switch_cores = cores;
+  if (cores > 1) cfg->progress_threads = cores;
+  static std::atomic<bool> said{false};  // once per process
+  if (!said.exchange(true)) {
+    LogLinef(
+        "ina: rank %d job %d: the switch at %s:%d takes a job's lanes on %d core(s)%s: %d "
+        "lane(s)%s\n",
+        cfg->rank, cfg->job_id, cfg->switch_host.c_str(), cfg->switch_port,
+        static_cast<int>(ack.core_ports),
+        ack.core_ports > CommConfig::kMaxProgressThreads ? " (a rank has at most 16)" : "",
+        cfg->progress_threads, cores > 1 ? ", lane c to core c" : "");
   }
-  return DeadlineExceeded("switch_cores auto: no hello_ack from the switch at " + cfg->switch_host +
-                          ":" + std::to_string(cfg->switch_port) + " in " +
-                          std::to_string(cfg->join_timeout_ms) + " ms (" + std::to_string(sent) +
-                          " hellos sent): is it up, and newer than the hello message? Else set "
-                          "switch_cores (INA_SWITCH_CORES) to its core count");
+  return cfg->Validate();
 }
 
 Status ResolveK(CommConfig* cfg, const std::vector<std::unique_ptr<Transport>>& transports) {

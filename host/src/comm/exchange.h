@@ -1,5 +1,6 @@
 // A control request resent until the fabric answers it, on the real clock: job-id allocation's
-// (job_alloc.cc). The join handshake is a state machine of its own (membership.h).
+// and key installation's (job_alloc.cc), and the hello of switch_cores auto (communicator.cc). The
+// join handshake is a state machine of its own (membership.h).
 // TODO(#25): ALLOC_JOB as a state machine driven like Membership, and this loop gone.
 #pragma once
 

@@ -435,6 +435,19 @@ TEST(KeyedSwitchdLauncher, AKeyedJobOnEverySwitchCoreGetsItsKeyAtEachCore) {
   EXPECT_GE(counters.at("joins_unauthorized"), 2u);  // kCoreZeroOnly's ranks at core 1
 }
 
+// Installs `secret` as mac job `job`'s key at both cores of the switch at `port` (--cores 2
+// --core-ports 1), as a launcher of workers with lanes on 2 switch cores does.
+void InstallMacKeyAtTwoCores(uint16_t port, uint16_t job, const std::vector<uint8_t>& secret) {
+  CommConfig c;
+  c.switch_host = "127.0.0.1";
+  c.switch_port = port;
+  c.sec = "mac";
+  c.progress_threads = 2;
+  c.switch_cores = 2;
+  const Status s = InstallJobKey(c, job, kAdmin, JobSecret(secret));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+}
+
 // Keyed lanes on switch cores that grant different windows (CoreLanes'
 // CoresGrantingDifferentWindowsAgreeOnTheLeast is the CRC-only case): every re-join asking less
 // is a new grant of that core and a new generation of its traffic keys, so each lane's keys keep
@@ -448,14 +461,8 @@ TEST(KeyedSwitchdLauncher, KeyedLanesOnCoresGrantingDifferentWindowsStayInStep) 
   KeyedSwitch sw({"--cores", "2", "--core-ports", "1", "--slots", "16", "--lease-calls", "1",
                   "--min-window", "2"});
   ASSERT_NE(sw.port(), 0);
-  CommConfig c;
-  c.switch_host = "127.0.0.1";
-  c.switch_port = sw.port();
-  c.sec = "mac";
-  c.progress_threads = 2;
-  c.switch_cores = 2;
   const std::vector<uint8_t> bytes = Secret(5);
-  ASSERT_TRUE(InstallJobKey(c, kJob, kAdmin, JobSecret(bytes)).ok());
+  ASSERT_NO_FATAL_FAILURE(InstallMacKeyAtTwoCores(sw.port(), kJob, bytes));
 
   CommConfig h;
   h.switch_port = sw.port();  // core 0
@@ -491,14 +498,8 @@ TEST(KeyedSwitchdLauncher, AnIdleKeyedJobOutlivesTheJobTimeout) {
   constexpr uint16_t kJob = 50;
   KeyedSwitch sw({"--cores", "2", "--core-ports", "1", "--job-timeout-ms", "1000"});
   ASSERT_NE(sw.port(), 0);
-  CommConfig c;
-  c.switch_host = "127.0.0.1";
-  c.switch_port = sw.port();
-  c.sec = "mac";
-  c.progress_threads = 2;
-  c.switch_cores = 2;
   const std::vector<uint8_t> bytes = Secret(6);
-  ASSERT_TRUE(InstallJobKey(c, kJob, kAdmin, JobSecret(bytes)).ok());
+  ASSERT_NO_FATAL_FAILURE(InstallMacKeyAtTwoCores(sw.port(), kJob, bytes));
   std::vector<Rank> ranks = Job(kJob, 2, p::SecMode::kMac, bytes, 2, 3000, true, 29);
   for (Rank& x : ranks) x.lanes = x.cores = 2;
   const std::vector<Rank> inputs = ranks;

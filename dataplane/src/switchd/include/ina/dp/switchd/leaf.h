@@ -165,6 +165,12 @@ class Leaf final : private ReplySink {
   uint32_t SpineOffset(uint32_t offset, uint16_t k) const {
     return (offset / k * config_.lanes + config_.lane) * k;
   }
+  // This job's slot for the spine's slot `spine_slot` into *s; false for a slot of another lane.
+  bool LocalSlot(uint16_t spine_slot, uint16_t* s) const {
+    if (spine_slot % config_.lanes != config_.lane) return false;
+    *s = static_cast<uint16_t>((spine_slot - config_.lane) / config_.lanes);
+    return true;
+  }
   uint32_t LocalOffset(uint32_t spine_offset, uint16_t k) const {
     return (spine_offset / k - config_.lane) / config_.lanes * k;
   }
