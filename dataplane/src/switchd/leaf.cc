@@ -51,7 +51,9 @@ void Leaf::SendUpJoin(Job& j) {
       std::min({j.window_asked, control_.FittingWindow(j.ranks.n, j.k), 0xFFFFu / config_.lanes}) *
       config_.lanes;
   j.up_window_max = std::max(j.up_window_max, window);
-  SendUp(MakeControl(p::JoinMsg{.job = j.id,
+  // Asking less: a re-join of the spine's grant (its epoch); else a first JOIN, or a keep-alive.
+  SendUp(MakeControl(p::JoinMsg{.rejoin_epoch = j.asking_less ? j.spine_epoch : uint8_t{0},
+                                .job = j.id,
                                 .rank = config_.index,
                                 .lane = config_.lane,
                                 .lanes = config_.lanes,
@@ -112,6 +114,7 @@ void Leaf::Send(const Peer& to, std::span<const uint8_t> packet) {
   if (p::IsType(b, p::MsgType::kJoinAck)) {
     j->local_seen = true;
     auto ack = p::JoinAckMsg::Decode(b);
+    j->local_epoch = ack.epoch;
     if (ack.window != j->window) {
       // The leaf's pool could not give the spine's window: the job cannot run here (every
       // worker must use one window). Ended after the control plane returns (Tick).
@@ -249,6 +252,12 @@ void Leaf::HandleJoin(const p::JoinMsg& h, std::span<const uint8_t> packet, cons
     out_.SendTo(from, {buf_.data(), kCtlBytes}, false);
     return;
   }
+  if (j->state == State::kRunning && h.window < j->window && h.rejoin_epoch != 0 &&
+      h.rejoin_epoch == j->local_epoch && h.world_size == j->world && h.rank >= j->ranks.lo &&
+      h.rank < j->ranks.lo + j->ranks.n) {
+    AskLess(*j, h, from, now);
+    return;
+  }
   // The parameters the leaf maps must be the job's; the rest the control plane checks.
   p::JoinParam bad = p::JoinParam::kNone;
   uint32_t value = 0;
@@ -256,7 +265,8 @@ void Leaf::HandleJoin(const p::JoinMsg& h, std::span<const uint8_t> packet, cons
     bad = p::JoinParam::kWorldSize;
     value = j->world;
   } else if (j->state == State::kRunning && h.window < j->window) {
-    // The spine granted more than this worker asks: it cannot take the job's window.
+    // The spine granted more than this worker asks, and this is no re-join asking less (AskLess):
+    // it cannot take the job's window.
     bad = p::JoinParam::kWindow;
     value = j->window;
   } else if (h.rank < j->ranks.lo || h.rank >= j->ranks.lo + j->ranks.n) {
@@ -290,6 +300,27 @@ void Leaf::HandleJoin(const p::JoinMsg& h, std::span<const uint8_t> packet, cons
   p::SealMessage(b.data(), p::kHeaderBytes);
   control_.HandleControl(b, from, now, *this);
   if (j->bad_grant) Tick(now);
+}
+
+void Leaf::AskLess(Job& j, const p::JoinMsg& h, const Peer& from, TimePoint now) {
+  j.less_ranks |= uint64_t{1} << (h.rank - j.ranks.lo);
+  const bool less = h.window < j.window_asked;
+  if (less) j.window_asked = h.window;
+  const uint64_t all = j.ranks.n >= 64 ? ~uint64_t{0} : (uint64_t{1} << j.ranks.n) - 1;
+  if (j.less_ranks != all) return;  // the grant stands until every local rank asked
+  if (!j.asking_less || less) {
+    // Every local rank is done with the grant: the spine's, re-joined asking the least. The
+    // workers resend their re-joins until the new grant reaches them (Granted).
+    j.asking_less = true;
+    j.spine_waiting = false;
+    SendUpJoin(j);
+    j.next_join = now + config_.join_resend;
+    Lower(j.next_join);
+    return;
+  }
+  if (j.spine_waiting) {
+    SendReply(from, p::JoinWaitMsg{.job = h.job, .rank = h.rank, .queue_ahead = j.ahead});
+  }
 }
 
 std::span<const uint8_t> Leaf::MapData(std::span<const uint8_t> packet, uint8_t* scratch) {
@@ -376,6 +407,11 @@ void Leaf::HandleUpstream(std::span<const uint8_t> packet, TimePoint now) {
     UpResult(*j, packet, now);
   } else if (p::IsType(h, p::MsgType::kJoinAck)) {
     const auto ack = p::JoinAckMsg::Decode(h);
+    if (j->state == State::kRunning && j->asking_less && ack.epoch != j->spine_epoch &&
+        ack.k == j->k && ack.window >= 1 && ack.window <= j->up_window_max) {
+      Granted(*j, ack, now);  // the new grant, less: the workers' re-join resends take it
+      return;
+    }
     if (j->state == State::kRunning && ack.k == j->k &&
         ack.window == uint32_t{j->window} * config_.lanes) {
       // The answer to a keep-alive JOIN (Tick), with the spine's timeout as it is now.
@@ -387,28 +423,9 @@ void Leaf::HandleUpstream(std::span<const uint8_t> packet, TimePoint now) {
       Bump(LeafCounter::kUpStale);  // a duplicate, or nonsense
       return;
     }
-    j->state = State::kRunning;
-    j->last_up = now;
-    if (ack.job_timeout_ms != 0) j->spine_timeout = std::chrono::milliseconds(ack.job_timeout_ms);
-    j->window = static_cast<uint16_t>(ack.window / config_.lanes);
-    if (ack.window % config_.lanes != 0 || j->window == 0) {
-      // Lanes of this rank at the spine: a window that is not lanes times this core's cannot be
-      // numbered as the workers number it. Ended in Tick: no_slots to the workers.
-      j->window = 1;
-      j->bad_grant = true;
-      Lower(TimePoint::min());
-    }
-    j->slots.assign(j->window, UpSlot{});
-    j->up.assign(size_t{j->window} * kBufBytes, 0);
-    j->fin.assign(size_t{j->window} * kBufBytes, 0);
-    // Up to `window` partials in flight: that many samples per round trip (rto.h).
-    RtoConfig rc = config_.rto;
-    rc.samples_per_rtt = j->window;
-    j->rto = std::make_unique<RtoEstimator>(rc);
-    j->last_progress = now;
-    // The workers' next JOIN resend goes to the local control plane.
+    Granted(*j, ack, now);
   } else if (p::IsType(h, p::MsgType::kJoinWait)) {
-    if (j->state == State::kJoining) {
+    if (j->state == State::kJoining || (j->state == State::kRunning && j->asking_less)) {
       j->spine_waiting = true;
       j->ahead = p::JoinWaitMsg::Decode(h).queue_ahead;
     }
@@ -417,6 +434,33 @@ void Leaf::HandleUpstream(std::span<const uint8_t> packet, TimePoint now) {
   } else {
     Bump(LeafCounter::kUpStale);
   }
+}
+
+void Leaf::Granted(Job& j, const p::JoinAckMsg& ack, TimePoint now) {
+  j.state = State::kRunning;
+  j.spine_epoch = ack.epoch;
+  j.asking_less = false;
+  j.less_ranks = 0;
+  j.spine_waiting = false;
+  j.last_up = now;
+  if (ack.job_timeout_ms != 0) j.spine_timeout = std::chrono::milliseconds(ack.job_timeout_ms);
+  j.window = static_cast<uint16_t>(ack.window / config_.lanes);
+  if (ack.window % config_.lanes != 0 || j.window == 0) {
+    // Lanes of this rank at the spine: a window that is not lanes times this core's cannot be
+    // numbered as the workers number it. Ended in Tick: no_slots to the workers.
+    j.window = 1;
+    j.bad_grant = true;
+    Lower(TimePoint::min());
+  }
+  j.slots.assign(j.window, UpSlot{});
+  j.up.assign(size_t{j.window} * kBufBytes, 0);
+  j.fin.assign(size_t{j.window} * kBufBytes, 0);
+  // Up to `window` partials in flight: that many samples per round trip (rto.h).
+  RtoConfig rc = config_.rto;
+  rc.samples_per_rtt = j.window;
+  j.rto = std::make_unique<RtoEstimator>(rc);
+  j.last_progress = now;
+  // The workers' next JOIN (or re-join) resend goes to the local control plane.
 }
 
 void Leaf::UpResult(Job& j, std::span<const uint8_t> packet, TimePoint now) {
@@ -547,6 +591,14 @@ void Leaf::Tick(TimePoint now) {
           LocalGone(j);
           gone.push_back(id);
           continue;
+        }
+        if (j.asking_less) {  // the re-join, until the spine's new grant
+          if (now >= j.next_join) {
+            SendUpJoin(j);
+            j.next_join = now + config_.join_resend;
+          }
+          Lower(j.next_join);
+          break;
         }
         // Its workers idle between calls (they keep the job here alive with their JOINs): so does
         // the leaf at the spine, a JOIN of its joined rank every third of the spine's timeout.

@@ -503,6 +503,80 @@ TEST(Leaf, ALaneGrantedAWindowNotAMultipleOfTheLanesEndsTheJob) {
 // Its workers idle between calls keep the job alive here with their JOINs; the leaf keeps it at
 // the spine: a JOIN of its rank every third of the spine's job timeout (30 s when its join_ack
 // does not say), whose answer is no news.
+// Lanes on switch cores whose cores granted different windows re-join those above the least
+// asking it (a leaf on every core: its core's window is the spine core's grant). When every local
+// rank re-joined the local grant asking less, the leaf re-joins the spine (its epoch) asking the
+// least, and the spine's new grant reaches the workers through a new local grant. A JOIN asking
+// less that is no re-join of the grant is still refused.
+TEST(Leaf, WorkersReJoiningAskingLessReJoinTheSpineForIt) {
+  LeafHarness t;
+  t.JoinAll();  // the spine's grant: kGranted (8), epoch 3
+  // The local grant's epoch, from a join_ack resent to a worker.
+  t.FromWorker(0, Message(WorkerJoin(4)));
+  auto resent = t.Take();
+  ASSERT_EQ(resent.size(), 1u);
+  const uint8_t local_epoch = p::JoinAckMsg::From(resent[0].h()).epoch;
+  ASSERT_NE(local_epoch, 0);
+  auto rejoin = [&](uint16_t l, uint8_t epoch, uint32_t window) {
+    t.FromWorker(l, Message(p::JoinMsg{.rejoin_epoch = epoch,
+                                       .job = kJob,
+                                       .rank = static_cast<uint16_t>(4 + l),
+                                       .k = kK,
+                                       .window = window,
+                                       .world_size = kWorld}
+                                .ToHeader()));
+  };
+  rejoin(0, static_cast<uint8_t>(local_epoch + 1), 4);  // not this grant's: refused
+  auto refused = t.Take();
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].h().type, p::MsgType::kError);
+  EXPECT_EQ(refused[0].h().slot, static_cast<uint16_t>(p::JoinParam::kWindow));
+  for (uint16_t l = 0; l < 3; ++l) rejoin(l, local_epoch, 4);
+  EXPECT_TRUE(t.Take().empty()) << "the grant stands until every local rank asked";
+  rejoin(3, local_epoch, 4);
+  auto up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 1u);
+  EXPECT_EQ(up[0].h().type, p::MsgType::kJoin);
+  EXPECT_EQ(p::JoinMsg::From(up[0].h()).rejoin_epoch, 3) << "a re-join of the spine's grant";
+  EXPECT_EQ(up[0].h().offset, 4u) << "asking the least";
+  EXPECT_TRUE(t.Take().empty()) << "the workers wait for the spine";
+  t.now += milliseconds(150);
+  t.Tick();
+  up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 1u) << "resent until the spine answers";
+  EXPECT_EQ(p::JoinMsg::From(up[0].h()).rejoin_epoch, 3);
+  // The old grant's join_ack (an answer to an earlier keep-alive) is not the answer.
+  t.FromSpine(Message(
+      p::JoinAckMsg{.job = kJob, .rank = 1, .epoch = 3, .k = kK, .window = kGranted}.ToHeader()));
+  for (uint16_t l = 0; l < 4; ++l) rejoin(l, local_epoch, 4);
+  EXPECT_TRUE(t.Take().empty());
+  t.FromSpine(
+      Message(p::JoinAckMsg{.job = kJob, .rank = 1, .epoch = 4, .k = kK, .window = 4}.ToHeader()));
+  for (uint16_t l = 0; l < 4; ++l) rejoin(l, local_epoch, 4);  // the workers' resends
+  auto acks = t.Take();
+  ASSERT_EQ(acks.size(), 4u) << "a new local grant once every rank re-joined";
+  for (uint16_t l = 0; l < 4; ++l) {
+    EXPECT_EQ(acks[l].to, t.workers[l]);
+    EXPECT_EQ(acks[l].h().type, p::MsgType::kJoinAck);
+    EXPECT_EQ(acks[l].h().offset, 4u) << "the spine's new window";
+    EXPECT_NE(p::JoinAckMsg::From(acks[l].h()).epoch, local_epoch) << "a new grant";
+  }
+  // The job runs on the new window: slot 3's partial goes up and its final comes down.
+  for (uint16_t l = 0; l < 4; ++l) t.FromWorker(l, t.Data(l, 3, 0, l + 1));
+  up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 1u);
+  EXPECT_EQ(up[0].h().type, p::MsgType::kData);
+  EXPECT_EQ(up[0].h().slot, 3);
+  EXPECT_EQ(Elem(up[0].bytes, 0), 10);
+  auto result = up[0].bytes;
+  p::SetType(result.data(), p::MsgType::kResult);
+  p::SetRank(result.data(), p::kRankAll);
+  p::SealMessage(result.data(), result.size() - p::kCrcBytes);
+  t.FromSpine(result);
+  EXPECT_EQ(t.Take().size(), 4u) << "the final to every worker";
+  EXPECT_EQ(t.Count(LeafCounter::kNoSlots), 0u);
+}
+
 TEST(Leaf, AnIdleJobIsKeptAliveAtTheSpine) {
   LeafHarness t;
   t.JoinAll();

@@ -165,11 +165,13 @@ TEST(CoreLanes, AutoAsksTheSwitchAndUsesEveryCore) {
 
 // Three calls of every rank (floats, other floats, int32) against the switch at `port`, asking
 // 64 slots; `between` runs once after every rank's first call. Each rank's two float results,
-// and in *windows its window after the first call and after the last.
+// and in *windows its window after the first call and after the last. `rank_ports`, if given:
+// rank r's switch is at rank_ports[r] instead (a tree's leaves).
 std::vector<std::vector<float>> RunThreeCalls(uint16_t port, uint16_t job, int switch_cores,
                                               const std::function<void()>& between,
                                               std::vector<Status>* status,
-                                              std::vector<std::vector<uint16_t>>* windows) {
+                                              std::vector<std::vector<uint16_t>>* windows,
+                                              const std::vector<uint16_t>& rank_ports = {}) {
   std::vector<std::vector<float>> out(kWorld);
   status->assign(kWorld, Status::Ok());
   windows->assign(kWorld, {});
@@ -177,7 +179,8 @@ std::vector<std::vector<float>> RunThreeCalls(uint16_t port, uint16_t job, int s
   std::vector<std::thread> ts;
   for (int r = 0; r < kWorld; ++r) {
     ts.emplace_back([&, r] {
-      auto comm = Communicator::Create(RankConfig(port, job, r, switch_cores));
+      auto comm = Communicator::Create(
+          RankConfig(rank_ports.empty() ? port : rank_ports[r], job, r, switch_cores));
       std::vector<float> f = Input(r), g = Input(r + kWorld);
       Status s = comm.ok() ? (*comm)->AllReduce(std::span<float>(f)) : comm.status();
       if (s.ok()) (*windows)[r].push_back((*comm)->window());
@@ -259,6 +262,53 @@ TEST(CoreLanes, CoresGrantingDifferentWindowsAgreeOnTheLeast) {
   // the lanes on core 1 at the join, those on core 0 before call 2 (3 + 3).
   EXPECT_EQ(total.at("rejoins"), 18u);
   EXPECT_EQ(total.at("jobs_done"), 3u) << "the job's share on each core, and the holder's";
+}
+
+// The same in a tree of switches on two cores: a leaf core's window is its spine core's grant, so
+// the job on both cores of two leaves is granted 16 at the spine's core 0 (the holder has 48 of
+// its 64) and 32 at its core 1. The workers' lanes on core 1 re-join their leaves asking 16; each
+// leaf's core 1 re-joins the spine's core 1 for it once its ranks all did, and the spine's new
+// grant reaches the workers. Before, the leaves refused the re-join (bad_params, the window).
+TEST(CoreLanes, ATreeWhoseSpineCoresGrantDifferentWindowsAgreesOnTheLeast) {
+  std::vector<Status> st;
+  std::vector<std::vector<uint16_t>> windows;
+  test::SwitchProcess one({"--port", "0"});
+  ASSERT_TRUE(one.ok());
+  const auto want = RunThreeCalls(
+      one.port(), 29, 1, [] {}, &st, &windows);
+  for (int r = 0; r < kWorld; ++r)
+    ASSERT_TRUE(st[r].ok()) << "one core, rank " << r << ": " << st[r].ToString();
+
+  test::SwitchProcess spine({"--port", "0", "--cores", "2", "--core-ports", "1", "--slots", "128"});
+  ASSERT_TRUE(spine.ok());
+  auto holder = Communicator::Create(HolderConfig(spine.port(), 30, 48));  // the spine's core 0
+  ASSERT_TRUE(holder.ok()) << holder.status().ToString();
+  std::vector<std::unique_ptr<test::SwitchProcess>> leaves;
+  for (int i = 0; i < 2; ++i) {
+    leaves.push_back(std::make_unique<test::SwitchProcess>(
+        std::vector<std::string>{"--port", "0", "--cores", "2", "--core-ports", "1", "--upstream",
+                                 "127.0.0.1:" + std::to_string(spine.port()), "--leaf-index",
+                                 std::to_string(i), "--leaves", "2"}));
+    ASSERT_TRUE(leaves.back()->ok());
+  }
+  // Leaf 0 serves ranks 0 and 1, leaf 1 rank 2 (RanksOfLeaf).
+  const std::vector<uint16_t> ports{leaves[0]->port(), leaves[0]->port(), leaves[1]->port()};
+  const auto got = RunThreeCalls(
+      0, 29, 2, [] {}, &st, &windows, ports);
+  for (int r = 0; r < kWorld; ++r) {
+    ASSERT_TRUE(st[r].ok()) << "tree, rank " << r << ": " << st[r].ToString();
+    EXPECT_EQ(windows[r], (std::vector<uint16_t>{32, 32})) << "rank " << r << ": 16 a core";
+    EXPECT_EQ(got[r], want[r]) << "rank " << r << " differs from the one-core result";
+  }
+  for (auto& leaf : leaves) {
+    const auto c = leaf->Stop();
+    EXPECT_EQ(c.at("leaf_no_slots"), 0u);
+    EXPECT_EQ(c.at("jobs_done"), 2u) << "the job's share on each core";
+  }
+  holder->reset();
+  const auto total = spine.Stop();
+  EXPECT_EQ(total.at("rejoins"), 2u) << "each leaf's core 1, once";
+  EXPECT_EQ(total.at("regrants"), 1u) << "the spine's core 1";
 }
 
 // A core that granted hears nothing of the job while another core queues it: the granted lanes

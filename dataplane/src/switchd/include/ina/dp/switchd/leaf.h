@@ -17,6 +17,15 @@
 // not re-join the spine at lease ends: the spine keeps the grant until the job ends). A leaf
 // pool that cannot give W' ends the job (every worker gets error(no_slots)).
 //
+// Asking less: a worker's lanes on switch cores whose cores granted different windows re-join the
+// cores above the least asking it (docs/protocol.md, "Lanes on switch cores"); at a leaf on every
+// core, core c's window is the spine's core c's grant. When every local rank re-joined the local
+// grant (its epoch) asking less than W', the leaf re-joins the spine (the spine's epoch) asking
+// the least, resent every join_resend; the old grant stands until the spine's new one, W''. The
+// workers' re-join resends then go to the local control plane with window W'', which re-grants
+// the job W'' once every rank re-joined (every spine core's leaves alike, so the workers' lanes
+// agree). A JOIN asking less that is no such re-join is refused (bad_params, the window).
+//
 // Data: worker packets get their rank mapped (after their CRC32C trailer was checked; the leaf
 // reseals) and go to the engine, which keeps its shadow copies and drops duplicates as for any
 // job. A slot complete in the engine (result to every rank) is not sent down: it becomes the
@@ -202,6 +211,12 @@ class Leaf final : private ReplySink {
     bool graceful_leave = false;  // the last LEAVE handled for it was graceful
     bool bad_grant = false;       // the local grant is not the spine's window (Tick ends it)
     uint32_t calls = 0;           // its offset (calls completed)
+    uint8_t spine_epoch = 0;      // the spine's grant's (its join_ack's epoch)
+    uint8_t local_epoch = 0;      // the local grant's (the workers' join_ack)
+    // Local ranks that re-joined the local grant asking less than the window (bit r - lo), and
+    // whether the leaf, all of them in, re-joins the spine asking window_asked (kRunning).
+    uint64_t less_ranks = 0;
+    bool asking_less = false;
     TimePoint created{}, next_join{}, last_worker{}, failed_at{};
     std::array<uint8_t, proto::MessageBytes(0)> fail{};  // the spine's error, for later JOINs
     std::unique_ptr<RtoEstimator> rto;                   // of the spine's round trip (kRunning)
@@ -236,6 +251,10 @@ class Leaf final : private ReplySink {
   void SendToAllLocal(const Job& j, std::span<const uint8_t> packet);
   void HandleJoin(const proto::JoinMsg& h, std::span<const uint8_t> packet, const Peer& from,
                   TimePoint now);
+  // A local rank's re-join of the local grant asking less than the window (Leaf's "Asking less").
+  void AskLess(Job& j, const proto::JoinMsg& h, const Peer& from, TimePoint now);
+  // The spine's join_ack (first or new grant): j runs on its window, its slots fresh.
+  void Granted(Job& j, const proto::JoinAckMsg& ack, TimePoint now);
   void UpResult(Job& j, std::span<const uint8_t> packet, TimePoint now);
   void UpError(Job& j, std::span<const uint8_t> packet, TimePoint now);
   void Fail(Job& j, std::span<const uint8_t> error, TimePoint now);
