@@ -254,7 +254,7 @@ void Leaf::HandleJoin(const p::JoinMsg& h, std::span<const uint8_t> packet, cons
   }
   if (j->state == State::kRunning && h.window < j->window && h.rejoin_epoch != 0 &&
       h.rejoin_epoch == j->local_epoch && h.world_size == j->world && h.rank >= j->ranks.lo &&
-      h.rank < j->ranks.lo + j->ranks.n) {
+      h.rank < j->ranks.lo + j->ranks.n && JoinedFrom(*j, h.rank - j->ranks.lo, from)) {
     AskLess(*j, h, from, now);
     return;
   }
@@ -300,6 +300,16 @@ void Leaf::HandleJoin(const p::JoinMsg& h, std::span<const uint8_t> packet, cons
   p::SealMessage(b.data(), p::kHeaderBytes);
   control_.HandleControl(b, from, now, *this);
   if (j->bad_grant) Tick(now);
+}
+
+bool Leaf::JoinedFrom(const Job& j, uint16_t local_rank, const Peer& from) const {
+  // Lane l's peer is the destination of slot l (lanes <= kMaxLanes).
+  for (uint16_t s = 0; s < std::min<uint16_t>(j.window, p::kMaxLanes); ++s) {
+    for (const Peer& peer : control_.Destinations(j.id, local_rank, s)) {
+      if (peer == from) return true;
+    }
+  }
+  return false;
 }
 
 void Leaf::AskLess(Job& j, const p::JoinMsg& h, const Peer& from, TimePoint now) {

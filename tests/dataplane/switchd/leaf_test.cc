@@ -531,6 +531,17 @@ TEST(Leaf, WorkersReJoiningAskingLessReJoinTheSpineForIt) {
   ASSERT_EQ(refused.size(), 1u);
   EXPECT_EQ(refused[0].h().type, p::MsgType::kError);
   EXPECT_EQ(refused[0].h().slot, static_cast<uint16_t>(p::JoinParam::kWindow));
+  // Rank 7's re-join from rank 4's address: not rank 7's, refused and not counted.
+  t.FromWorker(0, Message(p::JoinMsg{.rejoin_epoch = local_epoch,
+                                     .job = kJob,
+                                     .rank = 7,
+                                     .k = kK,
+                                     .window = 4,
+                                     .world_size = kWorld}
+                              .ToHeader()));
+  refused = t.Take();
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(refused[0].h().type, p::MsgType::kError);
   for (uint16_t l = 0; l < 3; ++l) rejoin(l, local_epoch, 4);
   EXPECT_TRUE(t.Take().empty()) << "the grant stands until every local rank asked";
   rejoin(3, local_epoch, 4);

@@ -251,6 +251,8 @@ class Leaf final : private ReplySink {
   void SendToAllLocal(const Job& j, std::span<const uint8_t> packet);
   void HandleJoin(const proto::JoinMsg& h, std::span<const uint8_t> packet, const Peer& from,
                   TimePoint now);
+  // Whether `from` joined the local job as a lane of local rank `local_rank`.
+  bool JoinedFrom(const Job& j, uint16_t local_rank, const Peer& from) const;
   // A local rank's re-join of the local grant asking less than the window (Leaf's "Asking less").
   void AskLess(Job& j, const proto::JoinMsg& h, const Peer& from, TimePoint now);
   // The spine's join_ack (first or new grant): j runs on its window, its slots fresh.
