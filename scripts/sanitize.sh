@@ -37,7 +37,7 @@ ASAN_TARGETS=(
   net_frame_test net_fault_test net_udp_port_test net_roce_port_test
   drv_job_table_test drv_pcie_bar_test drv_gpu_elem_test drv_gpu_map_test
   control_test dp_ref_rules_test dp_fast_kernels_test dp_fast_rules_test switchd_config_test
-  switchd_handoff_test switchd_metrics_test
+  switchd_handoff_test switchd_metrics_test switchd_leaf_test
   ina_bench_verify_test ina_bench_options_test ina_bench_coordinator_test
   host_udp_transport_test host_udp_gso_test host_transport_faults_test host_verbs_transport_test
   host_quant_test host_capi_config_test host_config_test host_rto_test host_slot_window_test
@@ -50,7 +50,7 @@ ASAN_TARGETS=(
   # e2e on loopback
   switchd_e2e_test host_capi_test host_comm_test host_job_alloc_test host_join_switchd_test
   host_share_switchd_test host_core_lanes_switchd_test host_staged_test host_staged_quant_test host_gpudirect_test e2e_allreduce_test e2e_multihost_test
-  tools_gloo_ring_test nccl_core_test host_exp_rewrite_switchd_test
+  tools_gloo_ring_test nccl_core_test host_exp_rewrite_switchd_test host_keyed_switchd_test
   # the programs the e2e tests start besides ina-switchd and ina-bench (keyed jobs' key install)
   ina-jobkey
 )

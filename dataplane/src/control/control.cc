@@ -94,7 +94,9 @@ void ControlPlane::HandleControl(std::span<const uint8_t> packet, const Peer& fr
   // CRC check below counts it).
   if (p::IsType(packet.data(), p::MsgType::kJoin) && p::GetSec(packet.data()) != 0 &&
       packet.size() == p::MessageBytes(0, static_cast<uint8_t>(p::SecMode::kMac))) {
-    HandleProvenJoin(packet, from, now, out);
+    if (AdmitJoinAsSent(packet, from, now, out)) {
+      HandleJoin(p::JoinMsg::From(p::DecodeHeader(packet.data())), from, now, out);
+    }
     return;
   }
   if (!p::MessageCrcOk(packet)) {
@@ -107,11 +109,8 @@ void ControlPlane::HandleControl(std::span<const uint8_t> packet, const Peer& fr
     return;
   }
   if (h.type == p::MsgType::kJoin) {
-    if (const auto key = keys_.find(h.job); key != keys_.end()) {
-      SendJoinChallenge(h, from, key->second, now, out);  // a keyed job: prove the secret first
-    } else {
-      HandleJoin(p::JoinMsg::From(h), from, now, out);
-    }
+    // A keyed job: prove the secret first (a join_challenge).
+    if (AdmitJoinAsSent(packet, from, now, out)) HandleJoin(p::JoinMsg::From(h), from, now, out);
   } else if (h.type == p::MsgType::kLeave) {
     HandleLeave(p::LeaveMsg::From(h), from, out);
   } else if (h.type == p::MsgType::kAllocJob) {
@@ -231,21 +230,25 @@ void ControlPlane::SendJoinChallenge(const p::Header& h, const Peer& from, const
   out.Send(from, b);
 }
 
-void ControlPlane::HandleProvenJoin(std::span<const uint8_t> packet, const Peer& from,
-                                    TimePoint now, ReplySink& out) {
+bool ControlPlane::AdmitJoinAsSent(std::span<const uint8_t> join, const Peer& from, TimePoint now,
+                                   ReplySink& out) {
   constexpr auto kMac = static_cast<uint8_t>(p::SecMode::kMac);
-  const p::Header h = p::DecodeHeader(packet.data());
-  if (h.sec != kMac || packet.size() != p::MessageBytes(0, kMac)) {
-    Bump(ControlCounter::kControlMalformed);
-    return;
-  }
+  const p::Header h = p::DecodeHeader(join.data());
   const auto key = keys_.find(h.job);
+  if (join.size() == p::MessageBytes(0)) {  // plain (its CRC checked)
+    if (key == keys_.end()) return true;
+    SendJoinChallenge(h, from, key->second, now, out);  // prove the secret first
+    return false;
+  }
+  if (h.sec != kMac || join.size() != p::MessageBytes(0, kMac)) {
+    Bump(ControlCounter::kControlMalformed);
+    return false;
+  }
   bool proven = false;
   if (key != keys_.end()) {
     const int64_t bucket = JoinBucket(now);
     for (int64_t b : {bucket, bucket - 1}) {
-      if (p::JoinProofOk(key->second.secret, {JoinNonceFor(h, from, b), key->second.salt},
-                         packet)) {
+      if (p::JoinProofOk(key->second.secret, {JoinNonceFor(h, from, b), key->second.salt}, join)) {
         proven = true;
         break;
       }
@@ -265,10 +268,43 @@ void ControlPlane::HandleProvenJoin(std::span<const uint8_t> packet, const Peer&
                   " (further failures of this job are counted, not logged)");
     }
     if (key != keys_.end()) SendJoinChallenge(h, from, key->second, now, out);
-    return;
+    return false;
   }
   Bump(ControlCounter::kJoinsProven);
-  HandleJoin(p::JoinMsg::From(h), from, now, out);
+  return true;
+}
+
+void ControlPlane::HandleAdmittedJoin(const p::JoinMsg& mapped, const Peer& from, TimePoint now,
+                                      ReplySink& out) {
+  Bump(ControlCounter::kControlRx);
+  HandleJoin(mapped, from, now, out);
+}
+
+std::pair<p::SecMode, std::span<const uint8_t>> ControlPlane::KeyOf(uint16_t job_id) const {
+  const auto key = keys_.find(job_id);
+  if (key == keys_.end()) return {p::SecMode::kCrc, {}};
+  return {key->second.mode, key->second.secret};
+}
+
+Result<JobSecurity> ControlPlane::GrantKeys(uint16_t job_id) const {
+  const int32_t idx = index_[job_id];
+  if (idx < 0 || !jobs_[static_cast<size_t>(idx)].active) {
+    return NotFound("job " + std::to_string(job_id) + " holds no grant");
+  }
+  const JobEntry& j = jobs_[static_cast<size_t>(idx)];
+  return KeysOfGrant(j, j.grants);
+}
+
+Result<JobSecurity> ControlPlane::KeysOfGrant(const JobEntry& j, uint64_t grant) const {
+  JobSecurity sec;
+  const auto key = keys_.find(j.job_id);
+  if (key == keys_.end()) return sec;
+  sec.mode = key->second.mode;
+  INA_ASSIGN_OR_RETURN(sec.up, p::DeriveTrafficKey(key->second.secret, p::KeyDirection::kUp,
+                                                   j.job_id, grant, key->second.salt));
+  INA_ASSIGN_OR_RETURN(sec.down, p::DeriveTrafficKey(key->second.secret, p::KeyDirection::kDown,
+                                                     j.job_id, grant, key->second.salt));
+  return sec;
 }
 
 void ControlPlane::HandleJoin(const p::JoinMsg& h, const Peer& from, TimePoint now,
@@ -560,17 +596,10 @@ bool ControlPlane::Grant(JobEntry& j, uint32_t base, uint32_t got, ReplySink& ou
   cfg.slot_base = base;
   cfg.window = static_cast<uint16_t>(got);
   bool keys_ok = true;
-  if (auto key = keys_.find(j.job_id); key != keys_.end()) {
-    cfg.security.mode = key->second.mode;
-    auto up = p::DeriveTrafficKey(key->second.secret, p::KeyDirection::kUp, j.job_id, j.grants + 1,
-                                  key->second.salt);
-    auto down = p::DeriveTrafficKey(key->second.secret, p::KeyDirection::kDown, j.job_id,
-                                    j.grants + 1, key->second.salt);
-    keys_ok = up.ok() && down.ok();  // InstallJobKey checked the secret: always
-    if (keys_ok) {
-      cfg.security.up = *up;
-      cfg.security.down = *down;
-    }
+  if (config_.engine_keys) {
+    auto sec = KeysOfGrant(j, j.grants + 1);
+    keys_ok = sec.ok();  // InstallJobKey checked the secret: always
+    if (keys_ok) cfg.security = *sec;
   }
   if (!keys_ok || !engine_.AddJob(cfg).ok()) {
     // The engine refused (its own table is smaller, say).

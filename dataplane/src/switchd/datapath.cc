@@ -170,14 +170,17 @@ void DataPath::Handle(Clock::time_point now) {
           FlushData();
           leaf_->leaf().HandleWorkerControl(pkt, *it.from, now);
           continue;
-        case CoreLeaf::Route::kData:
-          // The worker's global rank becomes the leaf's local one (a copy, resealed).
-          pkt = leaf_->MapData(pkt, i);
-          if (pkt.empty()) {
-            counters_.Bump(SwitchCounter::kDropForeignSrc);
-            continue;
+        case CoreLeaf::Route::kData: {
+          // The worker's global rank becomes the leaf's local one (a copy, resealed; a keyed
+          // job's opened).
+          const Leaf::MappedData m = leaf_->MapData(pkt, *it.from, i);
+          if (m.packet.empty()) {
+            if (m.foreign) counters_.Bump(SwitchCounter::kDropForeignSrc);
+            continue;  // else the leaf counted it
           }
+          pkt = m.packet;
           break;
+        }
       }
     }
     if (it.len >= p::kHeaderBytes && p::GetVersion(it.data) == p::kVersion) {

@@ -40,8 +40,8 @@ class CoreLeaf {
   };
   Route Classify(std::span<const uint8_t> packet, const Peer& from) const;
   // Leaf::MapData into scratch of item i (i < items).
-  std::span<const uint8_t> MapData(std::span<const uint8_t> packet, size_t i) {
-    return leaf_->MapData(packet, scratch_.data() + i * proto::kMaxPacketBytes);
+  Leaf::MappedData MapData(std::span<const uint8_t> packet, const Peer& from, size_t i) {
+    return leaf_->MapData(packet, from, scratch_.data() + i * proto::kMaxPacketBytes);
   }
   // Until the leaf's next deadline (at least 0), at most `most`.
   std::chrono::microseconds Wait(std::chrono::microseconds most) const;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "ina/proto/crc32c.h"
 
@@ -52,15 +53,16 @@ void Leaf::SendUpJoin(Job& j) {
       config_.lanes;
   j.up_window_max = std::max(j.up_window_max, window);
   // Asking less: a re-join of the spine's grant (its epoch); else a first JOIN, or a keep-alive.
-  SendUp(MakeControl(p::JoinMsg{.rejoin_epoch = j.asking_less ? j.spine_epoch : uint8_t{0},
-                                .job = j.id,
-                                .rank = config_.index,
-                                .lane = config_.lane,
-                                .lanes = config_.lanes,
-                                .k = j.k,
-                                .window = window,
-                                .world_size = config_.leaves}),
-         false);
+  j.up_join = p::JoinMsg{.rejoin_epoch = j.asking_less ? j.spine_epoch : uint8_t{0},
+                         .job = j.id,
+                         .rank = config_.index,
+                         .lane = config_.lane,
+                         .lanes = config_.lanes,
+                         .k = j.k,
+                         .window = window,
+                         .world_size = config_.leaves}
+                  .ToHeader();
+  SendUp(MakeControl(j.up_join), false);
 }
 
 void Leaf::SendUpLeave(const Job& j, p::ErrorCode reason, uint32_t calls) {
@@ -114,14 +116,15 @@ void Leaf::Send(const Peer& to, std::span<const uint8_t> packet) {
   if (p::IsType(b, p::MsgType::kJoinAck)) {
     j->local_seen = true;
     auto ack = p::JoinAckMsg::Decode(b);
-    j->local_epoch = ack.epoch;
     if (ack.window != j->window) {
       // The leaf's pool could not give the spine's window: the job cannot run here (every
       // worker must use one window). Ended after the control plane returns (Tick).
-      j->bad_grant = true;
+      j->ending = p::ErrorCode::kNoSlots;
       Lower(TimePoint::min());
       return;
     }
+    if (ack.epoch != j->local_epoch) LocalGrant(*j, ack.epoch);
+    if (j->ending != p::ErrorCode::kNone) return;
     ack.lease = 0;  // none: a leaf does not re-join the spine
     ack.Encode(b);
   }
@@ -130,6 +133,12 @@ void Leaf::Send(const Peer& to, std::span<const uint8_t> packet) {
 }
 
 void Leaf::HandleWorkerControl(std::span<const uint8_t> packet, const Peer& from, TimePoint now) {
+  // A proven JOIN (a keyed job's answer to a join_challenge): a tag, not a CRC32C trailer.
+  if (packet.size() == p::MessageBytes(0, static_cast<uint8_t>(p::SecMode::kMac)) &&
+      p::IsType(packet.data(), p::MsgType::kJoin) && p::GetSec(packet.data()) != 0) {
+    HandleJoin(p::JoinMsg::From(p::DecodeHeader(packet.data())), packet, from, now);
+    return;
+  }
   if (packet.size() != kCtlBytes || !p::MessageCrcOk(packet)) {
     control_.HandleControl(packet, from, now, *this);  // counted there
     return;
@@ -217,12 +226,15 @@ void Leaf::HandleJoin(const p::JoinMsg& h, std::span<const uint8_t> packet, cons
                         .set_join_param(param)
                         .set_job_value(job_value));
   };
+  // A keyed job's JOIN proves the secret first, over the header its worker sent (the control
+  // plane's challenge names the worker's own rank: Send passes it through unmapped).
+  if (!control_.AdmitJoinAsSent(packet, from, now, *this)) return;
   Job* j = Find(h.job);
   if (j == nullptr) {
     // Out-of-range parameters: the control plane refuses them as for any switch.
     if (!p::IsValidK(h.k) || h.world_size < 1 || h.world_size > p::kMaxWorkers || h.window == 0 ||
         h.rank >= h.world_size) {
-      control_.HandleControl(packet, from, now, *this);
+      control_.HandleAdmittedJoin(h, from, now, *this);
       return;
     }
     const LeafRanks ranks = RanksOfLeaf(config_.index, config_.leaves, h.world_size);
@@ -237,6 +249,7 @@ void Leaf::HandleJoin(const p::JoinMsg& h, std::span<const uint8_t> packet, cons
     nj->k = h.k;
     nj->window_asked = h.window;
     nj->ranks = ranks;
+    nj->sec = control_.KeyOf(h.job).first;
     nj->created = now;
     nj->next_join = now + config_.join_resend;
     j = nj.get();
@@ -295,11 +308,9 @@ void Leaf::HandleJoin(const p::JoinMsg& h, std::span<const uint8_t> packet, cons
   local.rank = static_cast<uint16_t>(h.rank - j->ranks.lo);
   local.world_size = j->ranks.n;
   local.window = j->window;
-  std::array<uint8_t, kCtlBytes> b;
-  local.Encode(b.data());
-  p::SealMessage(b.data(), p::kHeaderBytes);
-  control_.HandleControl(b, from, now, *this);
-  if (j->bad_grant) Tick(now);
+  local.sec = 0;
+  control_.HandleAdmittedJoin(local, from, now, *this);
+  if (j->ending != p::ErrorCode::kNone) Tick(now);
 }
 
 bool Leaf::JoinedFrom(const Job& j, uint16_t local_rank, const Peer& from) const {
@@ -333,22 +344,70 @@ void Leaf::AskLess(Job& j, const p::JoinMsg& h, const Peer& from, TimePoint now)
   }
 }
 
-std::span<const uint8_t> Leaf::MapData(std::span<const uint8_t> packet, uint8_t* scratch) {
+Leaf::MappedData Leaf::MapData(std::span<const uint8_t> packet, const Peer& from,
+                               uint8_t* scratch) {
   if (packet.size() < p::kHeaderBytes + p::kCrcBytes || packet.size() > kBufBytes ||
       p::GetVersion(packet.data()) != p::kVersion || !p::IsType(packet.data(), p::MsgType::kData)) {
-    return packet;
+    return {packet};
   }
   Job* j = Find(p::GetJob(packet.data()));
-  if (j == nullptr || j->state != State::kRunning || !p::MessageCrcOk(packet)) return packet;
+  if (j == nullptr || j->state != State::kRunning) return {packet};
+  if (j->keyed()) return OpenData(*j, packet, from, scratch);
+  if (!p::MessageCrcOk(packet)) return {packet};
   const uint16_t r = p::GetRank(packet.data());
   if (r < j->ranks.lo || r >= j->ranks.lo + j->ranks.n) {
     Bump(LeafCounter::kForeignRank);
-    return {};
+    return {.packet = {}, .foreign = true};
   }
   std::memcpy(scratch, packet.data(), packet.size());
   p::SetRank(scratch, static_cast<uint16_t>(r - j->ranks.lo));
   p::SealMessage(scratch, packet.size() - p::kCrcBytes);
-  return {scratch, packet.size()};
+  return {{scratch, packet.size()}};
+}
+
+Leaf::MappedData Leaf::OpenData(Job& j, std::span<const uint8_t> packet, const Peer& from,
+                                uint8_t* scratch) {
+  const auto sec = static_cast<uint8_t>(j.sec);
+  if (p::GetSec(packet.data()) != sec) {
+    Bump(LeafCounter::kDataCrossJob);  // a CRC-only packet naming a keyed job, say
+    return {};
+  }
+  const p::Header h = p::DecodeHeader(packet.data());
+  if (h.rank < j.ranks.lo || h.rank >= j.ranks.lo + j.ranks.n) {
+    Bump(LeafCounter::kForeignRank);
+    return {.packet = {}, .foreign = true};
+  }
+  if (h.count > j.k || packet.size() != p::MessageBytes(h.count, sec) || h.slot >= j.window ||
+      j.local_up == nullptr) {
+    Bump(LeafCounter::kDataForged);  // no message of the job's slots: nothing to open it as
+    return {};
+  }
+  const auto local = static_cast<uint16_t>(h.rank - j.ranks.lo);
+  // Unopened from another address than the rank's, as the switch drops a keyed job's packets.
+  const auto peer = control_.Destinations(j.id, local, h.slot);
+  if (peer.empty() || !(peer[0] == from)) return {.packet = {}, .foreign = true};
+  // The use whose low 16 bits are gen, next to the uses the engine completed: the current one,
+  // the one before (a retransmission of a complete use), or further (the engine places it).
+  const uint64_t done = j.uses[h.slot];
+  const int64_t use =
+      static_cast<int64_t>(done) + static_cast<int16_t>(h.gen - static_cast<uint16_t>(done));
+  const size_t payload = size_t{h.count} * p::kElemBytes;
+  uint8_t* plain = scratch + p::kHeaderBytes;
+  if (use < 0 ||
+      !j.local_up->Open(j.sec, packet, p::MakeNonce(h.rank, h.slot, uint64_t(use)), plain)) {
+    const bool replay =
+        use >= 65536 &&
+        j.local_up->Open(j.sec, packet, p::MakeNonce(h.rank, h.slot, uint64_t(use) - 65536), plain);
+    Bump(replay ? LeafCounter::kDataReplayed : LeafCounter::kDataForged);
+    return {};
+  }
+  if (j.sec == p::SecMode::kMac) std::memcpy(plain, packet.data() + p::kHeaderBytes, payload);
+  // The engine's job is CRC-only: the plaintext, the local rank, a CRC32C trailer.
+  std::memcpy(scratch, packet.data(), p::kHeaderBytes);
+  p::SetRank(scratch, local);
+  p::SetSec(scratch, 0);
+  p::SealMessage(scratch, p::kHeaderBytes + payload);
+  return {{scratch, p::MessageBytes(h.count)}};
 }
 
 void Leaf::OnEngineResult(uint16_t job_id, uint16_t dest_rank, std::span<const uint8_t> packet,
@@ -370,10 +429,25 @@ void Leaf::OnEngineResult(uint16_t job_id, uint16_t dest_rank, std::span<const u
     p::SetAux(b, 0);
     p::SetSlot(b, SpineSlot(s));
     p::SetOffset(b, SpineOffset(p::GetOffset(b), j->k));
-    p::SealMessage(b, packet.size() - p::kCrcBytes);
+    size_t len = packet.size();
+    // The slot's use in the grant: the local one and the spine's start together (see leaf.h).
+    u.use = j->uses[s]++;
+    if (j->keyed()) {
+      const auto sec = static_cast<uint8_t>(j->sec);
+      p::SetSec(b, sec);
+      len = p::MessageBytes(p::GetCount(b), sec);
+      if (j->spine_up == nullptr ||
+          !j->spine_up->Seal(j->sec, b, len - p::kTagBytes,
+                             p::MakeNonce(config_.index, SpineSlot(s), u.use))) {
+        Bump(LeafCounter::kUpForged);  // libcrypto failed (never seen): lost, as on the wire
+        return;
+      }
+    } else {
+      p::SealMessage(b, len - p::kCrcBytes);
+    }
     u.busy = true;
     u.gen = gen;
-    u.len = static_cast<uint32_t>(packet.size());
+    u.len = static_cast<uint32_t>(len);
     u.retries = 0;
     u.rto_us = j->rto->rto_us();
     u.sent_at = now;
@@ -402,11 +476,13 @@ void Leaf::HandleUpstream(std::span<const uint8_t> packet, TimePoint now) {
     Bump(LeafCounter::kUpStale);
     return;
   }
-  if (!p::MessageCrcOk(packet)) {
+  // A keyed job's result carries a tag, not a CRC32C trailer: UpResult opens it.
+  const bool tagged = p::GetSec(packet.data()) != 0;
+  if (!tagged && !p::MessageCrcOk(packet)) {
     Bump(LeafCounter::kUpBadCrc);
     return;
   }
-  if (AllocReply(packet)) return;
+  if (!tagged && AllocReply(packet)) return;
   Job* j = Find(p::GetJob(packet.data()));
   if (j == nullptr) {
     Bump(LeafCounter::kUpStale);
@@ -414,12 +490,20 @@ void Leaf::HandleUpstream(std::span<const uint8_t> packet, TimePoint now) {
   }
   const uint8_t* h = packet.data();
   if (p::IsType(h, p::MsgType::kResult)) {
+    if (tagged != j->keyed() || (tagged && p::GetSec(h) != static_cast<uint8_t>(j->sec))) {
+      Bump(tagged ? LeafCounter::kUpForged : LeafCounter::kUpStale);  // not the job's mode
+      return;
+    }
     UpResult(*j, packet, now);
+  } else if (tagged) {
+    Bump(LeafCounter::kUpStale);  // only results carry a tag
+  } else if (p::IsType(h, p::MsgType::kJoinChallenge)) {
+    ProveUp(*j, packet, now);
   } else if (p::IsType(h, p::MsgType::kJoinAck)) {
     const auto ack = p::JoinAckMsg::Decode(h);
     if (j->state == State::kRunning && j->asking_less && ack.epoch != j->spine_epoch &&
         ack.k == j->k && ack.window >= 1 && ack.window <= j->up_window_max) {
-      Granted(*j, ack, now);  // the new grant, less: the workers' re-join resends take it
+      (void)Granted(*j, ack, now);  // the new grant, less: the workers' re-join resends take it
       return;
     }
     if (j->state == State::kRunning && ack.k == j->k &&
@@ -433,7 +517,7 @@ void Leaf::HandleUpstream(std::span<const uint8_t> packet, TimePoint now) {
       Bump(LeafCounter::kUpStale);  // a duplicate, or nonsense
       return;
     }
-    Granted(*j, ack, now);
+    (void)Granted(*j, ack, now);
   } else if (p::IsType(h, p::MsgType::kJoinWait)) {
     if (j->state == State::kJoining || (j->state == State::kRunning && j->asking_less)) {
       j->spine_waiting = true;
@@ -446,7 +530,68 @@ void Leaf::HandleUpstream(std::span<const uint8_t> packet, TimePoint now) {
   }
 }
 
-void Leaf::Granted(Job& j, const p::JoinAckMsg& ack, TimePoint now) {
+void Leaf::ProveUp(Job& j, std::span<const uint8_t> challenge, TimePoint now) {
+  constexpr size_t kChallengeBytes = p::MessageBytes(p::kJoinChallengeBytes / p::kElemBytes);
+  const p::Header c = p::DecodeHeader(challenge.data());
+  if (j.state == State::kFailed || challenge.size() != kChallengeBytes || c.rank != config_.index ||
+      c.slot != config_.lane) {
+    Bump(LeafCounter::kUpStale);
+    return;
+  }
+  const auto [mode, secret] = control_.KeyOf(j.id);
+  if (!j.keyed() || mode != j.sec) {
+    // The spine holds a key for the job and this leaf none (or another mode than it took the
+    // job for): it cannot prove the JOIN, and its workers' data would cross unsealed.
+    End(j, p::ErrorCode::kUnauthorized, now);
+    return;
+  }
+  const auto ch = p::JoinChallenge::From(challenge.data() + p::kHeaderBytes);
+  std::array<uint8_t, p::MessageBytes(0, static_cast<uint8_t>(p::SecMode::kMac))> proof{};
+  p::Header h = j.up_join;
+  h.sec = static_cast<uint8_t>(p::SecMode::kMac);
+  p::EncodeHeader(h, proof.data());
+  if (!p::SealJoinProof(secret, ch, proof.data()).ok()) {
+    End(j, p::ErrorCode::kUnauthorized, now);  // a secret InstallJobKey took: cannot happen
+    return;
+  }
+  j.spine_keyed = true;
+  j.spine_salt = ch.salt;
+  Bump(LeafCounter::kUpProofs);
+  SendUp(proof, false);
+}
+
+void Leaf::End(Job& j, p::ErrorCode code, TimePoint now) {
+  Bump(code == p::ErrorCode::kNoSlots ? LeafCounter::kNoSlots : LeafCounter::kKeyMismatch);
+  const ControlMessage e = MakeControl(p::ErrorMsg{.job = j.id, .code = code});
+  SendUpLeave(j, p::ErrorCode::kJobAborted, 0);
+  Fail(j, e, now);
+}
+
+void Leaf::LocalGrant(Job& j, uint8_t epoch) {
+  j.local_epoch = epoch;
+  std::fill(j.uses.begin(), j.uses.end(), uint64_t{0});
+  j.local_up.reset();
+  j.local_down.reset();
+  auto keys = control_.GrantKeys(j.id);
+  if (!keys.ok() || keys->mode != j.sec) {
+    // A key installed (or gone) here since the job's first JOIN: not what it was taken for.
+    j.ending = p::ErrorCode::kUnauthorized;
+    Lower(TimePoint::min());
+    return;
+  }
+  if (!j.keyed()) return;
+  auto up = p::MessageOpener::Create(keys->up);
+  auto down = p::MessageSealer::Create(keys->down);
+  if (!up.ok() || !down.ok()) {
+    j.ending = p::ErrorCode::kUnauthorized;  // libcrypto cannot set up AES-GCM: never seen
+    Lower(TimePoint::min());
+    return;
+  }
+  j.local_up = std::move(*up);
+  j.local_down = std::move(*down);
+}
+
+bool Leaf::Granted(Job& j, const p::JoinAckMsg& ack, TimePoint now) {
   j.state = State::kRunning;
   j.spine_epoch = ack.epoch;
   j.asking_less = false;
@@ -459,10 +604,11 @@ void Leaf::Granted(Job& j, const p::JoinAckMsg& ack, TimePoint now) {
     // Lanes of this rank at the spine: a window that is not lanes times this core's cannot be
     // numbered as the workers number it. Ended in Tick: no_slots to the workers.
     j.window = 1;
-    j.bad_grant = true;
+    j.ending = p::ErrorCode::kNoSlots;
     Lower(TimePoint::min());
   }
   j.slots.assign(j.window, UpSlot{});
+  j.uses.assign(j.window, 0);
   j.up.assign(size_t{j.window} * kBufBytes, 0);
   j.fin.assign(size_t{j.window} * kBufBytes, 0);
   // Up to `window` partials in flight: that many samples per round trip (rto.h).
@@ -470,7 +616,31 @@ void Leaf::Granted(Job& j, const p::JoinAckMsg& ack, TimePoint now) {
   rc.samples_per_rtt = j.window;
   j.rto = std::make_unique<RtoEstimator>(rc);
   j.last_progress = now;
+  ++j.spine_grants;
+  j.spine_up.reset();
+  j.spine_down.reset();
+  if (j.keyed()) {
+    const auto [mode, secret] = control_.KeyOf(j.id);
+    if (!j.spine_keyed || mode != j.sec) {
+      // The spine granted the job without a challenge: it holds no key for it, and the partials
+      // would go up where anyone could read or forge them.
+      End(j, p::ErrorCode::kUnauthorized, now);
+      return false;
+    }
+    auto up = p::DeriveTrafficKey(secret, p::KeyDirection::kUp, j.id, j.spine_grants, j.spine_salt);
+    auto down =
+        p::DeriveTrafficKey(secret, p::KeyDirection::kDown, j.id, j.spine_grants, j.spine_salt);
+    auto sealer = up.ok() ? p::MessageSealer::Create(*up) : up.status();
+    auto opener = down.ok() ? p::MessageOpener::Create(*down) : down.status();
+    if (!sealer.ok() || !opener.ok()) {
+      End(j, p::ErrorCode::kUnauthorized, now);  // never seen: the secret was checked
+      return false;
+    }
+    j.spine_up = std::move(*sealer);
+    j.spine_down = std::move(*opener);
+  }
   // The workers' next JOIN (or re-join) resend goes to the local control plane.
+  return true;
 }
 
 void Leaf::UpResult(Job& j, std::span<const uint8_t> packet, TimePoint now) {
@@ -484,9 +654,34 @@ void Leaf::UpResult(Job& j, std::span<const uint8_t> packet, TimePoint now) {
   UpSlot& u = j.slots[s];
   const uint8_t* up = j.Up(s);
   if (!u.busy || h.gen != u.gen || h.count != p::GetCount(up) || h.offset != p::GetOffset(up) ||
-      packet.size() != p::MessageBytes(h.count)) {
+      packet.size() != p::MessageBytes(h.count, h.sec)) {
     Bump(u.have_final && u.final_gen == h.gen ? LeafCounter::kUpDupResults : LeafCounter::kUpStale);
     return;
+  }
+  uint8_t* f = j.Fin(s);
+  const size_t payload = size_t{h.count} * p::kElemBytes;
+  if (j.keyed()) {
+    // The spine's seal under its grant's down key (nonce: the destination it names, its slot, the
+    // use in flight), then this leaf's for its workers: every rank, the local slot, the same use.
+    // Opened into buf_ first: the slot's final stays whole until the result proves genuine.
+    uint8_t* plain = buf_.data() + p::kHeaderBytes;
+    if (j.spine_down == nullptr || j.local_down == nullptr ||
+        !j.spine_down->Open(j.sec, packet, p::MakeNonce(h.rank, h.slot, u.use), plain)) {
+      Bump(LeafCounter::kUpForged);
+      return;
+    }
+    std::memcpy(f, packet.data(), p::kHeaderBytes);
+    std::memcpy(f + p::kHeaderBytes,
+                j.sec == p::SecMode::kMac ? packet.data() + p::kHeaderBytes : plain, payload);
+    p::SetRank(f, p::kRankAll);
+    p::SetSlot(f, s);
+    p::SetOffset(f, LocalOffset(h.offset, j.k));
+    p::SetFlags(f, static_cast<uint8_t>(p::GetFlags(f) & ~p::flags::kRetx));
+    if (!j.local_down->Seal(j.sec, f, p::kHeaderBytes + payload,
+                            p::MakeNonce(p::kRankAll, s, u.use))) {
+      Bump(LeafCounter::kUpForged);  // libcrypto failed (never seen): as if lost
+      return;
+    }
   }
   (void)j.rto->OnSample(std::chrono::duration_cast<std::chrono::microseconds>(now - u.sent_at),
                         u.retries > 0);
@@ -494,9 +689,8 @@ void Leaf::UpResult(Job& j, std::span<const uint8_t> packet, TimePoint now) {
   j.last_progress = now;
   u.busy = false;
   u.deadline = TimePoint::max();
-  uint8_t* f = j.Fin(s);
-  std::memcpy(f, packet.data(), packet.size());
-  if (h.rank != p::kRankAll || config_.lanes > 1) {
+  if (!j.keyed()) std::memcpy(f, packet.data(), packet.size());
+  if (!j.keyed() && (h.rank != p::kRankAll || config_.lanes > 1)) {
     p::SetRank(f, p::kRankAll);
     p::SetSlot(f, s);
     p::SetOffset(f, LocalOffset(h.offset, j.k));
@@ -585,13 +779,9 @@ void Leaf::Tick(TimePoint now) {
         Lower(j.next_join);
         break;
       case State::kRunning: {
-        if (j.bad_grant) {
-          j.bad_grant = false;
-          Bump(LeafCounter::kNoSlots);
-          const ControlMessage e =
-              MakeControl(p::ErrorMsg{.job = id, .code = p::ErrorCode::kNoSlots});
-          SendUpLeave(j, p::ErrorCode::kJobAborted, 0);
-          Fail(j, e, now);
+        if (j.ending != p::ErrorCode::kNone) {
+          const p::ErrorCode code = std::exchange(j.ending, p::ErrorCode::kNone);
+          End(j, code, now);
           continue;
         }
         const bool local = control_.HasJob(id);
@@ -633,7 +823,7 @@ void Leaf::Tick(TimePoint now) {
             uint8_t* b = j.Up(s);
             if (!(p::GetFlags(b) & p::flags::kRetx)) {
               p::SetFlags(b, static_cast<uint8_t>(p::GetFlags(b) | p::flags::kRetx));
-              p::SealMessage(b, u.len - p::kCrcBytes);
+              if (!j.keyed()) p::SealMessage(b, u.len - p::kCrcBytes);  // a tag leaves retx out
             }
             ++u.retries;
             u.rto_us = j.rto->Backoff(u.rto_us);

@@ -162,6 +162,18 @@ constexpr OwnMetric kOwn[] = {
     {"leaf_no_slots", "ina_switch_leaf_no_slots_total", "",
      "Jobs ended because the leaf's pool could not give the spine's window."},
     {"leaf_up_allocs", "ina_switch_leaf_up_allocs_total", "", "ALLOC_JOBs passed to the spine."},
+    {"leaf_data_cross_job", "ina_switch_dropped_packets_total", "reason=\"leaf_data_cross_job\"",
+     kDroppedHelp},
+    {"leaf_data_forged", "ina_switch_dropped_packets_total", "reason=\"leaf_data_forged\"",
+     kDroppedHelp},
+    {"leaf_data_replayed", "ina_switch_dropped_packets_total", "reason=\"leaf_data_replayed\"",
+     kDroppedHelp},
+    {"leaf_up_forged", "ina_switch_dropped_packets_total", "reason=\"leaf_up_forged\"",
+     kDroppedHelp},
+    {"leaf_up_proofs", "ina_switch_leaf_up_proofs_total", "",
+     "Proven JOINs sent to the spine (answers to its join_challenge)."},
+    {"leaf_key_mismatch", "ina_switch_leaf_key_mismatch_total", "",
+     "Jobs ended because only one of the leaf and the spine held the job's key."},
 };
 
 const OwnMetric* FindOwn(std::string_view counter) {

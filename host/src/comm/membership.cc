@@ -367,6 +367,12 @@ Status JoinError(const proto::ErrorMsg& e, const JoinConfig& cfg, const std::str
       return Aborted(m + "its " + words + " " + std::to_string(e.refused_value()) +
                      " differs from " + own + ", this rank's");
     }
+    case proto::ErrorCode::kUnauthorized:
+      return FailedPrecondition(
+          m + ": the fabric holds no key for job " + std::to_string(cfg.job_id) +
+          " where it needs one (a switch started with --require-job-keys, or a tree whose spine "
+          "and leaves do not all hold the job's key): install the job's key on every switch the "
+          "job crosses, every core of each (ina-jobkey; docs/security.md)");
     case proto::ErrorCode::kJobAborted:
       return Aborted(m);
     case proto::ErrorCode::kRankLeft:  // at a lease's re-join: a rank finished before this call

@@ -13,6 +13,7 @@
 
 #include "ina/dp/ref_engine.h"
 #include "ina/proto/crc32c.h"
+#include "ina/proto/sec.h"
 #include "ina/proto/wire.h"
 
 namespace ina::dp::switchd {
@@ -79,6 +80,7 @@ class LeafHarness : public LeafSink, public Emitter {
     engine_ = MakeReferenceEngine({pool_slots, 16});
     ControlConfig cc;
     cc.lease_calls = 0;
+    cc.engine_keys = false;  // as ina-switchd configures a leaf's control plane
     if (rx_queue != 0) cc.rx_queue = [rx_queue](size_t) { return rx_queue; };
     control_ = std::move(ControlPlane::Create(*engine_, cc)).value();
     LeafConfig lc;
@@ -93,7 +95,10 @@ class LeafHarness : public LeafSink, public Emitter {
   }
 
   void SendTo(const Peer& to, std::span<const uint8_t> packet, bool) override {
-    ASSERT_TRUE(p::MessageCrcOk(packet)) << "every packet out carries its trailer";
+    // Every packet out carries its trailer: a CRC32C, or a keyed job's tag (opened by the tests).
+    if (p::GetSec(packet.data()) == 0) {
+      ASSERT_TRUE(p::MessageCrcOk(packet)) << "every packet out carries its trailer";
+    }
     sent.push_back({to, {packet.begin(), packet.end()}});
   }
   void OnResult(uint16_t job, uint16_t dest, std::span<const uint8_t> packet) override {
@@ -107,9 +112,10 @@ class LeafHarness : public LeafSink, public Emitter {
       return;
     }
     std::vector<uint8_t> scratch(p::kMaxPacketBytes);
-    const auto m = leaf_->MapData(b, scratch.data());
+    const auto mapped = leaf_->MapData(b, from, scratch.data());
+    const auto m = mapped.packet;
     if (m.empty()) {
-      ++foreign;
+      if (mapped.foreign) ++foreign;
       return;
     }
     if (control_->CheckDataSource(p::GetJob(m.data()), p::GetRank(m.data()), p::GetSlot(m.data()),
@@ -133,6 +139,10 @@ class LeafHarness : public LeafSink, public Emitter {
     return out;
   }
   uint64_t Count(LeafCounter c) const { return leaf_->counters()[static_cast<size_t>(c)]; }
+  // The job's key at the leaf (its admin channel's, or ina-jobkey's, set_key).
+  Status InstallKey(p::SecMode mode, std::span<const uint8_t> secret) {
+    return control_->InstallJobKey(kJob, mode, secret);
+  }
 
   // Every worker joins; the spine grants kGranted; every worker gets its join_ack (unless
   // `expect_acks` is false).
@@ -586,6 +596,262 @@ TEST(Leaf, WorkersReJoiningAskingLessReJoinTheSpineForIt) {
   t.FromSpine(result);
   EXPECT_EQ(t.Take().size(), 4u) << "the final to every worker";
   EXPECT_EQ(t.Count(LeafCounter::kNoSlots), 0u);
+}
+
+// A keyed job through the leaf: each hop under its own keys, the leaf opening and sealing. The
+// workers prove the job secret to the leaf (over the headers they sent, global ranks) and seal
+// their data under the local grant's up key with their global ranks; the leaf proves it to the
+// spine and seals its partial under the spine grant's up key (its rank, the spine's slot, the
+// use); the spine's result, opened under its down key, goes to the workers sealed under the local
+// down key. Forged, replayed, CRC-only and misaddressed data never reach the engine.
+class KeyedLeaf : public ::testing::TestWithParam<p::SecMode> {
+ protected:
+  const std::vector<uint8_t> secret_ = std::vector<uint8_t>(32, 0x5A);
+  p::Session spine_salt_{};
+
+  void SetUp() override {
+    for (size_t i = 0; i < spine_salt_.size(); ++i) spine_salt_[i] = static_cast<uint8_t>(i * 7);
+  }
+  p::SecMode mode() const { return GetParam(); }
+  uint8_t sec() const { return static_cast<uint8_t>(GetParam()); }
+
+  // The JOIN of worker `local` (global rank 4 + local), proven against the challenge in `ch`.
+  std::vector<uint8_t> Proof(uint16_t local, const Sent& ch, uint8_t rejoin_epoch = 0,
+                             uint32_t window = kWindow) {
+    std::vector<uint8_t> b(p::MessageBytes(0, static_cast<uint8_t>(p::SecMode::kMac)));
+    p::Header h = p::JoinMsg{.rejoin_epoch = rejoin_epoch,
+                             .job = kJob,
+                             .rank = static_cast<uint16_t>(4 + local),
+                             .k = kK,
+                             .window = window,
+                             .world_size = kWorld}
+                      .ToHeader();
+    h.sec = static_cast<uint8_t>(p::SecMode::kMac);
+    p::EncodeHeader(h, b.data());
+    const auto c = p::JoinChallenge::From(ch.bytes.data() + p::kHeaderBytes);
+    EXPECT_TRUE(p::SealJoinProof(secret_, c, b.data()).ok());
+    return b;
+  }
+  // Every worker's JOIN, its challenge and its proof, once the spine granted: the acks.
+  std::vector<Sent> ProveAll(LeafHarness& t) {
+    for (uint16_t l = 0; l < 4; ++l) t.FromWorker(l, Message(WorkerJoin(4 + l)));
+    auto challenges = t.Take();
+    EXPECT_EQ(challenges.size(), 4u);
+    for (uint16_t l = 0; l < 4 && l < challenges.size(); ++l) {
+      EXPECT_EQ(challenges[l].h().type, p::MsgType::kJoinChallenge);
+      EXPECT_EQ(challenges[l].h().rank, 4 + l) << "the worker's own rank";
+      t.FromWorker(l, Proof(l, challenges[l]));
+    }
+    return t.Take();
+  }
+  p::TrafficKey Key(p::KeyDirection dir, uint64_t grant, const p::Session& salt) {
+    auto k = p::DeriveTrafficKey(secret_, dir, kJob, grant, salt);
+    EXPECT_TRUE(k.ok());
+    return k.ok() ? *k : p::TrafficKey{};
+  }
+  // Worker `local`'s int32 block (slot, gen) = value, sealed for `use` under `up`.
+  std::vector<uint8_t> Data(uint16_t local, uint16_t slot, uint16_t gen, uint64_t use,
+                            int32_t value, const p::TrafficKey& up) {
+    const uint16_t rank = static_cast<uint16_t>(4 + local);
+    p::Header h = p::DataMsg{.flags = p::flags::kInt32,
+                             .job = kJob,
+                             .rank = rank,
+                             .slot = slot,
+                             .gen = gen,
+                             .count = kK,
+                             .offset = uint32_t{slot} * kK}
+                      .ToHeader();
+    h.sec = sec();
+    std::vector<uint8_t> b(p::MessageBytes(kK, sec()));
+    p::EncodeHeader(h, b.data());
+    for (size_t i = 0; i < kK; ++i) {
+      const uint32_t v = static_cast<uint32_t>(value);
+      uint8_t* e = b.data() + p::kHeaderBytes + 4 * i;
+      e[0] = static_cast<uint8_t>(v >> 24);
+      e[1] = static_cast<uint8_t>(v >> 16);
+      e[2] = static_cast<uint8_t>(v >> 8);
+      e[3] = static_cast<uint8_t>(v);
+    }
+    EXPECT_TRUE(
+        p::SealOnce(up, mode(), b.data(), p::kHeaderBytes + 4 * kK, p::MakeNonce(rank, slot, use)));
+    return b;
+  }
+  // The plaintext of a sealed message (header and payload, a CRC trailer) or empty if it does not
+  // open under `key` with `nonce`.
+  std::vector<uint8_t> Open(const std::vector<uint8_t>& b, const p::TrafficKey& key,
+                            const p::Nonce& nonce) {
+    if (b.size() < p::kHeaderBytes + p::kTagBytes) return {};
+    const size_t payload = b.size() - p::kHeaderBytes - p::kTagBytes;
+    std::vector<uint8_t> plain(p::kHeaderBytes + payload + p::kCrcBytes);
+    std::memcpy(plain.data(), b.data(), p::kHeaderBytes + payload);
+    if (!p::OpenOnce(key, mode(), b, nonce, plain.data() + p::kHeaderBytes)) return {};
+    return plain;
+  }
+};
+
+TEST_P(KeyedLeaf, EachHopIsSealedUnderItsOwnKeys) {
+  LeafHarness t;
+  ASSERT_TRUE(t.InstallKey(mode(), secret_).ok());
+  t.FromWorker(0, Message(WorkerJoin(4)));
+  auto sent = t.Take();
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(sent[0].h().type, p::MsgType::kJoinChallenge) << "nothing of the job before a proof";
+  EXPECT_EQ(sent[0].h().rank, 4);
+  t.FromWorker(0, Proof(0, sent[0]));
+  auto up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 1u) << "the proven JOIN goes up";
+  EXPECT_EQ(up[0].h().type, p::MsgType::kJoin);
+  // The spine challenges the leaf: its proof, of the JOIN it sent, under the job's secret.
+  const p::JoinChallenge ch{.nonce = p::JoinNonce{1, 2, 3}, .salt = spine_salt_};
+  std::vector<uint8_t> c(p::MessageBytes(p::kJoinChallengeBytes / p::kElemBytes));
+  p::JoinChallengeMsg{
+      .job = kJob, .rank = 1, .lane = 0, .payload_words = p::kJoinChallengeBytes / 4}
+      .Encode(c.data());
+  ch.EncodeTo(c.data() + p::kHeaderBytes);
+  p::SealMessage(c.data(), c.size() - p::kCrcBytes);
+  t.FromSpine(c);
+  auto proof = t.TakeTo(t.spine);
+  ASSERT_EQ(proof.size(), 1u);
+  EXPECT_EQ(proof[0].h().sec, static_cast<uint8_t>(p::SecMode::kMac));
+  EXPECT_EQ(proof[0].h().rank, 1);
+  EXPECT_TRUE(p::JoinProofOk(secret_, ch, proof[0].bytes));
+  EXPECT_EQ(t.Count(LeafCounter::kUpProofs), 1u);
+  t.FromSpine(Message(
+      p::JoinAckMsg{.job = kJob, .rank = 1, .epoch = 3, .k = kK, .window = kGranted}.ToHeader()));
+  auto acks = ProveAll(t);
+  ASSERT_EQ(acks.size(), 4u);
+  for (const Sent& a : acks) {
+    EXPECT_EQ(a.h().type, p::MsgType::kJoinAck);
+    EXPECT_EQ(a.h().offset, kGranted);
+  }
+  // The local grant's keys: grant 1 under the leaf's salt, which its challenges carry.
+  const p::Session local_salt = p::JoinChallenge::From(sent[0].bytes.data() + p::kHeaderBytes).salt;
+  const p::TrafficKey up_key = Key(p::KeyDirection::kUp, 1, local_salt);
+  const p::TrafficKey down_key = Key(p::KeyDirection::kDown, 1, local_salt);
+  const p::TrafficKey spine_up = Key(p::KeyDirection::kUp, 1, spine_salt_);
+  const p::TrafficKey spine_down = Key(p::KeyDirection::kDown, 1, spine_salt_);
+
+  // Bad data first: none of it reaches the engine.
+  auto forged = Data(0, 3, 0, 0, 100, up_key);
+  forged[p::kHeaderBytes + 5] ^= 1;
+  t.FromWorker(0, forged);
+  t.FromWorker(0, Data(0, 3, 0, 0, 100, Key(p::KeyDirection::kUp, 2, local_salt)));  // grant 2's
+  t.FromWorker(0, t.Data(0, 3, 0, 100));                                             // CRC-only
+  t.FromWorker(1, Data(0, 3, 0, 0, 100, up_key));  // rank 4's, from rank 5's address
+  EXPECT_EQ(t.Count(LeafCounter::kDataForged), 2u);
+  EXPECT_EQ(t.Count(LeafCounter::kDataCrossJob), 1u);
+  EXPECT_EQ(t.foreign, 1);
+  EXPECT_TRUE(t.Take().empty());
+
+  for (uint16_t l = 0; l < 4; ++l) t.FromWorker(l, Data(l, 3, 0, 0, l + 1, up_key));
+  up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 1u) << "one partial up, the forged block not in it";
+  EXPECT_EQ(up[0].h().type, p::MsgType::kData);
+  EXPECT_EQ(up[0].h().sec, sec());
+  EXPECT_EQ(up[0].h().rank, 1);
+  ASSERT_EQ(up[0].bytes.size(), p::MessageBytes(kK, sec()));
+  EXPECT_TRUE(Open(up[0].bytes, spine_up, p::MakeNonce(1, 2, 0)).empty()) << "another slot";
+  const auto partial = Open(up[0].bytes, spine_up, p::MakeNonce(1, 3, 0));
+  ASSERT_FALSE(partial.empty()) << "sealed under the spine's up key, nonce (leaf, slot, use 0)";
+  EXPECT_EQ(Elem(partial, 0), 10);
+  EXPECT_EQ(Elem(partial, kK - 1), 10);
+  if (mode() == p::SecMode::kMacEncrypt) {
+    EXPECT_NE(Elem(up[0].bytes, 0), 10) << "the partial crosses encrypted";
+  }
+
+  // The spine's result: sealed under its down key for every rank; a forged copy first.
+  std::vector<uint8_t> result(p::MessageBytes(kK, sec()));
+  std::memcpy(result.data(), partial.data(), p::kHeaderBytes + 4 * kK);
+  p::SetType(result.data(), p::MsgType::kResult);
+  p::SetRank(result.data(), p::kRankAll);
+  p::SetSec(result.data(), sec());
+  ASSERT_TRUE(p::SealOnce(spine_down, mode(), result.data(), p::kHeaderBytes + 4 * kK,
+                          p::MakeNonce(p::kRankAll, 3, 0)));
+  auto bad = result;
+  bad[p::kHeaderBytes] ^= 0x80;
+  t.FromSpine(bad);
+  EXPECT_EQ(t.Count(LeafCounter::kUpForged), 1u);
+  EXPECT_TRUE(t.Take().empty());
+  t.FromSpine(result);
+  auto finals = t.Take();
+  ASSERT_EQ(finals.size(), 4u);
+  for (const Sent& f : finals) {
+    EXPECT_EQ(f.h().type, p::MsgType::kResult);
+    EXPECT_EQ(f.h().rank, p::kRankAll);
+    EXPECT_EQ(f.h().sec, sec());
+    const auto plain = Open(f.bytes, down_key, p::MakeNonce(p::kRankAll, 3, 0));
+    ASSERT_FALSE(plain.empty()) << "sealed under the local down key";
+    EXPECT_EQ(Elem(plain, 0), 10);
+  }
+  // A worker that lost its final asks again (a retransmission of its block): the same final.
+  t.FromWorker(2, Data(2, 3, 0, 0, 3, up_key));
+  auto again = t.Take();
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].to, t.workers[2]);
+  EXPECT_EQ(again[0].bytes, finals[2].bytes);
+  // The slot's next use: gen 1, use 1 under the same grant.
+  for (uint16_t l = 0; l < 4; ++l) t.FromWorker(l, Data(l, 3, 1, 1, 2 * (l + 1), up_key));
+  up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 1u);
+  const auto second = Open(up[0].bytes, spine_up, p::MakeNonce(1, 3, 1));
+  ASSERT_FALSE(second.empty()) << "use 1";
+  EXPECT_EQ(Elem(second, 0), 20);
+  EXPECT_EQ(t.Count(LeafCounter::kKeyMismatch), 0u);
+}
+
+// A job keyed at the leaf whose spine grants it unchallenged (the spine holds no key): its
+// partials would cross open. The workers get error(unauthorized), the spine an aborting LEAVE.
+TEST_P(KeyedLeaf, ASpineWithoutTheKeyEndsTheJob) {
+  LeafHarness t;
+  ASSERT_TRUE(t.InstallKey(mode(), secret_).ok());
+  t.FromWorker(0, Message(WorkerJoin(4)));
+  auto ch = t.Take();
+  ASSERT_EQ(ch.size(), 1u);
+  t.FromWorker(0, Proof(0, ch[0]));
+  ASSERT_EQ(t.TakeTo(t.spine).size(), 1u);
+  t.FromSpine(Message(
+      p::JoinAckMsg{.job = kJob, .rank = 1, .epoch = 3, .k = kK, .window = kGranted}.ToHeader()));
+  auto up = t.TakeTo(t.spine);
+  ASSERT_FALSE(up.empty());
+  EXPECT_EQ(up[0].h().type, p::MsgType::kLeave);
+  EXPECT_NE(up[0].h().aux, 0) << "aborting";
+  EXPECT_EQ(t.Count(LeafCounter::kKeyMismatch), 1u);
+  auto acks = ProveAll(t);  // later JOINs, proven, get the job's error
+  ASSERT_EQ(acks.size(), 4u);
+  for (const Sent& e : acks) {
+    EXPECT_EQ(e.h().type, p::MsgType::kError);
+    EXPECT_EQ(e.h().aux, static_cast<uint16_t>(p::ErrorCode::kUnauthorized));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, KeyedLeaf,
+                         ::testing::Values(p::SecMode::kMac, p::SecMode::kMacEncrypt),
+                         [](const auto& info) {
+                           return info.param == p::SecMode::kMac ? "Mac" : "MacEncrypt";
+                         });
+
+// The spine challenges a job the leaf holds no key for: the leaf cannot prove the JOIN, and its
+// workers (CRC-only here) get error(unauthorized).
+TEST(Leaf, ASpineHoldingAKeyTheLeafDoesNotEndsTheJob) {
+  LeafHarness t;
+  for (uint16_t l = 0; l < 4; ++l) t.FromWorker(l, Message(WorkerJoin(4 + l)));
+  ASSERT_EQ(t.TakeTo(t.spine).size(), 1u);
+  std::vector<uint8_t> c(p::MessageBytes(p::kJoinChallengeBytes / p::kElemBytes));
+  p::JoinChallengeMsg{
+      .job = kJob, .rank = 1, .lane = 0, .payload_words = p::kJoinChallengeBytes / 4}
+      .Encode(c.data());
+  p::SealMessage(c.data(), c.size() - p::kCrcBytes);
+  t.FromSpine(c);
+  auto up = t.TakeTo(t.spine);
+  ASSERT_FALSE(up.empty());
+  EXPECT_EQ(up[0].h().type, p::MsgType::kLeave) << "no proof: an aborting LEAVE";
+  EXPECT_EQ(t.Count(LeafCounter::kUpProofs), 0u);
+  EXPECT_EQ(t.Count(LeafCounter::kKeyMismatch), 1u);
+  t.FromWorker(0, Message(WorkerJoin(4)));
+  auto e = t.Take();
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].h().type, p::MsgType::kError);
+  EXPECT_EQ(e[0].h().aux, static_cast<uint16_t>(p::ErrorCode::kUnauthorized));
 }
 
 TEST(Leaf, AnIdleJobIsKeptAliveAtTheSpine) {

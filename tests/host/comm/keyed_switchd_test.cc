@@ -131,8 +131,9 @@ struct Rank {
   std::vector<std::vector<float>> f;
   std::vector<std::vector<int32_t>> i;
   int lanes = 1;
-  int cores = 1;  // CommConfig::switch_cores: lanes on switch cores (then lanes == cores)
-  Status status;  // the first failure
+  int cores = 1;      // CommConfig::switch_cores: lanes on switch cores (then lanes == cores)
+  uint16_t port = 0;  // its switch (a tree's leaf); 0: the one RunRanks names
+  Status status;      // the first failure
   Clock::duration took{};
   CommStats stats;
 };
@@ -140,7 +141,7 @@ struct Rank {
 CommConfig ConfigOf(const Rank& x, uint16_t port) {
   CommConfig c;
   c.switch_host = "127.0.0.1";
-  c.switch_port = port;
+  c.switch_port = x.port != 0 ? x.port : port;
   c.job_id = x.job;
   c.world_size = static_cast<uint16_t>(x.world);
   c.rank = static_cast<uint16_t>(x.rank);
@@ -512,6 +513,129 @@ TEST(KeyedSwitchdLauncher, AnIdleKeyedJobOutlivesTheJobTimeout) {
   EXPECT_EQ(counters.at("jobs_timed_out"), 0u);
   EXPECT_GE(counters.at("joins_proven"), 8u) << "2 ranks x 2 cores, then the keep-alives";
 }
+
+// ---- Keyed jobs through a tree of switches (docs/hierarchy.md, "Keyed jobs") ----
+
+// A spine and two leaves, each with the job's key: 4 ranks, 2 at each leaf, exact sums; every
+// hop under its own keys (the leaves open and seal). With the key at the leaves but not at the
+// spine, the partials would cross open: every rank gets a bounded error(unauthorized) instead.
+class KeyedTree : public ::testing::TestWithParam<p::SecMode> {};
+
+TEST_P(KeyedTree, EveryHopSealedAndTheSumsExact) {
+  const p::SecMode mode = GetParam();
+  constexpr uint16_t kJob = 51, kSpineKeyless = 52;
+  KeyedSwitch spine({});
+  ASSERT_NE(spine.port(), 0);
+  std::vector<std::unique_ptr<KeyedSwitch>> leaves;
+  for (int i = 0; i < 2; ++i) {
+    leaves.push_back(std::make_unique<KeyedSwitch>(std::vector<std::string>{
+        "--upstream", "127.0.0.1:" + std::to_string(spine.port()), "--leaf-index",
+        std::to_string(i), "--leaves", "2", "--job-timeout-ms", "3000"}));
+    ASSERT_NE(leaves.back()->port(), 0);
+  }
+  const std::vector<uint8_t> secret = Secret(7);
+  spine.InstallKey(kJob, mode, secret);
+  for (auto& leaf : leaves) {
+    leaf->InstallKey(kJob, mode, secret);
+    leaf->InstallKey(kSpineKeyless, mode, secret);
+  }
+  std::vector<Rank> ranks = Job(kJob, 4, mode, secret, 3, 256 * 12 + 5, true, 31);
+  for (Rank& x : ranks) x.port = leaves[static_cast<size_t>(x.rank / 2)]->port();
+  const std::vector<Rank> inputs = ranks;
+  RunRanks(ranks, 0);
+  for (const Rank& x : ranks) {
+    ASSERT_TRUE(x.status.ok()) << "rank " << x.rank << ": " << x.status.ToString();
+    EXPECT_EQ(x.stats.results_forged, 0u);
+  }
+  ExpectExact(ranks, inputs);
+
+  std::vector<Rank> open = Job(kSpineKeyless, 4, mode, secret, 1, 3000, true, 32);
+  for (Rank& x : open) x.port = leaves[static_cast<size_t>(x.rank / 2)]->port();
+  const auto t0 = Clock::now();
+  RunRanks(open, 0, 3000);
+  for (const Rank& x : open) {
+    EXPECT_FALSE(x.status.ok()) << "rank " << x.rank << " ran with a keyless spine";
+    EXPECT_NE(x.status.message().find("unauthorized"), std::string::npos) << x.status.ToString();
+  }
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(15));
+
+  for (auto& leaf : leaves) {
+    const auto c = leaf->sw->Stop();
+    EXPECT_GE(c.at("joins_proven"), 4u) << "2 ranks, 2 jobs";
+    EXPECT_GE(c.at("leaf_up_proofs"), 1u);
+    EXPECT_EQ(c.at("leaf_data_forged"), 0u);
+    EXPECT_EQ(c.at("leaf_up_forged"), 0u);
+    EXPECT_EQ(c.at("leaf_key_mismatch"), 1u) << "kSpineKeyless";
+    EXPECT_EQ(c.at("drop_bad_crc"), 0u) << "nothing keyed reached the engine unopened";
+  }
+  const auto up = spine.sw->Stop();
+  EXPECT_GE(up.at("joins_proven"), 2u) << "both leaves proved the job's JOIN";
+  EXPECT_EQ(up.at("drop_forged"), 0u);
+  EXPECT_EQ(up.at("drop_cross_job"), 0u);
+}
+
+// The same tree with every switch on two cores (--cores 2 --core-ports 1; the key at every core
+// of every switch), and the spine's cores granting different windows: a CRC-only job of one lane
+// holds 6 of the spine's core 0's 8 slots, so core 0 grants the job 2 and core 1 4. The workers'
+// lanes on core 1 re-join their leaves asking 2 (proven, as every JOIN of a keyed job), each
+// leaf's core 1 re-joins the spine's (proven too), and every lane then runs under its own core's
+// next grant's keys at both hops.
+TEST(KeyedTreeOnTwoCores, SpineCoresGrantingDifferentWindowsStayInStep) {
+  constexpr uint16_t kJob = 53, kHolder = 54;
+  KeyedSwitch spine({"--cores", "2", "--core-ports", "1", "--slots", "16", "--min-window", "2"});
+  ASSERT_NE(spine.port(), 0);
+  std::vector<std::unique_ptr<KeyedSwitch>> leaves;
+  for (int i = 0; i < 2; ++i) {
+    leaves.push_back(std::make_unique<KeyedSwitch>(
+        std::vector<std::string>{"--cores", "2", "--core-ports", "1", "--upstream",
+                                 "127.0.0.1:" + std::to_string(spine.port()), "--leaf-index",
+                                 std::to_string(i), "--leaves", "2"}));
+    ASSERT_NE(leaves.back()->port(), 0);
+  }
+  const std::vector<uint8_t> secret = Secret(8);
+  ASSERT_NO_FATAL_FAILURE(InstallMacKeyAtTwoCores(spine.port(), kJob, secret));
+  for (auto& leaf : leaves) {
+    ASSERT_NO_FATAL_FAILURE(InstallMacKeyAtTwoCores(leaf->port(), kJob, secret));
+  }
+  CommConfig h;
+  h.switch_port = spine.port();  // core 0
+  h.job_id = kHolder;
+  h.world_size = 1;
+  h.k = 256;
+  h.window = 6;
+  auto holder = Communicator::Create(h);
+  ASSERT_TRUE(holder.ok()) << holder.status().ToString();
+  ASSERT_EQ((*holder)->window(), 6);
+
+  std::vector<Rank> ranks = Job(kJob, 4, p::SecMode::kMac, secret, 2, 3000, true, 33);
+  for (Rank& x : ranks) {
+    x.lanes = x.cores = 2;
+    x.port = leaves[static_cast<size_t>(x.rank / 2)]->port();
+  }
+  const std::vector<Rank> inputs = ranks;
+  RunRanks(ranks, 0);
+  for (const Rank& x : ranks) {
+    ASSERT_TRUE(x.status.ok()) << "rank " << x.rank << ": " << x.status.ToString();
+    EXPECT_EQ(x.stats.results_forged, 0u);
+  }
+  ExpectExact(ranks, inputs);
+  holder->reset();
+  for (auto& leaf : leaves) {
+    const auto c = leaf->sw->Stop();
+    EXPECT_EQ(c.at("leaf_data_forged"), 0u);
+    EXPECT_EQ(c.at("leaf_up_forged"), 0u);
+    EXPECT_EQ(c.at("leaf_key_mismatch"), 0u);
+    EXPECT_GE(c.at("leaf_up_proofs"), 3u) << "each core's JOIN, and core 1's re-join";
+  }
+  const auto up = spine.sw->Stop();
+  EXPECT_EQ(up.at("rejoins"), 2u) << "each leaf's core 1, once";
+  EXPECT_EQ(up.at("regrants"), 1u);
+  EXPECT_EQ(up.at("drop_forged"), 0u) << "a leaf sealed under another grant's keys";
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, KeyedTree,
+                         ::testing::Values(p::SecMode::kMac, p::SecMode::kMacEncrypt),
+                         [](const auto& info) { return std::string(ModeName(info.param)); });
 
 // ---- Attacks through the proxy ----
 

@@ -233,6 +233,12 @@ struct ControlConfig {
   // JOIN is logged (one line; null: nowhere). Never logs a secret.
   bool require_keys = false;
   std::vector<uint8_t> admin_secret;
+  // Whether a keyed job goes to the engine keyed (its mode and each grant's traffic keys). false:
+  // every job goes to the engine CRC-only, and the caller opens and seals the keyed jobs' data and
+  // results itself with GrantKeys (a leaf, ina-switchd --upstream: its workers' tags name their
+  // global ranks, which its engine does not see; docs/hierarchy.md). JOINs are challenged either
+  // way.
+  bool engine_keys = true;
   // SET_KEY sequences below this are replays (admin_replayed). ina-switchd: proto::SetKeySequence
   // of its start, so a SET_KEY recorded before a restart stays refused.
   uint64_t admin_seq_floor = 0;
@@ -363,6 +369,26 @@ class ControlPlane {
   // classifies; other packets go to the engine, which counts them).
   void HandleControl(std::span<const uint8_t> packet, const Peer& from, TimePoint now,
                      ReplySink& out);
+
+  // For a leaf, which hands the control plane its workers' JOINs mapped to its own ranks
+  // (docs/hierarchy.md): whether the JOIN `join` as its worker sent it (plain: a CRC trailer, or
+  // proven: sec mac and a tag over its own header) may be handled. True for a job without a key (a
+  // proven JOIN of one is dropped, joins_unproven). For a keyed job, a plain JOIN is answered with
+  // a join_challenge made for its own header, and a proven one is verified against it: true if it
+  // verifies (joins_proven), else it is counted and answered as above. Replies go to `out` as
+  // made (its own rank). REQUIRES: a JOIN, its trailer checked (plain) or of proven length.
+  bool AdmitJoinAsSent(std::span<const uint8_t> join, const Peer& from, TimePoint now,
+                       ReplySink& out);
+  // A JOIN AdmitJoinAsSent admitted, as the leaf maps it: handled as any JOIN (control_rx counted).
+  void HandleAdmittedJoin(const proto::JoinMsg& mapped, const Peer& from, TimePoint now,
+                          ReplySink& out);
+  // The mode and secret of job `job_id`'s key (InstallJobKey), valid until the key changes; mode
+  // crc and no secret when it has none (a leaf proves its JOIN to the spine with it).
+  std::pair<proto::SecMode, std::span<const uint8_t>> KeyOf(uint16_t job_id) const;
+  // The traffic keys of job `job_id`'s current grant: its key's mode, and the up and down keys of
+  // that grant (what the engine gets with ControlConfig::engine_keys); mode crc when the job has
+  // no key. NotFound if the job holds no grant. Control path (derives the keys).
+  Result<JobSecurity> GrantKeys(uint16_t job_id) const;
 
   // True for the message types HandleControl takes (the caller's classifier uses it).
   static bool IsControlType(proto::MsgType type) {
@@ -508,13 +534,12 @@ class ControlPlane {
   void SendPeerRefused(const JobEntry& j, const Peer& to, uint16_t rank, ReplySink& out);
   void HandleLeave(const proto::LeaveMsg& h, const Peer& from, ReplySink& out);
   void HandleSetKey(std::span<const uint8_t> packet, const Peer& from, ReplySink& out);
-  // A JOIN with sec != 0: its proof (see above), then HandleJoin.
-  void HandleProvenJoin(std::span<const uint8_t> packet, const Peer& from, TimePoint now,
-                        ReplySink& out);
+  // Job j's mode and traffic keys of its grant number `grant` (mode crc: no key).
+  Result<JobSecurity> KeysOfGrant(const JobEntry& j, uint64_t grant) const;
   // The join nonce of JOIN `h` (any sec and flags) from `from` in time bucket `bucket`.
   proto::JoinNonce JoinNonceFor(const proto::Header& h, const Peer& from, int64_t bucket) const;
   int64_t JoinBucket(TimePoint now) const;
-  // join_challenge for JOIN `h` from `from` at `now`; counted.
+  // join_challenge for JOIN `h` from `from` at `now` (naming h's rank); counted.
   void SendJoinChallenge(const proto::Header& h, const Peer& from, const JobKey& key, TimePoint now,
                          ReplySink& out);
   // Forgets job_id's key (its incarnation ended).

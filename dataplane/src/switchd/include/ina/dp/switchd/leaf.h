@@ -45,6 +45,21 @@
 // leaf's own (workers' random nonces could collide, and the spine tells requests apart by address
 // and nonce); its alloc_ack or error(too_many_jobs) goes back to the worker with the worker's.
 //
+// Keyed jobs (docs/hierarchy.md, "Keyed jobs"): the job's key is installed at the leaf and at
+// the spine (each switch's admin channel, ina-jobkey). The local control plane (configured with
+// ControlConfig::engine_keys false) challenges the workers' JOINs over the headers they sent
+// (AdmitJoinAsSent) and gives the engine the job CRC-only: the leaf opens each worker's data
+// itself under the local grant's up key, nonce (global rank, slot, use), and hands the engine the
+// plaintext with the local rank and a CRC32C trailer. A slot's use is counted here: the uses the
+// engine completed in the grant, so a packet's use is the one whose low 16 bits are its gen next
+// to that count (a tag that verifies only 65536 uses back is a replay). The partial goes up sealed
+// under the spine grant's up key (nonce: this leaf's rank, the spine's slot, the same use: the
+// spine's grant and the local one start together); the spine's result is opened under its down
+// key and the final sealed for the workers under the local down key, nonce (every rank, slot,
+// use). The leaf answers the spine's join_challenge with a JOIN proven under the job's secret
+// and takes the spine's session salt from it. A job keyed at one of leaf and spine only ends with
+// error(unauthorized) to its workers (leaf_key_mismatch). Both must hold the same mode.
+//
 // Failure: an error from the spine (job_aborted, rank_mismatch, peer_refused, ...) ends the local
 // job: every local worker gets the spine's error (ranks mapped to global ones) and later JOINs of
 // the job get it too, until the job timeout. A local job that ends (aborting LEAVE, timeout, the
@@ -68,6 +83,7 @@
 
 #include "ina/base/rto.h"
 #include "ina/dp/control.h"
+#include "ina/proto/sec.h"
 #include "ina/proto/wire.h"
 
 namespace ina::dp::switchd {
@@ -113,14 +129,22 @@ enum class LeafCounter : uint16_t {
   kForeignRank,    // data or JOIN from a rank another leaf serves
   kNoSlots,        // jobs ended: the leaf's pool could not give the spine's window
   kUpAllocs,       // ALLOC_JOBs passed to the spine (resends included)
+  kDataCrossJob,   // worker data whose sec is not its keyed job's mode (CRC-only, say)
+  kDataForged,     // keyed worker data whose tag did not verify (or that cannot be a slot's use)
+  kDataReplayed,   // ... whose tag verified 65536 uses back (sent again after gen wrapped)
+  kUpForged,       // keyed results from the spine whose tag did not verify
+  kUpProofs,       // proven JOINs sent to the spine (answers to its join_challenge)
+  kKeyMismatch,    // jobs ended: keyed at one of the leaf and the spine only
   kCount,
 };
 inline constexpr size_t kNumLeafCounters = static_cast<size_t>(LeafCounter::kCount);
 inline constexpr std::array<std::string_view, kNumLeafCounters> kLeafCounterNames = {
-    "leaf_up_joins",       "leaf_up_data",      "leaf_up_retx",      "leaf_up_results",
-    "leaf_up_dup_results", "leaf_up_stale",     "leaf_up_bad_crc",   "leaf_up_errors",
-    "leaf_up_leaves",      "leaf_down_results", "leaf_down_resends", "leaf_resend_pending",
-    "leaf_foreign_rank",   "leaf_no_slots",     "leaf_up_allocs"};
+    "leaf_up_joins",       "leaf_up_data",       "leaf_up_retx",      "leaf_up_results",
+    "leaf_up_dup_results", "leaf_up_stale",      "leaf_up_bad_crc",   "leaf_up_errors",
+    "leaf_up_leaves",      "leaf_down_results",  "leaf_down_resends", "leaf_resend_pending",
+    "leaf_foreign_rank",   "leaf_no_slots",      "leaf_up_allocs",    "leaf_data_cross_job",
+    "leaf_data_forged",    "leaf_data_replayed", "leaf_up_forged",    "leaf_up_proofs",
+    "leaf_key_mismatch"};
 using LeafCounters = std::array<uint64_t, kNumLeafCounters>;
 
 // The ranks leaf `index` of `leaves` serves in a world of `world`: [lo, lo + n), the r with
@@ -143,11 +167,17 @@ class Leaf final : private ReplySink {
 
   // A JOIN, LEAVE or ALLOC_JOB from a worker (REQUIRES: header length, version kVersion).
   void HandleWorkerControl(std::span<const uint8_t> packet, const Peer& from, TimePoint now);
-  // A data packet from a worker: what the engine should see. The packet itself when it is not a
-  // valid data packet of a leaf job (the engine counts it), a copy in `scratch` (at least
-  // proto::kMaxPacketBytes) with the rank mapped and the trailer resealed, or an empty span for a
-  // rank another leaf serves (the caller counts it as drop_foreign_src).
-  std::span<const uint8_t> MapData(std::span<const uint8_t> packet, uint8_t* scratch);
+  // A data packet from a worker at `from`: what the engine should see. The packet itself when it
+  // is not a valid data packet of a leaf job (the engine counts it), a copy in `scratch` (at least
+  // proto::kMaxPacketBytes) with the rank mapped and the trailer resealed (a keyed job's: opened,
+  // the plaintext with a CRC32C trailer), or nothing: a rank another leaf serves, or a keyed
+  // job's packet from another address than its rank's (`foreign`: the caller counts it as
+  // drop_foreign_src), or a keyed job's packet that did not open (counted here).
+  struct MappedData {
+    std::span<const uint8_t> packet;
+    bool foreign = false;
+  };
+  MappedData MapData(std::span<const uint8_t> packet, const Peer& from, uint8_t* scratch);
   // A result of the engine (Emitter::OnResult): a completed partial goes upstream, a re-send to
   // one worker becomes the final result if the leaf has it.
   void OnEngineResult(uint16_t job_id, uint16_t dest_rank, std::span<const uint8_t> packet,
@@ -186,6 +216,7 @@ class Leaf final : private ReplySink {
   struct UpSlot {
     bool busy = false;  // a partial in flight upstream
     uint16_t gen = 0;
+    uint64_t use = 0;  // its use in the grant (a keyed job's nonce)
     uint32_t len = 0;
     uint32_t retries = 0;
     int64_t rto_us = 0;
@@ -209,10 +240,13 @@ class Leaf final : private ReplySink {
     uint16_t ahead = 0;
     bool local_seen = false;      // the local control plane has had the job
     bool graceful_leave = false;  // the last LEAVE handled for it was graceful
-    bool bad_grant = false;       // the local grant is not the spine's window (Tick ends it)
-    uint32_t calls = 0;           // its offset (calls completed)
-    uint8_t spine_epoch = 0;      // the spine's grant's (its join_ack's epoch)
-    uint8_t local_epoch = 0;      // the local grant's (the workers' join_ack)
+    // Ends the job in Tick (found while the local control plane was calling out): no_slots, the
+    // local grant is not the spine's window; unauthorized, the local grant's keys are not what
+    // the leaf took the job for. kNone: nothing.
+    proto::ErrorCode ending = proto::ErrorCode::kNone;
+    uint32_t calls = 0;       // its offset (calls completed)
+    uint8_t spine_epoch = 0;  // the spine's grant's (its join_ack's epoch)
+    uint8_t local_epoch = 0;  // the local grant's (the workers' join_ack)
     // Local ranks that re-joined the local grant asking less than the window (bit r - lo), and
     // whether the leaf, all of them in, re-joins the spine asking window_asked (kRunning).
     uint64_t less_ranks = 0;
@@ -228,6 +262,18 @@ class Leaf final : private ReplySink {
     std::chrono::milliseconds spine_timeout{30000};
     std::vector<UpSlot> slots;
     std::vector<uint8_t> up, fin;  // window x kMaxPacketBytes each
+    // Keyed jobs (the leaf's own key for the job, at its first JOIN here; see above).
+    proto::SecMode sec = proto::SecMode::kCrc;
+    std::vector<uint64_t> uses;                        // per slot: uses the engine completed
+    std::unique_ptr<proto::MessageOpener> local_up;    // workers' data, the local grant's up key
+    std::unique_ptr<proto::MessageSealer> local_down;  // finals to the workers
+    std::unique_ptr<proto::MessageSealer> spine_up;    // partials, the spine grant's up key
+    std::unique_ptr<proto::MessageOpener> spine_down;  // the spine's results
+    bool spine_keyed = false;                          // the spine challenged a JOIN of it
+    proto::Session spine_salt{};                       // from its join_challenge
+    uint64_t spine_grants = 0;  // the spine's grants of it, from 1 (its traffic keys')
+    proto::Header up_join{};    // the last JOIN sent up (a challenge's proof seals it)
+    bool keyed() const { return sec != proto::SecMode::kCrc; }
     uint8_t* Up(uint16_t s) { return up.data() + size_t{s} * proto::kMaxPacketBytes; }
     uint8_t* Fin(uint16_t s) { return fin.data() + size_t{s} * proto::kMaxPacketBytes; }
   };
@@ -251,12 +297,21 @@ class Leaf final : private ReplySink {
   void SendToAllLocal(const Job& j, std::span<const uint8_t> packet);
   void HandleJoin(const proto::JoinMsg& h, std::span<const uint8_t> packet, const Peer& from,
                   TimePoint now);
+  // MapData for a keyed job's packet (see above).
+  MappedData OpenData(Job& j, std::span<const uint8_t> packet, const Peer& from, uint8_t* scratch);
   // Whether `from` joined the local job as a lane of local rank `local_rank`.
   bool JoinedFrom(const Job& j, uint16_t local_rank, const Peer& from) const;
   // A local rank's re-join of the local grant asking less than the window (Leaf's "Asking less").
   void AskLess(Job& j, const proto::JoinMsg& h, const Peer& from, TimePoint now);
-  // The spine's join_ack (first or new grant): j runs on its window, its slots fresh.
-  void Granted(Job& j, const proto::JoinAckMsg& ack, TimePoint now);
+  // The spine's join_ack (first or new grant): j runs on its window, its slots fresh, under the
+  // grant's keys. False if j was ended (a keyed job the spine did not challenge).
+  bool Granted(Job& j, const proto::JoinAckMsg& ack, TimePoint now);
+  // The spine's join_challenge for j: the leaf's last JOIN, proven under the job's secret.
+  void ProveUp(Job& j, std::span<const uint8_t> challenge, TimePoint now);
+  // A new local grant (its join_ack's epoch): fresh slot uses, and a keyed job's local keys.
+  void LocalGrant(Job& j, uint8_t epoch);
+  // Ends j with error(code) to its workers and an aborting LEAVE to the spine.
+  void End(Job& j, proto::ErrorCode code, TimePoint now);
   void UpResult(Job& j, std::span<const uint8_t> packet, TimePoint now);
   void UpError(Job& j, std::span<const uint8_t> packet, TimePoint now);
   void Fail(Job& j, std::span<const uint8_t> error, TimePoint now);
