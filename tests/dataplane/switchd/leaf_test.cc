@@ -799,6 +799,70 @@ TEST_P(KeyedLeaf, EachHopIsSealedUnderItsOwnKeys) {
   EXPECT_EQ(t.Count(LeafCounter::kKeyMismatch), 0u);
 }
 
+// A slot used 65537 times: its 16-bit gen wrapped, so a worker's packet of use 1 has use 65537's
+// gen. Sent again then, it fails the tag under use 65537 and verifies under use 1: counted as a
+// replay, not summed. (The leaf counts a slot's uses without wrapping, as the engine does.)
+TEST_P(KeyedLeaf, AReplayAfterTheGenerationWrapsIsCounted) {
+  LeafHarness t;
+  ASSERT_TRUE(t.InstallKey(mode(), secret_).ok());
+  for (uint16_t l = 0; l < 4; ++l) t.FromWorker(l, Message(WorkerJoin(4 + l)));
+  auto ch = t.Take();
+  ASSERT_EQ(ch.size(), 4u);
+  for (uint16_t l = 0; l < 4; ++l) t.FromWorker(l, Proof(l, ch[l]));
+  std::vector<uint8_t> c(p::MessageBytes(p::kJoinChallengeBytes / p::kElemBytes));
+  p::JoinChallengeMsg{
+      .job = kJob, .rank = 1, .lane = 0, .payload_words = p::kJoinChallengeBytes / 4}
+      .Encode(c.data());
+  p::JoinChallenge{.nonce = {}, .salt = spine_salt_}.EncodeTo(c.data() + p::kHeaderBytes);
+  p::SealMessage(c.data(), c.size() - p::kCrcBytes);
+  t.FromSpine(c);
+  t.FromSpine(Message(
+      p::JoinAckMsg{.job = kJob, .rank = 1, .epoch = 3, .k = kK, .window = kGranted}.ToHeader()));
+  ASSERT_EQ(t.TakeTo(t.spine).size(), 2u) << "the JOIN and its proof";
+  ASSERT_EQ(ProveAll(t).size(), 4u);
+  const p::Session local_salt = p::JoinChallenge::From(ch[0].bytes.data() + p::kHeaderBytes).salt;
+  const p::TrafficKey up_key = Key(p::KeyDirection::kUp, 1, local_salt);
+  const p::TrafficKey spine_down = Key(p::KeyDirection::kDown, 1, spine_salt_);
+  std::vector<uint8_t> use1;
+  std::vector<uint8_t> result(p::MessageBytes(kK, sec()));
+  for (uint64_t use = 0; use <= 65537; ++use) {
+    const auto gen = static_cast<uint16_t>(use);
+    for (uint16_t l = 0; l < 4; ++l) {
+      auto d = Data(l, 0, gen, use, 1, up_key);
+      if (use == 1 && l == 0) use1 = d;
+      if (use == 65537 && l == 0) {
+        t.FromWorker(0, use1);  // use 1's packet again: the same gen
+        ASSERT_EQ(t.Count(LeafCounter::kDataReplayed), 1u);
+      }
+      t.FromWorker(l, d);
+    }
+    t.sent.clear();
+    // The spine's result for the partial (its header: the engine's, as the leaf sent it up).
+    p::Header h = p::DataMsg{.flags = p::flags::kInt32,
+                             .job = kJob,
+                             .rank = p::kRankAll,
+                             .slot = 0,
+                             .gen = gen,
+                             .count = kK,
+                             .offset = 0}
+                      .ToHeader();
+    h.type = p::MsgType::kResult;
+    h.sec = sec();
+    p::EncodeHeader(h, result.data());
+    ASSERT_TRUE(p::SealOnce(spine_down, mode(), result.data(), p::kHeaderBytes + 4 * kK,
+                            p::MakeNonce(p::kRankAll, 0, use)));
+    t.FromSpine(result);
+    if (t.Count(LeafCounter::kUpResults) != use + 1) {
+      FAIL() << "use " << use << ": the spine's result was not taken (forged "
+             << t.Count(LeafCounter::kUpForged) << ", stale " << t.Count(LeafCounter::kUpStale)
+             << ")";
+    }
+  }
+  EXPECT_EQ(t.Count(LeafCounter::kDataReplayed), 1u);
+  EXPECT_EQ(t.Count(LeafCounter::kDataForged), 0u);
+  EXPECT_EQ(t.Count(LeafCounter::kUpResults), 65538u);
+}
+
 // A job keyed at the leaf whose spine grants it unchallenged (the spine holds no key): its
 // partials would cross open. The workers get error(unauthorized), the spine an aborting LEAVE.
 TEST_P(KeyedLeaf, ASpineWithoutTheKeyEndsTheJob) {
