@@ -64,6 +64,17 @@ int32_t Elem(const std::vector<uint8_t>& b, size_t i) {
                               (uint32_t{e[2]} << 8) | e[3]);
 }
 
+// The spine's join_challenge to this leaf (leaf 1, lane 0) for job kJob: nonce and salt `c`.
+std::vector<uint8_t> SpineChallenge(const p::JoinChallenge& c) {
+  std::vector<uint8_t> b(p::MessageBytes(p::kJoinChallengeBytes / p::kElemBytes));
+  p::JoinChallengeMsg{
+      .job = kJob, .rank = 1, .lane = 0, .payload_words = p::kJoinChallengeBytes / p::kElemBytes}
+      .Encode(b.data());
+  c.EncodeTo(b.data() + p::kHeaderBytes);
+  p::SealMessage(b.data(), b.size() - p::kCrcBytes);
+  return b;
+}
+
 struct Sent {
   Peer to;
   std::vector<uint8_t> bytes;
@@ -632,6 +643,19 @@ class KeyedLeaf : public ::testing::TestWithParam<p::SecMode> {
     EXPECT_TRUE(p::SealJoinProof(secret_, c, b.data()).ok());
     return b;
   }
+  // The job's key at the leaf, then worker 0's JOIN, its challenge (returned) and its proof: the
+  // leaf's JOIN goes up.
+  Sent FirstProvenJoin(LeafHarness& t) {
+    EXPECT_TRUE(t.InstallKey(mode(), secret_).ok());
+    t.FromWorker(0, Message(WorkerJoin(4)));
+    auto sent = t.Take();
+    EXPECT_EQ(sent.size(), 1u);
+    if (sent.empty()) return {};
+    EXPECT_EQ(sent[0].h().type, p::MsgType::kJoinChallenge) << "nothing of the job before a proof";
+    EXPECT_EQ(sent[0].h().rank, 4);
+    t.FromWorker(0, Proof(0, sent[0]));
+    return sent[0];
+  }
   // Every worker's JOIN, its challenge and its proof, once the spine granted: the acks.
   std::vector<Sent> ProveAll(LeafHarness& t) {
     for (uint16_t l = 0; l < 4; ++l) t.FromWorker(l, Message(WorkerJoin(4 + l)));
@@ -691,25 +715,14 @@ class KeyedLeaf : public ::testing::TestWithParam<p::SecMode> {
 
 TEST_P(KeyedLeaf, EachHopIsSealedUnderItsOwnKeys) {
   LeafHarness t;
-  ASSERT_TRUE(t.InstallKey(mode(), secret_).ok());
-  t.FromWorker(0, Message(WorkerJoin(4)));
-  auto sent = t.Take();
-  ASSERT_EQ(sent.size(), 1u);
-  EXPECT_EQ(sent[0].h().type, p::MsgType::kJoinChallenge) << "nothing of the job before a proof";
-  EXPECT_EQ(sent[0].h().rank, 4);
-  t.FromWorker(0, Proof(0, sent[0]));
+  const Sent first = FirstProvenJoin(t);
+  ASSERT_FALSE(first.bytes.empty());
   auto up = t.TakeTo(t.spine);
   ASSERT_EQ(up.size(), 1u) << "the proven JOIN goes up";
   EXPECT_EQ(up[0].h().type, p::MsgType::kJoin);
   // The spine challenges the leaf: its proof, of the JOIN it sent, under the job's secret.
   const p::JoinChallenge ch{.nonce = p::JoinNonce{1, 2, 3}, .salt = spine_salt_};
-  std::vector<uint8_t> c(p::MessageBytes(p::kJoinChallengeBytes / p::kElemBytes));
-  p::JoinChallengeMsg{
-      .job = kJob, .rank = 1, .lane = 0, .payload_words = p::kJoinChallengeBytes / 4}
-      .Encode(c.data());
-  ch.EncodeTo(c.data() + p::kHeaderBytes);
-  p::SealMessage(c.data(), c.size() - p::kCrcBytes);
-  t.FromSpine(c);
+  t.FromSpine(SpineChallenge(ch));
   auto proof = t.TakeTo(t.spine);
   ASSERT_EQ(proof.size(), 1u);
   EXPECT_EQ(proof[0].h().sec, static_cast<uint8_t>(p::SecMode::kMac));
@@ -725,7 +738,7 @@ TEST_P(KeyedLeaf, EachHopIsSealedUnderItsOwnKeys) {
     EXPECT_EQ(a.h().offset, kGranted);
   }
   // The local grant's keys: grant 1 under the leaf's salt, which its challenges carry.
-  const p::Session local_salt = p::JoinChallenge::From(sent[0].bytes.data() + p::kHeaderBytes).salt;
+  const p::Session local_salt = p::JoinChallenge::From(first.bytes.data() + p::kHeaderBytes).salt;
   const p::TrafficKey up_key = Key(p::KeyDirection::kUp, 1, local_salt);
   const p::TrafficKey down_key = Key(p::KeyDirection::kDown, 1, local_salt);
   const p::TrafficKey spine_up = Key(p::KeyDirection::kUp, 1, spine_salt_);
@@ -809,13 +822,7 @@ TEST_P(KeyedLeaf, AReplayAfterTheGenerationWrapsIsCounted) {
   auto ch = t.Take();
   ASSERT_EQ(ch.size(), 4u);
   for (uint16_t l = 0; l < 4; ++l) t.FromWorker(l, Proof(l, ch[l]));
-  std::vector<uint8_t> c(p::MessageBytes(p::kJoinChallengeBytes / p::kElemBytes));
-  p::JoinChallengeMsg{
-      .job = kJob, .rank = 1, .lane = 0, .payload_words = p::kJoinChallengeBytes / 4}
-      .Encode(c.data());
-  p::JoinChallenge{.nonce = {}, .salt = spine_salt_}.EncodeTo(c.data() + p::kHeaderBytes);
-  p::SealMessage(c.data(), c.size() - p::kCrcBytes);
-  t.FromSpine(c);
+  t.FromSpine(SpineChallenge({.nonce = {}, .salt = spine_salt_}));
   t.FromSpine(Message(
       p::JoinAckMsg{.job = kJob, .rank = 1, .epoch = 3, .k = kK, .window = kGranted}.ToHeader()));
   ASSERT_EQ(t.TakeTo(t.spine).size(), 2u) << "the JOIN and its proof";
@@ -867,11 +874,7 @@ TEST_P(KeyedLeaf, AReplayAfterTheGenerationWrapsIsCounted) {
 // partials would cross open. The workers get error(unauthorized), the spine an aborting LEAVE.
 TEST_P(KeyedLeaf, ASpineWithoutTheKeyEndsTheJob) {
   LeafHarness t;
-  ASSERT_TRUE(t.InstallKey(mode(), secret_).ok());
-  t.FromWorker(0, Message(WorkerJoin(4)));
-  auto ch = t.Take();
-  ASSERT_EQ(ch.size(), 1u);
-  t.FromWorker(0, Proof(0, ch[0]));
+  ASSERT_FALSE(FirstProvenJoin(t).bytes.empty());
   ASSERT_EQ(t.TakeTo(t.spine).size(), 1u);
   t.FromSpine(Message(
       p::JoinAckMsg{.job = kJob, .rank = 1, .epoch = 3, .k = kK, .window = kGranted}.ToHeader()));
@@ -900,12 +903,7 @@ TEST(Leaf, ASpineHoldingAKeyTheLeafDoesNotEndsTheJob) {
   LeafHarness t;
   for (uint16_t l = 0; l < 4; ++l) t.FromWorker(l, Message(WorkerJoin(4 + l)));
   ASSERT_EQ(t.TakeTo(t.spine).size(), 1u);
-  std::vector<uint8_t> c(p::MessageBytes(p::kJoinChallengeBytes / p::kElemBytes));
-  p::JoinChallengeMsg{
-      .job = kJob, .rank = 1, .lane = 0, .payload_words = p::kJoinChallengeBytes / 4}
-      .Encode(c.data());
-  p::SealMessage(c.data(), c.size() - p::kCrcBytes);
-  t.FromSpine(c);
+  t.FromSpine(SpineChallenge({}));
   auto up = t.TakeTo(t.spine);
   ASSERT_FALSE(up.empty());
   EXPECT_EQ(up[0].h().type, p::MsgType::kLeave) << "no proof: an aborting LEAVE";

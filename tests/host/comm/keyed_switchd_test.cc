@@ -449,6 +449,22 @@ void InstallMacKeyAtTwoCores(uint16_t port, uint16_t job, const std::vector<uint
   ASSERT_TRUE(s.ok()) << s.ToString();
 }
 
+// A CRC-only job `job` of one rank and one lane granted 6 slots of the switch core at `port` (so
+// that core's other jobs get less than another core's); null, and a test failure, if not.
+std::unique_ptr<Communicator> HoldSixSlots(uint16_t port, uint16_t job) {
+  CommConfig h;
+  h.switch_port = port;
+  h.job_id = job;
+  h.world_size = 1;
+  h.k = 256;
+  h.window = 6;
+  auto holder = Communicator::Create(h);
+  EXPECT_TRUE(holder.ok()) << holder.status().ToString();
+  if (!holder.ok()) return nullptr;
+  EXPECT_EQ((*holder)->window(), 6);
+  return std::move(*holder);
+}
+
 // Keyed lanes on switch cores that grant different windows (CoreLanes'
 // CoresGrantingDifferentWindowsAgreeOnTheLeast is the CRC-only case): every re-join asking less
 // is a new grant of that core and a new generation of its traffic keys, so each lane's keys keep
@@ -465,21 +481,14 @@ TEST(KeyedSwitchdLauncher, KeyedLanesOnCoresGrantingDifferentWindowsStayInStep) 
   const std::vector<uint8_t> bytes = Secret(5);
   ASSERT_NO_FATAL_FAILURE(InstallMacKeyAtTwoCores(sw.port(), kJob, bytes));
 
-  CommConfig h;
-  h.switch_port = sw.port();  // core 0
-  h.job_id = kHolder;
-  h.world_size = 1;
-  h.k = 256;
-  h.window = 6;
-  auto holder = Communicator::Create(h);
-  ASSERT_TRUE(holder.ok()) << holder.status().ToString();
-  ASSERT_EQ((*holder)->window(), 6);
+  auto holder = HoldSixSlots(sw.port(), kHolder);  // core 0
+  ASSERT_NE(holder, nullptr);
 
   std::vector<Rank> ranks = Job(kJob, 3, p::SecMode::kMac, bytes, 3, 3000, true, 23);
   for (Rank& x : ranks) x.lanes = x.cores = 2;
   const std::vector<Rank> inputs = ranks;
   RunRanks(ranks, sw.port(), 10000, [&](size_t call) {
-    if (call == 0) holder->reset();
+    if (call == 0) holder.reset();
   });
   for (const Rank& x : ranks) ASSERT_TRUE(x.status.ok()) << x.status.ToString();
   ExpectExact(ranks, inputs);
@@ -597,15 +606,8 @@ TEST(KeyedTreeOnTwoCores, SpineCoresGrantingDifferentWindowsStayInStep) {
   for (auto& leaf : leaves) {
     ASSERT_NO_FATAL_FAILURE(InstallMacKeyAtTwoCores(leaf->port(), kJob, secret));
   }
-  CommConfig h;
-  h.switch_port = spine.port();  // core 0
-  h.job_id = kHolder;
-  h.world_size = 1;
-  h.k = 256;
-  h.window = 6;
-  auto holder = Communicator::Create(h);
-  ASSERT_TRUE(holder.ok()) << holder.status().ToString();
-  ASSERT_EQ((*holder)->window(), 6);
+  auto holder = HoldSixSlots(spine.port(), kHolder);  // the spine's core 0
+  ASSERT_NE(holder, nullptr);
 
   std::vector<Rank> ranks = Job(kJob, 4, p::SecMode::kMac, secret, 2, 3000, true, 33);
   for (Rank& x : ranks) {
@@ -619,7 +621,7 @@ TEST(KeyedTreeOnTwoCores, SpineCoresGrantingDifferentWindowsStayInStep) {
     EXPECT_EQ(x.stats.results_forged, 0u);
   }
   ExpectExact(ranks, inputs);
-  holder->reset();
+  holder.reset();
   for (auto& leaf : leaves) {
     const auto c = leaf->sw->Stop();
     EXPECT_EQ(c.at("leaf_data_forged"), 0u);
