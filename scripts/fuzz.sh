@@ -15,6 +15,7 @@ declare -A CORPUS=(
   [host_result_fuzzer]=tests/host/comm/fuzz/corpus
   [host_join_fuzzer]=tests/host/comm/fuzz/join_corpus
   [dp_switch_fuzzer]=tests/dataplane/control/fuzz/corpus
+  [switchd_leaf_fuzzer]=tests/dataplane/switchd/fuzz/corpus
   [dp_differential_fuzzer]=tests/dataplane/fuzz/corpus
   [proto_roce_fuzzer]=tests/proto/fuzz/corpus
   [net_roce_rx_fuzzer]=tests/net/roce/fuzz/corpus

@@ -46,7 +46,7 @@ ASAN_TARGETS=(
   dp_fast_differential_test host_quant_prop_test
   # fuzz (corpus replays)
   dp_fuzz_replay_test proto_roce_fuzzer_replay_test host_result_fuzzer_replay_test host_join_fuzzer_replay_test
-  dp_switch_fuzzer_replay_test net_roce_rx_fuzzer_replay_test
+  dp_switch_fuzzer_replay_test net_roce_rx_fuzzer_replay_test switchd_leaf_fuzzer_replay_test
   # e2e on loopback
   switchd_e2e_test host_capi_test host_comm_test host_job_alloc_test host_join_switchd_test
   host_share_switchd_test host_core_lanes_switchd_test host_staged_test host_staged_quant_test host_gpudirect_test e2e_allreduce_test e2e_multihost_test

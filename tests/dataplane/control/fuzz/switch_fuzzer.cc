@@ -38,6 +38,7 @@
 #include "ina/dp/ref_engine.h"
 #include "ina/proto/crc32c.h"
 #include "ina/proto/wire.h"
+#include "support/control_check.h"
 #include "support/fuzz_check.h"
 #include "support/fuzz_reader.h"
 
@@ -111,33 +112,6 @@ class Results final : public Emitter {
  private:
   ControlPlane*& cp_;
 };
-
-void CheckJobs(const ControlPlane& cp) {
-  const std::vector<JobInfo> jobs = cp.Jobs();
-  FUZZ_CHECK(jobs.size() == cp.num_jobs(), "Jobs() %zu, num_jobs %zu", jobs.size(), cp.num_jobs());
-  uint32_t used = 0;
-  for (size_t i = 0; i < jobs.size(); ++i) {
-    const JobInfo& a = jobs[i];
-    FUZZ_CHECK(!(a.active && a.queued), "job %u both active and queued", a.job_id);
-    FUZZ_CHECK(!a.queued || a.joined == a.world_size, "queued job %u with %u of %u ranks", a.job_id,
-               a.joined, a.world_size);
-    if (!a.active) continue;
-    FUZZ_CHECK(a.window >= 1 && a.slot_base + a.window <= cp.pool_slots(), "job %u slots [%u,+%u)",
-               a.job_id, a.slot_base, a.window);
-    FUZZ_CHECK(a.joined == a.world_size, "active job %u with %u of %u ranks", a.job_id, a.joined,
-               a.world_size);
-    used += a.window;
-    for (size_t k = i + 1; k < jobs.size(); ++k) {
-      const JobInfo& b = jobs[k];
-      FUZZ_CHECK(a.job_id != b.job_id, "job %u twice", a.job_id);
-      if (!b.active) continue;
-      FUZZ_CHECK(a.slot_base + a.window <= b.slot_base || b.slot_base + b.window <= a.slot_base,
-                 "jobs %u and %u overlap", a.job_id, b.job_id);
-    }
-  }
-  FUZZ_CHECK(cp.LargestFreeExtent() <= cp.pool_slots() - used, "free extent %u, %u of %u used",
-             cp.LargestFreeExtent(), used, cp.pool_slots());
-}
 
 }  // namespace
 
@@ -268,7 +242,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 2: {  // time
         now += std::chrono::milliseconds(size_t{in.Byte()} * 10);
         cp->Tick(now, replies);
-        CheckJobs(*cp);
+        CheckControlJobs(*cp);
         continue;
       }
       default: {  // raw bytes
@@ -297,7 +271,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     } else {
       engine->Process(p, results);
     }
-    CheckJobs(*cp);
+    CheckControlJobs(*cp);
   }
   return 0;
 }
