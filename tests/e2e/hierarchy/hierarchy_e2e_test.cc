@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <regex>
@@ -147,27 +148,49 @@ std::string Address(Process& sw, const std::string& program = "ina-switchd") {
   return line.ok() ? line->substr(prefix.size()) : "";
 }
 
-// `cores` > 1: lane l talks to the switch's core l (INA_SWITCH_CORES; lanes == cores).
+// A keyed job's files (docs/security.md): the switches' admin secret and the job secret, hex, mode
+// 0600 in a fresh directory removed at the end.
+struct Keys {
+  std::string dir, admin, job;
+  Keys() {
+    char tmpl[] = "/tmp/ina-hier-keys-XXXXXX";
+    if (mkdtemp(tmpl) == nullptr) return;
+    dir = tmpl;
+    admin = dir + "/admin.key";
+    job = dir + "/job.key";
+    auto write = [](const std::string& path, char fill) {
+      std::ofstream(path) << std::string(64, fill) << "\n";
+      std::filesystem::permissions(
+          path, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+    };
+    write(admin, 'a');
+    write(job, '5');
+  }
+  ~Keys() {
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+  }
+  bool ok() const { return !dir.empty(); }
+};
+
+// `cores` > 1: lane l talks to the switch's core l (INA_SWITCH_CORES; lanes == cores). `keys`:
+// a keyed job (mac) with the job secret's file.
 std::vector<std::string> WorkerArgv(const std::string& sw, int rank, const std::string& type,
                                     size_t elements, int repeats, int progress_ms, int lanes = 1,
-                                    int cores = 1) {
-  return {"/usr/bin/env",
-          "INA_PROGRESS_THREADS=" + std::to_string(lanes),
-          "INA_SWITCH_CORES=" + std::to_string(cores),
-          "INA_TRANSPORT=udp",
-          "INA_SWITCH=" + sw,
-          "INA_JOB=7",
-          "INA_RANK=" + std::to_string(rank),
-          "INA_WORLD=" + std::to_string(kWorld),
-          "INA_WINDOW=32",
-          "INA_K=256",  // the same K on loopback and on the 1500-byte veths (default: the MTU's)
-          "INA_JOIN_TIMEOUT_MS=30000",
-          "INA_PROGRESS_TIMEOUT_MS=" + std::to_string(progress_ms),
-          INA_WORKER_BIN,
-          std::to_string(elements),
-          std::to_string(Seed()),
-          std::to_string(repeats),
-          type};
+                                    int cores = 1, const Keys* keys = nullptr) {
+  std::vector<std::string> argv = {
+      "/usr/bin/env", "INA_PROGRESS_THREADS=" + std::to_string(lanes),
+      "INA_SWITCH_CORES=" + std::to_string(cores), "INA_TRANSPORT=udp", "INA_SWITCH=" + sw,
+      "INA_JOB=7", "INA_RANK=" + std::to_string(rank), "INA_WORLD=" + std::to_string(kWorld),
+      "INA_WINDOW=32",
+      // the same K on loopback and on the 1500-byte veths (default:
+      // the MTU's)
+      "INA_K=256", "INA_JOIN_TIMEOUT_MS=30000",
+      "INA_PROGRESS_TIMEOUT_MS=" + std::to_string(progress_ms), INA_WORKER_BIN,
+      std::to_string(elements), std::to_string(Seed()), std::to_string(repeats), type};
+  if (keys != nullptr)
+    argv.insert(argv.begin() + 1, {"INA_JOB_SEC=mac", "INA_JOB_KEY=" + keys->job});
+  return argv;
 }
 
 // Results of kWorld workers, each reporting "result ... fingerprint=F exact=E".
@@ -221,9 +244,33 @@ enum class Spine { kSameCores, kOnePort };
 // (ina-switchd, or ina-rtlsim: the verilated core as the leaf's engine). `cores` > 1: every leaf
 // on that many cores with a port each (--core-ports 1); leaf core c under the spine's core c
 // (the spine on as many cores), or (Spine::kOnePort) lane c at the spine's one port.
+//
+// `keys`: every switch with the admin secret, and job 7's key installed at each (every core) with
+// ina-jobkey, run where the switch runs.
 bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tree* t,
                const std::string& leaf0_bin = INA_SWITCHD_BIN, int cores = 1,
-               Spine spine = Spine::kSameCores) {
+               Spine spine = Spine::kSameCores, const Keys* keys = nullptr) {
+  std::vector<std::string> admin;
+  if (keys != nullptr) admin = {"--admin-key-file", keys->admin};
+  auto install = [&](const std::string& ns, const std::string& addr, int at_cores) {
+    if (keys == nullptr) return true;
+#ifdef INA_JOBKEY_BIN
+    // In a namespace the switch listens on every address: its own loopback reaches it.
+    const std::string to = topo.netns ? "127.0.0.1:47000" : addr;
+    std::string cmd;
+    for (const auto& a : topo.In(ns, {INA_JOBKEY_BIN, "--switch", to, "--admin-key-file",
+                                      keys->admin, "--job", "7", "--secret-file", keys->job,
+                                      "--mode", "mac", "--cores", std::to_string(at_cores)})) {
+      cmd += a + " ";
+    }
+    const int rc = std::system((cmd + "> /dev/null").c_str());
+    EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 0) << cmd;
+    return WIFEXITED(rc) && WEXITSTATUS(rc) == 0;
+#else
+    ADD_FAILURE() << "ina-jobkey not built";
+    return false;
+#endif
+  };
   const std::string seed = std::to_string(Seed());
   std::vector<std::string> on_cores, spine_cores;
   if (cores > 1) {
@@ -236,11 +283,13 @@ bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tre
       "--seed",        seed};
   sa.insert(sa.end(), faults.begin(), faults.end());
   sa.insert(sa.end(), spine_cores.begin(), spine_cores.end());
+  sa.insert(sa.end(), admin.begin(), admin.end());
   auto sp = Process::Start(topo.In("s", sa));
   if (!sp.ok()) return false;
   t->spine.emplace(std::move(*sp));
   const std::string spine_addr = Address(*t->spine);
   if (spine_addr.empty()) return false;
+  if (!install("s", spine_addr, spine_cores.empty() ? 1 : cores)) return false;
   for (int i = 0; i < kLeaves; ++i) {
     const std::string bin = i == 0 ? leaf0_bin : INA_SWITCHD_BIN;
     std::vector<std::string> la = {bin,
@@ -258,6 +307,7 @@ bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tre
                                    std::to_string(Seed() + 100 + i)};
     la.insert(la.end(), faults.begin(), faults.end());
     la.insert(la.end(), on_cores.begin(), on_cores.end());
+    la.insert(la.end(), admin.begin(), admin.end());
     auto lp = Process::Start(topo.In("l" + std::to_string(i), la));
     if (!lp.ok()) return false;
     t->leaves.push_back(std::move(*lp));
@@ -265,6 +315,7 @@ bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tre
         t->leaves.back(),
         std::filesystem::path(bin).filename() == "ina-rtlsim" ? "ina-rtlsim" : "ina-switchd");
     if (a.empty()) return false;
+    if (!install("l" + std::to_string(i), a, cores)) return false;
     t->leaf_addr.push_back(topo.LeafAddrFor(i, a));
   }
   return true;
@@ -272,20 +323,20 @@ bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tre
 
 RunResult RunTree(const Topology& topo, const std::string& type, size_t elements,
                   const std::vector<std::string>& faults, int lanes, const std::string& leaf0_bin,
-                  int cores, Spine spine) {
-  std::printf("tree (%s): %s, %d switch core(s), INA_SEED=%llu\n",
+                  int cores, Spine spine, const Keys* keys) {
+  std::printf("tree (%s): %s, %d switch core(s)%s, INA_SEED=%llu\n",
               topo.netns ? "netns" : "loopback", type.c_str(), cores,
-              static_cast<unsigned long long>(Seed()));
+              keys != nullptr ? ", keyed (mac)" : "", static_cast<unsigned long long>(Seed()));
   RunResult out;
   Tree t;
-  EXPECT_TRUE(StartTree(topo, faults, &t, leaf0_bin, cores, spine));
+  EXPECT_TRUE(StartTree(topo, faults, &t, leaf0_bin, cores, spine, keys));
   if (t.leaves.size() != kLeaves) return out;
   std::vector<Process> ws;
   for (int r = 0; r < kWorld; ++r) {
     const int leaf = r / kPerLeaf;
     auto p = Process::Start(
         topo.In("w" + std::to_string(leaf),
-                WorkerArgv(t.leaf_addr[leaf], r, type, elements, 2, 30000, lanes, cores)));
+                WorkerArgv(t.leaf_addr[leaf], r, type, elements, 2, 30000, lanes, cores, keys)));
     EXPECT_TRUE(p.ok());
     if (!p.ok()) return out;
     ws.push_back(std::move(*p));
@@ -317,11 +368,18 @@ class Hierarchy : public ::testing::TestWithParam<bool> {
   // that many addresses; the leaf still joins the spine with one).
   // `cores` > 1: every switch of the tree on that many cores (a port each), the workers' lanes on
   // them (lanes == cores); the flat run stays on one core with the same lanes.
+  // `keyed`: the tree's job is keyed (mac, its key at every switch), the flat one CRC-only.
   void ExpectTreeEqualsFlat(const std::string& type, size_t elements, int lanes = 1,
                             const std::string& leaf0_bin = INA_SWITCHD_BIN, int cores = 1,
-                            Spine spine = Spine::kSameCores) {
+                            Spine spine = Spine::kSameCores, bool keyed = false) {
     const std::vector<std::string> faults = {"--drop-rate", "0.02", "--dup-rate", "0.01"};
-    RunResult tree = RunTree(topo_, type, elements, faults, lanes, leaf0_bin, cores, spine);
+    std::optional<Keys> keys;
+    if (keyed) {
+      keys.emplace();
+      ASSERT_TRUE(keys->ok());
+    }
+    RunResult tree = RunTree(topo_, type, elements, faults, lanes, leaf0_bin, cores, spine,
+                             keys.has_value() ? &*keys : nullptr);
     RunResult flat = RunFlat(type, elements, lanes);
     ASSERT_EQ(tree.fingerprint.size(), static_cast<size_t>(kWorld));
     ASSERT_EQ(flat.fingerprint.size(), static_cast<size_t>(kWorld));
@@ -350,6 +408,20 @@ class Hierarchy : public ::testing::TestWithParam<bool> {
       EXPECT_EQ(l["leaf_up_results"], l["leaf_up_data"]) << "leaf " << i;
       // Each core admits its share of the job as a job of its own.
       EXPECT_EQ(l["jobs_admitted"], static_cast<uint64_t>(cores)) << "leaf " << i;
+    }
+    if (keyed) {
+      // Every hop sealed under its own keys: nothing forged, nothing crossed unopened.
+      EXPECT_EQ(tree.spine["drop_forged"], 0u);
+      EXPECT_EQ(tree.spine["drop_cross_job"], 0u);
+      EXPECT_GT(tree.spine["joins_proven"], 0u);
+      for (int i = 0; i < kLeaves; ++i) {
+        auto& l = tree.leaves[i];
+        EXPECT_GT(l["leaf_up_proofs"], 0u) << "leaf " << i;
+        EXPECT_GT(l["joins_proven"], 0u) << "leaf " << i;
+        EXPECT_EQ(l["leaf_data_forged"], 0u) << "leaf " << i;
+        EXPECT_EQ(l["leaf_up_forged"], 0u) << "leaf " << i;
+        EXPECT_EQ(l["leaf_key_mismatch"], 0u) << "leaf " << i;
+      }
     }
     // The spine aggregated one contribution per leaf per (slot, generation): its results are the
     // leaves' partials, and it counted every duplicate instead of adding it.
@@ -412,6 +484,18 @@ TEST_P(Hierarchy, Int32UnderLossIsBitIdenticalToFlat) { ExpectTreeEqualsFlat("in
 
 TEST_P(Hierarchy, WorkersWithTwoLanesUnderLossAreBitIdenticalToFlat) {
   ExpectTreeEqualsFlat("float", 50000, 2);
+}
+
+// A keyed job (mac) through the tree under loss: the workers' data opened at each leaf, the
+// partials sealed for the spine and the spine's results opened and sealed again for the workers;
+// retransmissions on every hop carry their tags unchanged. Bit-identical to a CRC-only flat run.
+TEST_P(Hierarchy, KeyedUnderLossIsBitIdenticalToFlat) {
+  ExpectTreeEqualsFlat("float", 50000, 1, INA_SWITCHD_BIN, 1, Spine::kSameCores, true);
+}
+
+// The same with every switch on 2 cores (each core's share keyed on its own).
+TEST_P(Hierarchy, KeyedOnTwoCoresUnderLossIsBitIdenticalToFlat) {
+  ExpectTreeEqualsFlat("int32", 50000, 2, INA_SWITCHD_BIN, 2, Spine::kSameCores, true);
 }
 
 // One job on every switch core, through the tree: 2 cores per switch (--cores 2 --core-ports 1),
