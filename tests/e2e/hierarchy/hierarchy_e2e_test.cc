@@ -23,6 +23,7 @@
 #include <regex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "process.h"
@@ -151,8 +152,8 @@ std::string Address(Process& sw, const std::string& program = "ina-switchd") {
 // A keyed job's files (docs/security.md): the switches' admin secret and the job secret, hex, mode
 // 0600 in a fresh directory removed at the end.
 struct Keys {
-  std::string dir, admin, job;
-  Keys() {
+  std::string mode, dir, admin, job;
+  explicit Keys(std::string m) : mode(std::move(m)) {
     char tmpl[] = "/tmp/ina-hier-keys-XXXXXX";
     if (mkdtemp(tmpl) == nullptr) return;
     dir = tmpl;
@@ -188,8 +189,9 @@ std::vector<std::string> WorkerArgv(const std::string& sw, int rank, const std::
       "INA_K=256", "INA_JOIN_TIMEOUT_MS=30000",
       "INA_PROGRESS_TIMEOUT_MS=" + std::to_string(progress_ms), INA_WORKER_BIN,
       std::to_string(elements), std::to_string(Seed()), std::to_string(repeats), type};
-  if (keys != nullptr)
-    argv.insert(argv.begin() + 1, {"INA_JOB_SEC=mac", "INA_JOB_KEY=" + keys->job});
+  if (keys != nullptr) {
+    argv.insert(argv.begin() + 1, {"INA_JOB_SEC=" + keys->mode, "INA_JOB_KEY=" + keys->job});
+  }
   return argv;
 }
 
@@ -260,7 +262,7 @@ bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tre
     std::string cmd;
     for (const auto& a : topo.In(ns, {INA_JOBKEY_BIN, "--switch", to, "--admin-key-file",
                                       keys->admin, "--job", "7", "--secret-file", keys->job,
-                                      "--mode", "mac", "--cores", std::to_string(at_cores)})) {
+                                      "--mode", keys->mode, "--cores", std::to_string(at_cores)})) {
       cmd += a + " ";
     }
     const int rc = std::system((cmd + "> /dev/null").c_str());
@@ -326,7 +328,8 @@ RunResult RunTree(const Topology& topo, const std::string& type, size_t elements
                   int cores, Spine spine, const Keys* keys) {
   std::printf("tree (%s): %s, %d switch core(s)%s, INA_SEED=%llu\n",
               topo.netns ? "netns" : "loopback", type.c_str(), cores,
-              keys != nullptr ? ", keyed (mac)" : "", static_cast<unsigned long long>(Seed()));
+              keys != nullptr ? (", keyed (" + keys->mode + ")").c_str() : "",
+              static_cast<unsigned long long>(Seed()));
   RunResult out;
   Tree t;
   EXPECT_TRUE(StartTree(topo, faults, &t, leaf0_bin, cores, spine, keys));
@@ -368,14 +371,16 @@ class Hierarchy : public ::testing::TestWithParam<bool> {
   // that many addresses; the leaf still joins the spine with one).
   // `cores` > 1: every switch of the tree on that many cores (a port each), the workers' lanes on
   // them (lanes == cores); the flat run stays on one core with the same lanes.
-  // `keyed`: the tree's job is keyed (mac, its key at every switch), the flat one CRC-only.
+  // `sec` mac or mac_encrypt: the tree's job is keyed (its key at every switch), the flat one
+  // CRC-only.
   void ExpectTreeEqualsFlat(const std::string& type, size_t elements, int lanes = 1,
                             const std::string& leaf0_bin = INA_SWITCHD_BIN, int cores = 1,
-                            Spine spine = Spine::kSameCores, bool keyed = false) {
+                            Spine spine = Spine::kSameCores, const std::string& sec = "crc") {
     const std::vector<std::string> faults = {"--drop-rate", "0.02", "--dup-rate", "0.01"};
+    const bool keyed = sec != "crc";
     std::optional<Keys> keys;
     if (keyed) {
-      keys.emplace();
+      keys.emplace(sec);
       ASSERT_TRUE(keys->ok());
     }
     RunResult tree = RunTree(topo_, type, elements, faults, lanes, leaf0_bin, cores, spine,
@@ -490,12 +495,12 @@ TEST_P(Hierarchy, WorkersWithTwoLanesUnderLossAreBitIdenticalToFlat) {
 // partials sealed for the spine and the spine's results opened and sealed again for the workers;
 // retransmissions on every hop carry their tags unchanged. Bit-identical to a CRC-only flat run.
 TEST_P(Hierarchy, KeyedUnderLossIsBitIdenticalToFlat) {
-  ExpectTreeEqualsFlat("float", 50000, 1, INA_SWITCHD_BIN, 1, Spine::kSameCores, true);
+  ExpectTreeEqualsFlat("float", 50000, 1, INA_SWITCHD_BIN, 1, Spine::kSameCores, "mac");
 }
 
 // The same with every switch on 2 cores (each core's share keyed on its own).
 TEST_P(Hierarchy, KeyedOnTwoCoresUnderLossIsBitIdenticalToFlat) {
-  ExpectTreeEqualsFlat("int32", 50000, 2, INA_SWITCHD_BIN, 2, Spine::kSameCores, true);
+  ExpectTreeEqualsFlat("int32", 50000, 2, INA_SWITCHD_BIN, 2, Spine::kSameCores, "mac");
 }
 
 // One job on every switch core, through the tree: 2 cores per switch (--cores 2 --core-ports 1),
@@ -516,6 +521,18 @@ TEST_P(Hierarchy, RtlCoreAsALeafsEngineIsBitIdenticalToFlat) {
 #ifdef INA_RTLSIM_BIN
   if (topo_.netns) GTEST_SKIP() << "run on loopback only (the RTL model is slow)";
   ExpectTreeEqualsFlat("float", 20000, 1, INA_RTLSIM_BIN);
+#else
+  GTEST_SKIP() << "ina-rtlsim not built (no verilator)";
+#endif
+}
+
+// The RTL core as a keyed leaf's engine, in mode mac_encrypt, which the RTL does not do itself
+// (docs/security.md): the leaf opens and seals in software and hands the core the plaintext as a
+// CRC-only job (ControlConfig::engine_keys), so the encrypted job runs through it unchanged.
+TEST_P(Hierarchy, RtlCoreAsAKeyedLeafsEngineIsBitIdenticalToFlat) {
+#ifdef INA_RTLSIM_BIN
+  if (topo_.netns) GTEST_SKIP() << "run on loopback only (the RTL model is slow)";
+  ExpectTreeEqualsFlat("float", 20000, 1, INA_RTLSIM_BIN, 1, Spine::kSameCores, "mac_encrypt");
 #else
   GTEST_SKIP() << "ina-rtlsim not built (no verilator)";
 #endif
