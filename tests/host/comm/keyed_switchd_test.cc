@@ -635,6 +635,34 @@ TEST(KeyedTreeOnTwoCores, SpineCoresGrantingDifferentWindowsStayInStep) {
   EXPECT_EQ(up.at("drop_forged"), 0u) << "a leaf sealed under another grant's keys";
 }
 
+// A keyed job through a leaf idle for longer than both switches' job timeout keeps its job: the
+// workers' keep-alive JOINs are challenged and proven at the leaf, the leaf's at the spine.
+TEST(KeyedTreeIdle, AnIdleKeyedJobOutlivesBothJobTimeouts) {
+  constexpr uint16_t kJob = 55;
+  KeyedSwitch spine({"--job-timeout-ms", "1000"});
+  ASSERT_NE(spine.port(), 0);
+  KeyedSwitch leaf({"--job-timeout-ms", "1000", "--upstream",
+                    "127.0.0.1:" + std::to_string(spine.port()), "--leaf-index", "0", "--leaves",
+                    "1"});
+  ASSERT_NE(leaf.port(), 0);
+  const std::vector<uint8_t> secret = Secret(9);
+  spine.InstallKey(kJob, p::SecMode::kMac, secret);
+  leaf.InstallKey(kJob, p::SecMode::kMac, secret);
+  std::vector<Rank> ranks = Job(kJob, 2, p::SecMode::kMac, secret, 2, 3000, true, 35);
+  const std::vector<Rank> inputs = ranks;
+  RunRanks(ranks, leaf.port(), 10000, [](size_t call) {
+    if (call == 0) std::this_thread::sleep_for(std::chrono::milliseconds(3000));
+  });
+  for (const Rank& x : ranks) ASSERT_TRUE(x.status.ok()) << x.status.ToString();
+  ExpectExact(ranks, inputs);
+  const auto l = leaf.sw->Stop();
+  EXPECT_EQ(l.at("jobs_timed_out"), 0u);
+  EXPECT_GE(l.at("leaf_up_proofs"), 3u) << "the JOIN, then keep-alives";
+  const auto s = spine.sw->Stop();
+  EXPECT_EQ(s.at("jobs_timed_out"), 0u) << "the spine kept the leaf's job";
+  EXPECT_EQ(s.at("jobs_done"), 1u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, KeyedTree,
                          ::testing::Values(p::SecMode::kMac, p::SecMode::kMacEncrypt),
                          [](const auto& info) { return std::string(ModeName(info.param)); });
