@@ -221,8 +221,12 @@ void ControlPlane::SendJoinChallenge(const p::Header& h, const Peer& from, const
                                      TimePoint now, ReplySink& out) {
   constexpr uint16_t kWords = p::kJoinChallengeBytes / p::kElemBytes;
   std::array<uint8_t, p::MessageBytes(kWords)> b{};
-  p::JoinChallengeMsg{.job = h.job, .rank = h.rank, .lane = h.slot, .payload_words = kWords}.Encode(
-      b.data());
+  p::JoinChallengeMsg{.job = h.job,
+                      .rank = h.rank,
+                      .lane = h.slot,
+                      .payload_words = kWords,
+                      .mode = static_cast<uint16_t>(key.mode)}
+      .Encode(b.data());
   const p::JoinChallenge challenge{JoinNonceFor(h, from, JoinBucket(now)), key.salt};
   challenge.EncodeTo(b.data() + p::kHeaderBytes);
   p::SealMessage(b.data(), p::kHeaderBytes + p::kJoinChallengeBytes);

@@ -539,9 +539,11 @@ void Leaf::ProveUp(Job& j, std::span<const uint8_t> challenge, TimePoint now) {
     return;
   }
   const auto [mode, secret] = control_.KeyOf(j.id);
-  if (!j.keyed() || mode != j.sec) {
-    // The spine holds a key for the job and this leaf none (or another mode than it took the
-    // job for): it cannot prove the JOIN, and its workers' data would cross unsealed.
+  const uint16_t spine_mode = p::JoinChallengeMsg::From(c).mode;
+  if (!j.keyed() || mode != j.sec ||
+      (spine_mode != 0 && spine_mode != static_cast<uint16_t>(j.sec))) {
+    // The spine holds a key for the job and this leaf none (or another mode: the spine would drop
+    // every partial as cross-job): it cannot prove the JOIN, or its partials would be lost.
     End(j, p::ErrorCode::kUnauthorized, now);
     return;
   }

@@ -68,6 +68,9 @@ JoinConfig JoinConfig::From(const CommConfig& c, uint16_t lane) {
   // Lanes on switch cores: each core is asked its share of the window (core_lanes.h).
   j.window = j.core_lanes ? CoreWindow(c.window, j.lanes) : c.window;
   if (c.sec != "crc") j.secret = c.job_secret;
+  j.mode = c.sec == "mac"           ? proto::SecMode::kMac
+           : c.sec == "mac_encrypt" ? proto::SecMode::kMacEncrypt
+                                    : proto::SecMode::kCrc;
   j.join_timeout = std::chrono::milliseconds(c.join_timeout_ms);
   j.slot_wait_timeout = std::chrono::milliseconds(c.slot_wait_timeout_ms);
   j.where = c.switch_host + ":" +
@@ -134,6 +137,16 @@ void Membership::OnChallenge(std::span<const uint8_t> packet, TimePoint now) {
         Who() + ": the fabric holds a key for job " + std::to_string(cfg_.job_id) +
         " and challenged the JOIN, but this worker runs it CRC-only: give every rank the job "
         "secret (INA_JOB_SEC=mac or mac_encrypt, INA_JOB_KEY; docs/security.md)"));
+    return;
+  }
+  const auto mode = proto::JoinChallengeMsg::From(c).mode;
+  if (mode != 0 && mode != static_cast<uint16_t>(cfg_.mode)) {
+    // The fabric would drop every data packet of this worker's as another mode's (drop_cross_job).
+    Fail(FailedPrecondition(
+        Who() + ": the fabric holds job " + std::to_string(cfg_.job_id) + "'s key in mode " +
+        std::string(proto::SecModeName(static_cast<uint8_t>(mode))) + ", but this worker runs it " +
+        std::string(proto::SecModeName(static_cast<uint8_t>(cfg_.mode))) +
+        ": give every rank, and the key's install, the same mode (INA_JOB_SEC; docs/security.md)"));
     return;
   }
   const auto challenge = proto::JoinChallenge::From(packet.data() + proto::kHeaderBytes);

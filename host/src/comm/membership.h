@@ -96,6 +96,8 @@ struct JoinConfig {
   // A keyed job (CommConfig::sec not crc): the secret its JOIN proves when challenged; empty for
   // a CRC-only job. A proof is sent for challenge_max_age, then the plain JOIN again.
   JobSecret secret;
+  // Its mode (CommConfig::sec): a join_challenge naming another fails the join at once.
+  proto::SecMode mode = proto::SecMode::kCrc;
   std::chrono::milliseconds challenge_max_age{5000};
   // The fabric's address for messages: "host:port (switch core 1)".
   std::string where;

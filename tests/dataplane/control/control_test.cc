@@ -1726,6 +1726,8 @@ TEST_F(ControlTest, KeyedJoinProvesTheSecretAgainstAFreshNonce) {
   EXPECT_EQ(c.h.type, p::MsgType::kJoinChallenge);
   EXPECT_EQ(c.h.job, 5);
   EXPECT_EQ(c.h.rank, 0);
+  EXPECT_EQ(p::JoinChallengeMsg::From(c.h).mode, static_cast<uint16_t>(p::SecMode::kMac))
+      << "the key's mode, which the worker must run";
   EXPECT_FALSE(cp_->HasJob(5)) << "an unproven JOIN creates nothing";
   EXPECT_EQ(Ctr(ControlCounter::kJoinChallenges), 1u);
   EXPECT_EQ(Ctr(ControlCounter::kJoins), 0u);

@@ -64,11 +64,15 @@ int32_t Elem(const std::vector<uint8_t>& b, size_t i) {
                               (uint32_t{e[2]} << 8) | e[3]);
 }
 
-// The spine's join_challenge to this leaf (leaf 1, lane 0) for job kJob: nonce and salt `c`.
-std::vector<uint8_t> SpineChallenge(const p::JoinChallenge& c) {
+// The spine's join_challenge to this leaf (leaf 1, lane 0) for job kJob: nonce and salt `c`, the
+// key's `mode` (0: not said).
+std::vector<uint8_t> SpineChallenge(const p::JoinChallenge& c, uint16_t mode = 0) {
   std::vector<uint8_t> b(p::MessageBytes(p::kJoinChallengeBytes / p::kElemBytes));
-  p::JoinChallengeMsg{
-      .job = kJob, .rank = 1, .lane = 0, .payload_words = p::kJoinChallengeBytes / p::kElemBytes}
+  p::JoinChallengeMsg{.job = kJob,
+                      .rank = 1,
+                      .lane = 0,
+                      .payload_words = p::kJoinChallengeBytes / p::kElemBytes,
+                      .mode = mode}
       .Encode(b.data());
   c.EncodeTo(b.data() + p::kHeaderBytes);
   p::SealMessage(b.data(), b.size() - p::kCrcBytes);
@@ -889,6 +893,21 @@ TEST_P(KeyedLeaf, ASpineWithoutTheKeyEndsTheJob) {
     EXPECT_EQ(e.h().type, p::MsgType::kError);
     EXPECT_EQ(e.h().aux, static_cast<uint16_t>(p::ErrorCode::kUnauthorized));
   }
+}
+
+// The spine holds the key in the other mode: it would drop every partial as cross-job. The leaf
+// ends the job at its challenge instead, no proof sent.
+TEST_P(KeyedLeaf, ASpineKeyInAnotherModeEndsTheJob) {
+  LeafHarness t;
+  ASSERT_FALSE(FirstProvenJoin(t).bytes.empty());
+  ASSERT_EQ(t.TakeTo(t.spine).size(), 1u);
+  const auto other = mode() == p::SecMode::kMac ? p::SecMode::kMacEncrypt : p::SecMode::kMac;
+  t.FromSpine(SpineChallenge({.nonce = {}, .salt = spine_salt_}, static_cast<uint16_t>(other)));
+  auto up = t.TakeTo(t.spine);
+  ASSERT_FALSE(up.empty());
+  EXPECT_EQ(up[0].h().type, p::MsgType::kLeave) << "no proof: an aborting LEAVE";
+  EXPECT_EQ(t.Count(LeafCounter::kUpProofs), 0u);
+  EXPECT_EQ(t.Count(LeafCounter::kKeyMismatch), 1u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, KeyedLeaf,

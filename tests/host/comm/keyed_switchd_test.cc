@@ -133,8 +133,10 @@ struct Rank {
   int lanes = 1;
   int cores = 1;      // CommConfig::switch_cores: lanes on switch cores (then lanes == cores)
   uint16_t port = 0;  // its switch (a tree's leaf); 0: the one RunRanks names
-  Status status;      // the first failure
+  int join_timeout_ms = 10000;
+  Status status;  // the first failure
   Clock::duration took{};
+  Clock::duration joined_in{};  // Communicator::Create's time: the join, or its failure
   CommStats stats;
 };
 
@@ -147,7 +149,7 @@ CommConfig ConfigOf(const Rank& x, uint16_t port) {
   c.rank = static_cast<uint16_t>(x.rank);
   c.k = 256;
   c.window = 8;
-  c.join_timeout_ms = 10000;
+  c.join_timeout_ms = x.join_timeout_ms;
   c.progress_timeout_ms = 10000;
   c.progress_threads = x.lanes;
   c.switch_cores = x.cores;
@@ -172,7 +174,9 @@ void RunRanks(std::vector<Rank>& ranks, uint16_t port, int progress_timeout_ms =
     ts.emplace_back([&, &x = x] {
       CommConfig c = ConfigOf(x, port);
       c.progress_timeout_ms = progress_timeout_ms;
+      const auto created = Clock::now();
       auto comm = Communicator::Create(c);
+      x.joined_in = Clock::now() - created;
       if (!comm.ok()) x.status = comm.status();
       sync.arrive_and_wait();
       const auto t0 = Clock::now();
@@ -328,6 +332,30 @@ TEST(KeyedSwitchdErrors, WrongSecretIsABoundedErrorAndNothingOfItsIsSummed) {
   EXPECT_EQ(counters.at("results"), 0u);
   const std::string out = sw.sw->Output();
   for (uint8_t s : {3, 4}) EXPECT_EQ(out.find(Hex(Secret(s))), std::string::npos) << out;
+}
+
+// Ranks that run another mode than the job's key: each fails its join at once with a message
+// naming both (before the challenge said the mode, they joined and had every data packet dropped
+// as cross-job until their progress timeout). The other rank, in the key's mode, gets a bounded
+// error too: the job cannot start without them.
+TEST(KeyedSwitchdErrors, ARankOfAnotherModeFailsItsJoinNamingBoth) {
+  constexpr uint16_t kJob = 56;
+  KeyedSwitch sw({});
+  ASSERT_NE(sw.port(), 0);
+  sw.InstallKey(kJob, p::SecMode::kMacEncrypt, Secret(3));
+  std::vector<Rank> ranks = Job(kJob, 2, p::SecMode::kMac, Secret(3), 1, 1000, false, 11);
+  ranks[0].mode = p::SecMode::kMacEncrypt;
+  for (Rank& x : ranks) x.join_timeout_ms = 2000;
+  RunRanks(ranks, sw.port(), 1500);
+  EXPECT_EQ(ranks[1].status.code(), StatusCode::kFailedPrecondition) << ranks[1].status.ToString();
+  EXPECT_NE(ranks[1].status.message().find("key in mode mac_encrypt, but this worker runs it mac"),
+            std::string::npos)
+      << ranks[1].status.ToString();
+  EXPECT_LT(ranks[1].joined_in, std::chrono::seconds(1)) << "at the challenge, not at a timeout";
+  EXPECT_FALSE(ranks[0].status.ok());
+  EXPECT_LT(ranks[0].joined_in, std::chrono::seconds(8));
+  const auto counters = sw.sw->Stop();
+  EXPECT_EQ(counters.at("drop_cross_job"), 0u) << "no data of the wrong mode was ever sent";
 }
 
 // The launcher's side (host/job_alloc.h): rank 0 makes a fresh secret and installs it over the

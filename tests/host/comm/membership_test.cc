@@ -99,13 +99,18 @@ std::vector<std::vector<uint8_t>> TakeBytes(Membership& m, TimePoint now) {
   return out;
 }
 
-// The fabric's join_challenge to rank `rank` lane `lane` of job 7 with `nonce` (and salt).
+// The fabric's join_challenge to rank `rank` lane `lane` of job 7 with `nonce` (and salt), naming
+// the key's `mode` (0: not said).
 std::vector<uint8_t> Challenge(const proto::JoinChallenge& nonce, uint16_t rank = 0,
-                               uint16_t lane = 0) {
+                               uint16_t lane = 0, proto::SecMode mode = proto::SecMode::kCrc) {
   constexpr uint16_t kWords = proto::kJoinChallengeBytes / proto::kElemBytes;
   std::vector<uint8_t> b(proto::MessageBytes(kWords));
-  proto::JoinChallengeMsg{.job = 7, .rank = rank, .lane = lane, .payload_words = kWords}.Encode(
-      b.data());
+  proto::JoinChallengeMsg{.job = 7,
+                          .rank = rank,
+                          .lane = lane,
+                          .payload_words = kWords,
+                          .mode = static_cast<uint16_t>(mode)}
+      .Encode(b.data());
   nonce.EncodeTo(b.data() + proto::kHeaderBytes);
   proto::SealMessage(b.data(), proto::kHeaderBytes + proto::kJoinChallengeBytes);
   return b;
@@ -346,6 +351,31 @@ TEST_F(MembershipTest, ChallengedCrcOnlyJobFailsNamingTheKey) {
   EXPECT_EQ(m.status().code(), StatusCode::kFailedPrecondition) << m.status().ToString();
   EXPECT_TRUE(Has(m.status(), "the fabric holds a key for job 7")) << m.status().ToString();
   EXPECT_TRUE(Has(m.status(), "INA_JOB_KEY")) << m.status().ToString();
+}
+
+// A challenge naming the key's mode: the same mode is proven as any; another fails the join at
+// once, naming both (the fabric would drop this worker's data as another mode's).
+TEST_F(MembershipTest, AChallengeInAnotherModeFailsTheJoinNamingBoth) {
+  for (const auto fabric : {proto::SecMode::kMac, proto::SecMode::kMacEncrypt}) {
+    JoinConfig c = Config();
+    c.secret = JobSecret(TestSecret(1));
+    c.mode = proto::SecMode::kMac;
+    Membership m(c);
+    m.Join(0, t0_);
+    Take(m, t0_);
+    m.OnPacket(Challenge(proto::JoinChallenge{}, 0, 0, fabric), t0_);
+    if (fabric == proto::SecMode::kMac) {
+      EXPECT_TRUE(m.joining()) << m.status().ToString();
+      const auto proof = TakeBytes(m, t0_);
+      ASSERT_EQ(proof.size(), 1u);
+      EXPECT_EQ(proto::GetSec(proof[0].data()), static_cast<uint8_t>(proto::SecMode::kMac));
+      continue;
+    }
+    ASSERT_EQ(m.state(), State::kFailed);
+    EXPECT_EQ(m.status().code(), StatusCode::kFailedPrecondition) << m.status().ToString();
+    EXPECT_TRUE(Has(m.status(), "key in mode mac_encrypt, but this worker runs it mac"))
+        << m.status().ToString();
+  }
 }
 
 TEST_F(MembershipTest, RefusalsNameTheParameterAndBothValues) {
