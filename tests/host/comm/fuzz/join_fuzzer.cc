@@ -11,7 +11,8 @@
 //   op%6 1: join_wait (ahead, flags).
 //   op%6 2: join_challenge (32 payload bytes: nonce and salt; flags: bit 0 another job, bit 1
 //           unsealed, bit 2 another rank, bit 3 another lane, bit 4 a payload 4 bytes short,
-//           bit 5 the nonce of the previous challenge again).
+//           bit 5 the nonce of the previous challenge again, bit 6 naming the key's mode: bit 7
+//           clear mac, set mac_encrypt; a keyed lane runs mac or mac_encrypt).
 //   op%6 3: error (code, slot, count, offset, flags).
 //   op%6 4: raw (len, sealed, bytes...): the input's bytes as a message, sealed (CRC) or not.
 //   op%6 5: driver (b): advance the clock by (b >> 3) * 137 ms, then OnTimers; b%8 == 1 a
@@ -21,8 +22,8 @@
 // sealed: CRC32C, or a proven JOIN (sec mac, header and tag) that verifies (JoinProofOk) under the
 // test secret and one of the challenges sent to this lane. Always: a member's grant is within what
 // was asked (window 1 .. asked, epoch 1 .. 255); a failed join has an error Status; a joining lane
-// has a deadline; a CRC-only lane that gets a valid challenge while joining fails with
-// FailedPrecondition.
+// has a deadline; a CRC-only lane that gets a valid challenge while joining, or any lane one that
+// names another mode than its own, fails with FailedPrecondition.
 #include <algorithm>
 #include <array>
 #include <chrono>
@@ -143,7 +144,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     cfg.lanes = 2;
     cfg.lane = (c0 >> 2) & 1;
   }
-  if (c0 & 1) cfg.secret = ina::host::JobSecret(TestSecret());
+  if (c0 & 1) {
+    cfg.secret = ina::host::JobSecret(TestSecret());
+    cfg.mode = (c1 & 0x80) ? proto::SecMode::kMacEncrypt : proto::SecMode::kMac;
+  }
   cfg.where = "fuzz";
   Harness x(cfg);
   x.m.Join((c0 & 8) ? static_cast<uint8_t>(1 + c1 % 255) : 0, x.now);
@@ -179,6 +183,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         if (flags & 4) h.rank = static_cast<uint16_t>(h.rank + 1);
         if (flags & 8) h.slot = static_cast<uint16_t>(h.slot + 1);
         h.count = proto::kJoinChallengeBytes / proto::kElemBytes;
+        if (flags & 64) h.aux = static_cast<uint16_t>(1 + (flags >> 7));  // the key's mode
         const size_t len = (flags & 16) ? payload.size() - 4 : payload.size();
         const bool valid = !(flags & (1 | 2 | 4 | 8 | 16));  // this lane's, whole, sealed
         if (valid) x.challenges.push_back(proto::JoinChallenge::From(payload.data()));
@@ -189,6 +194,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           FUZZ_CHECK(x.m.state() == Membership::State::kFailed &&
                          x.m.status().code() == StatusCode::kFailedPrecondition,
                      "a CRC-only lane answered a challenge (state %d)",
+                     static_cast<int>(x.m.state()));
+        }
+        if (valid && was_joining && h.aux != 0 && h.aux != static_cast<uint16_t>(cfg.mode)) {
+          FUZZ_CHECK(x.m.state() == Membership::State::kFailed &&
+                         x.m.status().code() == StatusCode::kFailedPrecondition,
+                     "a lane of mode %u answered a challenge naming mode %u (state %d)",
+                     static_cast<unsigned>(cfg.mode), static_cast<unsigned>(h.aux),
                      static_cast<int>(x.m.state()));
         }
         break;
