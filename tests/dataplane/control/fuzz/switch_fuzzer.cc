@@ -16,7 +16,8 @@
 //   op%4 3: raw bytes (sealed or not).
 // Checked after every record: every reply and result is a whole message with a good CRC32C
 // trailer; replies are join_ack, join_wait, error, alloc_ack, hello_ack (one core, a K of the
-// spec) or join_challenge (for job 1 only, with its nonce as the body); a result is for a job the
+// spec) or join_challenge (for job 1 only, naming its key's mode, with its nonce as the body); a
+// result is for a job the
 // control plane has active and goes to at least one peer; the control plane's job table is
 // consistent (Jobs() has num_jobs() entries, each active job's slots lie in the pool, no two
 // overlap, the largest free extent fits in what is left), and between inputs every job's teardown
@@ -72,6 +73,10 @@ class Replies final : public ReplySink {
                  proto::GetJob(p.data()));
       FUZZ_CHECK(p.size() == proto::MessageBytes(proto::kJoinChallengeBytes / proto::kElemBytes),
                  "join_challenge of %zu bytes", p.size());
+      FUZZ_CHECK(proto::JoinChallengeMsg::Decode(p.data()).mode ==
+                     static_cast<uint16_t>(proto::SecMode::kMac),
+                 "join_challenge naming mode %u, job 1's key is mac",
+                 unsigned{proto::JoinChallengeMsg::Decode(p.data()).mode});
       for (size_t i = 0; i < peers_.size(); ++i) {
         if (peers_[i] == to) nonce[i] = proto::JoinChallenge::From(p.data() + proto::kHeaderBytes);
       }
