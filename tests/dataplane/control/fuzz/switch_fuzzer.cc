@@ -20,8 +20,8 @@
 // result is for a job the control plane has active and goes to at least one peer; the control
 // plane's job table is consistent (Jobs() has num_jobs() entries, each active job's slots lie in
 // the pool, no two overlap, the largest free extent fits in what is left), and between inputs
-// every job's teardown gives the whole pool back. Job 1 has a key (mode mac) in every input: its data take the keyed
-// rules.
+// every job's teardown gives the whole pool back. Job 1 has a key (mode mac) in every input: its
+// data take the keyed rules.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
