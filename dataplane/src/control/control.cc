@@ -137,6 +137,11 @@ Status ControlPlane::InstallJobKey(uint16_t job_id, p::SecMode mode,
                            " bytes; it has " + std::to_string(p::kSecretMinBytes) + " .. " +
                            std::to_string(p::kSecretMaxBytes));
   }
+  if (auto it = keys_.find(job_id); it != keys_.end() && it->second.mode == mode &&
+                                    std::ranges::equal(it->second.secret, secret)) {
+    Bump(ControlCounter::kKeysInstalled);  // the same key again: its salt and grants stay
+    return Status::Ok();
+  }
   // A fresh session salt for every key taken: the traffic keys of this incarnation differ from
   // those of any earlier one under the same secret, so nothing recorded then opens now.
   p::Session salt;
@@ -157,15 +162,26 @@ void ControlPlane::ForgetKey(uint16_t job_id) {
 }
 
 void ControlPlane::HandleSetKey(std::span<const uint8_t> packet, const Peer& from, ReplySink& out) {
+  if (const auto t = TakeSetKey(packet, from)) {
+    SendReply(from,
+              p::SetKeyAckMsg{.job = t->job,
+                              .seq_hi = static_cast<uint16_t>(t->seq >> 32),
+                              .seq_lo = static_cast<uint32_t>(t->seq)},
+              out);
+  }
+}
+
+std::optional<ControlPlane::SetKeyTaken> ControlPlane::TakeSetKey(std::span<const uint8_t> packet,
+                                                                  const Peer& from) {
   if (!admin_) {
     Bump(ControlCounter::kAdminRefused);
-    return;
+    return std::nullopt;
   }
   const auto h = p::SetKeyMsg::Decode(packet.data());
   constexpr auto kSealed = static_cast<uint8_t>(p::SecMode::kMacEncrypt);
   if (h.sec != kSealed || packet.size() != p::MessageBytes(h.count, kSealed)) {
     Bump(ControlCounter::kControlMalformed);
-    return;
+    return std::nullopt;
   }
   const uint64_t seq = (uint64_t{h.seq_hi} << 32) | h.seq_lo;
   std::array<uint8_t, p::kSecretMaxBytes + p::kElemBytes> secret{};
@@ -173,8 +189,9 @@ void ControlPlane::HandleSetKey(std::span<const uint8_t> packet, const Peer& fro
   if (len > p::kSecretMaxBytes || !admin_->Open(p::SecMode::kMacEncrypt, packet,
                                                 p::MakeNonce(h.rank, h.slot, seq), secret.data())) {
     Bump(len > p::kSecretMaxBytes ? ControlCounter::kAdminRefused : ControlCounter::kAdminForged);
-    return;
+    return std::nullopt;
   }
+  std::optional<SetKeyTaken> taken;
   if (seq < admin_seq_) {
     Bump(ControlCounter::kAdminReplayed);
     if (config_.log && !admin_replay_logged_) {
@@ -192,9 +209,10 @@ void ControlPlane::HandleSetKey(std::span<const uint8_t> packet, const Peer& fro
     Bump(ControlCounter::kAdminRefused);
   } else {
     admin_seq_ = seq + 1;
-    SendReply(from, p::SetKeyAckMsg{.job = h.job, .seq_hi = h.seq_hi, .seq_lo = h.seq_lo}, out);
+    taken = SetKeyTaken{.job = h.job, .seq = seq};
   }
   std::fill(secret.begin(), secret.end(), uint8_t{0});
+  return taken;
 }
 
 int64_t ControlPlane::JoinBucket(TimePoint now) const {

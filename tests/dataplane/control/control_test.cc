@@ -1858,6 +1858,38 @@ TEST_F(ControlTest, SetKeyNeedsTheAdminKeyAndAGrowingSequence) {
   EXPECT_EQ(Ctr(ControlCounter::kKeysInstalled), 2u);
 }
 
+// The same key installed again (a launcher's next attempt, a leaf passing it on, a second
+// launcher of one tree: docs/hierarchy.md) keeps the key's salt, so the traffic keys of a job that
+// joined meanwhile stay; another secret or another mode is a new key with a salt of its own.
+TEST_F(ControlTest, TheSameKeyAgainKeepsItsSaltAndAnotherKeyGetsANewOne) {
+  const auto admin = keys::Secret(9);
+  base_cfg_.admin_secret = admin;
+  Make();
+  const Peer op = MakePeer(7000), worker = MakePeer(5000);
+  auto salt = [&] {
+    out_.replies.clear();
+    Send(Join(12, 0, 2, 64, 4), worker);
+    EXPECT_EQ(out_.replies.size(), 1u);
+    EXPECT_EQ(out_.replies.at(0).h.type, p::MsgType::kJoinChallenge);
+    return out_.replies.at(0).nonce.salt;
+  };
+  Send(keys::SetKey(admin, 12, p::SecMode::kMac, keys::Secret(3), 100), op);
+  const p::Session first = salt();
+  out_.replies.clear();
+  Send(keys::SetKey(admin, 12, p::SecMode::kMac, keys::Secret(3), 101), op);
+  ASSERT_EQ(out_.replies.size(), 1u);
+  EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kSetKeyAck) << "acknowledged as any other";
+  EXPECT_EQ(salt(), first);
+  ASSERT_TRUE(cp_->InstallJobKey(12, p::SecMode::kMac, keys::Secret(3)).ok());
+  EXPECT_EQ(salt(), first);
+  Send(keys::SetKey(admin, 12, p::SecMode::kMac, keys::Secret(4), 102), op);
+  const p::Session second = salt();
+  EXPECT_NE(second, first) << "another secret";
+  Send(keys::SetKey(admin, 12, p::SecMode::kMacEncrypt, keys::Secret(4), 103), op);
+  EXPECT_NE(salt(), second) << "another mode";
+  EXPECT_EQ(Ctr(ControlCounter::kKeysInstalled), 5u);
+}
+
 TEST_F(ControlTest, SetKeyBelowTheFloorIsAReplayLoggedOnce) {
   // The floor is the switch's start (ina-switchd: proto::SetKeySequence of it): a SET_KEY sealed
   // before it, such as one recorded before a restart, is refused; one sealed after is taken.

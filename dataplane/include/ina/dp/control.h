@@ -107,7 +107,10 @@
 //   (admin_refused), the tag does not open (admin_forged), a sequence (use) not above the last
 //   accepted one nor below ControlConfig::admin_seq_floor (admin_replayed; the first one logged),
 //   a mode or secret length InstallJobKey refuses (admin_refused).
-//   Else the key is installed and the sender gets set_key_ack (job, gen, offset echoed).
+//   Else the key is installed and the sender gets set_key_ack (job, gen, offset echoed). The
+//   same secret in the same mode installed again for a job that holds it keeps its salt (a
+//   launcher's or a leaf's resend, or a second launcher of one tree, docs/hierarchy.md): nothing
+//   changes, and it is acknowledged.
 //   HandleEngineFailures: a job the engine ended (Engine::PollFailures: two ranks sent blocks that
 //   disagree, rule 13 of engine.h) is freed: its slots are released and every joined lane of every
 //   rank not done gets error(rank_mismatch) with slot and gen of the disagreement and count = the
@@ -140,6 +143,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -439,11 +443,20 @@ class ControlPlane {
   // NotFound if no such job.
   Status AbortJob(uint16_t job_id, const proto::ErrorMsg& e, ReplySink& out);
   // Gives job `job_id` a secret and keyed sec mode, with a fresh session salt (see above);
-  // replaces the one it had. InvalidArgument for mode crc or a secret outside kSecretMinBytes ..
-  // kSecretMaxBytes; Internal if no random salt can be drawn. The secret is copied; the caller may
-  // wipe its own.
+  // replaces the one it had (the same secret and mode again: kept as it is, salt included).
+  // InvalidArgument for mode crc or a secret outside kSecretMinBytes .. kSecretMaxBytes; Internal
+  // if no random salt can be drawn. The secret is copied; the caller may wipe its own.
   Status InstallJobKey(uint16_t job_id, proto::SecMode mode, std::span<const uint8_t> secret);
   bool HasJobKey(uint16_t job_id) const { return keys_.count(job_id) != 0; }
+  // A SET_KEY opened, checked and installed (see above) but not acknowledged: what a leaf that
+  // passes keys on to its spine acknowledges once the spine has (docs/hierarchy.md, "Keyed
+  // jobs"). Nothing when it was dropped (counted, as HandleControl does, control_rx aside).
+  // REQUIRES: a SET_KEY of at least proto::MessageBytes(0) bytes.
+  struct SetKeyTaken {
+    uint16_t job = 0;
+    uint64_t seq = 0;  // the sender's sequence, which its set_key_ack echoes
+  };
+  std::optional<SetKeyTaken> TakeSetKey(std::span<const uint8_t> packet, const Peer& from);
 
   // A job with this id is pending, queued or active.
   bool HasJob(uint16_t job_id) const { return index_[job_id] >= 0; }
