@@ -253,6 +253,11 @@ std::vector<Flag> Flags(const EngineMenu& engines) {
                "the admin channel's secret (hex; mode 0600): operators install\njob keys "
                "with SET_KEY messages sealed under it (docs/security.md)",
                "admin_key_file", &Config::admin_key_file, false),
+      PathFlag("--upstream-admin-key-file",
+               "--upstream with --admin-key-file: the spine's admin secret; keys\ninstalled "
+               "here are passed on to the spine, and acknowledged once\nit has them "
+               "(docs/hierarchy.md, \"Keyed jobs\")",
+               "upstream_admin_key_file", &Config::upstream_admin_key_file, false),
       {"--require-job-keys", "0|1",
        "1: refuse every JOIN whose job has no key (error unauthorized;\ndocs/security.md; "
        "default 0)",
@@ -337,9 +342,16 @@ Status Validate(Config& c, const EngineMenu& engines) {
       return Bad("--leaf-index", "below --leaves (" + std::to_string(c.leaves) + ")",
                  std::to_string(c.leaf_index));
     }
-  } else if (c.leaf_index != 0 || c.leaves != 1 || c.upstream_core_ports != 1) {
+  } else if (c.leaf_index != 0 || c.leaves != 1 || c.upstream_core_ports != 1 ||
+             !c.upstream_admin_key_file.empty()) {
     return InvalidArgument(
-        "--leaf-index / --leaves / --upstream-core-ports need --upstream ADDR:PORT");
+        "--leaf-index / --leaves / --upstream-core-ports / --upstream-admin-key-file need "
+        "--upstream ADDR:PORT");
+  }
+  if (!c.upstream_admin_key_file.empty() && c.admin_key_file.empty()) {
+    return InvalidArgument(
+        "--upstream-admin-key-file needs --admin-key-file (the keys it passes on to the spine are "
+        "those installed here)");
   }
   if (c.core_ports != 0 && c.io != "udp" && c.io != "dpdk") {
     return Bad("--core-ports", "0 unless --io udp or dpdk (a port or queue per core)",

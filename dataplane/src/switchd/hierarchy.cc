@@ -32,8 +32,14 @@ Result<std::unique_ptr<CoreLeaf>> CoreLeaf::Create(const Config& config, uint32_
   lc.index = static_cast<uint16_t>(config.leaf_index);
   lc.leaves = static_cast<uint16_t>(config.leaves);
   lc.job_timeout = std::chrono::duration_cast<std::chrono::milliseconds>(cc.job_timeout);
+  if (!config.upstream_admin_key_file.empty()) {
+    INA_ASSIGN_OR_RETURN(lc.upstream_admin, proto::LoadSecretFile(config.upstream_admin_key_file,
+                                                                  "--upstream-admin-key-file"));
+  }
+  lc.log = cc.log;
   std::unique_ptr<CoreLeaf> c(new CoreLeaf());
   c->leaf_ = std::make_unique<Leaf>(lc, control, out);
+  std::fill(lc.upstream_admin.begin(), lc.upstream_admin.end(), uint8_t{0});  // the leaf's copy
   c->scratch_.resize(items * proto::kMaxPacketBytes);
   return c;
 }

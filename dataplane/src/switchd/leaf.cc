@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <string>
 #include <utility>
 
 #include "ina/proto/crc32c.h"
@@ -33,6 +34,8 @@ Leaf::Leaf(const LeafConfig& config, ControlPlane& control, LeafSink& out)
     : config_(config), control_(control), out_(out) {
   config_.lanes = std::max<uint16_t>(config_.lanes, 1);  // 0 counts as 1, as in a JOIN
 }
+
+Leaf::~Leaf() { std::fill(config_.upstream_admin.begin(), config_.upstream_admin.end(), 0); }
 
 Leaf::Job* Leaf::Find(uint16_t job_id) {
   auto it = jobs_.find(job_id);
@@ -133,6 +136,11 @@ void Leaf::Send(const Peer& to, std::span<const uint8_t> packet) {
 }
 
 void Leaf::HandleWorkerControl(std::span<const uint8_t> packet, const Peer& from, TimePoint now) {
+  if (!config_.upstream_admin.empty() && p::IsType(packet.data(), p::MsgType::kSetKey) &&
+      packet.size() >= p::MessageBytes(0)) {
+    TakeKey(packet, from, now);
+    return;
+  }
   // A proven JOIN (a keyed job's answer to a join_challenge): a tag, not a CRC32C trailer.
   if (packet.size() == p::MessageBytes(0, static_cast<uint8_t>(p::SecMode::kMac)) &&
       p::IsType(packet.data(), p::MsgType::kJoin) && p::GetSec(packet.data()) != 0) {
@@ -197,6 +205,60 @@ void Leaf::HandleAlloc(std::span<const uint8_t> packet, const Peer& from, TimePo
   p::SealMessage(b.data(), p::kHeaderBytes);
   Bump(LeafCounter::kUpAllocs);
   SendUp(b, false);
+}
+
+void Leaf::TakeKey(std::span<const uint8_t> packet, const Peer& from, TimePoint now) {
+  const auto taken = control_.TakeSetKey(packet, from);
+  if (!taken) return;  // dropped and counted there
+  KeyForward* f = nullptr;
+  for (KeyForward& x : key_forwards_) {
+    if (x.job == taken->job && x.sender == from) f = &x;  // the sender's next attempt
+  }
+  if (f == nullptr) {
+    constexpr size_t kMaxForwards = 256;  // the oldest is given up first
+    if (key_forwards_.size() == kMaxForwards) key_forwards_.erase(key_forwards_.begin());
+    key_forwards_.push_back({.job = taken->job, .sender = from});
+    f = &key_forwards_.back();
+  }
+  f->sender_seq = taken->seq;
+  f->give_up = now + config_.key_forward_timeout;
+  SendKeyUp(*f, now);
+}
+
+void Leaf::SendKeyUp(KeyForward& f, TimePoint now) {
+  f.next = now + config_.join_resend;
+  Lower(f.next);
+  const auto [mode, secret] = control_.KeyOf(f.job);
+  if (mode == p::SecMode::kCrc) return;  // gone meanwhile (its reservation ended): Tick gives up
+  // The spine takes only sequences above the last it took from anyone (another leaf, a launcher):
+  // each resend is a new one, from this clock.
+  const uint64_t seq = std::max(
+      p::SetKeySequence(std::chrono::system_clock::now(), f.attempt++ % p::kSetKeyAttemptsPerMs),
+      f.up_seq + 1);
+  auto msg = p::SealSetKey(config_.upstream_admin, f.job, mode, secret, seq);
+  if (!msg.ok()) return;  // cannot happen: the control plane took this secret and mode
+  if (f.first_seq == 0) f.first_seq = seq;
+  f.up_seq = seq;
+  Bump(LeafCounter::kUpKeys);
+  SendUp(*msg, false);
+  std::fill(msg->begin(), msg->end(), uint8_t{0});
+}
+
+bool Leaf::KeyAck(std::span<const uint8_t> packet) {
+  if (!p::IsType(packet.data(), p::MsgType::kSetKeyAck) || packet.size() != kCtlBytes) return false;
+  const auto ack = p::SetKeyAckMsg::Decode(packet.data());
+  const uint64_t seq = (uint64_t{ack.seq_hi} << 32) | ack.seq_lo;
+  for (auto it = key_forwards_.begin(); it != key_forwards_.end(); ++it) {
+    // Any of its sequences: each resend installs the same key, so any ack says the spine has it.
+    if (it->job != ack.job || seq < it->first_seq || seq > it->up_seq) continue;
+    Bump(LeafCounter::kUpKeyAcks);
+    SendReply(it->sender, p::SetKeyAckMsg{.job = it->job,
+                                          .seq_hi = static_cast<uint16_t>(it->sender_seq >> 32),
+                                          .seq_lo = static_cast<uint32_t>(it->sender_seq)});
+    key_forwards_.erase(it);
+    return true;
+  }
+  return false;
 }
 
 bool Leaf::AllocReply(std::span<const uint8_t> packet) {
@@ -482,7 +544,7 @@ void Leaf::HandleUpstream(std::span<const uint8_t> packet, TimePoint now) {
     Bump(LeafCounter::kUpBadCrc);
     return;
   }
-  if (!tagged && AllocReply(packet)) return;
+  if (!tagged && (AllocReply(packet) || KeyAck(packet))) return;
   Job* j = Find(p::GetJob(packet.data()));
   if (j == nullptr) {
     Bump(LeafCounter::kUpStale);
@@ -764,6 +826,22 @@ void Leaf::Erase(uint16_t job_id) { jobs_.erase(job_id); }
 void Leaf::Tick(TimePoint now) {
   next_deadline_ = TimePoint::max();
   std::erase_if(allocs_, [&](const Alloc& a) { return now - a.at > config_.job_timeout; });
+  std::erase_if(key_forwards_, [&](const KeyForward& f) {
+    if (now < f.give_up) return false;
+    Bump(LeafCounter::kUpKeyTimeouts);
+    if (config_.log) {
+      config_.log("leaf: the spine at " + PeerToString(config_.upstream) +
+                  " did not acknowledge job " + std::to_string(f.job) + "'s key within " +
+                  std::to_string(config_.key_forward_timeout.count()) +
+                  " ms, so its sender got no ack: is --upstream-admin-key-file the spine's "
+                  "--admin-key-file? (docs/hierarchy.md, \"Keyed jobs\")");
+    }
+    return true;
+  });
+  for (KeyForward& f : key_forwards_) {
+    if (now >= f.next) SendKeyUp(f, now);
+    Lower(std::min(f.next, f.give_up));
+  }
   std::vector<uint16_t> gone;  // not per packet: Tick runs every few ms
   for (auto& [id, jp] : jobs_) {
     Job& j = *jp;

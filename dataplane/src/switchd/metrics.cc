@@ -174,6 +174,12 @@ constexpr OwnMetric kOwn[] = {
      "Proven JOINs sent to the spine (answers to its join_challenge)."},
     {"leaf_key_mismatch", "ina_switch_leaf_key_mismatch_total", "",
      "Jobs ended because only one of the leaf and the spine held the job's key."},
+    {"leaf_up_keys", "ina_switch_leaf_up_keys_total", "",
+     "Job keys passed on to the spine (SET_KEYs sent up, resends included)."},
+    {"leaf_up_key_acks", "ina_switch_leaf_up_key_acks_total", "",
+     "Job keys the spine acknowledged (each then acknowledged to its sender)."},
+    {"leaf_up_key_timeouts", "ina_switch_leaf_up_key_timeouts_total", "",
+     "Job keys the spine did not acknowledge in time (their senders got no ack)."},
 };
 
 const OwnMetric* FindOwn(std::string_view counter) {

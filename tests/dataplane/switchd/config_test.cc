@@ -99,6 +99,18 @@ TEST(SwitchdConfig, LeafNeedsAnUpstreamAddressUdpAndOneCoreOrCorePorts) {
                    .ok())
       << "more cores than a rank has lanes";
   EXPECT_FALSE(Parse({"--upstream-core-ports", "0"}).ok()) << "needs --upstream";
+  // Keys passed on to the spine: the spine's admin secret, on a leaf with an admin channel.
+  auto keys = Parse({"--upstream", "10.0.0.1:47000", "--admin-key-file", "/a.key",
+                     "--upstream-admin-key-file", "/b.key"});
+  ASSERT_TRUE(keys.ok()) << keys.status().ToString();
+  EXPECT_EQ(keys->upstream_admin_key_file, "/b.key");
+  const auto no_admin =
+      Parse({"--upstream", "10.0.0.1:47000", "--upstream-admin-key-file", "/b.key"});
+  ASSERT_FALSE(no_admin.ok());
+  EXPECT_NE(no_admin.status().message().find("needs --admin-key-file"), std::string::npos)
+      << no_admin.status().ToString();
+  EXPECT_FALSE(Parse({"--admin-key-file", "/a.key", "--upstream-admin-key-file", "/b.key"}).ok())
+      << "needs --upstream";
   auto up = net::ParseEndpoint("[::1]:47000");
   ASSERT_TRUE(up.ok());
   net::SetEndpointPort(&*up, 47003);

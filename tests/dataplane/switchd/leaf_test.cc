@@ -90,15 +90,21 @@ class LeafHarness : public LeafSink, public Emitter {
  public:
   // `rx_queue`: messages the core's socket holds (ControlConfig::rx_queue; 0: no limit).
   // `lane` of `lanes`: this leaf core's lane of the leaf's rank at the spine (LeafConfig).
+  // `admin`, `upstream_admin`: the leaf's admin secret and the spine's (LeafConfig: keys passed
+  // on); empty, none.
   explicit LeafHarness(uint32_t pool_slots = 256, size_t rx_queue = 0, uint16_t lane = 0,
-                       uint16_t lanes = 1) {
+                       uint16_t lanes = 1, std::vector<uint8_t> admin = {},
+                       std::vector<uint8_t> upstream_admin = {}) {
     engine_ = MakeReferenceEngine({pool_slots, 16});
     ControlConfig cc;
     cc.lease_calls = 0;
     cc.engine_keys = false;  // as ina-switchd configures a leaf's control plane
     if (rx_queue != 0) cc.rx_queue = [rx_queue](size_t) { return rx_queue; };
+    cc.admin_secret = std::move(admin);
     control_ = std::move(ControlPlane::Create(*engine_, cc)).value();
     LeafConfig lc;
+    lc.upstream_admin = std::move(upstream_admin);
+    lc.log = [this](const std::string& line) { logs.push_back(line); };
     lc.upstream = spine;
     lc.index = 1;
     lc.leaves = 2;
@@ -141,6 +147,9 @@ class LeafHarness : public LeafSink, public Emitter {
     engine_->Process(m, *this);
   }
   void FromSpine(const std::vector<uint8_t>& b) { leaf_->HandleUpstream(b, now); }
+  void FromPeer(const Peer& from, const std::vector<uint8_t>& b) {
+    leaf_->HandleWorkerControl(b, from, now);
+  }
   void Tick() {
     (void)control_->Tick(now, leaf_->replies());
     leaf_->Tick(now);
@@ -154,6 +163,11 @@ class LeafHarness : public LeafSink, public Emitter {
     return out;
   }
   uint64_t Count(LeafCounter c) const { return leaf_->counters()[static_cast<size_t>(c)]; }
+  uint64_t Count(ControlCounter c) const { return control_->counters()[static_cast<size_t>(c)]; }
+  std::pair<p::SecMode, std::vector<uint8_t>> KeyOf(uint16_t job) const {
+    const auto [mode, secret] = control_->KeyOf(job);
+    return {mode, {secret.begin(), secret.end()}};
+  }
   // The job's key at the leaf (its admin channel's, or ina-jobkey's, set_key).
   Status InstallKey(p::SecMode mode, std::span<const uint8_t> secret) {
     return control_->InstallJobKey(kJob, mode, secret);
@@ -211,6 +225,7 @@ class LeafHarness : public LeafSink, public Emitter {
   Peer spine = MakePeer(5000);
   std::vector<Peer> workers;
   std::vector<Sent> sent;
+  std::vector<std::string> logs;
   int foreign = 0;
 
  private:
@@ -1050,6 +1065,84 @@ TEST(Leaf, WorkerAbortIsALeaveUpstreamAndGracefulLeavesAreOne) {
       EXPECT_EQ(up[0].h().offset, 42u) << "calls";
     }
   }
+}
+
+// Keys passed on (LeafConfig::upstream_admin): a launcher's SET_KEY at the leaf is installed here,
+// sealed again under the spine's admin secret and sent up (a real control plane plays the
+// spine), resent under a fresh sequence until the spine acknowledges, and only then acknowledged
+// to the launcher with its own sequence. One the spine never acknowledges is given up and logged.
+TEST(Leaf, AKeyInstalledHereIsPassedOnAndAcknowledgedOnceTheSpineHasIt) {
+  const std::vector<uint8_t> admin(32, 0x11), spine_admin(32, 0x22), secret(32, 0x5a);
+  LeafHarness t(256, 0, 0, 1, admin, spine_admin);
+  auto spine_engine = MakeReferenceEngine({256, 16});
+  ControlConfig sc;
+  sc.admin_secret = spine_admin;
+  auto spine = std::move(ControlPlane::Create(*spine_engine, sc)).value();
+  struct : ReplySink {
+    void Send(const Peer&, std::span<const uint8_t> packet) override {
+      acks.emplace_back(packet.begin(), packet.end());
+    }
+    std::vector<std::vector<uint8_t>> acks;
+  } spine_out;
+  auto spine_takes = [&](const Sent& s) {
+    spine->HandleControl(s.bytes, MakePeer(5000), TimePoint{}, spine_out);
+  };
+  const Peer launcher = MakePeer(7000);
+  const uint64_t seq = 1000;
+  t.FromPeer(launcher, p::SealSetKey(admin, kJob, p::SecMode::kMac, secret, seq).value());
+  EXPECT_EQ(t.KeyOf(kJob), std::make_pair(p::SecMode::kMac, secret)) << "installed here";
+  auto up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 1u);
+  EXPECT_EQ(up[0].h().type, p::MsgType::kSetKey);
+  EXPECT_TRUE(t.Take().empty()) << "the launcher hears once the spine has the key";
+  // Resent under a fresh, higher sequence: the spine takes both (the same key, kept).
+  t.now += milliseconds(100);
+  t.Tick();
+  auto again = t.TakeTo(t.spine);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].h().type, p::MsgType::kSetKey);
+  EXPECT_GT(p::SetKeyMsg::Decode(again[0].bytes.data()).seq_lo,
+            p::SetKeyMsg::Decode(up[0].bytes.data()).seq_lo);
+  spine_takes(up[0]);
+  spine_takes(again[0]);
+  ASSERT_EQ(spine_out.acks.size(), 2u) << "sealed under the spine's admin secret";
+  const auto [mode, spine_secret] = spine->KeyOf(kJob);
+  EXPECT_EQ(mode, p::SecMode::kMac);
+  EXPECT_TRUE(std::ranges::equal(spine_secret, secret));
+  // The first ack is the launcher's; the second answers nothing pending any more.
+  t.FromSpine(spine_out.acks[0]);
+  auto acks = t.Take();
+  ASSERT_EQ(acks.size(), 1u);
+  EXPECT_EQ(acks[0].to, launcher);
+  EXPECT_EQ(acks[0].h().type, p::MsgType::kSetKeyAck);
+  EXPECT_EQ(acks[0].h().job, kJob);
+  EXPECT_EQ(acks[0].h().offset, seq) << "the launcher's own sequence";
+  t.FromSpine(spine_out.acks[1]);
+  EXPECT_TRUE(t.Take().empty());
+  EXPECT_EQ(t.Count(LeafCounter::kUpKeys), 2u);
+  EXPECT_EQ(t.Count(LeafCounter::kUpKeyAcks), 1u);
+  t.now += milliseconds(500);
+  t.Tick();
+  EXPECT_TRUE(t.Take().empty()) << "nothing resent once acknowledged";
+
+  // A SET_KEY the leaf does not take (another admin secret) goes nowhere.
+  t.FromPeer(launcher, p::SealSetKey(spine_admin, 10, p::SecMode::kMac, secret, seq + 1).value());
+  EXPECT_TRUE(t.Take().empty());
+  EXPECT_EQ(t.Count(ControlCounter::kAdminForged), 1u);
+
+  // A spine that never acknowledges: resent every join_resend, given up after
+  // key_forward_timeout (3 s), logged; the launcher never hears.
+  t.FromPeer(launcher, p::SealSetKey(admin, 11, p::SecMode::kMac, secret, seq + 2).value());
+  for (int i = 0; i < 40; ++i) {
+    t.now += milliseconds(100);
+    t.Tick();
+  }
+  auto sent = t.Take();
+  EXPECT_EQ(sent.size(), 30u) << "the first send and a resend every 100 ms until 3 s";
+  for (const Sent& x : sent) EXPECT_EQ(x.to, t.spine);
+  EXPECT_EQ(t.Count(LeafCounter::kUpKeyTimeouts), 1u);
+  ASSERT_EQ(t.logs.size(), 1u);
+  EXPECT_NE(t.logs[0].find("did not acknowledge job 11's key"), std::string::npos) << t.logs[0];
 }
 
 }  // namespace

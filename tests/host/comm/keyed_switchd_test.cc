@@ -691,6 +691,75 @@ TEST(KeyedTreeIdle, AnIdleKeyedJobOutlivesBothJobTimeouts) {
   EXPECT_EQ(s.at("jobs_done"), 1u);
 }
 
+// Keys passed on through the tree (ina-switchd --upstream-admin-key-file): the job's launcher at
+// each leaf installs the key there only, as torch's and NCCL's launchers do at their own switch
+// (InstallJobKey); each leaf passes it on to the spine and acknowledges it only once the spine
+// has it. The job runs through a spine that requires keys and was given none by hand. A leaf
+// given another admin secret for the spine leaves its launcher without an ack: a bounded error.
+TEST(KeyedTreeKeysPassedOn, LaunchersAtTheLeavesCoverTheSpine) {
+  constexpr uint16_t kJob = 56, kLost = 57;
+  KeyedSwitch spine({"--require-job-keys", "1"});
+  ASSERT_NE(spine.port(), 0);
+  const std::string up = "127.0.0.1:" + std::to_string(spine.port());
+  std::vector<std::unique_ptr<KeyedSwitch>> leaves;
+  for (int i = 0; i < 2; ++i) {
+    leaves.push_back(std::make_unique<KeyedSwitch>(
+        std::vector<std::string>{"--upstream", up, "--leaf-index", std::to_string(i), "--leaves",
+                                 "2", "--upstream-admin-key-file", spine.admin.path()}));
+    ASSERT_NE(leaves.back()->port(), 0);
+  }
+  auto secret = MakeJobSecret();
+  ASSERT_TRUE(secret.ok()) << secret.status().ToString();
+  for (auto& leaf : leaves) {
+    CommConfig c;
+    c.switch_host = "127.0.0.1";
+    c.switch_port = leaf->port();
+    c.sec = "mac_encrypt";
+    c.join_timeout_ms = 3000;
+    const Status s = InstallJobKey(c, kJob, kAdmin, *secret);
+    ASSERT_TRUE(s.ok()) << s.ToString();
+  }
+  const std::vector<uint8_t> bytes(secret->bytes().begin(), secret->bytes().end());
+  std::vector<Rank> ranks = Job(kJob, 4, p::SecMode::kMacEncrypt, bytes, 2, 3000, true, 36);
+  for (Rank& x : ranks) x.port = leaves[static_cast<size_t>(x.rank / 2)]->port();
+  const std::vector<Rank> inputs = ranks;
+  RunRanks(ranks, 0);
+  for (const Rank& x : ranks) {
+    ASSERT_TRUE(x.status.ok()) << "rank " << x.rank << ": " << x.status.ToString();
+  }
+  ExpectExact(ranks, inputs);
+
+  AdminKeyFile other(Secret(201));
+  KeyedSwitch lost({"--upstream", up, "--leaf-index", "0", "--leaves", "2",
+                    "--upstream-admin-key-file", other.path()});
+  ASSERT_NE(lost.port(), 0);
+  CommConfig c;
+  c.switch_host = "127.0.0.1";
+  c.switch_port = lost.port();
+  c.sec = "mac";
+  c.join_timeout_ms = 1000;
+  const auto t0 = Clock::now();
+  const Status s = InstallJobKey(c, kLost, kAdmin, *secret);
+  EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.ToString();
+  EXPECT_NE(s.message().find("admin secret"), std::string::npos) << s.ToString();
+  EXPECT_LT(Clock::now() - t0, std::chrono::seconds(3));
+
+  for (auto& leaf : leaves) {
+    const auto k = leaf->sw->Stop();
+    EXPECT_GE(k.at("leaf_up_keys"), 1u);
+    EXPECT_EQ(k.at("leaf_up_key_acks"), 1u) << "one launcher, acknowledged once";
+    EXPECT_EQ(k.at("leaf_key_mismatch"), 0u);
+  }
+  const auto l = lost.sw->Stop();
+  EXPECT_GE(l.at("leaf_up_keys"), 1u);
+  EXPECT_EQ(l.at("leaf_up_key_acks"), 0u);
+  const auto sp = spine.sw->Stop();
+  EXPECT_EQ(sp.at("keys_installed"), 2u) << "one from each leaf: the same key, taken twice";
+  EXPECT_EQ(sp.at("joins_unauthorized"), 0u);
+  EXPECT_GE(sp.at("joins_proven"), 2u) << "both leaves proved the job's JOIN";
+  EXPECT_GE(sp.at("admin_forged"), 1u) << "the lost leaf's, under another admin secret";
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, KeyedTree,
                          ::testing::Values(p::SecMode::kMac, p::SecMode::kMacEncrypt),
                          [](const auto& info) { return std::string(ModeName(info.param)); });

@@ -92,6 +92,9 @@ struct Config {
   // upstream port as lane c of `cores` lanes of this leaf's rank (a spine of any cores: one port,
   // or ina-rtlsim).
   uint32_t upstream_core_ports = 1;
+  // A leaf with --admin-key-file: the spine's admin secret (a file as admin_key_file's); keys
+  // installed here are passed on to the spine (docs/hierarchy.md, "Keyed jobs"). Empty: not.
+  std::string upstream_admin_key_file;
   // --metrics: Prometheus text format over HTTP at this "IPv4:PORT" or "[IPv6]:PORT" (GET
   // /metrics; ina-switchd's metrics.h); empty: off.
   std::string metrics;

@@ -59,6 +59,13 @@
 // use). The leaf answers the spine's join_challenge with a JOIN proven under the job's secret
 // and takes the spine's session salt from it. A job keyed at one of leaf and spine only ends with
 // error(unauthorized) to its workers (leaf_key_mismatch). Both must hold the same mode.
+// Passing keys on (LeafConfig::upstream_admin): a SET_KEY the local control plane takes (the
+// launcher's, sealed under the leaf's admin secret) is sealed again under the spine's admin
+// secret and sent up, resent every join_resend under a fresh sequence until the spine's
+// set_key_ack, which the leaf then acknowledges to its sender (echoing the sender's sequence). So
+// a launcher's acknowledged key is on the spine too before any worker joins; a spine that never
+// acknowledges (another admin secret) leaves the launcher without an ack, and the leaf gives up
+// after key_forward_timeout (leaf_up_key_timeouts, logged).
 //
 // Failure: an error from the spine (job_aborted, rank_mismatch, peer_refused, ...) ends the local
 // job: every local worker gets the spine's error (ranks mapped to global ones) and later JOINs of
@@ -75,8 +82,10 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
+#include <string>
 #include <string_view>
 #include <unordered_map>
 #include <vector>
@@ -103,6 +112,11 @@ struct LeafConfig {
   RtoConfig rto{1000, 5000, 200000, 1};  // samples_per_rtt: set to each job's window
   std::chrono::milliseconds join_resend{100};
   std::chrono::milliseconds job_timeout{30000};  // a job stuck joining is forgotten after this
+  // The spine's admin secret: keys taken here are passed on to it (above); empty, they stay here
+  // (each switch gets its own: ina-jobkey). Wiped when the leaf goes.
+  std::vector<uint8_t> upstream_admin;
+  std::chrono::milliseconds key_forward_timeout{3000};  // after the sender's last SET_KEY
+  std::function<void(const std::string&)> log;          // one line, no newline; may be empty
 };
 
 // Where a leaf's packets go (the switch's send queue). `payload_checked`: data and results, whose
@@ -135,6 +149,9 @@ enum class LeafCounter : uint16_t {
   kUpForged,       // keyed results from the spine whose tag did not verify
   kUpProofs,       // proven JOINs sent to the spine (answers to its join_challenge)
   kKeyMismatch,    // jobs ended: keyed at one of the leaf and the spine only
+  kUpKeys,         // SET_KEYs passed on to the spine (resends included)
+  kUpKeyAcks,      // ... acknowledged by the spine (each then acknowledged to its sender)
+  kUpKeyTimeouts,  // keys the spine did not acknowledge within key_forward_timeout
   kCount,
 };
 inline constexpr size_t kNumLeafCounters = static_cast<size_t>(LeafCounter::kCount);
@@ -144,7 +161,7 @@ inline constexpr std::array<std::string_view, kNumLeafCounters> kLeafCounterName
     "leaf_up_leaves",      "leaf_down_results",  "leaf_down_resends", "leaf_resend_pending",
     "leaf_foreign_rank",   "leaf_no_slots",      "leaf_up_allocs",    "leaf_data_cross_job",
     "leaf_data_forged",    "leaf_data_replayed", "leaf_up_forged",    "leaf_up_proofs",
-    "leaf_key_mismatch"};
+    "leaf_key_mismatch",   "leaf_up_keys",       "leaf_up_key_acks",  "leaf_up_key_timeouts"};
 using LeafCounters = std::array<uint64_t, kNumLeafCounters>;
 
 // The ranks leaf `index` of `leaves` serves in a world of `world`: [lo, lo + n), the r with
@@ -162,10 +179,14 @@ class Leaf final : private ReplySink {
   // `control` (the switch core's, configured with lease_calls 0) and `out` must outlive the leaf;
   // every job of `control` is the leaf's.
   Leaf(const LeafConfig& config, ControlPlane& control, LeafSink& out);
+  ~Leaf() override;
+  Leaf(const Leaf&) = delete;
+  Leaf& operator=(const Leaf&) = delete;
 
   bool FromUpstream(const Peer& from) const { return from == config_.upstream; }
 
-  // A JOIN, LEAVE or ALLOC_JOB from a worker (REQUIRES: header length, version kVersion).
+  // A JOIN, LEAVE, ALLOC_JOB or SET_KEY from a worker or launcher (REQUIRES: header length,
+  // version kVersion).
   void HandleWorkerControl(std::span<const uint8_t> packet, const Peer& from, TimePoint now);
   // A data packet from a worker at `from`: what the engine should see. The packet itself when it
   // is not a valid data packet of a leaf job (the engine counts it), a copy in `scratch` (at least
@@ -322,6 +343,14 @@ class Leaf final : private ReplySink {
   // alloc_ack or error(too_many_jobs) (job 0) from the spine: to the worker that asked; false if
   // it answers no request of ours.
   bool AllocReply(std::span<const uint8_t> packet);
+  // A SET_KEY from `from` while keys are passed on: taken by the local control plane, then sent up.
+  void TakeKey(std::span<const uint8_t> packet, const Peer& from, TimePoint now);
+  struct KeyForward;
+  // Seals f's job's key under the spine's admin secret with a fresh sequence and sends it up.
+  void SendKeyUp(KeyForward& f, TimePoint now);
+  // set_key_ack from the spine: acknowledged to the sender whose key it was; false if it answers
+  // no key of ours.
+  bool KeyAck(std::span<const uint8_t> packet);
   void Lower(TimePoint t) { next_deadline_ = std::min(next_deadline_, t); }
   void Bump(LeafCounter c, uint64_t n = 1) { counters_[static_cast<size_t>(c)] += n; }
 
@@ -338,6 +367,16 @@ class Leaf final : private ReplySink {
     TimePoint at{};
   };
   std::vector<Alloc> allocs_;
+  // Keys passed on to the spine and not acknowledged yet: one per job and sender.
+  struct KeyForward {
+    uint16_t job = 0;
+    Peer sender;
+    uint64_t sender_seq = 0;             // the sender's last SET_KEY's, echoed in its ack
+    uint64_t first_seq = 0, up_seq = 0;  // the sequences sent up: the first and the last
+    uint32_t attempt = 0;
+    TimePoint next{}, give_up{};
+  };
+  std::vector<KeyForward> key_forwards_;
   uint16_t next_nonce_ = 0;
   // While the leaf hands a spine error down through the control plane: counts are global already.
   bool passthrough_ = false;
