@@ -313,8 +313,10 @@ void ProcessGroupIna::InitFabric(const BackendOptions& options) {
     is >> job >> host >> port >> k >> window;
     TORCH_CHECK(!is.fail(), "ina: malformed store entry ", kFabricKey, ": '", published, "'");
     c.job_id = static_cast<uint16_t>(job);
+    const std::string rank0_at = host + ":" + std::to_string(port);
     // A rank given its own address of the fabric (INA_SWITCH or the option: a switch reached
-    // through another of its ports, as on the testbed) keeps it; the others use rank 0's.
+    // through another of its ports, as on the testbed, or a leaf of a tree) keeps it; the others
+    // use rank 0's.
     if (std::getenv("INA_SWITCH") == nullptr && options.switch_addr.empty()) {
       c.switch_host = host;
       c.switch_port = static_cast<uint16_t>(port);
@@ -338,6 +340,38 @@ void ProcessGroupIna::InitFabric(const BackendOptions& options) {
         }
       }
     }
+    // A rank whose switch is not rank 0's (a leaf of a tree: docs/hierarchy.md, "Keyed jobs")
+    // installs the secret there too, so that every switch the job's ranks join holds the key
+    // before any of them joins. The first such rank at each switch does it for all of them (the
+    // store's add elects it); the others wait for its word.
+    const std::string my_at = host + ":" + std::to_string(port);
+    std::string key_at;  // this rank's election's store keys, deleted once every rank joined
+    if (share_secret && local_error.empty() && my_at != rank0_at) {
+      const std::string at = "ina/keyat/" + std::to_string(job) + "/" + my_at;
+      if (store_->add(at, 1) == 1) {
+        key_at = at;
+        std::string result = "ok";
+        const char* spec = std::getenv("INA_ADMIN_KEY");
+        if (spec == nullptr) {
+          result = "rank " + std::to_string(rank_) + " joins the fabric at " + my_at +
+                   ", not at rank 0's " + rank0_at +
+                   ", so it installs the job's key there (INA_JOB_SEC=" + c.sec +
+                   " without INA_JOB_KEY), which needs that switch's admin secret: "
+                   "INA_ADMIN_KEY=FILE (mode 0600) or fd:N (docs/hierarchy.md, \"Keyed jobs\")";
+        } else if (auto a = ina::host::LoadJobSecret(spec, "INA_ADMIN_KEY"); !a.ok()) {
+          result = a.status().ToString();
+        } else {
+          const Status st = ina::host::InstallJobKey(c, c.job_id, a->bytes(), c.job_secret);
+          a->Wipe();
+          if (!st.ok()) result = st.ToString();
+        }
+        store_->set(at + "/done", StoreBytes(result));
+      }
+      const std::string done = StoreString(store_->get(at + "/done"));
+      if (done != "ok") {
+        local_error = "job " + std::to_string(job) + "'s key at " + my_at + ": " + done;
+      }
+    }
     Result<std::unique_ptr<Communicator>> comm =
         local_error.empty() ? Communicator::Create(c)
                             : Result<std::unique_ptr<Communicator>>(InvalidArgument(local_error));
@@ -349,6 +383,13 @@ void ProcessGroupIna::InitFabric(const BackendOptions& options) {
       if (s != "ok") {
         why = "rank " + std::to_string(r) + " could not join job " + std::to_string(job) +
               " on the fabric at " + host + ":" + std::to_string(port) + ": " + s;
+      }
+    }
+    if (!key_at.empty()) {  // every rank at this switch has read its word
+      try {
+        store_->deleteKey(key_at);
+        store_->deleteKey(key_at + "/done");
+      } catch (const std::exception&) {  // a store without deleteKey keeps them (no secret)
       }
     }
     if (share_secret && rank_ == 0) {

@@ -297,6 +297,9 @@ CHECKS = [check_float_sum_avg, check_int32, check_other_float_dtypes,
           check_reduce_scatter_tensor]
 # torch 2.x only (test_semantics.test_torch2_apis skips on 1.13).
 TORCH2_CHECKS = [check_torch2_apis]
+# Through a tree of switches: the default group's all-reduces (a subgroup's ranks are numbered
+# anew, and a leaf serves fixed ranks of each job: docs/hierarchy.md).
+TREE_CHECKS = [check_float_sum_avg, check_int32]
 
 
 def run_checks(rank, world, seed, checks=CHECKS):
@@ -320,11 +323,13 @@ def run_checks(rank, world, seed, checks=CHECKS):
 
 
 def spawn_main(rank, world, init_method, seed, env, checks=None):
-    os.environ.update(env)
+    # A list is a value per rank (INA_SWITCH of a tree: each rank's leaf).
+    os.environ.update({k: v[rank] if isinstance(v, list) else v for k, v in env.items()})
     if init_method == "env://":
         os.environ["RANK"], os.environ["WORLD_SIZE"] = str(rank), str(world)
     dist.init_process_group("ina", init_method=init_method, rank=rank, world_size=world)
-    run_checks(rank, world, seed, {None: CHECKS, "torch2": TORCH2_CHECKS}[checks])
+    run_checks(rank, world, seed,
+               {None: CHECKS, "torch2": TORCH2_CHECKS, "tree": TREE_CHECKS}[checks])
 
 
 if __name__ == "__main__":  # under torchrun: env:// with RANK/WORLD_SIZE/MASTER_* set

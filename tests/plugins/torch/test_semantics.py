@@ -1,6 +1,7 @@
 """Backend "ina" against gloo: allreduce SUM/AVG through the fabric, everything else through
 gloo; tcp://, file:// and env:// init under mp.spawn, and torchrun. A real ina-switchd on a free
 loopback port per test. INA_SEED=<n> replays."""
+import contextlib
 import os
 import shutil
 import subprocess
@@ -65,6 +66,32 @@ class SemanticsTest(unittest.TestCase):
             self.assertNotIn("refused", out)
             with open(admin) as f:
                 self.assertNotIn(f.read().strip(), out, "the admin secret was printed")
+        finally:
+            shutil.rmtree(d, ignore_errors=True)
+
+    def test_keyed_tree_every_leaf_and_the_spine_get_the_key(self):
+        # A spine and two leaves, ranks 0-1 at leaf 0 and 2-3 at leaf 1 (each rank's INA_SWITCH),
+        # INA_JOB_SEC=mac without INA_JOB_KEY: rank 0 installs the secret at its leaf, rank 2 (the
+        # first at the other leaf) at its own, and each leaf passes it on to the spine
+        # (--upstream-admin-key-file; one admin secret for the fabric). Every switch requires
+        # keys, so a switch without it would refuse the job.
+        d = tempfile.mkdtemp(prefix="ina_torch_tree_")
+        try:
+            admin = lib.admin_key_file(d)
+            seed = lib.seed()
+            keyed = ("--admin-key-file", admin, "--require-job-keys", "1")
+            with lib.Switch(*keyed) as spine, contextlib.ExitStack() as stack:
+                leaves = [stack.enter_context(lib.Switch(
+                    *keyed, "--upstream", spine.addr, "--leaf-index", str(i), "--leaves", "2",
+                    "--upstream-admin-key-file", admin)) for i in range(2)]
+                e = {"INA_SWITCH": [leaves[r // 2].addr for r in range(4)],
+                     "INA_JOB_SEC": "mac", "INA_ADMIN_KEY": admin}
+                mp.spawn(semantics_worker.spawn_main,
+                         args=(4, f"tcp://127.0.0.1:{lib.free_port()}", seed, e, "tree"),
+                         nprocs=4, join=True)
+                out = "".join(spine.lines + leaves[0].lines + leaves[1].lines)
+            self.assertNotIn("refused", out)
+            self.assertNotIn("did not acknowledge", out)
         finally:
             shutil.rmtree(d, ignore_errors=True)
 
