@@ -135,10 +135,24 @@ Result<std::unique_ptr<CollComm>> CollComm::Connect(const host::CommConfig& loca
                        "; node 0's log says why)");
   }
   host::CommConfig c = local;
-  if (c.sec != "crc" && c.job_secret.empty()) c.job_secret = root.secret;  // node 0's (listen)
-  c.switch_host = root.switch_host;
-  c.switch_port = root.switch_port;
+  const bool node0s_secret = c.sec != "crc" && c.job_secret.empty();
+  if (node0s_secret) c.job_secret = root.secret;  // node 0's (listen)
   c.job_id = root.job_id;
+  // A node joins at its own switch (its INA_SWITCH). Where that is not node 0's (a leaf of a
+  // tree), node 0's listen installed the secret it made at its own switch only: this node installs
+  // it at its own too before it joins (the same key again is no change where it is already).
+  if (node0s_secret && (c.switch_host != root.switch_host || c.switch_port != root.switch_port)) {
+    const std::string at = c.switch_host + ":" + std::to_string(c.switch_port);
+    auto admin = host::AdminSecretFromEnv(
+        c, "node " + std::to_string(rank) + " (at " + at + ", not node 0's switch)");
+    if (!admin.ok()) return admin.status().WithContext("collnet connect");
+    const Status st = host::InstallJobKey(c, c.job_id, admin->bytes(), c.job_secret);
+    admin->Wipe();
+    if (!st.ok()) {
+      return st.WithContext("collnet connect: node 0's key for job " + std::to_string(c.job_id) +
+                            " at " + at);
+    }
+  }
   c.k = root.k;
   c.window = root.window;
   c.rank = static_cast<uint16_t>(rank);

@@ -120,10 +120,14 @@ class CollComm {
  public:
   static constexpr int kMaxRequests = 64;  // in flight per communicator; more: nullptr (retry)
 
-  // Joins job handles[0].job_id on handles[0]'s fabric as rank `rank` of handles.size(), with
-  // `local`'s timeouts and transport. Blocks until every node joined (local.join_timeout_ms).
-  // Errors: InvalidArgument (rank out of range, no handles), Unavailable (node 0's listen got
-  // no job id), Communicator::Create's errors.
+  // Joins job handles[0].job_id as rank `rank` of handles.size(), with `local`'s timeouts and
+  // transport, at `local`'s switch (its INA_SWITCH: node 0's, or a leaf of a tree,
+  // docs/hierarchy.md). Blocks until every node joined (local.join_timeout_ms). A keyed job whose
+  // secret node 0's listen made: a node at another switch than node 0's first installs that
+  // secret for node 0's id there (host::InstallJobKey, INA_ADMIN_KEY). Errors: InvalidArgument
+  // (rank out of range, no handles), Unavailable (node 0's listen got no job id),
+  // FailedPrecondition (no INA_ADMIN_KEY where it must install), InstallJobKey's and
+  // Communicator::Create's errors.
   static Result<std::unique_ptr<CollComm>> Connect(const host::CommConfig& local,
                                                    std::span<const CollHandle> handles, int rank);
   // Leaves the job (LEAVE: done when every op succeeded, else an abort); requests still in

@@ -2,6 +2,7 @@
 // (src/transport/coll_net.cc, net.cc), started N times by nccl_plugin_abi_test.
 //
 //   nccl_abi_peer MODE --plugin SO --dir DIR --rank R --nodes N [--seed S] [--rounds M]
+//                 [--switch ADDR:PORT]   (this node's INA_SWITCH; else the environment's)
 //   MODE: coll (CollNet all-reduce), net (point-to-point, 2 ranks: 0 receives, 1 sends),
 //         dead (connect, print "connected", wait for DIR/go, then one all-reduce that must fail),
 //         nofabric (INA_SWITCH names no fabric: listen works, connect fails on every node),
@@ -609,7 +610,7 @@ int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
                  "usage: nccl_abi_peer coll|net|dead|nofabric|bench --plugin SO --dir DIR --rank R "
-                 "--nodes N [--seed S] [--rounds M]\n");
+                 "--nodes N [--seed S] [--rounds M] [--switch ADDR:PORT]\n");
     return 2;
   }
   a.mode = argv[1];
@@ -627,6 +628,8 @@ int main(int argc, char** argv) {
       a.seed = std::stoull(v);
     else if (k == "--rounds")
       a.rounds = std::stoi(v);
+    else if (k == "--switch")  // this node's INA_SWITCH (a leaf of a tree), for the plugin's init
+      setenv("INA_SWITCH", v.c_str(), 1);
     else {
       std::fprintf(stderr, "nccl_abi_peer: unknown option %s\n", k.c_str());
       return 2;

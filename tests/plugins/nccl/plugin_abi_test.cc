@@ -82,13 +82,22 @@ struct Peer {
   int exit_code = -1;
 };
 
-std::vector<Peer> StartPeers(const std::string& mode, int n, const std::string& dir,
-                             uint64_t seed) {
+// `switches`: each node's INA_SWITCH (a leaf of a tree); empty, the environment's.
+std::vector<Peer> StartPeers(const std::string& mode, int n, const std::string& dir, uint64_t seed,
+                             const std::vector<std::string>& switches = {}) {
   std::vector<Peer> peers(n);
   for (int r = 0; r < n; ++r) {
-    auto p = Process::Start({NCCL_ABI_PEER_BIN, mode, "--plugin", INA_NCCL_PLUGIN_SO, "--dir", dir,
-                             "--rank", std::to_string(r), "--nodes", std::to_string(n), "--seed",
-                             std::to_string(seed)});
+    std::vector<std::string> args = {NCCL_ABI_PEER_BIN, mode,
+                                     "--plugin",        INA_NCCL_PLUGIN_SO,
+                                     "--dir",           dir,
+                                     "--rank",          std::to_string(r),
+                                     "--nodes",         std::to_string(n),
+                                     "--seed",          std::to_string(seed)};
+    if (!switches.empty()) {
+      args.push_back("--switch");
+      args.push_back(switches[static_cast<size_t>(r)]);
+    }
+    auto p = Process::Start(args);
     EXPECT_TRUE(p.ok()) << p.status().ToString();
     if (p.ok()) peers[r].proc.emplace(std::move(*p));
   }
@@ -183,6 +192,68 @@ TEST(CollNetAbi, KeyedJobSharesNode0sSecretThroughTheHandles) {
   ASSERT_FALSE(counters.empty()) << "no counters from ina-switchd";
   EXPECT_EQ(JsonNumber(counters, "keys_installed"), kNodes) << counters;
   EXPECT_GE(JsonNumber(counters, "joins_proven"), kNodes) << counters;  // resends count too
+  EXPECT_EQ(JsonNumber(counters, "joins_unauthorized"), 0) << counters;
+  EXPECT_EQ(JsonNumber(counters, "jobs_done"), 1) << counters;
+}
+
+// Through a tree of switches (docs/hierarchy.md): a spine and 2 leaves, nodes 0-1 at leaf 0 and
+// 2-3 at leaf 1 (each node's INA_SWITCH), a keyed job with no INA_JOB_KEY. Node 0's listen installs
+// its secret at leaf 0, which passes it on to the spine (--upstream-admin-key-file); nodes 2 and 3
+// install it at leaf 1 before they join (the same key twice: kept). Every switch requires keys.
+TEST(CollNetAbi, KeyedJobThroughATreeJoinsEachNodeAtItsLeaf) {
+  constexpr int kNodes = 4;
+  const uint64_t seed = Seed();
+  TempDir dir;
+  ASSERT_FALSE(dir.path.empty());
+  const std::string admin = dir.path + "/admin.key";
+  {
+    std::ofstream f(admin);
+    f << "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n";
+  }
+  ASSERT_EQ(chmod(admin.c_str(), 0600), 0);
+  const std::vector<std::string> keyed = {"--admin-key-file", admin, "--require-job-keys", "1"};
+  Switch spine;
+  ASSERT_TRUE(spine.Start(keyed));
+  std::vector<Switch> leaves(2);
+  std::vector<std::string> at;
+  for (int i = 0; i < 2; ++i) {
+    std::vector<std::string> args = keyed;
+    for (const std::string& a :
+         {std::string("--upstream"), "127.0.0.1:" + std::to_string(spine.port),
+          std::string("--leaf-index"), std::to_string(i), std::string("--leaves"), std::string("2"),
+          std::string("--upstream-admin-key-file"), admin}) {
+      args.push_back(a);
+    }
+    ASSERT_TRUE(leaves[static_cast<size_t>(i)].Start(args));
+  }
+  for (int r = 0; r < kNodes; ++r) {
+    at.push_back("127.0.0.1:" + std::to_string(leaves[static_cast<size_t>(r / 2)].port));
+  }
+  setenv("INA_JOB_SEC", "mac", 1);
+  setenv("INA_ADMIN_KEY", admin.c_str(), 1);
+  unsetenv("INA_PROGRESS_TIMEOUT_MS");
+  auto peers = StartPeers("coll", kNodes, dir.path, seed, at);
+  Finish(peers);
+  unsetenv("INA_JOB_SEC");
+  unsetenv("INA_ADMIN_KEY");
+  std::string fingerprint;
+  for (int r = 0; r < kNodes; ++r) {
+    const std::string& j = peers[r].json;
+    SCOPED_TRACE("rank " + std::to_string(r) + ": " + j);
+    ASSERT_FALSE(j.empty()) << "no JSON line from rank " << r;
+    EXPECT_TRUE(JsonTrue(j, "ok")) << JsonString(j, "error");
+    if (r == 0) fingerprint = JsonString(j, "fingerprint");
+    EXPECT_EQ(JsonString(j, "fingerprint"), fingerprint) << "results differ across nodes";
+  }
+  for (Switch& leaf : leaves) {
+    const std::string counters = leaf.StopForCounters();
+    ASSERT_FALSE(counters.empty()) << "no counters from a leaf";
+    EXPECT_EQ(JsonNumber(counters, "joins_unauthorized"), 0) << counters;
+    EXPECT_GE(JsonNumber(counters, "leaf_up_key_acks"), 1) << counters;
+    EXPECT_EQ(JsonNumber(counters, "leaf_key_mismatch"), 0) << counters;
+  }
+  const std::string counters = spine.StopForCounters();
+  ASSERT_FALSE(counters.empty()) << "no counters from the spine";
   EXPECT_EQ(JsonNumber(counters, "joins_unauthorized"), 0) << counters;
   EXPECT_EQ(JsonNumber(counters, "jobs_done"), 1) << counters;
 }
