@@ -348,6 +348,13 @@ Status JoinError(const proto::ErrorMsg& e, const JoinConfig& cfg, const std::str
                                ": K, world size or window differ from the other ranks' or are "
                                "out of range");
       }
+      if (e.job_value() == proto::kJoinValueNone && param == proto::JoinParam::kRank) {
+        // A worker never sends a rank >= its world: only a leaf of a tree refuses its rank.
+        return InvalidArgument(m + ": this switch does not serve rank " + own +
+                               ": a leaf of a tree serves only its share of the ranks, and "
+                               "another leaf serves this one (docs/hierarchy.md); set this "
+                               "rank's INA_SWITCH to that leaf");
+      }
       if (e.job_value() == proto::kJoinValueNone) {
         return InvalidArgument(m + ": this rank's " + words + " " + own +
                                " is out of the fabric's range");
