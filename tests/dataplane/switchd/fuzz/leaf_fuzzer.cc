@@ -8,20 +8,25 @@
 // or the spine:
 //   op%5 0: a worker's control message: JOIN (world 8 mostly, so ranks 4..7 are this leaf's; a
 //           re-join's epoch, K, window, lanes), a proven JOIN answering the last join_challenge
-//           its peer got (job 1's secret, another, or damaged), LEAVE, ALLOC_JOB, HELLO, or any
-//           type; sealed unless a flag says raw.
+//           its peer got (job 1's secret, another, or damaged), LEAVE, ALLOC_JOB, HELLO, a
+//           launcher's SET_KEY (the leaf's admin secret or the spine's, a fresh sequence or the
+//           last again, job 1's key again or another job's, sometimes damaged), or any type;
+//           sealed unless a flag says raw.
 //   op%5 1: a worker's data packet: job, rank, slot, gen, count, offset, flags, a payload; CRC
 //           sealed, raw, or for job 1 sealed under its local grant's up key (nonce: rank, slot,
 //           gen as the use), sometimes damaged.
 //   op%5 2: from the spine: join_ack (epoch, window, K, job timeout), join_wait, join_challenge
 //           (the salt the harness keeps), error (any code), result (CRC, or for job 1 sealed
-//           under the spine's down key of grant 1 or 2 with the salt it sent), alloc_ack, any.
+//           under the spine's down key of grant 1 or 2 with the salt it sent), alloc_ack,
+//           set_key_ack (of the last key the leaf passed on, its sequence or the next), any.
 //   op%5 3: time passes (0..2.5 s) and both Ticks run (job timeout 1 s).
 //   op%5 4: raw bytes from a worker or the spine.
 // Checked after every record: every packet the leaf sends is at most kMaxPacketBytes and a whole
-// message: to the spine only JOINs (plain, or proven: sec mac and a tag), LEAVEs, ALLOC_JOBs and
-// data as leaf 1 (rank 1); to the workers only replies (join_ack, join_wait, error, alloc_ack,
-// hello_ack, join_challenge of job 1) and results; a CRC-only message with a good trailer, a
+// message: to the spine only JOINs (plain, or proven: sec mac and a tag), LEAVEs, ALLOC_JOBs,
+// data as leaf 1 (rank 1) and SET_KEYs that open under the spine's admin secret to the key the
+// control plane holds for their job, in its mode (the leaf passes keys on); to the workers only
+// replies (join_ack, join_wait, error, alloc_ack, hello_ack, set_key_ack, join_challenge of
+// job 1) and results; a CRC-only message with a good trailer, a
 // keyed one of the job that has a key. Job 1 has a key (mac) in every input: nothing of its data
 // or results ever crosses in the clear, either way. The control plane's job table stays
 // consistent, and between inputs every job of the leaf and of its control plane goes.
@@ -57,6 +62,9 @@ constexpr uint32_t kPoolSlots = 16;
 constexpr size_t kWorkers = 5;
 constexpr uint16_t kKeyedJob = 1;
 const std::vector<uint8_t> kSecret(32, 0x3C);
+const std::vector<uint8_t> kOther(32, 0x3D);
+const std::vector<uint8_t> kAdmin(32, 0xA1);       // the leaf's admin secret
+const std::vector<uint8_t> kSpineAdmin(32, 0xA2);  // the spine's: keys passed on go under it
 
 Peer V4(uint16_t port) {
   sockaddr_in a{};
@@ -92,6 +100,10 @@ class Sink final : public LeafSink, public Emitter {
                  "job %u's data or result with sec %u", job, sec);
     }
     if (to == spine_) {
+      if (t == proto::MsgType::kSetKey) {
+        CheckKeyUp(p);
+        return;
+      }
       if (t == proto::MsgType::kJoin && sec != 0) {
         FUZZ_CHECK(sec == static_cast<uint8_t>(proto::SecMode::kMac) &&
                        p.size() == proto::MessageBytes(0, sec) && job == kKeyedJob,
@@ -119,7 +131,8 @@ class Sink final : public LeafSink, public Emitter {
     }
     FUZZ_CHECK(t == proto::MsgType::kResult || t == proto::MsgType::kJoinAck ||
                    t == proto::MsgType::kJoinWait || t == proto::MsgType::kError ||
-                   t == proto::MsgType::kAllocAck || t == proto::MsgType::kHelloAck,
+                   t == proto::MsgType::kAllocAck || t == proto::MsgType::kHelloAck ||
+                   t == proto::MsgType::kSetKeyAck,
                "type %u to a worker", unsigned(t));
     FUZZ_CHECK(data_or_result || p.size() == proto::MessageBytes(0), "reply of %zu bytes",
                p.size());
@@ -130,10 +143,36 @@ class Sink final : public LeafSink, public Emitter {
   }
 
   Leaf* leaf = nullptr;
+  const ControlPlane* cp = nullptr;
   const Leaf::TimePoint* now = nullptr;
   std::array<proto::JoinChallenge, kWorkers> challenge{};
+  uint16_t key_job = 0;  // the last SET_KEY passed on to the spine: its job and sequence
+  uint64_t key_seq = 0;
 
  private:
+  // A SET_KEY to the spine: sealed under the spine's admin secret, the key the control plane
+  // holds for its job, in its mode.
+  void CheckKeyUp(std::span<const uint8_t> p) {
+    constexpr auto kSealed = static_cast<uint8_t>(proto::SecMode::kMacEncrypt);
+    const auto h = proto::SetKeyMsg::Decode(p.data());
+    FUZZ_CHECK(h.sec == kSealed && p.size() == proto::MessageBytes(h.count, kSealed),
+               "SET_KEY up of sec %u, %zu bytes", h.sec, p.size());
+    const uint64_t seq = (uint64_t{h.seq_hi} << 32) | h.seq_lo;
+    static const proto::TrafficKey key =
+        proto::DeriveTrafficKey(kSpineAdmin, proto::KeyDirection::kUp, 0, 0, proto::Session{})
+            .value();
+    std::vector<uint8_t> plain(size_t{h.count} * proto::kElemBytes);
+    FUZZ_CHECK(proto::OpenOnce(key, proto::SecMode::kMacEncrypt, p,
+                               proto::MakeNonce(h.rank, h.slot, seq), plain.data()),
+               "a SET_KEY up for job %u that does not open under the spine's admin secret", h.job);
+    const auto [mode, secret] = cp->KeyOf(h.job);
+    FUZZ_CHECK(h.mode == static_cast<uint16_t>(mode) && std::ranges::equal(plain, secret),
+               "job %u's key passed on is not the one held (mode %u, held %u)", h.job, h.mode,
+               unsigned(mode));
+    key_job = h.job;
+    key_seq = seq;
+  }
+
   const std::vector<Peer>& workers_;
   const Peer& spine_;
 };
@@ -169,6 +208,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     cc.min_window = 2;
     cc.lease_calls = 0;
     cc.engine_keys = false;
+    cc.admin_secret = kAdmin;
     auto created = ControlPlane::Create(*engine, cc);
     FUZZ_CHECK(created.ok(), "Create: %s", created.status().ToString().c_str());
     return std::move(*created);
@@ -179,8 +219,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     lc.index = 1;
     lc.leaves = 2;
     lc.job_timeout = std::chrono::milliseconds(1000);
+    lc.upstream_admin = kSpineAdmin;
     auto l = std::make_unique<Leaf>(lc, *cp, sink);
     sink.leaf = l.get();
+    sink.cp = cp.get();
     sink.now = &now;
     return l;
   }();
@@ -238,9 +280,25 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         h.slot = lanes % 2;        // lane
         h.gen = (lanes >> 2) % 3;  // lanes (JOIN), nonce (ALLOC_JOB)
         sealed = !(lanes & 0x80);
+        if ((t & 0xE0) == 0xE0) {
+          // A launcher's SET_KEY: job 1's key again (it must stay mac under kSecret's tags, or
+          // kOther's: then job 1's data does not open), or a job of its own (100 ..).
+          static uint64_t seq = 0;
+          if (!(r & 2)) ++seq;  // else the last sequence again: a replay
+          const uint16_t job = (j & 1) ? kKeyedJob : static_cast<uint16_t>(100 + j % 4);
+          const auto mode =
+              (job == kKeyedJob || (j & 2)) ? proto::SecMode::kMac : proto::SecMode::kMacEncrypt;
+          auto m = proto::SealSetKey((r & 1) ? kSpineAdmin : kAdmin, job, mode,
+                                     (j & 4) ? kOther : kSecret, seq);
+          FUZZ_CHECK(m.ok(), "SealSetKey");
+          pkt = std::move(*m);
+          if (lanes & 0x80) pkt[lanes % pkt.size()] ^= 1;  // damaged
+          sealed = false;
+          pkt.resize(pkt.size() + proto::kCrcBytes);  // kept whole below
+          break;
+        }
         if (!(t & 0x80) && (t & 0x40)) {
           // The proven JOIN answering this peer's last challenge: job 1's secret, or another.
-          static const std::vector<uint8_t> kOther(32, 0x3D);
           h.type = proto::MsgType::kJoin;
           h.sec = kMac;
           pkt.assign(proto::kHeaderBytes + proto::kTagBytes, 0);
@@ -381,8 +439,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             }
             break;
           }
-          default:  // an alloc_ack, or any type
+          default:  // an alloc_ack, a set_key_ack, or any type
             pkt.assign(proto::MessageBytes(0), 0);
+            if ((t & 0xC0) == 0x40) {
+              const uint64_t seq = sink.key_seq + ((j & 0x20) ? 1 : 0);
+              proto::SetKeyAckMsg{.job = sink.key_job,
+                                  .seq_hi = static_cast<uint16_t>(seq >> 32),
+                                  .seq_lo = static_cast<uint32_t>(seq)}
+                  .Encode(pkt.data());
+              break;
+            }
             h.type = (t & 0x80) ? static_cast<proto::MsgType>(in.Byte() % 16)
                                 : proto::MsgType::kAllocAck;
             h.gen = in.Byte() % 4;  // alloc_ack's nonce
