@@ -151,9 +151,12 @@ std::string Address(Process& sw, const std::string& program = "ina-switchd") {
 
 // A keyed job's files (docs/security.md): the switches' admin secret and the job secret, hex, mode
 // 0600 in a fresh directory removed at the end.
+// `pass_on`: the key is installed at the leaves only, which pass it on to the spine
+// (--upstream-admin-key-file); the spine requires keys.
 struct Keys {
   std::string mode, dir, admin, job;
-  explicit Keys(std::string m) : mode(std::move(m)) {
+  bool pass_on = false;
+  Keys(std::string m, bool pass) : mode(std::move(m)), pass_on(pass) {
     char tmpl[] = "/tmp/ina-hier-keys-XXXXXX";
     if (mkdtemp(tmpl) == nullptr) return;
     dir = tmpl;
@@ -248,7 +251,7 @@ enum class Spine { kSameCores, kOnePort };
 // (the spine on as many cores), or (Spine::kOnePort) lane c at the spine's one port.
 //
 // `keys`: every switch with the admin secret, and job 7's key installed at each (every core) with
-// ina-jobkey, run where the switch runs.
+// ina-jobkey, run where the switch runs; with keys->pass_on at the leaves only (see Keys).
 bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tree* t,
                const std::string& leaf0_bin = INA_SWITCHD_BIN, int cores = 1,
                Spine spine = Spine::kSameCores, const Keys* keys = nullptr) {
@@ -286,12 +289,14 @@ bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tre
   sa.insert(sa.end(), faults.begin(), faults.end());
   sa.insert(sa.end(), spine_cores.begin(), spine_cores.end());
   sa.insert(sa.end(), admin.begin(), admin.end());
+  const bool pass_on = keys != nullptr && keys->pass_on;
+  if (pass_on) sa.insert(sa.end(), {"--require-job-keys", "1"});
   auto sp = Process::Start(topo.In("s", sa));
   if (!sp.ok()) return false;
   t->spine.emplace(std::move(*sp));
   const std::string spine_addr = Address(*t->spine);
   if (spine_addr.empty()) return false;
-  if (!install("s", spine_addr, spine_cores.empty() ? 1 : cores)) return false;
+  if (!pass_on && !install("s", spine_addr, spine_cores.empty() ? 1 : cores)) return false;
   for (int i = 0; i < kLeaves; ++i) {
     const std::string bin = i == 0 ? leaf0_bin : INA_SWITCHD_BIN;
     std::vector<std::string> la = {bin,
@@ -310,6 +315,7 @@ bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tre
     la.insert(la.end(), faults.begin(), faults.end());
     la.insert(la.end(), on_cores.begin(), on_cores.end());
     la.insert(la.end(), admin.begin(), admin.end());
+    if (pass_on) la.insert(la.end(), {"--upstream-admin-key-file", keys->admin});
     auto lp = Process::Start(topo.In("l" + std::to_string(i), la));
     if (!lp.ok()) return false;
     t->leaves.push_back(std::move(*lp));
@@ -372,15 +378,16 @@ class Hierarchy : public ::testing::TestWithParam<bool> {
   // `cores` > 1: every switch of the tree on that many cores (a port each), the workers' lanes on
   // them (lanes == cores); the flat run stays on one core with the same lanes.
   // `sec` mac or mac_encrypt: the tree's job is keyed (its key at every switch), the flat one
-  // CRC-only.
+  // CRC-only; `pass_keys`: the key installed at the leaves only, passed on to the spine.
   void ExpectTreeEqualsFlat(const std::string& type, size_t elements, int lanes = 1,
                             const std::string& leaf0_bin = INA_SWITCHD_BIN, int cores = 1,
-                            Spine spine = Spine::kSameCores, const std::string& sec = "crc") {
+                            Spine spine = Spine::kSameCores, const std::string& sec = "crc",
+                            bool pass_keys = false) {
     const std::vector<std::string> faults = {"--drop-rate", "0.02", "--dup-rate", "0.01"};
     const bool keyed = sec != "crc";
     std::optional<Keys> keys;
     if (keyed) {
-      keys.emplace(sec);
+      keys.emplace(sec, pass_keys);
       ASSERT_TRUE(keys->ok());
     }
     RunResult tree = RunTree(topo_, type, elements, faults, lanes, leaf0_bin, cores, spine,
@@ -426,6 +433,13 @@ class Hierarchy : public ::testing::TestWithParam<bool> {
         EXPECT_EQ(l["leaf_data_forged"], 0u) << "leaf " << i;
         EXPECT_EQ(l["leaf_up_forged"], 0u) << "leaf " << i;
         EXPECT_EQ(l["leaf_key_mismatch"], 0u) << "leaf " << i;
+        if (pass_keys) {  // each leaf core passed it on (again for an ina-jobkey ack lost)
+          EXPECT_GE(l["leaf_up_key_acks"], static_cast<uint64_t>(cores)) << "leaf " << i;
+        }
+      }
+      if (pass_keys) {
+        EXPECT_EQ(tree.spine["joins_unauthorized"], 0u);
+        EXPECT_GE(tree.spine["keys_installed"], static_cast<uint64_t>(kLeaves * cores));
       }
     }
     // The spine aggregated one contribution per leaf per (slot, generation): its results are the
@@ -501,6 +515,14 @@ TEST_P(Hierarchy, KeyedUnderLossIsBitIdenticalToFlat) {
 // The same with every switch on 2 cores (each core's share keyed on its own).
 TEST_P(Hierarchy, KeyedOnTwoCoresUnderLossIsBitIdenticalToFlat) {
   ExpectTreeEqualsFlat("int32", 50000, 2, INA_SWITCHD_BIN, 2, Spine::kSameCores, "mac");
+}
+
+// The key installed at the leaves only (each core, with ina-jobkey), in mode mac_encrypt: each
+// leaf core passes it on to the spine's core under loss (resent until acknowledged), and the spine,
+// which requires keys, runs the job as if it had been installed there.
+TEST_P(Hierarchy, KeysPassedOnUnderLossAreBitIdenticalToFlat) {
+  ExpectTreeEqualsFlat("float", 50000, 2, INA_SWITCHD_BIN, 2, Spine::kSameCores, "mac_encrypt",
+                       true);
 }
 
 // One job on every switch core, through the tree: 2 cores per switch (--cores 2 --core-ports 1),
