@@ -358,6 +358,16 @@ TEST(KeyedSwitchdErrors, ARankOfAnotherModeFailsItsJoinNamingBoth) {
   EXPECT_EQ(counters.at("drop_cross_job"), 0u) << "no data of the wrong mode was ever sent";
 }
 
+// A launcher's config for the switch on loopback at `port` (InstallJobKey's: a keyed `sec`).
+CommConfig Launcher(uint16_t port, const std::string& sec, int join_timeout_ms) {
+  CommConfig c;
+  c.switch_host = "127.0.0.1";
+  c.switch_port = port;
+  c.sec = sec;
+  c.join_timeout_ms = join_timeout_ms;
+  return c;
+}
+
 // The launcher's side (host/job_alloc.h): rank 0 makes a fresh secret and installs it over the
 // admin channel (a wrong admin secret is a bounded error that names it); the ranks then join with
 // it, proving it, and their sums agree exactly.
@@ -372,11 +382,7 @@ TEST(KeyedSwitchdLauncher, MakeJobSecretAndInstallJobKeyThenTheJobRuns) {
   ASSERT_TRUE(another.ok());
   EXPECT_FALSE(
       std::equal(secret->bytes().begin(), secret->bytes().end(), another->bytes().begin()));
-  CommConfig c;
-  c.switch_host = "127.0.0.1";
-  c.switch_port = sw.port();
-  c.sec = "mac";
-  c.join_timeout_ms = 1000;
+  CommConfig c = Launcher(sw.port(), "mac", 1000);
   const auto t0 = Clock::now();
   const Status wrong = InstallJobKey(c, kJob, Secret(201), *secret);
   EXPECT_EQ(wrong.code(), StatusCode::kDeadlineExceeded) << wrong.ToString();
@@ -414,11 +420,7 @@ TEST(KeyedSwitchdLauncher, AKeyedJobOnEverySwitchCoreGetsItsKeyAtEachCore) {
   ASSERT_NE(sw.port(), 0);
   auto secret = MakeJobSecret();
   ASSERT_TRUE(secret.ok()) << secret.status().ToString();
-  CommConfig c;
-  c.switch_host = "127.0.0.1";
-  c.switch_port = sw.port();
-  c.sec = "mac";
-  c.join_timeout_ms = 3000;
+  CommConfig c = Launcher(sw.port(), "mac", 3000);
   c.progress_threads = 2;
   c.switch_cores = 2;
   const Status ok = InstallJobKey(c, kJob, kAdmin, *secret);
@@ -711,12 +713,8 @@ TEST(KeyedTreeKeysPassedOn, LaunchersAtTheLeavesCoverTheSpine) {
   auto secret = MakeJobSecret();
   ASSERT_TRUE(secret.ok()) << secret.status().ToString();
   for (auto& leaf : leaves) {
-    CommConfig c;
-    c.switch_host = "127.0.0.1";
-    c.switch_port = leaf->port();
-    c.sec = "mac_encrypt";
-    c.join_timeout_ms = 3000;
-    const Status s = InstallJobKey(c, kJob, kAdmin, *secret);
+    const Status s =
+        InstallJobKey(Launcher(leaf->port(), "mac_encrypt", 3000), kJob, kAdmin, *secret);
     ASSERT_TRUE(s.ok()) << s.ToString();
   }
   const std::vector<uint8_t> bytes(secret->bytes().begin(), secret->bytes().end());
@@ -733,13 +731,8 @@ TEST(KeyedTreeKeysPassedOn, LaunchersAtTheLeavesCoverTheSpine) {
   KeyedSwitch lost({"--upstream", up, "--leaf-index", "0", "--leaves", "2",
                     "--upstream-admin-key-file", other.path()});
   ASSERT_NE(lost.port(), 0);
-  CommConfig c;
-  c.switch_host = "127.0.0.1";
-  c.switch_port = lost.port();
-  c.sec = "mac";
-  c.join_timeout_ms = 1000;
   const auto t0 = Clock::now();
-  const Status s = InstallJobKey(c, kLost, kAdmin, *secret);
+  const Status s = InstallJobKey(Launcher(lost.port(), "mac", 1000), kLost, kAdmin, *secret);
   EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.ToString();
   EXPECT_NE(s.message().find("admin secret"), std::string::npos) << s.ToString();
   EXPECT_LT(Clock::now() - t0, std::chrono::seconds(3));

@@ -116,6 +116,29 @@ void Finish(std::vector<Peer>& peers) {
   }
 }
 
+// The switches' admin secret in `dir` (hex, mode 0600); its path, or "" if it cannot be written.
+std::string WriteAdminKey(const TempDir& dir) {
+  const std::string path = dir.path + "/admin.key";
+  {
+    std::ofstream f(path);
+    f << "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n";
+  }
+  return chmod(path.c_str(), 0600) == 0 ? path : "";
+}
+
+// Every peer printed its JSON line, ok, with the same fingerprint of its results.
+void ExpectOkAndAgreed(const std::vector<Peer>& peers) {
+  std::string fingerprint;
+  for (size_t r = 0; r < peers.size(); ++r) {
+    const std::string& j = peers[r].json;
+    SCOPED_TRACE("rank " + std::to_string(r) + ": " + j);
+    ASSERT_FALSE(j.empty()) << "no JSON line from rank " << r;
+    EXPECT_TRUE(JsonTrue(j, "ok")) << JsonString(j, "error");
+    if (r == 0) fingerprint = JsonString(j, "fingerprint");
+    EXPECT_EQ(JsonString(j, "fingerprint"), fingerprint) << "results differ across nodes";
+  }
+}
+
 class CollNetAbi : public ::testing::TestWithParam<int> {};
 
 // Handle exchange, connect, one shared region registered twice, 80 all-reduces per round
@@ -163,12 +186,8 @@ TEST(CollNetAbi, KeyedJobSharesNode0sSecretThroughTheHandles) {
   const uint64_t seed = Seed();
   TempDir dir;
   ASSERT_FALSE(dir.path.empty());
-  const std::string admin = dir.path + "/admin.key";
-  {
-    std::ofstream f(admin);
-    f << "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n";
-  }
-  ASSERT_EQ(chmod(admin.c_str(), 0600), 0);
+  const std::string admin = WriteAdminKey(dir);
+  ASSERT_FALSE(admin.empty());
   Switch sw;
   ASSERT_TRUE(sw.Start({"--admin-key-file", admin, "--require-job-keys", "1"}));
   setenv("INA_SWITCH", ("127.0.0.1:" + std::to_string(sw.port)).c_str(), 1);
@@ -179,15 +198,7 @@ TEST(CollNetAbi, KeyedJobSharesNode0sSecretThroughTheHandles) {
   Finish(peers);
   unsetenv("INA_JOB_SEC");
   unsetenv("INA_ADMIN_KEY");
-  std::string fingerprint;
-  for (int r = 0; r < kNodes; ++r) {
-    const std::string& j = peers[r].json;
-    SCOPED_TRACE("rank " + std::to_string(r) + ": " + j);
-    ASSERT_FALSE(j.empty()) << "no JSON line from rank " << r;
-    EXPECT_TRUE(JsonTrue(j, "ok")) << JsonString(j, "error");
-    if (r == 0) fingerprint = JsonString(j, "fingerprint");
-    EXPECT_EQ(JsonString(j, "fingerprint"), fingerprint) << "results differ across nodes";
-  }
+  ExpectOkAndAgreed(peers);
   const std::string counters = sw.StopForCounters();
   ASSERT_FALSE(counters.empty()) << "no counters from ina-switchd";
   EXPECT_EQ(JsonNumber(counters, "keys_installed"), kNodes) << counters;
@@ -205,12 +216,8 @@ TEST(CollNetAbi, KeyedJobThroughATreeJoinsEachNodeAtItsLeaf) {
   const uint64_t seed = Seed();
   TempDir dir;
   ASSERT_FALSE(dir.path.empty());
-  const std::string admin = dir.path + "/admin.key";
-  {
-    std::ofstream f(admin);
-    f << "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff\n";
-  }
-  ASSERT_EQ(chmod(admin.c_str(), 0600), 0);
+  const std::string admin = WriteAdminKey(dir);
+  ASSERT_FALSE(admin.empty());
   const std::vector<std::string> keyed = {"--admin-key-file", admin, "--require-job-keys", "1"};
   Switch spine;
   ASSERT_TRUE(spine.Start(keyed));
@@ -218,12 +225,9 @@ TEST(CollNetAbi, KeyedJobThroughATreeJoinsEachNodeAtItsLeaf) {
   std::vector<std::string> at;
   for (int i = 0; i < 2; ++i) {
     std::vector<std::string> args = keyed;
-    for (const std::string& a :
-         {std::string("--upstream"), "127.0.0.1:" + std::to_string(spine.port),
-          std::string("--leaf-index"), std::to_string(i), std::string("--leaves"), std::string("2"),
-          std::string("--upstream-admin-key-file"), admin}) {
-      args.push_back(a);
-    }
+    args.insert(args.end(),
+                {"--upstream", "127.0.0.1:" + std::to_string(spine.port), "--leaf-index",
+                 std::to_string(i), "--leaves", "2", "--upstream-admin-key-file", admin});
     ASSERT_TRUE(leaves[static_cast<size_t>(i)].Start(args));
   }
   for (int r = 0; r < kNodes; ++r) {
@@ -236,15 +240,7 @@ TEST(CollNetAbi, KeyedJobThroughATreeJoinsEachNodeAtItsLeaf) {
   Finish(peers);
   unsetenv("INA_JOB_SEC");
   unsetenv("INA_ADMIN_KEY");
-  std::string fingerprint;
-  for (int r = 0; r < kNodes; ++r) {
-    const std::string& j = peers[r].json;
-    SCOPED_TRACE("rank " + std::to_string(r) + ": " + j);
-    ASSERT_FALSE(j.empty()) << "no JSON line from rank " << r;
-    EXPECT_TRUE(JsonTrue(j, "ok")) << JsonString(j, "error");
-    if (r == 0) fingerprint = JsonString(j, "fingerprint");
-    EXPECT_EQ(JsonString(j, "fingerprint"), fingerprint) << "results differ across nodes";
-  }
+  ExpectOkAndAgreed(peers);
   for (Switch& leaf : leaves) {
     const std::string counters = leaf.StopForCounters();
     ASSERT_FALSE(counters.empty()) << "no counters from a leaf";
