@@ -208,6 +208,13 @@ void Leaf::HandleAlloc(std::span<const uint8_t> packet, const Peer& from, TimePo
 }
 
 void Leaf::TakeKey(std::span<const uint8_t> packet, const Peer& from, TimePoint now) {
+  // The sender's resend of a SET_KEY whose ack awaits the spine's: not a replay (the leaf's own
+  // resends go up; the ack goes to it when the spine's comes).
+  const auto h = p::SetKeyMsg::Decode(packet.data());
+  const uint64_t sent = (uint64_t{h.seq_hi} << 32) | h.seq_lo;
+  for (const KeyForward& f : key_forwards_) {
+    if (f.job == h.job && f.sender == from && f.sender_seq == sent) return;
+  }
   const auto taken = control_.TakeSetKey(packet, from);
   if (!taken) return;  // dropped and counted there
   KeyForward* f = nullptr;

@@ -1095,6 +1095,10 @@ TEST(Leaf, AKeyInstalledHereIsPassedOnAndAcknowledgedOnceTheSpineHasIt) {
   ASSERT_EQ(up.size(), 1u);
   EXPECT_EQ(up[0].h().type, p::MsgType::kSetKey);
   EXPECT_TRUE(t.Take().empty()) << "the launcher hears once the spine has the key";
+  // The launcher's resend while the spine's ack is awaited: neither a replay nor a new key.
+  t.FromPeer(launcher, p::SealSetKey(admin, kJob, p::SecMode::kMac, secret, seq).value());
+  EXPECT_TRUE(t.Take().empty());
+  EXPECT_EQ(t.Count(ControlCounter::kAdminReplayed), 0u);
   // Resent under a fresh, higher sequence: the spine takes both (the same key, kept).
   t.now += milliseconds(100);
   t.Tick();
