@@ -1,5 +1,6 @@
 #include "process_group_ina.h"
 
+#include <Python.h>
 #include <c10/core/StreamGuard.h>
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 
@@ -418,7 +419,39 @@ void ProcessGroupIna::InitFabric(const BackendOptions& options) {
       rank_, why.c_str());
 }
 
+namespace {
+
+// Releases the GIL for its lifetime if this thread holds it (else nothing). torch before 2.8
+// destroys a process group holding the GIL (pytorch/pytorch#154976), while the threads a
+// destructor waits for (the backend thread, Gloo's workers) may need it to drop the last
+// reference to a caller's tensor: a deadlock, seen with torch 2.6's own Gloo groups.
+class GilReleased {
+ public:
+  GilReleased()
+      : saved_(Py_IsInitialized() != 0 && PyGILState_Check() != 0 && !Finalizing()
+                   ? PyEval_SaveThread()
+                   : nullptr) {}
+  ~GilReleased() {
+    if (saved_ != nullptr) PyEval_RestoreThread(saved_);
+  }
+  GilReleased(const GilReleased&) = delete;
+  GilReleased& operator=(const GilReleased&) = delete;
+
+ private:
+  static bool Finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+    return Py_IsFinalizing() != 0;
+#else
+    return _Py_IsFinalizing() != 0;
+#endif
+  }
+  PyThreadState* saved_;
+};
+
+}  // namespace
+
 ProcessGroupIna::~ProcessGroupIna() {
+  GilReleased nogil;
   {
     std::lock_guard<std::mutex> lock(queue_mu_);
     stop_ = true;
@@ -426,8 +459,12 @@ ProcessGroupIna::~ProcessGroupIna() {
   queue_cv_.notify_all();
   if (thread_.joinable()) thread_.join();
   done_.clear();  // on this thread (see done_)
-  std::lock_guard<std::mutex> lock(state_mu_);
-  comm_.reset();
+  {
+    std::lock_guard<std::mutex> lock(state_mu_);
+    comm_.reset();
+  }
+  gloo_.reset();  // here, without the GIL, if these held the groups' last references
+  recovery_.reset();
 }
 
 bool ProcessGroupIna::fabric_active() const {

@@ -319,7 +319,17 @@ def run_checks(rank, world, seed, checks=CHECKS):
     assert m["ops_completed"] >= pg.fabric_calls > 0 and m["ops_failed"] == 0, m
     assert m["results"] > 0 and m["packets_sent"] >= m["results"], m
     print(f"rank {rank}: {pg.fabric_calls} fabric calls, all checks passed", flush=True)
+    # torch before 2.8 destroys a process group while holding the GIL, and a Gloo worker thread
+    # that drops the last reference to a finished op's Python tensor needs the GIL under the lock
+    # the destructor waits for: a deadlock, 2 runs in 15 here on torch 2.6 (pytorch/pytorch#154976).
+    # So the last ops on each Gloo group (`ref`, and the backend's through the default group's
+    # barrier) are on tensors kept alive until every group is gone.
+    keep = [torch.zeros(1) for _ in range(4)]
+    for t in keep:
+        dist.all_reduce(t, group=ref)
+    dist.barrier()
     dist.destroy_process_group()
+    del ref, keep
 
 
 def spawn_main(rank, world, init_method, seed, env, checks=None):
