@@ -170,11 +170,20 @@ Result<JobSecret> AdminSecretFromEnv(const CommConfig& config, const std::string
   const char* spec = std::getenv("INA_ADMIN_KEY");
   if (spec == nullptr) {
     return FailedPrecondition("INA_JOB_SEC=" + config.sec + " without INA_JOB_KEY: " + who +
-                              " makes the job's secret and installs it at the switch, which "
-                              "needs the switch's admin secret: INA_ADMIN_KEY=FILE (mode 0600) "
-                              "or fd:N (docs/security.md)");
+                              " installs the job's secret at the switch, which needs the "
+                              "switch's admin secret: INA_ADMIN_KEY=FILE (mode 0600) or fd:N "
+                              "(docs/security.md)");
   }
   return LoadJobSecret(spec, "INA_ADMIN_KEY");
+}
+
+Status InstallJobKeyAtOwnSwitch(const CommConfig& config, uint16_t job, const JobSecret& secret,
+                                const std::string& who) {
+  const std::string at = config.switch_host + ":" + std::to_string(config.switch_port);
+  INA_ASSIGN_OR_RETURN(JobSecret admin, AdminSecretFromEnv(config, who + " (at " + at + ")"));
+  const Status st = InstallJobKey(config, job, admin.bytes(), secret);
+  admin.Wipe();
+  return st.WithContext(who + ": job " + std::to_string(job) + "'s key at " + at);
 }
 
 }  // namespace ina::host

@@ -142,16 +142,9 @@ Result<std::unique_ptr<CollComm>> CollComm::Connect(const host::CommConfig& loca
   // tree), node 0's listen installed the secret it made at its own switch only: this node installs
   // it at its own too before it joins (the same key again is no change where it is already).
   if (node0s_secret && (c.switch_host != root.switch_host || c.switch_port != root.switch_port)) {
-    const std::string at = c.switch_host + ":" + std::to_string(c.switch_port);
-    auto admin = host::AdminSecretFromEnv(
-        c, "node " + std::to_string(rank) + " (at " + at + ", not node 0's switch)");
-    if (!admin.ok()) return admin.status().WithContext("collnet connect");
-    const Status st = host::InstallJobKey(c, c.job_id, admin->bytes(), c.job_secret);
-    admin->Wipe();
-    if (!st.ok()) {
-      return st.WithContext("collnet connect: node 0's key for job " + std::to_string(c.job_id) +
-                            " at " + at);
-    }
+    INA_RETURN_IF_ERROR(host::InstallJobKeyAtOwnSwitch(
+        c, c.job_id, c.job_secret,
+        "collnet connect: node " + std::to_string(rank) + ", not at node 0's switch"));
   }
   c.k = root.k;
   c.window = root.window;

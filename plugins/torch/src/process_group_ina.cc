@@ -351,27 +351,13 @@ void ProcessGroupIna::InitFabric(const BackendOptions& options) {
       const std::string at = "ina/keyat/" + std::to_string(job) + "/" + my_at;
       if (store_->add(at, 1) == 1) {
         key_at = at;
-        std::string result = "ok";
-        const char* spec = std::getenv("INA_ADMIN_KEY");
-        if (spec == nullptr) {
-          result = "rank " + std::to_string(rank_) + " joins the fabric at " + my_at +
-                   ", not at rank 0's " + rank0_at +
-                   ", so it installs the job's key there (INA_JOB_SEC=" + c.sec +
-                   " without INA_JOB_KEY), which needs that switch's admin secret: "
-                   "INA_ADMIN_KEY=FILE (mode 0600) or fd:N (docs/hierarchy.md, \"Keyed jobs\")";
-        } else if (auto a = ina::host::LoadJobSecret(spec, "INA_ADMIN_KEY"); !a.ok()) {
-          result = a.status().ToString();
-        } else {
-          const Status st = ina::host::InstallJobKey(c, c.job_id, a->bytes(), c.job_secret);
-          a->Wipe();
-          if (!st.ok()) result = st.ToString();
-        }
-        store_->set(at + "/done", StoreBytes(result));
+        const Status st = ina::host::InstallJobKeyAtOwnSwitch(
+            c, c.job_id, c.job_secret,
+            "rank " + std::to_string(rank_) + ", not at rank 0's switch " + rank0_at);
+        store_->set(at + "/done", StoreBytes(st.ok() ? std::string("ok") : st.ToString()));
       }
       const std::string done = StoreString(store_->get(at + "/done"));
-      if (done != "ok") {
-        local_error = "job " + std::to_string(job) + "'s key at " + my_at + ": " + done;
-      }
+      if (done != "ok") local_error = done;
     }
     Result<std::unique_ptr<Communicator>> comm =
         local_error.empty() ? Communicator::Create(c)

@@ -753,6 +753,29 @@ TEST(KeyedTreeKeysPassedOn, LaunchersAtTheLeavesCoverTheSpine) {
   EXPECT_GE(sp.at("admin_forged"), 1u) << "the lost leaf's, under another admin secret";
 }
 
+// What a rank at another leaf than its launcher's does (torch, NCCL): the key at its own switch
+// with INA_ADMIN_KEY; without it, a FailedPrecondition that names it and who needed it.
+TEST(KeyedTreeKeysPassedOn, ARankAtAnotherSwitchInstallsWithItsAdminKey) {
+  constexpr uint16_t kJob = 58;
+  KeyedSwitch sw({"--require-job-keys", "1"});
+  ASSERT_NE(sw.port(), 0);
+  const JobSecret secret(Secret(10));
+  const CommConfig c = Launcher(sw.port(), "mac", 2000);
+  unsetenv("INA_ADMIN_KEY");
+  const Status none = InstallJobKeyAtOwnSwitch(c, kJob, secret, "rank 2");
+  EXPECT_EQ(none.code(), StatusCode::kFailedPrecondition) << none.ToString();
+  EXPECT_NE(none.message().find("INA_ADMIN_KEY"), std::string::npos) << none.ToString();
+  EXPECT_NE(none.message().find("rank 2 (at 127.0.0.1:" + std::to_string(sw.port())),
+            std::string::npos)
+      << none.ToString();
+  setenv("INA_ADMIN_KEY", sw.admin.path().c_str(), 1);
+  const Status ok = InstallJobKeyAtOwnSwitch(c, kJob, secret, "rank 2");
+  unsetenv("INA_ADMIN_KEY");
+  EXPECT_TRUE(ok.ok()) << ok.ToString();
+  const auto counters = sw.sw->Stop();
+  EXPECT_EQ(counters.at("keys_installed"), 1u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Modes, KeyedTree,
                          ::testing::Values(p::SecMode::kMac, p::SecMode::kMacEncrypt),
                          [](const auto& info) { return std::string(ModeName(info.param)); });

@@ -46,9 +46,15 @@ Status InstallJobKey(const CommConfig& config, uint16_t job, std::span<const uin
 Result<JobSecret> MakeAndInstallJobKey(const CommConfig& config, uint16_t job,
                                        std::span<const uint8_t> admin_secret);
 // The switch's admin secret from INA_ADMIN_KEY (a file of mode 0600, or fd:N), for a launcher
-// that makes the job's secret (config.sec keyed, no job secret). FailedPrecondition naming
-// INA_ADMIN_KEY when it is unset (`who` says who makes the secret: "rank 0"), LoadJobSecret's
+// that installs the job's secret (config.sec keyed, no job secret). FailedPrecondition naming
+// INA_ADMIN_KEY when it is unset (`who` says who installs it: "rank 0"), LoadJobSecret's
 // errors otherwise.
 Result<JobSecret> AdminSecretFromEnv(const CommConfig& config, const std::string& who);
+// A rank of a tree whose switch is not the launcher's (docs/hierarchy.md, "Keyed jobs"):
+// installs `secret` for `job` at config's own switch with INA_ADMIN_KEY (AdminSecretFromEnv, then
+// InstallJobKey; the admin secret wiped). The same key already there is no change. Their errors,
+// with `who` and the switch in the context.
+Status InstallJobKeyAtOwnSwitch(const CommConfig& config, uint16_t job, const JobSecret& secret,
+                                const std::string& who);
 
 }  // namespace ina::host
