@@ -73,7 +73,11 @@ FAILED=0
 cd "$ROOT" || exit 2
 
 note() { printf '%s\n' "$@" | tee -a "$SUM"; }
-left() { echo $((DEADLINE_S - ($(date +%s) - T0))); }
+# Seconds left, never below 0: past the deadline is 0 left, not a negative figure.
+left() {
+  local l=$((DEADLINE_S - ($(date +%s) - T0)))
+  echo $((l < 0 ? 0 : l))
+}
 # step NAME MIN_S LOG CMD...: runs CMD under the time left (at most STEP_CAP_S where the call sets
 # it: `STEP_CAP_S=330 step ...`), or skips it (noted) with less than MIN_S left.
 step() {
@@ -143,7 +147,10 @@ if wants gpu; then
   # buffers before, must not eat the time of the figures after it). Its logs stay in gpu-check/.
   STEP_CAP_S=330 step gpu 120 "$OUT/gpu-check.log" scripts/gpu-check.sh --no-build \
     --build-dir "$BUILD_DIR" --out "$OUT/gpu-check"
-  { echo '```'; grep '^{' "$OUT/gpu-check.log" | tail -1; echo '```'; } >>"$SUM" 2>/dev/null
+  # Its one-line JSON verdict, where it ran far enough to print one.
+  if verdict=$(grep '^{' "$OUT/gpu-check.log" 2>/dev/null | tail -1) && [[ -n $verdict ]]; then
+    printf '%s\n' '```' "$verdict" '```' >>"$SUM"
+  fi
 fi
 
 # 3.-7. the 16-core figures (#21), the most decisive first

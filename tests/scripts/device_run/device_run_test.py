@@ -48,6 +48,8 @@ class DeviceRun(unittest.TestCase):
         for name in ("gpu", "loopback (one box)", "one job on 1/2/4/8 switch cores"):
             self.assertIn(f"## {name}: SKIPPED (0 s left", s)
         self.assertNotIn("## build", s, "a step not asked for ran")
+        self.assertNotIn("-1 s left", s, "past the deadline is 0 s left")
+        self.assertNotIn("```\n```", s, "a skipped GPU step has no verdict to show")
         self.assertIn("every step that ran exited 0", s)
 
     @unittest.skipIf(shutil.which("nvidia-smi"), "this machine has nvidia-smi")
