@@ -355,8 +355,15 @@ void ControlPlane::HandleJoin(const p::JoinMsg& h, const Peer& from, TimePoint n
     p::JoinParam param;
     uint32_t value;
   };
+  // A leaf's tree_world (the whole tree's world size, which its workers sent) is checked as the
+  // world size is: the tree's ranks must agree on it as a flat switch's do (docs/hierarchy.md).
+  static_assert(p::kMaxWorkers <= 0xFF, "JOIN tree_world is one byte");
+  const uint8_t tree_world = h.tree_world;
+  const bool bad_tree_world =
+      tree_world > p::kMaxWorkers || (tree_world != 0 && tree_world < world);
   const Bad bad = !p::IsValidK(k) || k > config_.max_k  ? Bad{p::JoinParam::kK, k}
                   : world < 1 || world > p::kMaxWorkers ? Bad{p::JoinParam::kWorldSize, world}
+                  : bad_tree_world                      ? Bad{p::JoinParam::kWorldSize, tree_world}
                   : window < 1                          ? Bad{p::JoinParam::kWindow, window}
                   : h.rank >= world                     ? Bad{p::JoinParam::kRank, h.rank}
                   : lanes > p::kMaxLanes                ? Bad{p::JoinParam::kLanes, lanes}
@@ -380,6 +387,7 @@ void ControlPlane::HandleJoin(const p::JoinMsg& h, const Peer& from, TimePoint n
     j.used = true;
     j.job_id = h.job;
     j.world_size = world;
+    j.tree_world = tree_world;
     j.k = k;
     j.window_asked = window;
     j.lanes = lanes;
@@ -396,6 +404,11 @@ void ControlPlane::HandleJoin(const p::JoinMsg& h, const Peer& from, TimePoint n
   if (j.world_size != world) {
     Refuse(&j, h, from, p::ErrorCode::kBadParams, p::JoinParam::kWorldSize, j.world_size, world,
            out);
+    return;
+  }
+  if (j.tree_world != tree_world) {
+    Refuse(&j, h, from, p::ErrorCode::kBadParams, p::JoinParam::kWorldSize, j.tree_world,
+           tree_world, out);
     return;
   }
   // Ranks may ask different windows (a worker asks what its socket holds, docs/host.md "Socket

@@ -56,7 +56,10 @@ void Leaf::SendUpJoin(Job& j) {
       config_.lanes;
   j.up_window_max = std::max(j.up_window_max, window);
   // Asking less: a re-join of the spine's grant (its epoch); else a first JOIN, or a keep-alive.
+  // tree_world: the whole tree's world size, which the spine checks across its leaves as a flat
+  // switch checks its workers' (each leaf checks only its own workers').
   j.up_join = p::JoinMsg{.rejoin_epoch = j.asking_less ? j.spine_epoch : uint8_t{0},
+                         .tree_world = static_cast<uint8_t>(j.world),
                          .job = j.id,
                          .rank = config_.index,
                          .lane = config_.lane,

@@ -399,6 +399,59 @@ TEST_F(ControlTest, RanksAskingDifferentWindowsShareTheLeast) {
 }
 
 // A refused JOIN for an active job answers the refused peer only: the job runs on.
+// A spine's job of leaves (docs/hierarchy.md): each leaf says the tree's world size, the one its
+// workers sent (JOIN tree_world). The leaves must agree on it as a flat switch's ranks agree on
+// the world size: a leaf of another tree world is refused and dooms the pending job, out-of-range
+// values are refused alone, and a worker's 0 is a job of its own kind.
+TEST_F(ControlTest, LeavesThatDisagreeOnTheTreesWorldSizeAreRefusedAsWorldSizes) {
+  Make(64, 8, milliseconds(1000));
+  auto leaf_join = [](uint16_t job, uint16_t rank, uint8_t tree_world) {
+    return Control(p::JoinMsg{.tree_world = tree_world,
+                              .job = job,
+                              .rank = rank,
+                              .k = 256,
+                              .window = 16,
+                              .world_size = 2});
+  };
+  // Out of range, each alone: above kMaxWorkers, below the job's own world (2 leaves).
+  Send(leaf_join(50, 0, p::kMaxWorkers + 1), MakePeer(5000));
+  Send(leaf_join(50, 0, 1), MakePeer(5000));
+  ASSERT_EQ(out_.replies.size(), 2u);
+  ExpectParamError(out_.replies[0], MakePeer(5000), 50, 0, p::ErrorCode::kBadParams,
+                   p::JoinParam::kWorldSize, p::kJoinValueNone);
+  ExpectParamError(out_.replies[1], MakePeer(5000), 50, 0, p::ErrorCode::kBadParams,
+                   p::JoinParam::kWorldSize, p::kJoinValueNone);
+  EXPECT_EQ(cp_->num_jobs(), 0u);
+  // Leaf 0's workers said 4, leaf 1's 8: leaf 1 is refused (the job's value, 4) and leaf 0 hears
+  // that its peer was refused (what leaf 1 sent, 8).
+  out_.replies.clear();
+  Send(leaf_join(51, 0, 4), MakePeer(5000));
+  EXPECT_TRUE(out_.replies.empty());
+  Send(leaf_join(51, 1, 8), MakePeer(5001));
+  ASSERT_EQ(out_.replies.size(), 2u);
+  ExpectParamError(out_.replies[0], MakePeer(5001), 51, 1, p::ErrorCode::kBadParams,
+                   p::JoinParam::kWorldSize, 4);
+  ExpectParamError(out_.replies[1], MakePeer(5000), 51, 0, p::ErrorCode::kPeerRefused,
+                   p::JoinParam::kWorldSize, 8, 1);
+  EXPECT_EQ(Ctr(ControlCounter::kJobsAdmitted), 0u);
+  // A worker (tree_world 0) cannot join a job of leaves either, nor a leaf one of workers.
+  out_.replies.clear();
+  Send(Join(52, 0, 2, 256, 16), MakePeer(5002));
+  Send(leaf_join(52, 1, 2), MakePeer(5003));
+  ASSERT_EQ(out_.replies.size(), 2u);
+  ExpectParamError(out_.replies[0], MakePeer(5003), 52, 1, p::ErrorCode::kBadParams,
+                   p::JoinParam::kWorldSize, 0);
+  // Leaves that agree are admitted, whatever the tree's world size (from 2, one worker each, up).
+  out_.replies.clear();
+  Send(leaf_join(53, 0, 2), MakePeer(5004));
+  Send(leaf_join(53, 1, 2), MakePeer(5005));
+  Send(leaf_join(54, 0, p::kMaxWorkers), MakePeer(5006));
+  Send(leaf_join(54, 1, p::kMaxWorkers), MakePeer(5007));
+  ASSERT_EQ(out_.replies.size(), 4u);
+  for (const auto& r : out_.replies) EXPECT_EQ(r.h.type, p::MsgType::kJoinAck);
+  EXPECT_EQ(Ctr(ControlCounter::kJobsAdmitted), 2u);
+}
+
 TEST_F(ControlTest, RefusalsOfAnActiveJobLeaveItAlone) {
   Make();
   auto r = JoinAll(9, 3, 64, 8, 5000);

@@ -185,6 +185,7 @@ class LeafHarness : public LeafSink, public Emitter {
     EXPECT_EQ(up[0].h().type, p::MsgType::kJoin);
     EXPECT_EQ(up[0].h().rank, 1);
     EXPECT_EQ(up[0].h().aux, 2) << "world = leaves";
+    EXPECT_EQ(p::JoinMsg::From(up[0].h()).tree_world, kWorld) << "the workers' world size";
     EXPECT_EQ(up[0].h().count, kK);
     EXPECT_EQ(up[0].h().offset, kWindow);
     EXPECT_TRUE(Take().empty()) << "workers wait for the spine";
@@ -437,6 +438,35 @@ TEST(Leaf, SpineErrorEndsTheLocalJobForEveryWorkerAndLaterJoins) {
   ASSERT_EQ(r.size(), 1u);
   EXPECT_EQ(r[0].h().aux, static_cast<uint16_t>(p::ErrorCode::kRankMismatch));
   EXPECT_EQ(r[0].h().rank, 5);
+}
+
+// The spine refuses this leaf's JOIN before any grant: its workers' world size (the tree_world it
+// sent) is not the one the other leaf's workers sent. Every worker hears the refusal at its next
+// JOIN resend, as it would from a flat switch, not at its join timeout.
+TEST(Leaf, ASpineRefusalWhileJoiningReachesEveryWorkerAtItsNextJoin) {
+  LeafHarness t;
+  for (uint16_t l = 0; l < 4; ++l)
+    t.FromWorker(l, Message(WorkerJoin(static_cast<uint16_t>(4 + l))));
+  auto up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 1u);
+  EXPECT_EQ(p::JoinMsg::From(up[0].h()).tree_world, kWorld);
+  EXPECT_TRUE(t.Take().empty()) << "workers wait for the spine";
+  t.FromSpine(Message(p::ErrorMsg{.job = kJob, .rank = 1, .code = p::ErrorCode::kBadParams}
+                          .set_join_param(p::JoinParam::kWorldSize)
+                          .set_job_value(4)
+                          .ToHeader()));
+  for (uint16_t l = 0; l < 4; ++l)
+    t.FromWorker(l, Message(WorkerJoin(static_cast<uint16_t>(4 + l))));
+  auto errs = t.Take();
+  ASSERT_EQ(errs.size(), 4u);
+  for (uint16_t l = 0; l < 4; ++l) {
+    EXPECT_EQ(errs[l].to, t.workers[l]);
+    EXPECT_EQ(errs[l].h().aux, static_cast<uint16_t>(p::ErrorCode::kBadParams));
+    EXPECT_EQ(errs[l].h().rank, 4 + l);
+    EXPECT_EQ(errs[l].h().slot, static_cast<uint16_t>(p::JoinParam::kWorldSize));
+    EXPECT_EQ(errs[l].h().offset, 4u) << "the other leaf's workers' world size";
+  }
+  EXPECT_TRUE(t.TakeTo(t.spine).empty()) << "a refused leaf does not join again";
 }
 
 TEST(Leaf, APoolThatCannotGiveTheSpinesWindowEndsTheJob) {

@@ -619,6 +619,56 @@ TEST_P(Hierarchy, KilledSpineFailsEveryWorkerInBoundedTime) {
   }
 }
 
+// Workers of one job id that disagree on the world size, each leaf's consistent among
+// themselves: leaf 0's 2 say 4 (ranks 0-1, its share of 4), leaf 1's 4 say 8 (ranks 4-7, its share
+// of 8) -- two launches given the same job id, say. A flat switch refuses the second world size.
+// In a tree each leaf would admit its own, and the spine would sum partials quantized for two
+// precision budgets (P = 30 - ceil(log2 N): 28 and 27). Every worker must fail with an error that
+// names the world size, well within its join timeout, and the spine must admit nothing.
+TEST_P(Hierarchy, LeavesWhoseWorkersDisagreeOnTheWorldSizeFailEveryWorker) {
+  Tree t;
+  ASSERT_TRUE(StartTree(topo_, {}, &t));
+  struct W {
+    int leaf, rank, world;
+  };
+  const std::vector<W> plan = {{0, 0, 4}, {0, 1, 4}, {1, 4, 8}, {1, 5, 8}, {1, 6, 8}, {1, 7, 8}};
+  std::vector<Process> ws;
+  const auto started = Clock::now();
+  for (const W& w : plan) {
+    auto argv = WorkerArgv(t.leaf_addr[w.leaf], w.rank, "float", 4096, 2, 30000);
+    for (auto& a : argv) {
+      if (a == "INA_WORLD=" + std::to_string(kWorld)) a = "INA_WORLD=" + std::to_string(w.world);
+    }
+    argv.insert(argv.begin(), {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1"});
+    auto p = Process::Start(topo_.In("w" + std::to_string(w.leaf), argv));
+    ASSERT_TRUE(p.ok());
+    ws.push_back(std::move(*p));
+  }
+  for (size_t i = 0; i < ws.size(); ++i) {
+    std::string all;
+    for (const auto& l : ws[i].Drain(40s)) all += l + "\n";
+    auto st = ws[i].Stop(SIGKILL, 1s);
+    const double s = std::chrono::duration<double>(Clock::now() - started).count();
+    ASSERT_TRUE(st.ok());
+    EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 1)
+        << "leaf " << plan[i].leaf << " rank " << plan[i].rank << " did not fail:\n"
+        << all;
+    EXPECT_EQ(all.find("result "), std::string::npos) << "a result came back:\n" << all;
+    EXPECT_NE(all.find("world size"), std::string::npos)
+        << "leaf " << plan[i].leaf << " rank " << plan[i].rank << ":\n"
+        << all;
+    // The join timeout is 30 s: an error from the fabric comes long before it.
+    EXPECT_LT(s, 15.0) << "leaf " << plan[i].leaf << " rank " << plan[i].rank;
+    const size_t at = all.find("error(");
+    std::printf("leaf %d rank %d (world %d) failed after %.1f s: %s", plan[i].leaf, plan[i].rank,
+                plan[i].world, s, all.substr(at == std::string::npos ? 0 : at).c_str());
+  }
+  auto spine = StopSwitch(*t.spine);
+  EXPECT_EQ(spine["jobs_admitted"], 0u);
+  EXPECT_EQ(spine["rx_data"], 0u);
+  EXPECT_GE(spine["err_bad_params"], 1u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Topologies, Hierarchy, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "Netns" : "Loopback"; });
 

@@ -487,6 +487,7 @@ class ControlPlane {
     bool active = false;
     uint16_t job_id = 0;
     uint16_t world_size = 0;
+    uint8_t tree_world = 0;  // JOIN tree_world: a spine's job of leaves, the tree's world size
     uint16_t k = 0;
     uint32_t window_asked = 0;
     uint16_t window = 0;
