@@ -7,7 +7,8 @@
 //   op%4 0: a control message: type (join, leave, alloc_job, hello; 1 in 8 any, set_key among them:
 //           the plane has an admin secret, docs/security.md; or a proven JOIN answering the
 //           last join_challenge its peer got, under job 1's secret or another), job (0..3 or an
-//           alloc-range id), the grant epoch a JOIN re-joins after (0..3), rank, world, K,
+//           alloc-range id), the grant epoch a JOIN re-joins after (0..3), a leaf's tree_world
+//           (0, 2, 4 or 6: none, below, at and above the world), rank, world, K,
 //           window (0..15 of a pool of 16: jobs share it and wait), lane, lanes, aux, sometimes
 //           a body; sealed unless a flag says raw (so most get past the CRC check).
 //   op%4 1: a data packet: job, rank, slot, gen, count (<= K mostly), offset, flags, a payload;
@@ -188,7 +189,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         h.type = (t & 0x80) ? static_cast<proto::MsgType>(t % 16) : kTypes[t % 5];
         const uint8_t j = in.Byte();
         h.job = (j & 0x80) ? static_cast<uint16_t>(proto::kAllocJobMin + (j & 3)) : j % 4;
-        h.exp = (j >> 2) % 4;  // JOIN: the epoch a re-join finished
+        h.exp = (j >> 2) % 4;                              // JOIN: the epoch a re-join finished
+        h.next_exp = (j & 0x40) ? ((j >> 4) & 3) * 2 : 0;  // JOIN: a leaf's tree_world, or none
         const uint8_t r = in.Byte();
         h.rank = r % 4;
         h.aux = static_cast<uint16_t>((r & 0x80) ? in.Byte() : 1 + (r >> 2) % 3);  // world
