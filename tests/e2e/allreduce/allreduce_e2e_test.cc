@@ -168,7 +168,11 @@ TEST(AllReduceE2eKeyed, EveryModeGivesTheSameResultUnderLossAndDamage) {
     EXPECT_EQ(JsonString(json, "sec"), sec) << json;
     const bool keyed = std::string(sec) != "crc";
     EXPECT_EQ(JsonNumber(json, "keys_installed"), keyed ? 1 : 0) << json;
-    EXPECT_EQ(JsonNumber(json, "drop_cross_job"), 0) << json;
+    // Every packet goes in the job's mode: a worker sending another would have all its data
+    // dropped as cross-job. Damage can still make one: a packet whose sec byte was hit names
+    // another mode (one byte of a frame's 8272, so none or a few of the ~1800 data packets; CI saw
+    // 1 in mac_encrypt).
+    EXPECT_LE(JsonNumber(json, "drop_cross_job") * 100, JsonNumber(json, "rx_data")) << json;
     if (keyed) {
       EXPECT_GT(JsonNumber(json, "drop_forged"), 0) << "no damaged data caught: " << json;
     }
