@@ -909,6 +909,7 @@ void ControlPlane::SendError(const Peer& to, const p::ErrorMsg& e, ReplySink& ou
       Bump(ControlCounter::kErrPeerRefused);
       break;
     case p::ErrorCode::kUnauthorized:  // counted as joins_unauthorized
+    case p::ErrorCode::kUnknownJob:    // sent by the switch's data path (err_unknown_job)
     case p::ErrorCode::kNone:
       break;
   }

@@ -202,6 +202,8 @@ void DataPath::Handle(Clock::time_point now) {
           counters_.Bump(SwitchCounter::kDropForeignSrc);
           continue;
         }
+        // Still counted by the engine (drop_unknown_job); its sender is told.
+        if (sc == SourceCheck::kUnknownJob) AnswerUnknownJob(pkt, *it.from);
       }
     }
     // Data, and everything the engine must count as malformed / bad version.
@@ -209,6 +211,33 @@ void DataPath::Handle(Clock::time_point now) {
   }
   FlushData();
   tx_.Flush();
+}
+
+void DataPath::AnswerUnknownJob(std::span<const uint8_t> packet, const Peer& from) {
+  Answered* slot = nullptr;
+  for (Answered& a : answered_) {
+    if (a.peer == from) {
+      slot = &a;
+      break;
+    }
+  }
+  if (slot != nullptr && now_ - slot->at < kUnknownJobGap) return;
+  // A CRC-only packet must be whole (a damaged one is only counted); a keyed one cannot be
+  // opened without its job's key, and a damaged job id is echoed to a sender that ignores it.
+  if (p::GetSec(packet.data()) == 0 && !p::MessageCrcOk(packet)) return;
+  if (slot == nullptr) {
+    slot = &answered_[answered_next_];
+    answered_next_ = (answered_next_ + 1) % kAnsweredCap;
+    slot->peer = from;
+  }
+  slot->at = now_;
+  const ControlMessage e = MakeControl(p::ErrorMsg{.job = p::GetJob(packet.data()),
+                                                   .rank = p::GetRank(packet.data()),
+                                                   .slot = p::GetSlot(packet.data()),
+                                                   .gen = p::GetGen(packet.data()),
+                                                   .code = p::ErrorCode::kUnknownJob});
+  counters_.Bump(SwitchCounter::kErrUnknownJob);
+  tx_.Add(from, e, 0);
 }
 
 void DataPath::FlushData() {

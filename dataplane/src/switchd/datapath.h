@@ -146,6 +146,17 @@ class DataPath final : public Emitter, public ReplySink, public LeafSink {
     const Peer* from;
   };
   void FlushData();
+  // error(unknown_job) to the sender of data for a job this switch does not hold (it restarted,
+  // or ended the job and its error was lost): the ranks fail at once, not at their progress
+  // timeout. At most one per sender address every kUnknownJobGap (the last kAnsweredCap senders
+  // remembered); nothing is allocated.
+  void AnswerUnknownJob(std::span<const uint8_t> packet, const Peer& from);
+  static constexpr auto kUnknownJobGap = std::chrono::milliseconds(100);
+  static constexpr size_t kAnsweredCap = 16;
+  struct Answered {
+    Peer peer;
+    Clock::time_point at;
+  };
 
   Engine& engine_;
   ControlPlane& control_;
@@ -158,6 +169,8 @@ class DataPath final : public Emitter, public ReplySink, public LeafSink {
   size_t n_ = 0;
   std::vector<std::span<const uint8_t>> burst_;  // kItemCap
   size_t burst_n_ = 0;
+  std::array<Answered, kAnsweredCap> answered_{};
+  size_t answered_next_ = 0;  // the slot the next new sender takes (the oldest)
 };
 
 }  // namespace ina::dp::switchd

@@ -77,6 +77,8 @@ constexpr OwnMetric kOwn[] = {
     {"handoff_drops", "ina_switch_dropped_packets_total", "reason=\"handoff_full\"", kDroppedHelp},
     {"rx_socket_drops", "ina_switch_dropped_packets_total", "reason=\"socket_buffer_full\"",
      kDroppedHelp},
+    {"err_unknown_job", "ina_switch_errors_sent_by_code_total", "code=\"unknown_job\"",
+     kErrorsHelp},
     // The control plane (ControlCounter).
     {"control_rx", "ina_switch_control_messages_total", "",
      "Control messages handled (JOIN, LEAVE, ALLOC_JOB)."},

@@ -454,6 +454,13 @@ Status SlotWindow::HandleControl(const uint8_t* p, size_t len) {
                        " differs from another rank's in offset, count, type or exponent); did "
                        "every rank make the same all-reduce calls, with the same element count "
                        "and type?");
+      case proto::ErrorCode::kUnknownJob:
+        // The switch answered our data: it holds no such job (restarted, or it ended the job and
+        // that error was lost). Nothing of the job is left to finish the call with.
+        return Aborted("job " + std::to_string(cfg_.job_id) +
+                       " is not held by the fabric any more (error unknown_job: the switch "
+                       "restarted, or it ended the job and the error saying why was lost); its "
+                       "state is gone: start the job again");
       case proto::ErrorCode::kRankLeft:
         // Another rank finished after `calls` calls: calls from that number on cannot complete.
         if (e.calls() < peer_left_after_) {

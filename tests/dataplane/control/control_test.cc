@@ -829,7 +829,7 @@ TEST_F(ControlTest, LeaveAbortsTheOthersAndRemovesTheJob) {
   ResultCollector rc;
   engine_->Process(Data(5, 0, 0, 0, {1}), rc);
   EXPECT_EQ(ECtr(p::Counter::kDropUnknownJob), 1u);
-  EXPECT_EQ(cp_->CheckDataSource(5, 0, 0, MakePeer(5000), {}), SourceCheck::kPass);
+  EXPECT_EQ(cp_->CheckDataSource(5, 0, 0, MakePeer(5000), {}), SourceCheck::kUnknownJob);
   // The job id can be reused.
   EXPECT_EQ(JoinAll(5, 1, 64, 1, 7000).size(), 1u);
 }
@@ -933,7 +933,7 @@ TEST_F(ControlTest, SourceCheckAndDestinations) {
   EXPECT_EQ(cp_->CheckDataSource(10, 2, 0, MakePeer(5002), {}), SourceCheck::kOk);
   EXPECT_EQ(cp_->CheckDataSource(10, 2, 0, MakePeer(5001), {}), SourceCheck::kForeign);
   EXPECT_EQ(cp_->CheckDataSource(10, 3, 0, MakePeer(5000), {}), SourceCheck::kPass);  // bad rank
-  EXPECT_EQ(cp_->CheckDataSource(11, 0, 0, MakePeer(5000), {}), SourceCheck::kPass);  // unknown
+  EXPECT_EQ(cp_->CheckDataSource(11, 0, 0, MakePeer(5000), {}), SourceCheck::kUnknownJob);
   auto all = cp_->Destinations(10, p::kRankAll, 0);
   ASSERT_EQ(all.size(), 3u);
   for (uint16_t r = 0; r < 3; ++r) EXPECT_EQ(all[r], MakePeer(static_cast<uint16_t>(5000 + r)));

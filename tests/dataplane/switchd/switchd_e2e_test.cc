@@ -184,12 +184,31 @@ TEST(Switchd, LeaveAbortsTheOtherRanks) {
     EXPECT_EQ(p::GetRank(b->data()), r);
   }
   EXPECT_FALSE(w[1]->Recv(milliseconds(50)).has_value());
-  // The job is gone: data for it is an unknown job now.
-  w[0]->Send(Data(77, 0, 0, 0, {1, 2, 3}));
+  // The job is gone: data for it is an unknown job now, and its sender is told (once its
+  // job_aborted was lost, it would otherwise wait out its progress timeout).
+  w[0]->Send(Data(77, 0, 3, 5, {1, 2, 3}));
+  auto b = w[0]->Recv();
+  ASSERT_TRUE(b.has_value()) << "no answer to data of an unknown job";
+  const p::Header h = p::DecodeHeader(b->data());
+  EXPECT_EQ(h.type, p::MsgType::kError);
+  EXPECT_EQ(h.aux, static_cast<uint16_t>(p::ErrorCode::kUnknownJob)) << p::ErrorCodeName(h.aux);
+  EXPECT_EQ(h.job, 77);
+  EXPECT_EQ(h.rank, 0);
+  EXPECT_EQ(h.slot, 3);
+  EXPECT_EQ(h.gen, 5);
+  // At most one answer per sender every 100 ms: a second packet at once is not answered; another
+  // sender is.
+  w[0]->Send(Data(77, 0, 4, 5, {1, 2, 3}));
+  EXPECT_FALSE(w[0]->Recv(milliseconds(50)).has_value());
+  w[2]->Send(Data(77, 2, 4, 5, {1, 2, 3}));
+  auto d = w[2]->Recv();
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(p::GetAux(d->data()), static_cast<uint16_t>(p::ErrorCode::kUnknownJob));
   auto c = sw.Stop();
   EXPECT_EQ(c["err_job_aborted"], 2u);
   EXPECT_EQ(c["jobs_freed"], 1u);
-  EXPECT_EQ(c["drop_unknown_job"], 1u);
+  EXPECT_EQ(c["drop_unknown_job"], 3u);
+  EXPECT_EQ(c["err_unknown_job"], 2u);
 }
 
 // Two ranks send different blocks for the same slot and generation, each one a block the slot
@@ -220,9 +239,14 @@ TEST_P(SwitchdMismatch, DisagreeingRanksGetEveryRankAnErrorAtOnce) {
     EXPECT_EQ(h.gen, 0);
     EXPECT_EQ(h.count, 1) << "the rank whose block proved it";
   }
-  // The job is gone: its data is an unknown job now, and its id can be joined afresh.
+  // The job is gone: its data is an unknown job now (its sender is told: had the rank_mismatch
+  // been lost, it would know now), and its id can be joined afresh.
   w[0]->Send(Data(41, 0, 0, 0, Elems(41, 0, 0, 0, 64)));
-  EXPECT_FALSE(w[0]->Recv(milliseconds(100)).has_value());
+  {
+    auto u = w[0]->Recv();
+    ASSERT_TRUE(u.has_value()) << "no error(unknown_job)";
+    EXPECT_EQ(p::GetAux(u->data()), static_cast<uint16_t>(p::ErrorCode::kUnknownJob));
+  }
   ASSERT_EQ(JoinAll(w, 41, 64, 2), 2u);
   RunRound(w, 41, 2, 0, 64);
   auto c = sw.Stop();
@@ -328,7 +352,14 @@ TEST(Switchd, BadInputIsCountedByCauseAndResultsStayRight) {
   Bytes bad_join = Join(302, 0, 2, 64, 2);
   bad_join[p::kAuxOffset + 1] ^= 0x04;
   w[0]->Send(bad_join);
-  w[1]->Send(Data(301, 1, 0, 0, Elems(300, 1, 0, 0, n)));  // unknown job
+  w[1]->Send(Data(301, 1, 0, 0, Elems(300, 1, 0, 0, n)));  // unknown job: its sender is told
+  {
+    auto u = w[1]->Recv();
+    ASSERT_TRUE(u.has_value()) << "no error(unknown_job)";
+    EXPECT_EQ(p::GetType(u->data()), p::MsgType::kError);
+    EXPECT_EQ(p::GetAux(u->data()), static_cast<uint16_t>(p::ErrorCode::kUnknownJob));
+    EXPECT_EQ(p::GetJob(u->data()), 301);
+  }
   w[1]->Send(Data(300, 2, 0, 0, Elems(300, 1, 0, 0, n)));  // rank out of range
   w[1]->Send(Data(300, 1, 2, 0, Elems(300, 1, 0, 0, n)));  // slot out of range
   // Forged packets for real (job, rank) pairs from another socket: plain and retransmission.
@@ -362,6 +393,7 @@ TEST(Switchd, BadInputIsCountedByCauseAndResultsStayRight) {
   EXPECT_EQ(c["drop_bad_crc"], damaged);
   EXPECT_EQ(c["control_bad_crc"], 1u);
   EXPECT_EQ(c["drop_unknown_job"], 1u);
+  EXPECT_EQ(c["err_unknown_job"], 1u);
   EXPECT_EQ(c["drop_bad_rank"], 1u);
   EXPECT_EQ(c["drop_bad_slot"], 1u);
   EXPECT_EQ(c["drop_foreign_src"], 3u);

@@ -237,6 +237,7 @@ RunResult RunFlat(const std::string& type, size_t elements, int lanes) {
 
 struct Tree {
   std::optional<Process> spine;
+  std::vector<std::string> spine_argv;  // as started, with the port it got
   std::vector<Process> leaves;
   std::vector<std::string> leaf_addr;
 };
@@ -296,6 +297,8 @@ bool StartTree(const Topology& topo, const std::vector<std::string>& faults, Tre
   t->spine.emplace(std::move(*sp));
   const std::string spine_addr = Address(*t->spine);
   if (spine_addr.empty()) return false;
+  t->spine_argv = sa;
+  t->spine_argv[4] = spine_addr.substr(spine_addr.rfind(':') + 1);  // --port's value
   if (!pass_on && !install("s", spine_addr, spine_cores.empty() ? 1 : cores)) return false;
   for (int i = 0; i < kLeaves; ++i) {
     const std::string bin = i == 0 ? leaf0_bin : INA_SWITCHD_BIN;
@@ -667,6 +670,49 @@ TEST_P(Hierarchy, LeavesWhoseWorkersDisagreeOnTheWorldSizeFailEveryWorker) {
   EXPECT_EQ(spine["jobs_admitted"], 0u);
   EXPECT_EQ(spine["rx_data"], 0u);
   EXPECT_GE(spine["err_bad_params"], 1u);
+}
+
+// The spine dies and a new one starts on its address (its supervisor restarting it): it holds no
+// job, so it answers the leaves' partials with error(unknown_job), and each leaf ends its local
+// job with that error. Every worker fails at once, saying so, instead of at its progress timeout
+// (30 s here).
+TEST_P(Hierarchy, ARestartedSpineFailsEveryWorkerAtOnce) {
+  Tree t;
+  ASSERT_TRUE(StartTree(topo_, {}, &t));
+  ASSERT_EQ(t.spine_argv[3], "--port");
+  std::vector<Process> ws;
+  for (int r = 0; r < kWorld; ++r) {
+    const int leaf = r / kPerLeaf;
+    auto argv = WorkerArgv(t.leaf_addr[leaf], r, "float", 4096, 1000000, 30000);
+    argv.insert(argv.begin(), {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1"});
+    auto p = Process::Start(topo_.In("w" + std::to_string(leaf), argv));
+    ASSERT_TRUE(p.ok());
+    ws.push_back(std::move(*p));
+  }
+  std::this_thread::sleep_for(2s);  // joined and running
+  ASSERT_TRUE(t.spine->Stop(SIGKILL, 5s).ok());
+  const auto restarted = Clock::now();
+  auto sp = Process::Start(topo_.In("s", t.spine_argv));
+  ASSERT_TRUE(sp.ok());
+  t.spine.emplace(std::move(*sp));
+  ASSERT_FALSE(Address(*t.spine).empty()) << "the new spine did not start";
+  for (int r = 0; r < kWorld; ++r) {
+    std::string all;
+    for (const auto& l : ws[r].Drain(40s)) all += l + "\n";
+    auto wst = ws[r].Stop(SIGKILL, 1s);
+    const double s = std::chrono::duration<double>(Clock::now() - restarted).count();
+    ASSERT_TRUE(wst.ok());
+    EXPECT_TRUE(WIFEXITED(*wst) && WEXITSTATUS(*wst) == 1) << "rank " << r << ":\n" << all;
+    EXPECT_NE(all.find("not held by the fabric"), std::string::npos) << "rank " << r << ":\n"
+                                                                     << all;
+    EXPECT_LT(s, 10.0) << "rank " << r << " waited for its progress timeout";
+    const size_t at = all.find("all-reduce: ");
+    std::printf("rank %d failed %.1f s after the restart: %s", r, s,
+                all.substr(at == std::string::npos ? 0 : at).c_str());
+  }
+  auto spine = StopSwitch(*t.spine);
+  EXPECT_GE(spine["err_unknown_job"], 1u);
+  EXPECT_EQ(spine["jobs_admitted"], 0u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Topologies, Hierarchy, ::testing::Values(false, true),

@@ -4,8 +4,10 @@
 // windows run on the least.
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -69,6 +71,66 @@ TEST_P(JoinSwitchd, RefusedRankFailsThePeersAtOnceNamingRankAndParameter) {
   // answer arrived, as on a loaded machine, is answered again and counted again.
   EXPECT_GE(counters.at("err_bad_params"), 2u);
   EXPECT_GE(counters.at("err_peer_refused"), 4u);
+  EXPECT_EQ(counters.at("jobs_admitted"), 0u);
+}
+
+// The switch dies mid-job and a new one starts on its port (a crash and a restart by its
+// supervisor): the new switch holds no job, and answers the ranks' data with error(unknown_job).
+// Every rank fails at once, saying so, instead of at its progress timeout (30 s here).
+TEST(SwitchdRestart, RanksOfAJobTheNewSwitchDoesNotHoldFailAtOnce) {
+  std::optional<test::SwitchProcess> sw;
+  sw.emplace(std::vector<std::string>{"--port", "0"});
+  ASSERT_TRUE(sw->ok());
+  const uint16_t port = sw->port();
+  constexpr int kWorld = 3;
+  std::vector<Status> st(kWorld);
+  std::vector<Clock::time_point> end(kWorld);
+  std::atomic<int> calls{0};
+  std::vector<std::thread> ts;
+  for (int r = 0; r < kWorld; ++r) {
+    ts.emplace_back([&, r] {
+      CommConfig c;
+      c.switch_port = port;
+      c.job_id = 21;
+      c.rank = static_cast<uint16_t>(r);
+      c.world_size = kWorld;
+      c.k = 256;
+      c.progress_timeout_ms = 30000;
+      auto comm = Communicator::Create(c);
+      if (!comm.ok()) {
+        st[r] = comm.status();
+        end[r] = Clock::now();
+        return;
+      }
+      std::vector<float> data(200000, 1.0f);
+      // Calls until one fails (at most 60 s of them: a bound, never reached when it works).
+      const auto stop = Clock::now() + std::chrono::seconds(60);
+      while (st[r].ok() && Clock::now() < stop) {
+        st[r] = (*comm)->AllReduce(std::span<float>(data));
+        ++calls;
+      }
+      end[r] = Clock::now();
+    });
+  }
+  const auto wait_until = Clock::now() + std::chrono::seconds(30);
+  while (calls.load() < 3 * kWorld && Clock::now() < wait_until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ASSERT_GE(calls.load(), 3 * kWorld) << "the job did not run";
+  sw.reset();  // SIGKILL: mid-call, or between two
+  const auto restarted = Clock::now();
+  sw.emplace(std::vector<std::string>{"--port", std::to_string(port)});
+  ASSERT_TRUE(sw->ok()) << "the new switch did not start on port " << port;
+  for (auto& t : ts) t.join();
+  for (int r = 0; r < kWorld; ++r) {
+    const double s = std::chrono::duration<double>(end[r] - restarted).count();
+    std::printf("rank %d failed %.2f s after the restart: %s\n", r, s, st[r].ToString().c_str());
+    EXPECT_EQ(st[r].code(), StatusCode::kAborted) << st[r].ToString();
+    EXPECT_NE(st[r].message().find("not held by the fabric"), std::string::npos) << st[r].message();
+    EXPECT_LT(s, 10.0) << "rank " << r << " waited for its progress timeout";
+  }
+  const auto counters = sw->Stop();
+  EXPECT_GE(counters.at("err_unknown_job"), static_cast<uint64_t>(kWorld));
   EXPECT_EQ(counters.at("jobs_admitted"), 0u);
 }
 

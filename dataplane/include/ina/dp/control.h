@@ -341,7 +341,9 @@ inline uint64_t Get(const ControlCounters& c, ControlCounter which) {
 enum class SourceCheck : uint8_t {
   kOk,       // the job is active and `from` joined as this rank and the slot's lane: to the engine
   kForeign,  // the job is active, rank < world, but `from` is not that (rank, lane)'s peer: drop
-  kPass,     // job not active or rank out of range: the engine decides (unknown job / bad rank)
+  kPass,     // job not active or rank out of range: the engine decides (bad rank, not installed)
+  kUnknownJob,  // no job with this id here: the engine drops it (drop_unknown_job), and the
+                // switch may tell the sender (error unknown_job)
 };
 
 // A job as the control plane sees it (for inspection and tests).
@@ -414,7 +416,7 @@ class ControlPlane {
   SourceCheck CheckDataSource(uint16_t job_id, uint16_t rank, uint16_t slot, const Peer& from,
                               TimePoint now) {
     const int32_t idx = index_[job_id];
-    if (idx < 0) return SourceCheck::kPass;
+    if (idx < 0) return SourceCheck::kUnknownJob;
     JobEntry& j = jobs_[static_cast<size_t>(idx)];
     if (!j.active || rank >= j.world_size) return SourceCheck::kPass;
     if (!(j.peers[PeerIndex(j, rank, LaneOf(j, slot))] == from)) return SourceCheck::kForeign;

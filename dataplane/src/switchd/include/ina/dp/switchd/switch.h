@@ -85,6 +85,7 @@ enum class SwitchCounter : uint16_t {
   // The kernel's drops before the switch read them: a UDP socket's receive buffer full (a
   // datagram, or a GSO train that arrived whole; net::PortStats::rx_kernel_drops; ina resends).
   kRxSocketDrops,
+  kErrUnknownJob,  // error(unknown_job) sent: data of a job this switch does not hold
   kCount,
 };
 inline constexpr size_t kNumSwitchCounters = static_cast<size_t>(SwitchCounter::kCount);
@@ -93,7 +94,7 @@ inline constexpr std::array<std::string_view, kNumSwitchCounters> kSwitchCounter
     "inj_rx_reorders", "inj_tx_drops",   "inj_tx_dups",      "inj_tx_reorders", "tx_packets",
     "tx_errors",       "tx_waits",       "jobs_freed",       "roce_short",      "roce_bad_icrc",
     "roce_bad_opcode", "roce_wrong_qpn", "roce_bad_key",     "roce_bad_psn",    "roce_psn_gaps",
-    "handoff_rx",      "handoff_tx",     "handoff_drops",    "rx_socket_drops"};
+    "handoff_rx",      "handoff_tx",     "handoff_drops",    "rx_socket_drops", "err_unknown_job"};
 
 using NamedCounters = std::vector<std::pair<std::string_view, uint64_t>>;
 
