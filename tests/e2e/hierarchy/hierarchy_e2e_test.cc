@@ -18,6 +18,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <optional>
 #include <regex>
@@ -563,39 +564,52 @@ TEST_P(Hierarchy, RtlCoreAsAKeyedLeafsEngineIsBitIdenticalToFlat) {
 #endif
 }
 
-// Starts the tree and 8 workers in calls that would last far longer than the test, kills
-// `victim` (a leaf or the spine) after 2 s, and expects every worker to exit 1 with an
-// all-reduce error within 20 s of the kill (their progress timeout is 2 s; one that hung would
-// be killed at ~31 s).
-void ExpectBoundedErrorsAfterKilling(const Topology& topo, Tree& t, Process& victim) {
+// Worker i (`who[i]` in messages) must exit 1 without a result, with `says` in its output,
+// within `bound_s` of `from`. Prints each one's error from `shown` on.
+void ExpectEachFails(std::vector<Process>& ws, const std::vector<std::string>& who,
+                     const std::string& says, Clock::time_point from, double bound_s,
+                     const std::string& shown) {
+  for (size_t i = 0; i < ws.size(); ++i) {
+    std::string all;
+    for (const auto& l : ws[i].Drain(40s)) all += l + "\n";
+    auto st = ws[i].Stop(SIGKILL, 1s);
+    const double s = std::chrono::duration<double>(Clock::now() - from).count();
+    ASSERT_TRUE(st.ok());
+    EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 1) << who[i] << " did not fail:\n" << all;
+    EXPECT_EQ(all.find("\nresult rank="), std::string::npos) << who[i] << ": a result came back:\n"
+                                                             << all;
+    EXPECT_NE(all.find(says), std::string::npos) << who[i] << ":\n" << all;
+    EXPECT_LT(s, bound_s) << who[i];
+    const size_t at = all.find(shown);
+    std::printf("%s failed %.1f s on: %s", who[i].c_str(), s,
+                all.substr(at == std::string::npos ? 0 : at).c_str());
+  }
+}
+
+// Starts 8 workers at the tree in calls that would last far longer than the test (progress
+// timeout `progress_ms`), kills `victim` (a leaf or the spine) after 2 s, runs `then` (a restart;
+// the clock starts after it), and expects every worker to exit 1 with `says` in its output within
+// `bound_s` (one that hung would be killed at ~31 s after the kill).
+void ExpectBoundedErrorsAfterKilling(const Topology& topo, Tree& t, Process& victim,
+                                     int progress_ms = 2000, const std::function<void()>& then = {},
+                                     const std::string& says = "all-reduce: ",
+                                     double bound_s = 20.0) {
   std::vector<Process> ws;
   for (int r = 0; r < kWorld; ++r) {
     const int leaf = r / kPerLeaf;
-    auto argv = WorkerArgv(t.leaf_addr[leaf], r, "float", 4096, 1000000, 2000);
+    auto argv = WorkerArgv(t.leaf_addr[leaf], r, "float", 4096, 1000000, progress_ms);
     argv.insert(argv.begin(), {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1"});
     auto p = Process::Start(topo.In("w" + std::to_string(leaf), argv));
     ASSERT_TRUE(p.ok());
     ws.push_back(std::move(*p));
   }
   std::this_thread::sleep_for(2s);  // joined and running
-  const auto killed = Clock::now();
   auto st = victim.Stop(SIGKILL, 5s);
   ASSERT_TRUE(st.ok());
-  for (int r = 0; r < kWorld; ++r) {
-    std::string all;
-    for (const auto& l : ws[r].Drain(30s)) all += l + "\n";
-    auto wst = ws[r].Stop(SIGKILL, 1s);
-    const double s = std::chrono::duration<double>(Clock::now() - killed).count();
-    ASSERT_TRUE(wst.ok());
-    EXPECT_TRUE(WIFEXITED(*wst) && WEXITSTATUS(*wst) == 1)
-        << "rank " << r << " did not fail with an error:\n"
-        << all;
-    const size_t at = all.find("all-reduce: ");
-    EXPECT_NE(at, std::string::npos) << "rank " << r << ":\n" << all;
-    EXPECT_LT(s, 20.0) << "rank " << r;
-    std::printf("rank %d failed %.1f s after the kill: %s", r, s,
-                all.substr(at == std::string::npos ? 0 : at).c_str());
-  }
+  if (then) then();
+  std::vector<std::string> who;
+  for (int r = 0; r < kWorld; ++r) who.push_back("rank " + std::to_string(r));
+  ExpectEachFails(ws, who, says, Clock::now(), bound_s, "all-reduce: ");
 }
 
 TEST_P(Hierarchy, KilledLeafFailsEveryWorkerInBoundedTime) {
@@ -647,25 +661,13 @@ TEST_P(Hierarchy, LeavesWhoseWorkersDisagreeOnTheWorldSizeFailEveryWorker) {
     ASSERT_TRUE(p.ok());
     ws.push_back(std::move(*p));
   }
-  for (size_t i = 0; i < ws.size(); ++i) {
-    std::string all;
-    for (const auto& l : ws[i].Drain(40s)) all += l + "\n";
-    auto st = ws[i].Stop(SIGKILL, 1s);
-    const double s = std::chrono::duration<double>(Clock::now() - started).count();
-    ASSERT_TRUE(st.ok());
-    EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 1)
-        << "leaf " << plan[i].leaf << " rank " << plan[i].rank << " did not fail:\n"
-        << all;
-    EXPECT_EQ(all.find("result "), std::string::npos) << "a result came back:\n" << all;
-    EXPECT_NE(all.find("world size"), std::string::npos)
-        << "leaf " << plan[i].leaf << " rank " << plan[i].rank << ":\n"
-        << all;
-    // The join timeout is 30 s: an error from the fabric comes long before it.
-    EXPECT_LT(s, 15.0) << "leaf " << plan[i].leaf << " rank " << plan[i].rank;
-    const size_t at = all.find("error(");
-    std::printf("leaf %d rank %d (world %d) failed after %.1f s: %s", plan[i].leaf, plan[i].rank,
-                plan[i].world, s, all.substr(at == std::string::npos ? 0 : at).c_str());
+  std::vector<std::string> who;
+  for (const W& w : plan) {
+    who.push_back("leaf " + std::to_string(w.leaf) + " rank " + std::to_string(w.rank) +
+                  " (world " + std::to_string(w.world) + ")");
   }
+  // The join timeout is 30 s: an error from the fabric comes long before it.
+  ExpectEachFails(ws, who, "world size", started, 15.0, "error(");
   auto spine = StopSwitch(*t.spine);
   EXPECT_EQ(spine["jobs_admitted"], 0u);
   EXPECT_EQ(spine["rx_data"], 0u);
@@ -680,37 +682,19 @@ TEST_P(Hierarchy, ARestartedSpineFailsEveryWorkerAtOnce) {
   Tree t;
   ASSERT_TRUE(StartTree(topo_, {}, &t));
   ASSERT_EQ(t.spine_argv[3], "--port");
-  std::vector<Process> ws;
-  for (int r = 0; r < kWorld; ++r) {
-    const int leaf = r / kPerLeaf;
-    auto argv = WorkerArgv(t.leaf_addr[leaf], r, "float", 4096, 1000000, 30000);
-    argv.insert(argv.begin(), {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1"});
-    auto p = Process::Start(topo_.In("w" + std::to_string(leaf), argv));
-    ASSERT_TRUE(p.ok());
-    ws.push_back(std::move(*p));
-  }
-  std::this_thread::sleep_for(2s);  // joined and running
-  ASSERT_TRUE(t.spine->Stop(SIGKILL, 5s).ok());
-  const auto restarted = Clock::now();
-  auto sp = Process::Start(topo_.In("s", t.spine_argv));
-  ASSERT_TRUE(sp.ok());
-  t.spine.emplace(std::move(*sp));
-  ASSERT_FALSE(Address(*t.spine).empty()) << "the new spine did not start";
-  for (int r = 0; r < kWorld; ++r) {
-    std::string all;
-    for (const auto& l : ws[r].Drain(40s)) all += l + "\n";
-    auto wst = ws[r].Stop(SIGKILL, 1s);
-    const double s = std::chrono::duration<double>(Clock::now() - restarted).count();
-    ASSERT_TRUE(wst.ok());
-    EXPECT_TRUE(WIFEXITED(*wst) && WEXITSTATUS(*wst) == 1) << "rank " << r << ":\n" << all;
-    EXPECT_NE(all.find("not held by the fabric"), std::string::npos) << "rank " << r << ":\n"
-                                                                     << all;
-    EXPECT_LT(s, 10.0) << "rank " << r << " waited for its progress timeout";
-    const size_t at = all.find("all-reduce: ");
-    std::printf("rank %d failed %.1f s after the restart: %s", r, s,
-                all.substr(at == std::string::npos ? 0 : at).c_str());
-  }
-  auto spine = StopSwitch(*t.spine);
+  Process& old_spine = *t.spine;
+  std::optional<Process> new_spine;
+  ExpectBoundedErrorsAfterKilling(
+      topo_, t, old_spine, 30000,
+      [&] {
+        auto sp = Process::Start(topo_.In("s", t.spine_argv));
+        ASSERT_TRUE(sp.ok());
+        new_spine.emplace(std::move(*sp));
+        ASSERT_FALSE(Address(*new_spine).empty()) << "the new spine did not start";
+      },
+      "not held by the fabric", 10.0);
+  ASSERT_TRUE(new_spine.has_value());
+  auto spine = StopSwitch(*new_spine);
   EXPECT_GE(spine["err_unknown_job"], 1u);
   EXPECT_EQ(spine["jobs_admitted"], 0u);
 }
