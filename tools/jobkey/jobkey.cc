@@ -110,7 +110,7 @@ int Install(int fd, const std::vector<uint8_t>& admin, uint16_t job, p::SecMode 
       }
       const auto ack = p::SetKeyAckMsg::Decode(buf);
       if (p::IsType(buf, p::MsgType::kSetKeyAck) && ack.job == job &&
-          ((uint64_t{ack.seq_hi} << 32) | ack.seq_lo) == (seq & 0xFFFFFFFFFFFFull)) {
+          p::SetKeySeq(ack) == (seq & 0xFFFFFFFFFFFFull)) {
         result = 0;
       }
     }

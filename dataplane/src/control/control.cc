@@ -163,11 +163,7 @@ void ControlPlane::ForgetKey(uint16_t job_id) {
 
 void ControlPlane::HandleSetKey(std::span<const uint8_t> packet, const Peer& from, ReplySink& out) {
   if (const auto t = TakeSetKey(packet, from)) {
-    SendReply(from,
-              p::SetKeyAckMsg{.job = t->job,
-                              .seq_hi = static_cast<uint16_t>(t->seq >> 32),
-                              .seq_lo = static_cast<uint32_t>(t->seq)},
-              out);
+    SendReply(from, p::SetKeyAck(t->job, t->seq), out);
   }
 }
 
@@ -183,7 +179,7 @@ std::optional<ControlPlane::SetKeyTaken> ControlPlane::TakeSetKey(std::span<cons
     Bump(ControlCounter::kControlMalformed);
     return std::nullopt;
   }
-  const uint64_t seq = (uint64_t{h.seq_hi} << 32) | h.seq_lo;
+  const uint64_t seq = p::SetKeySeq(h);
   std::array<uint8_t, p::kSecretMaxBytes + p::kElemBytes> secret{};
   const size_t len = size_t{h.count} * p::kElemBytes;
   if (len > p::kSecretMaxBytes || !admin_->Open(p::SecMode::kMacEncrypt, packet,

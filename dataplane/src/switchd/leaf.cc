@@ -214,7 +214,7 @@ void Leaf::TakeKey(std::span<const uint8_t> packet, const Peer& from, TimePoint 
   // The sender's resend of a SET_KEY whose ack awaits the spine's: not a replay (the leaf's own
   // resends go up; the ack goes to it when the spine's comes).
   const auto h = p::SetKeyMsg::Decode(packet.data());
-  const uint64_t sent = (uint64_t{h.seq_hi} << 32) | h.seq_lo;
+  const uint64_t sent = p::SetKeySeq(h);
   for (const KeyForward& f : key_forwards_) {
     if (f.job == h.job && f.sender == from && f.sender_seq == sent) return;
   }
@@ -257,14 +257,12 @@ void Leaf::SendKeyUp(KeyForward& f, TimePoint now) {
 bool Leaf::KeyAck(std::span<const uint8_t> packet) {
   if (!p::IsType(packet.data(), p::MsgType::kSetKeyAck) || packet.size() != kCtlBytes) return false;
   const auto ack = p::SetKeyAckMsg::Decode(packet.data());
-  const uint64_t seq = (uint64_t{ack.seq_hi} << 32) | ack.seq_lo;
+  const uint64_t seq = p::SetKeySeq(ack);
   for (auto it = key_forwards_.begin(); it != key_forwards_.end(); ++it) {
     // Any of its sequences: each resend installs the same key, so any ack says the spine has it.
     if (it->job != ack.job || seq < it->first_seq || seq > it->up_seq) continue;
     Bump(LeafCounter::kUpKeyAcks);
-    SendReply(it->sender, p::SetKeyAckMsg{.job = it->job,
-                                          .seq_hi = static_cast<uint16_t>(it->sender_seq >> 32),
-                                          .seq_lo = static_cast<uint32_t>(it->sender_seq)});
+    SendReply(it->sender, p::SetKeyAck(it->job, it->sender_seq));
     key_forwards_.erase(it);
     return true;
   }

@@ -119,8 +119,7 @@ Status InstallAtLane(const CommConfig& c, int lane, proto::SecMode mode,
     spec.timeout = per_attempt;
     spec.is_reply = [&](const proto::Header& a) {
       const auto ack = proto::SetKeyAckMsg::From(a);
-      return a.type == proto::MsgType::kSetKeyAck && ack.job == job &&
-             ((uint64_t{ack.seq_hi} << 32) | ack.seq_lo) == seq;
+      return a.type == proto::MsgType::kSetKeyAck && ack.job == job && proto::SetKeySeq(ack) == seq;
     };
     spec.who = who;
     spec.no_answer = "no set_key_ack within " + std::to_string(c.join_timeout_ms) +

@@ -80,6 +80,16 @@ Result<std::vector<uint8_t>> ParseSecretHex(std::string text, std::string_view w
 // within milliseconds).
 inline constexpr uint64_t kSetKeyAttemptsPerMs = 64;
 uint64_t SetKeySequence(std::chrono::system_clock::time_point t, uint64_t attempt = 0);
+// The sequence a set_key (or the set_key_ack echoing it) carries as seq_hi | seq_lo.
+constexpr uint64_t SetKeySeq(const SetKeyMsg& m) { return (uint64_t{m.seq_hi} << 32) | m.seq_lo; }
+constexpr uint64_t SetKeySeq(const SetKeyAckMsg& m) {
+  return (uint64_t{m.seq_hi} << 32) | m.seq_lo;
+}
+// The set_key_ack of job `job`'s set_key of sequence `seq`.
+constexpr SetKeyAckMsg SetKeyAck(uint16_t job, uint64_t seq) {
+  return {
+      .job = job, .seq_hi = static_cast<uint16_t>(seq >> 32), .seq_lo = static_cast<uint32_t>(seq)};
+}
 
 // A set_key message (proto/ina.toml; docs/security.md, the admin channel): install `secret` (16 ..
 // 64 bytes, a multiple of 4) for job `job` in `mode`, sealed in mode mac_encrypt under the admin

@@ -157,7 +157,7 @@ class Sink final : public LeafSink, public Emitter {
     const auto h = proto::SetKeyMsg::Decode(p.data());
     FUZZ_CHECK(h.sec == kSealed && p.size() == proto::MessageBytes(h.count, kSealed),
                "SET_KEY up of sec %u, %zu bytes", h.sec, p.size());
-    const uint64_t seq = (uint64_t{h.seq_hi} << 32) | h.seq_lo;
+    const uint64_t seq = proto::SetKeySeq(h);
     static const proto::TrafficKey key =
         proto::DeriveTrafficKey(kSpineAdmin, proto::KeyDirection::kUp, 0, 0, proto::Session{})
             .value();
@@ -443,10 +443,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             pkt.assign(proto::MessageBytes(0), 0);
             if ((t & 0xC0) == 0x40) {
               const uint64_t seq = sink.key_seq + ((j & 0x20) ? 1 : 0);
-              proto::SetKeyAckMsg{.job = sink.key_job,
-                                  .seq_hi = static_cast<uint16_t>(seq >> 32),
-                                  .seq_lo = static_cast<uint32_t>(seq)}
-                  .Encode(pkt.data());
+              proto::SetKeyAck(sink.key_job, seq).Encode(pkt.data());
               break;
             }
             h.type = (t & 0x80) ? static_cast<proto::MsgType>(in.Byte() % 16)
