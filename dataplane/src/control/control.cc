@@ -496,7 +496,8 @@ void ControlPlane::SendPeerRefused(const JobEntry& j, const Peer& to, uint16_t r
             p::ErrorMsg{.job = j.job_id, .rank = rank, .code = p::ErrorCode::kPeerRefused}
                 .set_join_param(j.refused_param)
                 .set_refused_rank(j.refused_rank)
-                .set_refused_value(j.refused_value),
+                .set_refused_value(j.refused_value)
+                .set_tree_rank(j.refused_below ? 1 : 0),
             out);
 }
 
@@ -704,6 +705,10 @@ void ControlPlane::HandleLeave(const p::LeaveMsg& h, const Peer& from, ReplySink
     Bump(ControlCounter::kLeaveIgnored);
     return;
   }
+  if (h.reason == static_cast<uint16_t>(p::ErrorCode::kPeerRefused)) {
+    RefuseFromBelow(j, h, out);
+    return;
+  }
   // A graceful leave (aux 0) from an active job only marks the rank done: ranks still waiting for
   // a lost result keep retransmitting and get it re-sent from the engine. The job is freed when
   // every rank is done. Any other leave aborts the job for everyone.
@@ -737,6 +742,33 @@ void ControlPlane::HandleLeave(const p::LeaveMsg& h, const Peer& from, ReplySink
   }
   Bump(ControlCounter::kJobsLeft);
   FreeJob(j, h.rank, out);
+}
+
+void ControlPlane::RefuseFromBelow(JobEntry& j, const p::LeaveMsg& h, ReplySink& out) {
+  if (j.refused) return;  // a copy (a leaf sends three), or a refusal of the job's own before it
+  Bump(ControlCounter::kRefusedBelow);
+  // The grant goes: this job never had every worker in, so nothing of it can be needed.
+  const bool had_slots = j.active;
+  if (j.active) {
+    engine_.RemoveJob(j.job_id).IgnoreError();  // cannot fail: installed by Grant
+    Release(j.slot_base, j.window);
+    j.active = false;
+    j.window = 0;
+  }
+  const bool was_queued = j.queued;
+  j.queued = false;
+  j.refused = true;
+  j.refused_below = true;
+  j.refused_rank = h.refused_rank;
+  j.refused_param =
+      p::JoinParamName(h.join_param) == "unknown" ? p::JoinParam::kNone : h.join_param;
+  j.refused_value = h.calls;
+  for (uint16_t r = 0; r < j.world_size; ++r) {
+    for (uint16_t l = 0; l < j.lanes; ++l) {
+      if (j.lane_mask[r] & (1u << l)) SendPeerRefused(j, j.peers[PeerIndex(j, r, l)], r, out);
+    }
+  }
+  if (had_slots || was_queued) AdmitQueued(out);
 }
 
 void ControlPlane::HandleAlloc(const p::AllocJobMsg& h, const Peer& from, TimePoint now,

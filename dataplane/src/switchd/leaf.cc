@@ -72,12 +72,38 @@ void Leaf::SendUpJoin(Job& j) {
 }
 
 void Leaf::SendUpLeave(const Job& j, p::ErrorCode reason, uint32_t calls) {
-  Bump(LeafCounter::kUpLeaves);
-  const ControlMessage m = MakeControl(p::LeaveMsg{
+  SendUpLeave(p::LeaveMsg{
       .job = j.id, .rank = config_.index, .calls = calls, .reason = static_cast<uint16_t>(reason)});
+}
+
+void Leaf::SendUpLeave(const p::LeaveMsg& leave) {
+  Bump(LeafCounter::kUpLeaves);
+  const ControlMessage m = MakeControl(leave);
   // A LEAVE is sent once and never answered: three copies, as a worker sends its aborting LEAVE
   // (a copy changes nothing at the spine).
   for (int i = 0; i < 3; ++i) SendUp(m, false);
+}
+
+bool Leaf::PartPending(const Job& j) const {
+  if (j.state == State::kJoining) return true;
+  if (j.state != State::kRunning) return false;
+  return control_.HasJob(j.id) ? control_.IsPending(j.id) : !j.local_seen;
+}
+
+void Leaf::RefuseBelow(Job& j, uint16_t rank, p::JoinParam param, uint32_t value, TimePoint now) {
+  Bump(LeafCounter::kUpRefusals);
+  SendUpLeave(p::LeaveMsg{.job = j.id,
+                          .rank = config_.index,
+                          .join_param = param,
+                          .refused_rank = rank,
+                          .calls = value,
+                          .reason = static_cast<uint16_t>(p::ErrorCode::kPeerRefused)});
+  const ControlMessage e = MakeControl(p::ErrorMsg{.job = j.id, .code = p::ErrorCode::kPeerRefused}
+                                           .set_join_param(param)
+                                           .set_refused_rank(rank)
+                                           .set_refused_value(value)
+                                           .set_tree_rank(1));
+  Fail(j, e, now);
 }
 
 void Leaf::SendToAllLocal(const Job& j, std::span<const uint8_t> packet) {
@@ -175,8 +201,9 @@ void Leaf::HandleWorkerControl(std::span<const uint8_t> packet, const Peer& from
       return;
     }
     if (j->state == State::kJoining && leave.reason != 0) {
-      // A worker gave up joining: the job cannot start; the spine hears at once.
-      SendUpLeave(*j, static_cast<p::ErrorCode>(leave.reason), 0);
+      // A worker gave up joining: the job cannot start; the spine hears at once (an abort: a
+      // worker's reason is not passed on, peer_refused up is the leaf's own word).
+      SendUpLeave(*j, p::ErrorCode::kJobAborted, 0);
       Erase(j->id);
       return;
     }
@@ -359,6 +386,12 @@ void Leaf::HandleJoin(const p::JoinMsg& h, std::span<const uint8_t> packet, cons
   }
   if (bad != p::JoinParam::kNone) {
     bad_params(bad, value);
+    if (PartPending(*j)) {
+      const uint32_t its = bad == p::JoinParam::kWorldSize ? h.world_size
+                           : bad == p::JoinParam::kWindow  ? h.window
+                                                           : h.rank;
+      RefuseBelow(*j, h.rank, bad, its, now);
+    }
     return;
   }
   if (j->state == State::kJoining && h.window < j->window_asked) {
@@ -380,6 +413,11 @@ void Leaf::HandleJoin(const p::JoinMsg& h, std::span<const uint8_t> packet, cons
   local.window = j->window;
   local.sec = 0;
   control_.HandleAdmittedJoin(local, from, now, *this);
+  if (const auto r = control_.RefusalOf(h.job); r.has_value()) {
+    // The local control plane refused a JOIN and doomed its pending job (K, lanes, a rank taken).
+    RefuseBelow(*j, static_cast<uint16_t>(r->rank + j->ranks.lo), r->param, r->value, now);
+    return;
+  }
   if (j->ending != p::ErrorCode::kNone) Tick(now);
 }
 
@@ -788,7 +826,9 @@ void Leaf::UpError(Job& j, std::span<const uint8_t> packet, TimePoint now) {
   const p::ErrorCode code = err.code;
   // The rank these codes name (count: left_rank, refused_rank, proving_rank) is a leaf on the
   // spine: name its first worker rank.
-  if ((code == p::ErrorCode::kRankLeft || code == p::ErrorCode::kPeerRefused ||
+  // A leaf's refusal (peer_refused, tree_rank 1) names a worker already.
+  if ((code == p::ErrorCode::kRankLeft ||
+       (code == p::ErrorCode::kPeerRefused && err.tree_rank() == 0) ||
        code == p::ErrorCode::kRankMismatch) &&
       err.count < config_.leaves) {
     err.count = RanksOfLeaf(err.count, config_.leaves, j.world).lo;

@@ -137,6 +137,9 @@ constexpr OwnMetric kOwn[] = {
      kDroppedHelp},
     {"hellos", "ina_switch_hellos_total", "",
      "hello messages answered (workers asking the switch's cores before they join)."},
+    {"refused_below", "ina_switch_jobs_refused_below_total", "",
+     "Jobs doomed because a leaf below refused one of its workers' JOINs (its LEAVE "
+     "peer_refused)."},
     // A leaf of two-level aggregation (LeafCounter, docs/hierarchy.md).
     {"leaf_up_joins", "ina_switch_leaf_up_joins_total", "", "JOINs sent to the spine."},
     {"leaf_up_data", "ina_switch_leaf_up_data_packets_total", "",
@@ -182,6 +185,9 @@ constexpr OwnMetric kOwn[] = {
      "Job keys the spine acknowledged (each then acknowledged to its sender)."},
     {"leaf_up_key_timeouts", "ina_switch_leaf_up_key_timeouts_total", "",
      "Job keys the spine did not acknowledge in time (their senders got no ack)."},
+    {"leaf_up_refusals", "ina_switch_leaf_up_refusals_total", "",
+     "Jobs this leaf doomed because it refused one of its workers' JOINs while the job was "
+     "joining, told to the spine (LEAVE peer_refused)."},
 };
 
 const OwnMetric* FindOwn(std::string_view counter) {

@@ -6,6 +6,7 @@
 
 #include "core_lanes.h"
 #include "ina/proto/crc32c.h"
+#include "membership.h"
 
 namespace ina::host::internal {
 
@@ -461,6 +462,20 @@ Status SlotWindow::HandleControl(const uint8_t* p, size_t len) {
                        " is not held by the fabric any more (error unknown_job: the switch "
                        "restarted, or it ended the job and the error saying why was lost); its "
                        "state is gone: start the job again");
+      case proto::ErrorCode::kPeerRefused: {
+        // From a tree only: this rank's leaf had every worker in and the spine's grant when
+        // another leaf refused one of its workers' JOINs, so the job cannot start
+        // (docs/hierarchy.md). Said as a refusal while joining says it.
+        JoinConfig join;
+        join.job_id = cfg_.job_id;
+        join.rank = cfg_.rank;
+        join.world_size = cfg_.world_size;
+        join.k = cfg_.k;
+        join.window = cfg_.window;
+        join.lane = cfg_.lane;
+        join.lanes = cfg_.lanes;
+        return JoinError(e, join, "job " + std::to_string(cfg_.job_id));
+      }
       case proto::ErrorCode::kRankLeft:
         // Another rank finished after `calls` calls: calls from that number on cannot complete.
         if (e.calls() < peer_left_after_) {

@@ -43,7 +43,9 @@
 //    for its RTO.
 //  - error(job_aborted): Aborted. error(rank_mismatch): Aborted, naming the slot, generation and
 //    rank the fabric reported (the ranks made different calls, or quantized with different
-//    exponents). error(rank_left, offset N): the
+//    exponents). error(unknown_job): Aborted (the fabric holds no such job). error(peer_refused),
+//    which only a tree sends once a rank is in (another leaf refused one of its workers):
+//    Aborted, worded as at the join (JoinError). error(rank_left, offset N): the
 //    current op fails with Aborted if it is call N or later, as does every later Begin; earlier
 //    ops carry on.
 //  - No accepted result for progress_timeout while an op is active: DeadlineExceeded
@@ -177,7 +179,8 @@ class SlotWindow {
   bool done() const { return active_ && remaining_ == 0; }
 
   // One received packet (whole ina message). Results of the active op are accepted or counted
-  // stale; control: error(job_aborted), error(rank_mismatch) -> Aborted (also when idle);
+  // stale; control: error(job_aborted), error(rank_mismatch), error(unknown_job),
+  // error(peer_refused) -> Aborted (also when idle);
   // error(rank_left) -> recorded, Aborted if it concerns the active op; join_ack duplicates are
   // ignored; the rest is stale.
   // Errors: Aborted as above, Internal when the fabric's agreed exponent is below this rank's

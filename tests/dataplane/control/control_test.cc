@@ -452,6 +452,92 @@ TEST_F(ControlTest, LeavesThatDisagreeOnTheTreesWorldSizeAreRefusedAsWorldSizes)
   EXPECT_EQ(Ctr(ControlCounter::kJobsAdmitted), 2u);
 }
 
+// A leaf of a tree refused one of its workers' JOINs while its part of the job was joining (its
+// LEAVE peer_refused, docs/hierarchy.md). The spine grants a job of leaves as soon as every leaf
+// has one worker, so the refusal mostly finds the job active: it is doomed all the same, its
+// slots given back (to a queued job here), and every leaf hears the refusal with the worker's
+// rank in the tree (tree_rank 1, passed on unmapped), at once and at every later JOIN.
+TEST_F(ControlTest, ALeafsRefusalDoomsTheJobForEveryLeafWhateverItsState) {
+  Make(16, 8, milliseconds(1000));
+  auto leaf_join = [](uint16_t job, uint16_t rank, uint32_t window) {
+    return Control(p::JoinMsg{
+        .tree_world = 8, .job = job, .rank = rank, .k = 256, .window = window, .world_size = 2});
+  };
+  auto refusal = [](uint16_t job, uint16_t leaf, uint16_t worker, p::JoinParam param,
+                    uint32_t value) {
+    return Control(p::LeaveMsg{.job = job,
+                               .rank = leaf,
+                               .join_param = param,
+                               .refused_rank = worker,
+                               .calls = value,
+                               .reason = static_cast<uint16_t>(p::ErrorCode::kPeerRefused)});
+  };
+  auto expect_refused = [](const Reply& r, const Peer& to, uint16_t job, uint16_t leaf,
+                           uint16_t worker, p::JoinParam param, uint32_t value) {
+    ExpectParamError(r, to, job, leaf, p::ErrorCode::kPeerRefused, param, value, worker);
+    EXPECT_EQ(p::ErrorMsg::From(r.h).tree_rank(), 1) << "the rank is the tree's";
+  };
+  // Job 60 holds the whole pool; job 61 waits for it.
+  Send(leaf_join(60, 0, 16), MakePeer(5000));
+  Send(leaf_join(60, 1, 16), MakePeer(5001));
+  Send(leaf_join(61, 0, 16), MakePeer(5002));
+  Send(leaf_join(61, 1, 16), MakePeer(5003));
+  ASSERT_EQ(out_.replies.size(), 3u);
+  EXPECT_EQ(out_.replies[1].h.type, p::MsgType::kJoinAck);
+  EXPECT_EQ(out_.replies[2].h.type, p::MsgType::kJoinWait) << "to the last leaf in";
+  out_.replies.clear();
+
+  // Only a joined leaf speaks for the job.
+  Send(refusal(60, 1, 6, p::JoinParam::kWorldSize, 4), MakePeer(5999));
+  EXPECT_TRUE(out_.replies.empty());
+  EXPECT_EQ(Ctr(ControlCounter::kLeaveIgnored), 1u);
+
+  // Leaf 1 refused worker 6 (world size 4, where the job's is 8).
+  Send(refusal(60, 1, 6, p::JoinParam::kWorldSize, 4), MakePeer(5001));
+  ASSERT_EQ(out_.replies.size(), 4u) << "both leaves, then job 61's grant";
+  expect_refused(out_.replies[0], MakePeer(5000), 60, 0, 6, p::JoinParam::kWorldSize, 4);
+  expect_refused(out_.replies[1], MakePeer(5001), 60, 1, 6, p::JoinParam::kWorldSize, 4);
+  EXPECT_EQ(out_.replies[2].h.type, p::MsgType::kJoinAck) << "the freed slots: job 61's";
+  EXPECT_EQ(out_.replies[2].h.job, 61);
+  EXPECT_EQ(Ctr(ControlCounter::kRefusedBelow), 1u);
+  for (const JobInfo& j : cp_->Jobs()) EXPECT_EQ(j.active, j.job_id == 61) << j.job_id;
+  out_.replies.clear();
+  // The other copies change nothing; data of the job is not aggregated any more; a JOIN (a
+  // leaf's keep-alive, or a leaf whose copy was lost) hears the refusal again.
+  Send(refusal(60, 1, 6, p::JoinParam::kWorldSize, 4), MakePeer(5001));
+  EXPECT_TRUE(out_.replies.empty());
+  EXPECT_EQ(Ctr(ControlCounter::kRefusedBelow), 1u);
+  EXPECT_EQ(cp_->CheckDataSource(60, 0, 0, MakePeer(5000), TimePoint{}), SourceCheck::kPass);
+  Send(leaf_join(60, 0, 16), MakePeer(5000));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  expect_refused(out_.replies[0], MakePeer(5000), 60, 0, 6, p::JoinParam::kWorldSize, 4);
+  out_.replies.clear();
+
+  // Pending (leaf 1 has not joined): doomed as well; the late leaf hears it when it joins. A
+  // join_param no table knows is passed on as none.
+  Send(leaf_join(62, 0, 4), MakePeer(5004));
+  Send(refusal(62, 0, 2, static_cast<p::JoinParam>(99), 7), MakePeer(5004));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  expect_refused(out_.replies[0], MakePeer(5004), 62, 0, 2, p::JoinParam::kNone, 7);
+  Send(leaf_join(62, 1, 4), MakePeer(5005));
+  ASSERT_EQ(out_.replies.size(), 2u);
+  expect_refused(out_.replies[1], MakePeer(5005), 62, 1, 2, p::JoinParam::kNone, 7);
+  EXPECT_EQ(Ctr(ControlCounter::kJobsAdmitted), 2u) << "60 and 61; 62 never";
+  // A refusal of the spine's own keeps tree_rank 0 (its rank is a leaf).
+  out_.replies.clear();
+  Send(leaf_join(63, 0, 4), MakePeer(5006));
+  Send(Control(p::JoinMsg{
+           .tree_world = 8, .job = 63, .rank = 1, .k = 64, .window = 4, .world_size = 2}),
+       MakePeer(5007));
+  ASSERT_EQ(out_.replies.size(), 2u);
+  ExpectParamError(out_.replies[1], MakePeer(5006), 63, 0, p::ErrorCode::kPeerRefused,
+                   p::JoinParam::kK, 64, 1);
+  EXPECT_EQ(p::ErrorMsg::From(out_.replies[1].h).tree_rank(), 0);
+  // The doomed jobs go at the job timeout, as any idle job (61 with them: idle too).
+  EXPECT_EQ(cp_->Tick(TimePoint{} + milliseconds(1500), out_), 4u);
+  EXPECT_EQ(cp_->num_jobs(), 0u);
+}
+
 TEST_F(ControlTest, RefusalsOfAnActiveJobLeaveItAlone) {
   Make();
   auto r = JoinAll(9, 3, 64, 8, 5000);

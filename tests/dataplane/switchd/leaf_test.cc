@@ -284,18 +284,28 @@ TEST(Leaf, WorkersAskingLessMakeTheLeafAskLessUntilTheGrant) {
   t.FromSpine(
       Message(p::JoinAckMsg{.job = kJob, .rank = 1, .epoch = 1, .k = kK, .window = 10, .lease = 0}
                   .ToHeader()));
+  for (uint16_t l = 0; l < 3; ++l) join(l, 16);  // asking at least the grant: in
+  EXPECT_TRUE(t.Take().empty()) << "the local job waits for worker 3";
   join(3, 4);  // less than the grant: refused, naming it
-  auto refused = t.Take();
+  auto refused = t.TakeTo(t.workers[3]);
   ASSERT_EQ(refused.size(), 1u);
   EXPECT_EQ(refused[0].h().type, p::MsgType::kError);
+  EXPECT_EQ(refused[0].h().aux, static_cast<uint16_t>(p::ErrorCode::kBadParams));
   EXPECT_EQ(refused[0].h().slot, static_cast<uint16_t>(p::JoinParam::kWindow));
   EXPECT_EQ(refused[0].h().offset, 10u);
-  for (uint16_t l = 0; l < 4; ++l) join(l, 16);  // everyone asking at least the grant gets it
-  auto acks = t.Take();
-  ASSERT_EQ(acks.size(), 4u);
-  for (const Sent& a : acks) {
-    EXPECT_EQ(a.h().type, p::MsgType::kJoinAck);
-    EXPECT_EQ(a.h().offset, 10u);
+  // The job cannot start without worker 3: the others and the spine hear why.
+  auto others = t.Take();
+  ASSERT_EQ(others.size(), 6u) << "3 LEAVEs up, 3 workers";
+  for (const Sent& o : others) {
+    if (o.to == t.spine) {
+      EXPECT_EQ(o.h().type, p::MsgType::kLeave);
+      continue;
+    }
+    const auto e = p::ErrorMsg::From(o.h());
+    EXPECT_EQ(e.code, p::ErrorCode::kPeerRefused);
+    EXPECT_EQ(e.refused_rank(), 7);
+    EXPECT_EQ(e.join_param(), p::JoinParam::kWindow);
+    EXPECT_EQ(e.refused_value(), 4u) << "what worker 3 asked";
   }
 }
 
@@ -467,6 +477,139 @@ TEST(Leaf, ASpineRefusalWhileJoiningReachesEveryWorkerAtItsNextJoin) {
     EXPECT_EQ(errs[l].h().offset, 4u) << "the other leaf's workers' world size";
   }
   EXPECT_TRUE(t.TakeTo(t.spine).empty()) << "a refused leaf does not join again";
+}
+
+// What the leaf sends the spine and its workers when it refused a worker's JOIN while its part of
+// the job was joining: LEAVE peer_refused (thrice) naming the worker, the parameter and the value,
+// and error(peer_refused), tree_rank 1, to every worker at once or at its next JOIN.
+void ExpectRefusedBelow(LeafHarness& t, uint16_t worker, p::JoinParam param, uint32_t value,
+                        const std::vector<uint16_t>& told_at_once,
+                        const std::vector<uint16_t>& told_later) {
+  auto up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 3u);
+  for (const Sent& u : up) {
+    const auto leave = p::LeaveMsg::From(u.h());
+    EXPECT_EQ(u.h().type, p::MsgType::kLeave);
+    EXPECT_EQ(leave.rank, 1) << "the leaf's rank on the spine";
+    EXPECT_EQ(leave.reason, static_cast<uint16_t>(p::ErrorCode::kPeerRefused));
+    EXPECT_EQ(leave.refused_rank, worker);
+    EXPECT_EQ(leave.join_param, param);
+    EXPECT_EQ(leave.calls, value);
+  }
+  auto expect_told = [&](const Sent& s, uint16_t local) {
+    EXPECT_EQ(s.to, t.workers[local]);
+    const auto e = p::ErrorMsg::From(s.h());
+    EXPECT_EQ(s.h().type, p::MsgType::kError);
+    EXPECT_EQ(e.code, p::ErrorCode::kPeerRefused);
+    EXPECT_EQ(e.rank, 4 + local);
+    EXPECT_EQ(e.refused_rank(), worker);
+    EXPECT_EQ(e.join_param(), param);
+    EXPECT_EQ(e.refused_value(), value);
+    EXPECT_EQ(e.tree_rank(), 1);
+  };
+  // The local control plane's own copy (tree_rank 0, the same rank) may come first.
+  auto now = t.Take();
+  std::erase_if(now, [](const Sent& s) { return p::ErrorMsg::From(s.h()).tree_rank() == 0; });
+  ASSERT_EQ(now.size(), told_at_once.size());
+  for (size_t i = 0; i < now.size(); ++i) expect_told(now[i], told_at_once[i]);
+  for (uint16_t l : told_later) {
+    t.FromWorker(l, Message(WorkerJoin(static_cast<uint16_t>(4 + l))));
+    auto r = t.Take();
+    ASSERT_EQ(r.size(), 1u);
+    expect_told(r[0], l);
+  }
+  t.now += milliseconds(500);
+  t.Tick();
+  EXPECT_TRUE(t.TakeTo(t.spine).empty()) << "a doomed job does not join again";
+  EXPECT_EQ(t.Count(LeafCounter::kUpRefusals), 1u);
+}
+
+// Before the spine's grant: worker 6 says the world has 4 ranks where 4 and 5 said 8.
+TEST(Leaf, AWorkerRefusedBeforeTheSpinesGrantDoomsTheJob) {
+  LeafHarness t;
+  t.FromWorker(0, Message(WorkerJoin(4)));
+  t.FromWorker(1, Message(WorkerJoin(5)));
+  EXPECT_EQ(t.TakeTo(t.spine).size(), 1u);
+  p::Header h = WorkerJoin(6);
+  h.aux = 4;
+  t.FromWorker(2, Message(h));
+  auto refused = t.TakeTo(t.workers[2]);
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(p::ErrorMsg::From(refused[0].h()).code, p::ErrorCode::kBadParams);
+  EXPECT_EQ(p::ErrorMsg::From(refused[0].h()).job_value(), kWorld);
+  ExpectRefusedBelow(t, 6, p::JoinParam::kWorldSize, 4, {}, {0, 1, 3});
+}
+
+// After the spine's grant, while the local job waits for its last worker: the local control
+// plane refuses worker 6's JOIN (another K), or takes rank 6 as joined from another address.
+TEST(Leaf, AWorkerTheLocalControlPlaneRefusesWhileJoiningDoomsTheJob) {
+  for (const bool taken : {false, true}) {
+    SCOPED_TRACE(taken ? "rank taken" : "another K");
+    LeafHarness t;
+    for (uint16_t l = 0; l < 3; ++l)
+      t.FromWorker(l, Message(WorkerJoin(static_cast<uint16_t>(4 + l))));
+    EXPECT_EQ(t.TakeTo(t.spine).size(), 1u);
+    t.FromSpine(Message(
+        p::JoinAckMsg{.job = kJob, .rank = 1, .epoch = 3, .k = kK, .window = kGranted}.ToHeader()));
+    for (uint16_t l = 0; l < 3; ++l)
+      t.FromWorker(l, Message(WorkerJoin(static_cast<uint16_t>(4 + l))));
+    EXPECT_TRUE(t.Take().empty()) << "the local job waits for worker 7";
+    if (taken) {
+      t.FromPeer(MakePeer(7000), Message(WorkerJoin(6)));
+      auto refused = t.TakeTo(MakePeer(7000));
+      ASSERT_EQ(refused.size(), 1u);
+      EXPECT_EQ(p::ErrorMsg::From(refused[0].h()).code, p::ErrorCode::kRankTaken);
+      ExpectRefusedBelow(t, 6, p::JoinParam::kRankTaken, 0, {0, 1, 2}, {3});
+    } else {
+      p::Header h = WorkerJoin(7);
+      h.count = 256;
+      t.FromWorker(3, Message(h));
+      auto refused = t.TakeTo(t.workers[3]);
+      ASSERT_EQ(refused.size(), 1u);
+      EXPECT_EQ(p::ErrorMsg::From(refused[0].h()).code, p::ErrorCode::kBadParams);
+      ExpectRefusedBelow(t, 7, p::JoinParam::kK, 256, {0, 1, 2}, {});
+    }
+  }
+}
+
+// Once every local worker is in, the job runs on: a refusal answers the refused JOIN only, as a
+// flat switch does for a job every rank joined.
+TEST(Leaf, ARefusalOnceEveryWorkerIsInLeavesTheJobAlone) {
+  LeafHarness t;
+  t.JoinAll();
+  p::Header h = WorkerJoin(5);
+  h.aux = 4;
+  t.FromPeer(MakePeer(7000), Message(h));
+  ASSERT_EQ(t.TakeTo(MakePeer(7000)).size(), 1u);
+  t.FromWorker(0, Message(p::JoinMsg{
+                      .job = kJob, .rank = 4, .k = 256, .window = kWindow, .world_size = kWorld}
+                              .ToHeader()));
+  ASSERT_EQ(t.TakeTo(t.workers[0]).size(), 1u) << "another K: refused";
+  EXPECT_TRUE(t.Take().empty()) << "nothing up, nothing to the others";
+  EXPECT_EQ(t.Count(LeafCounter::kUpRefusals), 0u);
+  for (uint16_t l = 0; l < 4; ++l) t.FromWorker(l, t.Data(l, 0, 0, 1));
+  EXPECT_EQ(t.TakeTo(t.spine).size(), 1u) << "the partial goes up";
+}
+
+// A spine's peer_refused names a leaf (tree_rank 0: mapped to its first worker) or, passed on from
+// a leaf, a worker of the tree (tree_rank 1: as it is).
+TEST(Leaf, ASpineRefusalNamesALeafOrAWorkerAsItSays) {
+  for (const uint8_t tree_rank : {0, 1}) {
+    LeafHarness t;
+    t.JoinAll();
+    t.FromSpine(Message(p::ErrorMsg{.job = kJob, .rank = 1, .code = p::ErrorCode::kPeerRefused}
+                            .set_join_param(p::JoinParam::kK)
+                            .set_refused_rank(1)
+                            .set_refused_value(256)
+                            .set_tree_rank(tree_rank)
+                            .ToHeader()));
+    auto errs = t.Take();
+    ASSERT_EQ(errs.size(), 4u);
+    for (const Sent& e : errs) {
+      EXPECT_EQ(p::ErrorMsg::From(e.h()).refused_rank(), tree_rank ? 1 : 4)
+          << "leaf 1 of 2 in a world of 8 starts at rank 4";
+    }
+  }
 }
 
 TEST(Leaf, APoolThatCannotGiveTheSpinesWindowEndsTheJob) {

@@ -674,6 +674,41 @@ TEST_P(Hierarchy, LeavesWhoseWorkersDisagreeOnTheWorldSizeFailEveryWorker) {
   EXPECT_GE(spine["err_bad_params"], 1u);
 }
 
+// A leaf refuses one of its own workers while its part of the job is joining: rank 7 says the
+// world has 16 ranks (a launcher that gave it another INA_WORLD), and it starts after the others
+// joined. The leaf dooms the job and tells the spine (LEAVE peer_refused), which tells the other
+// leaf: every worker fails at once naming the world size, not at its join timeout (30 s).
+TEST_P(Hierarchy, AWorkerItsLeafRefusesFailsEveryWorkerAtOnce) {
+  Tree t;
+  ASSERT_TRUE(StartTree(topo_, {}, &t));
+  std::vector<Process> ws;
+  std::vector<std::string> who;
+  Clock::time_point started;
+  for (int r = 0; r < kWorld; ++r) {
+    const int leaf = r / kPerLeaf;
+    auto argv = WorkerArgv(t.leaf_addr[leaf], r, "float", 4096, 2, 30000);
+    if (r == kWorld - 1) {
+      for (auto& a : argv) {
+        if (a == "INA_WORLD=" + std::to_string(kWorld)) a = "INA_WORLD=16";
+      }
+      std::this_thread::sleep_for(1s);  // the others joined; leaf 1's part waits for rank 7
+      started = Clock::now();
+    }
+    argv.insert(argv.begin(), {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1"});
+    auto p = Process::Start(topo_.In("w" + std::to_string(leaf), argv));
+    ASSERT_TRUE(p.ok());
+    ws.push_back(std::move(*p));
+    who.push_back("leaf " + std::to_string(leaf) + " rank " + std::to_string(r));
+  }
+  ExpectEachFails(ws, who, "world size", started, 10.0, "error(");
+  auto spine = StopSwitch(*t.spine);
+  auto leaf1 = StopSwitch(t.leaves[1]);
+  EXPECT_EQ(spine["refused_below"], 1u);
+  // Leaf 0 had all its workers in, and its partials went up; none was summed.
+  EXPECT_EQ(spine["results"], 0u);
+  EXPECT_EQ(leaf1["leaf_up_refusals"], 1u);
+}
+
 // The spine dies and a new one starts on its address (its supervisor restarting it): it holds no
 // job, so it answers the leaves' partials with error(unknown_job), and each leaf ends its local
 // job with that error. Every worker fails at once, saying so, instead of at its progress timeout

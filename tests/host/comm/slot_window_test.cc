@@ -719,6 +719,39 @@ TEST_F(SlotWindowTest, RankMismatchFailsAtOnceNamingWhere) {
   EXPECT_EQ(w.OnPacket(b, t0_).code(), StatusCode::kAborted);
 }
 
+// error(unknown_job) (the switch holds no such job) and error(peer_refused) (a tree's leaf refused
+// another rank's JOIN after this rank's leaf granted it the job) fail the op at once, saying why;
+// the refusal is worded as at the join, with this rank's own value.
+TEST_F(SlotWindowTest, UnknownJobAndALeafsRefusalFailAtOnceSayingWhy) {
+  auto error = [](const proto::ErrorMsg& e) {
+    std::vector<uint8_t> b(proto::MessageBytes(0));
+    e.Encode(b.data());
+    Reseal(b);
+    return b;
+  };
+  std::vector<int32_t> v(1000, 1);
+  SlotWindow w(Config(4, 64, 4), quant::ActiveKernels());
+  ASSERT_TRUE(w.Begin(OpDesc{false, nullptr, v.data(), v.size(), 0}, t0_).ok());
+  const Status refused =
+      w.OnPacket(error(proto::ErrorMsg{.job = 7, .rank = 0, .code = proto::ErrorCode::kPeerRefused}
+                           .set_join_param(proto::JoinParam::kWorldSize)
+                           .set_refused_rank(3)
+                           .set_refused_value(16)
+                           .set_tree_rank(1)),
+                 t0_);
+  EXPECT_EQ(refused.code(), StatusCode::kAborted);
+  EXPECT_NE(refused.message().find("rank 3's JOIN was refused, so the job cannot start: its world "
+                                   "size 16 differs from 4, this rank's"),
+            std::string::npos)
+      << refused.message();
+  SlotWindow x(Config(4, 64, 4), quant::ActiveKernels());
+  const Status gone = x.OnPacket(
+      error(proto::ErrorMsg{.job = 7, .rank = 0, .code = proto::ErrorCode::kUnknownJob}), t0_);
+  EXPECT_EQ(gone.code(), StatusCode::kAborted);
+  EXPECT_NE(gone.message().find("not held by the fabric any more"), std::string::npos)
+      << gone.message();
+}
+
 // A quantizing stager run by the test (staged_op.h's contract, synchronous): the CPU kernels for
 // the local exponents, and a block is quantized into wire() at its agreed exponent only when the
 // test says so (MakeReady), as a domain whose Quantize completes late.

@@ -71,6 +71,13 @@
 //       results; every other rank still in gets error(rank_left) on every lane (count = the leaver,
 //       offset = its calls). A copy of a graceful LEAVE changes nothing. When every rank is done
 //       the job is freed.
+//     - aux peer_refused: a leaf of a tree (docs/hierarchy.md) refused one of its workers' JOINs
+//       while its part of the job was pending (LEAVE count = the worker's rank in the tree, slot =
+//       the JoinParam, offset = the value it sent). The job is doomed as by a refusal of its own,
+//       whatever its state: removed from the engine if active, its slots freed, taken out of the
+//       queue, the refusal remembered, and every joined lane of every rank gets error(peer_refused)
+//       with tree_rank 1 (the rank is the tree's, which the leaves pass on unmapped); so does every
+//       later JOIN, until the job timeout frees it. A copy changes nothing (refused_below).
 //     - any other aux (abort), or aux 0 on a job that never had a grant: the job is removed from
 //     the engine, its
 //       slots freed, and every joined lane of every other rank gets error(job_aborted).
@@ -308,6 +315,7 @@ enum class ControlCounter : uint16_t {
   kJoinsUnproven,      // proven JOINs whose proof did not verify: forged, replayed, too old, or
                        // for a job without a key (dropped, answered with a fresh challenge)
   kHellos,             // hello messages answered with hello_ack (CommConfig::switch_cores auto)
+  kRefusedBelow,       // jobs doomed by a leaf's LEAVE peer_refused (it refused one of its workers)
   kCount,
 };
 inline constexpr size_t kNumControlCounters = static_cast<size_t>(ControlCounter::kCount);
@@ -330,7 +338,8 @@ inline constexpr std::array<std::string_view, kNumControlCounters> kControlCount
     "keys_installed",   "admin_forged",
     "admin_replayed",   "admin_refused",
     "join_challenges",  "joins_proven",
-    "joins_unproven",   "hellos"};
+    "joins_unproven",   "hellos",
+    "refused_below"};
 using ControlCounters = std::array<uint64_t, kNumControlCounters>;
 
 inline uint64_t Get(const ControlCounters& c, ControlCounter which) {
@@ -462,6 +471,27 @@ class ControlPlane {
 
   // A job with this id is pending, queued or active.
   bool HasJob(uint16_t job_id) const { return index_[job_id] >= 0; }
+  // A job with this id whose JOINs are still coming: not every lane of every rank joined, never
+  // granted, not doomed (a refusal would doom it).
+  bool IsPending(uint16_t job_id) const {
+    const int32_t idx = index_[job_id];
+    if (idx < 0) return false;
+    const JobEntry& j = jobs_[static_cast<size_t>(idx)];
+    return !j.active && !j.queued && j.epoch == 0 && !j.refused;
+  }
+  // The refusal that doomed job `job_id` while it was pending (rank, JoinParam, the value that
+  // rank sent), if one did.
+  struct Refusal {
+    uint16_t rank = 0;
+    proto::JoinParam param = proto::JoinParam::kNone;
+    uint32_t value = 0;
+  };
+  std::optional<Refusal> RefusalOf(uint16_t job_id) const {
+    const int32_t idx = index_[job_id];
+    if (idx < 0 || !jobs_[static_cast<size_t>(idx)].refused) return std::nullopt;
+    const JobEntry& j = jobs_[static_cast<size_t>(idx)];
+    return Refusal{j.refused_rank, j.refused_param, j.refused_value};
+  }
 
   const ControlCounters& counters() const { return counters_; }
   // Jobs pending or active, in table order.
@@ -509,6 +539,7 @@ class ControlPlane {
     uint16_t refused_rank = 0;
     proto::JoinParam refused_param = proto::JoinParam::kNone;
     uint32_t refused_value = 0;  // the value the refused rank sent (rank_taken: its lane)
+    bool refused_below = false;  // by a leaf (LEAVE peer_refused): refused_rank is the tree's
     std::array<uint16_t, proto::kMaxWorkers> lane_mask{};  // rank r: bit l, lane l joined
     std::vector<Peer> peers;  // lanes x world_size, lane-major: a lane's ranks are contiguous
     uint64_t grants = 0;      // grants so far (a keyed job's traffic keys are per grant)
@@ -549,6 +580,8 @@ class ControlPlane {
   // error(peer_refused) for j's remembered refusal, to one peer (`rank` is its rank).
   void SendPeerRefused(const JobEntry& j, const Peer& to, uint16_t rank, ReplySink& out);
   void HandleLeave(const proto::LeaveMsg& h, const Peer& from, ReplySink& out);
+  // A leaf's LEAVE peer_refused for j (see the header comment): dooms j.
+  void RefuseFromBelow(JobEntry& j, const proto::LeaveMsg& h, ReplySink& out);
   void HandleSetKey(std::span<const uint8_t> packet, const Peer& from, ReplySink& out);
   // Job j's mode and traffic keys of its grant number `grant` (mode crc: no key).
   Result<JobSecurity> KeysOfGrant(const JobEntry& j, uint64_t grant) const;

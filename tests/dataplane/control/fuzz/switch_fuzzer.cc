@@ -9,7 +9,8 @@
 //           last join_challenge its peer got, under job 1's secret or another), job (0..3 or an
 //           alloc-range id), the grant epoch a JOIN re-joins after (0..3), a leaf's tree_world
 //           (0, 2, 4 or 6: none, below, at and above the world), rank, world, K,
-//           window (0..15 of a pool of 16: jobs share it and wait), lane, lanes, aux, sometimes
+//           window (0..15 of a pool of 16: jobs share it and wait), lane, lanes, aux (a LEAVE's
+//           reason: done, an abort, or a leaf's refusal, peer_refused, mostly), sometimes
 //           a body; sealed unless a flag says raw (so most get past the CRC check).
 //   op%4 1: a data packet: job, rank, slot, gen, count (<= K mostly), offset, flags, a payload;
 //           sealed unless a flag says raw.
@@ -194,6 +195,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         const uint8_t r = in.Byte();
         h.rank = r % 4;
         h.aux = static_cast<uint16_t>((r & 0x80) ? in.Byte() : 1 + (r >> 2) % 3);  // world
+        if (h.type == proto::MsgType::kLeave && !(r & 0x80)) {
+          // A LEAVE's reason: done, an abort, or a leaf's refusal of one of its workers (the
+          // refused rank, join_param and value in count, slot and offset).
+          static constexpr uint16_t kReasons[] = {
+              0, static_cast<uint16_t>(proto::ErrorCode::kJobAborted),
+              static_cast<uint16_t>(proto::ErrorCode::kPeerRefused)};
+          h.aux = kReasons[(r >> 2) % 3];
+        }
         const uint8_t kw = in.Byte();
         h.count = (kw & 0x80) ? in.Byte() : ((kw & 1) ? 256 : 64);  // K
         h.offset = (kw >> 1) % 6 * 3;                               // window

@@ -22,7 +22,8 @@
 //   op%5 3: time passes (0..2.5 s) and both Ticks run (job timeout 1 s).
 //   op%5 4: raw bytes from a worker or the spine.
 // Checked after every record: every packet the leaf sends is at most kMaxPacketBytes and a whole
-// message: to the spine only JOINs (plain, or proven: sec mac and a tag), LEAVEs, ALLOC_JOBs,
+// message: to the spine only JOINs (plain, or proven: sec mac and a tag), LEAVEs (a refusal of a
+// worker naming a rank below max_workers and a known join_param), ALLOC_JOBs,
 // data as leaf 1 (rank 1) and SET_KEYs that open under the spine's admin secret to the key the
 // control plane holds for their job, in its mode (the leaf passes keys on); to the workers only
 // replies (join_ack, join_wait, error, alloc_ack, hello_ack, set_key_ack, join_challenge of
@@ -117,6 +118,15 @@ class Sink final : public LeafSink, public Emitter {
       }
       FUZZ_CHECK(t == proto::MsgType::kAllocJob || proto::GetRank(p.data()) == 1,
                  "type %u to the spine as rank %u", unsigned(t), proto::GetRank(p.data()));
+      if (t == proto::MsgType::kLeave) {
+        // A refusal of one of its workers names a rank of the tree and a parameter the spec has.
+        const auto leave = proto::LeaveMsg::Decode(p.data());
+        FUZZ_CHECK(leave.reason != static_cast<uint16_t>(proto::ErrorCode::kPeerRefused) ||
+                       (leave.refused_rank < proto::kMaxWorkers &&
+                        proto::JoinParamName(leave.join_param) != "unknown"),
+                   "LEAVE peer_refused naming rank %u, join_param %u", leave.refused_rank,
+                   unsigned(leave.join_param));
+      }
       return;
     }
     size_t w = 0;

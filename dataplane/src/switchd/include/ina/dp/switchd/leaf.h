@@ -68,11 +68,18 @@
 // after key_forward_timeout (leaf_up_key_timeouts, logged).
 //
 // Failure: an error from the spine (job_aborted, rank_mismatch, peer_refused, ...) ends the local
-// job: every local worker gets the spine's error (ranks mapped to global ones) and later JOINs of
-// the job get it too, until the job timeout. A local job that ends (aborting LEAVE, timeout, the
-// engine ending it) makes the leaf send an aborting LEAVE upstream; one whose ranks all left
-// gracefully, a graceful LEAVE (offset = the last rank's calls). rank_left from the spine is
-// passed down (count = the first rank of that leaf).
+// job: every local worker gets the spine's error (ranks mapped to global ones, but for a
+// peer_refused with tree_rank 1, whose rank is a worker's already) and later JOINs of the job get
+// it too, until the job timeout. A worker's JOIN the leaf refuses (a rank another leaf serves, a
+// world size or window not the job's, or what its control plane refuses: K, lanes, a rank taken)
+// while the job's part here is pending (PartPending) dooms the whole job, as a flat switch's
+// refusal dooms a pending job: the leaf fails its job with error(peer_refused) (the refused
+// worker's rank, tree_rank 1) and sends LEAVE peer_refused up, naming the worker, the parameter
+// and its value, so the spine sends every other leaf the same error. Once every local worker is
+// in, a refusal answers the refused worker only (the job runs on). A local job that ends (aborting
+// LEAVE, timeout, the engine ending it) makes the leaf send an aborting LEAVE upstream; one whose
+// ranks all left gracefully, a graceful LEAVE (offset = the last rank's calls). rank_left from the
+// spine is passed down (count = the first rank of that leaf).
 //
 // Socket-free like the control plane: packets out go to a LeafSink, time is passed in.
 // Threading: single-threaded (the switch's one core); nothing blocks. The per-packet paths
@@ -152,6 +159,7 @@ enum class LeafCounter : uint16_t {
   kUpKeys,         // SET_KEYs passed on to the spine (resends included)
   kUpKeyAcks,      // ... acknowledged by the spine (each then acknowledged to its sender)
   kUpKeyTimeouts,  // keys the spine did not acknowledge within key_forward_timeout
+  kUpRefusals,     // jobs doomed: a worker's JOIN refused while joining (LEAVE peer_refused up)
   kCount,
 };
 inline constexpr size_t kNumLeafCounters = static_cast<size_t>(LeafCounter::kCount);
@@ -161,7 +169,8 @@ inline constexpr std::array<std::string_view, kNumLeafCounters> kLeafCounterName
     "leaf_up_leaves",      "leaf_down_results",  "leaf_down_resends", "leaf_resend_pending",
     "leaf_foreign_rank",   "leaf_no_slots",      "leaf_up_allocs",    "leaf_data_cross_job",
     "leaf_data_forged",    "leaf_data_replayed", "leaf_up_forged",    "leaf_up_proofs",
-    "leaf_key_mismatch",   "leaf_up_keys",       "leaf_up_key_acks",  "leaf_up_key_timeouts"};
+    "leaf_key_mismatch",   "leaf_up_keys",       "leaf_up_key_acks",  "leaf_up_key_timeouts",
+    "leaf_up_refusals"};
 using LeafCounters = std::array<uint64_t, kNumLeafCounters>;
 
 // The ranks leaf `index` of `leaves` serves in a world of `world`: [lo, lo + n), the r with
@@ -308,6 +317,15 @@ class Leaf final : private ReplySink {
   void SendUpJoin(Job& j);
   // The leaf's LEAVE for j (reason 0: done after `calls` calls; else abort), thrice.
   void SendUpLeave(const Job& j, proto::ErrorCode reason, uint32_t calls);
+  void SendUpLeave(const proto::LeaveMsg& m);
+  // Whether j's part here is still joining: not every local worker in, never granted locally, so
+  // the spine can have no result of the job yet.
+  bool PartPending(const Job& j) const;
+  // A JOIN of global rank `rank` to j refused here (JoinParam `param`, the value it sent) while
+  // j's part was pending: the job cannot start. j fails with error(peer_refused), tree_rank 1,
+  // for every local worker, and the spine hears it (LEAVE peer_refused), which dooms the job for
+  // every leaf.
+  void RefuseBelow(Job& j, uint16_t rank, proto::JoinParam param, uint32_t value, TimePoint now);
   // One typed message (proto::ErrorMsg{...}), sealed, to a worker.
   template <class Msg>
   void SendReply(const Peer& to, const Msg& m) {
