@@ -82,6 +82,7 @@ ControlPlane::ControlPlane(Engine& engine, const ControlConfig& config)
 void ControlPlane::HandleControl(std::span<const uint8_t> packet, const Peer& from, TimePoint now,
                                  ReplySink& out) {
   Bump(ControlCounter::kControlRx);
+  now_ = now;
   if (packet.size() < p::MessageBytes(0)) {
     Bump(ControlCounter::kControlMalformed);
     return;
@@ -295,6 +296,7 @@ bool ControlPlane::AdmitJoinAsSent(std::span<const uint8_t> join, const Peer& fr
 void ControlPlane::HandleAdmittedJoin(const p::JoinMsg& mapped, const Peer& from, TimePoint now,
                                       ReplySink& out) {
   Bump(ControlCounter::kControlRx);
+  now_ = now;
   HandleJoin(mapped, from, now, out);
 }
 
@@ -429,21 +431,30 @@ void ControlPlane::HandleJoin(const p::JoinMsg& h, const Peer& from, TimePoint n
       return;
     }
     if (j.active && j.epoch != 0 && h.rejoin_epoch == j.epoch) {  // a re-JOIN at the lease's end
+      if (h.release != 0 && !j.releasing) {
+        // A re-join for a release no longer under way (called off: its answer was lost, or the
+        // worker heard the release late): the grant stands.
+        p::JoinAckMsg stands = JoinAck(j, h.rank);
+        stands.release = 2;
+        SendReply(from, stands, out);
+        Bump(ControlCounter::kJoinAcks);
+        Bump(ControlCounter::kReleaseStands);
+        return;
+      }
       if (j.rejoin_mask[h.rank] & lane_bit) return;  // a resend: the others are not in yet
       j.rejoin_mask[h.rank] |= lane_bit;
+      if (j.releasing) j.release_mask[h.rank] |= lane_bit;
       Bump(ControlCounter::kRejoins);
       if (!RejoinComplete(j)) return;
       // Every rank finished the grant's calls: nothing of it is needed any more.
-      engine_.RemoveJob(j.job_id).IgnoreError();  // cannot fail: installed by Grant
-      Release(j.slot_base, j.window);
-      j.active = false;
-      j.window = 0;
-      Enqueue(j, out);
+      TakeBackGrant(j, out);
       if (j.queued) SendJoinWait(j, from, h.rank, out);
       return;
     }
-    if (j.active) {  // a resent first JOIN or re-JOIN whose join_ack was lost
-      SendReply(from, JoinAck(j, h.rank), out);
+    if (j.active) {  // a resent first JOIN or re-JOIN whose join_ack was lost, or a keep-alive
+      p::JoinAckMsg ack = JoinAck(j, h.rank);
+      if (j.releasing) ack.release = 1;  // the idle job is asked again (the first may be lost)
+      SendReply(from, ack, out);
       Bump(ControlCounter::kJoinAcks);
     } else if (j.queued) {
       SendJoinWait(j, from, h.rank, out);
@@ -657,6 +668,9 @@ bool ControlPlane::Grant(JobEntry& j, uint32_t base, uint32_t got, ReplySink& ou
   j.window = static_cast<uint16_t>(got);
   j.epoch = static_cast<uint8_t>(j.epoch % 255 + 1);
   j.rejoin_mask = {};
+  j.granted_at = now_;
+  j.releasing = false;
+  j.release_mask = {};
   for (uint16_t r = 0; r < j.world_size; ++r) {
     if (j.left_mask & (uint64_t{1} << r)) continue;
     for (uint16_t l = 0; l < j.lanes; ++l) {
@@ -666,6 +680,55 @@ bool ControlPlane::Grant(JobEntry& j, uint32_t base, uint32_t got, ReplySink& ou
     }
   }
   return true;
+}
+
+void ControlPlane::TakeBackGrant(JobEntry& j, ReplySink& out) {
+  if (j.releasing) Bump(ControlCounter::kReleases);
+  j.releasing = false;
+  j.release_mask = {};
+  engine_.RemoveJob(j.job_id).IgnoreError();  // cannot fail: installed by Grant
+  Release(j.slot_base, j.window);
+  j.active = false;
+  j.window = 0;
+  Enqueue(j, out);
+}
+
+void ControlPlane::SendRelease(const JobEntry& j, const std::array<uint16_t, p::kMaxWorkers>& lanes,
+                               uint8_t release, ReplySink& out) {
+  for (uint16_t r = 0; r < j.world_size; ++r) {
+    for (uint16_t l = 0; l < j.lanes; ++l) {
+      if (!(lanes[r] & (1u << l))) continue;
+      p::JoinAckMsg ack = JoinAck(j, r);
+      ack.release = release;
+      SendReply(j.peers[PeerIndex(j, r, l)], ack, out);
+      Bump(ControlCounter::kJoinAcks);
+      if (release == 2) Bump(ControlCounter::kReleaseStands);
+    }
+  }
+}
+
+void ControlPlane::AskRelease(JobEntry& j, TimePoint now, ReplySink& out) {
+  Bump(ControlCounter::kReleasesAsked);
+  j.releasing = true;
+  j.release_asked = now;
+  j.release_mask = {};
+  // Every lane not done and not re-joined already (at its lease's end: the same boundary).
+  std::array<uint16_t, p::kMaxWorkers> ask{};
+  for (uint16_t r = 0; r < j.world_size; ++r) {
+    if (j.left_mask & (uint64_t{1} << r)) continue;
+    ask[r] = static_cast<uint16_t>(j.lane_mask[r] & ~j.rejoin_mask[r]);
+  }
+  SendRelease(j, ask, 1, out);
+}
+
+void ControlPlane::CallOffRelease(JobEntry& j, ReplySink& out) {
+  Bump(ControlCounter::kReleasesCancelled);
+  j.releasing = false;
+  for (uint16_t r = 0; r < j.world_size; ++r) {
+    j.rejoin_mask[r] = static_cast<uint16_t>(j.rejoin_mask[r] & ~j.release_mask[r]);
+  }
+  SendRelease(j, j.release_mask, 2, out);
+  j.release_mask = {};
 }
 
 bool ControlPlane::RejoinComplete(const JobEntry& j) {
@@ -705,8 +768,8 @@ void ControlPlane::HandleLeave(const p::LeaveMsg& h, const Peer& from, ReplySink
     Bump(ControlCounter::kLeaveIgnored);
     return;
   }
-  if (h.reason == static_cast<uint16_t>(p::ErrorCode::kPeerRefused)) {
-    RefuseFromBelow(j, h, out);
+  if (h.reason == static_cast<uint16_t>(p::ErrorCode::kPeerRefused) && j.tree_world != 0) {
+    RefuseFromBelow(j, h, out);  // a leaf's (a job of leaves); from a worker it is an abort
     return;
   }
   // A graceful leave (aux 0) from an active job only marks the rank done: ranks still waiting for
@@ -723,11 +786,7 @@ void ControlPlane::HandleLeave(const p::LeaveMsg& h, const Peer& from, ReplySink
     }
     if (j.active && j.rejoin_mask != decltype(j.rejoin_mask){} && RejoinComplete(j)) {
       // The others re-joined already: the leaver was the last one the grant waited for.
-      engine_.RemoveJob(j.job_id).IgnoreError();
-      Release(j.slot_base, j.window);
-      j.active = false;
-      j.window = 0;
-      Enqueue(j, out);
+      TakeBackGrant(j, out);
     }
     // Tell the others how many calls the leaver completed: a rank inside a later call fails at
     // once (rank_left) instead of waiting out its progress timeout.
@@ -805,6 +864,19 @@ void ControlPlane::DropReservation(uint16_t job_id) {
 }
 
 size_t ControlPlane::Tick(TimePoint now, ReplySink& out) {
+  now_ = now;
+  // Idle release: a release some rank's data overtook is called off; an idle job is asked to
+  // release its grant while another job waits (see the header comment).
+  for (JobEntry& j : jobs_) {
+    if (j.used && j.releasing && j.last_data > j.release_asked) CallOffRelease(j, out);
+  }
+  if (config_.idle_release.count() > 0 && queued_jobs() > 0) {
+    for (JobEntry& j : jobs_) {
+      if (!j.used || !j.active || j.releasing || j.tree_world != 0) continue;
+      if (now - std::max(j.last_data, j.granted_at) < config_.idle_release) continue;
+      AskRelease(j, now, out);
+    }
+  }
   const size_t before = reservations_.size();
   std::erase_if(reservations_, [&](const Reservation& r) {
     if (now - r.at <= config_.job_timeout) return false;

@@ -145,6 +145,10 @@ std::vector<Flag> Flags(const EngineMenu& engines) {
                "all-reduce calls a grant lasts before the ranks re-join for\na new fair share "
                "(default 64; 0 = until the job ends)",
                "lease_calls", &Config::lease_calls, 0, 65535),
+      UintFlag("--idle-release-ms", "T",
+               "ask a job that sent no data for T ms to release its grant\nwhile another job "
+               "waits for slots (default 2000; 0 = never)",
+               "idle_release_ms", &Config::idle_release_ms, 0, 86400000),
       UintFlag("--stats-interval-ms", "T", "print a stats line every T ms (default 0 = off)",
                "stats_interval_ms", &Config::stats_interval_ms, 0, 86400000),
       RateFlag("--drop-rate", "drop each received and each sent packet with probability p",

@@ -191,6 +191,9 @@ void Leaf::HandleWorkerControl(std::span<const uint8_t> packet, const Peer& from
     if (j->state == State::kRunning && h.rank >= j->ranks.lo && h.rank < j->ranks.lo + j->ranks.n) {
       std::memcpy(buf_.data(), packet.data(), kCtlBytes);
       p::SetRank(buf_.data(), static_cast<uint16_t>(h.rank - j->ranks.lo));
+      // An abort whatever its reason: a worker's word is not a leaf's refusal (peer_refused).
+      if (leave.reason != 0)
+        p::SetAux(buf_.data(), static_cast<uint16_t>(p::ErrorCode::kJobAborted));
       p::SealMessage(buf_.data(), p::kHeaderBytes);
       j->graceful_leave = leave.reason == 0;
       if (leave.reason == 0) j->calls = leave.calls;

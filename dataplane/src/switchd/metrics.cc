@@ -140,6 +140,14 @@ constexpr OwnMetric kOwn[] = {
     {"refused_below", "ina_switch_jobs_refused_below_total", "",
      "Jobs doomed because a leaf below refused one of its workers' JOINs (its LEAVE "
      "peer_refused)."},
+    {"releases_asked", "ina_switch_idle_releases_asked_total", "",
+     "Idle jobs asked to release their grant while another job waited for slots."},
+    {"releases", "ina_switch_idle_releases_total", "",
+     "Idle jobs' grants taken back (every lane re-joined after the release was asked)."},
+    {"releases_cancelled", "ina_switch_idle_releases_called_off_total", "",
+     "Releases called off: a rank called again before every lane re-joined."},
+    {"release_stands", "ina_switch_idle_release_stands_total", "",
+     "Re-joins for a release answered that the grant stands (called off, or heard late)."},
     // A leaf of two-level aggregation (LeafCounter, docs/hierarchy.md).
     {"leaf_up_joins", "ina_switch_leaf_up_joins_total", "", "JOINs sent to the spine."},
     {"leaf_up_data", "ina_switch_leaf_up_data_packets_total", "",

@@ -59,6 +59,9 @@ class Switch::Core final {
     cc.job_timeout = std::chrono::milliseconds(config_.job_timeout_ms);
     cc.min_window = static_cast<uint16_t>(config_.min_window);
     cc.lease_calls = config_.upstream.empty() ? config_.lease_calls : 0;  // a leaf: no leases
+    // Nor idle releases: a leaf's grant is its spine's (leaf.h).
+    cc.idle_release =
+        std::chrono::milliseconds(config_.upstream.empty() ? config_.idle_release_ms : 0);
     // A leaf opens and seals its keyed jobs' messages itself (leaf.h): its engine sees local
     // ranks, the workers' tags their global ones.
     cc.engine_keys = config_.upstream.empty();

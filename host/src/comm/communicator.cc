@@ -276,6 +276,7 @@ class Communicator::Impl {
       if (!op.state) {
         Status s = KeepAliveIfIdle(0);
         if (s.ok()) s = lanes_[0].progress->PollIdle();
+        if (s.ok() && ReleaseAsked()) s = Regrant(Renewal::kRelease);
         if (!s.ok()) Fail(s, nullptr, 0);
         continue;
       }
@@ -360,17 +361,39 @@ class Communicator::Impl {
     return op_error_;
   }
 
-  // Lane 0's thread, before the call after a lease's last: every lane re-joins; where the cores
-  // granted different windows, those above the least re-join asking it, until they agree.
-  Status Regrant() {
+  // Why every lane re-joins: its lease ended, or (idle) the fabric asked it to release the grant.
+  enum class Renewal : uint8_t { kLease, kRelease };
+
+  // Lane 0's thread, before the call after a lease's last, or idle when the fabric asked the job
+  // to release its grant (docs/protocol.md, "Idle jobs"): every lane re-joins; where the cores
+  // granted different windows, those above the least re-join asking it, until they agree. A
+  // release the fabric called off (another rank called first) leaves the grant as it was.
+  Status Regrant(Renewal why = Renewal::kLease) {
+    std::vector<uint8_t> before;
+    for (const Grant& g : lane_grants_) before.push_back(g.epoch);
+    lane_work_why_ = why;
     INA_RETURN_IF_ERROR(RunOnAllLanes({}, LaneWork::kRejoin));
     while (HasLanesAboveTheLeast()) {
       INA_RETURN_IF_ERROR(RunOnAllLanes({}, LaneWork::kAskLess, LeastWindow()));
     }
+    bool renewed = false;
+    for (size_t l = 0; l < lane_grants_.size(); ++l) {
+      renewed = renewed || lane_grants_[l].epoch != before[l];
+      lane_grants_[l].release = 0;  // answered: a release asked of this grant is done with
+    }
     grant_ = AgreedGrant();
-    calls_in_grant_ = 0;
+    if (renewed) calls_in_grant_ = 0;
     window_.store(grant_.window, std::memory_order_relaxed);
     return Status::Ok();
+  }
+
+  // Lane 0's thread, idle: whether the fabric asked the job to release its grant, in a join_ack
+  // that answered lane 0's keep-alive or came on its own. Lanes on switch cores do not: each
+  // core's release would re-join every core (docs/protocol.md, "Idle jobs").
+  bool ReleaseAsked() {
+    const uint8_t asked = lanes_[0].progress->window().TakeReleaseAsk();
+    if (cfg_.switch_cores > 1) return false;
+    return lane_grants_[0].release == 1 || (asked != 0 && asked == lane_grants_[0].epoch);
   }
 
   // Lane l's part of what lane 0 handed over, on lane l's thread; `cancel`: another lane failed
@@ -428,12 +451,13 @@ class Communicator::Impl {
     lanes_[l].last_sent = std::chrono::steady_clock::now();
     const std::string who = "lane " + std::to_string(l) + ": " + why;
     if (!g.ok()) return g.status().WithContext(who);
-    const Grant& held = lane_grants_[l];
+    Grant& held = lane_grants_[l];
     if (g->window != held.window || g->epoch != held.epoch) {
       return Internal(who + ": its core answered with window " + std::to_string(g->window) +
                       " epoch " + std::to_string(g->epoch) + ", not the grant it holds (window " +
                       std::to_string(held.window) + " epoch " + std::to_string(held.epoch) + ")");
     }
+    if (g->release == 1) held.release = 1;  // the idle job is asked to release it (Run)
     return Status::Ok();
   }
 
@@ -448,14 +472,21 @@ class Communicator::Impl {
   // grant of the lane's core is a new generation of its keys). Recorded in lane_grants_[l].
   Status Rejoin(size_t l, const std::atomic<bool>& cancel, uint16_t ask) {
     if (ask != 0) lanes_[l].progress->AskWindow(ask);
-    Result<Grant> g = lanes_[l].progress->Join(lane_grants_[l].epoch, &cancel);
+    Result<Grant> g = lanes_[l].progress->Join(lane_grants_[l].epoch, &cancel,
+                                               ask == 0 && lane_work_why_ == Renewal::kRelease);
     if (!g.ok()) {
-      return g.status().WithContext(ask != 0
-                                        ? "re-join asking " + std::to_string(ask) +
-                                              " slots, the least window another switch core granted"
-                                        : std::string("re-join at the end of a lease"));
+      return g.status().WithContext(
+          ask != 0 ? "re-join asking " + std::to_string(ask) +
+                         " slots, the least window another switch core granted"
+          : lane_work_why_ == Renewal::kRelease
+              ? std::string("re-join releasing the idle job's slots (another job waits for them)")
+              : std::string("re-join at the end of a lease"));
     }
-    lanes_[l].progress->window().Regrant(LaneWindow(g->window), g->salt);
+    // The same epoch: a release called off (another rank called first), the grant stands as it
+    // is, its slots' generations and keys too.
+    if (g->epoch != lane_grants_[l].epoch) {
+      lanes_[l].progress->window().Regrant(LaneWindow(g->window), g->salt);
+    }
     lane_grants_[l] = *g;
     return Status::Ok();
   }
@@ -598,9 +629,11 @@ class Communicator::Impl {
   internal::SteadyClock clock_;
   // Declared before lanes_, so freed after the transports (which deregister what they hold).
   std::unique_ptr<internal::DeviceBuffers> buffers_;
-  std::vector<Lane> lanes_;         // fixed after construction
-  Grant grant_;                     // lane 0's thread
-  uint64_t calls_in_grant_ = 0;     // lane 0's thread: calls run under grant_
+  std::vector<Lane> lanes_;      // fixed after construction
+  Grant grant_;                  // lane 0's thread
+  uint64_t calls_in_grant_ = 0;  // lane 0's thread: calls run under grant_
+  // Why the lanes re-join (Regrant): lane 0 writes it before the hand-off, which lane_mu_ orders.
+  Renewal lane_work_why_ = Renewal::kLease;
   std::atomic<uint16_t> window_;    // grant_.window, for window() from any thread
   std::vector<Grant> lane_grants_;  // [l]: lane l's thread during a join or re-join
   bool joined_ = false;             // Join succeeded

@@ -100,7 +100,7 @@ void Membership::SetRequest(const proto::Header& h, std::span<const uint8_t> pay
   request_queued_ = true;
 }
 
-void Membership::Join(uint8_t finished_epoch, TimePoint now) {
+void Membership::Join(uint8_t finished_epoch, TimePoint now, bool release) {
   finished_epoch_ = finished_epoch;
   state_ = State::kJoining;
   status_ = Status::Ok();
@@ -110,7 +110,8 @@ void Membership::Join(uint8_t finished_epoch, TimePoint now) {
   ahead_ = 0;
   proving_ = false;
   proofs_refused_ = 0;
-  proto::JoinMsg join{.rejoin_epoch = finished_epoch,
+  proto::JoinMsg join{.release = static_cast<uint8_t>(release ? 1 : 0),
+                      .rejoin_epoch = finished_epoch,
                       .job = cfg_.job_id,
                       .rank = cfg_.rank,
                       .k = cfg_.k,
@@ -179,9 +180,13 @@ void Membership::OnPacket(std::span<const uint8_t> packet, TimePoint now) {
   if (a.version != proto::kVersion || a.job != cfg_.job_id) return;
   switch (a.type) {
     case proto::MsgType::kJoinAck: {
-      // On a re-join, the old grant's join_ack (a duplicate) is not the answer.
+      // On a re-join, the old grant's join_ack (a duplicate, or a release asked) is not the
+      // answer, unless it says the grant stands (a release called off).
       const auto ack = proto::JoinAckMsg::From(a);
-      if (AwaitsAck() && (finished_epoch_ == 0 || ack.epoch != finished_epoch_)) OnJoinAck(ack);
+      if (AwaitsAck() &&
+          (finished_epoch_ == 0 || ack.epoch != finished_epoch_ || ack.release == 2)) {
+        OnJoinAck(ack);
+      }
       return;
     }
     case proto::MsgType::kJoinWait:
@@ -220,8 +225,12 @@ void Membership::OnJoinAck(const proto::JoinAckMsg& a) {
     return;
   }
   state_ = State::kMember;
-  grant_ = Grant{static_cast<uint16_t>(a.window), static_cast<uint8_t>(a.epoch), a.lease,
-                 challenge_.salt, std::chrono::milliseconds(a.job_timeout_ms)};
+  grant_ = Grant{static_cast<uint16_t>(a.window),
+                 static_cast<uint8_t>(a.epoch),
+                 a.lease,
+                 challenge_.salt,
+                 std::chrono::milliseconds(a.job_timeout_ms),
+                 a.release};
 }
 
 void Membership::OnTimers(TimePoint now) {

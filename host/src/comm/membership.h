@@ -34,7 +34,8 @@
 // while kQueued every `resend` after the last join_wait (the fabric answers every JOIN of a
 // queued job). The deadline is join_timeout from Join, or slot_wait_timeout from the first
 // join_wait. Replies: only messages of this version whose CRC32C trailer matches, for this job:
-// join_ack (on a re-join, not the old grant's: its epoch differs), join_wait, error,
+// join_ack (on a re-join, not the old grant's: its epoch differs, but for release 2, "the grant
+// stands", the answer to a re-join for a release the fabric called off), join_wait, error,
 // join_challenge (this rank and lane, a payload of proto::kJoinChallengeBytes). Everything
 // else is ignored. A transport error Unavailable (the fabric is not up yet) is remembered and
 // named in the timeout's message; any other fails the join.
@@ -77,6 +78,9 @@ struct Grant {
   // The fabric's job timeout (join_ack job_timeout_ms; 0: not said): an idle job is kept alive
   // well within it.
   std::chrono::milliseconds job_timeout{0};
+  // join_ack release (docs/protocol.md, "Idle jobs"): 1, the fabric asks the idle job to release
+  // this grant; 2, the answer to a re-join for a release called off: the grant stands.
+  uint8_t release = 0;
 };
 
 struct JoinConfig {
@@ -123,7 +127,9 @@ class Membership {
 
   // Starts a join at `now`: the first (finished_epoch 0) or a re-join at the end of the lease of
   // grant `finished_epoch`. Queues the JOIN. REQUIRES: !joining().
-  void Join(uint8_t finished_epoch, TimePoint now);
+  // `release`: a re-join releasing an idle job's grant (JOIN release 1, docs/protocol.md "Idle
+  // jobs"), whose answer may be the same grant, standing (join_ack release 2).
+  void Join(uint8_t finished_epoch, TimePoint now, bool release = false);
   // Asks `window` slots in the JOINs from the next Join on (a grant above it is refused as
   // before). Lanes on switch cores whose cores granted different windows re-join asking the
   // least (docs/protocol.md, "Lanes on switch cores"). REQUIRES: 1 <= window, !joining().

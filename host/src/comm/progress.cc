@@ -124,8 +124,9 @@ Result<size_t> Progress::Receive(microseconds timeout) {
   return *r;
 }
 
-Result<Grant> Progress::Join(uint8_t finished_epoch, const std::atomic<bool>* cancel) {
-  BeginJoin(finished_epoch);
+Result<Grant> Progress::Join(uint8_t finished_epoch, const std::atomic<bool>* cancel,
+                             bool release) {
+  BeginJoin(finished_epoch, release);
   while (membership_.joining()) {
     if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
       membership_.Cancel();

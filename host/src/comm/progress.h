@@ -59,12 +59,16 @@ class Progress {
   // Joins (finished_epoch 0) or re-joins at the end of the lease of grant `finished_epoch`:
   // turns until the fabric grants (the grant), refuses or the join times out (its Status), or
   // `cancel` is set (when given: Aborted, another lane's join failed). Blocks up to the join's
-  // timeout. The window is left as it is (the caller resizes it to the grant).
-  Result<Grant> Join(uint8_t finished_epoch, const std::atomic<bool>* cancel = nullptr);
+  // timeout. The window is left as it is (the caller resizes it to the grant). `release`: the
+  // re-join releases an idle job's grant (Membership::Join).
+  Result<Grant> Join(uint8_t finished_epoch, const std::atomic<bool>* cancel = nullptr,
+                     bool release = false);
   // The window the next Join asks (Membership::AskWindow).
   void AskWindow(uint16_t window) { membership_.AskWindow(window); }
   // Step by step (tests): BeginJoin, then JoinTurn while membership().joining().
-  void BeginJoin(uint8_t finished_epoch) { membership_.Join(finished_epoch, clock_.Now()); }
+  void BeginJoin(uint8_t finished_epoch, bool release = false) {
+    membership_.Join(finished_epoch, clock_.Now(), release);
+  }
   void JoinTurn(std::chrono::microseconds max_wait);
 
   // Runs `op` to its end: Ok, the window's error, the transport's (other than Unavailable), or

@@ -488,7 +488,13 @@ Status SlotWindow::HandleControl(const uint8_t* p, size_t len) {
         break;
     }
   }
-  if (type == proto::MsgType::kJoinAck) return Status::Ok();  // a late duplicate
+  if (type == proto::MsgType::kJoinAck) {
+    // A late duplicate, or the fabric asking an idle job to release its grant: done between
+    // calls, by the communicator (an op in progress ignores it; its data calls the release off).
+    const auto ack = proto::JoinAckMsg::Decode(p);
+    if (ack.release == 1 && !active_) release_epoch_ = static_cast<uint8_t>(ack.epoch);
+    return Status::Ok();
+  }
   counters_.stale.Inc();
   return Status::Ok();
 }

@@ -182,7 +182,8 @@ class SlotWindow {
   // stale; control: error(job_aborted), error(rank_mismatch), error(unknown_job),
   // error(peer_refused) -> Aborted (also when idle);
   // error(rank_left) -> recorded, Aborted if it concerns the active op; join_ack duplicates are
-  // ignored; the rest is stale.
+  // ignored, but for a release (join_ack release 1, docs/protocol.md "Idle jobs") while no op is
+  // active, which is recorded (TakeReleaseAsk); the rest is stale.
   // Errors: Aborted as above, Internal when the fabric's agreed exponent is below this rank's
   // local one (a fabric that does not max-reduce next_exp).
   Status OnPacket(std::span<const uint8_t> packet, TimePoint now);
@@ -224,6 +225,9 @@ class SlotWindow {
   int64_t blocks_remaining() const { return remaining_; }
   // The smallest call count after which some rank left (UINT64_MAX: nobody left).
   uint64_t peer_left_after() const { return peer_left_after_; }
+  // The epoch of the grant the fabric asked this lane, idle, to release (join_ack release 1), or
+  // 0; cleared.
+  uint8_t TakeReleaseAsk() { return std::exchange(release_epoch_, uint8_t{0}); }
 
   // For tests: one slot's state.
   struct SlotView {
@@ -337,6 +341,7 @@ class SlotWindow {
   TimePoint due_floor_ = TimePoint::max();
   Status last_transport_error_;
   uint64_t peer_left_after_ = UINT64_MAX;
+  uint8_t release_epoch_ = 0;  // TakeReleaseAsk
   uint16_t peer_left_rank_ = 0;
   WindowCounters counters_;
   // Keyed job: the current grant (counted from 1) and its keys; plain_ holds a mac_encrypt

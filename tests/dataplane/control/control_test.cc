@@ -533,8 +533,17 @@ TEST_F(ControlTest, ALeafsRefusalDoomsTheJobForEveryLeafWhateverItsState) {
   ExpectParamError(out_.replies[1], MakePeer(5006), 63, 0, p::ErrorCode::kPeerRefused,
                    p::JoinParam::kK, 64, 1);
   EXPECT_EQ(p::ErrorMsg::From(out_.replies[1].h).tree_rank(), 0);
+  // From a worker (a job of workers, tree_world 0), that reason is an abort like any other.
+  out_.replies.clear();
+  Send(Join(64, 0, 2, 256, 4), MakePeer(5008));
+  Send(Join(64, 1, 2, 256, 4), MakePeer(5009));
+  out_.replies.clear();
+  Send(refusal(64, 1, 0, p::JoinParam::kK, 64), MakePeer(5009));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  ExpectError(out_.replies[0], MakePeer(5008), 64, p::ErrorCode::kJobAborted);
+  EXPECT_EQ(Ctr(ControlCounter::kRefusedBelow), 2u) << "jobs 60 and 62 only";
   // The doomed jobs go at the job timeout, as any idle job (61 with them: idle too).
-  EXPECT_EQ(cp_->Tick(TimePoint{} + milliseconds(1500), out_), 4u);
+  EXPECT_EQ(cp_->Tick(TimePoint{} + milliseconds(1500), out_), 4u);  // 64 was freed
   EXPECT_EQ(cp_->num_jobs(), 0u);
 }
 
@@ -788,6 +797,145 @@ TEST_F(ControlTest, JoinAckSaysTheJobTimeoutAndAKeepAliveKeepsTheJob) {
   auto b = JoinAll(2, 1, 256, 16, 6000);
   ASSERT_EQ(b.size(), 1u);
   EXPECT_EQ(p::JoinAckMsg::From(b[0].h).job_timeout_ms, 0xFFFF);
+}
+
+// An idle job holding the pool while another waits is asked to release its grant (join_ack,
+// release 1): once every rank re-joined, its slots go back and both jobs get their fair shares.
+// A rank that calls again first calls the release off: the lanes that re-joined hear that the
+// grant stands (release 2), at once and at every resend, until their rank sends data.
+TEST_F(ControlTest, AnIdleJobIsAskedToReleaseItsGrantWhileAnotherWaits) {
+  base_cfg_.idle_release = milliseconds(500);
+  Make(16, 8, milliseconds(30000));
+  const TimePoint t0{};
+  auto at = [&](int ms) { return t0 + milliseconds(ms); };
+  // release: a re-join for a release (JOIN release 1), else at a lease's end.
+  auto join = [](uint16_t job, uint16_t rank, uint16_t world, uint8_t rejoin = 0,
+                 bool release = false) {
+    return Control(p::JoinMsg{.release = static_cast<uint8_t>(release ? 1 : 0),
+                              .rejoin_epoch = rejoin,
+                              .job = job,
+                              .rank = rank,
+                              .k = 256,
+                              .window = 16,
+                              .world_size = world});
+  };
+  auto expect_release = [](const Reply& r, const Peer& to, uint16_t rank, uint8_t epoch,
+                           uint8_t release, uint32_t window = 16) {
+    EXPECT_EQ(r.to, to);
+    EXPECT_EQ(r.h.type, p::MsgType::kJoinAck);
+    const auto ack = p::JoinAckMsg::From(r.h);
+    EXPECT_EQ(ack.rank, rank);
+    EXPECT_EQ(ack.epoch, epoch);
+    EXPECT_EQ(ack.window, window) << "the grant it holds";
+    EXPECT_EQ(ack.release, release);
+  };
+  ASSERT_EQ(JoinAll(1, 2, 256, 16, 5000).size(), 2u);  // the whole pool, epoch 1
+  EXPECT_EQ(cp_->CheckDataSource(1, 0, 0, MakePeer(5000), at(100)), SourceCheck::kOk);
+  // Alone, an idle job keeps its grant.
+  EXPECT_EQ(cp_->Tick(at(1000), out_), 0u);
+  EXPECT_TRUE(out_.replies.empty());
+  Send(join(2, 0, 1), MakePeer(6000), at(1000));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kJoinWait);
+  out_.replies.clear();
+  ASSERT_EQ(cp_->CheckDataSource(1, 1, 0, MakePeer(5001), at(1100)), SourceCheck::kOk);
+  (void)cp_->Tick(at(1500), out_);
+  EXPECT_TRUE(out_.replies.empty()) << "data 0.4 s ago: not idle yet";
+  (void)cp_->Tick(at(1700), out_);
+  ASSERT_EQ(out_.replies.size(), 2u);
+  expect_release(out_.replies[0], MakePeer(5000), 0, 1, 1);
+  expect_release(out_.replies[1], MakePeer(5001), 1, 1, 1);
+  EXPECT_EQ(Ctr(ControlCounter::kReleasesAsked), 1u);
+  out_.replies.clear();
+  (void)cp_->Tick(at(1800), out_);
+  EXPECT_TRUE(out_.replies.empty()) << "asked once";
+  // A keep-alive JOIN is asked again (the first may have been lost).
+  Send(join(1, 1, 2), MakePeer(5001), at(1900));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  expect_release(out_.replies[0], MakePeer(5001), 1, 1, 1);
+  out_.replies.clear();
+  // Both ranks re-join: the grant goes back; the waiting job, then this one, get 8 slots each.
+  Send(join(1, 0, 2, 1, true), MakePeer(5000), at(2000));
+  EXPECT_TRUE(out_.replies.empty());
+  Send(join(1, 1, 2, 1, true), MakePeer(5001), at(2000));
+  ASSERT_EQ(out_.replies.size(), 3u);
+  EXPECT_EQ(out_.replies[0].h.job, 2);
+  EXPECT_EQ(p::JoinAckMsg::From(out_.replies[0].h).window, 8u);
+  for (int i : {1, 2}) {
+    const auto ack = p::JoinAckMsg::From(out_.replies[i].h);
+    EXPECT_EQ(ack.job, 1);
+    EXPECT_EQ(ack.epoch, 2);
+    EXPECT_EQ(ack.window, 8u);
+    EXPECT_EQ(ack.release, 0);
+  }
+  EXPECT_EQ(Ctr(ControlCounter::kReleases), 1u);
+  out_.replies.clear();
+
+  // Job 3 waits; job 1 (epoch 2, 8 slots) is idle again and asked to release. Rank 0 re-joins,
+  // but rank 1 calls again first: the release is off, and rank 0 hears the grant stands.
+  Send(join(3, 0, 1), MakePeer(6001), at(2100));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kJoinWait);
+  out_.replies.clear();
+  (void)cp_->Tick(at(2600), out_);
+  std::vector<Reply> asked;
+  for (const Reply& r : out_.replies) {
+    if (r.h.job == 1) asked.push_back(r);
+  }
+  ASSERT_EQ(asked.size(), 2u) << "job 2 is idle too: asked as well";
+  expect_release(asked[0], MakePeer(5000), 0, 2, 1, 8);
+  out_.replies.clear();
+  Send(join(1, 0, 2, 2, true), MakePeer(5000), at(2700));
+  EXPECT_TRUE(out_.replies.empty());
+  EXPECT_EQ(cp_->CheckDataSource(1, 1, 1, MakePeer(5001), at(2750)), SourceCheck::kOk);
+  (void)cp_->Tick(at(2760), out_);
+  std::vector<Reply> stands;
+  for (const Reply& r : out_.replies) {
+    if (r.h.job == 1) stands.push_back(r);
+  }
+  ASSERT_EQ(stands.size(), 1u);
+  expect_release(stands[0], MakePeer(5000), 0, 2, 2, 8);
+  EXPECT_EQ(Ctr(ControlCounter::kReleasesCancelled), 1u);
+  out_.replies.clear();
+  Send(join(1, 0, 2, 2, true), MakePeer(5000), at(2800));  // its resend: the answer was lost
+  ASSERT_EQ(out_.replies.size(), 1u);
+  expect_release(out_.replies[0], MakePeer(5000), 0, 2, 2, 8);
+  out_.replies.clear();
+  // Rank 1 heard the release late, after it was called off: its re-join for it gets the same.
+  Send(join(1, 1, 2, 2, true), MakePeer(5001), at(2850));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  expect_release(out_.replies[0], MakePeer(5001), 1, 2, 2, 8);
+  out_.replies.clear();
+  // A re-join at a lease's end is recorded (no answer until every rank re-joined).
+  Send(join(1, 0, 2, 2), MakePeer(5000), at(2950));
+  EXPECT_TRUE(out_.replies.empty());
+  bool active = false;
+  for (const JobInfo& j : cp_->Jobs()) active = active || (j.job_id == 1 && j.active);
+  EXPECT_TRUE(active) << "the grant stood";
+  EXPECT_EQ(Ctr(ControlCounter::kReleases), 1u) << "job 2, asked too, did not re-join";
+}
+
+// A spine's job of leaves is never asked (a leaf's grant is its spine's); nor is any job with
+// idle_release 0.
+TEST_F(ControlTest, NoReleaseForAJobOfLeavesOrWhenItIsOff) {
+  for (const bool leaves : {true, false}) {
+    base_cfg_.idle_release = leaves ? milliseconds(500) : milliseconds(0);
+    Make(16, 8, milliseconds(30000));
+    Send(Control(p::JoinMsg{.tree_world = static_cast<uint8_t>(leaves ? 4 : 0),
+                            .job = 1,
+                            .rank = 0,
+                            .k = 256,
+                            .window = 16,
+                            .world_size = 1}),
+         MakePeer(5000));
+    Send(Control(p::JoinMsg{.job = 2, .rank = 0, .k = 256, .window = 16, .world_size = 1}),
+         MakePeer(6000));
+    ASSERT_EQ(cp_->queued_jobs(), 1u);
+    out_.replies.clear();
+    (void)cp_->Tick(TimePoint{} + milliseconds(5000), out_);
+    EXPECT_TRUE(out_.replies.empty()) << leaves;
+    EXPECT_EQ(Ctr(ControlCounter::kReleasesAsked), 0u) << leaves;
+  }
 }
 
 // The jobs that hold or wait for slots share the receive queue: max-min fairly by what their

@@ -61,9 +61,10 @@ std::vector<uint8_t> Reply(const Msg& m) {
   return b;
 }
 
-std::vector<uint8_t> JoinAck(uint16_t window, uint16_t epoch, uint16_t lease = 0) {
-  return Reply(
-      proto::JoinAckMsg{.job = 7, .epoch = epoch, .k = 64, .window = window, .lease = lease});
+std::vector<uint8_t> JoinAck(uint16_t window, uint16_t epoch, uint16_t lease = 0,
+                             uint8_t release = 0) {
+  return Reply(proto::JoinAckMsg{
+      .release = release, .job = 7, .epoch = epoch, .k = 64, .window = window, .lease = lease});
 }
 
 std::vector<uint8_t> Error(ErrorCode code, proto::JoinParam param = proto::JoinParam::kNone,
@@ -513,6 +514,25 @@ TEST_F(MembershipTest, ReJoinIgnoresTheOldGrantsJoinAckAndNamesItself) {
   left.OnPacket(Error(ErrorCode::kRankLeft, proto::JoinParam::kNone, 4, 1), t0_);
   EXPECT_EQ(left.status().code(), StatusCode::kAborted);
   EXPECT_TRUE(Has(left.status(), "rank 1 left after 4 calls")) << left.status().ToString();
+}
+
+// An idle job asked to release its grant (docs/protocol.md, "Idle jobs"): the keep-alive's
+// join_ack says so in the grant; a re-join for it ignores another "release", and takes "stands"
+// (the release called off) as its answer: the grant it holds, the same epoch.
+TEST_F(MembershipTest, AReleaseIsSaidInTheGrantAndAReJoinForItTakesStands) {
+  Membership m(Config());
+  m.Join(0, t0_);
+  m.OnPacket(JoinAck(8, 5, 0, 1), t0_);
+  ASSERT_EQ(m.state(), State::kMember);
+  EXPECT_EQ(m.grant().release, 1);
+  m.Join(5, t0_ + milliseconds(1));
+  m.OnPacket(JoinAck(8, 5, 0, 1), t0_ + milliseconds(2));  // asked again: not the answer
+  EXPECT_EQ(m.state(), State::kJoining);
+  m.OnPacket(JoinAck(8, 5, 0, 2), t0_ + milliseconds(3));
+  ASSERT_EQ(m.state(), State::kMember);
+  EXPECT_EQ(m.grant().epoch, 5);
+  EXPECT_EQ(m.grant().window, 8);
+  EXPECT_EQ(m.grant().release, 2);
 }
 
 TEST_F(MembershipTest, LeaveQueuesThreeCopiesSentOnceBestEffort) {

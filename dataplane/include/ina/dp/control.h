@@ -55,6 +55,21 @@
 //   engine and every lane of every rank gets join_ack (count = K, offset = granted window,
 //   gen = epoch, aux = lease, rank = its rank). The engine refusing: error(no_slots) to every
 //   lane of every rank and the job is forgotten.
+//   Idle release (idle_release > 0): a job with a grant that had no accepted data packet for
+//   idle_release, neither since its grant, while another job is queued, and is no spine's job
+//   of leaves (JOIN tree_world 0), is asked to release its grant: every lane of every rank not
+//   done (and not re-joined) gets join_ack of the grant with release 1, and so does every later
+//   JOIN of a joined lane with exp 0 (an idle worker's keep-alive). No rank can be in a call:
+//   a rank in a call sends at least every RTO, and the ranks all finished the same calls, since
+//   no slot is incomplete (its ranks would retransmit). A rank between calls re-joins (exp =
+//   the epoch, as at a lease's end), and when every lane re-joined the grant is taken back and
+//   the job queued again, exactly as at a lease's end (releases). A rank that did start a call
+//   at that moment ignores the release and sends data: that data (seen by Tick) calls the
+//   release off (releases_cancelled), and every lane that re-joined for it gets join_ack of
+//   the grant with release 2 (stands): its re-join is forgotten and it carries on with the
+//   grant. A re-join for a release (JOIN release 1) while none is under way (called off, the
+//   first answer lost, or a worker that heard the release late) gets the same answer and is not
+//   recorded; a re-join without it is one at a lease's end.
 //   A grant's slots are taken back only at a safe point: after lease_calls calls every rank
 //   sends a re-JOIN (exp = the epoch) before its next call, from every lane; once every lane of
 //   every rank re-joined (ranks that left gracefully count as re-joined), no rank needs anything
@@ -232,6 +247,10 @@ struct ControlConfig {
   // keeps its slots until it ends, and queued jobs wait for jobs to end).
   uint16_t min_window = 8;
   uint32_t lease_calls = 0;
+  // Taking an idle job's slots back (see above): a job with a grant whose ranks sent no data for
+  // this long while another job waits for slots is asked to release them (0: never). Well above
+  // the workers' largest RTO (200 ms by default: a rank in a call sends at least that often).
+  std::chrono::nanoseconds idle_release = std::chrono::seconds(2);
   // The largest K the fabric's I/O carries in one frame (ina-switchd: from its ports'
   // max_datagram_bytes, e.g. 256 for a DPDK port of 1500-byte frames); a JOIN asking more is
   // refused with bad_params (K, out of the fabric's range).
@@ -316,6 +335,10 @@ enum class ControlCounter : uint16_t {
                        // for a job without a key (dropped, answered with a fresh challenge)
   kHellos,             // hello messages answered with hello_ack (CommConfig::switch_cores auto)
   kRefusedBelow,       // jobs doomed by a leaf's LEAVE peer_refused (it refused one of its workers)
+  kReleasesAsked,      // idle jobs asked to release their grant (another job waits for slots)
+  kReleases,           // ... grants taken back: every lane re-joined
+  kReleasesCancelled,  // ... called off: a rank called again first (the grant stands)
+  kReleaseStands,      // join_ack release 2 sent: a re-join for a release answered "stands"
   kCount,
 };
 inline constexpr size_t kNumControlCounters = static_cast<size_t>(ControlCounter::kCount);
@@ -339,7 +362,9 @@ inline constexpr std::array<std::string_view, kNumControlCounters> kControlCount
     "admin_replayed",   "admin_refused",
     "join_challenges",  "joins_proven",
     "joins_unproven",   "hellos",
-    "refused_below"};
+    "refused_below",    "releases_asked",
+    "releases",         "releases_cancelled",
+    "release_stands"};
 using ControlCounters = std::array<uint64_t, kNumControlCounters>;
 
 inline uint64_t Get(const ControlCounters& c, ControlCounter which) {
@@ -430,6 +455,7 @@ class ControlPlane {
     if (!j.active || rank >= j.world_size) return SourceCheck::kPass;
     if (!(j.peers[PeerIndex(j, rank, LaneOf(j, slot))] == from)) return SourceCheck::kForeign;
     j.last_activity = now;
+    j.last_data = now;
     ++j.data_packets;
     return SourceCheck::kOk;
   }
@@ -540,7 +566,13 @@ class ControlPlane {
     proto::JoinParam refused_param = proto::JoinParam::kNone;
     uint32_t refused_value = 0;  // the value the refused rank sent (rank_taken: its lane)
     bool refused_below = false;  // by a leaf (LEAVE peer_refused): refused_rank is the tree's
-    std::array<uint16_t, proto::kMaxWorkers> lane_mask{};  // rank r: bit l, lane l joined
+    // Idle release (see the header comment).
+    TimePoint last_data{};   // the last accepted data packet
+    TimePoint granted_at{};  // the current grant's
+    bool releasing = false;  // asked to release its grant, not yet all re-joined nor called off
+    TimePoint release_asked{};
+    std::array<uint16_t, proto::kMaxWorkers> release_mask{};  // rank r: bit l re-joined for it
+    std::array<uint16_t, proto::kMaxWorkers> lane_mask{};     // rank r: bit l, lane l joined
     std::vector<Peer> peers;  // lanes x world_size, lane-major: a lane's ranks are contiguous
     uint64_t grants = 0;      // grants so far (a keyed job's traffic keys are per grant)
     bool buffer_cap_logged = false;  // ControlConfig::rx_queue capped a grant (logged once)
@@ -605,6 +637,16 @@ class ControlPlane {
   bool Grant(JobEntry& j, uint32_t base, uint32_t got, ReplySink& out);
   // Every lane of every rank not done re-joined for the current grant.
   static bool RejoinComplete(const JobEntry& j);
+  // Every lane re-joined: the grant's slots go back and the job is queued again.
+  void TakeBackGrant(JobEntry& j, ReplySink& out);
+  // Idle release (see the header comment): asks j's lanes to release its grant; calls it off,
+  // telling the lanes that re-joined for it that the grant stands.
+  void AskRelease(JobEntry& j, TimePoint now, ReplySink& out);
+  void CallOffRelease(JobEntry& j, ReplySink& out);
+  // join_ack of j's grant with `release` (1: release, 2: stands) to every lane in `lanes` (rank
+  // r: bit l), counted.
+  void SendRelease(const JobEntry& j, const std::array<uint16_t, proto::kMaxWorkers>& lanes,
+                   uint8_t release, ReplySink& out);
   // The join_ack of j's current grant, to `rank`.
   proto::JoinAckMsg JoinAck(const JobEntry& j, uint16_t rank) const;
   // join_wait to one peer of a queued job.
@@ -645,6 +687,7 @@ class ControlPlane {
   uint32_t next_alloc_ = 0;                // round-robin cursor over the ids this plane hands out
   size_t num_jobs_ = 0;
   uint64_t next_queue_seq_ = 0;
+  TimePoint now_{};  // the latest time handed in (HandleControl, Tick): when a grant is made
   ControlCounters counters_{};
   std::unordered_map<uint16_t, JobKey> keys_;    // job id -> its key (see InstallJobKey)
   std::unordered_set<uint16_t> refusal_logged_;  // job ids whose keyless JOIN was logged

@@ -10,11 +10,12 @@
 //           alloc-range id), the grant epoch a JOIN re-joins after (0..3), a leaf's tree_world
 //           (0, 2, 4 or 6: none, below, at and above the world), rank, world, K,
 //           window (0..15 of a pool of 16: jobs share it and wait), lane, lanes, aux (a LEAVE's
-//           reason: done, an abort, or a leaf's refusal, peer_refused, mostly), sometimes
+//           reason: done, an abort, or a leaf's refusal, peer_refused, mostly; a JOIN's release
+//           flag: a re-join for an idle job's release, which Tick asks while jobs wait), sometimes
 //           a body; sealed unless a flag says raw (so most get past the CRC check).
 //   op%4 1: a data packet: job, rank, slot, gen, count (<= K mostly), offset, flags, a payload;
 //           sealed unless a flag says raw.
-//   op%4 2: time passes (0..2.5 s) and Tick runs (job_timeout 1 s).
+//   op%4 2: time passes (0..2.5 s) and Tick runs (job_timeout 1 s, idle_release 0.5 s).
 //   op%4 3: raw bytes (sealed or not).
 // Checked after every record: every reply and result is a whole message with a good CRC32C
 // trailer; replies are join_ack, join_wait, error, alloc_ack, hello_ack (one core, a K of the
@@ -151,6 +152,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     ControlConfig cc;
     cc.max_jobs = 3;
     cc.job_timeout = std::chrono::seconds(1);
+    cc.idle_release = std::chrono::milliseconds(500);  // within a job timeout: reachable
     cc.min_window = 2;
     cc.lease_calls = 2;
     cc.admin_secret.assign(32, 0xA5);
@@ -210,6 +212,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         h.slot = lanes % 3;        // lane
         h.gen = (lanes >> 2) % 3;  // lanes (JOIN), nonce (ALLOC_JOB)
         sealed = !(lanes & 0x80);
+        // JOIN: a re-join for a release (flags 1: idle jobs are asked while another waits), or not.
+        if (h.type == proto::MsgType::kJoin && (lanes & 0x20)) h.flags = 1;
         if (!(t & 0x80) && (t & 0x40)) {
           // The proven JOIN answering this peer's last challenge: job 1's secret, or another.
           static const std::vector<uint8_t> kOther(32, 0x3D);

@@ -6,8 +6,8 @@
 // Input: byte 0 = config (keyed if bit 0: a fixed test secret; two lanes if bit 1, this lane bit
 // 2; a re-join after grant 1 + byte 1 % 255 if bit 3; world 1 + (b >> 4) % 4, rank (b >> 6) %
 // world; window 1 + byte 1 % 8), then records, each an op byte and its operands:
-//   op%6 0: join_ack (window, epoch, lease, k-ok, flags): flags bit 0 another job, bit 1 unsealed,
-//           bit 2 another version.
+//   op%6 0: join_ack (window, its release 0/1/2 from the same byte, epoch, lease, k-ok, flags):
+//           flags bit 0 another job, bit 1 unsealed, bit 2 another version.
 //   op%6 1: join_wait (ahead, flags).
 //   op%6 2: join_challenge (32 payload bytes: nonce and salt; flags: bit 0 another job, bit 1
 //           unsealed, bit 2 another rank, bit 3 another lane, bit 4 a payload 4 bytes short,
@@ -17,7 +17,7 @@
 //   op%6 4: raw (len, sealed, bytes...): the input's bytes as a message, sealed (CRC) or not.
 //   op%6 5: driver (b): advance the clock by (b >> 3) * 137 ms, then OnTimers; b%8 == 1 a
 //           transport error Unavailable, 2 another error, 3 Cancel, 4 Leave, 5 Join again (when
-//           not joining).
+//           not joining; a re-join for a release if bit 3 of b).
 // After each record the queued messages are "sent": each must be a JOIN or a LEAVE of this job,
 // sealed: CRC32C, or a proven JOIN (sec mac, header and tag) that verifies (JoinProofOk) under the
 // test secret and one of the challenges sent to this lane. Always: a member's grant is within what
@@ -164,6 +164,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       case 0: {  // join_ack
         const uint8_t window = in.Byte(), epoch = in.Byte(), lease = in.Byte(), kok = in.Byte();
         h.offset = window % 12;
+        h.exp = static_cast<uint8_t>((window >> 4) % 3);  // release: a grant, asked, or stands
         h.gen = epoch;
         h.aux = lease;
         h.count = (kok & 1) ? cfg.k : static_cast<uint16_t>(64 * (kok >> 1));
@@ -241,7 +242,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             x.m.Leave(proto::ErrorCode::kNone, b);
             break;
           case 5:
-            if (!x.m.joining()) x.m.Join(x.m.grant().epoch, x.now);
+            if (!x.m.joining()) x.m.Join(x.m.grant().epoch, x.now, (b >> 3) & 1);  // for a release?
             break;
           default:
             break;

@@ -30,8 +30,9 @@ struct Config {
   // a job is admitted with, and the calls a grant lasts before the ranks re-join (0: unlimited).
   uint32_t min_window = 8;
   uint32_t lease_calls = 64;
-  uint32_t stats_interval_ms = 0;  // periodic stats line; 0: off
-  double drop_rate = 0;            // fault injection, probabilities in [0, 1]
+  uint32_t idle_release_ms = 2000;  // ControlConfig::idle_release (0: never; a leaf: never)
+  uint32_t stats_interval_ms = 0;   // periodic stats line; 0: off
+  double drop_rate = 0;             // fault injection, probabilities in [0, 1]
   double dup_rate = 0;
   double reorder_rate = 0;
   double corrupt_rate = 0;          // flip one byte of a packet (each direction) with this p
