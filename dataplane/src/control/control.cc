@@ -457,6 +457,7 @@ void ControlPlane::HandleJoin(const p::JoinMsg& h, const Peer& from, TimePoint n
       SendReply(from, ack, out);
       Bump(ControlCounter::kJoinAcks);
     } else if (j.queued) {
+      if (h.release == 0) j.idle_queued = false;  // a call waits for the job's next grant
       SendJoinWait(j, from, h.rank, out);
     }
     return;
@@ -669,6 +670,7 @@ bool ControlPlane::Grant(JobEntry& j, uint32_t base, uint32_t got, ReplySink& ou
   j.epoch = static_cast<uint8_t>(j.epoch % 255 + 1);
   j.rejoin_mask = {};
   j.granted_at = now_;
+  j.idle_queued = false;
   j.releasing = false;
   j.release_mask = {};
   for (uint16_t r = 0; r < j.world_size; ++r) {
@@ -684,6 +686,7 @@ bool ControlPlane::Grant(JobEntry& j, uint32_t base, uint32_t got, ReplySink& ou
 
 void ControlPlane::TakeBackGrant(JobEntry& j, ReplySink& out) {
   if (j.releasing) Bump(ControlCounter::kReleases);
+  j.idle_queued = j.releasing;  // until a JOIN says a call waits (or it is granted)
   j.releasing = false;
   j.release_mask = {};
   engine_.RemoveJob(j.job_id).IgnoreError();  // cannot fail: installed by Grant
@@ -870,7 +873,11 @@ size_t ControlPlane::Tick(TimePoint now, ReplySink& out) {
   for (JobEntry& j : jobs_) {
     if (j.used && j.releasing && j.last_data > j.release_asked) CallOffRelease(j, out);
   }
-  if (config_.idle_release.count() > 0 && queued_jobs() > 0) {
+  // Only a job that wants slots asks: one queued again by a release, idle, does not.
+  const bool waiting = std::any_of(jobs_.begin(), jobs_.end(), [](const JobEntry& j) {
+    return j.used && j.queued && !j.idle_queued;
+  });
+  if (config_.idle_release.count() > 0 && waiting) {
     for (JobEntry& j : jobs_) {
       if (!j.used || !j.active || j.releasing || j.tree_world != 0) continue;
       if (now - std::max(j.last_data, j.granted_at) < config_.idle_release) continue;

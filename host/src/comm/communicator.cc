@@ -223,6 +223,7 @@ class Communicator::Impl {
       return req;
     }
     queue_.push_back(std::move(op));
+    no_op_queued_.store(false, std::memory_order_relaxed);
     cv_.notify_all();
     return req;
   }
@@ -271,6 +272,7 @@ class Communicator::Impl {
         if (!queue_.empty()) {
           op = std::move(queue_.front());
           queue_.pop_front();
+          no_op_queued_.store(queue_.empty(), std::memory_order_relaxed);
         }
       }
       if (!op.state) {
@@ -472,8 +474,11 @@ class Communicator::Impl {
   // grant of the lane's core is a new generation of its keys). Recorded in lane_grants_[l].
   Status Rejoin(size_t l, const std::atomic<bool>& cancel, uint16_t ask) {
     if (ask != 0) lanes_[l].progress->AskWindow(ask);
-    Result<Grant> g = lanes_[l].progress->Join(lane_grants_[l].epoch, &cancel,
-                                               ask == 0 && lane_work_why_ == Renewal::kRelease);
+    // Releasing an idle job's grant, the wait for the next grant runs its slot wait only while a
+    // call waits for it: an idle job is not failed for waiting.
+    const bool release = ask == 0 && lane_work_why_ == Renewal::kRelease;
+    Result<Grant> g = lanes_[l].progress->Join(lane_grants_[l].epoch, &cancel, release,
+                                               release ? &no_op_queued_ : nullptr);
     if (!g.ok()) {
       return g.status().WithContext(
           ask != 0 ? "re-join asking " + std::to_string(ask) +
@@ -634,6 +639,8 @@ class Communicator::Impl {
   uint64_t calls_in_grant_ = 0;  // lane 0's thread: calls run under grant_
   // Why the lanes re-join (Regrant): lane 0 writes it before the hand-off, which lane_mu_ orders.
   Renewal lane_work_why_ = Renewal::kLease;
+  // No op in queue_ (written under mu_, read by the lanes' re-joins for a release).
+  std::atomic<bool> no_op_queued_{true};
   std::atomic<uint16_t> window_;    // grant_.window, for window() from any thread
   std::vector<Grant> lane_grants_;  // [l]: lane l's thread during a join or re-join
   bool joined_ = false;             // Join succeeded

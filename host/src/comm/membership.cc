@@ -268,6 +268,13 @@ void Membership::OnTimers(TimePoint now) {
   }
 }
 
+void Membership::CallWaits() {
+  if (state_ != State::kQueued || join_.flags == 0) return;
+  join_.flags = 0;   // proto/ina.toml: the JOIN's release flag
+  proving_ = false;  // a keyed job's fabric challenges the new header afresh
+  SetRequest(join_);
+}
+
 void Membership::Cancel() {
   if (joining()) Fail(Aborted(Who() + ": another lane failed"));
 }

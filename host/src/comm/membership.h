@@ -142,6 +142,15 @@ class Membership {
   void OnTimers(TimePoint now);
   // Stops a join in progress (another lane's join failed): kFailed with Aborted.
   void Cancel();
+  // While queued: the slot wait starts again at `now` (an idle job that released its grant waits
+  // for its next one with no call waiting: docs/protocol.md, "Idle jobs"). No-op otherwise.
+  void RestartSlotWait(TimePoint now) {
+    if (state_ == State::kQueued) wait_start_ = now;
+  }
+  // While queued after releasing an idle job's grant: a call waits now, so the JOIN's resends
+  // drop their release flag (the fabric may then ask an idle job to release for this one). No-op
+  // otherwise, and after the first time.
+  void CallWaits();
   // A transport error while joining: Unavailable is remembered (the timeout names it); any other
   // fails the join with it. No-op when not joining.
   void OnTransportError(const Status& s);

@@ -124,10 +124,17 @@ Result<size_t> Progress::Receive(microseconds timeout) {
   return *r;
 }
 
-Result<Grant> Progress::Join(uint8_t finished_epoch, const std::atomic<bool>* cancel,
-                             bool release) {
+Result<Grant> Progress::Join(uint8_t finished_epoch, const std::atomic<bool>* cancel, bool release,
+                             const std::atomic<bool>* idle) {
   BeginJoin(finished_epoch, release);
   while (membership_.joining()) {
+    if (idle != nullptr) {
+      if (idle->load(std::memory_order_relaxed)) {
+        membership_.RestartSlotWait(clock_.Now());
+      } else {
+        membership_.CallWaits();
+      }
+    }
     if (cancel != nullptr && cancel->load(std::memory_order_relaxed)) {
       membership_.Cancel();
       FlushMembership();

@@ -60,9 +60,11 @@ class Progress {
   // turns until the fabric grants (the grant), refuses or the join times out (its Status), or
   // `cancel` is set (when given: Aborted, another lane's join failed). Blocks up to the join's
   // timeout. The window is left as it is (the caller resizes it to the grant). `release`: the
-  // re-join releases an idle job's grant (Membership::Join).
+  // re-join releases an idle job's grant (Membership::Join); while `idle` (when given) is set, no
+  // call waits for it, and the slot wait does not run (Membership::RestartSlotWait); once it is
+  // not, the queued JOIN says a call waits (Membership::CallWaits).
   Result<Grant> Join(uint8_t finished_epoch, const std::atomic<bool>* cancel = nullptr,
-                     bool release = false);
+                     bool release = false, const std::atomic<bool>* idle = nullptr);
   // The window the next Join asks (Membership::AskWindow).
   void AskWindow(uint16_t window) { membership_.AskWindow(window); }
   // Step by step (tests): BeginJoin, then JoinTurn while membership().joining().

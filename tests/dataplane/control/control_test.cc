@@ -915,6 +915,38 @@ TEST_F(ControlTest, AnIdleJobIsAskedToReleaseItsGrantWhileAnotherWaits) {
   EXPECT_EQ(Ctr(ControlCounter::kReleases), 1u) << "job 2, asked too, did not re-join";
 }
 
+// A job queued again by its release, whose JOINs still say its ranks are idle, is no job waiting
+// for slots: the idle job now holding the pool is not asked for it (no ping-pong between idle
+// jobs), until a JOIN of it says a call waits.
+TEST_F(ControlTest, AJobQueuedAgainByAReleaseAsksNothingUntilACallWaits) {
+  base_cfg_.idle_release = milliseconds(500);
+  Make(16, 8, milliseconds(30000), 0, 16);  // min_window 16: one job at a time
+  auto join = [](uint16_t job, uint8_t rejoin, bool release) {
+    return Control(p::JoinMsg{.release = static_cast<uint8_t>(release ? 1 : 0),
+                              .rejoin_epoch = rejoin,
+                              .job = job,
+                              .rank = 0,
+                              .k = 256,
+                              .window = 16,
+                              .world_size = 1});
+  };
+  auto at = [](int ms) { return TimePoint{} + milliseconds(ms); };
+  Send(join(1, 0, false), MakePeer(5000), at(0));
+  Send(join(2, 0, false), MakePeer(6000), at(0));
+  ASSERT_EQ(cp_->queued_jobs(), 1u);
+  (void)cp_->Tick(at(600), out_);
+  EXPECT_EQ(Ctr(ControlCounter::kReleasesAsked), 1u);
+  Send(join(1, 1, true), MakePeer(5000), at(700));  // job 1 releases: job 2 gets the pool
+  EXPECT_EQ(Ctr(ControlCounter::kReleases), 1u);
+  ASSERT_EQ(cp_->queued_jobs(), 1u) << "job 1 waits";
+  Send(join(1, 1, true), MakePeer(5000), at(800));  // its resends: idle still
+  (void)cp_->Tick(at(2000), out_);
+  EXPECT_EQ(Ctr(ControlCounter::kReleasesAsked), 1u) << "job 2 is idle, but nobody wants slots";
+  Send(join(1, 1, false), MakePeer(5000), at(2100));  // a call waits
+  (void)cp_->Tick(at(2110), out_);
+  EXPECT_EQ(Ctr(ControlCounter::kReleasesAsked), 2u) << "job 2 asked for it";
+}
+
 // A spine's job of leaves is never asked (a leaf's grant is its spine's); nor is any job with
 // idle_release 0.
 TEST_F(ControlTest, NoReleaseForAJobOfLeavesOrWhenItIsOff) {

@@ -535,6 +535,33 @@ TEST_F(MembershipTest, AReleaseIsSaidInTheGrantAndAReJoinForItTakesStands) {
   EXPECT_EQ(m.grant().release, 2);
 }
 
+// A re-join releasing an idle job's grant, queued behind another job: its slot wait starts again
+// while no call waits (RestartSlotWait), so the idle job is not failed for waiting; once a call
+// waits, its JOIN drops the release flag (CallWaits), and the slot wait runs.
+TEST_F(MembershipTest, AReleasedJobQueuedWaitsIdleUntilACallWaits) {
+  Membership m(Config());
+  m.Join(0, t0_);
+  m.OnPacket(JoinAck(8, 5), t0_);
+  m.Join(5, t0_, true);
+  auto sent = Take(m, t0_);
+  ASSERT_EQ(sent.size(), 1u);
+  EXPECT_EQ(proto::JoinMsg::From(sent[0]).release, 1);
+  m.OnPacket(Reply(proto::JoinWaitMsg{.job = 7, .queue_ahead = 1}), t0_);
+  ASSERT_EQ(m.state(), State::kQueued);
+  m.RestartSlotWait(t0_ + milliseconds(2900));
+  m.OnTimers(t0_ + milliseconds(3000));  // 3 s queued, but idle for the last 0.1 s only
+  EXPECT_TRUE(m.joining());
+  m.CallWaits();
+  sent = Take(m, t0_ + milliseconds(3000));
+  ASSERT_EQ(sent.size(), 1u) << "resent at once, saying a call waits";
+  EXPECT_EQ(proto::JoinMsg::From(sent[0]).release, 0);
+  EXPECT_EQ(sent[0].exp, 5);
+  m.CallWaits();
+  EXPECT_TRUE(Take(m, t0_ + milliseconds(3000)).empty()) << "once";
+  m.OnTimers(t0_ + milliseconds(2900) + milliseconds(3000));
+  EXPECT_EQ(m.status().code(), StatusCode::kDeadlineExceeded) << m.status().ToString();
+}
+
 TEST_F(MembershipTest, LeaveQueuesThreeCopiesSentOnceBestEffort) {
   Membership m(Config());
   m.Join(0, t0_);

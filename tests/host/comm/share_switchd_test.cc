@@ -265,6 +265,52 @@ TEST(ShareSwitchd, AnIdleJobReleasesItsSlotsToAWaitingJob) {
   EXPECT_EQ(counters.at("jobs_done"), 2u);
 }
 
+// A released job whose next grant cannot come yet (the pool holds one job at --min-window 16)
+// waits for it idle, past its slot wait, and is not failed for it: its slot wait runs only while
+// a call waits. Nor does the idle job that holds the pool then release it for the idle one (no
+// ping-pong between idle jobs). Once it calls, its JOIN says so, and an idle holder releases.
+TEST(ShareSwitchd, AReleasedJobWaitsIdleForItsNextGrantPastItsSlotWait) {
+  test::SwitchProcess sw({"--port", "0", "--slots", "16", "--min-window", "16", "--lease-calls",
+                          "0", "--idle-release-ms", "300"});
+  ASSERT_NE(sw.port(), 0);
+  CommConfig a = Base(sw.port(), 61, 1);
+  a.window = 16;
+  a.slot_wait_timeout_ms = 1000;
+  auto idle = Communicator::Create(a);
+  ASSERT_TRUE(idle.ok()) << idle.status().ToString();
+  std::vector<std::unique_ptr<Communicator>> one;
+  one.push_back(std::move(*idle));
+  ASSERT_TRUE(CallEveryRank(one, 61, 0).ok());
+
+  CommConfig b = Base(sw.port(), 62, 1);
+  b.window = 16;
+  auto other = Communicator::Create(b);  // the idle job releases: this one gets the pool
+  ASSERT_TRUE(other.ok()) << other.status().ToString();
+  EXPECT_EQ((*other)->window(), 16);
+  std::this_thread::sleep_for(milliseconds(2500));  // 61 waits, queued, 2.5x its slot wait
+  other->reset();                                   // the pool goes to 61
+  const Status next = CallEveryRank(one, 61, 1);
+  ASSERT_TRUE(next.ok()) << next.ToString();
+  EXPECT_EQ(one[0]->window(), 16);
+
+  // Again with 63 taking the pool from idle 61; then 61 calls while 63 is idle: 63 releases.
+  CommConfig c = Base(sw.port(), 63, 1);
+  c.window = 16;
+  auto third = Communicator::Create(c);
+  ASSERT_TRUE(third.ok()) << third.status().ToString();
+  std::this_thread::sleep_for(milliseconds(1500));  // both idle: nobody releases
+  const auto t0 = Clock::now();
+  const Status got = CallEveryRank(one, 61, 2);
+  const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+  ASSERT_TRUE(got.ok()) << got.ToString();
+  std::printf("61's call waited %.2f s for 63 to release the pool\n", s);
+  EXPECT_LT(s, 10.0);
+  third->reset();
+  one.clear();
+  const auto counters = sw.Stop();
+  EXPECT_EQ(counters.at("releases"), 3u) << "61 twice, 63 once: no ping-pong while both idle";
+}
+
 // The race a release must survive: the fabric asks an idle job of two ranks to release its grant,
 // rank 0 (a communicator) re-joins, but rank 1 (a raw socket here, so the test decides when)
 // calls again before re-joining. Its data calls the release off: rank 0 hears that the grant

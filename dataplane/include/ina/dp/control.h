@@ -69,7 +69,9 @@
 //   the grant with release 2 (stands): its re-join is forgotten and it carries on with the
 //   grant. A re-join for a release (JOIN release 1) while none is under way (called off, the
 //   first answer lost, or a worker that heard the release late) gets the same answer and is not
-//   recorded; a re-join without it is one at a lease's end.
+//   recorded; a re-join without it is one at a lease's end. A job queued again by a release
+//   whose ranks' JOINs still carry release 1 (idle, no call waiting) is not a job that waits for
+//   slots here: no other job is asked to release for it, until a JOIN of it without the flag.
 //   A grant's slots are taken back only at a safe point: after lease_calls calls every rank
 //   sends a re-JOIN (exp = the epoch) before its next call, from every lane; once every lane of
 //   every rank re-joined (ranks that left gracefully count as re-joined), no rank needs anything
@@ -572,7 +574,10 @@ class ControlPlane {
     bool releasing = false;  // asked to release its grant, not yet all re-joined nor called off
     TimePoint release_asked{};
     std::array<uint16_t, proto::kMaxWorkers> release_mask{};  // rank r: bit l re-joined for it
-    std::array<uint16_t, proto::kMaxWorkers> lane_mask{};     // rank r: bit l, lane l joined
+    // Queued again by a release, and its JOINs still say its ranks are idle (JOIN release 1):
+    // it does not count as a job waiting for slots (no other idle job is asked for it).
+    bool idle_queued = false;
+    std::array<uint16_t, proto::kMaxWorkers> lane_mask{};  // rank r: bit l, lane l joined
     std::vector<Peer> peers;  // lanes x world_size, lane-major: a lane's ranks are contiguous
     uint64_t grants = 0;      // grants so far (a keyed job's traffic keys are per grant)
     bool buffer_cap_logged = false;  // ControlConfig::rx_queue capped a grant (logged once)

@@ -17,7 +17,7 @@
 //   op%6 4: raw (len, sealed, bytes...): the input's bytes as a message, sealed (CRC) or not.
 //   op%6 5: driver (b): advance the clock by (b >> 3) * 137 ms, then OnTimers; b%8 == 1 a
 //           transport error Unavailable, 2 another error, 3 Cancel, 4 Leave, 5 Join again (when
-//           not joining; a re-join for a release if bit 3 of b).
+//           not joining; a re-join for a release if bit 3 of b), 6 CallWaits, 7 RestartSlotWait.
 // After each record the queued messages are "sent": each must be a JOIN or a LEAVE of this job,
 // sealed: CRC32C, or a proven JOIN (sec mac, header and tag) that verifies (JoinProofOk) under the
 // test secret and one of the challenges sent to this lane. Always: a member's grant is within what
@@ -243,6 +243,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
             break;
           case 5:
             if (!x.m.joining()) x.m.Join(x.m.grant().epoch, x.now, (b >> 3) & 1);  // for a release?
+            break;
+          case 6:
+            x.m.CallWaits();  // a call waits while a released job is queued
+            break;
+          case 7:
+            x.m.RestartSlotWait(x.now);  // idle: the slot wait starts again
             break;
           default:
             break;
