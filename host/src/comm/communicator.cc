@@ -381,8 +381,8 @@ class Communicator::Impl {
     bool renewed = false;
     for (size_t l = 0; l < lane_grants_.size(); ++l) {
       renewed = renewed || lane_grants_[l].epoch != before[l];
-      lane_grants_[l].release = 0;  // answered: a release asked of this grant is done with
     }
+    lane_grants_[0].release = 0;  // answered: a release asked of this grant is done with
     grant_ = AgreedGrant();
     if (renewed) calls_in_grant_ = 0;
     window_.store(grant_.window, std::memory_order_relaxed);
@@ -459,7 +459,8 @@ class Communicator::Impl {
                       " epoch " + std::to_string(g->epoch) + ", not the grant it holds (window " +
                       std::to_string(held.window) + " epoch " + std::to_string(held.epoch) + ")");
     }
-    if (g->release == 1) held.release = 1;  // the idle job is asked to release it (Run)
+    // The idle job is asked to release it (Run; lane 0's own thread: only its flag is read).
+    if (l == 0 && g->release == 1) held.release = 1;
     return Status::Ok();
   }
 
