@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "ina/proto/crc32c.h"
@@ -488,16 +489,22 @@ void ControlPlane::Refuse(JobEntry* j, const p::JoinMsg& h, const Peer& from, p:
           job_value),
       out);
   // Only a job that never had every rank in can be doomed: once queued or granted it runs on.
-  if (j == nullptr || j->active || j->queued || j->epoch != 0 || j->refused) return;
-  // The first refusal of a pending job: every joined lane hears it now; later JOINs (resends and
-  // newcomers) hear it in answer, so a lost copy is made good by the next resend.
-  j->refused = true;
-  j->refused_rank = h.rank;
-  j->refused_param = param;
-  j->refused_value = its_value;
-  for (uint16_t r = 0; r < j->world_size; ++r) {
-    for (uint16_t l = 0; l < j->lanes; ++l) {
-      if (j->lane_mask[r] & (1u << l)) SendPeerRefused(*j, j->peers[PeerIndex(*j, r, l)], r, out);
+  if (j == nullptr || !Pending(*j)) return;
+  Doom(*j, h.rank, param, its_value, false, out);
+}
+
+void ControlPlane::Doom(JobEntry& j, uint16_t rank, p::JoinParam param, uint32_t value, bool below,
+                        ReplySink& out) {
+  // The first refusal: every joined lane hears it now; later JOINs (resends and newcomers) hear it
+  // in answer, so a lost copy is made good by the next resend.
+  j.refused = true;
+  j.refused_below = below;
+  j.refused_rank = rank;
+  j.refused_param = param;
+  j.refused_value = value;
+  for (uint16_t r = 0; r < j.world_size; ++r) {
+    for (uint16_t l = 0; l < j.lanes; ++l) {
+      if (j.lane_mask[r] & (1u << l)) SendPeerRefused(j, j.peers[PeerIndex(j, r, l)], r, out);
     }
   }
 }
@@ -689,11 +696,17 @@ void ControlPlane::TakeBackGrant(JobEntry& j, ReplySink& out) {
   j.idle_queued = j.releasing;  // until a JOIN says a call waits (or it is granted)
   j.releasing = false;
   j.release_mask = {};
+  DropGrant(j);
+  Enqueue(j, out);
+}
+
+bool ControlPlane::DropGrant(JobEntry& j) {
+  if (!j.active) return false;
   engine_.RemoveJob(j.job_id).IgnoreError();  // cannot fail: installed by Grant
   Release(j.slot_base, j.window);
   j.active = false;
   j.window = 0;
-  Enqueue(j, out);
+  return true;
 }
 
 void ControlPlane::SendRelease(const JobEntry& j, const std::array<uint16_t, p::kMaxWorkers>& lanes,
@@ -810,26 +823,11 @@ void ControlPlane::RefuseFromBelow(JobEntry& j, const p::LeaveMsg& h, ReplySink&
   if (j.refused) return;  // a copy (a leaf sends three), or a refusal of the job's own before it
   Bump(ControlCounter::kRefusedBelow);
   // The grant goes: this job never had every worker in, so nothing of it can be needed.
-  const bool had_slots = j.active;
-  if (j.active) {
-    engine_.RemoveJob(j.job_id).IgnoreError();  // cannot fail: installed by Grant
-    Release(j.slot_base, j.window);
-    j.active = false;
-    j.window = 0;
-  }
-  const bool was_queued = j.queued;
-  j.queued = false;
-  j.refused = true;
-  j.refused_below = true;
-  j.refused_rank = h.refused_rank;
-  j.refused_param =
-      p::JoinParamName(h.join_param) == "unknown" ? p::JoinParam::kNone : h.join_param;
-  j.refused_value = h.calls;
-  for (uint16_t r = 0; r < j.world_size; ++r) {
-    for (uint16_t l = 0; l < j.lanes; ++l) {
-      if (j.lane_mask[r] & (1u << l)) SendPeerRefused(j, j.peers[PeerIndex(j, r, l)], r, out);
-    }
-  }
+  const bool had_slots = DropGrant(j);
+  const bool was_queued = std::exchange(j.queued, false);
+  Doom(j, h.refused_rank,
+       p::JoinParamName(h.join_param) == "unknown" ? p::JoinParam::kNone : h.join_param, h.calls,
+       true, out);
   if (had_slots || was_queued) AdmitQueued(out);
 }
 
@@ -946,12 +944,7 @@ Status ControlPlane::AbortJob(uint16_t job_id, const p::ErrorMsg& e, ReplySink& 
 }
 
 void ControlPlane::FreeJob(JobEntry& j, uint16_t except_rank, ReplySink& out) {
-  const bool had_slots = j.active;
-  if (j.active) {
-    // Cannot fail: the job was installed by Grant and only removed here.
-    engine_.RemoveJob(j.job_id).IgnoreError();
-    Release(j.slot_base, j.window);
-  }
+  const bool had_slots = DropGrant(j);
   for (uint16_t r = 0; r < j.world_size; ++r) {
     if (r == except_rank || !(j.joined_mask & (uint64_t{1} << r)) ||
         (j.left_mask & (uint64_t{1} << r))) {

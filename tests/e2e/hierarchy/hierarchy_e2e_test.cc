@@ -564,6 +564,21 @@ TEST_P(Hierarchy, RtlCoreAsAKeyedLeafsEngineIsBitIdenticalToFlat) {
 #endif
 }
 
+// Starts rank `rank` at leaf `leaf` of `t` in calls that last `repeats` float all-reduces of 4096
+// (progress timeout `progress_ms`), saying the world has `world` ranks, its stdout and stderr
+// merged (what ExpectEachFails reads); appends it to `ws`.
+void StartWorker(const Topology& topo, const Tree& t, int leaf, int rank, int world, int repeats,
+                 int progress_ms, std::vector<Process>* ws) {
+  auto argv = WorkerArgv(t.leaf_addr[leaf], rank, "float", 4096, repeats, progress_ms);
+  for (auto& a : argv) {
+    if (a == "INA_WORLD=" + std::to_string(kWorld)) a = "INA_WORLD=" + std::to_string(world);
+  }
+  argv.insert(argv.begin(), {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1"});
+  auto p = Process::Start(topo.In("w" + std::to_string(leaf), argv));
+  ASSERT_TRUE(p.ok());
+  ws->push_back(std::move(*p));
+}
+
 // Worker i (`who[i]` in messages) must exit 1 without a result, with `says` in its output,
 // within `bound_s` of `from`. Prints each one's error from `shown` on.
 void ExpectEachFails(std::vector<Process>& ws, const std::vector<std::string>& who,
@@ -595,14 +610,8 @@ void ExpectBoundedErrorsAfterKilling(const Topology& topo, Tree& t, Process& vic
                                      const std::string& says = "all-reduce: ",
                                      double bound_s = 20.0) {
   std::vector<Process> ws;
-  for (int r = 0; r < kWorld; ++r) {
-    const int leaf = r / kPerLeaf;
-    auto argv = WorkerArgv(t.leaf_addr[leaf], r, "float", 4096, 1000000, progress_ms);
-    argv.insert(argv.begin(), {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1"});
-    auto p = Process::Start(topo.In("w" + std::to_string(leaf), argv));
-    ASSERT_TRUE(p.ok());
-    ws.push_back(std::move(*p));
-  }
+  for (int r = 0; r < kWorld; ++r)
+    StartWorker(topo, t, r / kPerLeaf, r, kWorld, 1000000, progress_ms, &ws);
   std::this_thread::sleep_for(2s);  // joined and running
   auto st = victim.Stop(SIGKILL, 5s);
   ASSERT_TRUE(st.ok());
@@ -651,16 +660,7 @@ TEST_P(Hierarchy, LeavesWhoseWorkersDisagreeOnTheWorldSizeFailEveryWorker) {
   const std::vector<W> plan = {{0, 0, 4}, {0, 1, 4}, {1, 4, 8}, {1, 5, 8}, {1, 6, 8}, {1, 7, 8}};
   std::vector<Process> ws;
   const auto started = Clock::now();
-  for (const W& w : plan) {
-    auto argv = WorkerArgv(t.leaf_addr[w.leaf], w.rank, "float", 4096, 2, 30000);
-    for (auto& a : argv) {
-      if (a == "INA_WORLD=" + std::to_string(kWorld)) a = "INA_WORLD=" + std::to_string(w.world);
-    }
-    argv.insert(argv.begin(), {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1"});
-    auto p = Process::Start(topo_.In("w" + std::to_string(w.leaf), argv));
-    ASSERT_TRUE(p.ok());
-    ws.push_back(std::move(*p));
-  }
+  for (const W& w : plan) StartWorker(topo_, t, w.leaf, w.rank, w.world, 2, 30000, &ws);
   std::vector<std::string> who;
   for (const W& w : plan) {
     who.push_back("leaf " + std::to_string(w.leaf) + " rank " + std::to_string(w.rank) +
@@ -686,18 +686,12 @@ TEST_P(Hierarchy, AWorkerItsLeafRefusesFailsEveryWorkerAtOnce) {
   Clock::time_point started;
   for (int r = 0; r < kWorld; ++r) {
     const int leaf = r / kPerLeaf;
-    auto argv = WorkerArgv(t.leaf_addr[leaf], r, "float", 4096, 2, 30000);
-    if (r == kWorld - 1) {
-      for (auto& a : argv) {
-        if (a == "INA_WORLD=" + std::to_string(kWorld)) a = "INA_WORLD=16";
-      }
+    const bool odd = r == kWorld - 1;
+    if (odd) {
       std::this_thread::sleep_for(1s);  // the others joined; leaf 1's part waits for rank 7
       started = Clock::now();
     }
-    argv.insert(argv.begin(), {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1"});
-    auto p = Process::Start(topo_.In("w" + std::to_string(leaf), argv));
-    ASSERT_TRUE(p.ok());
-    ws.push_back(std::move(*p));
+    StartWorker(topo_, t, leaf, r, odd ? 16 : kWorld, 2, 30000, &ws);
     who.push_back("leaf " + std::to_string(leaf) + " rank " + std::to_string(r));
   }
   ExpectEachFails(ws, who, "world size", started, 10.0, "error(");

@@ -504,8 +504,7 @@ class ControlPlane {
   bool IsPending(uint16_t job_id) const {
     const int32_t idx = index_[job_id];
     if (idx < 0) return false;
-    const JobEntry& j = jobs_[static_cast<size_t>(idx)];
-    return !j.active && !j.queued && j.epoch == 0 && !j.refused;
+    return Pending(jobs_[static_cast<size_t>(idx)]);
   }
   // The refusal that doomed job `job_id` while it was pending (rank, JoinParam, the value that
   // rank sent), if one did.
@@ -614,6 +613,10 @@ class ControlPlane {
   // remembers the refusal (the first) and sends error(peer_refused) to every joined lane.
   void Refuse(JobEntry* j, const proto::JoinMsg& h, const Peer& from, proto::ErrorCode code,
               proto::JoinParam param, uint32_t job_value, uint32_t its_value, ReplySink& out);
+  // Dooms j with the refusal of `rank` (`param`, the value it sent; `below`: a leaf's, the rank
+  // the tree's) and tells every joined lane (error peer_refused).
+  void Doom(JobEntry& j, uint16_t rank, proto::JoinParam param, uint32_t value, bool below,
+            ReplySink& out);
   // error(peer_refused) for j's remembered refusal, to one peer (`rank` is its rank).
   void SendPeerRefused(const JobEntry& j, const Peer& to, uint16_t rank, ReplySink& out);
   void HandleLeave(const proto::LeaveMsg& h, const Peer& from, ReplySink& out);
@@ -642,8 +645,14 @@ class ControlPlane {
   bool Grant(JobEntry& j, uint32_t base, uint32_t got, ReplySink& out);
   // Every lane of every rank not done re-joined for the current grant.
   static bool RejoinComplete(const JobEntry& j);
+  // Not every rank in yet, never granted nor doomed: a refusal dooms it (IsPending).
+  static bool Pending(const JobEntry& j) {
+    return !j.active && !j.queued && j.epoch == 0 && !j.refused;
+  }
   // Every lane re-joined: the grant's slots go back and the job is queued again.
   void TakeBackGrant(JobEntry& j, ReplySink& out);
+  // Removes j from the engine and frees its slots, if it holds a grant; whether it did.
+  bool DropGrant(JobEntry& j);
   // Idle release (see the header comment): asks j's lanes to release its grant; calls it off,
   // telling the lanes that re-joined for it that the grant stands.
   void AskRelease(JobEntry& j, TimePoint now, ReplySink& out);
