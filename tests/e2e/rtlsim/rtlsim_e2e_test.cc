@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -158,8 +159,8 @@ TEST(RtlsimE2eKeyed, MacJobVerifiedWithDamageDropped) {
 }
 
 // ina-rtlsim alone: announces itself like ina-switchd, counts malformed input in the RTL's
-// registers, and prints the JSON counters line on SIGTERM.
-TEST(RtlsimProcess, CountsBadInputAndPrintsCountersOnSigterm) {
+// registers, answers an unknown job's data, and prints the JSON counters line on SIGTERM.
+TEST(RtlsimProcess, CountsBadInputAnswersUnknownJobsAndPrintsCountersOnSigterm) {
   auto sim = Process::Start(
       {INA_RTLSIM_BIN, "--bind", "127.0.0.1", "--port", "0", "--engine", "fast", "--seed", "3"});
   ASSERT_TRUE(sim.ok()) << sim.status().ToString();
@@ -182,7 +183,23 @@ TEST(RtlsimProcess, CountsBadInputAndPrintsCountersOnSigterm) {
   proto::DataMsg{.job = 77, .count = 3}.Encode(data.data());
   proto::SealMessage(data.data(), data.size() - proto::kCrcBytes);
   send(std::vector<uint8_t>(5, 0xAB));  // short: drop_malformed
-  send(data);                           // no such job: drop_unknown_job
+  send(data);                           // no such job: drop_unknown_job, and its sender is told
+  {
+    // ina-rtlsim runs ina-switchd's data path in front of the RTL, so it answers as the switch
+    // does: error(unknown_job) echoing the packet's job (a restarted fabric ends its old jobs).
+    timeval tv{.tv_sec = 5, .tv_usec = 0};
+    ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+    std::vector<uint8_t> answer(256);
+    const ssize_t n = recv(fd, answer.data(), answer.size(), 0);
+    ASSERT_GE(n, static_cast<ssize_t>(proto::kHeaderBytes)) << "no answer to an unknown job's data";
+    answer.resize(static_cast<size_t>(n));
+    ASSERT_TRUE(proto::MessageCrcOk(answer));
+    const proto::Header h = proto::DecodeHeader(answer.data());
+    EXPECT_EQ(h.type, proto::MsgType::kError);
+    EXPECT_EQ(h.aux, static_cast<uint16_t>(proto::ErrorCode::kUnknownJob))
+        << proto::ErrorCodeName(h.aux);
+    EXPECT_EQ(h.job, 77);
+  }
   data[proto::kHeaderBytes + 5] ^= 0x20;
   send(data);  // damaged: drop_bad_crc (the RTL's ina_crc32c)
   data[0] = static_cast<uint8_t>(proto::kVersion + 1);
@@ -202,6 +219,7 @@ TEST(RtlsimProcess, CountsBadInputAndPrintsCountersOnSigterm) {
   EXPECT_EQ(JsonNumber(json, "drop_bad_crc"), 1) << json;
   EXPECT_EQ(JsonNumber(json, "drop_malformed"), 1) << json;
   EXPECT_EQ(JsonNumber(json, "drop_unknown_job"), 1) << json;
+  EXPECT_EQ(JsonNumber(json, "err_unknown_job"), 1) << json;
   EXPECT_EQ(JsonNumber(json, "drop_bad_version"), 1) << json;
   EXPECT_EQ(JsonNumber(json, "rx_data"), 0) << json;
 }
