@@ -714,7 +714,7 @@ Status AskSwitchCores(CommConfig* cfg) {
   spec.no_answer = "no hello_ack in " + std::to_string(cfg->join_timeout_ms) +
                    " ms: is it up, and newer than the hello message? Else set switch_cores "
                    "(INA_SWITCH_CORES) to its core count";
-  INA_ASSIGN_OR_RETURN(const proto::Header a, Exchange(*t, spec));
+  INA_ASSIGN_OR_RETURN(const proto::Header a, RunExchange(*t, spec, SteadyClock()));
   const auto ack = proto::HelloAckMsg::From(a);
   const int cores = std::clamp<int>(ack.core_ports, 1, CommConfig::kMaxProgressThreads);
   cfg->switch_cores = cores;

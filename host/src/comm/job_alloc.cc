@@ -67,7 +67,8 @@ Result<uint16_t> AllocateJobId(const CommConfig& config) {
   spec.who = who;
   spec.no_answer =
       "no alloc_ack within " + std::to_string(c.join_timeout_ms) + " ms (is the switch running?)";
-  INA_ASSIGN_OR_RETURN(const proto::Header a, internal::Exchange(t, spec));
+  INA_ASSIGN_OR_RETURN(const proto::Header a,
+                       internal::RunExchange(t, spec, internal::SteadyClock()));
   if (a.type == proto::MsgType::kError) {
     return ResourceExhausted(who + ": fabric answered error(" +
                              std::string(proto::ErrorCodeName(proto::ErrorMsg::From(a).code)) +
@@ -125,7 +126,7 @@ Status InstallAtLane(const CommConfig& c, int lane, proto::SecMode mode,
     spec.no_answer = "no set_key_ack within " + std::to_string(c.join_timeout_ms) +
                      " ms (is the switch running with --admin-key-file, and is INA_ADMIN_KEY its "
                      "admin secret?)";
-    auto got = internal::Exchange(t, spec);
+    auto got = internal::RunExchange(t, spec, internal::SteadyClock());
     std::fill(msg->begin(), msg->end(), uint8_t{0});
     if (got.ok()) return Status::Ok();
     last = got.status();
