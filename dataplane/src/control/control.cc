@@ -652,14 +652,29 @@ bool ControlPlane::Grant(JobEntry& j, uint32_t base, uint32_t got, ReplySink& ou
     keys_ok = sec.ok();  // InstallJobKey checked the secret: always
     if (keys_ok) cfg.security = *sec;
   }
-  if (!keys_ok || !engine_.AddJob(cfg).ok()) {
-    // The engine refused (its own table is smaller, say).
+  const Status added = keys_ok ? engine_.AddJob(cfg) : Internal("no keys for the grant");
+  if (!added.ok()) {
+    // The engine refused: its own table is smaller, say, or (Unimplemented) it cannot run the
+    // job's sec mode (the RTL core: mac_encrypt), which the error names.
+    const bool mode =
+        added.code() == StatusCode::kUnimplemented && cfg.security.mode != p::SecMode::kCrc;
+    if (config_.log) {
+      config_.log("control: job " + std::to_string(j.job_id) +
+                  ": the engine refused to install it (" + added.ToString() +
+                  "): every rank gets error(no_slots)");
+    }
     Release(base, got);
     for (uint16_t r = 0; r < j.world_size; ++r) {
       for (uint16_t l = 0; l < j.lanes; ++l) {
         if (j.left_mask & (uint64_t{1} << r)) continue;
-        SendError(j.peers[PeerIndex(j, r, l)],
-                  {.job = j.job_id, .rank = r, .code = p::ErrorCode::kNoSlots}, out);
+        SendError(
+            j.peers[PeerIndex(j, r, l)],
+            {.job = j.job_id,
+             .rank = r,
+             .slot = static_cast<uint16_t>(mode ? p::JoinParam::kSecMode : p::JoinParam::kNone),
+             .offset = mode ? static_cast<uint32_t>(cfg.security.mode) : 0,
+             .code = p::ErrorCode::kNoSlots},
+            out);
       }
     }
     index_[j.job_id] = -1;

@@ -25,6 +25,8 @@ std::string ParamWords(proto::JoinParam param) {
       return "lane count (progress_threads)";
     case proto::JoinParam::kLane:
       return "lane";
+    case proto::JoinParam::kSecMode:
+      return "sec mode";
     case proto::JoinParam::kRankTaken:
     case proto::JoinParam::kNone:
       break;
@@ -47,6 +49,8 @@ uint32_t OwnValue(const JoinConfig& cfg, proto::JoinParam param) {
       return cfg.lanes;
     case proto::JoinParam::kLane:
       return cfg.lane;
+    case proto::JoinParam::kSecMode:
+      return static_cast<uint32_t>(cfg.mode);
     case proto::JoinParam::kRankTaken:
     case proto::JoinParam::kNone:
       break;
@@ -382,6 +386,18 @@ Status JoinError(const proto::ErrorMsg& e, const JoinConfig& cfg, const std::str
                                            "carries: set the same k / INA_K on every rank)"
                                          : ""));
     case proto::ErrorCode::kNoSlots:
+      if (param == proto::JoinParam::kSecMode) {
+        const auto mode = static_cast<proto::SecMode>(e.job_value());
+        return Unimplemented(m + ": the fabric's engine cannot run this job's sec mode " +
+                             std::string(proto::SecModeName(mode)) +
+                             " (the RTL core runs crc and mac, not mac_encrypt: "
+                             "docs/security.md); set INA_JOB_SEC to a mode it runs");
+      }
+      return ResourceExhausted(
+          m +
+          ": the fabric could not install the job: its engine refused it "
+          "(its job table or memory is full; the switch's log says why), or "
+          "a leaf of a tree cannot hold the spine's window (docs/hierarchy.md)");
     case proto::ErrorCode::kTooManyJobs:
       return ResourceExhausted(m);
     case proto::ErrorCode::kRankTaken:

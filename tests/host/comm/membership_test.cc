@@ -400,7 +400,13 @@ TEST_F(MembershipTest, RefusalsNameTheParameterAndBothValues) {
       {Error(ErrorCode::kPeerRefused, proto::JoinParam::kWorldSize, 3, 1), StatusCode::kAborted,
        "rank 1's JOIN was refused, so the job cannot start: its world size 3 differs from 2, "
        "this rank's"},
-      {Error(ErrorCode::kNoSlots), StatusCode::kResourceExhausted, "error(no_slots)"},
+      {Error(ErrorCode::kNoSlots), StatusCode::kResourceExhausted,
+       "error(no_slots): the fabric could not install the job: its engine refused it (its job "
+       "table or memory is full"},
+      {Error(ErrorCode::kNoSlots, proto::JoinParam::kSecMode,
+             static_cast<uint32_t>(proto::SecMode::kMacEncrypt)),
+       StatusCode::kUnimplemented,
+       "error(no_slots): the fabric's engine cannot run this job's sec mode mac_encrypt"},
       {Error(ErrorCode::kTooManyJobs), StatusCode::kResourceExhausted, "error(too_many_jobs)"},
       {Error(ErrorCode::kJobAborted), StatusCode::kAborted, "error(job_aborted)"},
   };
