@@ -369,6 +369,12 @@ void ControlPlane::HandleJoin(const p::JoinMsg& h, const Peer& from, TimePoint n
                   : lane >= lanes                       ? Bad{p::JoinParam::kLane, lane}
                                                         : Bad{p::JoinParam::kNone, 0};
   if (bad.param != p::JoinParam::kNone) {
+    // The first JOIN of a job, out of range: the job is born doomed, so that the ranks that come
+    // next hear why it cannot start (ControlConfig::doom_unknown). It knows no parameters.
+    if (idx < 0 && config_.doom_unknown && num_jobs_ < jobs_.size()) {
+      idx = NewJob(h.job, now);
+      jobs_[static_cast<size_t>(idx)].lanes = 1;
+    }
     Refuse(idx < 0 ? nullptr : &jobs_[static_cast<size_t>(idx)], h, from, p::ErrorCode::kBadParams,
            bad.param, p::kJoinValueNone, bad.value, out);
     return;
@@ -378,24 +384,22 @@ void ControlPlane::HandleJoin(const p::JoinMsg& h, const Peer& from, TimePoint n
       SendError(from, {.job = h.job, .rank = h.rank, .code = p::ErrorCode::kTooManyJobs}, out);
       return;
     }
-    const auto it =
-        std::find_if(jobs_.begin(), jobs_.end(), [](const JobEntry& j) { return !j.used; });
-    idx = static_cast<int32_t>(it - jobs_.begin());
-    JobEntry& j = *it;
-    j = JobEntry{};
-    j.used = true;
-    j.job_id = h.job;
+    idx = NewJob(h.job, now);
+    JobEntry& j = jobs_[static_cast<size_t>(idx)];
     j.world_size = world;
     j.tree_world = tree_world;
     j.k = k;
     j.window_asked = window;
     j.lanes = lanes;
     j.peers.assign(size_t{lanes} * world, Peer{});
-    index_[h.job] = idx;
-    ++num_jobs_;
-    DropReservation(h.job);  // the id is in use now
   }
   JobEntry& j = jobs_[static_cast<size_t>(idx)];
+  if (j.refused && j.world_size == 0) {
+    // Born doomed (its first JOIN was out of range): nothing to compare this JOIN with.
+    j.last_activity = now;
+    SendPeerRefused(j, from, h.rank, out);
+    return;
+  }
   if (j.k != k) {
     Refuse(&j, h, from, p::ErrorCode::kBadParams, p::JoinParam::kK, j.k, k, out);
     return;
@@ -478,6 +482,21 @@ void ControlPlane::HandleJoin(const p::JoinMsg& h, const Peer& from, TimePoint n
     Enqueue(j, out);
     if (j.queued) SendJoinWait(j, from, h.rank, out);
   }
+}
+
+int32_t ControlPlane::NewJob(uint16_t job_id, TimePoint now) {
+  const auto it =
+      std::find_if(jobs_.begin(), jobs_.end(), [](const JobEntry& j) { return !j.used; });
+  JobEntry& j = *it;
+  j = JobEntry{};
+  j.used = true;
+  j.job_id = job_id;
+  j.last_activity = now;
+  const auto idx = static_cast<int32_t>(it - jobs_.begin());
+  index_[job_id] = idx;
+  ++num_jobs_;
+  DropReservation(job_id);  // the id is in use now
+  return idx;
 }
 
 void ControlPlane::Refuse(JobEntry* j, const p::JoinMsg& h, const Peer& from, p::ErrorCode code,

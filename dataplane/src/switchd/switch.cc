@@ -65,6 +65,7 @@ class Switch::Core final {
     // A leaf opens and seals its keyed jobs' messages itself (leaf.h): its engine sees local
     // ranks, the workers' tags their global ones.
     cc.engine_keys = config_.upstream.empty();
+    cc.doom_unknown = config_.upstream.empty();  // a leaf refuses its workers' JOINs itself
     // Packets reach core (job % cores): hand out only ids this core owns.
     cc.alloc_stride = static_cast<uint16_t>(config_.cores);
     cc.alloc_residue = static_cast<uint16_t>(place_.index);

@@ -304,7 +304,12 @@ TEST_F(ControlTest, OutOfRangeParamsAreBadParams) {
     ExpectParamError(out_.replies[0], a, 3, c.rank, p::ErrorCode::kBadParams, c.param,
                      p::kJoinValueNone);
   }
-  EXPECT_EQ(cp_->num_jobs(), 0u);
+  // Job 3 was born doomed by its first JOIN (K 100); the later ones are refused alone.
+  EXPECT_EQ(cp_->num_jobs(), 1u);
+  const auto refusal = cp_->RefusalOf(3);
+  ASSERT_TRUE(refusal.has_value());
+  EXPECT_EQ(refusal->param, p::JoinParam::kK);
+  EXPECT_EQ(refusal->value, 100u);
   EXPECT_EQ(Ctr(ControlCounter::kErrBadParams), 7u);
   // The extremes that are allowed.
   out_.replies.clear();
@@ -421,7 +426,7 @@ TEST_F(ControlTest, LeavesThatDisagreeOnTheTreesWorldSizeAreRefusedAsWorldSizes)
                    p::JoinParam::kWorldSize, p::kJoinValueNone);
   ExpectParamError(out_.replies[1], MakePeer(5000), 50, 0, p::ErrorCode::kBadParams,
                    p::JoinParam::kWorldSize, p::kJoinValueNone);
-  EXPECT_EQ(cp_->num_jobs(), 0u);
+  EXPECT_EQ(cp_->num_jobs(), 1u);  // job 50, born doomed by the first
   // Leaf 0's workers said 4, leaf 1's 8: leaf 1 is refused (the job's value, 4) and leaf 0 hears
   // that its peer was refused (what leaf 1 sent, 8).
   out_.replies.clear();
@@ -614,6 +619,73 @@ TEST_F(ControlTest, RefusedRankIsToldToEveryJoinedRankAndToLaterJoins) {
   auto again = JoinAll(40, 2, 64, 4, 7000, t0 + milliseconds(2000));
   ASSERT_EQ(again.size(), 2u);
   EXPECT_EQ(again[0].h.type, p::MsgType::kJoinAck);
+}
+
+// The refused rank joined first: its out-of-range JOIN creates the job, born doomed and knowing
+// no parameters, so the ranks that follow hear at once why it cannot start (whatever they send
+// in range), a later out-of-range JOIN gets its own refusal, and the job timeout frees the id.
+// With doom_unknown off (a leaf's control plane) nothing is created; with the table full, the
+// refusal is only the refused rank's.
+TEST_F(ControlTest, AJobWhoseFirstJoinIsOutOfRangeIsBornDoomedForTheRanksThatFollow) {
+  Make(64, 2, milliseconds(1000));
+  const TimePoint t0{};
+  Send(Join(42, 3, 2, 256, 16), MakePeer(5003), t0);  // rank 3 of a world of 2
+  ASSERT_EQ(out_.replies.size(), 1u);
+  ExpectParamError(out_.replies[0], MakePeer(5003), 42, 3, p::ErrorCode::kBadParams,
+                   p::JoinParam::kRank, p::kJoinValueNone);
+  ASSERT_EQ(cp_->num_jobs(), 1u);
+  EXPECT_FALSE(cp_->IsPending(42));
+  out_.replies.clear();
+  Send(Join(42, 0, 2, 256, 16), MakePeer(5000), t0 + milliseconds(10));
+  Send(Join(42, 1, 2, 64, 8), MakePeer(5001), t0 + milliseconds(20));     // other K and window
+  Send(Join(42, 0, 2, 256, 16), MakePeer(5000), t0 + milliseconds(110));  // rank 0's resend
+  Send(Join(42, 1, 2, 0, 16), MakePeer(5001), t0 + milliseconds(120));    // its own refusal
+  ASSERT_EQ(out_.replies.size(), 4u);
+  ExpectParamError(out_.replies[0], MakePeer(5000), 42, 0, p::ErrorCode::kPeerRefused,
+                   p::JoinParam::kRank, 3, 3);
+  ExpectParamError(out_.replies[1], MakePeer(5001), 42, 1, p::ErrorCode::kPeerRefused,
+                   p::JoinParam::kRank, 3, 3);
+  ExpectParamError(out_.replies[2], MakePeer(5000), 42, 0, p::ErrorCode::kPeerRefused,
+                   p::JoinParam::kRank, 3, 3);
+  ExpectParamError(out_.replies[3], MakePeer(5001), 42, 1, p::ErrorCode::kBadParams,
+                   p::JoinParam::kK, p::kJoinValueNone);
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(out_.replies[i].h.next_exp, 0) << "tree_rank 0";
+  // Nothing recorded, nothing admitted, no LEAVE taken from a stranger.
+  ASSERT_EQ(cp_->Jobs().size(), 1u);
+  EXPECT_EQ(cp_->Jobs()[0].joined, 0);
+  EXPECT_FALSE(cp_->Jobs()[0].active);
+  Send(Control(p::LeaveMsg{.job = 42, .rank = 0, .reason = 0}), MakePeer(5000),
+       t0 + milliseconds(130));
+  EXPECT_EQ(Ctr(ControlCounter::kLeaveIgnored), 1u);
+  EXPECT_EQ(Ctr(ControlCounter::kJobsAdmitted), 0u);
+  EXPECT_EQ(Ctr(ControlCounter::kErrPeerRefused), 3u);
+  // Freed by the job timeout from the last JOIN; the id is joinable again.
+  out_.replies.clear();
+  EXPECT_EQ(cp_->Tick(t0 + milliseconds(1100), out_), 0u);
+  EXPECT_EQ(cp_->Tick(t0 + milliseconds(1121), out_), 1u);
+  EXPECT_EQ(cp_->num_jobs(), 0u);
+  auto again = JoinAll(42, 2, 64, 4, 7000, t0 + milliseconds(1200));
+  ASSERT_EQ(again.size(), 2u);
+  EXPECT_EQ(again[0].h.type, p::MsgType::kJoinAck);
+
+  // The table full (job 42 and one more): the refusal answers the refused rank only.
+  out_.replies.clear();
+  Send(Join(43, 0, 2, 64, 4), MakePeer(7100), t0 + milliseconds(1300));
+  Send(Join(44, 5, 2, 64, 4), MakePeer(7101), t0 + milliseconds(1300));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  ExpectParamError(out_.replies[0], MakePeer(7101), 44, 5, p::ErrorCode::kBadParams,
+                   p::JoinParam::kRank, p::kJoinValueNone);
+  EXPECT_EQ(cp_->num_jobs(), 2u);
+
+  // doom_unknown off: nothing is created.
+  base_cfg_.doom_unknown = false;
+  Make(64, 2, milliseconds(1000));
+  Send(Join(45, 3, 2, 256, 16), MakePeer(5003), t0);
+  EXPECT_EQ(cp_->num_jobs(), 0u);
+  out_.replies.clear();
+  Send(Join(45, 0, 2, 256, 16), MakePeer(5000), t0);
+  EXPECT_TRUE(out_.replies.empty()) << "pending, waiting for rank 1";
+  EXPECT_TRUE(cp_->IsPending(45));
 }
 
 // A second peer claiming a joined (rank, lane) of a pending job: rank_taken to it, peer_refused
@@ -1254,13 +1326,15 @@ TEST_F(ControlTest, LanesAdmitOnlyWhenEveryLaneOfEveryRankJoined) {
 
 TEST_F(ControlTest, LanesBadParamsAndRankTaken) {
   Make(64);
-  // lane >= lanes, lanes > kMaxLanes: bad_params, no job created.
-  Send(LaneJoin(21, 0, 2, 64, 8, 2, 2), MakePeer(7000));
-  Send(LaneJoin(21, 0, 2, 64, 8, 0, p::kMaxLanes + 1), MakePeer(7001));
+  // lane >= lanes, lanes > kMaxLanes: bad_params (job 121 born doomed by the first).
+  Send(LaneJoin(121, 0, 2, 64, 8, 2, 2), MakePeer(7000));
+  Send(LaneJoin(121, 0, 2, 64, 8, 0, p::kMaxLanes + 1), MakePeer(7001));
   ASSERT_EQ(out_.replies.size(), 2u);
-  ExpectError(out_.replies[0], MakePeer(7000), 21, p::ErrorCode::kBadParams);
-  ExpectError(out_.replies[1], MakePeer(7001), 21, p::ErrorCode::kBadParams);
-  EXPECT_EQ(cp_->num_jobs(), 0u);
+  ExpectParamError(out_.replies[0], MakePeer(7000), 121, 0, p::ErrorCode::kBadParams,
+                   p::JoinParam::kLane, p::kJoinValueNone);
+  ExpectParamError(out_.replies[1], MakePeer(7001), 121, 0, p::ErrorCode::kBadParams,
+                   p::JoinParam::kLanes, p::kJoinValueNone);
+  EXPECT_EQ(cp_->num_jobs(), 1u);
   // The first JOIN fixes L = 2; a rank with another L (1 or 3, also the old 0 = 1) is refused
   // (and rank 0, pending, hears of the first refusal).
   out_.replies.clear();

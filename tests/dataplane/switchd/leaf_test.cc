@@ -99,6 +99,7 @@ class LeafHarness : public LeafSink, public Emitter {
     ControlConfig cc;
     cc.lease_calls = 0;
     cc.engine_keys = false;  // as ina-switchd configures a leaf's control plane
+    cc.doom_unknown = false;
     if (rx_queue != 0) cc.rx_queue = [rx_queue](size_t) { return rx_queue; };
     cc.admin_secret = std::move(admin);
     control_ = std::move(ControlPlane::Create(*engine_, cc)).value();

@@ -581,6 +581,51 @@ TEST(Join, RankJoiningAfterARefusalHearsItAtOnce) {
   EXPECT_LT(Clock::now() - t2, std::chrono::seconds(1));
 }
 
+// The refused rank joins first: a fabric whose frames carry K 256 at most, and rank 2 set to K
+// 1024 (the others take 256). Its JOIN is out of the fabric's range, which creates the job doomed
+// (dp::ControlConfig::doom_unknown), so the ranks that come after it fail at once naming rank 2,
+// not at their join timeout (30 s).
+TEST(Join, ARankRefusedBeforeAnyOtherJoinedFailsThoseThatFollowAtOnce) {
+  FabricOptions o;
+  o.max_k = 256;
+  auto fabric = TestFabric::Start(o);
+  ASSERT_TRUE(fabric.ok()) << fabric.status().ToString();
+  CommConfig base = BaseConfig(**fabric, 4, 256, 16);
+  base.join_timeout_ms = 30000;
+  CommConfig c2 = base;
+  c2.rank = 2;
+  c2.k = 1024;
+  const Status s2 = Communicator::Create(c2).status();
+  EXPECT_EQ(s2.code(), StatusCode::kInvalidArgument) << s2.ToString();
+  EXPECT_NE(s2.message().find("this rank's K 1024 is out of the fabric's range"), std::string::npos)
+      << s2.message();
+  std::vector<Status> st(4);
+  std::vector<double> after(4);
+  std::vector<std::thread> ts;
+  const auto start = Clock::now();
+  for (uint16_t r : {0, 1, 3}) {
+    ts.emplace_back([&, r] {
+      CommConfig c = base;
+      c.rank = r;
+      st[r] = Communicator::Create(c).status();
+      after[r] = std::chrono::duration<double>(Clock::now() - start).count();
+    });
+  }
+  for (auto& t : ts) t.join();
+  for (int r : {0, 1, 3}) {
+    SCOPED_TRACE("rank " + std::to_string(r));
+    std::printf("rank %d failed %.1f ms after it started joining: %s\n", r, after[r] * 1e3,
+                st[r].ToString().c_str());
+    EXPECT_EQ(st[r].code(), StatusCode::kAborted) << st[r].ToString();
+    EXPECT_NE(st[r].message().find("error(peer_refused): rank 2's JOIN was refused, so the job "
+                                   "cannot start: its K 1024 differs from 256, this rank's"),
+              std::string::npos)
+        << st[r].message();
+    EXPECT_LT(after[r], 1.0);
+  }
+  EXPECT_EQ(dp::Get((*fabric)->control_counters(), dp::ControlCounter::kJobsAdmitted), 0u);
+}
+
 TEST(Join, InvalidConfigIsRejectedBeforeAnyPacket) {
   CommConfig c;
   c.k = 100;

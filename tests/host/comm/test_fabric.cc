@@ -37,6 +37,7 @@ Result<std::unique_ptr<Fabric>> Fabric::Create(const FabricConfig& config) {
   cc.job_timeout = config.job_timeout;
   cc.min_window = config.min_window;
   cc.lease_calls = config.lease_calls;
+  cc.max_k = config.max_k;
   INA_ASSIGN_OR_RETURN(f->control_, dp::ControlPlane::Create(*f->engine_, cc));
   return f;
 }
@@ -95,6 +96,7 @@ class TestFabric::Out final : public dp::ReplySink {
 Result<std::unique_ptr<TestFabric>> TestFabric::Start(const FabricOptions& options) {
   FabricConfig fc;
   fc.pool_slots = options.pool_slots;
+  fc.max_k = options.max_k;
   INA_ASSIGN_OR_RETURN(std::unique_ptr<Fabric> fabric, Fabric::Create(fc));
   int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return ErrnoStatus("fabric: socket", errno);

@@ -41,8 +41,9 @@ struct FabricConfig {
   uint32_t pool_slots = 4096;  // the control plane grants min(asked, largest free extent)
   uint16_t max_jobs = 256;
   std::chrono::nanoseconds job_timeout = std::chrono::seconds(30);
-  uint16_t min_window = 8;   // dp::ControlConfig's: the least a queued job is admitted with
-  uint32_t lease_calls = 0;  // calls a grant lasts before the ranks re-join; 0: unlimited
+  uint16_t min_window = 8;        // dp::ControlConfig's: the least a queued job is admitted with
+  uint32_t lease_calls = 0;       // calls a grant lasts before the ranks re-join; 0: unlimited
+  uint16_t max_k = proto::kMaxK;  // dp::ControlConfig's: a JOIN asking more is out of range
 };
 
 class Fabric {
@@ -82,7 +83,8 @@ struct FabricOptions {
   double dup = 0.0;      // probability of delivering one twice
   double corrupt = 0.0;  // probability of damaging one byte of any packet in or out
   uint64_t seed = 1;
-  uint32_t pool_slots = 4096;  // a JOIN asking for more gets at most this many slots
+  uint32_t pool_slots = 4096;     // a JOIN asking for more gets at most this many slots
+  uint16_t max_k = proto::kMaxK;  // the largest K the fabric takes (a JOIN asking more: bad_params)
 };
 
 class TestFabric {

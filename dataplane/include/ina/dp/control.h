@@ -33,8 +33,9 @@
 //       are right, from a new peer or a joined one (a resend), which is not recorded: the job never
 //       becomes active and is freed by the job timeout like any idle job. A refusal for a job every
 //       rank joined (queued or active) answers the refused peer only (the job runs on). An
-//       out-of-range JOIN for a job id no job has creates nothing, so there is nothing to remember
-//       it by.
+//       out-of-range JOIN for a job id no job has creates the job, doomed by it and knowing no
+//       parameters: every later JOIN in range gets error(peer_refused) (ControlConfig::
+//       doom_unknown; a leaf's control plane creates nothing).
 //     - (rank, lane) already joined by P, JOIN exp = 0 (a first JOIN resent) or the previous
 //       grant's epoch (a re-JOIN whose join_ack was lost): join_ack again if the job is active,
 //       join_wait if it is queued; nothing while pending.
@@ -271,6 +272,11 @@ struct ControlConfig {
   // global ranks, which its engine does not see; docs/hierarchy.md). JOINs are challenged either
   // way.
   bool engine_keys = true;
+  // A JOIN out of range (K, world size, window, rank, lanes, lane) for a job id no job has creates
+  // the job, doomed by that refusal: every later JOIN of it in range gets error(peer_refused)
+  // until the job timeout, so the other ranks fail at once whichever rank joined first. false:
+  // it creates nothing (a leaf's control plane: the leaf handles its workers' refusals itself).
+  bool doom_unknown = true;
   // SET_KEY sequences below this are replays (admin_replayed). ina-switchd: proto::SetKeySequence
   // of its start, so a SET_KEY recorded before a restart stays refused.
   uint64_t admin_seq_floor = 0;
@@ -609,6 +615,9 @@ class ControlPlane {
   void SendErrorToRank(const JobEntry& j, uint16_t rank, proto::ErrorMsg e, ReplySink& out);
 
   void HandleJoin(const proto::JoinMsg& h, const Peer& from, TimePoint now, ReplySink& out);
+  // A new entry for job `job_id` (REQUIRES: none has it, num_jobs_ < jobs_.size()): used, no
+  // parameters yet, active at `now`; its index.
+  int32_t NewJob(uint16_t job_id, TimePoint now);
   // Answers a refused JOIN (h, from) with error(code, param, job_value); for a pending job also
   // remembers the refusal (the first) and sends error(peer_refused) to every joined lane.
   void Refuse(JobEntry* j, const proto::JoinMsg& h, const Peer& from, proto::ErrorCode code,

@@ -218,6 +218,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     cc.min_window = 2;
     cc.lease_calls = 0;
     cc.engine_keys = false;
+    cc.doom_unknown = false;  // as ina-switchd configures a leaf's control plane
     cc.admin_secret = kAdmin;
     auto created = ControlPlane::Create(*engine, cc);
     FUZZ_CHECK(created.ok(), "Create: %s", created.status().ToString().c_str());
