@@ -338,10 +338,10 @@ void Leaf::HandleJoin(const p::JoinMsg& h, std::span<const uint8_t> packet, cons
       return;
     }
     const LeafRanks ranks = RanksOfLeaf(config_.index, config_.leaves, h.world_size);
-    if (h.rank < ranks.lo || h.rank >= ranks.lo + ranks.n) {
+    const bool foreign = h.rank < ranks.lo || h.rank >= ranks.lo + ranks.n;
+    if (foreign) {
       Bump(LeafCounter::kForeignRank);
       bad_params(p::JoinParam::kRank, p::kJoinValueNone);
-      return;
     }
     auto nj = std::make_unique<Job>();
     nj->id = h.job;
@@ -356,6 +356,13 @@ void Leaf::HandleJoin(const p::JoinMsg& h, std::span<const uint8_t> packet, cons
     jobs_[h.job] = std::move(nj);
     SendUpJoin(*j);
     Lower(j->next_join);
+    if (foreign) {
+      // The first JOIN is a rank another leaf serves: the job cannot start. The JOIN just sent
+      // makes this leaf a member at the spine, so its LEAVE peer_refused, right after it, dooms
+      // the job there for every leaf, as a refusal of a job the leaf held does.
+      RefuseBelow(*j, h.rank, p::JoinParam::kRank, h.rank, now);
+      return;
+    }
   }
   j->last_worker = now;
   if (j->state == State::kFailed) {

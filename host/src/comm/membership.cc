@@ -412,6 +412,12 @@ Status JoinError(const proto::ErrorMsg& e, const JoinConfig& cfg, const std::str
         return Aborted(m + "another process had already joined as " + peer + " lane " +
                        std::to_string(e.refused_value()) + " (two processes with the same rank?)");
       }
+      if (param == proto::JoinParam::kRank && e.tree_rank() == 1) {
+        // A leaf of a tree refuses a rank only when another leaf serves it.
+        return Aborted(m +
+                       "it joined a leaf that does not serve it (its switch address names "
+                       "another leaf's; docs/hierarchy.md)");
+      }
       if (param == proto::JoinParam::kRank || param == proto::JoinParam::kLane) {
         return Aborted(m + "its " + words + " " + std::to_string(e.refused_value()) +
                        " is out of range");

@@ -541,6 +541,47 @@ TEST(Leaf, AWorkerRefusedBeforeTheSpinesGrantDoomsTheJob) {
   ExpectRefusedBelow(t, 6, p::JoinParam::kWorldSize, 4, {}, {0, 1, 3});
 }
 
+// The leaf's first JOIN of the job is from a rank the other leaf serves (rank 2, its INA_SWITCH
+// set to this leaf): the leaf joins the spine and, right after, sends LEAVE peer_refused, so that
+// the spine dooms the job for the other leaf too, which would otherwise wait out its workers'
+// join timeout. This leaf's own workers hear the refusal at their JOINs.
+TEST(Leaf, AForeignRankAsTheFirstJoinDoomsTheJobUpTheTree) {
+  LeafHarness t;
+  t.FromPeer(MakePeer(7000), Message(WorkerJoin(2)));
+  auto refused = t.TakeTo(MakePeer(7000));
+  ASSERT_EQ(refused.size(), 1u);
+  const auto e = p::ErrorMsg::From(refused[0].h());
+  EXPECT_EQ(e.code, p::ErrorCode::kBadParams);
+  EXPECT_EQ(e.join_param(), p::JoinParam::kRank);
+  EXPECT_EQ(e.job_value(), p::kJoinValueNone);
+  auto up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 4u);
+  EXPECT_EQ(up[0].h().type, p::MsgType::kJoin) << "a member first, so the LEAVE counts";
+  EXPECT_EQ(p::JoinMsg::From(up[0].h()).tree_world, kWorld);
+  for (size_t i = 1; i < 4; ++i) {
+    const auto leave = p::LeaveMsg::From(up[i].h());
+    EXPECT_EQ(up[i].h().type, p::MsgType::kLeave);
+    EXPECT_EQ(leave.reason, static_cast<uint16_t>(p::ErrorCode::kPeerRefused));
+    EXPECT_EQ(leave.refused_rank, 2);
+    EXPECT_EQ(leave.join_param, p::JoinParam::kRank);
+    EXPECT_EQ(leave.calls, 2u);
+  }
+  t.FromWorker(0, Message(WorkerJoin(4)));
+  auto told = t.Take();
+  ASSERT_EQ(told.size(), 1u);
+  EXPECT_EQ(told[0].to, t.workers[0]);
+  const auto pr = p::ErrorMsg::From(told[0].h());
+  EXPECT_EQ(pr.code, p::ErrorCode::kPeerRefused);
+  EXPECT_EQ(pr.rank, 4);
+  EXPECT_EQ(pr.refused_rank(), 2);
+  EXPECT_EQ(pr.tree_rank(), 1);
+  t.now += milliseconds(500);
+  t.Tick();
+  EXPECT_TRUE(t.TakeTo(t.spine).empty()) << "a doomed job does not join again";
+  EXPECT_EQ(t.Count(LeafCounter::kUpRefusals), 1u);
+  EXPECT_EQ(t.Count(LeafCounter::kForeignRank), 1u);
+}
+
 // After the spine's grant, while the local job waits for its last worker: the local control
 // plane refuses worker 6's JOIN (another K), or takes rank 6 as joined from another address.
 TEST(Leaf, AWorkerTheLocalControlPlaneRefusesWhileJoiningDoomsTheJob) {

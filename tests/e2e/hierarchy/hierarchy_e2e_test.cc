@@ -703,6 +703,36 @@ TEST_P(Hierarchy, AWorkerItsLeafRefusesFailsEveryWorkerAtOnce) {
   EXPECT_EQ(leaf1["leaf_up_refusals"], 1u);
 }
 
+// Rank 7, which leaf 1 serves, is pointed at leaf 0 (a launcher that gave it the wrong
+// INA_SWITCH) and starts before any other: leaf 0 holds no job yet when it refuses it, so it joins
+// the spine and at once sends LEAVE peer_refused, which dooms the job there. The other 7 workers,
+// started 1 s later, fail at once naming rank 7, not at their join timeout (30 s).
+TEST_P(Hierarchy, AWorkerAtTheWrongLeafBeforeAnyOtherFailsEveryWorkerAtOnce) {
+  Tree t;
+  ASSERT_TRUE(StartTree(topo_, {}, &t));
+  std::vector<Process> wrong;
+  StartWorker(topo_, t, 0, kWorld - 1, kWorld, 2, 30000, &wrong);
+  std::this_thread::sleep_for(1s);  // rank 7 refused; the spine holds the job, doomed
+  std::vector<Process> ws;
+  std::vector<std::string> who;
+  const Clock::time_point started = Clock::now();
+  for (int r = 0; r < kWorld - 1; ++r) {
+    StartWorker(topo_, t, r / kPerLeaf, r, kWorld, 2, 30000, &ws);
+    who.push_back("leaf " + std::to_string(r / kPerLeaf) + " rank " + std::to_string(r));
+  }
+  ExpectEachFails(wrong, {"rank 7 at leaf 0"}, "this switch does not serve rank 7", started, 10.0,
+                  "error(");
+  ExpectEachFails(ws, who,
+                  "rank 7's JOIN was refused, so the job cannot start: it joined a leaf that "
+                  "does not serve it",
+                  started, 10.0, "error(");
+  auto spine = StopSwitch(*t.spine);
+  auto leaf0 = StopSwitch(t.leaves[0]);
+  EXPECT_EQ(spine["refused_below"], 1u);
+  EXPECT_EQ(spine["results"], 0u);
+  EXPECT_EQ(leaf0["leaf_up_refusals"], 1u);
+}
+
 // The spine dies and a new one starts on its address (its supervisor restarting it): it holds no
 // job, so it answers the leaves' partials with error(unknown_job), and each leaf ends its local
 // job with that error. Every worker fails at once, saying so, instead of at its progress timeout

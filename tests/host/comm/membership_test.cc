@@ -400,6 +400,14 @@ TEST_F(MembershipTest, RefusalsNameTheParameterAndBothValues) {
       {Error(ErrorCode::kPeerRefused, proto::JoinParam::kWorldSize, 3, 1), StatusCode::kAborted,
        "rank 1's JOIN was refused, so the job cannot start: its world size 3 differs from 2, "
        "this rank's"},
+      {Reply(proto::ErrorMsg{.job = 7, .code = ErrorCode::kPeerRefused}
+                 .set_join_param(proto::JoinParam::kRank)
+                 .set_refused_rank(7)
+                 .set_refused_value(7)
+                 .set_tree_rank(1)),  // a leaf's refusal
+       StatusCode::kAborted,
+       "rank 7's JOIN was refused, so the job cannot start: it joined a leaf that does not serve "
+       "it"},
       {Error(ErrorCode::kNoSlots), StatusCode::kResourceExhausted,
        "error(no_slots): the fabric could not install the job: its engine refused it (its job "
        "table or memory is full"},
