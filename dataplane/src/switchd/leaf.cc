@@ -92,12 +92,13 @@ bool Leaf::PartPending(const Job& j) const {
 
 void Leaf::RefuseBelow(Job& j, uint16_t rank, p::JoinParam param, uint32_t value, TimePoint now) {
   Bump(LeafCounter::kUpRefusals);
-  SendUpLeave(p::LeaveMsg{.job = j.id,
-                          .rank = config_.index,
-                          .join_param = param,
-                          .refused_rank = rank,
-                          .calls = value,
-                          .reason = static_cast<uint16_t>(p::ErrorCode::kPeerRefused)});
+  j.refusal_sent = p::LeaveMsg{.job = j.id,
+                               .rank = config_.index,
+                               .join_param = param,
+                               .refused_rank = rank,
+                               .calls = value,
+                               .reason = static_cast<uint16_t>(p::ErrorCode::kPeerRefused)};
+  SendUpLeave(j.refusal_sent);
   const ControlMessage e = MakeControl(p::ErrorMsg{.job = j.id, .code = p::ErrorCode::kPeerRefused}
                                            .set_join_param(param)
                                            .set_refused_rank(rank)
@@ -361,6 +362,7 @@ void Leaf::HandleJoin(const p::JoinMsg& h, std::span<const uint8_t> packet, cons
       // makes this leaf a member at the spine, so its LEAVE peer_refused, right after it, dooms
       // the job there for every leaf, as a refusal of a job the leaf held does.
       RefuseBelow(*j, h.rank, p::JoinParam::kRank, h.rank, now);
+      if (j->keyed()) j->refusal_up = j->refusal_sent;  // again once the JOIN is proven
       return;
     }
   }
@@ -651,8 +653,8 @@ void Leaf::HandleUpstream(std::span<const uint8_t> packet, TimePoint now) {
 void Leaf::ProveUp(Job& j, std::span<const uint8_t> challenge, TimePoint now) {
   constexpr size_t kChallengeBytes = p::MessageBytes(p::kJoinChallengeBytes / p::kElemBytes);
   const p::Header c = p::DecodeHeader(challenge.data());
-  if (j.state == State::kFailed || challenge.size() != kChallengeBytes || c.rank != config_.index ||
-      c.slot != config_.lane) {
+  if ((j.state == State::kFailed && !j.refusal_up) || challenge.size() != kChallengeBytes ||
+      c.rank != config_.index || c.slot != config_.lane) {
     Bump(LeafCounter::kUpStale);
     return;
   }
@@ -662,7 +664,8 @@ void Leaf::ProveUp(Job& j, std::span<const uint8_t> challenge, TimePoint now) {
       (spine_mode != 0 && spine_mode != static_cast<uint16_t>(j.sec))) {
     // The spine holds a key for the job and this leaf none (or another mode: the spine would drop
     // every partial as cross-job): it cannot prove the JOIN, or its partials would be lost.
-    End(j, p::ErrorCode::kUnauthorized, now);
+    j.refusal_up.reset();
+    if (j.state != State::kFailed) End(j, p::ErrorCode::kUnauthorized, now);
     return;
   }
   const auto ch = p::JoinChallenge::From(challenge.data() + p::kHeaderBytes);
@@ -678,6 +681,10 @@ void Leaf::ProveUp(Job& j, std::span<const uint8_t> challenge, TimePoint now) {
   j.spine_salt = ch.salt;
   Bump(LeafCounter::kUpProofs);
   SendUp(proof, false);
+  if (j.refusal_up) {
+    SendUpLeave(*j.refusal_up);  // a member now: the spine takes it
+    j.refusal_up.reset();
+  }
 }
 
 void Leaf::End(Job& j, p::ErrorCode code, TimePoint now) {

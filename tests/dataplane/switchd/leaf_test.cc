@@ -947,6 +947,50 @@ class KeyedLeaf : public ::testing::TestWithParam<p::SecMode> {
   }
 };
 
+// A keyed job whose first JOIN at this leaf is a rank another leaf serves (rank 2, proven): the
+// spine takes a LEAVE only from a member, which a keyed job's leaf becomes at its proof, so the
+// LEAVE peer_refused sent with the JOIN is sent again right after the proof.
+TEST_P(KeyedLeaf, AForeignRanksRefusalReachesTheSpineOnceTheJoinIsProven) {
+  LeafHarness t;
+  ASSERT_TRUE(t.InstallKey(mode(), secret_).ok());
+  const Peer stray = MakePeer(7000);
+  t.FromPeer(stray, Message(WorkerJoin(2)));
+  auto ch = t.TakeTo(stray);
+  ASSERT_EQ(ch.size(), 1u);
+  ASSERT_EQ(ch[0].h().type, p::MsgType::kJoinChallenge);
+  std::vector<uint8_t> proof(p::MessageBytes(0, static_cast<uint8_t>(p::SecMode::kMac)));
+  p::Header h = WorkerJoin(2);
+  h.sec = static_cast<uint8_t>(p::SecMode::kMac);
+  p::EncodeHeader(h, proof.data());
+  ASSERT_TRUE(p::SealJoinProof(secret_,
+                               p::JoinChallenge::From(ch[0].bytes.data() + p::kHeaderBytes),
+                               proof.data())
+                  .ok());
+  t.FromPeer(stray, proof);
+  auto refused = t.TakeTo(stray);
+  ASSERT_EQ(refused.size(), 1u);
+  EXPECT_EQ(p::ErrorMsg::From(refused[0].h()).code, p::ErrorCode::kBadParams);
+  auto up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 4u) << "the JOIN, then LEAVE peer_refused thrice";
+  EXPECT_EQ(up[0].h().type, p::MsgType::kJoin);
+  // The spine challenges the JOIN: the proof, then the LEAVEs again.
+  const p::JoinChallenge sc{.nonce = p::JoinNonce{1, 2, 3}, .salt = spine_salt_};
+  t.FromSpine(SpineChallenge(sc));
+  auto after = t.TakeTo(t.spine);
+  ASSERT_EQ(after.size(), 4u);
+  EXPECT_TRUE(p::JoinProofOk(secret_, sc, after[0].bytes));
+  for (size_t i = 1; i < 4; ++i) {
+    const auto leave = p::LeaveMsg::From(after[i].h());
+    EXPECT_EQ(after[i].h().type, p::MsgType::kLeave);
+    EXPECT_EQ(leave.reason, static_cast<uint16_t>(p::ErrorCode::kPeerRefused));
+    EXPECT_EQ(leave.refused_rank, 2);
+    EXPECT_EQ(leave.join_param, p::JoinParam::kRank);
+  }
+  // Once: a later challenge of the doomed job is stale.
+  t.FromSpine(SpineChallenge(sc));
+  EXPECT_TRUE(t.TakeTo(t.spine).empty());
+}
+
 TEST_P(KeyedLeaf, EachHopIsSealedUnderItsOwnKeys) {
   LeafHarness t;
   const Sent first = FirstProvenJoin(t);

@@ -568,8 +568,8 @@ TEST_P(Hierarchy, RtlCoreAsAKeyedLeafsEngineIsBitIdenticalToFlat) {
 // (progress timeout `progress_ms`), saying the world has `world` ranks, its stdout and stderr
 // merged (what ExpectEachFails reads); appends it to `ws`.
 void StartWorker(const Topology& topo, const Tree& t, int leaf, int rank, int world, int repeats,
-                 int progress_ms, std::vector<Process>* ws) {
-  auto argv = WorkerArgv(t.leaf_addr[leaf], rank, "float", 4096, repeats, progress_ms);
+                 int progress_ms, std::vector<Process>* ws, const Keys* keys = nullptr) {
+  auto argv = WorkerArgv(t.leaf_addr[leaf], rank, "float", 4096, repeats, progress_ms, 1, 1, keys);
   for (auto& a : argv) {
     if (a == "INA_WORLD=" + std::to_string(kWorld)) a = "INA_WORLD=" + std::to_string(world);
   }
@@ -705,32 +705,42 @@ TEST_P(Hierarchy, AWorkerItsLeafRefusesFailsEveryWorkerAtOnce) {
 
 // Rank 7, which leaf 1 serves, is pointed at leaf 0 (a launcher that gave it the wrong
 // INA_SWITCH) and starts before any other: leaf 0 holds no job yet when it refuses it, so it joins
-// the spine and at once sends LEAVE peer_refused, which dooms the job there. The other 7 workers,
+// the spine and at once sends LEAVE peer_refused, which dooms the job there (a keyed job's once
+// the leaf's JOIN is proven: the spine takes a LEAVE only from a member). The other 7 workers,
 // started 1 s later, fail at once naming rank 7, not at their join timeout (30 s).
 TEST_P(Hierarchy, AWorkerAtTheWrongLeafBeforeAnyOtherFailsEveryWorkerAtOnce) {
-  Tree t;
-  ASSERT_TRUE(StartTree(topo_, {}, &t));
-  std::vector<Process> wrong;
-  StartWorker(topo_, t, 0, kWorld - 1, kWorld, 2, 30000, &wrong);
-  std::this_thread::sleep_for(1s);  // rank 7 refused; the spine holds the job, doomed
-  std::vector<Process> ws;
-  std::vector<std::string> who;
-  const Clock::time_point started = Clock::now();
-  for (int r = 0; r < kWorld - 1; ++r) {
-    StartWorker(topo_, t, r / kPerLeaf, r, kWorld, 2, 30000, &ws);
-    who.push_back("leaf " + std::to_string(r / kPerLeaf) + " rank " + std::to_string(r));
+  for (const std::string sec : {"crc", "mac"}) {
+    SCOPED_TRACE(sec);
+    std::optional<Keys> keys;
+    if (sec != "crc") {
+      keys.emplace(sec, false);
+      ASSERT_TRUE(keys->ok());
+    }
+    const Keys* k = keys.has_value() ? &*keys : nullptr;
+    Tree t;
+    ASSERT_TRUE(StartTree(topo_, {}, &t, INA_SWITCHD_BIN, 1, Spine::kSameCores, k));
+    std::vector<Process> wrong;
+    StartWorker(topo_, t, 0, kWorld - 1, kWorld, 2, 30000, &wrong, k);
+    std::this_thread::sleep_for(1s);  // rank 7 refused; the spine holds the job, doomed
+    std::vector<Process> ws;
+    std::vector<std::string> who;
+    const Clock::time_point started = Clock::now();
+    for (int r = 0; r < kWorld - 1; ++r) {
+      StartWorker(topo_, t, r / kPerLeaf, r, kWorld, 2, 30000, &ws, k);
+      who.push_back("leaf " + std::to_string(r / kPerLeaf) + " rank " + std::to_string(r));
+    }
+    ExpectEachFails(wrong, {"rank 7 at leaf 0"}, "this switch does not serve rank 7", started, 10.0,
+                    "error(");
+    ExpectEachFails(ws, who,
+                    "rank 7's JOIN was refused, so the job cannot start: it joined a leaf that "
+                    "does not serve it",
+                    started, 10.0, "error(");
+    auto spine = StopSwitch(*t.spine);
+    auto leaf0 = StopSwitch(t.leaves[0]);
+    EXPECT_EQ(spine["refused_below"], 1u);
+    EXPECT_EQ(spine["results"], 0u);
+    EXPECT_EQ(leaf0["leaf_up_refusals"], 1u);
   }
-  ExpectEachFails(wrong, {"rank 7 at leaf 0"}, "this switch does not serve rank 7", started, 10.0,
-                  "error(");
-  ExpectEachFails(ws, who,
-                  "rank 7's JOIN was refused, so the job cannot start: it joined a leaf that "
-                  "does not serve it",
-                  started, 10.0, "error(");
-  auto spine = StopSwitch(*t.spine);
-  auto leaf0 = StopSwitch(t.leaves[0]);
-  EXPECT_EQ(spine["refused_below"], 1u);
-  EXPECT_EQ(spine["results"], 0u);
-  EXPECT_EQ(leaf0["leaf_up_refusals"], 1u);
 }
 
 // The spine dies and a new one starts on its address (its supervisor restarting it): it holds no

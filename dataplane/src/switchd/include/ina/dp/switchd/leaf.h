@@ -91,6 +91,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -303,6 +304,11 @@ class Leaf final : private ReplySink {
     proto::Session spine_salt{};                       // from its join_challenge
     uint64_t spine_grants = 0;  // the spine's grants of it, from 1 (its traffic keys')
     proto::Header up_join{};    // the last JOIN sent up (a challenge's proof seals it)
+    // A keyed job refused before the spine knew this leaf (its first JOIN a rank another leaf
+    // serves): the LEAVE peer_refused, sent again once the spine's challenge is answered, since
+    // the spine takes a LEAVE only from a member and makes a keyed job's leaf one at its proof.
+    std::optional<proto::LeaveMsg> refusal_up;
+    proto::LeaveMsg refusal_sent{};  // RefuseBelow's LEAVE
     bool keyed() const { return sec != proto::SecMode::kCrc; }
     uint8_t* Up(uint16_t s) { return up.data() + size_t{s} * proto::kMaxPacketBytes; }
     uint8_t* Fin(uint16_t s) { return fin.data() + size_t{s} * proto::kMaxPacketBytes; }
