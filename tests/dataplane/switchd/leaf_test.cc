@@ -480,6 +480,18 @@ TEST(Leaf, ASpineRefusalWhileJoiningReachesEveryWorkerAtItsNextJoin) {
   EXPECT_TRUE(t.TakeTo(t.spine).empty()) << "a refused leaf does not join again";
 }
 
+// A LEAVE peer_refused the leaf (rank 1 on the spine) sent up, naming `worker`, `param` and the
+// value it sent.
+void ExpectLeaveRefused(const Sent& u, uint16_t worker, p::JoinParam param, uint32_t value) {
+  const auto leave = p::LeaveMsg::From(u.h());
+  EXPECT_EQ(u.h().type, p::MsgType::kLeave);
+  EXPECT_EQ(leave.rank, 1) << "the leaf's rank on the spine";
+  EXPECT_EQ(leave.reason, static_cast<uint16_t>(p::ErrorCode::kPeerRefused));
+  EXPECT_EQ(leave.refused_rank, worker);
+  EXPECT_EQ(leave.join_param, param);
+  EXPECT_EQ(leave.calls, value);
+}
+
 // What the leaf sends the spine and its workers when it refused a worker's JOIN while its part of
 // the job was joining: LEAVE peer_refused (thrice) naming the worker, the parameter and the value,
 // and error(peer_refused), tree_rank 1, to every worker at once or at its next JOIN.
@@ -488,15 +500,7 @@ void ExpectRefusedBelow(LeafHarness& t, uint16_t worker, p::JoinParam param, uin
                         const std::vector<uint16_t>& told_later) {
   auto up = t.TakeTo(t.spine);
   ASSERT_EQ(up.size(), 3u);
-  for (const Sent& u : up) {
-    const auto leave = p::LeaveMsg::From(u.h());
-    EXPECT_EQ(u.h().type, p::MsgType::kLeave);
-    EXPECT_EQ(leave.rank, 1) << "the leaf's rank on the spine";
-    EXPECT_EQ(leave.reason, static_cast<uint16_t>(p::ErrorCode::kPeerRefused));
-    EXPECT_EQ(leave.refused_rank, worker);
-    EXPECT_EQ(leave.join_param, param);
-    EXPECT_EQ(leave.calls, value);
-  }
+  for (const Sent& u : up) ExpectLeaveRefused(u, worker, param, value);
   auto expect_told = [&](const Sent& s, uint16_t local) {
     EXPECT_EQ(s.to, t.workers[local]);
     const auto e = p::ErrorMsg::From(s.h());
@@ -558,14 +562,7 @@ TEST(Leaf, AForeignRankAsTheFirstJoinDoomsTheJobUpTheTree) {
   ASSERT_EQ(up.size(), 4u);
   EXPECT_EQ(up[0].h().type, p::MsgType::kJoin) << "a member first, so the LEAVE counts";
   EXPECT_EQ(p::JoinMsg::From(up[0].h()).tree_world, kWorld);
-  for (size_t i = 1; i < 4; ++i) {
-    const auto leave = p::LeaveMsg::From(up[i].h());
-    EXPECT_EQ(up[i].h().type, p::MsgType::kLeave);
-    EXPECT_EQ(leave.reason, static_cast<uint16_t>(p::ErrorCode::kPeerRefused));
-    EXPECT_EQ(leave.refused_rank, 2);
-    EXPECT_EQ(leave.join_param, p::JoinParam::kRank);
-    EXPECT_EQ(leave.calls, 2u);
-  }
+  for (size_t i = 1; i < 4; ++i) ExpectLeaveRefused(up[i], 2, p::JoinParam::kRank, 2);
   t.FromWorker(0, Message(WorkerJoin(4)));
   auto told = t.Take();
   ASSERT_EQ(told.size(), 1u);
@@ -979,13 +976,7 @@ TEST_P(KeyedLeaf, AForeignRanksRefusalReachesTheSpineOnceTheJoinIsProven) {
   auto after = t.TakeTo(t.spine);
   ASSERT_EQ(after.size(), 4u);
   EXPECT_TRUE(p::JoinProofOk(secret_, sc, after[0].bytes));
-  for (size_t i = 1; i < 4; ++i) {
-    const auto leave = p::LeaveMsg::From(after[i].h());
-    EXPECT_EQ(after[i].h().type, p::MsgType::kLeave);
-    EXPECT_EQ(leave.reason, static_cast<uint16_t>(p::ErrorCode::kPeerRefused));
-    EXPECT_EQ(leave.refused_rank, 2);
-    EXPECT_EQ(leave.join_param, p::JoinParam::kRank);
-  }
+  for (size_t i = 1; i < 4; ++i) ExpectLeaveRefused(after[i], 2, p::JoinParam::kRank, 2);
   // Once: a later challenge of the doomed job is stale.
   t.FromSpine(SpineChallenge(sc));
   EXPECT_TRUE(t.TakeTo(t.spine).empty());
