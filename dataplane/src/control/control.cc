@@ -371,10 +371,7 @@ void ControlPlane::HandleJoin(const p::JoinMsg& h, const Peer& from, TimePoint n
   if (bad.param != p::JoinParam::kNone) {
     // The first JOIN of a job, out of range: the job is born doomed, so that the ranks that come
     // next hear why it cannot start (ControlConfig::doom_unknown). It knows no parameters.
-    if (idx < 0 && config_.doom_unknown && num_jobs_ < jobs_.size()) {
-      idx = NewJob(h.job, now);
-      jobs_[static_cast<size_t>(idx)].lanes = 1;
-    }
+    if (idx < 0 && config_.doom_unknown && num_jobs_ < jobs_.size()) idx = NewJob(h.job, now);
     Refuse(idx < 0 ? nullptr : &jobs_[static_cast<size_t>(idx)], h, from, p::ErrorCode::kBadParams,
            bad.param, p::kJoinValueNone, bad.value, out);
     return;

@@ -90,21 +90,23 @@ bool Leaf::PartPending(const Job& j) const {
   return control_.HasJob(j.id) ? control_.IsPending(j.id) : !j.local_seen;
 }
 
-void Leaf::RefuseBelow(Job& j, uint16_t rank, p::JoinParam param, uint32_t value, TimePoint now) {
+p::LeaveMsg Leaf::RefuseBelow(Job& j, uint16_t rank, p::JoinParam param, uint32_t value,
+                              TimePoint now) {
   Bump(LeafCounter::kUpRefusals);
-  j.refusal_sent = p::LeaveMsg{.job = j.id,
-                               .rank = config_.index,
-                               .join_param = param,
-                               .refused_rank = rank,
-                               .calls = value,
-                               .reason = static_cast<uint16_t>(p::ErrorCode::kPeerRefused)};
-  SendUpLeave(j.refusal_sent);
+  const p::LeaveMsg leave{.job = j.id,
+                          .rank = config_.index,
+                          .join_param = param,
+                          .refused_rank = rank,
+                          .calls = value,
+                          .reason = static_cast<uint16_t>(p::ErrorCode::kPeerRefused)};
+  SendUpLeave(leave);
   const ControlMessage e = MakeControl(p::ErrorMsg{.job = j.id, .code = p::ErrorCode::kPeerRefused}
                                            .set_join_param(param)
                                            .set_refused_rank(rank)
                                            .set_refused_value(value)
                                            .set_tree_rank(1));
   Fail(j, e, now);
+  return leave;
 }
 
 void Leaf::SendToAllLocal(const Job& j, std::span<const uint8_t> packet) {
@@ -361,8 +363,8 @@ void Leaf::HandleJoin(const p::JoinMsg& h, std::span<const uint8_t> packet, cons
       // The first JOIN is a rank another leaf serves: the job cannot start. The JOIN just sent
       // makes this leaf a member at the spine, so its LEAVE peer_refused, right after it, dooms
       // the job there for every leaf, as a refusal of a job the leaf held does.
-      RefuseBelow(*j, h.rank, p::JoinParam::kRank, h.rank, now);
-      if (j->keyed()) j->refusal_up = j->refusal_sent;  // again once the JOIN is proven
+      const p::LeaveMsg sent = RefuseBelow(*j, h.rank, p::JoinParam::kRank, h.rank, now);
+      if (j->keyed()) j->refusal_up = sent;  // again once the JOIN is proven
       return;
     }
   }

@@ -308,7 +308,6 @@ class Leaf final : private ReplySink {
     // serves): the LEAVE peer_refused, sent again once the spine's challenge is answered, since
     // the spine takes a LEAVE only from a member and makes a keyed job's leaf one at its proof.
     std::optional<proto::LeaveMsg> refusal_up;
-    proto::LeaveMsg refusal_sent{};  // RefuseBelow's LEAVE
     bool keyed() const { return sec != proto::SecMode::kCrc; }
     uint8_t* Up(uint16_t s) { return up.data() + size_t{s} * proto::kMaxPacketBytes; }
     uint8_t* Fin(uint16_t s) { return fin.data() + size_t{s} * proto::kMaxPacketBytes; }
@@ -330,8 +329,9 @@ class Leaf final : private ReplySink {
   // A JOIN of global rank `rank` to j refused here (JoinParam `param`, the value it sent) while
   // j's part was pending: the job cannot start. j fails with error(peer_refused), tree_rank 1,
   // for every local worker, and the spine hears it (LEAVE peer_refused), which dooms the job for
-  // every leaf.
-  void RefuseBelow(Job& j, uint16_t rank, proto::JoinParam param, uint32_t value, TimePoint now);
+  // every leaf. Returns the LEAVE sent.
+  proto::LeaveMsg RefuseBelow(Job& j, uint16_t rank, proto::JoinParam param, uint32_t value,
+                              TimePoint now);
   // One typed message (proto::ErrorMsg{...}), sealed, to a worker.
   template <class Msg>
   void SendReply(const Peer& to, const Msg& m) {
