@@ -518,6 +518,19 @@ void ControlPlane::Doom(JobEntry& j, uint16_t rank, p::JoinParam param, uint32_t
   j.refused_rank = rank;
   j.refused_param = param;
   j.refused_value = value;
+  if (config_.log) {  // once per job: a job is doomed once
+    const std::string what = param == p::JoinParam::kRankTaken
+                                 ? "another address had joined as it, lane " + std::to_string(value)
+                                 : "its " +
+                                       std::string(p::JoinParamName(static_cast<uint16_t>(param))) +
+                                       " " + std::to_string(value);
+    const std::string r = std::to_string(rank);
+    config_.log("control: job " + std::to_string(j.job_id) + " cannot start: " +
+                (below ? "a leaf refused the JOIN of the tree's rank " + r
+                       : "the JOIN of rank " + r + " was refused") +
+                " (" + what +
+                "); its ranks hear error(peer_refused) until the job timeout frees it");
+  }
   for (uint16_t r = 0; r < j.world_size; ++r) {
     for (uint16_t l = 0; l < j.lanes; ++l) {
       if (j.lane_mask[r] & (1u << l)) SendPeerRefused(j, j.peers[PeerIndex(j, r, l)], r, out);

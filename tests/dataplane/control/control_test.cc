@@ -463,6 +463,8 @@ TEST_F(ControlTest, LeavesThatDisagreeOnTheTreesWorldSizeAreRefusedAsWorldSizes)
 // slots given back (to a queued job here), and every leaf hears the refusal with the worker's
 // rank in the tree (tree_rank 1, passed on unmapped), at once and at every later JOIN.
 TEST_F(ControlTest, ALeafsRefusalDoomsTheJobForEveryLeafWhateverItsState) {
+  std::vector<std::string> logs;
+  base_cfg_.log = [&](const std::string& line) { logs.push_back(line); };
   Make(16, 8, milliseconds(1000));
   auto leaf_join = [](uint16_t job, uint16_t rank, uint32_t window) {
     return Control(p::JoinMsg{
@@ -503,6 +505,10 @@ TEST_F(ControlTest, ALeafsRefusalDoomsTheJobForEveryLeafWhateverItsState) {
   expect_refused(out_.replies[0], MakePeer(5000), 60, 0, 6, p::JoinParam::kWorldSize, 4);
   expect_refused(out_.replies[1], MakePeer(5001), 60, 1, 6, p::JoinParam::kWorldSize, 4);
   EXPECT_EQ(out_.replies[2].h.type, p::MsgType::kJoinAck) << "the freed slots: job 61's";
+  ASSERT_FALSE(logs.empty());
+  EXPECT_EQ(logs[0],
+            "control: job 60 cannot start: a leaf refused the JOIN of the tree's rank 6 (its "
+            "world_size 4); its ranks hear error(peer_refused) until the job timeout frees it");
   EXPECT_EQ(out_.replies[2].h.job, 61);
   EXPECT_EQ(Ctr(ControlCounter::kRefusedBelow), 1u);
   for (const JobInfo& j : cp_->Jobs()) EXPECT_EQ(j.active, j.job_id == 61) << j.job_id;
@@ -627,6 +633,8 @@ TEST_F(ControlTest, RefusedRankIsToldToEveryJoinedRankAndToLaterJoins) {
 // With doom_unknown off (a leaf's control plane) nothing is created; with the table full, the
 // refusal is only the refused rank's.
 TEST_F(ControlTest, AJobWhoseFirstJoinIsOutOfRangeIsBornDoomedForTheRanksThatFollow) {
+  std::vector<std::string> logs;
+  base_cfg_.log = [&](const std::string& line) { logs.push_back(line); };
   Make(64, 2, milliseconds(1000));
   const TimePoint t0{};
   Send(Join(42, 3, 2, 256, 16), MakePeer(5003), t0);  // rank 3 of a world of 2
@@ -659,6 +667,11 @@ TEST_F(ControlTest, AJobWhoseFirstJoinIsOutOfRangeIsBornDoomedForTheRanksThatFol
   EXPECT_EQ(Ctr(ControlCounter::kLeaveIgnored), 1u);
   EXPECT_EQ(Ctr(ControlCounter::kJobsAdmitted), 0u);
   EXPECT_EQ(Ctr(ControlCounter::kErrPeerRefused), 3u);
+  // The switch's log says it once.
+  ASSERT_EQ(logs.size(), 1u);
+  EXPECT_EQ(logs[0],
+            "control: job 42 cannot start: the JOIN of rank 3 was refused (its rank 3); its ranks "
+            "hear error(peer_refused) until the job timeout frees it");
   // Freed by the job timeout from the last JOIN; the id is joinable again.
   out_.replies.clear();
   EXPECT_EQ(cp_->Tick(t0 + milliseconds(1100), out_), 0u);
