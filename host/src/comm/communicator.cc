@@ -371,20 +371,16 @@ class Communicator::Impl {
   // granted different windows, those above the least re-join asking it, until they agree. A
   // release the fabric called off (another rank called first) leaves the grant as it was.
   Status Regrant(Renewal why = Renewal::kLease) {
-    std::vector<uint8_t> before;
-    for (const Grant& g : lane_grants_) before.push_back(g.epoch);
+    const uint8_t before = grant_.epoch;  // lane 0's (AgreedGrant)
     lane_work_why_ = why;
     INA_RETURN_IF_ERROR(RunOnAllLanes({}, LaneWork::kRejoin));
     while (HasLanesAboveTheLeast()) {
       INA_RETURN_IF_ERROR(RunOnAllLanes({}, LaneWork::kAskLess, LeastWindow()));
     }
-    bool renewed = false;
-    for (size_t l = 0; l < lane_grants_.size(); ++l) {
-      renewed = renewed || lane_grants_[l].epoch != before[l];
-    }
     lane_grants_[0].release = 0;  // answered: a release asked of this grant is done with
     grant_ = AgreedGrant();
-    if (renewed) calls_in_grant_ = 0;
+    // A lease's re-join renews every lane; a release called off (one core) renews none.
+    if (grant_.epoch != before) calls_in_grant_ = 0;
     window_.store(grant_.window, std::memory_order_relaxed);
     return Status::Ok();
   }

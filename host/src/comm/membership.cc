@@ -273,8 +273,10 @@ void Membership::OnTimers(TimePoint now) {
 }
 
 void Membership::CallWaits() {
-  if (state_ != State::kQueued || join_.flags == 0) return;
-  join_.flags = 0;   // proto/ina.toml: the JOIN's release flag
+  proto::JoinMsg join = proto::JoinMsg::From(join_);
+  if (state_ != State::kQueued || join.release == 0) return;
+  join.release = 0;
+  join_ = join.ToHeader();
   proving_ = false;  // a keyed job's fabric challenges the new header afresh
   SetRequest(join_);
 }
