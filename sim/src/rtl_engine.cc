@@ -16,7 +16,8 @@ RtlEngine::RtlEngine(const CoreSim::Options& options) : sim_(std::make_unique<Co
   // The RTL's largest K as built, from its params register (k64 = MaxK / 64); 0 when the read
   // fails, which then refuses every job (AddJob says why).
   if (auto params = sim_->Read32(p::reg::kParams); params.ok()) {
-    max_k_ = 64 * p::reg::params::GetK64(*params);
+    max_k_ =
+        static_cast<uint16_t>(std::min<uint32_t>(64 * p::reg::params::GetK64(*params), p::kMaxK));
   }
   frame_.reserve(p::kFramePrefixBytes + p::MessageBytes(std::max<uint32_t>(max_k_, 256)));
 }

@@ -37,9 +37,10 @@ using Bytes = std::vector<uint8_t>;
 using std::chrono::milliseconds;
 
 // The switch process. Its stdout goes to a temporary file (never a pipe it could block on).
+// `binary`: ina-switchd, or ina-rtlsim (the same loop, flags and output around the RTL core).
 class SwitchProcess {
  public:
-  explicit SwitchProcess(std::vector<std::string> args) {
+  explicit SwitchProcess(std::vector<std::string> args, const char* binary = INA_SWITCHD_BIN) {
     char path[] = "/tmp/ina-switchd-test-XXXXXX";
     const int fd = mkstemp(path);
     if (fd < 0) {
@@ -47,7 +48,7 @@ class SwitchProcess {
       return;
     }
     log_path_ = path;
-    args.insert(args.begin(), INA_SWITCHD_BIN);
+    args.insert(args.begin(), binary);
     pid_ = fork();
     if (pid_ == 0) {
       dup2(fd, STDOUT_FILENO);
@@ -60,13 +61,13 @@ class SwitchProcess {
     }
     close(fd);
     // Wait (bounded) for the listening line.
-    const std::regex re("ina-switchd listening on ([0-9.]+):([0-9]+)");
+    const std::regex re("ina-(switchd|rtlsim) listening on ([0-9.]+):([0-9]+)");
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
     while (std::chrono::steady_clock::now() < deadline) {
       std::smatch m;
       const std::string out = Output();
       if (std::regex_search(out, m, re)) {
-        port_ = static_cast<uint16_t>(std::stoi(m[2]));
+        port_ = static_cast<uint16_t>(std::stoi(m[3]));
         return;
       }
       int status;

@@ -150,6 +150,10 @@ Status InstallJobKey(const Options& o, const Fabric& f) {
       f.key_dir + "/admin.key --job " + std::to_string(o.job) + " --secret-file " + f.key_dir +
       "/job.key --mode " + o.sec + " --cores " + std::to_string(o.switch_cores) + " > /dev/null";
   const int rc = std::system(cmd.c_str());
+  if (rc != -1 && WIFEXITED(rc) && WEXITSTATUS(rc) == 3) {
+    return Unimplemented(tool + ": the fabric refused the job key: its engine cannot run --sec " +
+                         o.sec + " (ina-jobkey said why above)");
+  }
   if (rc != 0)
     return Unavailable(tool + " could not install the job key (status " + std::to_string(rc) + ")");
   setenv("INA_JOB_KEY", (f.key_dir + "/job.key").c_str(), 1);

@@ -11,7 +11,7 @@
 // 1`, whose workers run INA_SWITCH_CORES=N) it installs the key at each core, PORT + c, since each
 // core holds its share of the job with a key of its own. Exit 0: installed (at every core); 1: no
 // acknowledgement (a wrong admin key looks the same: the switch drops what it cannot open); 2: bad
-// usage or files.
+// usage or files; 3: the switch refused the mode (its engine cannot run it: error(key_refused)).
 #include <netdb.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -81,7 +81,8 @@ int Connect(const std::string& endpoint, uint64_t offset, std::string& error) {
 }
 
 // Sends set_key over `fd` (connected to one switch core) until its set_key_ack: 0, or 1 when none
-// came after 5 attempts, 2 when the message cannot be sealed.
+// came after 5 attempts, 2 when the message cannot be sealed, 3 when the switch refused the mode
+// (error(key_refused)).
 int Install(int fd, const std::vector<uint8_t>& admin, uint16_t job, p::SecMode mode,
             const std::vector<uint8_t>& secret, uint64_t timeout_ms) {
   int result = 1;
@@ -112,6 +113,11 @@ int Install(int fd, const std::vector<uint8_t>& admin, uint16_t job, p::SecMode 
       if (p::IsType(buf, p::MsgType::kSetKeyAck) && ack.job == job &&
           p::SetKeySeq(ack) == (seq & 0xFFFFFFFFFFFFull)) {
         result = 0;
+      }
+      const auto refused = p::ErrorMsg::Decode(buf);
+      if (p::IsType(buf, p::MsgType::kError) && refused.code == p::ErrorCode::kKeyRefused &&
+          refused.job == job && p::SetKeySeq(refused) == (seq & 0xFFFFFFFFFFFFull)) {
+        return 3;  // the switch cannot take this mode: no attempt will do better
       }
     }
   }
@@ -181,6 +187,12 @@ int main(int argc, char** argv) {
           cores > 1
               ? (" core " + std::to_string(core) + " (port + " + std::to_string(core) + ")").c_str()
               : "");
+    } else if (result == 3) {
+      std::fprintf(stderr,
+                   "ina-jobkey: %s refused job %llu's key (error(key_refused)): its engine cannot "
+                   "run sec mode %s (the RTL core runs crc and mac, not mac_encrypt: "
+                   "docs/security.md)\n",
+                   endpoint.c_str(), static_cast<unsigned long long>(job), mode_name.c_str());
     }
   }
   for (const int fd : fds) close(fd);

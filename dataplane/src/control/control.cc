@@ -71,6 +71,7 @@ ControlPlane::ControlPlane(Engine& engine, const ControlConfig& config)
       pool_slots_(engine.pool_slots()),
       jobs_(config.max_jobs),
       index_(size_t{1} << 16, -1) {
+  config_.max_k = std::min(config_.max_k, engine.max_k());  // hardware built for less says so
   free_.reserve(config.max_jobs + 1);
   reservations_.reserve(config.max_jobs);
   first_alloc_ = p::kAllocJobMin;
@@ -165,8 +166,17 @@ void ControlPlane::ForgetKey(uint16_t job_id) {
 
 void ControlPlane::HandleSetKey(std::span<const uint8_t> packet, const Peer& from, ReplySink& out) {
   if (const auto t = TakeSetKey(packet, from)) {
-    SendReply(from, p::SetKeyAck(t->job, t->seq), out);
+    if (t->refused) {
+      SendError(from, p::SetKeyRefused(t->job, t->seq, t->mode), out);
+    } else {
+      SendReply(from, p::SetKeyAck(t->job, t->seq), out);
+    }
   }
+}
+
+bool ControlPlane::TakesKeyMode(uint16_t mode) const {
+  if (mode != 1 && mode != 2) return false;
+  return !config_.engine_keys || engine_.RunsSecMode(static_cast<p::SecMode>(mode));
 }
 
 std::optional<ControlPlane::SetKeyTaken> ControlPlane::TakeSetKey(std::span<const uint8_t> packet,
@@ -200,6 +210,23 @@ std::optional<ControlPlane::SetKeyTaken> ControlPlane::TakeSetKey(std::span<cons
                   " (the last accepted + 1, or this switch's start): a replay, or the sender's "
                   "clock is behind the switch's (further refusals are counted, not logged)");
     }
+  } else if (!TakesKeyMode(h.mode)) {
+    // Opened under the admin key: the sender is trusted, and told why at once.
+    admin_seq_ = seq + 1;
+    Bump(ControlCounter::kAdminRefused);
+    const uint32_t bit = 1u << std::min<uint16_t>(h.mode, 31);
+    if (config_.log && !(mode_refusals_logged_ & bit)) {
+      mode_refusals_logged_ |= bit;
+      const bool keyed = h.mode == 1 || h.mode == 2;
+      config_.log(
+          "control: SET_KEY for job " + std::to_string(h.job) + " from " + PeerToString(from) +
+          " refused: " +
+          (keyed ? "this fabric's engine cannot run sec mode " +
+                       std::string(p::SecModeName(static_cast<p::SecMode>(h.mode)))
+                 : "sec mode " + std::to_string(h.mode) + " is not mac (1) or mac_encrypt (2)") +
+          "; it hears error(key_refused) (further refusals of this mode are counted, not logged)");
+    }
+    taken = SetKeyTaken{.job = h.job, .seq = seq, .refused = true, .mode = h.mode};
   } else if (!InstallJobKey(h.job, static_cast<p::SecMode>(h.mode),
                             std::span<const uint8_t>(secret.data(), len))
                   .ok()) {
@@ -1053,6 +1080,7 @@ void ControlPlane::SendError(const Peer& to, const p::ErrorMsg& e, ReplySink& ou
       Bump(ControlCounter::kErrPeerRefused);
       break;
     case p::ErrorCode::kUnauthorized:  // counted as joins_unauthorized
+    case p::ErrorCode::kKeyRefused:    // counted as admin_refused
     case p::ErrorCode::kUnknownJob:    // sent by the switch's data path (err_unknown_job)
     case p::ErrorCode::kNone:
       break;

@@ -81,7 +81,7 @@ class FastEngine final : public Engine {
   bool ok() const { return meta_ && job_index_ && jobs_ && result_ && plain_; }
 
   Status AddJob(const JobConfig& job) override {
-    INA_RETURN_IF_ERROR(CheckJobConfig(job, limits_.pool_slots));
+    INA_RETURN_IF_ERROR(CheckJobConfig(job, limits_.pool_slots, limits_.max_k));
     const uint64_t end = uint64_t{job.slot_base} + job.window;
     if (job_index_[job.job_id] != 0) {
       return AlreadyExists("AddJob: job " + std::to_string(job.job_id) + " already installed");
@@ -179,6 +179,7 @@ class FastEngine final : public Engine {
     return c;
   }
   uint32_t pool_slots() const override { return limits_.pool_slots; }
+  uint16_t max_k() const override { return limits_.max_k; }
 
  private:
   void Count(Counter which) { ++counters_[static_cast<size_t>(which)]; }

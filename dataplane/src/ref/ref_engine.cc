@@ -42,7 +42,7 @@ class ReferenceEngine final : public Engine {
   explicit ReferenceEngine(const EngineLimits& limits) : limits_(limits) { counters_.fill(0); }
 
   Status AddJob(const JobConfig& job) override {
-    INA_RETURN_IF_ERROR(CheckJobConfig(job, limits_.pool_slots));
+    INA_RETURN_IF_ERROR(CheckJobConfig(job, limits_.pool_slots, limits_.max_k));
     const uint64_t end = uint64_t{job.slot_base} + job.window;
     if (jobs_.count(job.job_id) != 0) {
       return AlreadyExists("AddJob: job " + std::to_string(job.job_id) + " already installed");
@@ -212,6 +212,7 @@ class ReferenceEngine final : public Engine {
 
   CounterSnapshot counters() const override { return counters_; }
   uint32_t pool_slots() const override { return limits_.pool_slots; }
+  uint16_t max_k() const override { return limits_.max_k; }
 
  private:
   void Count(Counter which) { ++counters_[static_cast<size_t>(which)]; }

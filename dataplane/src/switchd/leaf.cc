@@ -253,6 +253,10 @@ void Leaf::TakeKey(std::span<const uint8_t> packet, const Peer& from, TimePoint 
   }
   const auto taken = control_.TakeSetKey(packet, from);
   if (!taken) return;  // dropped and counted there
+  if (taken->refused) {
+    SendReply(from, p::SetKeyRefused(taken->job, taken->seq, taken->mode));
+    return;
+  }
   KeyForward* f = nullptr;
   for (KeyForward& x : key_forwards_) {
     if (x.job == taken->job && x.sender == from) f = &x;  // the sender's next attempt
@@ -287,19 +291,33 @@ void Leaf::SendKeyUp(KeyForward& f, TimePoint now) {
   std::fill(msg->begin(), msg->end(), uint8_t{0});
 }
 
-bool Leaf::KeyAck(std::span<const uint8_t> packet) {
-  if (!p::IsType(packet.data(), p::MsgType::kSetKeyAck) || packet.size() != kCtlBytes) return false;
-  const auto ack = p::SetKeyAckMsg::Decode(packet.data());
-  const uint64_t seq = p::SetKeySeq(ack);
+bool Leaf::KeyAnswer(std::span<const uint8_t> packet) {
+  if (packet.size() != kCtlBytes) return false;
+  const uint8_t* h = packet.data();
+  const auto refusal = p::ErrorMsg::Decode(h);
+  const bool refused =
+      p::IsType(h, p::MsgType::kError) && refusal.code == p::ErrorCode::kKeyRefused;
+  if (!refused && !p::IsType(h, p::MsgType::kSetKeyAck)) return false;
+  const uint16_t job = p::GetJob(h);
+  const uint64_t seq = refused ? p::SetKeySeq(refusal) : p::SetKeySeq(p::SetKeyAckMsg::Decode(h));
   for (auto it = key_forwards_.begin(); it != key_forwards_.end(); ++it) {
-    // Any of its sequences: each resend installs the same key, so any ack says the spine has it.
-    if (it->job != ack.job || seq < it->first_seq || seq > it->up_seq) continue;
-    Bump(LeafCounter::kUpKeyAcks);
-    SendReply(it->sender, p::SetKeyAck(it->job, it->sender_seq));
+    // Any of its sequences: each resend installs the same key, so any answer says the spine's.
+    if (it->job != job || seq < it->first_seq || seq > it->up_seq) continue;
+    if (refused) {
+      // The spine's engine cannot run the key's mode, so no job of it can run in this tree: the
+      // sender fails now. The leaf's own copy of the key goes with the job id's incarnation.
+      Bump(LeafCounter::kUpKeyRefusals);
+      SendReply(it->sender, p::SetKeyRefused(it->job, it->sender_seq, refusal.key_mode()));
+    } else {
+      Bump(LeafCounter::kUpKeyAcks);
+      SendReply(it->sender, p::SetKeyAck(it->job, it->sender_seq));
+    }
     key_forwards_.erase(it);
     return true;
   }
-  return false;
+  // A refusal of no key of ours (one given up on): never a job's failure.
+  if (refused) Bump(LeafCounter::kUpStale);
+  return refused;
 }
 
 bool Leaf::AllocReply(std::span<const uint8_t> packet) {
@@ -604,7 +622,7 @@ void Leaf::HandleUpstream(std::span<const uint8_t> packet, TimePoint now) {
     Bump(LeafCounter::kUpBadCrc);
     return;
   }
-  if (!tagged && (AllocReply(packet) || KeyAck(packet))) return;
+  if (!tagged && (AllocReply(packet) || KeyAnswer(packet))) return;
   Job* j = Find(p::GetJob(packet.data()));
   if (j == nullptr) {
     Bump(LeafCounter::kUpStale);

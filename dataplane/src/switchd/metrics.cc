@@ -196,6 +196,9 @@ constexpr OwnMetric kOwn[] = {
     {"leaf_up_refusals", "ina_switch_leaf_up_refusals_total", "",
      "Jobs this leaf doomed because it refused one of its workers' JOINs while the job was "
      "joining, told to the spine (LEAVE peer_refused)."},
+    {"leaf_up_key_refusals", "ina_switch_leaf_up_key_refusals_total", "",
+     "Job keys the spine refused for their sec mode, which its engine cannot run (each refusal "
+     "passed on to its sender)."},
 };
 
 const OwnMetric* FindOwn(std::string_view counter) {

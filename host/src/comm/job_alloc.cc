@@ -16,6 +16,7 @@
 #include "ina/proto/sec.h"
 #include "ina/proto/wire.h"
 #include "lane_transport.h"
+#include "mode_refusal.h"
 
 namespace ina::host {
 
@@ -118,7 +119,13 @@ Status InstallAtLane(const CommConfig& c, int lane, proto::SecMode mode,
     internal::ExchangeSpec spec;
     spec.request = *msg;
     spec.timeout = per_attempt;
+    // The ack, or the switch's refusal of this key's mode (error(key_refused)), which ends it.
     spec.is_reply = [&](const proto::Header& a) {
+      if (a.type == proto::MsgType::kError) {
+        const auto e = proto::ErrorMsg::From(a);
+        return e.code == proto::ErrorCode::kKeyRefused && e.job == job &&
+               proto::SetKeySeq(e) == seq;
+      }
       const auto ack = proto::SetKeyAckMsg::From(a);
       return a.type == proto::MsgType::kSetKeyAck && ack.job == job && proto::SetKeySeq(ack) == seq;
     };
@@ -128,6 +135,10 @@ Status InstallAtLane(const CommConfig& c, int lane, proto::SecMode mode,
                      "admin secret?)";
     auto got = internal::RunExchange(t, spec, internal::SteadyClock());
     std::fill(msg->begin(), msg->end(), uint8_t{0});
+    if (got.ok() && got->type == proto::MsgType::kError) {
+      return Unimplemented(who + ": the switch refused it (error(key_refused)): " +
+                           internal::CannotRunSecMode(proto::ErrorMsg::From(*got).key_mode()));
+    }
     if (got.ok()) return Status::Ok();
     last = got.status();
     if (last.code() != StatusCode::kDeadlineExceeded) return last;

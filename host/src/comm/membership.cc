@@ -5,6 +5,7 @@
 
 #include "core_lanes.h"
 #include "ina/proto/crc32c.h"
+#include "mode_refusal.h"
 
 namespace ina::host::internal {
 
@@ -389,11 +390,9 @@ Status JoinError(const proto::ErrorMsg& e, const JoinConfig& cfg, const std::str
                                          : ""));
     case proto::ErrorCode::kNoSlots:
       if (param == proto::JoinParam::kSecMode) {
-        const auto mode = static_cast<proto::SecMode>(e.job_value());
-        return Unimplemented(m + ": the fabric's engine cannot run this job's sec mode " +
-                             std::string(proto::SecModeName(mode)) +
-                             " (the RTL core runs crc and mac, not mac_encrypt: "
-                             "docs/security.md); set INA_JOB_SEC to a mode it runs");
+        return Unimplemented(
+            m + ": " +
+            CannotRunSecMode(static_cast<uint16_t>(std::min<uint32_t>(e.job_value(), 0xFFFF))));
       }
       return ResourceExhausted(
           m +

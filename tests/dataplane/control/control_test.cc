@@ -141,6 +141,7 @@ class ControlTest : public ::testing::Test {
     EngineLimits lim;
     lim.pool_slots = pool_slots;
     lim.max_jobs = engine_jobs ? engine_jobs : max_jobs;
+    lim.max_k = engine_max_k_;
     engine_ = MakeReferenceEngine(lim);
     ControlConfig cfg = base_cfg_;
     cfg.max_jobs = max_jobs;
@@ -186,6 +187,7 @@ class ControlTest : public ::testing::Test {
   std::unique_ptr<ControlPlane> cp_;
   Collector out_;
   ControlConfig base_cfg_;  // what Make starts from (the key tests set require_keys, admin, log)
+  uint16_t engine_max_k_ = p::kMaxK;                // the engine Make makes: the largest K it takes
   std::map<uint16_t, std::vector<uint8_t>> prove_;  // job -> the secret Send proves JOINs with
   std::map<uint16_t, p::Session> salt_;  // job -> the salt of the last challenge Send answered
 };
@@ -1083,6 +1085,35 @@ TEST_F(ControlTest, JobsShareTheReceiveQueueFairly) {
   EXPECT_EQ(c[0].h.offset, 16u);
   ASSERT_EQ(logs.size(), 2u);
   EXPECT_NE(logs[1].find("shared with 2 other job(s)"), std::string::npos) << logs[1];
+}
+
+// An engine built for smaller frames (an RTL core of MaxK 512, say) bounds K as the fabric's frames
+// do: the lesser of the two is what hello_ack says and what a JOIN is held to, so a K above it is
+// refused as out of range (bad_params), not installed and refused by the engine (no_slots).
+TEST_F(ControlTest, TheEnginesMaxKBoundsKAsTheFabricsFramesDo) {
+  engine_max_k_ = 512;
+  Make(64, 8, milliseconds(1000), 0, 1, 0, /*max_k=*/1024);
+  const Peer a = MakePeer(5000);
+  Send(Control(p::HelloMsg{.job = 7}), a);
+  ASSERT_EQ(out_.replies.size(), 1u);
+  EXPECT_EQ(p::HelloAckMsg::From(out_.replies[0].h).max_k, 512);
+  out_.replies.clear();
+  Send(Join(8, 0, 1, 1024, 2), a);
+  ASSERT_EQ(out_.replies.size(), 1u);
+  ExpectParamError(out_.replies[0], a, 8, 0, p::ErrorCode::kBadParams, p::JoinParam::kK,
+                   p::kJoinValueNone);
+  EXPECT_EQ(Ctr(ControlCounter::kErrNoSlots), 0u);
+  out_.replies.clear();
+  Send(Join(9, 0, 1, 512, 2), a);
+  ASSERT_EQ(out_.replies.size(), 1u);
+  EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kJoinAck);
+  // The frames' bound, when it is the lesser.
+  engine_max_k_ = 2048;
+  Make(64, 8, milliseconds(1000), 0, 1, 0, /*max_k=*/256);
+  out_.replies.clear();
+  Send(Control(p::HelloMsg{.job = 7}), a);
+  ASSERT_EQ(out_.replies.size(), 1u);
+  EXPECT_EQ(p::HelloAckMsg::From(out_.replies[0].h).max_k, 256);
 }
 
 // hello (switch_cores auto): answered with the cores that take a job's lanes and the largest K,
@@ -2010,6 +2041,26 @@ std::vector<uint8_t> SetKey(const std::vector<uint8_t>& admin_secret, uint16_t j
   return p::SealSetKey(admin_secret, job, mode, secret, seq).value();
 }
 
+// A SET_KEY as SealSetKey seals it, with any 16-bit mode in its aux (SealSetKey takes a SecMode).
+std::vector<uint8_t> SetKeyOfMode(const std::vector<uint8_t>& admin_secret, uint16_t job,
+                                  uint16_t mode, const std::vector<uint8_t>& secret, uint64_t seq) {
+  const auto key =
+      p::DeriveTrafficKey(admin_secret, p::KeyDirection::kUp, 0, 0, p::Session{}).value();
+  constexpr auto kSealed = static_cast<uint8_t>(p::SecMode::kMacEncrypt);
+  std::vector<uint8_t> b(p::MessageBytes(secret.size() / p::kElemBytes, kSealed));
+  p::SetKeyMsg{.sec = kSealed,
+               .job = job,
+               .seq_hi = static_cast<uint16_t>(seq >> 32),
+               .count = static_cast<uint16_t>(secret.size() / p::kElemBytes),
+               .seq_lo = static_cast<uint32_t>(seq),
+               .mode = mode}
+      .Encode(b.data());
+  std::copy(secret.begin(), secret.end(), b.begin() + p::kHeaderBytes);
+  EXPECT_TRUE(p::SealOnce(key, p::SecMode::kMacEncrypt, b.data(), b.size() - p::kTagBytes,
+                          p::MakeNonce(0, 0, seq)));
+  return b;
+}
+
 // Data packet d sealed as a keyed job's worker seals it in grant `grant` (use = gen), under the
 // session salt its join_challenge carried.
 std::vector<uint8_t> SealedData(const std::vector<uint8_t>& secret, const p::Session& salt,
@@ -2255,13 +2306,68 @@ TEST_F(ControlTest, SetKeyNeedsTheAdminKeyAndAGrowingSequence) {
   EXPECT_EQ(Ctr(ControlCounter::kAdminReplayed), 2u);
   EXPECT_EQ(Ctr(ControlCounter::kAdminForged), 2u);
   EXPECT_FALSE(cp_->HasJobKey(13) || cp_->HasJobKey(14) || cp_->HasJobKey(15));
-  // A bad mode is refused after the tag opened (it still uses up the sequence).
+  // A bad mode is refused after the tag opened (it still uses up the sequence), and said
+  // (AKeyOfAModeThatCannotRunIsRefusedSayingSo).
   Send(keys::SetKey(admin, 16, p::SecMode::kCrc, keys::Secret(3), 103), op);
   EXPECT_EQ(Ctr(ControlCounter::kAdminRefused), 1u);
   Send(keys::SetKey(admin, 17, p::SecMode::kMacEncrypt, keys::Secret(3, 16), 104), op);
   EXPECT_TRUE(cp_->HasJobKey(17));
-  EXPECT_EQ(out_.replies.size(), 2u);
+  ASSERT_EQ(out_.replies.size(), 3u);
+  ExpectError(out_.replies[1], op, 16, p::ErrorCode::kKeyRefused);
+  EXPECT_EQ(out_.replies[2].h.type, p::MsgType::kSetKeyAck);
   EXPECT_EQ(Ctr(ControlCounter::kKeysInstalled), 2u);
+}
+
+// A SET_KEY that opens under the admin key but whose mode cannot be installed (not mac or
+// mac_encrypt) is answered with error(key_refused): sec_mode, the mode and the sequence echoed, so
+// the launcher fails at once instead of waiting for an ack. Nothing is installed, the sequence is
+// used up, and each mode is logged once. (An engine that cannot run a keyed mode is refused the
+// same way: sim/rtlsim's RtlControl test, through the verilated core.)
+TEST_F(ControlTest, AKeyOfAModeThatCannotRunIsRefusedSayingSo) {
+  std::vector<std::string> lines;
+  const auto admin = keys::Secret(9);
+  base_cfg_.admin_secret = admin;
+  base_cfg_.log = [&lines](const std::string& l) { lines.push_back(l); };
+  Make();
+  const Peer op = MakePeer(7000);
+  const uint64_t seq = (uint64_t{0x1234} << 32) | 0x89ABCDEFu;  // both halves echoed
+  Send(keys::SetKey(admin, 21, static_cast<p::SecMode>(3), keys::Secret(3), seq), op);
+  Send(keys::SetKey(admin, 22, static_cast<p::SecMode>(3), keys::Secret(3), seq + 1), op);
+  Send(keys::SetKey(admin, 23, p::SecMode::kCrc, keys::Secret(3), seq + 2), op);
+  ASSERT_EQ(out_.replies.size(), 3u);
+  for (size_t i = 0; i < 3; ++i) {
+    const Reply& r = out_.replies[i];
+    ExpectError(r, op, static_cast<uint16_t>(21 + i), p::ErrorCode::kKeyRefused);
+    const auto e = p::ErrorMsg::From(r.h);
+    EXPECT_EQ(e.join_param(), p::JoinParam::kSecMode);
+    EXPECT_EQ(e.key_mode(), i < 2 ? 3 : 0);
+    EXPECT_EQ(p::SetKeySeq(e), seq + i);
+  }
+  EXPECT_FALSE(cp_->HasJobKey(21) || cp_->HasJobKey(22) || cp_->HasJobKey(23));
+  EXPECT_EQ(Ctr(ControlCounter::kAdminRefused), 3u);
+  EXPECT_EQ(Ctr(ControlCounter::kErrorsSent), 3u);
+  EXPECT_EQ(Ctr(ControlCounter::kKeysInstalled), 0u);
+  ASSERT_EQ(lines.size(), 2u) << "once per mode";
+  EXPECT_NE(lines[0].find("SET_KEY for job 21 from 127.0.0.1:7000 refused: sec mode 3 is not mac "
+                          "(1) or mac_encrypt (2); it hears error(key_refused)"),
+            std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[1].find("sec mode 0 is not"), std::string::npos) << lines[1];
+  // Mode 257 is no mode, though its low byte is mac's (it was taken as mac before).
+  out_.replies.clear();
+  Send(keys::SetKeyOfMode(admin, 25, 257, keys::Secret(3), seq + 3), op);
+  ASSERT_EQ(out_.replies.size(), 1u);
+  ExpectError(out_.replies[0], op, 25, p::ErrorCode::kKeyRefused);
+  EXPECT_EQ(p::ErrorMsg::From(out_.replies[0].h).key_mode(), 257);
+  EXPECT_FALSE(cp_->HasJobKey(25));
+  // The sequence was used up: a replay of it is refused as one, unanswered.
+  out_.replies.clear();
+  Send(keys::SetKey(admin, 24, p::SecMode::kMac, keys::Secret(3), seq + 3), op);
+  EXPECT_TRUE(out_.replies.empty());
+  EXPECT_EQ(Ctr(ControlCounter::kAdminReplayed), 1u);
+  Send(keys::SetKey(admin, 24, p::SecMode::kMac, keys::Secret(3), seq + 4), op);
+  ASSERT_EQ(out_.replies.size(), 1u);
+  EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kSetKeyAck);
 }
 
 // The same key installed again (a launcher's next attempt, a leaf passing it on, a second

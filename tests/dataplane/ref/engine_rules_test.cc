@@ -725,6 +725,20 @@ TEST_P(EngineRulesTest, AddJobRejectsBadShapes) {
   EXPECT_EQ(code({2, 1, 64, 0, 60}), StatusCode::kOk);
 }
 
+// An engine standing in for hardware built for smaller frames (EngineLimits::max_k) says so, and
+// refuses a larger K as out of range, as the RTL with its MaxK does.
+TEST_P(EngineRulesTest, AddJobRefusesKAboveTheEnginesMaxK) {
+  EXPECT_EQ(engine_->max_k(), proto::kMaxK);
+  EXPECT_TRUE(engine_->RunsSecMode(proto::SecMode::kMacEncrypt));
+  auto small = GetParam().make({.pool_slots = 64, .max_jobs = 8, .max_k = 256});
+  EXPECT_EQ(small->max_k(), 256);
+  const Status refused = small->AddJob({1, 2, 1024, 0, 4});
+  EXPECT_EQ(refused.code(), StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("K 1024 is above this engine's 256"), std::string::npos)
+      << refused.ToString();
+  EXPECT_TRUE(small->AddJob({1, 2, 256, 0, 4}).ok());
+}
+
 TEST_P(EngineRulesTest, AddJobRejectsDuplicatesOverlapsAndFullTable) {
   auto code = [&](JobConfig j) { return engine_->AddJob(j).code(); };
   EXPECT_EQ(code({7, 2, 64, 10, 4}), StatusCode::kOk);

@@ -1399,5 +1399,55 @@ TEST(Leaf, AKeyInstalledHereIsPassedOnAndAcknowledgedOnceTheSpineHasIt) {
   EXPECT_NE(t.logs[0].find("did not acknowledge job 11's key"), std::string::npos) << t.logs[0];
 }
 
+// A key whose mode the spine's engine cannot run (an RTL core and mac_encrypt): the spine answers
+// the leaf's SET_KEY with error(key_refused), which the leaf passes to the launcher under the
+// launcher's own sequence, so it fails at once. A refusal of no key of ours is stale, and a mode
+// the leaf itself cannot take is refused at the leaf, nothing sent up.
+TEST(Leaf, AKeyTheSpineRefusesIsRefusedToItsSender) {
+  const std::vector<uint8_t> admin(32, 0x11), spine_admin(32, 0x22), secret(32, 0x5a);
+  LeafHarness t(256, 0, 0, 1, admin, spine_admin);
+  const Peer launcher = MakePeer(7000);
+  const uint64_t seq = 2000;
+  t.FromPeer(launcher, p::SealSetKey(admin, kJob, p::SecMode::kMacEncrypt, secret, seq).value());
+  auto up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 1u);
+  const uint64_t up_seq = p::SetKeySeq(p::SetKeyMsg::Decode(up[0].bytes.data()));
+  auto refusal = [](uint16_t job, uint64_t s) {
+    const ControlMessage m = MakeControl(p::SetKeyRefused(job, s, 2));
+    return std::vector<uint8_t>(m.begin(), m.end());
+  };
+  t.FromSpine(refusal(kJob, up_seq + 7));  // a sequence the leaf never sent
+  EXPECT_TRUE(t.Take().empty());
+  EXPECT_EQ(t.Count(LeafCounter::kUpStale), 1u);
+  t.FromSpine(refusal(kJob, up_seq));
+  auto got = t.Take();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].to, launcher);
+  ASSERT_EQ(got[0].h().type, p::MsgType::kError);
+  const auto e = p::ErrorMsg::From(got[0].h());
+  EXPECT_EQ(e.code, p::ErrorCode::kKeyRefused);
+  EXPECT_EQ(e.job, kJob);
+  EXPECT_EQ(e.key_mode(), 2);
+  EXPECT_EQ(p::SetKeySeq(e), seq) << "the launcher's own sequence";
+  EXPECT_EQ(t.Count(LeafCounter::kUpKeyRefusals), 1u);
+  EXPECT_EQ(t.Count(LeafCounter::kUpKeyAcks), 0u);
+  t.now += milliseconds(500);
+  t.Tick();
+  EXPECT_TRUE(t.Take().empty()) << "nothing resent once refused";
+  t.FromSpine(refusal(kJob, up_seq));  // again: answers nothing pending any more
+  EXPECT_TRUE(t.Take().empty());
+  EXPECT_EQ(t.Count(LeafCounter::kUpStale), 2u);
+
+  // Mode 3, which no fabric takes: refused here at once.
+  t.FromPeer(launcher,
+             p::SealSetKey(admin, 12, static_cast<p::SecMode>(3), secret, seq + 1).value());
+  got = t.Take();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].to, launcher);
+  EXPECT_EQ(p::ErrorMsg::From(got[0].h()).code, p::ErrorCode::kKeyRefused);
+  EXPECT_EQ(p::SetKeySeq(p::ErrorMsg::From(got[0].h())), seq + 1);
+  EXPECT_EQ(t.Count(LeafCounter::kUpKeys), 1u) << "only the first went up";
+}
+
 }  // namespace
 }  // namespace ina::dp::switchd

@@ -410,6 +410,51 @@ TEST(KeyedSwitchdLauncher, MakeJobSecretAndInstallJobKeyThenTheJobRuns) {
   EXPECT_EQ(counters.at("joins_unauthorized"), 0u);
 }
 
+// A fabric whose engine cannot run the key's mode (ina-rtlsim: the RTL core runs crc and mac, not
+// mac_encrypt) refuses the key (error(key_refused)), and InstallJobKey fails at once with
+// UNIMPLEMENTED naming the mode instead of waiting out its timeout for an ack: flat, and through a
+// leaf that passes keys on to it (the spine's refusal passed down to the launcher). Mode mac is
+// installed both ways.
+TEST(KeyedSwitchdLauncher, AKeyOfAModeTheFabricCannotRunFailsAtOnceFlatAndThroughALeaf) {
+#ifndef INA_RTLSIM_BIN
+  GTEST_SKIP() << "ina-rtlsim is not built (no Verilator)";
+#else
+  AdminKeyFile admin(kAdmin);
+  test::SwitchProcess spine({"--port", "0", "--admin-key-file", admin.path()}, INA_RTLSIM_BIN);
+  ASSERT_TRUE(spine.ok()) << spine.Output();
+  test::SwitchProcess leaf({"--port", "0", "--admin-key-file", admin.path(), "--upstream",
+                            "127.0.0.1:" + std::to_string(spine.port()),
+                            "--upstream-admin-key-file", admin.path()});
+  ASSERT_TRUE(leaf.ok()) << leaf.Output();
+  auto secret = MakeJobSecret();
+  ASSERT_TRUE(secret.ok());
+  uint16_t job = 46;
+  for (const uint16_t port : {spine.port(), leaf.port()}) {
+    const Status refused =
+        InstallJobKey(Launcher(port, "mac_encrypt", 20000), job, kAdmin, *secret);
+    EXPECT_EQ(refused.code(), StatusCode::kUnimplemented) << refused.ToString();
+    EXPECT_NE(refused.message().find(
+                  "the switch refused it (error(key_refused)): the fabric's engine cannot run "
+                  "this job's sec mode mac_encrypt (the RTL core runs crc and mac"),
+              std::string::npos)
+        << refused.ToString();
+    const Status ok = InstallJobKey(Launcher(port, "mac", 20000), job + 1, kAdmin, *secret);
+    EXPECT_TRUE(ok.ok()) << ok.ToString();
+    job += 2;
+  }
+  const auto l = leaf.Stop();
+  EXPECT_EQ(l.at("leaf_up_key_refusals"), 1u);
+  EXPECT_EQ(l.at("leaf_up_key_acks"), 1u);
+  const std::string spine_log = spine.Output();
+  const auto s = spine.Stop();
+  EXPECT_EQ(s.at("keys_installed"), 2u);
+  EXPECT_EQ(s.at("admin_refused"), 2u) << "the launcher's, and the leaf's";
+  EXPECT_NE(spine_log.find("refused: this fabric's engine cannot run sec mode mac_encrypt"),
+            std::string::npos)
+      << spine_log;
+#endif
+}
+
 // One keyed job on every switch core (`--cores 2 --core-ports 1`, lanes on switch cores): each
 // core holds its share of the job as a job of its own, with a key of its own, so InstallJobKey
 // installs the secret at every core. A key at core 0 only (a launcher that ignores the job's

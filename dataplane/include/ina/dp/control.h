@@ -15,7 +15,8 @@
 //   from peer P. L = 0 means 1 (a one-lane worker leaves slot and gen 0). A rank with L lanes
 //   joins from L peers (one socket per progress thread), lane l carrying the job's slots s with
 //   s mod L == l:
-//     - K not in proto::kKValues or above ControlConfig::max_k, N not in 1..kMaxWorkers,
+//     - K not in proto::kKValues or above ControlConfig::max_k (or the engine's Engine::max_k(),
+//       if less: hardware built for smaller frames), N not in 1..kMaxWorkers,
 //       W == 0, rank >= N, L > kMaxLanes or l >= L: error(bad_params), slot = the
 //       proto::JoinParam at fault (checked in that order), offset = proto::kJoinValueNone.
 //     - job pending or active with other (K, N, L): error(bad_params), slot = the first
@@ -131,7 +132,11 @@
 //   slot, use = gen << 32 | offset). Dropped and counted: no admin secret configured
 //   (admin_refused), the tag does not open (admin_forged), a sequence (use) not above the last
 //   accepted one nor below ControlConfig::admin_seq_floor (admin_replayed; the first one logged),
-//   a mode or secret length InstallJobKey refuses (admin_refused).
+//   a secret length InstallJobKey refuses (admin_refused). A mode that is not mac or mac_encrypt,
+//   or (with ControlConfig::engine_keys) one the engine does not run (Engine::RunsSecMode), is
+//   refused too (admin_refused), and since the message opened, its sender holds the admin secret
+//   and hears why: error(key_refused) naming the mode and echoing the sequence, so a launcher
+//   fails at once (logged once per mode).
 //   Else the key is installed and the sender gets set_key_ack (job, gen, offset echoed). The
 //   same secret in the same mode installed again for a job that holds it keeps its salt (a
 //   launcher's or a leaf's resend, or a second launcher of one tree, docs/hierarchy.md): nothing
@@ -256,7 +261,8 @@ struct ControlConfig {
   std::chrono::nanoseconds idle_release = std::chrono::seconds(2);
   // The largest K the fabric's I/O carries in one frame (ina-switchd: from its ports'
   // max_datagram_bytes, e.g. 256 for a DPDK port of 1500-byte frames); a JOIN asking more is
-  // refused with bad_params (K, out of the fabric's range).
+  // refused with bad_params (K, out of the fabric's range). The control plane takes the lesser
+  // of this and its engine's max_k(), and hello_ack says that.
   uint16_t max_k = proto::kMaxK;
   // What a hello_ack says of the fabric's cores (proto: hello): how many take a job's lanes, core c
   // at the port asked + c (ina-switchd --cores N --core-ports 1: N); 1: one port.
@@ -493,13 +499,16 @@ class ControlPlane {
   // if no random salt can be drawn. The secret is copied; the caller may wipe its own.
   Status InstallJobKey(uint16_t job_id, proto::SecMode mode, std::span<const uint8_t> secret);
   bool HasJobKey(uint16_t job_id) const { return keys_.count(job_id) != 0; }
-  // A SET_KEY opened, checked and installed (see above) but not acknowledged: what a leaf that
-  // passes keys on to its spine acknowledges once the spine has (docs/hierarchy.md, "Keyed
-  // jobs"). Nothing when it was dropped (counted, as HandleControl does, control_rx aside).
+  // A SET_KEY opened and checked (see above), installed or refused for its mode,
+  // but not answered: what a leaf that passes keys on to its spine acknowledges once the spine
+  // has (docs/hierarchy.md, "Keyed jobs"), or answers with proto::SetKeyRefused at once. Nothing
+  // when it was dropped (counted, as HandleControl does, control_rx aside).
   // REQUIRES: a SET_KEY of at least proto::MessageBytes(0) bytes.
   struct SetKeyTaken {
     uint16_t job = 0;
-    uint64_t seq = 0;  // the sender's sequence, which its set_key_ack echoes
+    uint64_t seq = 0;      // the sender's sequence, which its answer echoes
+    bool refused = false;  // for its mode: nothing installed
+    uint16_t mode = 0;     // the SET_KEY's mode (aux)
   };
   std::optional<SetKeyTaken> TakeSetKey(std::span<const uint8_t> packet, const Peer& from);
 
@@ -632,6 +641,9 @@ class ControlPlane {
   // A leaf's LEAVE peer_refused for j (see the header comment): dooms j.
   void RefuseFromBelow(JobEntry& j, const proto::LeaveMsg& h, ReplySink& out);
   void HandleSetKey(std::span<const uint8_t> packet, const Peer& from, ReplySink& out);
+  // Whether a SET_KEY's mode (its aux) can be installed: mac or mac_encrypt, and with
+  // engine_keys one the engine runs.
+  bool TakesKeyMode(uint16_t mode) const;
   // Job j's mode and traffic keys of its grant number `grant` (mode crc: no key).
   Result<JobSecurity> KeysOfGrant(const JobEntry& j, uint64_t grant) const;
   // The join nonce of JOIN `h` (any sec and flags) from `from` in time bucket `bucket`.
@@ -716,6 +728,7 @@ class ControlPlane {
   std::unordered_set<uint16_t> refusal_logged_;  // job ids whose keyless JOIN was logged
   std::unique_ptr<proto::MessageOpener> admin_;  // opens SET_KEY; null: no admin channel
   uint64_t admin_seq_ = 0;  // the last accepted SET_KEY's sequence + 1, or admin_seq_floor
+  uint32_t mode_refusals_logged_ = 0;  // bit min(m, 31): a SET_KEY refused for mode m was logged
   bool admin_replay_logged_ = false;
   std::array<uint8_t, 32> join_secret_{};         // random at Create: keys the join nonces
   std::unordered_set<uint16_t> unproven_logged_;  // job ids whose failed proof was logged

@@ -121,13 +121,18 @@ struct JobConfig {
   JobSecurity security{};   // default: CRC only, the protocol without security
 };
 
-// What every engine's AddJob checks first, the same way: K one of proto::kKValues, world size in
-// 1 .. kMaxWorkers, window >= 1 and [slot_base, slot_base + window) within a pool of pool_slots.
-// InvalidArgument naming the field otherwise.
-inline Status CheckJobConfig(const JobConfig& job, uint32_t pool_slots) {
+// What every engine's AddJob checks first, the same way: K one of proto::kKValues and at most
+// max_k, world size in 1 .. kMaxWorkers, window >= 1 and [slot_base, slot_base + window) within a
+// pool of pool_slots. InvalidArgument naming the field otherwise.
+inline Status CheckJobConfig(const JobConfig& job, uint32_t pool_slots,
+                             uint16_t max_k = proto::kMaxK) {
   if (!proto::IsValidK(job.k)) {
     return InvalidArgument("AddJob: K " + std::to_string(job.k) + " is not " +
                            std::string(proto::kKValuesText));
+  }
+  if (job.k > max_k) {
+    return InvalidArgument("AddJob: K " + std::to_string(job.k) + " is above this engine's " +
+                           std::to_string(max_k));
   }
   if (job.world_size < 1 || job.world_size > proto::kMaxWorkers) {
     return InvalidArgument("AddJob: world size " + std::to_string(job.world_size) + " not in 1.." +
@@ -181,6 +186,14 @@ class Engine {
   virtual CounterSnapshot counters() const = 0;
   // Slots in the pool.
   virtual uint32_t pool_slots() const = 0;
+
+  // What the engine can run, which the control plane checks before a job reaches AddJob, so a
+  // JOIN or a key it cannot take is refused saying why: the largest K it aggregates (hardware
+  // built for less than proto::kMaxK says so; AddJob refuses more with InvalidArgument), and
+  // whether it runs jobs of a keyed sec mode (AddJob refuses one it does not with
+  // Unimplemented).
+  virtual uint16_t max_k() const { return proto::kMaxK; }
+  virtual bool RunsSecMode(proto::SecMode /*mode*/) const { return true; }
 };
 
 }  // namespace ina::dp

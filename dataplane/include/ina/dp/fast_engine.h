@@ -24,7 +24,7 @@ namespace ina::dp {
 
 // Returns a fast engine with an empty job table and zero counters, or nullptr if its tables
 // cannot be allocated. AddJob is ResourceExhausted when the job's slot memory cannot be.
-// REQUIRES: limits.pool_slots >= 1, limits.max_jobs >= 1.
+// REQUIRES: limits.pool_slots >= 1, limits.max_jobs >= 1, limits.max_k one of proto::kKValues.
 std::unique_ptr<Engine> MakeFastEngine(const EngineLimits& limits);
 
 // The name of the payload kernel MakeFastEngine picks on this CPU: "avx512", "avx2" or "scalar".

@@ -20,10 +20,13 @@ struct EngineLimits {
   uint32_t pool_slots =
       16384;                // slots in the pool (each slot holds two copies of up to K elements)
   uint16_t max_jobs = 256;  // jobs installed at once; AddJob beyond it is ResourceExhausted
+  // The largest K a job may use (Engine::max_k; AddJob refuses more with InvalidArgument): a
+  // software engine standing in for hardware built for smaller frames, as the RTL's MaxK.
+  uint16_t max_k = proto::kMaxK;
 };
 
 // Returns a reference engine with an empty job table and zero counters.
-// REQUIRES: limits.pool_slots >= 1, limits.max_jobs >= 1.
+// REQUIRES: limits.pool_slots >= 1, limits.max_jobs >= 1, limits.max_k one of proto::kKValues.
 std::unique_ptr<Engine> MakeReferenceEngine(const EngineLimits& limits);
 
 }  // namespace ina::dp

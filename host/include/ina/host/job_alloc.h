@@ -37,9 +37,10 @@ Result<JobSecret> MakeJobSecret();
 // concurrent launchers may each move the switch's sequence floor. With lanes on switch cores
 // (config.switch_cores N > 1) at each core in turn, switch_port + c, as the lanes join there.
 // Blocks up to join_timeout_ms in all.
-// Errors: InvalidArgument (config, sec crc, a secret the fabric cannot take), DeadlineExceeded (no
-// set_key_ack: the switch is down, has no --admin-key-file, or another admin key), the transport's
-// error.
+// Errors: InvalidArgument (config, sec crc, a secret the fabric cannot take), Unimplemented (the
+// switch answered error(key_refused): its engine cannot run config.sec, e.g. the RTL core and
+// mac_encrypt; the message names the mode), DeadlineExceeded (no set_key_ack: the switch is down,
+// has no --admin-key-file, or another admin key), the transport's error.
 Status InstallJobKey(const CommConfig& config, uint16_t job, std::span<const uint8_t> admin_secret,
                      const JobSecret& secret);
 // The launcher's whole step: MakeJobSecret, then InstallJobKey; the secret, or the first error.

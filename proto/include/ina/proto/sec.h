@@ -90,6 +90,18 @@ constexpr SetKeyAckMsg SetKeyAck(uint16_t job, uint64_t seq) {
   return {
       .job = job, .seq_hi = static_cast<uint16_t>(seq >> 32), .seq_lo = static_cast<uint32_t>(seq)};
 }
+// The error(key_refused) answering job `job`'s set_key of sequence `seq`, whose sec mode `mode`
+// the fabric cannot take (proto/ina.toml); and the sequence it echoes.
+constexpr ErrorMsg SetKeyRefused(uint16_t job, uint64_t seq, uint16_t mode) {
+  return ErrorMsg{.job = job, .code = ErrorCode::kKeyRefused}
+      .set_join_param(JoinParam::kSecMode)
+      .set_key_mode(mode)
+      .set_key_seq_hi(static_cast<uint16_t>(seq >> 32))
+      .set_key_seq_lo(static_cast<uint32_t>(seq));
+}
+constexpr uint64_t SetKeySeq(const ErrorMsg& m) {
+  return (uint64_t{m.key_seq_hi()} << 32) | m.key_seq_lo();
+}
 
 // A set_key message (proto/ina.toml; docs/security.md, the admin channel): install `secret` (16 ..
 // 64 bytes, a multiple of 4) for job `job` in `mode`, sealed in mode mac_encrypt under the admin

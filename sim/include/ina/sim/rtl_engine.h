@@ -55,8 +55,12 @@ class RtlEngine final : public dp::Engine {
 
   dp::CounterSnapshot counters() const override;
   uint32_t pool_slots() const override { return kRtlPoolSlots; }
-  // The largest K the RTL was built for (MaxK, read from its params register: kRtlMaxK).
-  uint32_t max_k() const { return max_k_; }
+  // The largest K the RTL was built for (MaxK, read from its params register: kRtlMaxK; 0 when
+  // the read failed); the modes it runs: crc and mac (drv::ProgramJob refuses mac_encrypt).
+  uint16_t max_k() const override { return max_k_; }
+  bool RunsSecMode(proto::SecMode mode) const override {
+    return mode != proto::SecMode::kMacEncrypt;
+  }
 
   // Simulation statistics: cycles clocked, and harness failures (the model not idle within its
   // cycle bound, or an AXI-stream rule broken; each is also printed to stderr once).
@@ -75,7 +79,7 @@ class RtlEngine final : public dp::Engine {
   std::unique_ptr<CoreSim> sim_;
   std::array<Entry, kRtlJobs> entries_{};
   std::vector<uint8_t> frame_;  // reused frame buffer
-  uint32_t max_k_ = 0;          // the RTL's MaxK (params.k64 x 64)
+  uint16_t max_k_ = 0;          // the RTL's MaxK (params.k64 x 64)
   uint64_t sim_errors_ = 0;
   uint32_t mismatches_seen_ = 0;  // the core's drop_mismatch counter at the last PollFailures
   std::vector<dp::JobFailure> failures_;  // found, not yet polled

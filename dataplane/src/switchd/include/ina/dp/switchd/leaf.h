@@ -161,17 +161,18 @@ enum class LeafCounter : uint16_t {
   kUpKeyAcks,      // ... acknowledged by the spine (each then acknowledged to its sender)
   kUpKeyTimeouts,  // keys the spine did not acknowledge within key_forward_timeout
   kUpRefusals,     // jobs doomed: a worker's JOIN refused while joining (LEAVE peer_refused up)
+  kUpKeyRefusals,  // keys the spine refused for their mode (error(key_refused), passed down)
   kCount,
 };
 inline constexpr size_t kNumLeafCounters = static_cast<size_t>(LeafCounter::kCount);
 inline constexpr std::array<std::string_view, kNumLeafCounters> kLeafCounterNames = {
-    "leaf_up_joins",       "leaf_up_data",       "leaf_up_retx",      "leaf_up_results",
-    "leaf_up_dup_results", "leaf_up_stale",      "leaf_up_bad_crc",   "leaf_up_errors",
-    "leaf_up_leaves",      "leaf_down_results",  "leaf_down_resends", "leaf_resend_pending",
-    "leaf_foreign_rank",   "leaf_no_slots",      "leaf_up_allocs",    "leaf_data_cross_job",
-    "leaf_data_forged",    "leaf_data_replayed", "leaf_up_forged",    "leaf_up_proofs",
-    "leaf_key_mismatch",   "leaf_up_keys",       "leaf_up_key_acks",  "leaf_up_key_timeouts",
-    "leaf_up_refusals"};
+    "leaf_up_joins",       "leaf_up_data",        "leaf_up_retx",      "leaf_up_results",
+    "leaf_up_dup_results", "leaf_up_stale",       "leaf_up_bad_crc",   "leaf_up_errors",
+    "leaf_up_leaves",      "leaf_down_results",   "leaf_down_resends", "leaf_resend_pending",
+    "leaf_foreign_rank",   "leaf_no_slots",       "leaf_up_allocs",    "leaf_data_cross_job",
+    "leaf_data_forged",    "leaf_data_replayed",  "leaf_up_forged",    "leaf_up_proofs",
+    "leaf_key_mismatch",   "leaf_up_keys",        "leaf_up_key_acks",  "leaf_up_key_timeouts",
+    "leaf_up_refusals",    "leaf_up_key_refusals"};
 using LeafCounters = std::array<uint64_t, kNumLeafCounters>;
 
 // The ranks leaf `index` of `leaves` serves in a world of `world`: [lo, lo + n), the r with
@@ -367,14 +368,15 @@ class Leaf final : private ReplySink {
   // alloc_ack or error(too_many_jobs) (job 0) from the spine: to the worker that asked; false if
   // it answers no request of ours.
   bool AllocReply(std::span<const uint8_t> packet);
-  // A SET_KEY from `from` while keys are passed on: taken by the local control plane, then sent up.
+  // A SET_KEY from `from` while keys are passed on: taken by the local control plane, then sent
+  // up; refused by it (a mode that is not mac or mac_encrypt): answered with error(key_refused).
   void TakeKey(std::span<const uint8_t> packet, const Peer& from, TimePoint now);
   struct KeyForward;
   // Seals f's job's key under the spine's admin secret with a fresh sequence and sends it up.
   void SendKeyUp(KeyForward& f, TimePoint now);
-  // set_key_ack from the spine: acknowledged to the sender whose key it was; false if it answers
-  // no key of ours.
-  bool KeyAck(std::span<const uint8_t> packet);
+  // set_key_ack from the spine, or its error(key_refused): answered to the sender whose key it
+  // was, the same way. false for an ack of no key of ours; a refusal of none is stale.
+  bool KeyAnswer(std::span<const uint8_t> packet);
   void Lower(TimePoint t) { next_deadline_ = std::min(next_deadline_, t); }
   void Bump(LeafCounter c, uint64_t n = 1) { counters_[static_cast<size_t>(c)] += n; }
 
