@@ -5,7 +5,8 @@
 //
 // Input: records, each an op byte and its operands, from one of 6 peers (IPv4 and IPv6):
 //   op%4 0: a control message: type (join, leave, alloc_job, hello; 1 in 8 any, set_key among them:
-//           the plane has an admin secret, docs/security.md; or a proven JOIN answering the
+//           the plane has an admin secret, docs/security.md; a SET_KEY sealed under it, job 1's
+//           key again or a mode no fabric takes, fresh or replayed; or a proven JOIN answering the
 //           last join_challenge its peer got, under job 1's secret or another), job (0..3 or an
 //           alloc-range id), the grant epoch a JOIN re-joins after (0..3), a leaf's tree_world
 //           (0, 2, 4 or 6: none, below, at and above the world), rank, world, K,
@@ -18,13 +19,14 @@
 //   op%4 2: time passes (0..2.5 s) and Tick runs (job_timeout 1 s, idle_release 0.5 s).
 //   op%4 3: raw bytes (sealed or not).
 // Checked after every record: every reply and result is a whole message with a good CRC32C
-// trailer; replies are join_ack, join_wait, error, alloc_ack, hello_ack (one core, a K of the
-// spec) or join_challenge (for job 1 only, naming its key's mode, with its nonce as the body); a
-// result is for a job the control plane has active and goes to at least one peer; the control
-// plane's job table is consistent (Jobs() has num_jobs() entries, each active job's slots lie in
-// the pool, no two overlap, the largest free extent fits in what is left), and between inputs
-// every job's teardown gives the whole pool back. Job 1 has a key (mode mac) in every input: its
-// data take the keyed rules.
+// trailer; replies are join_ack, join_wait, error (key_refused naming the refused mode only),
+// alloc_ack, hello_ack (one core, a K of the spec), set_key_ack (job 1's only) or join_challenge
+// (for job 1 only, naming its key's mode, with its nonce as the body); a result is for a job the
+// control plane has active and goes to at least one peer; the control plane's job table is
+// consistent (Jobs() has num_jobs() entries, each active job's slots lie in the pool, no two
+// overlap, the largest free extent fits in what is left), and between inputs every job's teardown
+// gives the whole pool back. Job 1 has a key (mode mac) in every input: its data take the keyed
+// rules.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 
@@ -40,6 +42,7 @@
 #include "ina/dp/fast_engine.h"
 #include "ina/dp/ref_engine.h"
 #include "ina/proto/crc32c.h"
+#include "ina/proto/sec.h"
 #include "ina/proto/wire.h"
 #include "support/control_check.h"
 #include "support/fuzz_check.h"
@@ -51,6 +54,7 @@ using namespace ina::dp;
 namespace proto = ina::proto;
 
 constexpr uint32_t kPoolSlots = 16;
+const std::vector<uint8_t> kAdminSecret(32, 0xA5);  // the plane's admin channel
 constexpr size_t kPeers = 6;
 
 void CheckMessage(std::span<const uint8_t> p, const char* what) {
@@ -86,8 +90,19 @@ class Replies final : public ReplySink {
       FUZZ_CHECK(p.size() == proto::MessageBytes(0), "reply with a body");
       FUZZ_CHECK(t == proto::MsgType::kJoinAck || t == proto::MsgType::kJoinWait ||
                      t == proto::MsgType::kError || t == proto::MsgType::kAllocAck ||
-                     t == proto::MsgType::kHelloAck,
+                     t == proto::MsgType::kHelloAck || t == proto::MsgType::kSetKeyAck,
                  "reply of type %u", unsigned{p.data()[proto::kTypeOffset]});
+      if (t == proto::MsgType::kSetKeyAck) {
+        FUZZ_CHECK(proto::GetJob(p.data()) == 1, "set_key_ack for job %u: only job 1's is taken",
+                   proto::GetJob(p.data()));
+      }
+      if (t == proto::MsgType::kError &&
+          proto::ErrorMsg::Decode(p.data()).code == proto::ErrorCode::kKeyRefused) {
+        const auto e = proto::ErrorMsg::Decode(p.data());
+        FUZZ_CHECK(e.join_param() == proto::JoinParam::kSecMode &&
+                       (e.key_mode() == 0 || e.key_mode() == 3),
+                   "key_refused naming param %u mode %u", unsigned{e.slot}, unsigned{e.key_mode()});
+      }
       if (t == proto::MsgType::kHelloAck) {
         const auto ack = proto::HelloAckMsg::Decode(p.data());
         FUZZ_CHECK(ack.core_ports == 1 && proto::IsValidK(ack.max_k),
@@ -155,7 +170,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     cc.idle_release = std::chrono::milliseconds(500);  // within a job timeout: reachable
     cc.min_window = 2;
     cc.lease_calls = 2;
-    cc.admin_secret.assign(32, 0xA5);
+    cc.admin_secret = kAdminSecret;
     auto created = ControlPlane::Create(*engine, cc);
     FUZZ_CHECK(created.ok(), "Create: %s", created.status().ToString().c_str());
     return std::move(*created);
@@ -171,7 +186,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   FUZZ_CHECK(cp->LargestFreeExtent() == cp->pool_slots(), "free extent %u of %u after teardown",
              cp->LargestFreeExtent(), cp->pool_slots());
   now += std::chrono::seconds(3);  // nothing of the last input is within a timeout any more
-  static const std::vector<uint8_t> kJob1Secret(32, 0x3C);
+  static const std::vector<uint8_t> kJob1Secret(32, 0x3C), kOtherSecret(32, 0x3E);
   FUZZ_CHECK(cp->InstallJobKey(1, proto::SecMode::kMac, kJob1Secret).ok(), "InstallJobKey");
   FuzzReader in(data, size);
   std::vector<uint8_t> pkt;
@@ -226,6 +241,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                          .ok(),
                      "SealJoinProof");
           if (lanes & 0x80) pkt[proto::kHeaderBytes + lanes % 16] ^= 1;  // damaged
+          sealed = false;
+          pkt.resize(pkt.size() + proto::kCrcBytes);  // kept whole below
+          break;
+        }
+        if (!(t & 0x80) && (t & 0x20) && (lanes & 0x10)) {
+          // A SET_KEY under the plane's admin secret (a growing sequence, or the last again: a
+          // replay): job 1's key again (mac, kept), or a mode no fabric takes (0, 3: refused with
+          // error(key_refused), nothing installed), sometimes damaged.
+          static uint64_t seq = 0;
+          if (!(r & 0x40)) ++seq;
+          const bool again = kw & 0x40;
+          const auto mode =
+              again ? proto::SecMode::kMac : static_cast<proto::SecMode>((kw & 0x20) ? 3 : 0);
+          auto m = proto::SealSetKey(kAdminSecret, again ? 1 : h.job, mode,
+                                     again ? kJob1Secret : kOtherSecret, seq);
+          FUZZ_CHECK(m.ok(), "SealSetKey");
+          pkt = std::move(*m);
+          if (lanes & 0x80) pkt[lanes % pkt.size()] ^= 1;  // damaged
           sealed = false;
           pkt.resize(pkt.size() + proto::kCrcBytes);  // kept whole below
           break;

@@ -10,7 +10,8 @@
 //           re-join's epoch, K, window, lanes), a proven JOIN answering the last join_challenge
 //           its peer got (job 1's secret, another, or damaged), LEAVE, ALLOC_JOB, HELLO, a
 //           launcher's SET_KEY (the leaf's admin secret or the spine's, a fresh sequence or the
-//           last again, job 1's key again or another job's, sometimes damaged), or any type;
+//           last again, job 1's key again or another job's, in mode mac, mac_encrypt or 3,
+//           which no fabric takes, sometimes damaged), or any type;
 //           sealed unless a flag says raw.
 //   op%5 1: a worker's data packet: job, rank, slot, gen, count, offset, flags, a payload; CRC
 //           sealed, raw, or for job 1 sealed under its local grant's up key (nonce: rank, slot,
@@ -18,7 +19,8 @@
 //   op%5 2: from the spine: join_ack (epoch, window, K, job timeout), join_wait, join_challenge
 //           (the salt the harness keeps), error (any code), result (CRC, or for job 1 sealed
 //           under the spine's down key of grant 1 or 2 with the salt it sent), alloc_ack,
-//           set_key_ack (of the last key the leaf passed on, its sequence or the next), any.
+//           set_key_ack or error(key_refused) (of the last key the leaf passed on, its sequence
+//           or the next), any.
 //   op%5 3: time passes (0..2.5 s) and both Ticks run (job timeout 1 s).
 //   op%5 4: raw bytes from a worker or the spine.
 // Checked after every record: every packet the leaf sends is at most kMaxPacketBytes and a whole
@@ -297,8 +299,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           static uint64_t seq = 0;
           if (!(r & 2)) ++seq;  // else the last sequence again: a replay
           const uint16_t job = (j & 1) ? kKeyedJob : static_cast<uint16_t>(100 + j % 4);
-          const auto mode =
-              (job == kKeyedJob || (j & 2)) ? proto::SecMode::kMac : proto::SecMode::kMacEncrypt;
+          // Mode 3 sometimes, for a job of its own: refused at the leaf (error(key_refused)).
+          const auto mode = (job == kKeyedJob || (j & 2)) ? proto::SecMode::kMac
+                            : (j & 8)                     ? static_cast<proto::SecMode>(3)
+                                                          : proto::SecMode::kMacEncrypt;
           auto m = proto::SealSetKey((r & 1) ? kSpineAdmin : kAdmin, job, mode,
                                      (j & 4) ? kOther : kSecret, seq);
           FUZZ_CHECK(m.ok(), "SealSetKey");
@@ -453,8 +457,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
           default:  // an alloc_ack, a set_key_ack, or any type
             pkt.assign(proto::MessageBytes(0), 0);
             if ((t & 0xC0) == 0x40) {
+              // The spine's answer to the last key passed on: an ack, or a refusal of its mode
+              // (a spine whose engine cannot run it), which the leaf passes to the launcher.
               const uint64_t seq = sink.key_seq + ((j & 0x20) ? 1 : 0);
-              proto::SetKeyAck(sink.key_job, seq).Encode(pkt.data());
+              if (j & 0x10) {
+                proto::SetKeyRefused(sink.key_job, seq, 2).Encode(pkt.data());
+              } else {
+                proto::SetKeyAck(sink.key_job, seq).Encode(pkt.data());
+              }
               break;
             }
             h.type = (t & 0x80) ? static_cast<proto::MsgType>(in.Byte() % 16)
