@@ -488,6 +488,8 @@ void ControlPlane::HandleJoin(const p::JoinMsg& h, const Peer& from, TimePoint n
     } else if (j.queued) {
       if (h.release == 0) j.idle_queued = false;  // a call waits for the job's next grant
       SendJoinWait(j, from, h.rank, out);
+    } else if (Pending(j)) {
+      SendJoinPending(j, from, h.rank, out);
     }
     return;
   }
@@ -608,6 +610,11 @@ void ControlPlane::Enqueue(JobEntry& j, ReplySink& out) {
   j.rejoin_mask = {};
   AdmitQueued(out);
   if (j.used && j.queued) Bump(ControlCounter::kJobsQueued);
+}
+
+void ControlPlane::AskWindow(uint16_t job_id, uint16_t window) {
+  const int32_t idx = index_[job_id];
+  if (idx >= 0 && window >= 1) jobs_[static_cast<size_t>(idx)].window_asked = window;
 }
 
 uint32_t ControlPlane::FittingWindow(uint16_t world_size, uint16_t k) const {
@@ -834,6 +841,22 @@ void ControlPlane::SendJoinWait(const JobEntry& j, const Peer& to, uint16_t rank
   }
   SendReply(to, p::JoinWaitMsg{.job = j.job_id, .rank = rank, .k = j.k, .queue_ahead = ahead}, out);
   Bump(ControlCounter::kJoinWaits);
+}
+
+void ControlPlane::SendJoinPending(const JobEntry& j, const Peer& to, uint16_t rank,
+                                   ReplySink& out) {
+  const auto all_lanes = static_cast<uint16_t>((1u << j.lanes) - 1);
+  uint16_t missing = 0;
+  while (missing < j.world_size && j.lane_mask[missing] == all_lanes) ++missing;
+  SendReply(to,
+            p::JoinPendingMsg{.scope = static_cast<uint8_t>(j.tree_world != 0 ? 1 : 0),
+                              .job = j.job_id,
+                              .rank = rank,
+                              .joined = j.joined,
+                              .missing_rank = missing,
+                              .world_size = j.world_size},
+            out);
+  Bump(ControlCounter::kJoinPendings);
 }
 
 void ControlPlane::HandleLeave(const p::LeaveMsg& h, const Peer& from, ReplySink& out) {

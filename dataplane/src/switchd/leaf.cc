@@ -148,6 +148,13 @@ void Leaf::Send(const Peer& to, std::span<const uint8_t> packet) {
       e.Encode(b);
     }
   }
+  if (p::IsType(b, p::MsgType::kJoinPending)) {
+    // The local control plane waits for this leaf's workers: the missing one's rank in the tree.
+    auto pending = p::JoinPendingMsg::Decode(b);
+    pending.missing_rank += j->ranks.lo;
+    pending.scope = 2;
+    pending.Encode(b);
+  }
   if (p::IsType(b, p::MsgType::kJoinAck)) {
     j->local_seen = true;
     auto ack = p::JoinAckMsg::Decode(b);
@@ -160,7 +167,9 @@ void Leaf::Send(const Peer& to, std::span<const uint8_t> packet) {
     }
     if (ack.epoch != j->local_epoch) LocalGrant(*j, ack.epoch);
     if (j->ending != p::ErrorCode::kNone) return;
-    ack.lease = 0;  // none: a leaf does not re-join the spine
+    // The spine's lease: the workers re-join after as many calls, and once every one of them
+    // did, so does the leaf at the spine (ReJoinUp).
+    ack.lease = j->spine_lease;
     ack.Encode(b);
   }
   p::SealMessage(b, p::kHeaderBytes);
@@ -394,10 +403,13 @@ void Leaf::HandleJoin(const p::JoinMsg& h, std::span<const uint8_t> packet, cons
     out_.SendTo(from, {buf_.data(), kCtlBytes}, false);
     return;
   }
-  if (j->state == State::kRunning && h.window < j->window && h.rejoin_epoch != 0 &&
-      h.rejoin_epoch == j->local_epoch && h.world_size == j->world && h.rank >= j->ranks.lo &&
+  // A re-join of the local grant, at its lease's end or asking less, that the spine has not
+  // answered yet: the leaf re-joins the spine once every local rank did.
+  if (j->state == State::kRunning && (h.window < j->window || j->spine_lease != 0) &&
+      h.rejoin_epoch != 0 && h.rejoin_epoch == j->local_epoch &&
+      j->regranted_for != j->local_epoch && h.world_size == j->world && h.rank >= j->ranks.lo &&
       h.rank < j->ranks.lo + j->ranks.n && JoinedFrom(*j, h.rank - j->ranks.lo, from)) {
-    AskLess(*j, h, from, now);
+    ReJoinUp(*j, h, from, now);
     return;
   }
   // The parameters the leaf maps must be the job's; the rest the control plane checks.
@@ -407,7 +419,7 @@ void Leaf::HandleJoin(const p::JoinMsg& h, std::span<const uint8_t> packet, cons
     bad = p::JoinParam::kWorldSize;
     value = j->world;
   } else if (j->state == State::kRunning && h.window < j->window) {
-    // The spine granted more than this worker asks, and this is no re-join asking less (AskLess):
+    // The spine granted more than this worker asks, and this is no re-join asking less (ReJoinUp):
     // it cannot take the job's window.
     bad = p::JoinParam::kWindow;
     value = j->window;
@@ -435,6 +447,10 @@ void Leaf::HandleJoin(const p::JoinMsg& h, std::span<const uint8_t> packet, cons
   if (j->state == State::kJoining) {
     if (j->spine_waiting) {
       SendReply(from, p::JoinWaitMsg{.job = h.job, .rank = h.rank, .queue_ahead = j->ahead});
+    } else if (j->spine_pending) {
+      p::JoinPendingMsg pending = *j->spine_pending;  // the spine waits for another leaf
+      pending.rank = h.rank;
+      SendReply(from, pending);
     }
     return;
   }
@@ -463,15 +479,16 @@ bool Leaf::JoinedFrom(const Job& j, uint16_t local_rank, const Peer& from) const
   return false;
 }
 
-void Leaf::AskLess(Job& j, const p::JoinMsg& h, const Peer& from, TimePoint now) {
+void Leaf::ReJoinUp(Job& j, const p::JoinMsg& h, const Peer& from, TimePoint now) {
   j.less_ranks |= uint64_t{1} << (h.rank - j.ranks.lo);
   const bool less = h.window < j.window_asked;
   if (less) j.window_asked = h.window;
   const uint64_t all = j.ranks.n >= 64 ? ~uint64_t{0} : (uint64_t{1} << j.ranks.n) - 1;
-  if (j.less_ranks != all) return;  // the grant stands until every local rank asked
+  if (j.less_ranks != all) return;  // the grant stands until every local rank re-joined
   if (!j.asking_less || less) {
-    // Every local rank is done with the grant: the spine's, re-joined asking the least. The
-    // workers resend their re-joins until the new grant reaches them (Granted).
+    // Every local rank is done with the grant: the spine's, re-joined (asking the least), which
+    // counts there as this leaf's re-join at the lease's end. The workers resend their re-joins
+    // until the new grant reaches them (Granted).
     j.asking_less = true;
     j.spine_waiting = false;
     SendUpJoin(j);
@@ -643,7 +660,12 @@ void Leaf::HandleUpstream(std::span<const uint8_t> packet, TimePoint now) {
     const auto ack = p::JoinAckMsg::Decode(h);
     if (j->state == State::kRunning && j->asking_less && ack.epoch != j->spine_epoch &&
         ack.k == j->k && ack.window >= 1 && ack.window <= j->up_window_max) {
-      (void)Granted(*j, ack, now);  // the new grant, less: the workers' re-join resends take it
+      // The new grant (at a lease's end, or asking less): the workers' re-join resends take it
+      // from the local control plane, asked exactly that window.
+      if (Granted(*j, ack, now)) {
+        j->regranted_for = j->local_epoch;
+        control_.AskWindow(j->id, j->window);
+      }
       return;
     }
     if (j->state == State::kRunning && ack.k == j->k &&
@@ -658,6 +680,20 @@ void Leaf::HandleUpstream(std::span<const uint8_t> packet, TimePoint now) {
       return;
     }
     (void)Granted(*j, ack, now);
+  } else if (p::IsType(h, p::MsgType::kJoinPending)) {
+    // The spine waits for leaves: what this leaf's workers hear while they wait for it.
+    const auto pending = p::JoinPendingMsg::Decode(h);
+    if (j->state != State::kJoining || pending.missing_rank >= config_.leaves) {
+      Bump(LeafCounter::kUpStale);
+      return;
+    }
+    const LeafRanks missing = RanksOfLeaf(pending.missing_rank, config_.leaves, j->world);
+    j->spine_pending = p::JoinPendingMsg{.scope = 1,
+                                         .job = j->id,
+                                         .missing_ranks = missing.n,
+                                         .joined = pending.joined,
+                                         .missing_rank = missing.lo,
+                                         .world_size = pending.world_size};
   } else if (p::IsType(h, p::MsgType::kJoinWait)) {
     if (j->state == State::kJoining || (j->state == State::kRunning && j->asking_less)) {
       j->spine_waiting = true;
@@ -741,6 +777,7 @@ void Leaf::LocalGrant(Job& j, uint8_t epoch) {
 bool Leaf::Granted(Job& j, const p::JoinAckMsg& ack, TimePoint now) {
   j.state = State::kRunning;
   j.spine_epoch = ack.epoch;
+  j.spine_lease = ack.lease;
   j.asking_less = false;
   j.less_ranks = 0;
   j.spine_waiting = false;

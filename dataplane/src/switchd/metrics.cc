@@ -148,6 +148,9 @@ constexpr OwnMetric kOwn[] = {
      "Releases called off: a rank called again before every lane re-joined."},
     {"release_stands", "ina_switch_idle_release_stands_total", "",
      "Re-joins for a release answered that the grant stands (called off, or heard late)."},
+    {"join_pendings", "ina_switch_join_pendings_total", "",
+     "JOIN_PENDINGs sent: resent JOINs of a job still waiting for ranks, told which has not "
+     "joined."},
     // A leaf of two-level aggregation (LeafCounter, docs/hierarchy.md).
     {"leaf_up_joins", "ina_switch_leaf_up_joins_total", "", "JOINs sent to the spine."},
     {"leaf_up_data", "ina_switch_leaf_up_data_packets_total", "",

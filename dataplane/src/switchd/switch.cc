@@ -58,7 +58,8 @@ class Switch::Core final {
     cc.max_jobs = config_.max_jobs;
     cc.job_timeout = std::chrono::milliseconds(config_.job_timeout_ms);
     cc.min_window = static_cast<uint16_t>(config_.min_window);
-    cc.lease_calls = config_.upstream.empty() ? config_.lease_calls : 0;  // a leaf: no leases
+    // A leaf's own control plane: no leases; its workers get the spine's (leaf.h, "Leases").
+    cc.lease_calls = config_.upstream.empty() ? config_.lease_calls : 0;
     // Nor idle releases: a leaf's grant is its spine's (leaf.h).
     cc.idle_release =
         std::chrono::milliseconds(config_.upstream.empty() ? config_.idle_release_ms : 0);

@@ -115,6 +115,7 @@ void Membership::Join(uint8_t finished_epoch, TimePoint now, bool release) {
   ahead_ = 0;
   proving_ = false;
   proofs_refused_ = 0;
+  pending_.reset();
   proto::JoinMsg join{.release = static_cast<uint8_t>(release ? 1 : 0),
                       .rejoin_epoch = finished_epoch,
                       .job = cfg_.job_id,
@@ -204,6 +205,10 @@ void Membership::OnPacket(std::span<const uint8_t> packet, TimePoint now) {
       // its answer, not at once.
       next_send_ = now + cfg_.resend;
       return;
+    case proto::MsgType::kJoinPending:
+      // The job waits for ranks: the join timeout runs on, and names who was missing.
+      if (state_ == State::kJoining) pending_ = proto::JoinPendingMsg::From(a);
+      return;
     case proto::MsgType::kJoinChallenge:
       OnChallenge(packet, now);
       return;
@@ -238,6 +243,34 @@ void Membership::OnJoinAck(const proto::JoinAckMsg& a) {
                  a.release};
 }
 
+namespace {
+
+// A join_pending's news, for the join timeout's message.
+std::string MissingWords(const proto::JoinPendingMsg& p) {
+  const std::string of = std::to_string(p.joined) + " of " + std::to_string(p.world_size);
+  const std::string rank = std::to_string(p.missing_rank);
+  switch (p.scope) {
+    case 1: {
+      std::string ranks = "the leaf of rank " + rank;
+      if (p.missing_ranks > 1) {
+        ranks = "the leaf of ranks " + rank + ".." +
+                std::to_string(p.missing_rank + p.missing_ranks - 1);
+      }
+      return of + " leaves of the tree joined the spine; " + ranks +
+             " has not (did those ranks start, and does their leaf reach the spine? "
+             "docs/hierarchy.md)";
+    }
+    case 2:
+      return of + " ranks of this leaf joined it; rank " + rank +
+             " has not (did it start, with this leaf as its INA_SWITCH?)";
+    default:
+      return of + " ranks joined the job at the switch; rank " + rank +
+             " has not (did it start, with this switch as its INA_SWITCH?)";
+  }
+}
+
+}  // namespace
+
 void Membership::OnTimers(TimePoint now) {
   if (!joining()) return;
   const bool queued = state_ == State::kQueued;
@@ -249,8 +282,10 @@ void Membership::OnTimers(TimePoint now) {
                      " ms for slots (slot_wait_timeout_ms, INA_SLOT_WAIT_MS): every rank joined "
                      "but the switch's slot pool is busy; it queued the job behind " +
                      std::to_string(ahead_) + " other job(s)"
-               : "no join_ack within " + std::to_string(cfg_.join_timeout.count()) +
-                     " ms (did every rank " + (finished_epoch_ == 0 ? "start?)" : "re-join?)");
+               : "no join_ack within " + std::to_string(cfg_.join_timeout.count()) + " ms" +
+                     (pending_ ? ": " + MissingWords(*pending_)
+                               : std::string(" (did every rank ") +
+                                     (finished_epoch_ == 0 ? "start?)" : "re-join?)"));
     if (proofs_refused_ > 0) {
       m += "; the fabric answered this rank's proof of the job secret with another challenge " +
            std::to_string(proofs_refused_) +
@@ -288,8 +323,14 @@ void Membership::Cancel() {
 
 void Membership::OnTransportError(const Status& s) {
   if (!joining() || s.ok()) return;
+  if (s.code() == StatusCode::kUnavailable && finished_epoch_ == 0) {
+    last_transport_error_ = s;  // the fabric is not up yet: the first join keeps trying
+    return;
+  }
   if (s.code() == StatusCode::kUnavailable) {
-    last_transport_error_ = s;
+    // A re-join: the fabric granted this job a moment ago and is gone now (its port refuses: it
+    // died, or restarted without the job). Waiting out the join timeout would change nothing.
+    Fail(Unavailable(Who() + ": the fabric went away since its last grant (" + s.ToString() + ")"));
     return;
   }
   Fail(s.WithContext(Who()));

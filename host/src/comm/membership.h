@@ -16,6 +16,8 @@
 //                                                (sec mac, tagged under the challenge's nonce),
 //                                                queued at once; a CRC-only job fails
 //                                                (FailedPrecondition: the fabric holds a key)
+//   kJoining --join_pending--> kJoining          the job waits for ranks: remembered, and the
+//                                                timeout then names who had not joined
 //   kJoining --join_wait--> kQueued              every rank joined; the job waits for slots
 //   kJoining|kQueued --join_ack--> kMember       a grant (grant()), checked against the ask
 //   kJoining|kQueued --error--> kFailed          the refusal's Status (JoinError)
@@ -35,10 +37,12 @@
 // queued job). The deadline is join_timeout from Join, or slot_wait_timeout from the first
 // join_wait. Replies: only messages of this version whose CRC32C trailer matches, for this job:
 // join_ack (on a re-join, not the old grant's: its epoch differs, but for release 2, "the grant
-// stands", the answer to a re-join for a release the fabric called off), join_wait, error,
-// join_challenge (this rank and lane, a payload of proto::kJoinChallengeBytes). Everything
+// stands", the answer to a re-join for a release the fabric called off), join_wait, join_pending,
+// error, join_challenge (this rank and lane, a payload of proto::kJoinChallengeBytes). Everything
 // else is ignored. A transport error Unavailable (the fabric is not up yet) is remembered and
-// named in the timeout's message; any other fails the join.
+// named in the timeout's message at the first join; at a re-join (the fabric granted the job a
+// moment ago, so its port refusing means it went away) it fails the re-join at once, as any
+// other transport error fails the join.
 //
 // LEAVE is best effort: nothing acknowledges it, so its copies are sent once (what the transport
 // does not take is dropped, OnSent) and never resent.
@@ -55,6 +59,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -212,6 +217,8 @@ class Membership {
   proto::JoinChallenge challenge_{};  // the last challenge's nonce and salt
   TimePoint challenged_{};            // when challenge_ arrived
   uint32_t proofs_refused_ = 0;       // challenges repeating the one already proven
+  // The last join_pending (kJoining): who the fabric still waits for, named by the timeout.
+  std::optional<proto::JoinPendingMsg> pending_;
   Grant grant_;
   Status status_;
   Status last_transport_error_;  // Unavailable while joining, named by the timeout

@@ -265,22 +265,51 @@ TEST_F(ControlTest, JoinAcksEveryRankOnceAllJoined) {
   EXPECT_EQ(Ctr(ControlCounter::kJoins), 3u);
 }
 
-TEST_F(ControlTest, RepeatedJoinWaitsWhilePendingAndReAcksWhenActive) {
+// A JOIN resent while the job waits for ranks is answered with join_pending: how many joined and
+// the lowest rank that has not (what the worker's join timeout then names); the first JOIN is not.
+TEST_F(ControlTest, RepeatedJoinIsToldWhoIsMissingWhilePendingAndReAckedWhenActive) {
   Make();
-  Send(Join(1, 0, 2, 64, 4), MakePeer(5000));
-  Send(Join(1, 0, 2, 64, 4), MakePeer(5000));
+  Send(Join(1, 0, 3, 64, 4), MakePeer(5000));
   EXPECT_TRUE(out_.replies.empty());
-  EXPECT_EQ(cp_->Jobs()[0].joined, 1);
-  Send(Join(1, 1, 2, 64, 4), MakePeer(5001));
-  ASSERT_EQ(out_.replies.size(), 2u);
+  Send(Join(1, 2, 3, 64, 4), MakePeer(5002));
+  EXPECT_TRUE(out_.replies.empty());
+  Send(Join(1, 0, 3, 64, 4), MakePeer(5000));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  EXPECT_EQ(out_.replies[0].to, MakePeer(5000));
+  ASSERT_EQ(out_.replies[0].h.type, p::MsgType::kJoinPending);
+  const auto pending = p::JoinPendingMsg::From(out_.replies[0].h);
+  EXPECT_EQ(pending.job, 1);
+  EXPECT_EQ(pending.rank, 0);
+  EXPECT_EQ(pending.joined, 2);
+  EXPECT_EQ(pending.world_size, 3);
+  EXPECT_EQ(pending.missing_rank, 1u);
+  EXPECT_EQ(pending.scope, 0);
+  EXPECT_EQ(Ctr(ControlCounter::kJoinPendings), 1u);
+  EXPECT_EQ(cp_->Jobs()[0].joined, 2);
   out_.replies.clear();
-  Send(Join(1, 1, 2, 64, 4), MakePeer(5001));
+  Send(Join(1, 1, 3, 64, 4), MakePeer(5001));
+  ASSERT_EQ(out_.replies.size(), 3u);
+  out_.replies.clear();
+  Send(Join(1, 1, 3, 64, 4), MakePeer(5001));
   ASSERT_EQ(out_.replies.size(), 1u);
   EXPECT_EQ(out_.replies[0].to, MakePeer(5001));
   EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kJoinAck);
   EXPECT_EQ(out_.replies[0].h.rank, 1);
   EXPECT_EQ(out_.replies[0].h.offset, 4u);
   EXPECT_EQ(Ctr(ControlCounter::kJobsAdmitted), 1u);
+  EXPECT_EQ(Ctr(ControlCounter::kJoinPendings), 1u);
+  // At a spine, a job of leaves (JOIN tree_world): the ranks are leaves (scope 1).
+  out_.replies.clear();
+  const auto leaf_join = Control(
+      p::JoinMsg{.tree_world = 8, .job = 2, .rank = 1, .k = 64, .window = 4, .world_size = 2});
+  Send(leaf_join, MakePeer(5100));
+  Send(leaf_join, MakePeer(5100));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  const auto leaves = p::JoinPendingMsg::From(out_.replies[0].h);
+  EXPECT_EQ(leaves.scope, 1);
+  EXPECT_EQ(leaves.joined, 1);
+  EXPECT_EQ(leaves.world_size, 2);
+  EXPECT_EQ(leaves.missing_rank, 0u);
 }
 
 TEST_F(ControlTest, OutOfRangeParamsAreBadParams) {
@@ -1341,9 +1370,13 @@ TEST_F(ControlTest, LanesAdmitOnlyWhenEveryLaneOfEveryRankJoined) {
   EXPECT_FALSE(cp_->Jobs()[0].active);
   EXPECT_EQ(cp_->Jobs()[0].joined, 1);  // ranks with every lane
   EXPECT_EQ(cp_->Jobs()[0].lanes, kLanes);
-  // A repeat from a joined lane while pending: nothing.
+  // A repeat from a joined lane while pending: join_pending, rank 1 the lowest without every lane.
   Send(LaneJoin(20, 1, 2, 64, 8, 2, kLanes), MakePeer(LanePort(1, 2)));
-  EXPECT_TRUE(out_.replies.empty());
+  ASSERT_EQ(out_.replies.size(), 1u);
+  ASSERT_EQ(out_.replies[0].h.type, p::MsgType::kJoinPending);
+  EXPECT_EQ(p::JoinPendingMsg::From(out_.replies[0].h).joined, 1);
+  EXPECT_EQ(p::JoinPendingMsg::From(out_.replies[0].h).missing_rank, 1u);
+  out_.replies.clear();
   // The last lane: every lane of every rank gets join_ack with its rank and the window.
   Send(LaneJoin(20, 1, 2, 64, 8, 1, kLanes), MakePeer(LanePort(1, 1)));
   ASSERT_EQ(out_.replies.size(), 6u);
@@ -2226,7 +2259,9 @@ TEST_F(ControlTest, KeyedJoinProvesTheSecretAgainstAFreshNonce) {
   proof[p::kFlagsOffset] |= p::flags::kRetx;
   Send(proof, a, t0 + std::chrono::seconds(13));
   EXPECT_EQ(Ctr(ControlCounter::kJoinsProven), 2u);
-  EXPECT_TRUE(out_.replies.empty()) << "rank 1 has not joined: no ack yet";
+  ASSERT_EQ(out_.replies.size(), 1u) << "rank 1 has not joined: no ack yet";
+  EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kJoinPending);
+  EXPECT_EQ(p::JoinPendingMsg::From(out_.replies[0].h).missing_rank, 1u);
   // Replayed after its time (the nonce's period and the next have passed): refused.
   Send(proof, a, t0 + std::chrono::seconds(25));
   EXPECT_EQ(Ctr(ControlCounter::kJoinsUnproven), 5u);
@@ -2237,6 +2272,9 @@ TEST_F(ControlTest, KeyedJoinProvesTheSecretAgainstAFreshNonce) {
   prove_[5] = secret;
   out_.replies.clear();
   Send(join0, a, t0 + std::chrono::seconds(30));
+  ASSERT_EQ(out_.replies.size(), 1u);
+  EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kJoinPending);
+  out_.replies.clear();
   Send(Join(5, 1, 2, 64, 4), b, t0 + std::chrono::seconds(30));
   ASSERT_EQ(out_.replies.size(), 2u);
   EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kJoinAck);

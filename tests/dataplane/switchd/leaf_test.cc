@@ -205,7 +205,7 @@ class LeafHarness : public LeafSink, public Emitter {
       EXPECT_EQ(acks[l].h().type, p::MsgType::kJoinAck);
       EXPECT_EQ(acks[l].h().rank, 4 + l) << "the worker's global rank";
       EXPECT_EQ(acks[l].h().offset, kGranted) << "the spine's window";
-      EXPECT_EQ(acks[l].h().aux, 0) << "no lease";
+      EXPECT_EQ(acks[l].h().aux, 64) << "the spine's lease";
     }
   }
 
@@ -1447,6 +1447,170 @@ TEST(Leaf, AKeyTheSpineRefusesIsRefusedToItsSender) {
   EXPECT_EQ(p::ErrorMsg::From(got[0].h()).code, p::ErrorCode::kKeyRefused);
   EXPECT_EQ(p::SetKeySeq(p::ErrorMsg::From(got[0].h())), seq + 1);
   EXPECT_EQ(t.Count(LeafCounter::kUpKeys), 1u) << "only the first went up";
+}
+
+// Who is missing, as the workers' join timeout will name it: while the spine waits for another
+// leaf, its join_pending (leaves) reaches the workers as the missing leaf's ranks (scope 1);
+// once the spine granted, the local control plane's (this leaf's ranks) reaches them with the
+// missing worker's rank in the whole tree (scope 2).
+TEST(Leaf, AWorkerIsToldWhoIsMissingAtTheSpineAndAtItsLeaf) {
+  LeafHarness t;
+  for (uint16_t l = 0; l < 4; ++l)
+    t.FromWorker(l, Message(WorkerJoin(static_cast<uint16_t>(4 + l))));
+  ASSERT_EQ(t.TakeTo(t.spine).size(), 1u);
+  EXPECT_TRUE(t.Take().empty()) << "nothing known yet";
+  // The spine has leaf 1 (this one) of 2: leaf 0, ranks 0..3, is missing.
+  t.FromSpine(Message(
+      p::JoinPendingMsg{.job = kJob, .rank = 1, .joined = 1, .missing_rank = 0, .world_size = 2}
+          .ToHeader()));
+  t.FromSpine(Message(  // nonsense: a leaf the tree does not have
+      p::JoinPendingMsg{.job = kJob, .rank = 1, .joined = 1, .missing_rank = 2, .world_size = 2}
+          .ToHeader()));
+  EXPECT_EQ(t.Count(LeafCounter::kUpStale), 1u);
+  t.FromWorker(2, Message(WorkerJoin(6)));
+  auto got = t.Take();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].to, t.workers[2]);
+  ASSERT_EQ(got[0].h().type, p::MsgType::kJoinPending);
+  auto pending = p::JoinPendingMsg::From(got[0].h());
+  EXPECT_EQ(pending.rank, 6);
+  EXPECT_EQ(pending.scope, 1);
+  EXPECT_EQ(pending.joined, 1);
+  EXPECT_EQ(pending.world_size, 2);
+  EXPECT_EQ(pending.missing_rank, 0u) << "leaf 0's first rank";
+  EXPECT_EQ(pending.missing_ranks, 4);
+  // Granted; then local ranks 4, 5 and 7 join the local grant, 6 does not.
+  t.FromSpine(Message(
+      p::JoinAckMsg{.job = kJob, .rank = 1, .epoch = 3, .k = kK, .window = kGranted}.ToHeader()));
+  for (uint16_t l : {0, 1, 3}) t.FromWorker(l, Message(WorkerJoin(static_cast<uint16_t>(4 + l))));
+  EXPECT_TRUE(t.Take().empty()) << "first JOINs at the local control plane: no answer";
+  t.FromWorker(3, Message(WorkerJoin(7)));
+  got = t.Take();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[0].to, t.workers[3]);
+  ASSERT_EQ(got[0].h().type, p::MsgType::kJoinPending);
+  pending = p::JoinPendingMsg::From(got[0].h());
+  EXPECT_EQ(pending.rank, 7);
+  EXPECT_EQ(pending.scope, 2);
+  EXPECT_EQ(pending.joined, 3);
+  EXPECT_EQ(pending.world_size, 4) << "this leaf's ranks";
+  EXPECT_EQ(pending.missing_rank, 6u) << "the missing worker's rank in the tree";
+  // The last one: every worker acked.
+  t.FromWorker(2, Message(WorkerJoin(6)));
+  got = t.Take();
+  ASSERT_EQ(got.size(), 4u);
+  for (const Sent& x : got) EXPECT_EQ(x.h().type, p::MsgType::kJoinAck);
+}
+
+// Leases through a tree: the spine (a real control plane, --lease-calls 2, a pool of 16) grants
+// the job its lease; the leaf passes it to its workers; when every worker re-joined at its end
+// the leaf re-joins the spine, and the spine, once leaf 0 did too, takes the grant back and gives
+// the job its fair share again: 8 of 16 while a second job waits, 16 again once that one ended
+// (more than the local grant before it: the local control plane is asked exactly the spine's
+// window). The workers' re-joins get the new grant each time, and the job runs on it.
+TEST(Leaf, ALeaseEndReJoinsTheSpineAndTheTreeSharesItsPool) {
+  LeafHarness t;
+  auto spine_engine = MakeReferenceEngine({16, 8});
+  ControlConfig sc;
+  sc.lease_calls = 2;
+  sc.min_window = 1;
+  auto spine = std::move(ControlPlane::Create(*spine_engine, sc)).value();
+  struct : ReplySink {
+    void Send(const Peer& to, std::span<const uint8_t> packet) override {
+      out.push_back({to, {packet.begin(), packet.end()}});
+    }
+    std::vector<Sent> out;
+  } spine_out;
+  const Peer leaf0 = MakePeer(5000), leaf1 = MakePeer(5001), other = MakePeer(5002);
+  // Everything the leaf sent the spine, to the spine; every answer for leaf 1 back to it.
+  auto pump = [&] {
+    for (const Sent& x : t.TakeTo(t.spine)) spine->HandleControl(x.bytes, leaf1, t.now, spine_out);
+    std::vector<Sent> to_leaf1;
+    for (Sent& x : spine_out.out) {
+      if (x.to == leaf1) to_leaf1.push_back(std::move(x));
+    }
+    spine_out.out.clear();
+    for (const Sent& x : to_leaf1) t.FromSpine(x.bytes);
+  };
+  auto leaf0_join = [&](uint8_t rejoin_epoch) {
+    const auto m = MakeControl(p::JoinMsg{.rejoin_epoch = rejoin_epoch,
+                                          .tree_world = kWorld,
+                                          .job = kJob,
+                                          .rank = 0,
+                                          .k = kK,
+                                          .window = kWindow,
+                                          .world_size = 2});
+    spine->HandleControl(m, leaf0, t.now, spine_out);
+  };
+  auto join = [&](uint16_t l, uint8_t rejoin_epoch) {
+    t.FromWorker(l, Message(p::JoinMsg{.rejoin_epoch = rejoin_epoch,
+                                       .job = kJob,
+                                       .rank = static_cast<uint16_t>(4 + l),
+                                       .k = kK,
+                                       .window = kWindow,
+                                       .world_size = kWorld}
+                                .ToHeader()));
+  };
+  // Every worker's JOIN (first, or re-join of `epoch`), the spine answering, until every worker
+  // has its join_ack: the grant's (window, epoch, lease).
+  auto grant = [&](uint8_t epoch) {
+    for (uint16_t l = 0; l < 4; ++l) join(l, epoch);
+    pump();
+    for (uint16_t l = 0; l < 4; ++l) join(l, epoch);  // the resends take the spine's grant
+    auto acks = t.Take();
+    EXPECT_EQ(acks.size(), 4u);
+    p::JoinAckMsg ack{};
+    for (const Sent& a : acks) {
+      EXPECT_EQ(a.h().type, p::MsgType::kJoinAck);
+      ack = p::JoinAckMsg::From(a.h());
+    }
+    return ack;
+  };
+  leaf0_join(0);
+  auto first = grant(0);
+  EXPECT_EQ(first.window, 16);
+  EXPECT_EQ(first.lease, 2) << "the spine's lease, passed on";
+  // A second job asks the whole pool: it waits.
+  const auto other_join =
+      MakeControl(p::JoinMsg{.job = 10, .rank = 0, .k = kK, .window = 16, .world_size = 1});
+  spine->HandleControl(other_join, other, t.now, spine_out);
+  spine_out.out.clear();
+  EXPECT_EQ(spine->Jobs().size(), 2u);
+  // Two calls later: the workers re-join; the leaf re-joins the spine once all four did.
+  for (uint16_t l = 0; l < 3; ++l) join(l, first.epoch);
+  EXPECT_TRUE(t.TakeTo(t.spine).empty()) << "the grant stands until every local rank re-joined";
+  join(3, first.epoch);
+  auto up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 1u);
+  EXPECT_EQ(p::JoinMsg::From(up[0].h()).rejoin_epoch, 1) << "a re-join of the spine's grant";
+  spine->HandleControl(up[0].bytes, leaf1, t.now, spine_out);
+  leaf0_join(1);  // leaf 0 re-joins too: the grant goes back, both jobs share the pool
+  auto second = grant(first.epoch);
+  EXPECT_EQ(second.window, 8) << "its fair share beside the other job";
+  EXPECT_NE(second.epoch, first.epoch);
+  EXPECT_EQ(second.lease, 2);
+  EXPECT_EQ(t.Count(LeafCounter::kUpStale), 0u);
+  // The job runs on the new grant: slot 5's partial goes up.
+  for (uint16_t l = 0; l < 4; ++l) t.FromWorker(l, t.Data(l, 5, 0, l + 1));
+  up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 1u);
+  EXPECT_EQ(up[0].h().type, p::MsgType::kData);
+  EXPECT_EQ(up[0].h().slot, 5);
+  EXPECT_EQ(Elem(up[0].bytes, 0), 10);
+  // The other job ends; at the next lease end the job gets the whole pool back, more than the
+  // local grant it had: the local control plane grants it that.
+  spine->HandleControl(MakeControl(p::LeaveMsg{.job = 10, .rank = 0}), other, t.now, spine_out);
+  spine_out.out.clear();
+  for (uint16_t l = 0; l < 4; ++l) join(l, second.epoch);
+  up = t.TakeTo(t.spine);
+  ASSERT_EQ(up.size(), 1u);
+  spine->HandleControl(up[0].bytes, leaf1, t.now, spine_out);
+  leaf0_join(2);
+  auto third = grant(second.epoch);
+  EXPECT_EQ(third.window, 16) << "the whole pool again";
+  EXPECT_NE(third.epoch, second.epoch);
+  EXPECT_EQ(t.Count(LeafCounter::kNoSlots), 0u);
+  EXPECT_EQ(Get(spine->counters(), ControlCounter::kRegrants), 2u);
 }
 
 }  // namespace

@@ -383,11 +383,15 @@ class Hierarchy : public ::testing::TestWithParam<bool> {
   // them (lanes == cores); the flat run stays on one core with the same lanes.
   // `sec` mac or mac_encrypt: the tree's job is keyed (its key at every switch), the flat one
   // CRC-only; `pass_keys`: the key installed at the leaves only, passed on to the spine.
+  // `lease_calls` > 0: the switches' --lease-calls (the spine's lease, which its leaves pass to
+  // their workers): the tree's job is granted again after every that many calls.
   void ExpectTreeEqualsFlat(const std::string& type, size_t elements, int lanes = 1,
                             const std::string& leaf0_bin = INA_SWITCHD_BIN, int cores = 1,
                             Spine spine = Spine::kSameCores, const std::string& sec = "crc",
-                            bool pass_keys = false) {
-    const std::vector<std::string> faults = {"--drop-rate", "0.02", "--dup-rate", "0.01"};
+                            bool pass_keys = false, int lease_calls = 0) {
+    std::vector<std::string> faults = {"--drop-rate", "0.02", "--dup-rate", "0.01"};
+    if (lease_calls > 0)
+      faults.insert(faults.end(), {"--lease-calls", std::to_string(lease_calls)});
     const bool keyed = sec != "crc";
     std::optional<Keys> keys;
     if (keyed) {
@@ -444,6 +448,15 @@ class Hierarchy : public ::testing::TestWithParam<bool> {
       if (pass_keys) {
         EXPECT_EQ(tree.spine["joins_unauthorized"], 0u);
         EXPECT_GE(tree.spine["keys_installed"], static_cast<uint64_t>(kLeaves * cores));
+      }
+    }
+    if (lease_calls > 0) {
+      // Each worker made 2 calls: the spine granted the job again after the first lease, and so
+      // did each leaf (every core its share) once its workers re-joined.
+      EXPECT_GE(tree.spine["regrants"], static_cast<uint64_t>(cores));
+      for (int i = 0; i < kLeaves; ++i) {
+        EXPECT_GE(tree.leaves[i]["regrants"], static_cast<uint64_t>(cores)) << "leaf " << i;
+        EXPECT_EQ(tree.leaves[i]["leaf_no_slots"], 0u) << "leaf " << i;
       }
     }
     // The spine aggregated one contribution per leaf per (slot, generation): its results are the
@@ -512,6 +525,60 @@ TEST_P(Hierarchy, WorkersWithTwoLanesUnderLossAreBitIdenticalToFlat) {
 // A keyed job (mac) through the tree under loss: the workers' data opened at each leaf, the
 // partials sealed for the spine and the spine's results opened and sealed again for the workers;
 // retransmissions on every hop carry their tags unchanged. Bit-identical to a CRC-only flat run.
+// Leases through the tree (docs/hierarchy.md, "Leases"): the spine's lease of 1 call, passed by
+// the leaves to their workers, so the job is granted again between its two calls, at the spine
+// and at each leaf, under loss; CRC-only, and keyed (each grant's own keys at every hop).
+TEST_P(Hierarchy, LeasesReGrantTheTreeUnderLossBitIdenticalToFlat) {
+  ExpectTreeEqualsFlat("float", 50000, 1, INA_SWITCHD_BIN, 1, Spine::kSameCores, "crc", false, 1);
+}
+
+TEST_P(Hierarchy, KeyedLeasesReGrantTheTreeUnderLossBitIdenticalToFlat) {
+  ExpectTreeEqualsFlat("float", 50000, 1, INA_SWITCHD_BIN, 1, Spine::kSameCores, "mac", false, 1);
+}
+
+// Two tree jobs on a spine whose pool holds one (32 slots, both ask 32, a lease of 4 calls): the
+// second waits (join_wait through the leaves) until the first's lease ends, and both then run on
+// their fair shares, 16 each, every result exact.
+TEST_P(Hierarchy, TwoTreeJobsShareTheSpinesPoolAtLeaseEnds) {
+  Tree t;
+  ASSERT_TRUE(StartTree(topo_, {"--slots", "32", "--lease-calls", "4"}, &t));
+  auto start = [&](int job, int repeats, std::vector<Process>* ws) {
+    for (int r = 0; r < kWorld; ++r) {
+      const int leaf = r / kPerLeaf;
+      auto argv = WorkerArgv(t.leaf_addr[leaf], r, "float", 50000, repeats, 30000);
+      for (auto& a : argv) {
+        if (a == "INA_JOB=7") a = "INA_JOB=" + std::to_string(job);
+      }
+      auto p = Process::Start(topo_.In("w" + std::to_string(leaf), argv));
+      ASSERT_TRUE(p.ok());
+      ws->push_back(std::move(*p));
+    }
+  };
+  std::vector<Process> first, second;
+  start(7, 300, &first);                // some seconds of calls
+  std::this_thread::sleep_for(1500ms);  // job 7 joined: it holds the whole pool
+  start(8, 4, &second);
+  RunResult a, b;
+  Collect(first, &a);
+  Collect(second, &b);
+  EXPECT_TRUE(a.all_exact);
+  EXPECT_TRUE(b.all_exact);
+  EXPECT_EQ(a.fingerprint.size(), static_cast<size_t>(kWorld));
+  EXPECT_EQ(b.fingerprint.size(), static_cast<size_t>(kWorld));
+  auto spine = StopSwitch(*t.spine);
+  std::printf("spine: jobs_admitted %llu, jobs_queued %llu, regrants %llu, join_waits %llu\n",
+              (unsigned long long)spine["jobs_admitted"], (unsigned long long)spine["jobs_queued"],
+              (unsigned long long)spine["regrants"], (unsigned long long)spine["join_waits"]);
+  EXPECT_EQ(spine["jobs_admitted"], 2u);
+  EXPECT_GE(spine["jobs_queued"], 1u) << "job 8 waited for job 7's lease end";
+  EXPECT_GE(spine["regrants"], 1u);
+  EXPECT_EQ(spine["jobs_done"], 2u);
+  for (int i = 0; i < kLeaves; ++i) {
+    auto leaf = StopSwitch(t.leaves[i]);
+    EXPECT_EQ(leaf["leaf_no_slots"], 0u) << "leaf " << i;
+  }
+}
+
 TEST_P(Hierarchy, KeyedUnderLossIsBitIdenticalToFlat) {
   ExpectTreeEqualsFlat("float", 50000, 1, INA_SWITCHD_BIN, 1, Spine::kSameCores, "mac");
 }
@@ -568,10 +635,12 @@ TEST_P(Hierarchy, RtlCoreAsAKeyedLeafsEngineIsBitIdenticalToFlat) {
 // (progress timeout `progress_ms`), saying the world has `world` ranks, its stdout and stderr
 // merged (what ExpectEachFails reads); appends it to `ws`.
 void StartWorker(const Topology& topo, const Tree& t, int leaf, int rank, int world, int repeats,
-                 int progress_ms, std::vector<Process>* ws, const Keys* keys = nullptr) {
+                 int progress_ms, std::vector<Process>* ws, const Keys* keys = nullptr,
+                 int join_ms = 30000) {
   auto argv = WorkerArgv(t.leaf_addr[leaf], rank, "float", 4096, repeats, progress_ms, 1, 1, keys);
   for (auto& a : argv) {
     if (a == "INA_WORLD=" + std::to_string(kWorld)) a = "INA_WORLD=" + std::to_string(world);
+    if (a == "INA_JOIN_TIMEOUT_MS=30000") a = "INA_JOIN_TIMEOUT_MS=" + std::to_string(join_ms);
   }
   argv.insert(argv.begin(), {"/bin/sh", "-c", "exec \"$0\" \"$@\" 2>&1"});
   auto p = Process::Start(topo.In("w" + std::to_string(leaf), argv));
@@ -610,8 +679,10 @@ void ExpectBoundedErrorsAfterKilling(const Topology& topo, Tree& t, Process& vic
                                      const std::string& says = "all-reduce: ",
                                      double bound_s = 20.0) {
   std::vector<Process> ws;
+  // The join timeout at its default, 10 s: a kill that lands while the tree re-joins at a lease's
+  // end (every 64 calls, the spine's default lease) fails the re-join by then.
   for (int r = 0; r < kWorld; ++r)
-    StartWorker(topo, t, r / kPerLeaf, r, kWorld, 1000000, progress_ms, &ws);
+    StartWorker(topo, t, r / kPerLeaf, r, kWorld, 1000000, progress_ms, &ws, nullptr, 10000);
   std::this_thread::sleep_for(2s);  // joined and running
   auto st = victim.Stop(SIGKILL, 5s);
   ASSERT_TRUE(st.ok());
@@ -743,13 +814,53 @@ TEST_P(Hierarchy, AWorkerAtTheWrongLeafBeforeAnyOtherFailsEveryWorkerAtOnce) {
   }
 }
 
+// Workers that never start: the others' join timeout names who is missing. With no worker of leaf
+// 1, the spine waits for that leaf, and leaf 0's workers hear "the leaf of ranks 4..7 has not"
+// (the spine's join_pending passed down); with rank 7 alone missing, the spine grants (each leaf
+// has a worker) and leaf 1's control plane waits for it: ranks 4..6 hear "rank 7 has not".
+TEST_P(Hierarchy, AJoinTimeoutNamesTheLeafOrTheRankThatNeverStarted) {
+  struct Plan {
+    int first, last;        // the ranks that start
+    std::vector<int> told;  // ranks whose join times out naming the missing ones
+    std::string says;
+  } plans[] = {
+      {0,
+       kPerLeaf - 1,
+       {0, 1, 2, 3},
+       "1 of 2 leaves of the tree joined the spine; the leaf of ranks 4..7 has not"},
+      {0, kWorld - 2, {4, 5, 6}, "3 of 4 ranks of this leaf joined it; rank 7 has not"},
+  };
+  for (const Plan& plan : plans) {
+    SCOPED_TRACE(plan.says);
+    Tree t;
+    ASSERT_TRUE(StartTree(topo_, {}, &t));
+    std::vector<Process> all;
+    const Clock::time_point started = Clock::now();
+    for (int r = plan.first; r <= plan.last; ++r) {
+      StartWorker(topo_, t, r / kPerLeaf, r, kWorld, 2, 3000, &all, nullptr, 3000);
+    }
+    std::vector<Process> told;
+    std::vector<std::string> who;
+    for (int r : plan.told) {
+      told.push_back(std::move(all[static_cast<size_t>(r - plan.first)]));
+      who.push_back("rank " + std::to_string(r));
+    }
+    ExpectEachFails(told, who, "no join_ack within 3000 ms: " + plan.says, started, 20.0,
+                    "join job");
+    for (Process& p : all) {
+      if (p.pid() > 0) (void)p.Stop(SIGKILL, 1s);  // leaf 0's, in a call that cannot finish
+    }
+  }
+}
+
 // The spine dies and a new one starts on its address (its supervisor restarting it): it holds no
 // job, so it answers the leaves' partials with error(unknown_job), and each leaf ends its local
 // job with that error. Every worker fails at once, saying so, instead of at its progress timeout
-// (30 s here).
+// (30 s here). No leases: a restart that lands while every leaf re-joins at a lease's end loses
+// nothing (no call is in flight): the new spine may grant the job afresh, and nothing fail.
 TEST_P(Hierarchy, ARestartedSpineFailsEveryWorkerAtOnce) {
   Tree t;
-  ASSERT_TRUE(StartTree(topo_, {}, &t));
+  ASSERT_TRUE(StartTree(topo_, {"--lease-calls", "0"}, &t));
   ASSERT_EQ(t.spine_argv[3], "--port");
   Process& old_spine = *t.spine;
   std::optional<Process> new_spine;

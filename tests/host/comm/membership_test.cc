@@ -211,6 +211,68 @@ TEST_F(MembershipTest, TimesOutAtJoinTimeoutNamingTheTransportError) {
   EXPECT_EQ(m.result().status().code(), StatusCode::kDeadlineExceeded);
 }
 
+// join_pending (the fabric waits for ranks) changes nothing but the timeout's words: who was
+// missing, at a flat switch, at a tree's spine (a leaf) or at a leaf. The last one counts; a new
+// join forgets it.
+TEST_F(MembershipTest, JoinPendingNamesWhoIsMissingWhenTheJoinTimesOut) {
+  struct Case {
+    proto::JoinPendingMsg pending;
+    const char* words;
+  } cases[] = {
+      {{.job = 7, .joined = 3, .missing_rank = 2, .world_size = 4},
+       "no join_ack within 1000 ms: 3 of 4 ranks joined the job at the switch; rank 2 has not "
+       "(did it start, with this switch as its INA_SWITCH?)"},
+      {{.scope = 1, .job = 7, .missing_ranks = 4, .joined = 1, .missing_rank = 4, .world_size = 2},
+       "no join_ack within 1000 ms: 1 of 2 leaves of the tree joined the spine; the leaf of ranks "
+       "4..7 has not (did those ranks start, and does their leaf reach the spine?"},
+      {{.scope = 2, .job = 7, .joined = 3, .missing_rank = 6, .world_size = 4},
+       "no join_ack within 1000 ms: 3 of 4 ranks of this leaf joined it; rank 6 has not (did it "
+       "start, with this leaf as its INA_SWITCH?)"},
+  };
+  for (const Case& c : cases) {
+    Membership m(Config());
+    m.Join(0, t0_);
+    Take(m, t0_);
+    m.OnPacket(
+        Reply(proto::JoinPendingMsg{.job = 7, .joined = 1, .missing_rank = 1, .world_size = 4}),
+        t0_ + milliseconds(100));
+    m.OnPacket(Reply(c.pending), t0_ + milliseconds(200));
+    EXPECT_EQ(m.state(), State::kJoining);
+    // The resend pace is the usual one: an answer does not delay or hasten it.
+    m.OnTimers(t0_ + milliseconds(200));
+    EXPECT_EQ(Take(m, t0_ + milliseconds(200)).size(), 1u);
+    m.OnTimers(t0_ + milliseconds(1000));
+    ASSERT_EQ(m.state(), State::kFailed);
+    EXPECT_EQ(m.status().code(), StatusCode::kDeadlineExceeded);
+    EXPECT_TRUE(Has(m.status(), c.words)) << m.status().ToString();
+  }
+  // A new join forgets the last one's news.
+  Membership m(Config());
+  m.Join(0, t0_);
+  m.OnPacket(Reply(cases[0].pending), t0_);
+  m.OnTimers(t0_ + milliseconds(1000));
+  m.Join(0, t0_ + milliseconds(1000));
+  m.OnTimers(t0_ + milliseconds(2000));
+  EXPECT_TRUE(Has(m.status(), "no join_ack within 1000 ms (did every rank start?)"))
+      << m.status().ToString();
+}
+
+// A re-join whose fabric refuses its packets (ICMP port unreachable: the switch or leaf that
+// granted the job died, or restarted without it) fails at once; a first join keeps trying.
+TEST_F(MembershipTest, AReJoinFailsAtOnceWhenTheFabricWentAway) {
+  Membership m(Config());
+  m.Join(3, t0_);
+  Take(m, t0_);
+  m.OnTransportError(Unavailable("udp: recv: Connection refused"));
+  ASSERT_EQ(m.state(), State::kFailed);
+  EXPECT_EQ(m.status().code(), StatusCode::kUnavailable) << m.status().ToString();
+  EXPECT_TRUE(Has(m.status(),
+                  "re-join job 7 as rank 0 of 2 at fabric:9000: the fabric went away "
+                  "since its last grant (UNAVAILABLE: udp: recv: Connection refused)"))
+      << m.status().ToString();
+  EXPECT_EQ(m.tx_queued(), 0u);
+}
+
 TEST_F(MembershipTest, JoinAckGrantsAndIsChecked) {
   Membership m(Config());
   m.Join(0, t0_);
@@ -679,6 +741,11 @@ TEST(ProgressJoin, MissingRankTimesOutAfterExactlyJoinTimeoutResendingEvery100ms
   ASSERT_TRUE(sim.Run());
   const Status s = sim.rank(0).membership().status();
   EXPECT_EQ(s.code(), StatusCode::kDeadlineExceeded) << s.ToString();
+  // The fabric's join_pending (answers to the resends) named who was missing.
+  EXPECT_TRUE(Has(s,
+                  "no join_ack within 1000 ms: 1 of 2 ranks joined the job at the switch; rank "
+                  "1 has not (did it start, with this switch as its INA_SWITCH?)"))
+      << s.ToString();
   EXPECT_EQ(sim.clock().Now() - t0, milliseconds(1000));
   EXPECT_EQ(Count(log, MsgType::kJoin, 0), 10u);  // at 0, 100, ..., 900 ms
   EXPECT_EQ(Count(log, MsgType::kLeave, 0), 0u);

@@ -39,7 +39,9 @@
 //       doom_unknown; a leaf's control plane creates nothing).
 //     - (rank, lane) already joined by P, JOIN exp = 0 (a first JOIN resent) or the previous
 //       grant's epoch (a re-JOIN whose join_ack was lost): join_ack again if the job is active,
-//       join_wait if it is queued; nothing while pending.
+//       join_wait if it is queued; while pending, join_pending (count = ranks with every lane
+//       joined, aux = N, offset = the lowest rank without; next_exp scope 1 for a spine's job of
+//       leaves): the worker waits on, and its join timeout names who is missing.
 //     - (rank, lane) already joined by P, exp = the epoch of the job's current grant: a re-JOIN
 //       at the end of the grant's lease (below). While the job is queued: join_wait again.
 //     - job unknown and the job table full (max_jobs jobs pending or active): error(too_many_jobs).
@@ -353,6 +355,7 @@ enum class ControlCounter : uint16_t {
   kReleases,           // ... grants taken back: every lane re-joined
   kReleasesCancelled,  // ... called off: a rank called again first (the grant stands)
   kReleaseStands,      // join_ack release 2 sent: a re-join for a release answered "stands"
+  kJoinPendings,       // join_pending sent: a resent JOIN of a job still waiting for ranks
   kCount,
 };
 inline constexpr size_t kNumControlCounters = static_cast<size_t>(ControlCounter::kCount);
@@ -378,7 +381,7 @@ inline constexpr std::array<std::string_view, kNumControlCounters> kControlCount
     "joins_unproven",   "hellos",
     "refused_below",    "releases_asked",
     "releases",         "releases_cancelled",
-    "release_stands"};
+    "release_stands",   "join_pendings"};
 using ControlCounters = std::array<uint64_t, kNumControlCounters>;
 
 inline uint64_t Get(const ControlCounters& c, ControlCounter which) {
@@ -554,6 +557,10 @@ class ControlPlane {
   // whole window fits the receive queue at once (ControlConfig::rx_queue: max(1, holds /
   // world_size)); 0xFFFF when there is no limit. A leaf asks its spine for no more than this.
   uint32_t FittingWindow(uint16_t world_size, uint16_t k) const;
+  // A leaf whose spine granted job `job_id` a new window (a re-grant at a lease's end): the job's
+  // next grant here asks exactly `window`, more than it asked before included (its ranks' JOINs
+  // then ask that window; docs/hierarchy.md, "Leases"). No-op for a job id with no job.
+  void AskWindow(uint16_t job_id, uint16_t window);
 
  private:
   struct JobEntry {
@@ -686,6 +693,9 @@ class ControlPlane {
   proto::JoinAckMsg JoinAck(const JobEntry& j, uint16_t rank) const;
   // join_wait to one peer of a queued job.
   void SendJoinWait(const JobEntry& j, const Peer& to, uint16_t rank, ReplySink& out);
+  // join_pending to a lane of pending job j (see above): how many ranks joined, the lowest that
+  // has not.
+  void SendJoinPending(const JobEntry& j, const Peer& to, uint16_t rank, ReplySink& out);
   // Removes the job from the engine (if active), frees its slots and its entry; sends
   // error(job_aborted) to every joined lane of every rank except `except_rank` (kRankAll: none
   // excepted) and the ranks that left gracefully.

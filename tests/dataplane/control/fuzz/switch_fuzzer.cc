@@ -19,7 +19,8 @@
 //   op%4 2: time passes (0..2.5 s) and Tick runs (job_timeout 1 s, idle_release 0.5 s).
 //   op%4 3: raw bytes (sealed or not).
 // Checked after every record: every reply and result is a whole message with a good CRC32C
-// trailer; replies are join_ack, join_wait, error (key_refused naming the refused mode only),
+// trailer; replies are join_ack, join_wait, join_pending (of a job still pending, naming a rank
+// below its world), error (key_refused naming the refused mode only),
 // alloc_ack, hello_ack (one core, a K of the spec), set_key_ack (job 1's only) or join_challenge
 // (for job 1 only, naming its key's mode, with its nonce as the body); a result is for a job the
 // control plane has active and goes to at least one peer; the control plane's job table is
@@ -70,7 +71,7 @@ void CheckMessage(std::span<const uint8_t> p, const char* what) {
 
 class Replies final : public ReplySink {
  public:
-  explicit Replies(const std::vector<Peer>& peers) : peers_(peers) {}
+  Replies(const std::vector<Peer>& peers, ControlPlane*& cp) : peers_(peers), cp_(cp) {}
   void Send(const Peer& to, std::span<const uint8_t> p) override {
     CheckMessage(p, "reply");
     const proto::MsgType t = proto::GetType(p.data());
@@ -90,8 +91,18 @@ class Replies final : public ReplySink {
       FUZZ_CHECK(p.size() == proto::MessageBytes(0), "reply with a body");
       FUZZ_CHECK(t == proto::MsgType::kJoinAck || t == proto::MsgType::kJoinWait ||
                      t == proto::MsgType::kError || t == proto::MsgType::kAllocAck ||
-                     t == proto::MsgType::kHelloAck || t == proto::MsgType::kSetKeyAck,
+                     t == proto::MsgType::kHelloAck || t == proto::MsgType::kSetKeyAck ||
+                     t == proto::MsgType::kJoinPending,
                  "reply of type %u", unsigned{p.data()[proto::kTypeOffset]});
+      if (t == proto::MsgType::kJoinPending) {
+        // Only for a job still waiting for ranks: who joined, and the lowest that has not.
+        const auto pending = proto::JoinPendingMsg::Decode(p.data());
+        FUZZ_CHECK(cp_->IsPending(pending.job) && pending.joined < pending.world_size &&
+                       pending.missing_rank < pending.world_size && pending.scope <= 1,
+                   "join_pending for job %u (pending %d): %u of %u joined, rank %u missing",
+                   pending.job, cp_->IsPending(pending.job), unsigned{pending.joined},
+                   unsigned{pending.world_size}, unsigned{pending.missing_rank});
+      }
       if (t == proto::MsgType::kSetKeyAck) {
         FUZZ_CHECK(proto::GetJob(p.data()) == 1, "set_key_ack for job %u: only job 1's is taken",
                    proto::GetJob(p.data()));
@@ -116,6 +127,7 @@ class Replies final : public ReplySink {
 
  private:
   const std::vector<Peer>& peers_;
+  ControlPlane*& cp_;
 };
 
 class Results final : public Emitter {
@@ -177,7 +189,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }();
   static ControlPlane::TimePoint now{};
   ControlPlane* cp = owner.get();
-  Replies replies(peers);
+  Replies replies(peers, cp);
   Results results(cp);
   now += std::chrono::seconds(3);
   cp->Tick(now, replies);

@@ -16,11 +16,11 @@
 //   op%5 1: a worker's data packet: job, rank, slot, gen, count, offset, flags, a payload; CRC
 //           sealed, raw, or for job 1 sealed under its local grant's up key (nonce: rank, slot,
 //           gen as the use), sometimes damaged.
-//   op%5 2: from the spine: join_ack (epoch, window, K, job timeout), join_wait, join_challenge
-//           (the salt the harness keeps), error (any code), result (CRC, or for job 1 sealed
-//           under the spine's down key of grant 1 or 2 with the salt it sent), alloc_ack,
-//           set_key_ack or error(key_refused) (of the last key the leaf passed on, its sequence
-//           or the next), any.
+//   op%5 2: from the spine: join_ack (epoch, window, K, job timeout, lease 0 or 2),
+//           join_wait, join_challenge (the salt the harness keeps), error (any code), result (CRC,
+//           or for job 1 sealed under the spine's down key of grant 1 or 2 with the salt it sent),
+//           alloc_ack, set_key_ack or error(key_refused) (of the last key the leaf passed on, its
+//           sequence or the next), any.
 //   op%5 3: time passes (0..2.5 s) and both Ticks run (job timeout 1 s).
 //   op%5 4: raw bytes from a worker or the spine.
 // Checked after every record: every packet the leaf sends is at most kMaxPacketBytes and a whole
@@ -144,8 +144,17 @@ class Sink final : public LeafSink, public Emitter {
     FUZZ_CHECK(t == proto::MsgType::kResult || t == proto::MsgType::kJoinAck ||
                    t == proto::MsgType::kJoinWait || t == proto::MsgType::kError ||
                    t == proto::MsgType::kAllocAck || t == proto::MsgType::kHelloAck ||
-                   t == proto::MsgType::kSetKeyAck,
+                   t == proto::MsgType::kSetKeyAck || t == proto::MsgType::kJoinPending,
                "type %u to a worker", unsigned(t));
+    if (t == proto::MsgType::kJoinPending) {
+      // The spine's (scope 1: a leaf's ranks of the world of 8) or the local control plane's
+      // (scope 2: a rank of this leaf, made global), for a job still joining.
+      const auto pending = proto::JoinPendingMsg::Decode(p.data());
+      FUZZ_CHECK((pending.scope == 1 || pending.scope == 2) && pending.missing_rank < 8 &&
+                     pending.missing_rank + pending.missing_ranks <= 8,
+                 "join_pending scope %u naming ranks %u + %u", unsigned{pending.scope},
+                 unsigned{pending.missing_rank}, unsigned{pending.missing_ranks});
+    }
     FUZZ_CHECK(data_or_result || p.size() == proto::MessageBytes(0), "reply of %zu bytes",
                p.size());
   }
@@ -395,7 +404,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                               .epoch = static_cast<uint8_t>(1 + e % 4),
                               .k = static_cast<uint16_t>((win & 0x80) ? 256 : 64),
                               .window = 1u + win % 16,
-                              .lease = 0}
+                              // a lease (passed to the workers: their re-joins re-join the spine)
+                              .lease = static_cast<uint16_t>((e & 0x40) ? 2 : 0)}
                 .Encode(pkt.data());
             break;
           }

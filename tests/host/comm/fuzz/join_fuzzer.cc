@@ -171,9 +171,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         x.m.OnPacket(x.Message(proto::MsgType::kJoinAck, h, {}, in.Byte()), x.now);
         break;
       }
-      case 1: {  // join_wait
-        h.aux = in.Byte();
-        x.m.OnPacket(x.Message(proto::MsgType::kJoinWait, h, {}, in.Byte()), x.now);
+      case 1: {  // join_wait, or join_pending (the job waits for ranks: joined, world, missing)
+        const uint8_t a = in.Byte();
+        h.aux = a;
+        if (a & 0x80) {
+          h.count = in.Byte();
+          h.offset = in.Byte();
+          h.slot = in.Byte() % 8;
+          h.next_exp = a % 4;  // scope 0 .. 2, and one no fabric sends
+        }
+        x.m.OnPacket(
+            x.Message((a & 0x80) ? proto::MsgType::kJoinPending : proto::MsgType::kJoinWait, h, {},
+                      in.Byte()),
+            x.now);
         break;
       }
       case 2: {  // join_challenge

@@ -11,11 +11,19 @@
 //
 // Join: the first worker JOIN of a job makes the leaf JOIN the spine (job, rank = index,
 // world = L, the workers' K and window W, one lane), resent every join_resend until join_ack.
-// Worker JOINs meanwhile get no answer (join_wait when the spine queues the job). Once the spine
-// granted W' <= W, worker JOINs go to the local control plane with window W', which grants the
-// job W' slots of the leaf's pool and acks every worker with window W' and lease 0 (a leaf does
-// not re-join the spine at lease ends: the spine keeps the grant until the job ends). A leaf
-// pool that cannot give W' ends the job (every worker gets error(no_slots)).
+// Worker JOINs meanwhile get the spine's join_pending once it sent one (join_wait when the spine
+// queues the job). Once the spine granted W' <= W with a lease of C calls (its --lease-calls),
+// worker JOINs go to the local control plane with window W', which grants the job W' slots of the
+// leaf's pool and acks every worker with window W' and lease C. A leaf pool that cannot give W'
+// ends the job (every worker gets error(no_slots)).
+//
+// Leases: after C calls every worker re-joins the local grant (its epoch); when every local rank
+// did, the leaf re-joins the spine (the spine's epoch), resent every join_resend, as at "Asking
+// less" below: the spine takes the grant back once every leaf re-joined and grants the job its
+// fair share again, W'' (more than W' included, at most what the leaf asked). The workers' re-join
+// resends then go to the local control plane, asked exactly W'' (ControlPlane::AskWindow), which
+// re-grants the job W'' once every rank re-joined. So a tree's job shares its spine's pool as a
+// flat job shares a switch's (docs/hierarchy.md, "Leases").
 //
 // Asking less: a worker's lanes on switch cores whose cores granted different windows re-join the
 // cores above the least asking it (docs/protocol.md, "Lanes on switch cores"); at a leaf on every
@@ -24,7 +32,9 @@
 // the least, resent every join_resend; the old grant stands until the spine's new one, W''. The
 // workers' re-join resends then go to the local control plane with window W'', which re-grants
 // the job W'' once every rank re-joined (every spine core's leaves alike, so the workers' lanes
-// agree). A JOIN asking less that is no such re-join is refused (bad_params, the window).
+// agree). A JOIN asking less that is no such re-join is refused (bad_params, the window). A
+// re-join asking less and the re-joins at a lease's end are one barrier: the leaf re-joins the
+// spine once, when every local rank re-joined either way.
 //
 // Data: worker packets get their rank mapped (after their CRC32C trailer was checked; the leaf
 // reseals) and go to the engine, which keeps its shadow copies and drops duplicates as for any
@@ -270,17 +280,25 @@ class Leaf final : private ReplySink {
     uint16_t window = 0;  // the spine's grant
     bool spine_waiting = false;
     uint16_t ahead = 0;
+    // The spine's last join_pending (kJoining), as the workers hear it (scope 1: the missing
+    // leaf's first worker rank and how many it serves).
+    std::optional<proto::JoinPendingMsg> spine_pending;
     bool local_seen = false;      // the local control plane has had the job
     bool graceful_leave = false;  // the last LEAVE handled for it was graceful
     // Ends the job in Tick (found while the local control plane was calling out): no_slots, the
     // local grant is not the spine's window; unauthorized, the local grant's keys are not what
     // the leaf took the job for. kNone: nothing.
     proto::ErrorCode ending = proto::ErrorCode::kNone;
-    uint32_t calls = 0;       // its offset (calls completed)
-    uint8_t spine_epoch = 0;  // the spine's grant's (its join_ack's epoch)
-    uint8_t local_epoch = 0;  // the local grant's (the workers' join_ack)
-    // Local ranks that re-joined the local grant asking less than the window (bit r - lo), and
-    // whether the leaf, all of them in, re-joins the spine asking window_asked (kRunning).
+    uint32_t calls = 0;        // its offset (calls completed)
+    uint8_t spine_epoch = 0;   // the spine's grant's (its join_ack's epoch)
+    uint8_t local_epoch = 0;   // the local grant's (the workers' join_ack)
+    uint16_t spine_lease = 0;  // the spine's grant's lease in calls (0: none), the workers' too
+    // The local epoch whose workers' re-joins the spine has answered with a new grant: their
+    // resends go to the local control plane, which re-grants them that window (0: none yet).
+    uint8_t regranted_for = 0;
+    // Local ranks that re-joined the local grant, at its lease's end or asking less than the
+    // window (bit r - lo), and whether the leaf, all of them in, re-joins the spine asking
+    // window_asked (kRunning).
     uint64_t less_ranks = 0;
     bool asking_less = false;
     TimePoint created{}, next_join{}, last_worker{}, failed_at{};
@@ -347,8 +365,10 @@ class Leaf final : private ReplySink {
   MappedData OpenData(Job& j, std::span<const uint8_t> packet, const Peer& from, uint8_t* scratch);
   // Whether `from` joined the local job as a lane of local rank `local_rank`.
   bool JoinedFrom(const Job& j, uint16_t local_rank, const Peer& from) const;
-  // A local rank's re-join of the local grant asking less than the window (Leaf's "Asking less").
-  void AskLess(Job& j, const proto::JoinMsg& h, const Peer& from, TimePoint now);
+  // A local rank's re-join of the local grant, at its lease's end or asking less than the window
+  // (Leaf's "Leases" and "Asking less"): once every local rank re-joined, the leaf re-joins the
+  // spine.
+  void ReJoinUp(Job& j, const proto::JoinMsg& h, const Peer& from, TimePoint now);
   // The spine's join_ack (first or new grant): j runs on its window, its slots fresh, under the
   // grant's keys. False if j was ended (a keyed job the spine did not challenge).
   bool Granted(Job& j, const proto::JoinAckMsg& ack, TimePoint now);
