@@ -1611,6 +1611,23 @@ TEST(Leaf, ALeaseEndReJoinsTheSpineAndTheTreeSharesItsPool) {
   EXPECT_NE(third.epoch, second.epoch);
   EXPECT_EQ(t.Count(LeafCounter::kNoSlots), 0u);
   EXPECT_EQ(Get(spine->counters(), ControlCounter::kRegrants), 2u);
+  // Past the epochs' wrap (1 .. 255, at the spine and at the leaf): every lease end still goes
+  // through the spine.
+  p::JoinAckMsg now = third;
+  uint8_t spine_epoch = 3;
+  for (int lease = 0; lease < 300; ++lease) {
+    for (uint16_t l = 0; l < 4; ++l) join(l, now.epoch);
+    up = t.TakeTo(t.spine);
+    ASSERT_EQ(up.size(), 1u) << "lease " << lease << ": the leaf re-joins the spine";
+    EXPECT_EQ(p::JoinMsg::From(up[0].h()).rejoin_epoch, spine_epoch);
+    spine->HandleControl(up[0].bytes, leaf1, t.now, spine_out);
+    leaf0_join(spine_epoch);
+    const auto next = grant(now.epoch);
+    ASSERT_NE(next.epoch, now.epoch) << "lease " << lease;
+    now = next;
+    spine_epoch = static_cast<uint8_t>(spine_epoch % 255 + 1);
+  }
+  EXPECT_EQ(Get(spine->counters(), ControlCounter::kRegrants), 302u);
 }
 
 }  // namespace
