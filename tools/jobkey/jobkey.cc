@@ -188,11 +188,16 @@ int main(int argc, char** argv) {
               ? (" core " + std::to_string(core) + " (port + " + std::to_string(core) + ")").c_str()
               : "");
     } else if (result == 3) {
-      std::fprintf(stderr,
-                   "ina-jobkey: %s refused job %llu's key (error(key_refused)): its engine cannot "
-                   "run sec mode %s (the RTL core runs crc and mac, not mac_encrypt: "
-                   "docs/security.md)\n",
-                   endpoint.c_str(), static_cast<unsigned long long>(job), mode_name.c_str());
+      std::fprintf(
+          stderr,
+          "ina-jobkey: %s%s refused job %llu's key (error(key_refused)): its engine "
+          "cannot run sec mode %s (the RTL core runs crc and mac, not mac_encrypt: "
+          "docs/security.md)\n",
+          endpoint.c_str(),
+          cores > 1
+              ? (" core " + std::to_string(core) + " (port + " + std::to_string(core) + ")").c_str()
+              : "",
+          static_cast<unsigned long long>(job), mode_name.c_str());
     }
   }
   for (const int fd : fds) close(fd);

@@ -56,7 +56,8 @@ class RtlEngine final : public dp::Engine {
   dp::CounterSnapshot counters() const override;
   uint32_t pool_slots() const override { return kRtlPoolSlots; }
   // The largest K the RTL was built for (MaxK, read from its params register: kRtlMaxK; 0 when
-  // the read failed); the modes it runs: crc and mac (drv::ProgramJob refuses mac_encrypt).
+  // the read failed, so that a control plane over it holds every JOIN out of range); the modes it
+  // runs: crc and mac (drv::ProgramJob refuses mac_encrypt).
   uint16_t max_k() const override { return max_k_; }
   bool RunsSecMode(proto::SecMode mode) const override {
     return mode != proto::SecMode::kMacEncrypt;
