@@ -363,8 +363,10 @@ def run_record(args, spec, work):
 
     names = [f"ina.{f['name']}" for f in spec["field"]]
     cols = names + ["ina.crc", "ina.crc.status", "ina.value", "_ws.col.Protocol"]
-    out = tshark(["-T", "fields", "-E", "separator=/t", "-E", "occurrence=a"]
-                 + [a for c in cols for a in ("-e", c)], args.lua, pcap)
+    # The switch's port named: an ephemeral port can be one Wireshark has registered for another
+    # protocol (41170 is MANOLITO's), whose dissector then wins over ina's heuristic.
+    out = tshark(["-o", f"ina.udp_ports:{port}", "-T", "fields", "-E", "separator=/t", "-E",
+                  "occurrence=a"] + [a for c in cols for a in ("-e", c)], args.lua, pcap)
     rows = [line.split("\t") for line in out.splitlines()]
     check(len(rows) == len(msgs) and msgs, f"record: {len(rows)} decoded of {len(msgs)} frames")
     types = {m["value"]: m["name"] for m in spec["msg_type"]}
