@@ -182,6 +182,17 @@ class ControlTest : public ::testing::Test {
   }
   uint64_t Ctr(ControlCounter c) const { return Get(cp_->counters(), c); }
   uint64_t ECtr(p::Counter c) const { return Get(engine_->counters(), c); }
+  // The only job, `job`, is still held at `held` and freed by the job timeout at `freed`; then a
+  // job of 2 ranks joins under its id at once.
+  void ExpectTimeoutFreesTheId(uint16_t job, TimePoint held, TimePoint freed) {
+    out_.replies.clear();
+    EXPECT_EQ(cp_->Tick(held, out_), 0u);
+    EXPECT_EQ(cp_->Tick(freed, out_), 1u);
+    EXPECT_EQ(cp_->num_jobs(), 0u);
+    auto again = JoinAll(job, 2, 64, 4, 7000, freed);
+    ASSERT_EQ(again.size(), 2u);
+    EXPECT_EQ(again[0].h.type, p::MsgType::kJoinAck);
+  }
 
   std::unique_ptr<Engine> engine_;
   std::unique_ptr<ControlPlane> cp_;
@@ -649,13 +660,7 @@ TEST_F(ControlTest, RefusedRankIsToldToEveryJoinedRankAndToLaterJoins) {
   EXPECT_EQ(Ctr(ControlCounter::kErrPeerRefused), 5u);
   EXPECT_EQ(Ctr(ControlCounter::kJobsAdmitted), 0u);
   // The job timeout frees it (counted from the last JOIN), and the id is free again.
-  out_.replies.clear();
-  EXPECT_EQ(cp_->Tick(t0 + milliseconds(1800), out_), 0u);
-  EXPECT_EQ(cp_->Tick(t0 + milliseconds(1901), out_), 1u);
-  EXPECT_EQ(cp_->num_jobs(), 0u);
-  auto again = JoinAll(40, 2, 64, 4, 7000, t0 + milliseconds(2000));
-  ASSERT_EQ(again.size(), 2u);
-  EXPECT_EQ(again[0].h.type, p::MsgType::kJoinAck);
+  ExpectTimeoutFreesTheId(40, t0 + milliseconds(1800), t0 + milliseconds(1901));
 }
 
 // The refused rank joined first: its out-of-range JOIN creates the job, born doomed and knowing
@@ -704,13 +709,7 @@ TEST_F(ControlTest, AJobWhoseFirstJoinIsOutOfRangeIsBornDoomedForTheRanksThatFol
             "control: job 42 cannot start: the JOIN of rank 3 was refused (its rank 3); its ranks "
             "hear error(peer_refused) until the job timeout frees it");
   // Freed by the job timeout from the last JOIN; the id is joinable again.
-  out_.replies.clear();
-  EXPECT_EQ(cp_->Tick(t0 + milliseconds(1100), out_), 0u);
-  EXPECT_EQ(cp_->Tick(t0 + milliseconds(1121), out_), 1u);
-  EXPECT_EQ(cp_->num_jobs(), 0u);
-  auto again = JoinAll(42, 2, 64, 4, 7000, t0 + milliseconds(1200));
-  ASSERT_EQ(again.size(), 2u);
-  EXPECT_EQ(again[0].h.type, p::MsgType::kJoinAck);
+  ExpectTimeoutFreesTheId(42, t0 + milliseconds(1100), t0 + milliseconds(1121));
 
   // The table full (job 42 and one more): the refusal answers the refused rank only.
   out_.replies.clear();
