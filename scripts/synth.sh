@@ -47,7 +47,7 @@ mkdir -p "$out"
 cp "$pkg" "$out/ina_proto_pkg.sv"
 srcs="$out/ina_proto_pkg.sv $root/rtl/pkg/ina_rtl_pkg.sv $root/rtl/pkg/ina_gcm_pkg.sv $root/rtl/lib/ina_fifo.sv \
 $root/rtl/core/ina_aes128.sv $root/rtl/core/ina_gcm_key.sv $root/rtl/core/ina_gcm_keys.sv \
-$root/rtl/core/ina_gcm_hash.sv $root/rtl/core/ina_gcm_check.sv \
+$root/rtl/core/ina_gcm_hash.sv $root/rtl/core/ina_gcm_check.sv $root/rtl/core/ina_gcm_ctr.sv \
 $root/rtl/core/ina_crc32c.sv $root/rtl/core/ina_roce_rx.sv $root/rtl/core/ina_egress.sv $root/rtl/core/ina_ingress.sv $root/rtl/core/ina_slot_mem.sv $root/rtl/core/ina_lane_adder.sv \
 $root/rtl/core/ina_regs.sv $root/rtl/core/ina_agg.sv $root/rtl/top/ina_core.sv"
 blocks="*ina_agg* *ina_roce_rx* *ina_ingress* *ina_egress* *ina_crc32c* *ina_regs* *ina_fifo*"

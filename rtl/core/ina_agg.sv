@@ -9,7 +9,8 @@
 // reset of a copy, first contribution / add / complete).
 // When two ranks disagree (rule 13) the stage pulses fail_o with the job's entry and where (slot,
 // generation, rank): ina_regs marks the entry failed, so its later packets are unknown_job, as
-// the reference engine removes the job. Keyed jobs (job_sec_i mode mac, docs/security.md) take
+// the reference engine removes the job. Keyed jobs (job_sec_i mode mac or mac_encrypt,
+// docs/security.md; a mac_encrypt payload arrives decrypted: ina_core) take
 // rules K1-K4 in place of the CRC verdict: the frame's J0 (desc_j0_i, from ina_gcm_check) against
 // the nonce the slot expects; a packet with sec != 0 naming a CRC-only job is drop_cross_job
 // (rule 6). Results carry their seal (out_seal_o) for ina_egress. Also: a frame
@@ -343,7 +344,8 @@ module ina_agg
     logic          mal_late;   //   malformed (type, length, count > K)
     logic          unknown;    //   unknown job
     logic          cross_job;  //   cross job: sec is not the job's mode
-    logic          keyed;      // the job is keyed (mode mac): rules K1-K4, no CRC
+    logic          keyed;      // the job is keyed (mode mac or mac_encrypt): rules K1-K4, no CRC
+    logic          enc;        // ... in mode mac_encrypt (its results are encrypted)
     logic          rank_bad;   //   bad rank
     logic          slot_bad;   //   bad slot
     logic          ok;         //   none
@@ -403,15 +405,18 @@ module ina_agg
     bad_count = {1'b0, desc_i.count} > k;
     bad_rank  = desc_i.rank >= {8'd0, world};
     bad_slot  = desc_i.slot >= window || pre_d.pslot >= 17'(PoolSlots);
-    // Rule 4: a known job in a keyed mode takes rules K1-K3 (no CRC); mac is the keyed mode the
-    // core implements, so an entry in another keyed mode (mac_encrypt, which ina::drv::ProgramJob
-    // refuses) drops every packet as a cross-job one, whatever its sec.
+    // Rule 4: a known job in a keyed mode takes rules K1-K3 (no CRC); mac and mac_encrypt are the
+    // keyed modes, so an entry in another (3, which ina::drv::ProgramJob refuses) drops every
+    // packet as a cross-job one, whatever its sec. (A mac_encrypt frame's payload reaches this
+    // stage decrypted: ina_core XORs it with its keystream as it leaves the payload FIFO.)
     mode      = |hit ? job_sec_i[2*idx +: 2] : 2'(ina_proto_pkg::SecModeCrc);
     keyed     = mode != 2'(ina_proto_pkg::SecModeCrc);
-    cross_k   = desc_i.sec != 8'(mode) || mode != 2'(ina_proto_pkg::SecModeMac);
+    cross_k   = desc_i.sec != 8'(mode) || (mode != 2'(ina_proto_pkg::SecModeMac) &&
+                                           mode != 2'(ina_proto_pkg::SecModeMacEncrypt));
     // Rule 6: a packet naming a CRC-only job must carry sec 0.
     bad_sec   = desc_i.sec != 8'(ina_proto_pkg::SecModeCrc);
     pre_d.keyed    = keyed;
+    pre_d.enc      = mode == 2'(ina_proto_pkg::SecModeMacEncrypt);
     pre_d.bad_ver  = desc_i.version != 8'(ina_proto_pkg::Version);
     if (!keyed) begin
       pre_d.mal_late  = bad_type || bad_len || (|hit && !bad_sec && bad_count);
@@ -610,7 +615,7 @@ module ina_agg
     be4 = {v[7:0], v[15:8], v[23:16], v[31:24]};
   endfunction
   function automatic logic [ina_rtl_pkg::BeatBits-1:0] result_header(
-      logic keyed, logic [13:0] elems, logic [7:0] flags, logic [7:0] exp, logic [7:0] next_exp,
+      logic keyed, logic enc, logic [13:0] elems, logic [7:0] flags, logic [7:0] exp, logic [7:0] next_exp,
       logic [15:0] job, logic [15:0] rank, logic [15:0] slot, logic [15:0] gen, logic [15:0] count,
       logic [31:0] offset);
     logic [ina_rtl_pkg::BeatBits-1:0] h;
@@ -631,7 +636,8 @@ module ina_agg
     h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::ExpOffset) +: 8]     = exp;
     h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::NextExpOffset) +: 8] = next_exp;
     h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::SecOffset) +: 8] =
-        keyed ? 8'(ina_proto_pkg::SecModeMac) : 8'(ina_proto_pkg::SecModeCrc);
+        !keyed ? 8'(ina_proto_pkg::SecModeCrc) :
+        enc    ? 8'(ina_proto_pkg::SecModeMacEncrypt) : 8'(ina_proto_pkg::SecModeMac);
     h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::JobOffset) +: 16]    = be2(job);
     h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::RankOffset) +: 16]   = be2(rank);
     h[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::SlotOffset) +: 16]   = be2(slot);
@@ -650,6 +656,7 @@ module ina_agg
   // packet's own (in progress), so the use is the packet's either way.
   ina_rtl_pkg::seal_t seal_d, seal_q;
   assign seal_d.keyed = pre_q.keyed;
+  assign seal_d.enc   = pre_q.enc;
   assign seal_d.entry = pre_q.idx;
   assign seal_d.j0    = {hdr_rank, desc_i.slot, use_hi, desc_i.gen, 32'd1};
 
@@ -771,7 +778,7 @@ module ina_agg
     s1_addr_q <= s0_addr;
     // The header beat, or the payload beat popped (zero when none is).
     if (!busy_q) begin
-      s1_data_q <= result_header(pre_q.keyed, cnt_elems_d[13:0], meta_new.flags, meta_new.exp, meta_new.next_exp,
+      s1_data_q <= result_header(pre_q.keyed, pre_q.enc, cnt_elems_d[13:0], meta_new.flags, meta_new.exp, meta_new.next_exp,
                                  desc_i.job, hdr_rank, desc_i.slot, desc_i.gen, meta_new.count,
                                  meta_new.offset);
     end else if (s0_pop) begin

@@ -1,6 +1,8 @@
 // Egress: buffers the result frames of the aggregation stage and appends each one's trailer: the
-// CRC32C (proto/ina.toml [crc]), or for a result of a keyed job (sec mode mac, docs/security.md)
-// its 16-byte AES-GCM tag; datasheet docs/rtl/ina_egress.md.
+// CRC32C (proto/ina.toml [crc]), or for a result of a keyed job (sec mode mac or mac_encrypt,
+// docs/security.md) its 16-byte AES-GCM tag; datasheet docs/rtl/ina_egress.md. A mac_encrypt
+// result comes already encrypted (ina_core runs ina_gcm_ctr in front of this stage); its tag's
+// GHASH takes the payload as ciphertext (in_seal_i.enc).
 //
 //   in_* --+--> output FIFO (Depth beats) ----------------------------> append --> m_axis
 //          +--> ina_crc32c (Check = 0) --> CRC FIFO (Depth) ------------^
@@ -138,6 +140,7 @@ module ina_egress
     .in_data_i  (in_data_i),
     .in_last_i  (in_last_i),
     .in_hpow_i  (in_hpow_i),
+    .in_enc_i   (in_seal_i.enc),
     .in_user_i  (1'b0),
     .out_valid_o(s_valid),
     .out_hash_o (s_hash),

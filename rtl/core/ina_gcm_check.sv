@@ -1,4 +1,4 @@
-// The tag check of a keyed frame (sec mode mac), in the form a pipeline can use before it knows
+// The tag check of a keyed frame (sec mode mac or mac_encrypt), in the form a pipeline can use before it knows
 // which nonce the frame must carry: ina_gcm_hash computes S and takes the received tag, and
 // ina_aes128 (Inverse) decrypts tag ^ S under the job's key. For a genuine frame that is J0, the GCM
 // counter block of its nonce (rank | slot | use | 0x00000001); ina_agg compares it with the J0 of
@@ -6,7 +6,10 @@
 // as expected is forging the GCM tag.
 //
 // The key and the powers of H are given with the frame's first beat (in_last_key_i: round key 10;
-// in_hpow_i: H .. H^4; both from ina_gcm_key), with user bits that come out with the result.
+// in_hpow_i: H .. H^4; both from ina_gcm_key), and the frame's mode (in_enc_i: mac_encrypt, whose
+// GHASH takes the payload as ciphertext), with user bits that come out with the result, as does
+// the key itself (out_key_o: what the inverse cipher's schedule ends at), which a mac_encrypt
+// frame's keystream needs (ina_gcm_ctr).
 // Latency: out_valid_o 14 cycles after the frame's last beat (3 hash, 11 AES). Throughput: one
 // beat per cycle, frames back to back. No backpressure. Datasheet: docs/rtl/ina_gcm_hash.md.
 module ina_gcm_check
@@ -20,9 +23,11 @@ module ina_gcm_check
   input  logic                in_last_i,
   input  logic [511:0]        in_hpow_i,
   input  logic [127:0]        in_last_key_i,
+  input  logic                in_enc_i,
   input  logic [UserBits-1:0] in_user_i,
   output logic                out_valid_o,
   output logic [127:0]        out_j0_o,    // AES_K^-1(tag ^ S)
+  output logic [127:0]        out_key_o,   // K (round key 0)
   output logic [UserBits-1:0] out_user_o,
   output logic                busy_o       // a frame's result is in flight
 );
@@ -39,6 +44,7 @@ module ina_gcm_check
     .in_data_i,
     .in_last_i,
     .in_hpow_i,
+    .in_enc_i,
     .in_user_i  ({in_last_key_i, in_user_i}),
     .out_valid_o(h_valid),
     .out_hash_o (h_hash),
@@ -46,7 +52,6 @@ module ina_gcm_check
     .out_user_o (h_user)
   );
 
-  logic [127:0] key_unused;  // round key 0: the key, not needed
   ina_aes128 #(.Inverse(1'b1), .UserBits(UserBits)) u_aes (
     .clk_i,
     .rst_ni,
@@ -56,7 +61,7 @@ module ina_gcm_check
     .in_user_i  (h_user[UserBits-1:0]),
     .out_valid_o,
     .out_block_o(out_j0_o),
-    .out_key_o  (key_unused),
+    .out_key_o,
     .out_user_o
   );
 

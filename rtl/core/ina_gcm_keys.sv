@@ -1,12 +1,12 @@
-// The key table of keyed jobs (sec mode mac, docs/security.md): per job entry, what the AES-GCM
-// blocks need of its two traffic keys, computed once when the entry is committed
+// The key table of keyed jobs (sec modes mac and mac_encrypt, docs/security.md): per job entry,
+// what the AES-GCM blocks need of its two traffic keys, computed once when the entry is committed
 // (ina_regs' commit_o): for the up key (data, checked by ina_gcm_check) H .. H^4 and the last
 // round key; for the down key (results, sealed in ina_egress) H .. H^4 and the key itself.
 //
-// A commit of an entry in mode mac starts two ina_gcm_key (up and down side by side); their
+// A commit of an entry in a keyed mode starts two ina_gcm_key (up and down side by side); their
 // results are written to the entry 14 cycles later. busy_o is high from the commit until then:
 // ina_core takes no frame meanwhile, so no frame is checked or sealed with half-written keys. A
-// commit in another mode writes nothing (the entry's packets never reach the GCM blocks' results:
+// commit in mode crc writes nothing (the entry's packets never reach the GCM blocks' results:
 // ina_agg drops them or takes the CRC path). Datasheet: docs/rtl/ina_aes128.md.
 module ina_gcm_keys
 #(
@@ -35,7 +35,8 @@ module ina_gcm_keys
   logic [127:0] key_down_q;
   logic         pending_q;
 
-  assign start = commit_i && commit_sec_i == 2'(ina_proto_pkg::SecModeMac) &&
+  assign start = commit_i && (commit_sec_i == 2'(ina_proto_pkg::SecModeMac) ||
+                              commit_sec_i == 2'(ina_proto_pkg::SecModeMacEncrypt)) &&
                  commit_entry_i < 8'(NumJobs);
 
   ina_gcm_key u_up (

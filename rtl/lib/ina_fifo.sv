@@ -10,7 +10,11 @@
 // Storage is a register array (LUTRAM on an FPGA); data is not reset.
 module ina_fifo #(
   parameter int unsigned Width = 8,
-  parameter int unsigned Depth = 4  // power of two, >= 2
+  parameter int unsigned Depth = 4,  // power of two, >= 2
+  // Simulation: check that the head word holds while the reader stalls (a_fifo_hold). 0 for a wide
+  // FIFO whose check costs a simulator a copy of the word every cycle and adds nothing (its
+  // reader never stalls on it alone).
+  parameter bit          HoldCheck = 1'b1
 ) (
   input  logic                   clk_i,
   input  logic                   rst_ni,
@@ -66,8 +70,10 @@ module ina_fifo #(
   a_fifo_used: assert property (@(posedge clk_i) disable iff (!rst_ni) used <= Depth[AW:0])
     else $error("ina_fifo: %0d words used of %0d", used, Depth);
   // The head word holds while the reader stalls.
-  ina_hold_check #(.Width(Width), .What("ina_fifo: the head word")) a_fifo_hold (
-    .clk_i, .rst_ni, .valid_i(out_valid_o), .ready_i(out_ready_i), .data_i(out_data_o));
+  if (HoldCheck) begin : gen_hold
+    ina_hold_check #(.Width(Width), .What("ina_fifo: the head word")) a_fifo_hold (
+      .clk_i, .rst_ni, .valid_i(out_valid_o), .ready_i(out_ready_i), .data_i(out_data_o));
+  end
 `endif
 
 endmodule

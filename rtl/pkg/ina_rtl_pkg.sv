@@ -46,15 +46,17 @@ package ina_rtl_pkg;
   // $bits(desc_t), spelled out for yosys 0.23 ($bits of a package type); ina_core checks it.
   localparam int unsigned DescBits = 6 * 8 + 5 * 16 + 32 + FrameBytesBits + StoredBeatsBits + 1;
 
-  // What ina_egress needs to seal a result of a keyed job (sec mode mac; docs/security.md): the
-  // job entry (its down key) and J0, the GCM counter block of the result's nonce (destination rank,
-  // slot, the copy's use, 1). keyed 0: a CRC-only result (the CRC32C trailer).
+  // What ina_egress needs to seal a result of a keyed job (sec mode mac or mac_encrypt;
+  // docs/security.md): the job entry (its down key), whether to encrypt the payload (mac_encrypt),
+  // and J0, the GCM counter block of the result's nonce (destination rank, slot, the copy's use, 1).
+  // keyed 0: a CRC-only result (the CRC32C trailer).
   typedef struct packed {
     logic         keyed;
+    logic         enc;
     logic [7:0]   entry;
     logic [127:0] j0;
   } seal_t;
-  localparam int unsigned SealBits = 1 + 8 + 128;
+  localparam int unsigned SealBits = 1 + 1 + 8 + 128;
 
   // Byte `i` of a beat.
   function automatic logic [7:0] beat_byte(input logic [BeatBits-1:0] d, input int unsigned i);

@@ -1,5 +1,5 @@
 // Test-only top for the AES-GCM blocks (tests/rtl/units/gcm_test.cc): each module side by side
-// with flat, prefixed ports (aes_, inv_, key_, hash_, chk_), 8 user bits where they take any; and
+// with flat, prefixed ports (aes_, inv_, key_, hash_, chk_, ctr_), 8 user bits where they take any; and
 // the two forms of ina_gcm_pkg's S-boxes (sbx_: the table simulation uses, the ROM synthesis uses).
 module ina_gcm_tb (
   input  logic         clk_i,
@@ -33,6 +33,7 @@ module ina_gcm_tb (
   input  logic [511:0] hash_in_data_i,
   input  logic         hash_in_last_i,
   input  logic [511:0] hash_in_hpow_i,
+  input  logic         hash_in_enc_i,
   input  logic [7:0]   hash_in_user_i,
   output logic         hash_out_valid_o,
   output logic [127:0] hash_out_hash_o,
@@ -43,11 +44,26 @@ module ina_gcm_tb (
   input  logic         chk_in_last_i,
   input  logic [511:0] chk_in_hpow_i,
   input  logic [127:0] chk_in_last_key_i,
+  input  logic         chk_in_enc_i,
   input  logic [7:0]   chk_in_user_i,
   output logic         chk_out_valid_o,
   output logic [127:0] chk_out_j0_o,
+  output logic [127:0] chk_out_key_o,
   output logic [7:0]   chk_out_user_o,
   output logic         chk_busy_o,
+  // ina_gcm_ctr
+  input  logic         ctr_in_valid_i,
+  input  logic [511:0] ctr_in_data_i,
+  input  logic         ctr_in_enc_i,
+  input  logic [15:0]  ctr_in_index_i,
+  input  logic [127:0] ctr_in_j0_i,
+  input  logic [127:0] ctr_in_key_i,
+  input  logic [7:0]   ctr_in_user_i,
+  output logic         ctr_out_valid_o,
+  output logic [511:0] ctr_out_data_o,
+  output logic [7:0]   ctr_out_user_o,
+  output logic [3:0]   ctr_inflight_o,
+  output logic         ctr_busy_o,
   // ina_gcm_pkg's S-boxes, both forms
   input  logic [7:0]   sbx_x_i,
   output logic [7:0]   sbx_table_o,
@@ -106,6 +122,7 @@ module ina_gcm_tb (
     .in_data_i  (hash_in_data_i),
     .in_last_i  (hash_in_last_i),
     .in_hpow_i  (hash_in_hpow_i),
+    .in_enc_i   (hash_in_enc_i),
     .in_user_i  (hash_in_user_i),
     .out_valid_o(hash_out_valid_o),
     .out_hash_o (hash_out_hash_o),
@@ -121,11 +138,30 @@ module ina_gcm_tb (
     .in_last_i    (chk_in_last_i),
     .in_hpow_i    (chk_in_hpow_i),
     .in_last_key_i(chk_in_last_key_i),
+    .in_enc_i     (chk_in_enc_i),
     .in_user_i    (chk_in_user_i),
     .out_valid_o  (chk_out_valid_o),
     .out_j0_o     (chk_out_j0_o),
+    .out_key_o    (chk_out_key_o),
     .out_user_o   (chk_out_user_o),
     .busy_o       (chk_busy_o)
+  );
+
+  ina_gcm_ctr #(.UserBits(8)) u_ctr (
+    .clk_i,
+    .rst_ni,
+    .in_valid_i (ctr_in_valid_i),
+    .in_data_i  (ctr_in_data_i),
+    .in_enc_i   (ctr_in_enc_i),
+    .in_index_i (ctr_in_index_i),
+    .in_j0_i    (ctr_in_j0_i),
+    .in_key_i   (ctr_in_key_i),
+    .in_user_i  (ctr_in_user_i),
+    .out_valid_o(ctr_out_valid_o),
+    .out_data_o (ctr_out_data_o),
+    .out_user_o (ctr_out_user_o),
+    .inflight_o (ctr_inflight_o),
+    .busy_o     (ctr_busy_o)
   );
 
 endmodule

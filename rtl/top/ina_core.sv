@@ -1,17 +1,22 @@
 // ina aggregation core: the dataplane an FPGA SmartNIC runs between its MAC and its multicast
 // replication logic.
 //
-//   s_axis -> ina_roce_rx -+-> ina_ingress -> payload FIFO / descriptor FIFO -+-> ina_agg -> ...
-//   (RoCEv2 checks, ICRC)  +-> ina_crc32c (check) ----------> CRC-ok FIFO ----+
-//                          +-> ina_gcm_check (keyed frames) -> J0 FIFO -------+ (keyed bit FIFO)
+//   s_axis -> ina_roce_rx -+-> ina_ingress -> payload FIFO / descriptor FIFO -+-> (XOR) ina_agg ...
+//   (RoCEv2 checks, ICRC)  +-> ina_crc32c (check) ----------> CRC-ok FIFO ----+     ^
+//                          +-> ina_gcm_check (keyed frames) -> J0 FIFO -------+     |
+//                          |     (keyed and mac_encrypt bit FIFO) ------------+     |
+//                          |   +-> J0, K -> ina_gcm_ctr (keystream) -> keystream FIFO
 //        its verdicts ------------------------------------> RoCE verdict FIFO +
-//     ... ina_agg -> ina_egress -> m_axis (output FIFO, CRC32C trailer or a keyed job's tag)
+//     ... ina_agg -> ina_gcm_ctr (encrypts) -> ina_egress -> m_axis (output FIFO, CRC32C trailer
+//         or a keyed job's tag)
 //                        ina_regs (job table, keys, counters) <-> reg bus; ina_gcm_keys (key table)
-// Keyed jobs (sec mode mac, docs/security.md; docs/rtl/ina_core.md "Keyed jobs"): a frame whose
-//   first beat names a keyed job goes through ina_gcm_check (its J0 joins the descriptor; ina_agg's
-//   rule K4 compares it with the slot's expected nonce), and its results get their tag in
-//   ina_egress under the job's down key. s_axis takes no beat while ina_gcm_keys writes a keyed
-//   entry's key constants (15 cycles after its commit).
+// Keyed jobs (sec modes mac and mac_encrypt, docs/security.md; docs/rtl/ina_core.md "Keyed jobs"):
+//   a frame whose first beat names a keyed job goes through ina_gcm_check (its J0 joins the
+//   descriptor; ina_agg's rule K4 compares it with the slot's expected nonce), and its results get
+//   their tag in ina_egress under the job's down key. A mac_encrypt frame's payload is XORed with
+//   its keystream (made from the J0 its tag gave) as it leaves the payload FIFO, and its results
+//   are encrypted on their way to ina_egress. s_axis takes no beat while ina_gcm_keys writes a
+//   keyed entry's key constants (15 cycles after its commit).
 //
 // s_axis: frames (Ethernet + IPv4 + UDP + ina header in the first 64-byte beat, then payload
 //   beats, then the ina message's 4-byte CRC32C trailer; tdata byte 0 = frame byte 0; tkeep
@@ -51,7 +56,9 @@ module ina_core
   parameter int unsigned MaxK      = 256,
   parameter int unsigned PayDepth  = MaxK / 4,  // payload FIFO beats (>= 2 * MaxBeats; 4 frames)
   parameter int unsigned DescDepth = 8,         // also the RoCE verdict FIFO's, times 2
-  parameter int unsigned OutDepth  = MaxK / 8   // output FIFO beats (>= MaxBeats + 4; 2 frames)
+  // Output FIFO beats (>= MaxBeats + 4 + 11, as ina_gcm_ctr's beats in front of it count against it;
+  // 2 frames, and at least 64 so that small frames keep the output at line rate).
+  parameter int unsigned OutDepth  = (MaxK / 8 > 64) ? MaxK / 8 : 64
 ) (
   input  logic                   clk_i,
   input  logic                   rst_ni,
@@ -80,6 +87,7 @@ module ina_core
   localparam int unsigned OutFreeW = $clog2(OutDepth) + 1;
   localparam int unsigned MaxBeats = MaxK / ina_rtl_pkg::Lanes;
   localparam int unsigned JW = (NumJobs > 1) ? $clog2(NumJobs) : 1;  // a job entry's index
+  localparam int unsigned CtrLatency = 11;  // ina_gcm_ctr's
 
   if (ina_rtl_pkg::InaHdrByte != ina_proto_pkg::FramePrefixBytes ||
       ina_rtl_pkg::Lanes * ina_proto_pkg::ElemBytes != ina_rtl_pkg::BeatBytes) begin : gen_bad_pkg
@@ -101,8 +109,8 @@ module ina_core
   if (DescDepth < 2) begin : gen_bad_desc_depth
     $error("ina_core: DescDepth must be at least 2");
   end
-  if (OutDepth < MaxBeats + 4) begin : gen_bad_out
-    $error("ina_core: OutDepth must hold a result frame plus the pipeline");
+  if (OutDepth < MaxBeats + 4 + CtrLatency) begin : gen_bad_out
+    $error("ina_core: OutDepth must hold a result frame plus the pipeline and ina_gcm_ctr's beats");
   end
 
   logic                pay_in_valid, pay_in_ready, pay_out_valid, pay_out_ready;
@@ -114,8 +122,10 @@ module ina_core
   logic [ina_rtl_pkg::BeatBytes-1:0] out_keep;
   logic                out_last;
   logic [ina_rtl_pkg::OutUserBits-1:0] out_user;
-  logic [OutFreeW-1:0] out_free;
+  logic [OutFreeW-1:0] out_free, egr_free;
   logic [$clog2(PayDepth):0]  unused_pay_free;
+  logic                pay_out_enc;  // the beat at the payload FIFO's head is a mac_encrypt frame's
+  logic [ina_rtl_pkg::BeatBits-1:0] pay_out_raw;  // ... as received (ciphertext if so)
   logic [$clog2(DescDepth):0] unused_desc_free;
 
   logic [NumJobs-1:0]       job_valid;
@@ -133,12 +143,14 @@ module ina_core
   logic [NumJobs*128-1:0] up_last_key, down_key;
   logic                   keys_busy, gcm_valid, gcm_busy, gv_in_ready, gv_valid, gv_ready;
   logic [127:0]           gcm_j0, gv_j0;
-  logic                   gcm_user_unused;
+  logic                   gcm_enc;  // the verdict is a mac_encrypt frame's
   logic [$clog2(DescDepth):0] unused_gv_free;
   logic [511:0]           rx_hpow;
   logic [127:0]           rx_last_key;
   logic                   rx_hit, rx_keyed_q, rx_keyed;  // the frame on dec_* names a keyed job
-  logic                   kf_in_ready, kf_valid, kf_keyed;
+  logic                   rx_hit_enc, rx_enc_q, rx_enc;  // ... in mode mac_encrypt, and says so
+  logic                   kf_in_ready, kf_valid, kf_keyed, kf_enc;
+  logic [127:0]           gcm_key;
   logic [$clog2(DescDepth):0] unused_kf_free;
   ina_rtl_pkg::seal_t     out_seal;
   logic                   rx_valid, rx_ready;
@@ -249,23 +261,35 @@ module ina_core
       jid = ina_rtl_pkg::be16(dec_data, ina_rtl_pkg::InaHdrByte + ina_proto_pkg::JobOffset);
       for (int unsigned j = 0; j < NumJobs; j++) begin
         hit[j] = job_valid[j] && job_id[16*j +: 16] == jid &&
-                 job_sec[2*j +: 2] == 2'(ina_proto_pkg::SecModeMac);
+                 (job_sec[2*j +: 2] == 2'(ina_proto_pkg::SecModeMac) ||
+                  job_sec[2*j +: 2] == 2'(ina_proto_pkg::SecModeMacEncrypt));
       end
       for (int j = NumJobs - 1; j >= 0; j--) begin
         if (hit[j]) rx_entry = JW'(j);
       end
     end
     rx_hit = |hit;
+    // A mac_encrypt job's frame that says mac_encrypt (sec): its payload is ciphertext, hashed as
+    // such and decrypted on its way to ina_agg. A frame of such a job that says another mode is
+    // dropped there (cross job) whatever is done with it here; one of another job is never
+    // decrypted, whatever its sec says.
+    // (A part-select, not ina_rtl_pkg::beat_byte: a simulator copies a function's 512-bit argument.)
+    rx_hit_enc = rx_hit && job_sec[2*rx_entry +: 2] == 2'(ina_proto_pkg::SecModeMacEncrypt) &&
+                 dec_data[8*(ina_rtl_pkg::InaHdrByte + ina_proto_pkg::SecOffset) +: 8] ==
+                     8'(ina_proto_pkg::SecModeMacEncrypt);
   end
   // Read by ina_gcm_check at a keyed frame's first beat only.
   assign rx_hpow     = rx_hit ? up_hpow[512*rx_entry +: 512] : '0;
   assign rx_last_key = rx_hit ? up_last_key[128*rx_entry +: 128] : '0;
   assign rx_keyed = in_frame ? rx_keyed_q : rx_hit;
+  assign rx_enc   = in_frame ? rx_enc_q : rx_hit_enc;
   always_ff @(posedge clk_i or negedge rst_ni) begin
     if (!rst_ni) begin
       rx_keyed_q <= 1'b0;
+      rx_enc_q   <= 1'b0;
     end else if (dec_valid && dec_ready) begin
       rx_keyed_q <= rx_keyed;
+      rx_enc_q   <= rx_enc;
     end
   end
 
@@ -277,10 +301,12 @@ module ina_core
     .in_last_i    (dec_last),
     .in_hpow_i    (rx_hpow),
     .in_last_key_i(rx_last_key),
-    .in_user_i    (1'b0),
+    .in_enc_i     (rx_enc),
+    .in_user_i    (rx_enc),
     .out_valid_o  (gcm_valid),
     .out_j0_o     (gcm_j0),
-    .out_user_o   (gcm_user_unused),
+    .out_key_o    (gcm_key),
+    .out_user_o   (gcm_enc),
     .busy_o       (gcm_busy)
   );
 
@@ -298,18 +324,132 @@ module ina_core
     .free_o     (unused_gv_free)
   );
 
-  // Each frame's keyed bit, pushed with its descriptor (the same handshake), popped with it.
-  ina_fifo #(.Width(1), .Depth(DescDepth)) u_kf_fifo (
+  // Each frame's keyed and mac_encrypt bits, pushed with its descriptor (the same handshake),
+  // popped with it.
+  ina_fifo #(.Width(2), .Depth(DescDepth)) u_kf_fifo (
     .clk_i,
     .rst_ni,
     .in_valid_i (desc_in_valid && desc_in_ready),
     .in_ready_o (kf_in_ready),
-    .in_data_i  (rx_keyed),
+    .in_data_i  ({rx_enc, rx_keyed}),
     .out_valid_o(kf_valid),
     .out_ready_i(desc_out_ready),
-    .out_data_o (kf_keyed),
+    .out_data_o ({kf_enc, kf_keyed}),
     .free_o     (unused_kf_free)
   );
+
+  // mac_encrypt frames: the keystream of each, made once its tag gave its J0 (for a genuine frame
+  // the J0 it was sealed with; a forged one is dropped by rule K4 whatever it is XORed with), one
+  // beat per payload beat the frame stored, in frame order:
+  //   stored-beat counts (pushed with the descriptor) -> requests (with J0 and K, at the verdict)
+  //   -> ina_gcm_ctr (zero beats in) -> keystream FIFO, popped with the payload beats it decrypts.
+  // A descriptor of such a frame goes to ina_agg only once its keystream is whole (ks_frames_q),
+  // as ina_agg pops a packet's payload beats back to back.
+  localparam int unsigned SBB = ina_rtl_pkg::StoredBeatsBits;
+  logic           kn_in_ready, kn_valid;
+  logic [SBB-1:0] kn_beats;
+  logic [$clog2(DescDepth):0] unused_kn_free, unused_rq_free;
+  logic           rq_in_ready, rq_valid, rq_pop;
+  logic [127:0]   rq_j0, rq_key;
+  logic [SBB-1:0] rq_beats;
+  logic           gen_busy_q, gen_launch;
+  logic [SBB-1:0] gen_left_q;
+  logic [15:0]    gen_idx_q;
+  logic [127:0]   gen_j0_q, gen_key_q;
+  logic           kc_valid, kc_push, kc_last, kc_busy;
+  logic [ina_rtl_pkg::BeatBits-1:0] kc_data;
+  logic [3:0]     kc_inflight_unused;
+  logic           ks_in_ready, ks_valid, ks_pop;
+  logic [ina_rtl_pkg::BeatBits-1:0] ks_data;
+  logic [$clog2(PayDepth):0] unused_ks_free;
+  logic [$clog2(DescDepth)+1:0] ks_frames_q;  // frames whose keystream is whole, descriptor not popped
+
+  ina_fifo #(.Width(SBB), .Depth(DescDepth)) u_kn_fifo (
+    .clk_i,
+    .rst_ni,
+    .in_valid_i (desc_in_valid && desc_in_ready && rx_enc),
+    .in_ready_o (kn_in_ready),
+    .in_data_i  (desc_in.stored_beats),
+    .out_valid_o(kn_valid),
+    .out_ready_i(gcm_valid && gcm_enc),
+    .out_data_o (kn_beats),
+    .free_o     (unused_kn_free)
+  );
+  ina_fifo #(.Width(256 + SBB), .Depth(DescDepth)) u_rq_fifo (
+    .clk_i,
+    .rst_ni,
+    .in_valid_i (gcm_valid && gcm_enc),
+    .in_ready_o (rq_in_ready),
+    .in_data_i  ({gcm_j0, gcm_key, kn_beats}),
+    .out_valid_o(rq_valid),
+    .out_ready_i(rq_pop),
+    .out_data_o ({rq_j0, rq_key, rq_beats}),
+    .free_o     (unused_rq_free)
+  );
+  // One request at a time: its beats on consecutive cycles; a frame that stored no payload beat
+  // sends one marker through the pipeline (no keystream, no push), so frames complete in order.
+  assign rq_pop     = rq_valid && !gen_busy_q;
+  assign gen_launch = gen_busy_q || (rq_pop && rq_beats == '0);
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      gen_busy_q <= 1'b0;
+    end else if (rq_pop) begin
+      gen_busy_q <= rq_beats != '0;
+    end else if (gen_busy_q) begin
+      gen_busy_q <= gen_left_q != SBB'(1);
+    end
+  end
+  always_ff @(posedge clk_i) begin
+    if (rq_pop) begin
+      gen_left_q <= rq_beats;
+      gen_idx_q  <= '0;
+      gen_j0_q   <= rq_j0;
+      gen_key_q  <= rq_key;
+    end else if (gen_busy_q) begin
+      gen_left_q <= gen_left_q - SBB'(1);
+      gen_idx_q  <= gen_idx_q + 16'd1;
+    end
+  end
+
+  ina_gcm_ctr #(.UserBits(2), .PassData(1'b0)) u_ctr_rx (
+    .clk_i,
+    .rst_ni,
+    .in_valid_i (gen_launch),
+    .in_data_i  ('0),
+    .in_enc_i   (gen_busy_q),
+    .in_index_i (gen_idx_q),
+    .in_j0_i    (gen_j0_q),
+    .in_key_i   (gen_key_q),
+    .in_user_i  ({gen_busy_q, !gen_busy_q || gen_left_q == SBB'(1)}),  // push, last of its frame
+    .out_valid_o(kc_valid),
+    .out_data_o (kc_data),
+    .out_user_o ({kc_push, kc_last}),
+    .inflight_o (kc_inflight_unused),
+    .busy_o     (kc_busy)
+  );
+
+  // Never more keystream beats than payload beats in the payload FIFO (each is made for one that is
+  // there, and popped with it): PayDepth holds them.
+  // (No hold check of its head: its reader pops it only with the payload FIFO's, whose check stays.)
+  ina_fifo #(.Width(ina_rtl_pkg::BeatBits), .Depth(PayDepth), .HoldCheck(1'b0)) u_ks_fifo (
+    .clk_i,
+    .rst_ni,
+    .in_valid_i (kc_valid && kc_push),
+    .in_ready_o (ks_in_ready),
+    .in_data_i  (kc_data),
+    .out_valid_o(ks_valid),
+    .out_ready_i(ks_pop),
+    .out_data_o (ks_data),
+    .free_o     (unused_ks_free)
+  );
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      ks_frames_q <= '0;
+    end else begin
+      ks_frames_q <= ks_frames_q + ($clog2(DescDepth)+2)'(kc_valid && kc_last) -
+                     ($clog2(DescDepth)+2)'(desc_out_ready && kf_enc);
+    end
+  end
 
   ina_ingress #(.MaxK(MaxK)) u_ingress (
     .clk_i,
@@ -329,17 +469,21 @@ module ina_core
     .in_frame_o  (in_frame)
   );
 
-  ina_fifo #(.Width(ina_rtl_pkg::BeatBits), .Depth(PayDepth)) u_pay_fifo (
+  // Each payload beat with its frame's mac_encrypt bit; such a beat leaves XORed with its
+  // keystream beat, which is popped with it.
+  ina_fifo #(.Width(ina_rtl_pkg::BeatBits + 1), .Depth(PayDepth)) u_pay_fifo (
     .clk_i,
     .rst_ni,
     .in_valid_i (pay_in_valid),
     .in_ready_o (pay_in_ready),
-    .in_data_i  (pay_in_data),
+    .in_data_i  ({rx_enc, pay_in_data}),
     .out_valid_o(pay_out_valid),
     .out_ready_i(pay_out_ready),
-    .out_data_o (pay_out_data),
+    .out_data_o ({pay_out_enc, pay_out_raw}),
     .free_o     (unused_pay_free)
   );
+  assign pay_out_data = pay_out_enc ? pay_out_raw ^ ks_data : pay_out_raw;
+  assign ks_pop       = pay_out_valid && pay_out_ready && pay_out_enc;
 
   ina_fifo #(.Width(ina_rtl_pkg::DescBits), .Depth(DescDepth)) u_desc_fifo (
     .clk_i,
@@ -359,7 +503,7 @@ module ina_core
   logic agg_desc_ready, agg_pay_ready, head_ready, drain_start, drain_q;
   logic [ina_rtl_pkg::StoredBeatsBits-1:0] drain_left_q;
   assign head_ready     = desc_out_valid && ok_valid && rv_valid && kf_valid &&
-                          (!kf_keyed || gv_valid);
+                          (!kf_keyed || gv_valid) && (!kf_enc || ks_frames_q != '0);
   assign drain_start    = head_ready && rv_drop && !drain_q && !agg_busy;
   assign desc_out_ready = agg_desc_ready || drain_start;
   assign ok_ready       = desc_out_ready;
@@ -421,26 +565,75 @@ module ina_core
     .busy_o        (agg_busy)
   );
 
+  // mac_encrypt results are encrypted on their way to ina_egress: ina_gcm_ctr delays every result
+  // beat by its latency and XORs a mac_encrypt result's payload beats with their keystream, under
+  // the job's down key and the result's J0 (its seal, read at the header beat). The beats in it
+  // were reserved room for by ina_agg, so they count against the output FIFO's free room.
+  logic         eg_first_q, eg_enc_q;
+  logic [15:0]  eg_idx_q;
+  logic [127:0] eg_j0_q, eg_key_q;
+  logic         d_valid, d_last, eg_ctr_busy;
+  logic [ina_rtl_pkg::BeatBits-1:0]    d_data;
+  logic [ina_rtl_pkg::BeatBytes-1:0]   d_keep;
+  logic [ina_rtl_pkg::OutUserBits-1:0] d_user;
+  ina_rtl_pkg::seal_t                  d_seal;
+  logic [3:0]   eg_inflight;
+  always_ff @(posedge clk_i or negedge rst_ni) begin
+    if (!rst_ni) begin
+      eg_first_q <= 1'b1;
+    end else if (out_valid) begin
+      eg_first_q <= out_last;
+    end
+  end
+  always_ff @(posedge clk_i) begin
+    if (out_valid) begin
+      eg_idx_q <= eg_first_q ? 16'd0 : eg_idx_q + 16'd1;
+      if (eg_first_q) begin
+        eg_enc_q <= out_seal.keyed && out_seal.enc;
+        eg_j0_q  <= out_seal.j0;
+        eg_key_q <= out_seal.keyed && out_seal.enc ? down_key[128*out_seal.entry[JW-1:0] +: 128] : '0;
+      end
+    end
+  end
+  ina_gcm_ctr #(.UserBits(ina_rtl_pkg::BeatBytes + 1 + ina_rtl_pkg::OutUserBits +
+                          ina_rtl_pkg::SealBits)) u_ctr_tx (
+    .clk_i,
+    .rst_ni,
+    .in_valid_i (out_valid),
+    .in_data_i  (out_data),
+    .in_enc_i   (!eg_first_q && eg_enc_q),
+    .in_index_i (eg_idx_q),
+    .in_j0_i    (eg_j0_q),
+    .in_key_i   (eg_key_q),
+    .in_user_i  ({out_keep, out_last, out_user, out_seal}),
+    .out_valid_o(d_valid),
+    .out_data_o (d_data),
+    .out_user_o ({d_keep, d_last, d_user, d_seal}),
+    .inflight_o (eg_inflight),
+    .busy_o     (eg_ctr_busy)
+  );
+  assign out_free = egr_free - OutFreeW'(eg_inflight);
+
   // The down key of a keyed result's job (zero for a CRC-only one, which ina_egress does not seal;
   // and a simulator then skips the selection).
   logic [127:0] egr_key;
   logic [511:0] egr_hpow;
-  assign egr_key  = out_seal.keyed ? down_key[128*out_seal.entry[JW-1:0] +: 128] : '0;
-  assign egr_hpow = out_seal.keyed ? down_hpow[512*out_seal.entry[JW-1:0] +: 512] : '0;
+  assign egr_key  = d_seal.keyed ? down_key[128*d_seal.entry[JW-1:0] +: 128] : '0;
+  assign egr_hpow = d_seal.keyed ? down_hpow[512*d_seal.entry[JW-1:0] +: 512] : '0;
 
   // The aggregation stage reserves room before each packet, so the output FIFO always takes a push.
   ina_egress #(.Depth(OutDepth)) u_egress (
     .clk_i,
     .rst_ni,
-    .in_valid_i     (out_valid),
-    .in_data_i      (out_data),
-    .in_keep_i      (out_keep),
-    .in_last_i      (out_last),
-    .in_user_i      (out_user),
-    .in_seal_i      (out_seal),
+    .in_valid_i     (d_valid),
+    .in_data_i      (d_data),
+    .in_keep_i      (d_keep),
+    .in_last_i      (d_last),
+    .in_user_i      (d_user),
+    .in_seal_i      (d_seal),
     .in_key_i       (egr_key),
     .in_hpow_i      (egr_hpow),
-    .free_o         (out_free),
+    .free_o         (egr_free),
     .m_axis_tvalid_o,
     .m_axis_tready_i,
     .m_axis_tdata_o,
@@ -452,12 +645,14 @@ module ina_core
 
   assign idle_o = !in_frame && !desc_out_valid && !pay_out_valid && !agg_busy && !crc_busy &&
                   !ok_valid && !egress_busy && !roce_busy && !rv_valid && !drain_q && !gcm_busy &&
-                  !gv_valid && !keys_busy && !kf_valid;
+                  !gv_valid && !keys_busy && !kf_valid && !kn_valid && !rq_valid && !gen_busy_q &&
+                  !kc_busy && !ks_valid && !eg_ctr_busy;
 
   logic unused_crc;
   assign unused_crc = ^{crc_unused_ready, crc_unused_value, unused_ok_free, unused_rv_free,
-                        rv_in_ready, gcm_user_unused, unused_gv_free, unused_kf_free, gv_in_ready,
-                        kf_in_ready};
+                        rv_in_ready, unused_gv_free, unused_kf_free, gv_in_ready,
+                        kf_in_ready, kn_in_ready, unused_kn_free, unused_rq_free, rq_in_ready,
+                        kc_inflight_unused, ks_in_ready, unused_ks_free};
 
   ina_regs #(
     .NumJobs  (NumJobs),
@@ -530,6 +725,23 @@ module ina_core
   a_core_kf_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
       desc_in_valid && desc_in_ready |-> kf_in_ready)
     else $error("ina_core: a keyed bit pushed into the full FIFO");
+  // The mac_encrypt bookkeeping: a verdict finds its frame's beat count, a request and a
+  // keystream beat their FIFO's room, a decrypted payload beat its keystream beat.
+  a_core_kn_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      desc_in_valid && desc_in_ready && rx_enc |-> kn_in_ready)
+    else $error("ina_core: a mac_encrypt frame's beat count pushed into the full FIFO");
+  a_core_kn_there: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      gcm_valid && gcm_enc |-> kn_valid && rq_in_ready)
+    else $error("ina_core: a mac_encrypt verdict without its frame's beat count or room");
+  a_core_ks_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      kc_valid && kc_push |-> ks_in_ready)
+    else $error("ina_core: a keystream beat pushed into the full keystream FIFO");
+  a_core_ks_there: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      pay_out_valid && pay_out_ready && pay_out_enc |-> ks_valid)
+    else $error("ina_core: a mac_encrypt payload beat popped without its keystream");
+  a_core_eg_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
+      egr_free >= OutFreeW'(eg_inflight))
+    else $error("ina_core: more result beats in ina_gcm_ctr than the output FIFO has room for");
   a_core_rv_room: assert property (@(posedge clk_i) disable iff (!rst_ni)
       rv_in_valid |-> rv_in_ready)
     else $error("ina_core: a RoCE verdict pushed into the full RoCE verdict FIFO");

@@ -5,8 +5,9 @@
 //     in two orders: same-slot (the 4 ranks of a slot back to back: each packet's header op reads
 //     the metadata and adds to the slot data the previous packet just wrote) and interleaved (each
 //     rank sends its 8 slots in turn: consecutive packets on different slots); each for a CRC-only
-//     job and for a keyed one (sec mode mac, docs/security.md: the packets' AES-GCM tags checked
-//     and the results sealed in the core; the orders then read same-slot+mac, interleaved+mac);
+//     job and for keyed ones (sec modes mac and mac_encrypt, docs/security.md: the packets' AES-GCM
+//     tags checked and the results sealed in the core, in mac_encrypt the payloads decrypted and
+//     the results encrypted too; the orders then read same-slot+mac, interleaved+mac_encrypt, ...);
 //   - cycles per packet and the implied line rate at 250 MHz (512-bit beats);
 //   - Verilator simulation speed: cycles per wall-clock second, and per second of this thread's CPU
 //     time (the figure that holds on a loaded machine, where wall time includes waiting for a
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include "ina/drv/job_table.h"
@@ -32,13 +34,14 @@ double ThreadCpuSeconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-int RunK(uint16_t k, int packets, bool same_slot, bool keyed) {
+int RunK(uint16_t k, int packets, bool same_slot, ina::proto::SecMode mode) {
   namespace p = ina::proto;
+  const bool keyed = p::IsKeyed(mode);
   ina::sim::CoreSim sim(ina::sim::CoreSim::Options{});
   // The top 8 slots of the pool: the highest RAM addresses.
   ina::dp::JobConfig job{1, 4, k, ina::sim::kRtlPoolSlots - 8, 8};
   if (keyed) {
-    job.security.mode = p::SecMode::kMac;
+    job.security.mode = mode;
     for (size_t i = 0; i < p::kKeyBytes; ++i) {
       job.security.up[i] = static_cast<uint8_t>(0x11 * i + 1);
       job.security.down[i] = static_cast<uint8_t>(0x23 * i + 7);
@@ -62,8 +65,8 @@ int RunK(uint16_t k, int packets, bool same_slot, bool keyed) {
     for (size_t e = 0; e < k; ++e) p::Store32(&pkt[p::kHeaderBytes + 4 * e], uint32_t(i + e));
     if (!keyed) {
       p::SealMessage(pkt.data(), pkt.size() - p::kCrcBytes);
-    } else if (!p::SealOnce(job.security.up, p::SecMode::kMac, pkt.data(),
-                            pkt.size() - p::kTagBytes, p::MakeNonce(h.rank, h.slot, h.gen))) {
+    } else if (!p::SealOnce(job.security.up, mode, pkt.data(), pkt.size() - p::kTagBytes,
+                            p::MakeNonce(h.rank, h.slot, h.gen))) {
       return 1;  // (the use of a slot is its gen: fewer than 65536 here)
     }
     sim.SendFrame(ina::sim::MakeFrame(pkt));
@@ -84,14 +87,15 @@ int RunK(uint16_t k, int packets, bool same_slot, bool keyed) {
   double eff = double(sim.in_beats()) / double(in_cycles);
   double cpp = double(in_cycles) / packets;
   double gbps = 250e6 / cpp * (p::kPayloadOffset + 4.0 * k + p::TrailerBytes(sec)) * 8 / 1e9;
+  const std::string name = std::string(same_slot ? "same-slot" : "interleaved") +
+                           (keyed ? "+" + std::string(p::SecModeName(sec)) : "");
   std::printf(
-      "%-15s K=%-4u packets=%d in_beats=%llu cycles=%llu beat_efficiency=%.4f cycles/packet=%.3f "
+      "%-23s K=%-4u packets=%d in_beats=%llu cycles=%llu beat_efficiency=%.4f cycles/packet=%.3f "
       "line_rate@250MHz=%.1f Gbit/s results=%zu sim_speed=%.0f cycles/s "
       "sim_speed_cpu=%.0f cycles/cpu-s\n",
-      keyed ? (same_slot ? "same-slot+mac" : "interleaved+mac")
-            : (same_slot ? "same-slot" : "interleaved"),
-      k, packets, (unsigned long long)sim.in_beats(), (unsigned long long)in_cycles, eff, cpp, gbps,
-      results, double(sim.cycles() - c0) / secs, double(sim.cycles() - c0) / cpu_secs);
+      name.c_str(), k, packets, (unsigned long long)sim.in_beats(), (unsigned long long)in_cycles,
+      eff, cpp, gbps, results, double(sim.cycles() - c0) / secs,
+      double(sim.cycles() - c0) / cpu_secs);
   if (results != complete) {
     std::fprintf(stderr, "ina-rtl-bench: %zu results, want %zu\n", results, complete);
     return 3;
@@ -101,15 +105,30 @@ int RunK(uint16_t k, int packets, bool same_slot, bool keyed) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  namespace p = ina::proto;
+  // `ina-rtl-bench [MODE...]`: the sec modes to run (crc, mac, mac_encrypt), all by default.
+  std::vector<p::SecMode> modes;
+  for (int i = 1; i < argc; ++i) {
+    const std::string m = argv[i];
+    if (m == "crc" || m == "mac" || m == "mac_encrypt") {
+      modes.push_back(m == "crc"   ? p::SecMode::kCrc
+                      : m == "mac" ? p::SecMode::kMac
+                                   : p::SecMode::kMacEncrypt);
+    } else {
+      std::fprintf(stderr, "usage: ina-rtl-bench [crc|mac|mac_encrypt]...\n");
+      return 64;
+    }
+  }
+  if (modes.empty()) modes = {p::SecMode::kCrc, p::SecMode::kMac, p::SecMode::kMacEncrypt};
   std::printf("ina_core PoolSlots=%u MaxK=%u\n", ina::sim::kRtlPoolSlots, ina::sim::kRtlMaxK);
   int rc = 0;
-  for (bool keyed : {false, true}) {
+  for (const auto mode : modes) {
     for (bool same_slot : {true, false}) {
       for (uint16_t k : ina::proto::kKValues) {
         if (k > ina::sim::kRtlMaxK) continue;
         // 20000 packets at K 64, 5000 at 256, ... 640 at 2048 (20 generations of 32 packets).
-        rc |= RunK(k, std::max(640, 20000 * 64 / int{k}), same_slot, keyed);
+        rc |= RunK(k, std::max(640, 20000 * 64 / int{k}), same_slot, mode);
       }
     }
   }

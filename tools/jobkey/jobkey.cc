@@ -191,8 +191,7 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "ina-jobkey: %s%s refused job %llu's key (error(key_refused)): its engine "
-          "cannot run sec mode %s (the RTL core runs crc and mac, not mac_encrypt: "
-          "docs/security.md)\n",
+          "cannot run sec mode %s (docs/security.md)\n",
           endpoint.c_str(),
           cores > 1
               ? (" core " + std::to_string(core) + " (port + " + std::to_string(core) + ")").c_str()

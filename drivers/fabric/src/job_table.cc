@@ -1,5 +1,8 @@
 #include "ina/drv/job_table.h"
 
+#include <string>
+
+#include "ina/proto/sec.h"
 #include "ina/proto/wire.h"
 
 namespace ina::drv {
@@ -15,12 +18,12 @@ Status ProgramJob(RegisterAccess& regs, uint32_t entry, const dp::JobConfig& job
       !r::job_id::FitsId(job.job_id)) {
     return InvalidArgument("program job: slot base, window, world size or group out of range");
   }
-  if (job.security.mode == proto::SecMode::kMacEncrypt) {
-    return Unimplemented(
-        "program job: sec mode mac_encrypt is not in the RTL core (it checks and seals mode mac: "
-        "docs/security.md, \"The RTL\")");
+  if (!proto::IsValidSecMode(static_cast<uint8_t>(job.security.mode))) {
+    return InvalidArgument("program job: sec mode " +
+                           std::to_string(static_cast<unsigned>(job.security.mode)) +
+                           " is not crc, mac or mac_encrypt");
   }
-  const bool keyed = job.security.mode == proto::SecMode::kMac;
+  const bool keyed = proto::IsKeyed(job.security.mode);
   const uint32_t id = r::job_id::SetValid(r::job_id::SetId(0, job.job_id), 1);
   const uint32_t slots =
       r::job_slots::SetWindow(r::job_slots::SetBase(0, job.slot_base), job.window);

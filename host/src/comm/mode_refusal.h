@@ -16,8 +16,7 @@ inline std::string CannotRunSecMode(uint16_t mode) {
   }
   return "the fabric's engine cannot run this job's sec mode " +
          std::string(proto::SecModeName(static_cast<uint8_t>(mode))) +
-         " (the RTL core runs crc and mac, not mac_encrypt: docs/security.md); set INA_JOB_SEC to "
-         "a mode it runs";
+         " (docs/security.md); set INA_JOB_SEC to a mode it runs";
 }
 
 }  // namespace ina::host::internal

@@ -131,6 +131,32 @@ std::vector<uint8_t> Data(uint16_t job, uint16_t rank, uint16_t slot, uint16_t g
   return b;
 }
 
+// An engine that does not run mode mac_encrypt (say an FPGA built without the CTR keystream): the
+// reference engine, but RunsSecMode says so, and AddJob refuses such a job as a fabric's driver
+// that cannot program it would.
+class WithoutMacEncrypt : public Engine {
+ public:
+  explicit WithoutMacEncrypt(std::unique_ptr<Engine> inner) : inner_(std::move(inner)) {}
+  Status AddJob(const JobConfig& job) override {
+    if (job.security.mode == p::SecMode::kMacEncrypt) {
+      return Unimplemented("program job: this engine runs no mac_encrypt");
+    }
+    return inner_->AddJob(job);
+  }
+  Status RemoveJob(uint16_t job_id) override { return inner_->RemoveJob(job_id); }
+  void Process(std::span<const uint8_t> packet, Emitter& out) override {
+    inner_->Process(packet, out);
+  }
+  size_t PollFailures(std::span<JobFailure> out) override { return inner_->PollFailures(out); }
+  CounterSnapshot counters() const override { return inner_->counters(); }
+  uint32_t pool_slots() const override { return inner_->pool_slots(); }
+  uint16_t max_k() const override { return inner_->max_k(); }
+  bool RunsSecMode(p::SecMode mode) const override { return mode != p::SecMode::kMacEncrypt; }
+
+ private:
+  std::unique_ptr<Engine> inner_;
+};
+
 class ControlTest : public ::testing::Test {
  protected:
   // min_window 1 and no lease: a job takes what is free (the tests before sharing); the sharing
@@ -143,6 +169,7 @@ class ControlTest : public ::testing::Test {
     lim.max_jobs = engine_jobs ? engine_jobs : max_jobs;
     lim.max_k = engine_max_k_;
     engine_ = MakeReferenceEngine(lim);
+    if (without_mac_encrypt_) engine_ = std::make_unique<WithoutMacEncrypt>(std::move(engine_));
     ControlConfig cfg = base_cfg_;
     cfg.max_jobs = max_jobs;
     cfg.job_timeout = timeout;
@@ -195,6 +222,7 @@ class ControlTest : public ::testing::Test {
   }
 
   std::unique_ptr<Engine> engine_;
+  bool without_mac_encrypt_ = false;  // Make wraps the engine in WithoutMacEncrypt
   std::unique_ptr<ControlPlane> cp_;
   Collector out_;
   ControlConfig base_cfg_;  // what Make starts from (the key tests set require_keys, admin, log)
@@ -2359,7 +2387,7 @@ TEST_F(ControlTest, SetKeyNeedsTheAdminKeyAndAGrowingSequence) {
 // mac_encrypt) is answered with error(key_refused): sec_mode, the mode and the sequence echoed, so
 // the launcher fails at once instead of waiting for an ack. Nothing is installed, the sequence is
 // used up, and each mode is logged once. (An engine that cannot run a keyed mode is refused the
-// same way: sim/rtlsim's RtlControl test, through the verilated core.)
+// same way: AKeyOfAModeTheEngineCannotRunIsRefusedSayingSo.)
 TEST_F(ControlTest, AKeyOfAModeThatCannotRunIsRefusedSayingSo) {
   std::vector<std::string> lines;
   const auto admin = keys::Secret(9);
@@ -2405,6 +2433,72 @@ TEST_F(ControlTest, AKeyOfAModeThatCannotRunIsRefusedSayingSo) {
   Send(keys::SetKey(admin, 24, p::SecMode::kMac, keys::Secret(3), seq + 4), op);
   ASSERT_EQ(out_.replies.size(), 1u);
   EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kSetKeyAck);
+}
+
+// An engine that cannot run a keyed mode (WithoutMacEncrypt): the control plane refuses a key of
+// that mode with error(key_refused) naming it, logged once; a key of mode mac, which it runs, is
+// installed.
+TEST_F(ControlTest, AKeyOfAModeTheEngineCannotRunIsRefusedSayingSo) {
+  std::vector<std::string> lines;
+  const auto admin = keys::Secret(9);
+  base_cfg_.admin_secret = admin;
+  base_cfg_.log = [&lines](const std::string& l) { lines.push_back(l); };
+  without_mac_encrypt_ = true;
+  Make();
+  const Peer op = MakePeer(7000);
+  const uint64_t seq = 1000;
+  Send(keys::SetKey(admin, 12, p::SecMode::kMacEncrypt, keys::Secret(3), seq), op);
+  Send(keys::SetKey(admin, 13, p::SecMode::kMacEncrypt, keys::Secret(3), seq + 1), op);
+  ASSERT_EQ(out_.replies.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    ExpectError(out_.replies[i], op, static_cast<uint16_t>(12 + i), p::ErrorCode::kKeyRefused);
+    const auto e = p::ErrorMsg::From(out_.replies[i].h);
+    EXPECT_EQ(e.join_param(), p::JoinParam::kSecMode);
+    EXPECT_EQ(e.key_mode(), static_cast<uint16_t>(p::SecMode::kMacEncrypt));
+    EXPECT_EQ(p::SetKeySeq(e), seq + i);
+  }
+  EXPECT_FALSE(cp_->HasJobKey(12) || cp_->HasJobKey(13));
+  EXPECT_EQ(Ctr(ControlCounter::kAdminRefused), 2u);
+  ASSERT_EQ(lines.size(), 1u) << "once per mode";
+  EXPECT_NE(lines[0].find("SET_KEY for job 12 from 127.0.0.1:7000 refused: this fabric's engine "
+                          "cannot run sec mode mac_encrypt"),
+            std::string::npos)
+      << lines[0];
+  out_.replies.clear();
+  Send(keys::SetKey(admin, 12, p::SecMode::kMac, keys::Secret(3), seq + 2), op);
+  ASSERT_EQ(out_.replies.size(), 1u);
+  EXPECT_EQ(out_.replies[0].h.type, p::MsgType::kSetKeyAck);
+  EXPECT_TRUE(cp_->HasJobKey(12));
+}
+
+// A key put in without the admin channel (in process) for a mode the engine cannot run: the
+// engine refuses the install at the grant, and every rank hears error(no_slots) naming join_param
+// sec_mode and the mode (what a worker turns into UNIMPLEMENTED); the switch logs why.
+TEST_F(ControlTest, AJobOfAModeTheEngineCannotRunFailsItsJoinsNamingTheMode) {
+  std::vector<std::string> lines;
+  base_cfg_.log = [&lines](const std::string& l) { lines.push_back(l); };
+  without_mac_encrypt_ = true;
+  Make();
+  const auto secret = keys::Secret(4);
+  ASSERT_TRUE(cp_->InstallJobKey(20, p::SecMode::kMacEncrypt, secret).ok());
+  prove_[20] = secret;
+  const auto replies = JoinAll(20, 2, 256, 4, 5000);
+  ASSERT_EQ(replies.size(), 2u) << "both ranks hear it once the job is complete";
+  for (uint16_t rank = 0; rank < 2; ++rank) {
+    ExpectError(replies[rank], MakePeer(static_cast<uint16_t>(5000 + rank)), 20,
+                p::ErrorCode::kNoSlots);
+    const auto e = p::ErrorMsg::From(replies[rank].h);
+    EXPECT_EQ(e.join_param(), p::JoinParam::kSecMode);
+    EXPECT_EQ(e.job_value(), static_cast<uint32_t>(p::SecMode::kMacEncrypt));
+  }
+  EXPECT_EQ(cp_->num_jobs(), 0u);
+  bool logged = false;
+  for (const auto& l : lines) {
+    logged |= l.find(
+                  "job 20: the engine refused to install it (UNIMPLEMENTED: program job: this "
+                  "engine runs no mac_encrypt") != std::string::npos;
+  }
+  EXPECT_TRUE(logged);
 }
 
 // The same key installed again (a launcher's next attempt, a leaf passing it on, a second

@@ -97,13 +97,25 @@ TEST_F(JobTableTest, KeyedJobsWriteTheModeAndTheKeys) {
   EXPECT_EQ(At(0x040), 0u);
 }
 
-TEST_F(JobTableTest, MacEncryptIsRefused) {
-  // The core checks and seals mode mac; mac_encrypt would need the CTR keystream too.
+TEST_F(JobTableTest, MacEncryptWritesItsModeAndKeysAndNoModeIsRefused) {
   dp::JobConfig job{1, 2, 64, 0, 4};
   job.security.mode = proto::SecMode::kMacEncrypt;
-  const Status s = ProgramJob(*regs_, 0, job, 1);
-  EXPECT_EQ(s.code(), StatusCode::kUnimplemented) << s.ToString();
+  for (int i = 0; i < 16; ++i) {
+    job.security.up[i] = static_cast<uint8_t>(0x30 + i);
+    job.security.down[i] = static_cast<uint8_t>(0xC0 + i);
+  }
+  ASSERT_TRUE(ProgramJob(*regs_, 0, job, 1).ok());
+  EXPECT_EQ(At(0x040), 2u);           // job_sec: mode mac_encrypt
+  EXPECT_EQ(At(0x044), 0x30313233u);  // job_key_up0
+  EXPECT_EQ(At(0x060), 0xCCCDCECFu);  // job_key_down3
+  EXPECT_EQ(At(0x020), 1u);           // committed
+  ASSERT_TRUE(regs_->Write32(r::kJobCommit, 0).ok());
+  // A mode that is none of crc, mac and mac_encrypt: refused, nothing written.
+  job.security.mode = static_cast<proto::SecMode>(3);
+  const Status s = ProgramJob(*regs_, 1, job, 1);
+  EXPECT_EQ(s.code(), StatusCode::kInvalidArgument) << s.ToString();
   EXPECT_EQ(At(r::kJobCommit), 0u) << "nothing committed";
+  EXPECT_EQ(At(r::kJobSel), 0u) << "nothing written";
 }
 
 TEST_F(JobTableTest, ReadCountersReadsEveryCounterInOrder) {

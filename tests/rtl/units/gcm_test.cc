@@ -6,9 +6,13 @@
 //   under its own key, 11 cycles; ina_aes128 with Inverse undoes it from the last round key it
 //   gives;
 // - ina_gcm_key's H .. H^4 and last round key;
-// - ina_gcm_hash (Check = 0) gives the S of a frame that SealOnce's tag masks (tag ^ AES_K(J0));
+// - ina_gcm_hash (Check = 0) gives the S of a frame that SealOnce's tag masks (tag ^ AES_K(J0)),
+//   in mode mac and in mode mac_encrypt (payload ciphertext), frame by frame;
 // - ina_gcm_check gives J0 of the frame's nonce for every genuine frame (retx set after sealing
-//   too), and something else for a frame with any bit of its header, payload or tag flipped.
+//   too), and something else for a frame with any bit of its header, payload or tag flipped, in
+//   either mode, and the key it was given;
+// - ina_gcm_ctr XORs each beat with the CTR keystream of its blocks (libcrypto's AES of the
+//   counters), passes the others unchanged, 11 cycles later, with their user bits.
 #include <gtest/gtest.h>
 #include <openssl/evp.h>
 
@@ -248,16 +252,20 @@ TEST(RtlGcmTest, KeyGivesThePowersOfH) {
 }
 
 // A keyed data frame as a fabric receives it: 42 bytes of L2-L4 (junk here), the ina header with
-// sec mac, count elements, the tag; sealed by libcrypto under `key` with nonce (rank, slot, use).
+// sec mac or mac_encrypt, count elements (ciphertext in mac_encrypt), the tag; sealed by libcrypto
+// under `key` with nonce (rank, slot, use).
 struct Frame {
   std::vector<uint8_t> bytes;
   p::Nonce nonce;
   int key = 0;          // which of the test's keys
+  bool enc = false;     // mode mac_encrypt
   bool genuine = true;  // unchanged since sealing (but for the retx bit)
 };
 
 Frame SealedFrame(std::mt19937_64& rng, const std::vector<p::TrafficKey>& keys, size_t max_count) {
   Frame f;
+  f.enc = rng() % 2 == 0;
+  const p::SecMode mode = f.enc ? p::SecMode::kMacEncrypt : p::SecMode::kMac;
   f.key = static_cast<int>(rng() % keys.size());
   size_t count = rng() % 3 == 0 ? max_count - rng() % 3 : rng() % (max_count + 1);
   p::Header h;
@@ -266,7 +274,7 @@ Frame SealedFrame(std::mt19937_64& rng, const std::vector<p::TrafficKey>& keys, 
   h.flags = static_cast<uint8_t>(rng()) & static_cast<uint8_t>(~p::flags::kRetx);
   h.exp = static_cast<uint8_t>(rng());
   h.next_exp = static_cast<uint8_t>(rng());
-  h.sec = static_cast<uint8_t>(p::SecMode::kMac);
+  h.sec = static_cast<uint8_t>(mode);
   h.job = static_cast<uint16_t>(rng());
   h.rank = static_cast<uint16_t>(rng());
   h.slot = static_cast<uint16_t>(rng());
@@ -278,8 +286,7 @@ Frame SealedFrame(std::mt19937_64& rng, const std::vector<p::TrafficKey>& keys, 
   for (size_t i = p::kHeaderBytes; i < msg.size(); ++i) msg[i] = static_cast<uint8_t>(rng());
   const uint64_t use = rng() % 2 ? static_cast<uint64_t>(rng() % 70000) : rng();
   f.nonce = p::MakeNonce(h.rank, h.slot, use);
-  EXPECT_TRUE(
-      p::SealOnce(keys[f.key], p::SecMode::kMac, msg.data(), msg.size() - p::kTagBytes, f.nonce));
+  EXPECT_TRUE(p::SealOnce(keys[f.key], mode, msg.data(), msg.size() - p::kTagBytes, f.nonce));
   f.bytes.resize(p::kFramePrefixBytes);
   for (auto& b : f.bytes) b = static_cast<uint8_t>(rng());
   f.bytes.insert(f.bytes.end(), msg.begin(), msg.end());
@@ -318,11 +325,12 @@ Keys MakeKeys(Tb& tb, std::mt19937_64& rng, int n) {
 
 // Streams frames into one of the two frame inputs (hash or check) under random idle cycles, one
 // result expected per frame, in order, `latency` cycles after its last beat, with the frame's user
-// bits (its index mod 256); `verify` gets each result with its frame's index.
+// bits (its index mod 256); each frame with its key and mode (enc_of: mac_encrypt); `verify` gets
+// each result with its frame's index.
 template <typename SetIn, typename Out, typename Verify>
 void RunFrames(Tb& tb, std::mt19937_64& rng, const std::vector<std::vector<uint8_t>>& frames,
-               const std::vector<int>& key_of, const Keys& keys, int latency, SetIn set_in, Out out,
-               Verify verify) {
+               const std::vector<int>& key_of, const std::vector<bool>& enc_of, const Keys& keys,
+               int latency, SetIn set_in, Out out, Verify verify) {
   std::deque<std::pair<size_t, uint64_t>> pending;  // frame, cycle of its last beat
   size_t fi = 0, beat = 0, got = 0;
   std::vector<std::array<uint8_t, 64>> beats;
@@ -332,9 +340,12 @@ void RunFrames(Tb& tb, std::mt19937_64& rng, const std::vector<std::vector<uint8
     bool last = false;
     if (send) {
       last = beat + 1 == beats.size();
-      set_in(true, beats[beat].data(), last, keys.out[key_of[fi]], static_cast<uint8_t>(fi % 256));
+      set_in(true, beats[beat].data(), last, keys.out[key_of[fi]], static_cast<uint8_t>(fi % 256),
+             enc_of[fi]);
     } else {
-      set_in(false, beats.empty() ? nullptr : beats[0].data(), false, keys.out[0], 0);
+      // Idle: a mode that is not the next frame's (read only with a beat).
+      set_in(false, beats.empty() ? nullptr : beats[0].data(), false, keys.out[0], 0,
+             fi < frames.size() && !enc_of[fi]);
     }
     tb.Settle();
     uint8_t user = 0;
@@ -370,6 +381,7 @@ TEST(RtlGcmTest, HashIsWhatTheTagMasks) {
   std::vector<Frame> sealed;
   std::vector<std::vector<uint8_t>> frames;  // without the tag: what a sealer hashes
   std::vector<int> key_of;
+  std::vector<bool> enc_of;
   for (int i = 0; i < 600; ++i) {
     sealed.push_back(SealedFrame(rng, keys.keys, 300));
     std::vector<uint8_t> f = sealed.back().bytes;
@@ -378,12 +390,14 @@ TEST(RtlGcmTest, HashIsWhatTheTagMasks) {
       f[p::kFramePrefixBytes + p::kFlagsOffset] |= p::flags::kRetx;  // not covered
     frames.push_back(f);
     key_of.push_back(sealed.back().key);
+    enc_of.push_back(sealed.back().enc);
   }
-  size_t n = 0;
+  size_t n = 0, enc = 0;
   RunFrames(
-      tb, rng, frames, key_of, keys, kHashLatency,
-      [&](bool valid, const uint8_t* beat, bool last, const KeyOut& k, uint8_t user) {
+      tb, rng, frames, key_of, enc_of, keys, kHashLatency,
+      [&](bool valid, const uint8_t* beat, bool last, const KeyOut& k, uint8_t user, bool e) {
         tb->hash_in_valid_i = valid;
+        tb->hash_in_enc_i = e;
         if (beat != nullptr) SetBeat(tb->hash_in_data_i, beat);
         tb->hash_in_last_i = last;
         for (unsigned i = 0; i < 4; ++i) SetBlock(tb->hash_in_hpow_i, 128 * i, k.hpow[i]);
@@ -402,10 +416,14 @@ TEST(RtlGcmTest, HashIsWhatTheTagMasks) {
         Block key;
         std::memcpy(key.data(), keys.keys[f.key].data(), 16);
         EXPECT_EQ(result, Xor(tag, Encrypt(key, J0(f.nonce))))
-            << "frame " << i << " of " << f.bytes.size() << " bytes";
+            << (f.enc ? "mac_encrypt" : "mac") << " frame " << i << " of " << f.bytes.size()
+            << " bytes";
         ++n;
+        enc += f.enc;
       });
   EXPECT_EQ(n, frames.size());
+  EXPECT_GT(enc, 200u);
+  EXPECT_LT(enc, 400u);
 }
 
 TEST(RtlGcmTest, CheckGivesJ0OfGenuineFramesOnly) {
@@ -415,6 +433,7 @@ TEST(RtlGcmTest, CheckGivesJ0OfGenuineFramesOnly) {
   std::vector<Frame> sealed;
   std::vector<std::vector<uint8_t>> frames;
   std::vector<int> key_of;
+  std::vector<bool> enc_of;
   int forged = 0, retx = 0;
   for (int i = 0; i < 800; ++i) {
     Frame f = SealedFrame(rng, keys.keys, 300);
@@ -445,13 +464,16 @@ TEST(RtlGcmTest, CheckGivesJ0OfGenuineFramesOnly) {
     }
     frames.push_back(f.bytes);
     key_of.push_back(f.key);
+    enc_of.push_back(f.enc);
     sealed.push_back(std::move(f));
   }
-  int ok = 0, bad = 0;
+  int ok = 0, bad = 0, enc_ok = 0;
+  Block key_out{};
   RunFrames(
-      tb, rng, frames, key_of, keys, kCheckLatency,
-      [&](bool valid, const uint8_t* beat, bool last, const KeyOut& k, uint8_t user) {
+      tb, rng, frames, key_of, enc_of, keys, kCheckLatency,
+      [&](bool valid, const uint8_t* beat, bool last, const KeyOut& k, uint8_t user, bool e) {
         tb->chk_in_valid_i = valid;
+        tb->chk_in_enc_i = e;
         if (beat != nullptr) SetBeat(tb->chk_in_data_i, beat);
         tb->chk_in_last_i = last;
         for (unsigned i = 0; i < 4; ++i) SetBlock(tb->chk_in_hpow_i, 128 * i, k.hpow[i]);
@@ -462,14 +484,20 @@ TEST(RtlGcmTest, CheckGivesJ0OfGenuineFramesOnly) {
         if (!tb->chk_out_valid_o) return false;
         EXPECT_TRUE(tb->chk_busy_o);
         *result = GetBlock(tb->chk_out_j0_o, 0);
+        key_out = GetBlock(tb->chk_out_key_o, 0);
         *user = tb->chk_out_user_o;
         return true;
       },
       [&](size_t i, const Block& result) {
         const Frame& f = sealed[i];
+        Block key;
+        std::memcpy(key.data(), keys.keys[f.key].data(), 16);
+        EXPECT_EQ(key_out, key) << "frame " << i << ": the key it was checked under";
         if (f.genuine) {
-          EXPECT_EQ(result, J0(f.nonce)) << "genuine frame " << i;
+          EXPECT_EQ(result, J0(f.nonce))
+              << (f.enc ? "mac_encrypt" : "mac") << " genuine frame " << i;
           ++ok;
+          enc_ok += f.enc;
         } else {
           EXPECT_NE(result, J0(f.nonce)) << "forged frame " << i;
           ++bad;
@@ -477,10 +505,87 @@ TEST(RtlGcmTest, CheckGivesJ0OfGenuineFramesOnly) {
       });
   tb.Settle();
   EXPECT_FALSE(tb->chk_busy_o);
-  std::printf("genuine %d (retx %d), forged %d\n", ok, retx, bad);
+  std::printf("genuine %d (mac_encrypt %d, retx %d), forged %d\n", ok, enc_ok, retx, bad);
   EXPECT_EQ(bad, forged);
+  EXPECT_GT(enc_ok, 100);
+  EXPECT_LT(enc_ok, ok - 100);
   EXPECT_GT(forged, 200);
   EXPECT_GT(retx, 100);
+}
+
+// ina_gcm_ctr: beats under random idle cycles, each encrypted or not, of random index, J0 and key
+// (a key per beat: consecutive beats may be different jobs'); each comes out 11 cycles later with
+// its user bits, XORed with AES_K(J0 + 4 index + j + 1) over its block j when encrypted (J0's last
+// 32 bits counting mod 2^32: some J0 near the wrap), unchanged otherwise.
+TEST(RtlGcmTest, CtrXorsEachBeatWithItsKeystream) {
+  constexpr int kCtrLatency = 11;
+  std::mt19937_64 rng(Seed());
+  Tb tb;
+  struct In {
+    std::array<uint8_t, 64> data;
+    bool enc;
+    uint16_t index;
+    Block j0, key;
+    uint8_t user;
+    uint64_t at;
+  };
+  std::deque<In> pending;
+  int sent = 0, got = 0, enc = 0, wraps = 0;
+  for (uint64_t cyc = 0; got < 3000 && cyc < 100000; ++cyc) {
+    const bool send = sent < 3000 && rng() % 4 != 0;
+    In in{};
+    for (auto& b : in.data) b = static_cast<uint8_t>(rng());
+    in.enc = rng() % 3 != 0;
+    in.index = static_cast<uint16_t>(rng() % 4 == 0 ? rng() : rng() % 512);
+    in.j0 = RandomBlock(rng);
+    if (rng() % 8 == 0) std::memset(in.j0.data() + 12, 0xFF, 3);  // near 2^32: counters wrap
+    in.key = RandomBlock(rng);
+    in.user = static_cast<uint8_t>(sent);
+    in.at = cyc;
+    tb->ctr_in_valid_i = send;
+    SetBeat(tb->ctr_in_data_i, in.data.data());
+    tb->ctr_in_enc_i = in.enc;
+    tb->ctr_in_index_i = in.index;
+    SetBlock(tb->ctr_in_j0_i, 0, in.j0);
+    SetBlock(tb->ctr_in_key_i, 0, in.key);
+    tb->ctr_in_user_i = in.user;
+    tb.Settle();
+    EXPECT_EQ(tb->ctr_inflight_o, pending.size()) << "cycle " << cyc;
+    if (tb->ctr_out_valid_o) {
+      ASSERT_FALSE(pending.empty()) << "a beat out for no beat in, cycle " << cyc;
+      const In want = pending.front();
+      pending.pop_front();
+      EXPECT_EQ(cyc - want.at, static_cast<uint64_t>(kCtrLatency));
+      EXPECT_EQ(tb->ctr_out_user_o, want.user);
+      std::array<uint8_t, 64> out;
+      GetBeat(tb->ctr_out_data_o, out.data());
+      std::array<uint8_t, 64> expect = want.data;
+      if (want.enc) {
+        for (unsigned j = 0; j < 4; ++j) {
+          Block ctr = want.j0;
+          const uint32_t low = p::Load32(ctr.data() + 12) + 4u * want.index + j + 1u;
+          wraps += low < p::Load32(want.j0.data() + 12);
+          p::Store32(ctr.data() + 12, low);
+          const Block ks = Encrypt(want.key, ctr);
+          for (unsigned t = 0; t < 16; ++t) expect[16 * j + t] ^= ks[t];
+        }
+        ++enc;
+      }
+      EXPECT_EQ(out, expect) << "beat " << got << (want.enc ? " (encrypted)" : "");
+      ++got;
+    } else {
+      EXPECT_EQ(tb->ctr_busy_o, !pending.empty());
+    }
+    if (send) {
+      pending.push_back(in);
+      ++sent;
+    }
+    tb.Edge();
+  }
+  EXPECT_EQ(got, 3000);
+  std::printf("beats %d, encrypted %d, counters that wrapped %d\n", got, enc, wraps);
+  EXPECT_GT(enc, 1500);
+  EXPECT_GT(wraps, 20);
 }
 
 }  // namespace

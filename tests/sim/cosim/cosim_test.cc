@@ -98,7 +98,7 @@ void Reseal(std::vector<uint8_t>& b) {
     return;
   }
   const uint8_t* h = b.data();
-  ASSERT_TRUE(p::SealOnce(it->second.up, p::SecMode::kMac, b.data(), b.size() - p::kTagBytes,
+  ASSERT_TRUE(p::SealOnce(it->second.up, it->second.mode, b.data(), b.size() - p::kTagBytes,
                           p::MakeNonce(p::GetRank(h), p::GetSlot(h), p::GetGen(h))));
 }
 
@@ -1147,9 +1147,11 @@ TEST(CosimDirected, KeyedReplayAfterTheGenerationWraps) {
   EXPECT_EQ(dp::Get(wc, p::Counter::kResults), 65538u);
 }
 
-// Keyed jobs (sec mode mac, docs/security.md) beside a CRC-only one: the RTL checks every data
-// packet's tag (ina_gcm_check and rule K4 in ina_agg) and seals every result under the job's down
-// key (ina_egress), byte for byte as the reference. The same traffic as above, sealed under the up
+// Keyed jobs (job 0 in sec mode mac, job 2 in mac_encrypt; docs/security.md) beside a CRC-only one:
+// the RTL checks every data packet's tag (ina_gcm_check and rule K4 in ina_agg), decrypts a
+// mac_encrypt job's payload (ina_gcm_ctr's keystream from the J0 the tag gave), and seals every
+// result under the job's down key (ina_egress; encrypted first in mac_encrypt), byte for byte as
+// the reference. The same traffic as above, sealed under the up
 // keys: forged packets (bits flipped after sealing, a trailer of another message, another field
 // changed and sealed again for the wrong use), cross-job ones (sec changed; and 1 in 40 a
 // CRC-sealed copy, sec 0, as a spoofer without the key would send), retransmissions, duplicates
@@ -1160,7 +1162,7 @@ TEST_P(CosimTest, KeyedJobsMatchTheReference) {
   } clear;
   const uint64_t seed = Seed();
   std::mt19937_64 rng(seed ^ 0x6b657965);  // another stream than the CRC-only test's
-  uint64_t forged = 0, cross_job = 0, retx = 0, keyed_results = 0, results = 0;
+  uint64_t forged = 0, cross_job = 0, retx = 0, keyed_results = 0, results = 0, enc_results = 0;
   for (int iter = 0; iter < 8 && !HasFailure(); ++iter) {
     SCOPED_TRACE("iteration " + std::to_string(iter));
     auto ref = dp::MakeReferenceEngine(dp::EngineLimits{kRtlPoolSlots, kRtlJobs});
@@ -1169,7 +1171,7 @@ TEST_P(CosimTest, KeyedJobsMatchTheReference) {
     KeyedJobs().clear();
     for (size_t i : {size_t{0}, size_t{2}}) {  // job 1 stays CRC-only
       dp::JobSecurity& s = jobs[i].cfg.security;
-      s.mode = p::SecMode::kMac;
+      s.mode = i == 0 ? p::SecMode::kMac : p::SecMode::kMacEncrypt;
       for (auto& x : s.up) x = static_cast<uint8_t>(rng());
       for (auto& x : s.down) x = static_cast<uint8_t>(rng());
       KeyedJobs()[jobs[i].cfg.job_id] = s;
@@ -1196,15 +1198,21 @@ TEST_P(CosimTest, KeyedJobsMatchTheReference) {
     cross_job += dp::Get(wc, p::Counter::kDropCrossJob);
     retx += dp::Get(wc, p::Counter::kRetransmissions);
     results += out.size();
-    for (const RefOut& o : out) keyed_results += KeyedJobs().count(o.job);
+    for (const RefOut& o : out) {
+      keyed_results += KeyedJobs().count(o.job);
+      enc_results += o.job == jobs[2].cfg.job_id;
+    }
   }
-  std::printf("results %llu (keyed %llu), forged %llu, cross_job %llu, retransmissions %llu\n",
-              static_cast<unsigned long long>(results),
-              static_cast<unsigned long long>(keyed_results),
-              static_cast<unsigned long long>(forged), static_cast<unsigned long long>(cross_job),
-              static_cast<unsigned long long>(retx));
+  std::printf(
+      "results %llu (keyed %llu, mac_encrypt %llu), forged %llu, cross_job %llu, "
+      "retransmissions %llu\n",
+      static_cast<unsigned long long>(results), static_cast<unsigned long long>(keyed_results),
+      static_cast<unsigned long long>(enc_results), static_cast<unsigned long long>(forged),
+      static_cast<unsigned long long>(cross_job), static_cast<unsigned long long>(retx));
   EXPECT_GT(keyed_results, 50u) << "the keyed jobs completed (almost) nothing";
   EXPECT_LT(keyed_results, results) << "the CRC-only job completed nothing";
+  EXPECT_GT(enc_results, 20u) << "the mac_encrypt job completed (almost) nothing";
+  EXPECT_LT(enc_results, keyed_results - 20) << "the mac job completed (almost) nothing";
   // CI's seed: forged 18, cross_job 74, retransmissions 869, keyed results 436 of 684.
   EXPECT_GT(forged, 5u);
   EXPECT_GT(cross_job, 20u);

@@ -1,10 +1,10 @@
 // What ina-rtlsim composes, in process: the control plane (ina/dp/control.h) over the verilated
-// RTL core (ina::sim::RtlEngine). The core says what it runs (Engine::max_k, RunsSecMode), and the
-// control plane refuses what it cannot run saying why, before anything reaches the core:
-//   - a SET_KEY for mode mac_encrypt, which the core does not run, gets error(key_refused);
-//   - a key installed in process for that mode (no admin channel to refuse it) fails the job's
-//     JOINs with error(no_slots) naming join_param sec_mode, when the core refuses the install;
+// RTL core (ina::sim::RtlEngine). The core says what it runs (Engine::max_k, RunsSecMode):
+//   - every sec mode: keys of both keyed modes are taken and their jobs granted (a set_key of no
+//     mode gets error(key_refused));
 //   - hello_ack's largest K is the core's MaxK.
+// (A control plane over an engine that cannot run a keyed mode refuses its key and fails its
+// JOINs naming the mode: dataplane/control's ControlTest, over an engine that says so.)
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 
@@ -80,12 +80,15 @@ class RtlControl : public ::testing::Test {
 
 TEST_F(RtlControl, TheCoreSaysWhatItRuns) {
   EXPECT_EQ(engine_.max_k(), kRtlMaxK);
-  EXPECT_TRUE(engine_.RunsSecMode(p::SecMode::kMac));
-  EXPECT_FALSE(engine_.RunsSecMode(p::SecMode::kMacEncrypt));
-  // What it says matches what it does: AddJob refuses the mode it does not run.
+  for (const p::SecMode mode : {p::SecMode::kCrc, p::SecMode::kMac, p::SecMode::kMacEncrypt}) {
+    EXPECT_TRUE(engine_.RunsSecMode(mode)) << p::SecModeName(static_cast<uint8_t>(mode));
+  }
+  // What it says matches what it does: AddJob takes every mode.
   dp::JobConfig job{.job_id = 3, .world_size = 2, .k = 256, .slot_base = 0, .window = 4};
   job.security.mode = p::SecMode::kMacEncrypt;
-  EXPECT_EQ(engine_.AddJob(job).code(), StatusCode::kUnimplemented);
+  EXPECT_TRUE(engine_.AddJob(job).ok());
+  job.job_id = 4;
+  job.slot_base = 4;
   job.security.mode = p::SecMode::kMac;
   EXPECT_TRUE(engine_.AddJob(job).ok());
   const auto hello = dp::MakeControl(p::HelloMsg{.job = 7});
@@ -94,66 +97,49 @@ TEST_F(RtlControl, TheCoreSaysWhatItRuns) {
   EXPECT_EQ(p::HelloAckMsg::From(out_.replies[0].h()).max_k, kRtlMaxK);
 }
 
-TEST_F(RtlControl, AMacEncryptKeyIsRefusedSayingTheCoreCannotRunIt) {
-  const uint64_t seq = 1000;
-  Send(p::SealSetKey(admin_, 12, p::SecMode::kMacEncrypt, Secret(3), seq).value(), 7000);
-  ASSERT_EQ(out_.replies.size(), 1u);
-  const Reply& r = out_.replies[0];
-  EXPECT_EQ(r.to, MakePeer(7000));
-  EXPECT_TRUE(p::MessageCrcOk(r.bytes));
-  ASSERT_EQ(r.h().type, p::MsgType::kError);
-  const auto e = p::ErrorMsg::From(r.h());
-  EXPECT_EQ(e.code, p::ErrorCode::kKeyRefused);
-  EXPECT_EQ(e.job, 12);
-  EXPECT_EQ(e.join_param(), p::JoinParam::kSecMode);
-  EXPECT_EQ(e.key_mode(), static_cast<uint16_t>(p::SecMode::kMacEncrypt));
-  EXPECT_EQ(p::SetKeySeq(e), seq);
-  EXPECT_FALSE(cp_->HasJobKey(12));
-  EXPECT_EQ(Ctr(dp::ControlCounter::kAdminRefused), 1u);
-  EXPECT_TRUE(
-      Logged("SET_KEY for job 12 from 127.0.0.1:7000 refused: this fabric's engine cannot "
-             "run sec mode mac_encrypt"));
-  // Mode mac, which it runs, is installed and acknowledged.
-  out_.replies.clear();
-  Send(p::SealSetKey(admin_, 12, p::SecMode::kMac, Secret(3), seq + 1).value(), 7000);
-  ASSERT_EQ(out_.replies.size(), 1u);
-  EXPECT_EQ(out_.replies[0].h().type, p::MsgType::kSetKeyAck);
-  EXPECT_TRUE(cp_->HasJobKey(12));
-}
-
-// A key put in without the admin channel: the core refuses the install at the grant, and every
-// rank hears error(no_slots) naming the mode (what a worker turns into UNIMPLEMENTED).
-TEST_F(RtlControl, AJobOfAModeTheCoreCannotRunFailsItsJoinsNamingTheMode) {
-  const auto secret = Secret(4);
-  ASSERT_TRUE(cp_->InstallJobKey(20, p::SecMode::kMacEncrypt, secret).ok());
-  for (uint16_t rank = 0; rank < 2; ++rank) {
-    const auto join = dp::MakeControl(
-        p::JoinMsg{.job = 20, .rank = rank, .k = 256, .window = 4, .world_size = 2});
+// Keys of both keyed modes are taken through the admin channel and their jobs granted by the core;
+// a set_key of no mode gets error(key_refused) naming it.
+TEST_F(RtlControl, KeysOfBothKeyedModesAreTakenAndTheirJobsGranted) {
+  uint64_t seq = 1000;
+  uint16_t job = 12;
+  for (const p::SecMode mode : {p::SecMode::kMacEncrypt, p::SecMode::kMac}) {
+    SCOPED_TRACE(p::SecModeName(static_cast<uint8_t>(mode)));
+    const auto secret = Secret(static_cast<uint8_t>(job));
     out_.replies.clear();
-    Send(join, static_cast<uint16_t>(5000 + rank));
+    Send(p::SealSetKey(admin_, job, mode, secret, seq++).value(), 7000);
     ASSERT_EQ(out_.replies.size(), 1u);
-    ASSERT_EQ(out_.replies[0].h().type, p::MsgType::kJoinChallenge);
-    const auto nonce = p::JoinChallenge::From(out_.replies[0].bytes.data() + p::kHeaderBytes);
-    std::vector<uint8_t> proven(join.begin(), join.begin() + p::kHeaderBytes);
-    proven.resize(p::kHeaderBytes + p::kTagBytes);
-    p::SetSec(proven.data(), static_cast<uint8_t>(p::SecMode::kMac));
-    ASSERT_TRUE(p::SealJoinProof(secret, nonce, proven.data()).ok());
-    out_.replies.clear();
-    Send(proven, static_cast<uint16_t>(5000 + rank));
+    EXPECT_EQ(out_.replies[0].h().type, p::MsgType::kSetKeyAck);
+    EXPECT_TRUE(cp_->HasJobKey(job));
+    for (uint16_t rank = 0; rank < 2; ++rank) {
+      const auto join = dp::MakeControl(
+          p::JoinMsg{.job = job, .rank = rank, .k = 256, .window = 4, .world_size = 2});
+      out_.replies.clear();
+      Send(join, static_cast<uint16_t>(5000 + rank));
+      ASSERT_EQ(out_.replies.size(), 1u);
+      ASSERT_EQ(out_.replies[0].h().type, p::MsgType::kJoinChallenge);
+      const auto nonce = p::JoinChallenge::From(out_.replies[0].bytes.data() + p::kHeaderBytes);
+      std::vector<uint8_t> proven(join.begin(), join.begin() + p::kHeaderBytes);
+      proven.resize(p::kHeaderBytes + p::kTagBytes);
+      p::SetSec(proven.data(), static_cast<uint8_t>(p::SecMode::kMac));
+      ASSERT_TRUE(p::SealJoinProof(secret, nonce, proven.data()).ok());
+      out_.replies.clear();
+      Send(proven, static_cast<uint16_t>(5000 + rank));
+    }
+    ASSERT_EQ(out_.replies.size(), 2u) << "both ranks hear it once the job is complete";
+    for (const Reply& r : out_.replies) EXPECT_EQ(r.h().type, p::MsgType::kJoinAck);
+    ++job;
   }
-  ASSERT_EQ(out_.replies.size(), 2u) << "both ranks hear it once the job is complete";
-  for (uint16_t rank = 0; rank < 2; ++rank) {
-    const Reply& r = out_.replies[rank];
-    EXPECT_EQ(r.to, MakePeer(static_cast<uint16_t>(5000 + rank)));
-    const auto e = p::ErrorMsg::From(r.h());
-    EXPECT_EQ(e.code, p::ErrorCode::kNoSlots);
-    EXPECT_EQ(e.join_param(), p::JoinParam::kSecMode);
-    EXPECT_EQ(e.job_value(), static_cast<uint32_t>(p::SecMode::kMacEncrypt));
-  }
-  EXPECT_EQ(cp_->num_jobs(), 0u);
-  EXPECT_TRUE(
-      Logged("job 20: the engine refused to install it (UNIMPLEMENTED: program job: sec "
-             "mode mac_encrypt is not in the RTL core"));
+  EXPECT_EQ(cp_->num_jobs(), 2u);
+  EXPECT_EQ(Ctr(dp::ControlCounter::kAdminRefused), 0u);
+  // Mode 3 is none.
+  out_.replies.clear();
+  Send(p::SealSetKey(admin_, 20, static_cast<p::SecMode>(3), Secret(3), seq).value(), 7000);
+  ASSERT_EQ(out_.replies.size(), 1u);
+  const auto e = p::ErrorMsg::From(out_.replies[0].h());
+  EXPECT_EQ(e.code, p::ErrorCode::kKeyRefused);
+  EXPECT_EQ(e.key_mode(), 3);
+  EXPECT_FALSE(cp_->HasJobKey(20));
+  EXPECT_EQ(Ctr(dp::ControlCounter::kAdminRefused), 1u);
 }
 
 }  // namespace

@@ -56,12 +56,9 @@ class RtlEngine final : public dp::Engine {
   dp::CounterSnapshot counters() const override;
   uint32_t pool_slots() const override { return kRtlPoolSlots; }
   // The largest K the RTL was built for (MaxK, read from its params register: kRtlMaxK; 0 when
-  // the read failed, so that a control plane over it holds every JOIN out of range); the modes it
-  // runs: crc and mac (drv::ProgramJob refuses mac_encrypt).
+  // the read failed, so that a control plane over it holds every JOIN out of range). It runs
+  // every sec mode (crc, mac and mac_encrypt: docs/security.md, "The RTL").
   uint16_t max_k() const override { return max_k_; }
-  bool RunsSecMode(proto::SecMode mode) const override {
-    return mode != proto::SecMode::kMacEncrypt;
-  }
 
   // Simulation statistics: cycles clocked, and harness failures (the model not idle within its
   // cycle bound, or an AXI-stream rule broken; each is also printed to stderr once).

@@ -18,14 +18,13 @@ namespace ina::drv {
 
 // Programs job table entry `entry`: job_sel, job_id (id, valid), job_slots (base, window),
 // job_world (world, K/64, multicast `group`), job_sec (job.security.mode), for a keyed job (mode
-// mac) its traffic keys (job_key_up0..3, job_key_down0..3, write-only), then job_commit, and reads
-// job_id back while the fabric resets the entry's slots (one slot per cycle) and computes the
-// keys' constants. REQUIRES: entry < the fabric's job count
-// (an entry beyond it is ignored by the fabric, and the read back fails).
-// Errors: InvalidArgument (K not a multiple of 64, or a value that does not fit its field),
-// Unimplemented (mode mac_encrypt: the core checks and seals mode mac only, docs/security.md;
-// nothing is written), Internal (read back differs), and whatever the
-// RegisterAccess returns.
+// mac or mac_encrypt) its traffic keys (job_key_up0..3, job_key_down0..3, write-only), then
+// job_commit, and reads job_id back while the fabric resets the entry's slots (one slot per cycle)
+// and computes the keys' constants. REQUIRES: entry < the fabric's job count (an entry beyond it
+// is ignored by the fabric, and the read back fails).
+// Errors: InvalidArgument (K not a multiple of 64, a value that does not fit its field, or no
+// sec mode; nothing is written), Internal (read back differs), and whatever the RegisterAccess
+// returns.
 [[nodiscard]] Status ProgramJob(RegisterAccess& regs, uint32_t entry, const dp::JobConfig& job,
                                 uint16_t group);
 
