@@ -13,7 +13,7 @@
 // in_user_i comes out with its beat (the caller's frame bits: tkeep, tlast, ...).
 // Latency: 11 cycles, every beat (encrypted or not), so beats leave in order. Throughput: one beat
 // per cycle. No backpressure: the caller keeps room for what is in flight (inflight_o beats).
-// Datasheet: docs/rtl/ina_aes128.md.
+// Datasheet: docs/rtl/ina_gcm_hash.md.
 module ina_gcm_ctr
 #(
   parameter int unsigned UserBits = 1,

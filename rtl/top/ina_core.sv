@@ -39,8 +39,9 @@
 // Throughput: one beat per cycle in and out; a frame of n payload beats (its trailer included)
 // costs n + 1 cycles; the same message as a RoCEv2 frame costs its own beats (26 bytes more: at
 // most one beat more; a full message of any K in proto/ina.toml has as many beats either way).
-// Latency: store-and-forward; a result's first beat leaves 5 cycles after the completing frame's
-// CRC verdict (ingress, descriptor FIFO, issue, S1, S2, output FIFO), which comes 4 cycles after
+// Latency: store-and-forward; a result's first beat leaves 16 cycles after the completing frame's
+// CRC verdict (ingress, descriptor FIFO, issue, S1, S2, ina_gcm_ctr's 11, output FIFO; a
+// mac_encrypt frame's descriptor waits for its keystream too), which comes 4 cycles after
 // the frame's last beat into ina_ingress; that beat enters 1 cycle after the frame's last beat on
 // s_axis (ina_roce_rx holds one beat; 0 cycles for a RoCEv2 frame whose tail beyond 20 bytes is
 // only pad and ICRC). Its last beat leaves once its own CRC is known (ina_egress).
