@@ -53,8 +53,14 @@ std::vector<uint8_t> Message(const p::Header& h, const std::vector<int32_t>& pay
 }
 
 // A worker's JOIN of job kJob (world kWorld, K kK, window kWindow) as global rank `rank`.
-p::Header WorkerJoin(uint16_t rank) {
-  return p::JoinMsg{.job = kJob, .rank = rank, .k = kK, .window = kWindow, .world_size = kWorld}
+// A worker's JOIN (global rank `rank`), or its re-join of grant `rejoin_epoch` (0: a first join).
+p::Header WorkerJoin(uint16_t rank, uint8_t rejoin_epoch = 0, uint32_t window = kWindow) {
+  return p::JoinMsg{.rejoin_epoch = rejoin_epoch,
+                    .job = kJob,
+                    .rank = rank,
+                    .k = kK,
+                    .window = window,
+                    .world_size = kWorld}
       .ToHeader();
 }
 
@@ -770,13 +776,7 @@ TEST(Leaf, WorkersReJoiningAskingLessReJoinTheSpineForIt) {
   const uint8_t local_epoch = p::JoinAckMsg::From(resent[0].h()).epoch;
   ASSERT_NE(local_epoch, 0);
   auto rejoin = [&](uint16_t l, uint8_t epoch, uint32_t window) {
-    t.FromWorker(l, Message(p::JoinMsg{.rejoin_epoch = epoch,
-                                       .job = kJob,
-                                       .rank = static_cast<uint16_t>(4 + l),
-                                       .k = kK,
-                                       .window = window,
-                                       .world_size = kWorld}
-                                .ToHeader()));
+    t.FromWorker(l, Message(WorkerJoin(static_cast<uint16_t>(4 + l), epoch, window)));
   };
   rejoin(0, static_cast<uint8_t>(local_epoch + 1), 4);  // not this grant's: refused
   auto refused = t.Take();
@@ -784,13 +784,7 @@ TEST(Leaf, WorkersReJoiningAskingLessReJoinTheSpineForIt) {
   EXPECT_EQ(refused[0].h().type, p::MsgType::kError);
   EXPECT_EQ(refused[0].h().slot, static_cast<uint16_t>(p::JoinParam::kWindow));
   // Rank 7's re-join from rank 4's address: not rank 7's, refused and not counted.
-  t.FromWorker(0, Message(p::JoinMsg{.rejoin_epoch = local_epoch,
-                                     .job = kJob,
-                                     .rank = 7,
-                                     .k = kK,
-                                     .window = 4,
-                                     .world_size = kWorld}
-                              .ToHeader()));
+  t.FromWorker(0, Message(WorkerJoin(7, local_epoch, 4)));
   refused = t.Take();
   ASSERT_EQ(refused.size(), 1u);
   EXPECT_EQ(refused[0].h().type, p::MsgType::kError);
@@ -861,13 +855,7 @@ class KeyedLeaf : public ::testing::TestWithParam<p::SecMode> {
   std::vector<uint8_t> Proof(uint16_t local, const Sent& ch, uint8_t rejoin_epoch = 0,
                              uint32_t window = kWindow) {
     std::vector<uint8_t> b(p::MessageBytes(0, static_cast<uint8_t>(p::SecMode::kMac)));
-    p::Header h = p::JoinMsg{.rejoin_epoch = rejoin_epoch,
-                             .job = kJob,
-                             .rank = static_cast<uint16_t>(4 + local),
-                             .k = kK,
-                             .window = window,
-                             .world_size = kWorld}
-                      .ToHeader();
+    p::Header h = WorkerJoin(static_cast<uint16_t>(4 + local), rejoin_epoch, window);
     h.sec = static_cast<uint8_t>(p::SecMode::kMac);
     p::EncodeHeader(h, b.data());
     const auto c = p::JoinChallenge::From(ch.bytes.data() + p::kHeaderBytes);
@@ -1543,13 +1531,7 @@ TEST(Leaf, ALeaseEndReJoinsTheSpineAndTheTreeSharesItsPool) {
     spine->HandleControl(m, leaf0, t.now, spine_out);
   };
   auto join = [&](uint16_t l, uint8_t rejoin_epoch) {
-    t.FromWorker(l, Message(p::JoinMsg{.rejoin_epoch = rejoin_epoch,
-                                       .job = kJob,
-                                       .rank = static_cast<uint16_t>(4 + l),
-                                       .k = kK,
-                                       .window = kWindow,
-                                       .world_size = kWorld}
-                                .ToHeader()));
+    t.FromWorker(l, Message(WorkerJoin(static_cast<uint16_t>(4 + l), rejoin_epoch)));
   };
   // Every worker's JOIN (first, or re-join of `epoch`), the spine answering, until every worker
   // has its join_ack: the grant's (window, epoch, lease).
