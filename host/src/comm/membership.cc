@@ -11,6 +11,30 @@ namespace ina::host::internal {
 
 namespace {
 
+// A join_pending's news, for the join timeout's message.
+std::string MissingWords(const proto::JoinPendingMsg& p) {
+  const std::string of = std::to_string(p.joined) + " of " + std::to_string(p.world_size);
+  const std::string rank = std::to_string(p.missing_rank);
+  switch (p.scope) {
+    case 1: {
+      std::string ranks = "the leaf of rank " + rank;
+      if (p.missing_ranks > 1) {
+        ranks = "the leaf of ranks " + rank + ".." +
+                std::to_string(p.missing_rank + p.missing_ranks - 1);
+      }
+      return of + " leaves of the tree joined the spine; " + ranks +
+             " has not (did those ranks start, and does their leaf reach the spine? "
+             "docs/hierarchy.md)";
+    }
+    case 2:
+      return of + " ranks of this leaf joined it; rank " + rank +
+             " has not (did it start, with this leaf as its INA_SWITCH?)";
+    default:
+      return of + " ranks joined the job at the switch; rank " + rank +
+             " has not (did it start, with this switch as its INA_SWITCH?)";
+  }
+}
+
 // The words for a JoinParam in messages ("K", "world size", ...).
 std::string ParamWords(proto::JoinParam param) {
   switch (param) {
@@ -212,12 +236,20 @@ void Membership::OnPacket(std::span<const uint8_t> packet, TimePoint now) {
     case proto::MsgType::kJoinChallenge:
       OnChallenge(packet, now);
       return;
-    case proto::MsgType::kError:
+    case proto::MsgType::kError: {
       state_ = State::kFailed;
-      status_ = JoinError(proto::ErrorMsg::From(a), cfg_, Who());
+      const auto e = proto::ErrorMsg::From(a);
+      status_ = JoinError(e, cfg_, Who());
+      if (e.code == proto::ErrorCode::kJobAborted && pending_) {
+        // A rank that waited too gave up first (its join timeout ended a moment before this
+        // one's): what this rank was told is still who is missing.
+        status_ = Aborted(std::string(status_.message()) +
+                          " while the job waited for a missing rank: " + MissingWords(*pending_));
+      }
       if (request_queued_) --tx_count_;
       request_queued_ = false;
       return;
+    }
     default:
       return;
   }
@@ -242,34 +274,6 @@ void Membership::OnJoinAck(const proto::JoinAckMsg& a) {
                  std::chrono::milliseconds(a.job_timeout_ms),
                  a.release};
 }
-
-namespace {
-
-// A join_pending's news, for the join timeout's message.
-std::string MissingWords(const proto::JoinPendingMsg& p) {
-  const std::string of = std::to_string(p.joined) + " of " + std::to_string(p.world_size);
-  const std::string rank = std::to_string(p.missing_rank);
-  switch (p.scope) {
-    case 1: {
-      std::string ranks = "the leaf of rank " + rank;
-      if (p.missing_ranks > 1) {
-        ranks = "the leaf of ranks " + rank + ".." +
-                std::to_string(p.missing_rank + p.missing_ranks - 1);
-      }
-      return of + " leaves of the tree joined the spine; " + ranks +
-             " has not (did those ranks start, and does their leaf reach the spine? "
-             "docs/hierarchy.md)";
-    }
-    case 2:
-      return of + " ranks of this leaf joined it; rank " + rank +
-             " has not (did it start, with this leaf as its INA_SWITCH?)";
-    default:
-      return of + " ranks joined the job at the switch; rank " + rank +
-             " has not (did it start, with this switch as its INA_SWITCH?)";
-  }
-}
-
-}  // namespace
 
 void Membership::OnTimers(TimePoint now) {
   if (!joining()) return;

@@ -257,6 +257,32 @@ TEST_F(MembershipTest, JoinPendingNamesWhoIsMissingWhenTheJoinTimesOut) {
       << m.status().ToString();
 }
 
+// A pending job aborted by a rank that gave up waiting first (its join timeout ended a moment
+// before this one's, and its LEAVE ended the job): this rank's error still names who was missing,
+// from the join_pending it was told; without one, the bare refusal.
+TEST_F(MembershipTest, AJobAbortedWhileWaitingStillNamesWhoIsMissing) {
+  Membership m(Config());
+  m.Join(0, t0_);
+  Take(m, t0_);
+  m.OnPacket(Reply(proto::JoinPendingMsg{
+                 .scope = 2, .job = 7, .joined = 3, .missing_rank = 7, .world_size = 4}),
+             t0_ + milliseconds(100));
+  m.OnPacket(Reply(proto::ErrorMsg{.job = 7, .code = ErrorCode::kJobAborted}),
+             t0_ + milliseconds(900));
+  ASSERT_EQ(m.state(), State::kFailed);
+  EXPECT_EQ(m.status().code(), StatusCode::kAborted);
+  EXPECT_TRUE(Has(m.status(),
+                  "fabric answered error(job_aborted) while the job waited for a missing rank: 3 "
+                  "of 4 ranks of this leaf joined it; rank 7 has not"))
+      << m.status().ToString();
+  Membership bare(Config());
+  bare.Join(0, t0_);
+  bare.OnPacket(Reply(proto::ErrorMsg{.job = 7, .code = ErrorCode::kJobAborted}),
+                t0_ + milliseconds(900));
+  EXPECT_EQ(bare.status().code(), StatusCode::kAborted);
+  EXPECT_FALSE(Has(bare.status(), "missing")) << bare.status().ToString();
+}
+
 // A re-join whose fabric refuses its packets (ICMP port unreachable: the switch or leaf that
 // granted the job died, or restarted without it) fails at once; a first join keeps trying.
 TEST_F(MembershipTest, AReJoinFailsAtOnceWhenTheFabricWentAway) {
